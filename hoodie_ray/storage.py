@@ -1,0 +1,421 @@
+"""Storage access for one table: every path is relative to the table's base path.
+
+Two implementations share one interface:
+
+* :class:`LocalStorage` for the local filesystem (``/path`` or ``file://``), with POSIX
+  atomicity: ``write_atomic`` writes a temporary file and renames it; ``create_new`` is
+  put-if-absent through a hard link, so two processes can never both create one instant file.
+* :class:`ArrowStorage` for object stores through ``pyarrow.fs`` (``s3://``, ``gs://``, ...).
+  A single PUT is atomic on object stores, so ``write_atomic`` writes the object directly;
+  ``create_new`` checks for the object first (see docs/ARCHITECTURE.md on object-store commits).
+
+Relative paths are validated (:func:`check_relative`): no ``..`` segment, no absolute path, no
+backslash, NUL or control character, so nothing read from a table can reach outside it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import IO, Any
+from urllib.parse import urlparse
+
+from hoodie_ray.exceptions import HoodieIOError, HoodiePathError
+
+_SECRET_KEY_PARTS = ("secret", "token", "password", "session", "access_key", "credential", "key")
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """One directory entry: its name (no directory part), size in bytes, and kind."""
+
+    name: str
+    size: int
+    is_dir: bool
+
+
+def check_relative(rel: str) -> str:
+    """Return ``rel`` normalised (no leading ``./``) or raise :class:`HoodiePathError`.
+
+    A relative path may not be absolute, contain a ``..`` or empty segment, a backslash, a NUL
+    or another control character: such a path could resolve outside the table.
+    """
+    if not isinstance(rel, str):
+        raise HoodiePathError(f"path must be a string, got {type(rel).__name__}")
+    if rel in ("", "."):
+        return ""
+    if rel.startswith("/"):
+        raise HoodiePathError(f"absolute path not allowed inside a table: {rel!r}")
+    if "\\" in rel or any(ord(c) < 32 or ord(c) == 127 for c in rel):
+        raise HoodiePathError(f"path with a backslash or control character refused: {rel!r}")
+    parts = [p for p in rel.split("/") if p != "."]
+    for p in parts:
+        if p in ("", ".."):
+            raise HoodiePathError(f"path escapes or is malformed inside the table: {rel!r}")
+    return "/".join(parts)
+
+
+def join(*parts: str) -> str:
+    """Join relative path parts with ``/``, skipping empty parts (non-partitioned tables)."""
+    return "/".join(p.strip("/") for p in parts if p not in ("", None))
+
+
+def redact_options(options: Mapping[str, Any] | None) -> dict[str, str]:
+    """A copy of storage options safe to print: values of secret-looking keys are masked."""
+    out: dict[str, str] = {}
+    for k, v in (options or {}).items():
+        lk = k.lower()
+        secret = any(p in lk for p in _SECRET_KEY_PARTS) and lk not in ("region", "endpoint_override")
+        out[k] = "***" if secret else str(v)
+    return out
+
+
+class Storage:
+    """Filesystem access relative to a table's base path (abstract)."""
+
+    base_uri: str
+
+    # -- reading -------------------------------------------------------------------------------
+    def read_bytes(self, rel: str) -> bytes:
+        raise NotImplementedError
+
+    def open_input(self, rel: str) -> IO[bytes]:
+        """A seekable binary stream of the file."""
+        raise NotImplementedError
+
+    def size(self, rel: str) -> int:
+        raise NotImplementedError
+
+    def exists(self, rel: str) -> bool:
+        raise NotImplementedError
+
+    def list_dir(self, rel: str) -> list[FileInfo]:
+        """Entries of a directory; an absent directory lists as empty."""
+        raise NotImplementedError
+
+    # -- writing -------------------------------------------------------------------------------
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        """Write (or overwrite) a whole file, creating parent directories."""
+        raise NotImplementedError
+
+    def write_atomic(self, rel: str, data: bytes) -> None:
+        """Write a whole file so no reader ever sees it half-written."""
+        raise NotImplementedError
+
+    def create_new(self, rel: str, data: bytes) -> bool:
+        """Atomically create a file that must not exist yet; False if it already existed."""
+        raise NotImplementedError
+
+    def append(self, rel: str, data: bytes) -> int:
+        """Append bytes; return the offset they start at. Raises if appends are unsupported."""
+        raise NotImplementedError
+
+    @property
+    def supports_append(self) -> bool:
+        return False
+
+    def open_output(self, rel: str) -> IO[bytes]:
+        """A binary stream that writes a new file (parents created)."""
+        raise NotImplementedError
+
+    def delete(self, rel: str, missing_ok: bool = True) -> None:
+        raise NotImplementedError
+
+    def delete_dir(self, rel: str) -> None:
+        raise NotImplementedError
+
+    def makedirs(self, rel: str) -> None:
+        raise NotImplementedError
+
+    def rename(self, src: str, dst: str) -> None:
+        raise NotImplementedError
+
+    # -- helpers -------------------------------------------------------------------------------
+    def walk_files(self, rel: str = "") -> Iterator[str]:
+        """Every file below ``rel`` as a relative path (depth first, sorted)."""
+        for info in sorted(self.list_dir(rel), key=lambda i: i.name):
+            child = join(rel, info.name)
+            if info.is_dir:
+                yield from self.walk_files(child)
+            else:
+                yield child
+
+    def uri(self, rel: str) -> str:
+        rel = check_relative(rel)
+        return self.base_uri.rstrip("/") + ("/" + rel if rel else "")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.base_uri!r})"
+
+
+class LocalStorage(Storage):
+    """The local filesystem."""
+
+    def __init__(self, base_path: str) -> None:
+        if base_path.startswith("file://"):
+            base_path = base_path[len("file://") :]
+        self.root = os.path.abspath(base_path)
+        self.base_uri = self.root
+
+    def _abs(self, rel: str) -> str:
+        rel = check_relative(rel)
+        return os.path.join(self.root, rel) if rel else self.root
+
+    def read_bytes(self, rel: str) -> bytes:
+        try:
+            with open(self._abs(rel), "rb") as f:
+                return f.read()
+        except FileNotFoundError as e:
+            raise HoodieIOError(f"file not found: {self.uri(rel)}") from e
+        except OSError as e:
+            raise HoodieIOError(f"cannot read {self.uri(rel)}: {e.strerror}") from e
+
+    def open_input(self, rel: str) -> IO[bytes]:
+        try:
+            return open(self._abs(rel), "rb")
+        except OSError as e:
+            raise HoodieIOError(f"cannot open {self.uri(rel)}: {e.strerror}") from e
+
+    def size(self, rel: str) -> int:
+        try:
+            return os.stat(self._abs(rel)).st_size
+        except OSError as e:
+            raise HoodieIOError(f"cannot stat {self.uri(rel)}: {e.strerror}") from e
+
+    def exists(self, rel: str) -> bool:
+        return os.path.exists(self._abs(rel))
+
+    def list_dir(self, rel: str) -> list[FileInfo]:
+        path = self._abs(rel)
+        out: list[FileInfo] = []
+        try:
+            with os.scandir(path) as it:
+                for e in it:
+                    if e.is_symlink():
+                        continue  # a link could point outside the table
+                    is_dir = e.is_dir(follow_symlinks=False)
+                    out.append(FileInfo(e.name, 0 if is_dir else e.stat().st_size, is_dir))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as e:
+            raise HoodieIOError(f"cannot list {self.uri(rel)}: {e.strerror}") from e
+        return out
+
+    def makedirs(self, rel: str) -> None:
+        os.makedirs(self._abs(rel), exist_ok=True)
+
+    def _parent(self, path: str) -> None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        path = self._abs(rel)
+        self._parent(path)
+        with open(path, "wb") as f:
+            f.write(data)
+
+    def _temp_for(self, path: str) -> str:
+        d, name = os.path.split(path)
+        return os.path.join(d, f".{name}.{uuid.uuid4().hex}.tmp")
+
+    def write_atomic(self, rel: str, data: bytes) -> None:
+        path = self._abs(rel)
+        self._parent(path)
+        tmp = self._temp_for(path)
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+    def create_new(self, rel: str, data: bytes) -> bool:
+        path = self._abs(rel)
+        self._parent(path)
+        tmp = self._temp_for(path)
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            try:
+                os.link(tmp, path)  # fails if path exists: put-if-absent, and atomic
+            except FileExistsError:
+                return False
+            return True
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+    @property
+    def supports_append(self) -> bool:
+        return True
+
+    def append(self, rel: str, data: bytes) -> int:
+        path = self._abs(rel)
+        self._parent(path)
+        with open(path, "ab") as f:
+            offset = f.tell()
+            f.write(data)
+            f.flush()
+        return offset
+
+    def open_output(self, rel: str) -> IO[bytes]:
+        path = self._abs(rel)
+        self._parent(path)
+        return open(path, "wb")
+
+    def delete(self, rel: str, missing_ok: bool = True) -> None:
+        try:
+            os.unlink(self._abs(rel))
+        except FileNotFoundError:
+            if not missing_ok:
+                raise HoodieIOError(f"cannot delete, not found: {self.uri(rel)}") from None
+
+    def delete_dir(self, rel: str) -> None:
+        import shutil
+
+        path = self._abs(rel)
+        if check_relative(rel) == "":
+            raise HoodiePathError("refusing to delete the table's base path")
+        shutil.rmtree(path, ignore_errors=True)
+
+    def rename(self, src: str, dst: str) -> None:
+        d = self._abs(dst)
+        self._parent(d)
+        os.replace(self._abs(src), d)
+
+
+class ArrowStorage(Storage):
+    """Object stores and other filesystems through ``pyarrow.fs``."""
+
+    def __init__(self, base_uri: str, storage_options: Mapping[str, Any] | None = None) -> None:
+        import pyarrow.fs as pafs
+
+        self.base_uri = base_uri.rstrip("/")
+        self._options_redacted = redact_options(storage_options)
+        parsed = urlparse(base_uri)
+        try:
+            if parsed.scheme == "s3" and storage_options:
+                fs: pafs.FileSystem = pafs.S3FileSystem(**dict(storage_options))
+                self._root = (parsed.netloc + parsed.path).rstrip("/")
+            else:
+                fs, root = pafs.FileSystem.from_uri(base_uri)
+                self._root = root.rstrip("/")
+        except Exception as e:  # pyarrow raises several types; keep secrets out of the text
+            raise HoodieIOError(f"cannot open storage for {self.base_uri}: {type(e).__name__}") from None
+        self.fs = fs
+
+    def _abs(self, rel: str) -> str:
+        rel = check_relative(rel)
+        return f"{self._root}/{rel}" if rel else self._root
+
+    def _wrap(self, what: str, rel: str, e: Exception) -> HoodieIOError:
+        return HoodieIOError(f"cannot {what} {self.uri(rel)}: {type(e).__name__}: {e}")
+
+    def read_bytes(self, rel: str) -> bytes:
+        try:
+            with self.fs.open_input_stream(self._abs(rel)) as f:
+                return bytes(f.read())
+        except FileNotFoundError as e:
+            raise HoodieIOError(f"file not found: {self.uri(rel)}") from e
+        except OSError as e:
+            raise self._wrap("read", rel, e) from e
+
+    def open_input(self, rel: str) -> IO[bytes]:
+        try:
+            return self.fs.open_input_file(self._abs(rel))  # type: ignore[return-value]
+        except OSError as e:
+            raise self._wrap("open", rel, e) from e
+
+    def size(self, rel: str) -> int:
+        import pyarrow.fs as pafs
+
+        info = self.fs.get_file_info(self._abs(rel))
+        if info.type == pafs.FileType.NotFound:
+            raise HoodieIOError(f"file not found: {self.uri(rel)}")
+        return int(info.size or 0)
+
+    def exists(self, rel: str) -> bool:
+        import pyarrow.fs as pafs
+
+        return bool(self.fs.get_file_info(self._abs(rel)).type != pafs.FileType.NotFound)
+
+    def list_dir(self, rel: str) -> list[FileInfo]:
+        import pyarrow.fs as pafs
+
+        sel = pafs.FileSelector(self._abs(rel), allow_not_found=True, recursive=False)
+        try:
+            infos = self.fs.get_file_info(sel)
+        except OSError as e:
+            raise self._wrap("list", rel, e) from e
+        return [
+            FileInfo(i.base_name, int(i.size or 0), i.type == pafs.FileType.Directory)
+            for i in infos
+        ]
+
+    def makedirs(self, rel: str) -> None:
+        self.fs.create_dir(self._abs(rel), recursive=True)
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        try:
+            with self.fs.open_output_stream(self._abs(rel)) as f:
+                f.write(data)
+        except OSError as e:
+            raise self._wrap("write", rel, e) from e
+
+    def write_atomic(self, rel: str, data: bytes) -> None:
+        # One PUT is atomic on object stores: readers see the old object or the whole new one.
+        self.write_bytes(rel, data)
+
+    def create_new(self, rel: str, data: bytes) -> bool:
+        # Object stores without conditional writes: check, then PUT. The table lock
+        # (write/lock.py) guarantees a single writer, so the check cannot race another writer.
+        if self.exists(rel):
+            return False
+        self.write_bytes(rel, data)
+        return True
+
+    def append(self, rel: str, data: bytes) -> int:
+        raise HoodieIOError(f"appends are not supported on {self.base_uri}")
+
+    def open_output(self, rel: str) -> IO[bytes]:
+        return self.fs.open_output_stream(self._abs(rel))  # type: ignore[return-value]
+
+    def delete(self, rel: str, missing_ok: bool = True) -> None:
+        try:
+            self.fs.delete_file(self._abs(rel))
+        except FileNotFoundError:
+            if not missing_ok:
+                raise HoodieIOError(f"cannot delete, not found: {self.uri(rel)}") from None
+        except OSError as e:
+            if missing_ok and not self.exists(rel):
+                return
+            raise self._wrap("delete", rel, e) from e
+
+    def delete_dir(self, rel: str) -> None:
+        if check_relative(rel) == "":
+            raise HoodiePathError("refusing to delete the table's base path")
+        with contextlib.suppress(FileNotFoundError):
+            self.fs.delete_dir(self._abs(rel))
+
+    def rename(self, src: str, dst: str) -> None:
+        self.fs.move(self._abs(src), self._abs(dst))
+
+    def __repr__(self) -> str:
+        return f"ArrowStorage({self.base_uri!r}, options={self._options_redacted!r})"
+
+
+def open_storage(path: str, storage_options: Mapping[str, Any] | None = None) -> Storage:
+    """Storage for a table path: local for plain paths and ``file://``, pyarrow.fs otherwise."""
+    if not isinstance(path, str) or not path:
+        raise HoodiePathError("table path must be a non-empty string")
+    scheme = urlparse(path).scheme
+    if scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt"):
+        return LocalStorage(path)
+    return ArrowStorage(path, storage_options)
