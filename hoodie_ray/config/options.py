@@ -1,0 +1,639 @@
+"""The one options registry, and the frozen typed config every entry point resolves it into.
+
+Users pass ``dict[str, str]`` with the keys Hudi users know (``hoodie.*``) or the Flink-style
+short keys; both spellings resolve to one :class:`ConfigOption`. Unknown keys are an error that
+names the key and suggests the closest known one. The internals only see :class:`WriteConfig`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from hoodie_ray.exceptions import HoodieOptionError
+
+_MB = 1024 * 1024
+
+
+def _parse_bool(key: str, v: str) -> bool:
+    s = str(v).strip().lower()
+    if s in ("true", "1", "yes"):
+        return True
+    if s in ("false", "0", "no"):
+        return False
+    raise HoodieOptionError(f"option {key}: expected true or false, got {v!r}")
+
+
+def _parse_int(key: str, v: str) -> int:
+    try:
+        return int(str(v).strip())
+    except ValueError:
+        raise HoodieOptionError(f"option {key}: expected an integer, got {v!r}") from None
+
+
+def _parse_float(key: str, v: str) -> float:
+    try:
+        return float(str(v).strip())
+    except ValueError:
+        raise HoodieOptionError(f"option {key}: expected a number, got {v!r}") from None
+
+
+_SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 1024, "m": _MB, "g": 1024 * _MB, "t": 1024 * 1024 * _MB}
+
+
+def _size_parser(default_unit: int) -> Callable[[str, str], int]:
+    """Sizes: a plain number is in ``default_unit`` (Flink's write.*.size are in MB)."""
+
+    def parse(key: str, v: str) -> int:
+        m = _SIZE_RE.match(str(v))
+        if not m:
+            raise HoodieOptionError(f"option {key}: expected a size such as 256MB, got {v!r}")
+        num, unit = float(m.group(1)), (m.group(2) or "").lower()
+        mult = default_unit if unit == "" else _UNITS.get(unit[0], 1)
+        value = int(num * mult)
+        if value < 0:
+            raise HoodieOptionError(f"option {key}: must not be negative")
+        return value
+
+    return parse
+
+
+def _choice(*choices: str, upper: bool = True) -> Callable[[str, str], str]:
+    def parse(key: str, v: str) -> str:
+        s = str(v).strip()
+        s = s.upper() if upper else s.lower()
+        if s not in choices:
+            raise HoodieOptionError(f"option {key}: {v!r} is not one of {', '.join(choices)}")
+        return s
+
+    return parse
+
+
+def _str(key: str, v: str) -> str:
+    return str(v).strip()
+
+
+def _positive(parser: Callable[[str, str], Any]) -> Callable[[str, str], Any]:
+    def parse(key: str, v: str) -> Any:
+        out = parser(key, v)
+        if out <= 0:
+            raise HoodieOptionError(f"option {key}: must be positive, got {v!r}")
+        return out
+
+    return parse
+
+
+@dataclass(frozen=True)
+class ConfigOption:
+    """One option: canonical key, other accepted spellings, default, parser and doc."""
+
+    key: str
+    attr: str
+    default: Any
+    parse: Callable[[str, str], Any]
+    doc: str
+    aliases: tuple[str, ...] = ()
+
+
+OPTIONS: tuple[ConfigOption, ...] = (
+    ConfigOption(
+        "hoodie.table.name",
+        "table_name",
+        None,
+        _str,
+        "Table name; required on the first write.",
+        ("table.name",),
+    ),
+    ConfigOption(
+        "hoodie.database.name",
+        "database_name",
+        "default",
+        _str,
+        "Database name recorded in hoodie.properties.",
+    ),
+    ConfigOption(
+        "hoodie.datasource.write.recordkey.field",
+        "record_key_field",
+        None,
+        _str,
+        "Record key field, or a,b for a complex key.",
+        ("recordkey.field", "hoodie.table.recordkey.fields", "primary_key"),
+    ),
+    ConfigOption(
+        "hoodie.datasource.write.partitionpath.field",
+        "partition_path_field",
+        None,
+        _str,
+        "Partition field, or a,b; none means non-partitioned.",
+        ("partitionpath.field", "hoodie.table.partition.fields", "partition_by"),
+    ),
+    ConfigOption(
+        "hoodie.datasource.write.precombine.field",
+        "precombine_field",
+        None,
+        _str,
+        "Ordering field for event-time merging (the highest value wins).",
+        (
+            "precombine.field",
+            "write.precombine.field",
+            "hoodie.table.precombine.field",
+            "ordering.fields",
+            "hoodie.table.ordering.fields",
+        ),
+    ),
+    ConfigOption(
+        "hoodie.datasource.write.table.type",
+        "table_type",
+        "MERGE_ON_READ",
+        _choice("MERGE_ON_READ", "COPY_ON_WRITE"),
+        "Table type.",
+        ("table.type", "hoodie.table.type"),
+    ),
+    ConfigOption(
+        "hoodie.datasource.write.operation",
+        "operation",
+        "upsert",
+        _choice("upsert", "insert", "bulk_insert", "delete", upper=False),
+        "Write operation.",
+        ("write.operation",),
+    ),
+    ConfigOption(
+        "hoodie.datasource.write.hive_style_partitioning",
+        "hive_style_partitioning",
+        False,
+        _parse_bool,
+        "Write partition directories as field=value.",
+        ("hive_style_partitioning",),
+    ),
+    ConfigOption(
+        "hoodie.datasource.write.partitionpath.urlencode",
+        "partition_url_encode",
+        False,
+        _parse_bool,
+        "URL-encode partition values in partition paths.",
+        ("partitionpath.urlencode",),
+    ),
+    ConfigOption(
+        "hoodie.datasource.write.keygenerator.class",
+        "keygen_class",
+        None,
+        _str,
+        "Key generator class; chosen from the fields when absent.",
+        ("hoodie.table.keygenerator.class",),
+    ),
+    ConfigOption(
+        "hoodie.datasource.write.keygenerator.type",
+        "keygen_type",
+        None,
+        _choice("SIMPLE", "COMPLEX", "NON_PARTITION", "TIMESTAMP"),
+        "Key generator type.",
+        ("hoodie.table.keygenerator.type",),
+    ),
+    ConfigOption(
+        "write.partition.format",
+        "partition_format",
+        None,
+        _str,
+        "Timestamp partitioning: output date format for a date/timestamp partition field (e.g. yyyyMMdd).",
+    ),
+    ConfigOption(
+        "hoodie.keygen.timebased.timestamp.type",
+        "timebased_timestamp_type",
+        None,
+        _choice(
+            "UNIX_TIMESTAMP", "EPOCHMILLISECONDS", "EPOCHMICROSECONDS", "DATE_STRING", "SCALAR"
+        ),
+        "TimestampBasedKeyGenerator: how the partition field's value is read.",
+    ),
+    ConfigOption(
+        "hoodie.keygen.timebased.output.dateformat",
+        "timebased_output_format",
+        None,
+        _str,
+        "TimestampBasedKeyGenerator: output date format (Java SimpleDateFormat pattern).",
+    ),
+    ConfigOption(
+        "hoodie.keygen.timebased.input.dateformat",
+        "timebased_input_format",
+        None,
+        _str,
+        "TimestampBasedKeyGenerator: input format for DATE_STRING values.",
+    ),
+    ConfigOption(
+        "hoodie.keygen.timebased.output.timezone",
+        "timebased_output_timezone",
+        "UTC",
+        _str,
+        "TimestampBasedKeyGenerator: output timezone.",
+        ("hoodie.keygen.timebased.timezone",),
+    ),
+    ConfigOption(
+        "hoodie.keygen.timebased.timestamp.scalar.time.unit",
+        "timebased_scalar_unit",
+        "DAYS",
+        _choice("DAYS", "HOURS", "MINUTES", "SECONDS", "MILLISECONDS", "MICROSECONDS"),
+        "TimestampBasedKeyGenerator: unit of SCALAR values.",
+    ),
+    ConfigOption("write.tasks", "write_tasks", 2, _positive(_parse_int), "Writer actors."),
+    ConfigOption(
+        "write.bucket_assign.tasks",
+        "bucket_assign_tasks",
+        None,
+        _positive(_parse_int),
+        "Bucket-assigner actors; defaults to write.tasks.",
+    ),
+    ConfigOption(
+        "write.batch.size",
+        "write_batch_size",
+        256 * _MB,
+        _positive(_size_parser(_MB)),
+        "Per-bucket buffer before a flush (plain numbers in MB).",
+    ),
+    ConfigOption(
+        "write.task.max.size",
+        "write_task_max_size",
+        1024 * _MB,
+        _positive(_size_parser(_MB)),
+        "All buffers of one writer before the largest is flushed (plain numbers in MB).",
+    ),
+    ConfigOption(
+        "write.max_inflight_batches",
+        "max_inflight_batches",
+        4,
+        _positive(_parse_int),
+        "Batches in flight per actor before the producer waits (backpressure).",
+    ),
+    ConfigOption(
+        "write.batch.rows",
+        "write_batch_rows",
+        65536,
+        _positive(_parse_int),
+        "Rows per batch sent to an actor in one call.",
+    ),
+    ConfigOption(
+        "index.type",
+        "index_type",
+        "FLINK_STATE",
+        _choice("FLINK_STATE", "BUCKET"),
+        "FLINK_STATE: key index in the bucket assigners; BUCKET: hash buckets, no state.",
+        ("hoodie.index.type",),
+    ),
+    ConfigOption(
+        "hoodie.bucket.index.num.buckets",
+        "bucket_num",
+        4,
+        _positive(_parse_int),
+        "Buckets per partition with index.type=BUCKET.",
+        ("hoodie.bucket.index.num_buckets",),
+    ),
+    ConfigOption(
+        "index.global.enabled",
+        "index_global",
+        True,
+        _parse_bool,
+        "A key that changes partition is deleted from the old one.",
+    ),
+    ConfigOption(
+        "index.bootstrap.enabled",
+        "index_bootstrap",
+        True,
+        _parse_bool,
+        "Load the key index from the table when the assigners start.",
+    ),
+    ConfigOption(
+        "hoodie.parquet.small.file.limit",
+        "small_file_limit",
+        104857600,
+        _size_parser(1),
+        "Base files below this size (bytes) take new inserts.",
+    ),
+    ConfigOption(
+        "hoodie.parquet.max.file.size",
+        "parquet_max_file_size",
+        125829120,
+        _positive(_size_parser(1)),
+        "Target base file size (bytes); bounds records per new file group.",
+    ),
+    ConfigOption(
+        "hoodie.copyonwrite.record.size.estimate",
+        "record_size_estimate",
+        1024,
+        _positive(_parse_int),
+        "Record size (bytes) assumed before any commit gives a measured average.",
+    ),
+    ConfigOption(
+        "hoodie.logfile.max.size",
+        "logfile_max_size",
+        1073741824,
+        _positive(_size_parser(1)),
+        "Roll to the next log version past this size (bytes).",
+    ),
+    ConfigOption(
+        "hoodie.logfile.data.block.format",
+        "log_block_format",
+        "avro",
+        _choice("avro", "parquet", upper=False),
+        "Log data block format.",
+    ),
+    ConfigOption(
+        "hoodie.parquet.compression.codec",
+        "parquet_codec",
+        "snappy",
+        _choice("snappy", "gzip", "zstd", "none", "uncompressed", upper=False),
+        "Parquet codec.",
+    ),
+    ConfigOption(
+        "compaction.schedule.enabled",
+        "compaction_schedule",
+        True,
+        _parse_bool,
+        "Schedule compactions after commits.",
+    ),
+    ConfigOption(
+        "compaction.async.enabled",
+        "compaction_async",
+        True,
+        _parse_bool,
+        "Run compaction beside the writers.",
+    ),
+    ConfigOption(
+        "compaction.trigger.strategy",
+        "compaction_trigger",
+        "num_commits",
+        _choice("num_commits", "time_elapsed", "num_and_time", "num_or_time", upper=False),
+        "When a compaction is scheduled.",
+    ),
+    ConfigOption(
+        "compaction.delta_commits",
+        "compaction_delta_commits",
+        5,
+        _positive(_parse_int),
+        "Delta commits since the last compaction that trigger one.",
+    ),
+    ConfigOption(
+        "compaction.delta_seconds",
+        "compaction_delta_seconds",
+        3600,
+        _positive(_parse_int),
+        "Seconds since the last compaction that trigger one.",
+    ),
+    ConfigOption(
+        "compaction.tasks",
+        "compaction_tasks",
+        2,
+        _positive(_parse_int),
+        "Parallel compaction tasks.",
+    ),
+    ConfigOption(
+        "clean.async.enabled",
+        "clean_enabled",
+        True,
+        _parse_bool,
+        "Clean old file slices after commits.",
+        ("hoodie.clean.automatic",),
+    ),
+    ConfigOption(
+        "clean.retain_commits",
+        "clean_retain_commits",
+        30,
+        _positive(_parse_int),
+        "Commits whose file slices are kept (time travel).",
+        ("hoodie.cleaner.commits.retained",),
+    ),
+    ConfigOption(
+        "hoodie.write.table.version",
+        "write_table_version",
+        6,
+        _choice("6", "8"),
+        "Table version of new tables (6 or 8).",
+    ),
+    ConfigOption(
+        "hoodie.metadata.enable",
+        "metadata_enable",
+        False,
+        _parse_bool,
+        "The metadata table is not maintained by hoodie_ray; must be false.",
+    ),
+    ConfigOption(
+        "hoodie.write.lock.heartbeat_interval_ms",
+        "lock_heartbeat_ms",
+        10000,
+        _positive(_parse_int),
+        "Heartbeat of the single-writer lock.",
+    ),
+    ConfigOption(
+        "hoodie.write.lock.expire_ms",
+        "lock_expire_ms",
+        60000,
+        _positive(_parse_int),
+        "A lock whose heartbeat is older than this is stale and may be taken over.",
+    ),
+    ConfigOption(
+        "ray.coordinator.num_cpus",
+        "coordinator_cpus",
+        None,
+        _parse_float,
+        "CPUs of the coordinator actor.",
+    ),
+    ConfigOption(
+        "ray.assigner.num_cpus",
+        "assigner_cpus",
+        None,
+        _parse_float,
+        "CPUs of each bucket-assigner actor.",
+    ),
+    ConfigOption(
+        "ray.writer.num_cpus", "writer_cpus", None, _parse_float, "CPUs of each writer actor."
+    ),
+    ConfigOption(
+        "ray.compactor.num_cpus", "compactor_cpus", None, _parse_float, "CPUs of each compactor."
+    ),
+    ConfigOption(
+        "ray.writer.memory",
+        "writer_memory",
+        None,
+        _size_parser(1),
+        "Memory (bytes) reserved per writer actor.",
+    ),
+    ConfigOption(
+        "ray.assigner.memory",
+        "assigner_memory",
+        None,
+        _size_parser(1),
+        "Memory (bytes) reserved per assigner actor.",
+    ),
+)
+
+_BY_KEY: dict[str, ConfigOption] = {}
+for _opt in OPTIONS:
+    for _k in (_opt.key, *_opt.aliases):
+        assert _k not in _BY_KEY, _k
+        _BY_KEY[_k] = _opt
+
+
+def lookup(key: str) -> ConfigOption:
+    """The option for a key or alias; :class:`HoodieOptionError` with a suggestion if unknown."""
+    opt = _BY_KEY.get(key)
+    if opt is None:
+        close = difflib.get_close_matches(key, list(_BY_KEY), n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise HoodieOptionError(f"unknown option {key!r}{hint}")
+    return opt
+
+
+@dataclass(frozen=True)
+class WriteConfig:
+    """Every option resolved and typed. Build with :func:`resolve_options`."""
+
+    table_name: str | None = None
+    database_name: str = "default"
+    record_key_field: str | None = None
+    partition_path_field: str | None = None
+    precombine_field: str | None = None
+    table_type: str = "MERGE_ON_READ"
+    operation: str = "upsert"
+    hive_style_partitioning: bool = False
+    partition_url_encode: bool = False
+    keygen_class: str | None = None
+    keygen_type: str | None = None
+    partition_format: str | None = None
+    timebased_timestamp_type: str | None = None
+    timebased_output_format: str | None = None
+    timebased_input_format: str | None = None
+    timebased_output_timezone: str = "UTC"
+    timebased_scalar_unit: str = "DAYS"
+    write_tasks: int = 2
+    bucket_assign_tasks: int | None = None
+    write_batch_size: int = 256 * _MB
+    write_task_max_size: int = 1024 * _MB
+    max_inflight_batches: int = 4
+    write_batch_rows: int = 65536
+    index_type: str = "FLINK_STATE"
+    bucket_num: int = 4
+    index_global: bool = True
+    index_bootstrap: bool = True
+    small_file_limit: int = 104857600
+    parquet_max_file_size: int = 125829120
+    record_size_estimate: int = 1024
+    logfile_max_size: int = 1073741824
+    log_block_format: str = "avro"
+    parquet_codec: str = "snappy"
+    compaction_schedule: bool = True
+    compaction_async: bool = True
+    compaction_trigger: str = "num_commits"
+    compaction_delta_commits: int = 5
+    compaction_delta_seconds: int = 3600
+    compaction_tasks: int = 2
+    clean_enabled: bool = True
+    clean_retain_commits: int = 30
+    write_table_version: str = "6"
+    metadata_enable: bool = False
+    lock_heartbeat_ms: int = 10000
+    lock_expire_ms: int = 60000
+    coordinator_cpus: float | None = None
+    assigner_cpus: float | None = None
+    writer_cpus: float | None = None
+    compactor_cpus: float | None = None
+    writer_memory: int | None = None
+    assigner_memory: int | None = None
+    explicit: frozenset[str] = field(default_factory=frozenset)
+    """Canonical keys the user set (as opposed to defaults)."""
+
+    # -- derived -------------------------------------------------------------------------------
+    @property
+    def assign_tasks(self) -> int:
+        return self.bucket_assign_tasks or self.write_tasks
+
+    @property
+    def record_key_fields(self) -> list[str]:
+        return _split(self.record_key_field)
+
+    @property
+    def partition_fields(self) -> list[str]:
+        return _split(self.partition_path_field)
+
+    @property
+    def table_version(self) -> int:
+        return int(self.write_table_version)
+
+    def is_set(self, attr: str) -> bool:
+        return attr in self.explicit
+
+    def replace(self, **changes: Any) -> WriteConfig:
+        import dataclasses
+
+        explicit = set(self.explicit) | set(changes)
+        return dataclasses.replace(self, explicit=frozenset(explicit), **changes)
+
+    def as_options(self) -> dict[str, str]:
+        """The explicitly set options back as a ``dict[str, str]`` with canonical keys."""
+        out: dict[str, str] = {}
+        for opt in OPTIONS:
+            if opt.attr in self.explicit:
+                v = getattr(self, opt.attr)
+                out[opt.key] = str(v).lower() if isinstance(v, bool) else str(v)
+        return out
+
+
+_ATTRS = {f.name for f in fields(WriteConfig)}
+assert all(o.attr in _ATTRS for o in OPTIONS)
+
+
+def _split(v: str | None) -> list[str]:
+    return [p.strip() for p in v.split(",") if p.strip()] if v else []
+
+
+def resolve_options(options: Mapping[str, Any] | None) -> WriteConfig:
+    """Resolve user options (any accepted spelling) into one frozen :class:`WriteConfig`.
+
+    Raises:
+        HoodieOptionError: an unknown key (with a close-match suggestion), an invalid value,
+            or two spellings of one option with different values.
+    """
+    if options is None:
+        return WriteConfig()
+    if isinstance(options, WriteConfig):
+        return options
+    if not isinstance(options, Mapping):
+        raise HoodieOptionError(
+            f"options must be a dict of str to str, got {type(options).__name__}"
+        )
+    values: dict[str, Any] = {}
+    seen_from: dict[str, str] = {}
+    for key, raw in options.items():
+        if not isinstance(key, str):
+            raise HoodieOptionError(f"option keys must be strings, got {key!r}")
+        opt = lookup(key)
+        if raw is None:
+            continue
+        value = opt.parse(key, raw if isinstance(raw, str) else _to_str(raw))
+        if opt.attr in values and values[opt.attr] != value:
+            raise HoodieOptionError(
+                f"option {key}={raw!r} conflicts with {seen_from[opt.attr]} (same option)"
+            )
+        values[opt.attr] = value
+        seen_from[opt.attr] = key
+    if values.get("metadata_enable"):
+        raise HoodieOptionError(
+            "option hoodie.metadata.enable=true is not supported: hoodie_ray does not maintain "
+            "the metadata table"
+        )
+    return WriteConfig(**values, explicit=frozenset(values))
+
+
+def _to_str(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def describe_options() -> list[dict[str, str]]:
+    """The registry as rows (key, aliases, default, doc), for docs and the CLI."""
+    return [
+        {"key": o.key, "aliases": ", ".join(o.aliases), "default": str(o.default), "doc": o.doc}
+        for o in OPTIONS
+    ]

@@ -1,0 +1,474 @@
+"""The table config: ``.hoodie/hoodie.properties``.
+
+Read and written in Java's ``Properties`` format (Hudi's Java writer uses ``Properties.store``),
+with the ``hoodie.table.checksum`` Java computes: CRC32 of ``"<database>.<table>"``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+from hoodie_ray.exceptions import (
+    HoodieCorruptedDataError,
+    HoodieIOError,
+    HoodieTableNotFoundError,
+    HoodieUnsupportedError,
+)
+from hoodie_ray.storage import Storage
+
+METAFOLDER = ".hoodie"
+PROPERTIES_FILE = ".hoodie/hoodie.properties"
+SUPPORTED_READ_VERSIONS = (6, 8, 9)
+SUPPORTED_WRITE_VERSIONS = (6, 8)
+
+# Merge strategy ids (HoodieRecordMerger) and payload classes, mapped onto behaviours.
+EVENT_TIME_STRATEGY_ID = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
+COMMIT_TIME_STRATEGY_ID = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
+PAYLOAD_BASED_STRATEGY_ID = "00000000-0000-0000-0000-000000000000"
+CUSTOM_STRATEGY_ID = "1897ef5f-18bc-4557-939c-9d6a8afd1519"
+DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+EVENT_TIME_PAYLOAD = "org.apache.hudi.common.model.EventTimeAvroPayload"
+OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+
+# Key generator classes (v6) and types (v8+); a fixed list, nothing is ever imported by name.
+KEYGEN_CLASSES = {
+    "SIMPLE": "org.apache.hudi.keygen.SimpleKeyGenerator",
+    "COMPLEX": "org.apache.hudi.keygen.ComplexKeyGenerator",
+    "NON_PARTITION": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+    "TIMESTAMP": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+    "CUSTOM": "org.apache.hudi.keygen.CustomKeyGenerator",
+}
+KEYGEN_TYPE_BY_CLASS = {v: k for k, v in KEYGEN_CLASSES.items()}
+KEYGEN_TYPE_BY_CLASS.update(
+    {
+        "org.apache.hudi.keygen.SimpleAvroKeyGenerator": "SIMPLE",
+        "org.apache.hudi.keygen.ComplexAvroKeyGenerator": "COMPLEX",
+        "org.apache.hudi.keygen.NonpartitionedAvroKeyGenerator": "NON_PARTITION",
+        "org.apache.hudi.keygen.TimestampBasedAvroKeyGenerator": "TIMESTAMP",
+        "org.apache.hudi.keygen.CustomAvroKeyGenerator": "CUSTOM",
+    }
+)
+
+
+class MergeMode(str, Enum):
+    """How a reader picks between two versions of one record key."""
+
+    EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
+    COMMIT_TIME_ORDERING = "COMMIT_TIME_ORDERING"
+
+
+# -- Java properties format ---------------------------------------------------------------------
+
+
+def _java_escape(s: str, is_key: bool) -> str:
+    out = []
+    for i, ch in enumerate(s):
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\f":
+            out.append("\\f")
+        elif ch in "=:#!":
+            out.append("\\" + ch)
+        elif ch == " " and (i == 0 or is_key):
+            out.append("\\ ")
+        elif ord(ch) < 0x20 or ord(ch) > 0x7E:
+            if ord(ch) > 0xFFFF:  # Java escapes UTF-16 code units
+                v = ord(ch) - 0x10000
+                out.append(f"\\u{0xD800 + (v >> 10):04X}\\u{0xDC00 + (v & 0x3FF):04X}")
+            else:
+                out.append(f"\\u{ord(ch):04X}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _java_unescape(s: str) -> str:
+    out: list[str] = []
+    i, n = 0, len(s)
+    while i < n:
+        ch = s[i]
+        if ch != "\\" or i + 1 >= n:
+            out.append(ch)
+            i += 1
+            continue
+        nxt = s[i + 1]
+        if nxt == "u" and i + 6 <= n:
+            try:
+                out.append(chr(int(s[i + 2 : i + 6], 16)))
+                i += 6
+                continue
+            except ValueError:
+                pass
+        out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(nxt, nxt))
+        i += 2
+    text = "".join(out)
+    # Rejoin surrogate pairs produced by \uD83D\uDE00 style escapes.
+    return text.encode("utf-16", "surrogatepass").decode("utf-16")
+
+
+def _logical_lines(text: str) -> list[str]:
+    lines: list[str] = []
+    buf = ""
+    for raw in text.splitlines():
+        line = raw.lstrip()
+        if not buf and (not line or line[0] in "#!"):
+            continue
+        # A line ending in an odd number of backslashes continues on the next line.
+        stripped = line.rstrip("\n")
+        trailing = len(stripped) - len(stripped.rstrip("\\"))
+        if trailing % 2 == 1:
+            buf += stripped[:-1]
+            continue
+        lines.append(buf + stripped)
+        buf = ""
+    if buf:
+        lines.append(buf)
+    return lines
+
+
+def parse_java_properties(text: str) -> dict[str, str]:
+    """Parse the Java ``Properties`` text format (``load``): separators ``=``, ``:`` or space."""
+    props: dict[str, str] = {}
+    for line in _logical_lines(text):
+        i, n = 0, len(line)
+        key_chars: list[str] = []
+        while i < n:
+            ch = line[i]
+            if ch == "\\" and i + 1 < n:
+                key_chars.append(line[i : i + 2])
+                i += 2
+                continue
+            if ch in "=: \t\f":
+                break
+            key_chars.append(ch)
+            i += 1
+        while i < n and line[i] in " \t\f":
+            i += 1
+        if i < n and line[i] in "=:":
+            i += 1
+            while i < n and line[i] in " \t\f":
+                i += 1
+        props[_java_unescape("".join(key_chars))] = _java_unescape(line[i:])
+    return props
+
+
+def format_java_properties(props: Mapping[str, str], comment: str | None = None) -> str:
+    """Serialise like Java's ``Properties.store``: date comment, then escaped ``key=value``.
+
+    Keys are written sorted, with ``hoodie.table.checksum`` last, so the file is stable.
+    """
+    now = _dt.datetime.now(_dt.timezone.utc)
+    lines = [f"#{comment or 'Properties saved on ' + now.isoformat().replace('+00:00', 'Z')}"]
+    lines.append("#" + now.strftime("%a %b %d %H:%M:%S UTC %Y"))
+    keys = sorted(k for k in props if k != "hoodie.table.checksum")
+    if "hoodie.table.checksum" in props:
+        keys.append("hoodie.table.checksum")
+    for k in keys:
+        lines.append(f"{_java_escape(k, True)}={_java_escape(props[k], False)}")
+    return "\n".join(lines) + "\n"
+
+
+def table_checksum(props: Mapping[str, str]) -> str:
+    """CRC32 of ``"<hoodie.database.name>.<hoodie.table.name>"`` as Java computes it."""
+    text = f"{props.get('hoodie.database.name', '')}.{props.get('hoodie.table.name', '')}"
+    return str(zlib.crc32(text.encode("utf-8")) & 0xFFFFFFFF)
+
+
+# -- the table config ---------------------------------------------------------------------------
+
+
+def _bool(v: str | None, default: bool) -> bool:
+    if v is None or v.strip() == "":
+        return default
+    return v.strip().lower() == "true"
+
+
+def _split_fields(v: str | None) -> list[str]:
+    if not v:
+        return []
+    # v8+ custom key generators append ":SIMPLE" / ":TIMESTAMP" to each partition field.
+    return [f.strip().split(":")[0] for f in v.split(",") if f.strip()]
+
+
+@dataclass(frozen=True)
+class HoodieTableConfig:
+    """The parsed ``hoodie.properties`` of one table.
+
+    ``props`` holds every key as written; the typed properties below are views over it.
+    """
+
+    props: Mapping[str, str] = field(default_factory=dict)
+
+    # -- typed views ---------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.props.get("hoodie.table.name", "")
+
+    @property
+    def database(self) -> str:
+        return self.props.get("hoodie.database.name", "")
+
+    @property
+    def table_type(self) -> str:
+        t = self.props.get("hoodie.table.type", "COPY_ON_WRITE").strip().upper()
+        return {"MOR": "MERGE_ON_READ", "COW": "COPY_ON_WRITE"}.get(t, t)
+
+    @property
+    def is_mor(self) -> bool:
+        return self.table_type == "MERGE_ON_READ"
+
+    @property
+    def table_version(self) -> int:
+        return int(self.props.get("hoodie.table.version", "0") or 0)
+
+    @property
+    def timeline_layout_version(self) -> int:
+        default = "2" if self.table_version >= 8 else "1"
+        return int(self.props.get("hoodie.timeline.layout.version", default) or default)
+
+    @property
+    def timeline_path(self) -> str:
+        """The active timeline directory, relative to the base path."""
+        if self.timeline_layout_version >= 2:
+            return f"{METAFOLDER}/{self.props.get('hoodie.timeline.path', 'timeline')}"
+        return METAFOLDER
+
+    @property
+    def record_key_fields(self) -> list[str]:
+        return _split_fields(self.props.get("hoodie.table.recordkey.fields"))
+
+    @property
+    def partition_fields(self) -> list[str]:
+        return _split_fields(self.props.get("hoodie.table.partition.fields"))
+
+    @property
+    def ordering_field(self) -> str | None:
+        v = self.props.get("hoodie.table.ordering.fields") or self.props.get(
+            "hoodie.table.precombine.field"
+        )
+        if not v or not v.strip():
+            return None
+        return v.split(",")[0].strip()
+
+    @property
+    def hive_style(self) -> bool:
+        return _bool(self.props.get("hoodie.datasource.write.hive_style_partitioning"), False)
+
+    @property
+    def url_encode(self) -> bool:
+        return _bool(self.props.get("hoodie.datasource.write.partitionpath.urlencode"), False)
+
+    @property
+    def populate_meta_fields(self) -> bool:
+        return _bool(self.props.get("hoodie.populate.meta.fields"), True)
+
+    @property
+    def base_file_format(self) -> str:
+        return self.props.get("hoodie.table.base.file.format", "PARQUET").upper()
+
+    @property
+    def keygen_type(self) -> str | None:
+        """SIMPLE, COMPLEX, NON_PARTITION, TIMESTAMP, CUSTOM, or None when not recorded."""
+        t = self.props.get("hoodie.table.keygenerator.type")
+        if t:
+            return t.strip().upper()
+        cls = self.props.get("hoodie.table.keygenerator.class")
+        if cls:
+            return KEYGEN_TYPE_BY_CLASS.get(cls.strip(), "UNKNOWN")
+        return None
+
+    @property
+    def merge_mode(self) -> MergeMode:
+        """The merge mode readers apply, resolved as spec §6.1 says."""
+        mode = self.props.get("hoodie.record.merge.mode")
+        if self.table_version >= 8 and mode:
+            if mode.upper() in MergeMode.__members__:
+                return MergeMode(mode.upper())
+            raise HoodieUnsupportedError(f"hoodie.record.merge.mode={mode} is not supported")
+        payload = self.props.get("hoodie.compaction.payload.class") or self.props.get(
+            "hoodie.datasource.write.payload.class"
+        )
+        strategy = self.props.get("hoodie.record.merge.strategy.id") or self.props.get(
+            "hoodie.compaction.record.merger.strategy"
+        )
+        if self.table_version < 8 and payload:
+            payload = payload.strip()
+            if payload in (DEFAULT_PAYLOAD, EVENT_TIME_PAYLOAD):
+                return MergeMode.EVENT_TIME_ORDERING
+            if payload == OVERWRITE_PAYLOAD:
+                return MergeMode.COMMIT_TIME_ORDERING
+            raise HoodieUnsupportedError(
+                f"payload class {payload!r} is not supported; supported: DefaultHoodieRecordPayload, "
+                "EventTimeAvroPayload, OverwriteWithLatestAvroPayload"
+            )
+        if strategy and self.table_version >= 8:
+            if strategy == EVENT_TIME_STRATEGY_ID:
+                return MergeMode.EVENT_TIME_ORDERING
+            if strategy == COMMIT_TIME_STRATEGY_ID:
+                return MergeMode.COMMIT_TIME_ORDERING
+        if payload:
+            if payload.strip() in (DEFAULT_PAYLOAD, EVENT_TIME_PAYLOAD):
+                return MergeMode.EVENT_TIME_ORDERING
+            if payload.strip() == OVERWRITE_PAYLOAD:
+                return MergeMode.COMMIT_TIME_ORDERING
+        return (
+            MergeMode.EVENT_TIME_ORDERING if self.ordering_field else MergeMode.COMMIT_TIME_ORDERING
+        )
+
+    @property
+    def create_schema(self) -> str | None:
+        return self.props.get("hoodie.table.create.schema")
+
+    # -- I/O -----------------------------------------------------------------------------------
+    @classmethod
+    def load(cls, storage: Storage) -> HoodieTableConfig:
+        """Read and validate ``.hoodie/hoodie.properties``.
+
+        Raises:
+            HoodieTableNotFoundError: no properties file.
+            HoodieCorruptedDataError: the file cannot be parsed or misses required keys.
+            HoodieUnsupportedError: a table version other than 6, 8 or 9.
+        """
+        if not storage.exists(PROPERTIES_FILE):
+            raise HoodieTableNotFoundError(
+                f"not a Hudi table (no {PROPERTIES_FILE}): {storage.base_uri}"
+            )
+        try:
+            raw = storage.read_bytes(PROPERTIES_FILE)
+        except HoodieIOError as e:
+            raise HoodieTableNotFoundError(str(e)) from e
+        if len(raw) > 16 * 1024 * 1024:
+            raise HoodieCorruptedDataError(f"{storage.uri(PROPERTIES_FILE)} is implausibly large")
+        try:
+            text = raw.decode("latin-1" if b"\\u" in raw else "utf-8")
+        except UnicodeDecodeError:
+            text = raw.decode("latin-1")
+        props = parse_java_properties(text)
+        cfg = cls(props)
+        cfg.validate(storage.uri(PROPERTIES_FILE))
+        return cfg
+
+    def validate(self, where: str) -> None:
+        """Check the keys every reader needs; raise naming the file otherwise."""
+        for key in ("hoodie.table.name", "hoodie.table.version"):
+            if not self.props.get(key, "").strip():
+                raise HoodieCorruptedDataError(f"{where}: required key {key} is missing")
+        try:
+            version = int(self.props["hoodie.table.version"])
+        except ValueError:
+            raise HoodieCorruptedDataError(
+                f"{where}: hoodie.table.version={self.props['hoodie.table.version']!r} is not a number"
+            ) from None
+        if version not in SUPPORTED_READ_VERSIONS:
+            raise HoodieUnsupportedError(
+                f"{where}: table version {version} is not supported (supported: 6, 8, 9)"
+            )
+        if self.table_type not in ("MERGE_ON_READ", "COPY_ON_WRITE"):
+            raise HoodieCorruptedDataError(
+                f"{where}: unknown hoodie.table.type {self.table_type!r}"
+            )
+        layout = self.timeline_layout_version
+        if (version == 6 and layout != 1) or (version >= 8 and layout != 2):
+            raise HoodieUnsupportedError(
+                f"{where}: timeline layout {layout} does not match table version {version}"
+            )
+        checksum = self.props.get("hoodie.table.checksum")
+        if checksum and checksum.strip() != table_checksum(self.props):
+            raise HoodieCorruptedDataError(
+                f"{where}: hoodie.table.checksum {checksum} does not match the table name"
+            )
+        if self.base_file_format not in ("PARQUET",):
+            raise HoodieUnsupportedError(
+                f"{where}: base file format {self.base_file_format} is not supported (PARQUET only)"
+            )
+
+    def to_properties_text(self) -> str:
+        props = dict(self.props)
+        props["hoodie.table.checksum"] = table_checksum(props)
+        return format_java_properties(props)
+
+    def save(self, storage: Storage) -> None:
+        """Write the properties atomically (temp file + rename), checksum recomputed."""
+        storage.write_atomic(PROPERTIES_FILE, self.to_properties_text().encode("utf-8"))
+
+    def with_props(self, **updates: str) -> HoodieTableConfig:
+        props = dict(self.props)
+        props.update(updates)
+        return HoodieTableConfig(props)
+
+
+def new_table_props(
+    *,
+    table_name: str,
+    table_type: str,
+    record_key_fields: list[str],
+    partition_fields: list[str],
+    ordering_field: str | None,
+    keygen_type: str,
+    hive_style: bool,
+    url_encode: bool,
+    table_version: int = 6,
+    create_schema: str | None = None,
+    database: str = "default",
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The property set of a new table (spec §1.4, the full set Java writes)."""
+    if table_version not in SUPPORTED_WRITE_VERSIONS:
+        raise HoodieUnsupportedError(
+            f"hoodie.write.table.version={table_version} is not supported for new tables (6 or 8)"
+        )
+    props = {
+        "hoodie.table.name": table_name,
+        "hoodie.table.type": table_type,
+        "hoodie.table.version": str(table_version),
+        "hoodie.timeline.layout.version": "1" if table_version == 6 else "2",
+        "hoodie.table.recordkey.fields": ",".join(record_key_fields),
+        "hoodie.table.partition.fields": ",".join(partition_fields),
+        "hoodie.datasource.write.hive_style_partitioning": str(hive_style).lower(),
+        "hoodie.datasource.write.partitionpath.urlencode": str(url_encode).lower(),
+        "hoodie.datasource.write.drop.partition.columns": "false",
+        "hoodie.table.base.file.format": "PARQUET",
+        "hoodie.populate.meta.fields": "true",
+        "hoodie.compaction.payload.class": DEFAULT_PAYLOAD,
+        "hoodie.archivelog.folder": "archived",
+        "hoodie.table.timeline.timezone": "UTC",
+        "hoodie.database.name": database,
+    }
+    if ordering_field:
+        props["hoodie.table.precombine.field"] = ordering_field
+    if table_version == 6:
+        props["hoodie.table.keygenerator.class"] = KEYGEN_CLASSES[keygen_type]
+        props["hoodie.compaction.record.merger.strategy"] = EVENT_TIME_STRATEGY_ID
+        if not ordering_field:
+            # No ordering field: the latest write wins (commit-time ordering) in every reader.
+            props["hoodie.compaction.payload.class"] = OVERWRITE_PAYLOAD
+    else:
+        props["hoodie.table.keygenerator.type"] = keygen_type
+        props["hoodie.table.initial.version"] = str(table_version)
+        props["hoodie.timeline.path"] = "timeline"
+        props["hoodie.timeline.history.path"] = "history"
+        props["hoodie.record.merge.mode"] = (
+            MergeMode.EVENT_TIME_ORDERING.value
+            if ordering_field
+            else MergeMode.COMMIT_TIME_ORDERING.value
+        )
+        props["hoodie.record.merge.strategy.id"] = (
+            EVENT_TIME_STRATEGY_ID if ordering_field else COMMIT_TIME_STRATEGY_ID
+        )
+        if not ordering_field:
+            props["hoodie.compaction.payload.class"] = OVERWRITE_PAYLOAD
+    if create_schema:
+        props["hoodie.table.create.schema"] = create_schema
+    props.update(extra or {})
+    props["hoodie.table.checksum"] = table_checksum(props)
+    return props

@@ -1,0 +1,373 @@
+"""Key generators: record keys and partition paths exactly as Java's, computed column-wise.
+
+* ``SIMPLE``: key = ``String.valueOf(field)``; partition = one field.
+* ``COMPLEX``: key = ``f1:v1,f2:v2`` (null -> ``__null__``, empty -> ``__empty__``);
+  partition = fields joined by ``/``.
+* ``NON_PARTITION``: partition ``""``; key as SIMPLE (one field) or COMPLEX (several).
+* ``TIMESTAMP``: partition = the field's time value formatted with an output date format.
+
+Partition values: null or empty -> ``__HIVE_DEFAULT_PARTITION__``; hive style -> ``field=value``;
+URL encoding escapes the characters Hive escapes. Without URL encoding, a value that would make an
+unsafe path (``/``, ``\\``, control characters, ``.`` or ``..``) is refused; ``..`` is refused
+always (Java does the same), because URL encoding does not escape ``.``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodie_ray.exceptions import HoodieInputError, HoodieOptionError, HoodieSchemaError
+
+DEFAULT_PARTITION_PATH = "__HIVE_DEFAULT_PARTITION__"
+NULL_RECORDKEY_PLACEHOLDER = "__null__"
+EMPTY_RECORDKEY_PLACEHOLDER = "__empty__"
+
+# Hive's FileUtils.escapePathName set (what Hudi's PartitionPathEncodeUtils escapes).
+_ESCAPED_CHARS = [chr(c) for c in range(0, 0x20)] + list("\"#'*/:=?\\\x7f{[]^")
+_UNSAFE_RAW = re.compile(r"[/\\\x00-\x1f\x7f]")
+
+
+def _field_type(schema: pa.Schema, name: str) -> pa.DataType:
+    idx = schema.get_field_index(name)
+    if idx < 0:
+        raise HoodieSchemaError(f"Field {name} does not exist in the input schema")
+    return schema.field(idx).type
+
+
+def _java_double_str(v: float, is_float32: bool) -> str:
+    """Java's ``Double.toString`` / ``Float.toString`` of one value (shortest round-trip digits)."""
+    if np.isnan(v):
+        return "NaN"
+    if np.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    if v == 0.0:
+        return "-0.0" if np.signbit(v) else "0.0"
+    x = np.float32(v) if is_float32 else np.float64(v)
+    if 1e-3 <= abs(v) < 1e7:
+        s = np.format_float_positional(x, unique=True, trim="-")
+        return s if "." in s else s + ".0"
+    mant, exp = np.format_float_scientific(x, unique=True, trim="-").split("e")
+    return f"{mant if '.' in mant else mant + '.0'}E{int(exp)}"
+
+
+def stringify_column(arr: pa.ChunkedArray | pa.Array, name: str) -> pa.Array:
+    """The column as Java's ``String.valueOf`` of its Avro value would print it (nulls kept)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    t = arr.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return arr.cast(pa.string())
+    if pa.types.is_dictionary(t):
+        return stringify_column(arr.cast(t.value_type), name)
+    if pa.types.is_integer(t) or pa.types.is_boolean(t):
+        return arr.cast(pa.string())
+    if pa.types.is_floating(t):
+        is32 = pa.types.is_float32(t) or pa.types.is_float16(t)
+        enc = pc.dictionary_encode(arr)
+        uniq = enc.dictionary.to_numpy(zero_copy_only=False)
+        strs = pa.array([_java_double_str(float(u), is32) for u in uniq], pa.string())
+        return pc.take(strs, enc.indices)
+    if pa.types.is_date(t):
+        return arr.cast(pa.date32()).cast(pa.string())
+    if pa.types.is_timestamp(t):
+        # Avro timestamp-micros: Java prints the long value.
+        return arr.cast(pa.timestamp("us", tz=t.tz)).cast(pa.int64()).cast(pa.string())
+    if pa.types.is_decimal(t):
+        return arr.cast(pa.string())
+    raise HoodieSchemaError(f"field {name} of type {t} cannot be a record key or partition field")
+
+
+def _escape_path_values(values: pa.Array) -> pa.Array:
+    if (
+        pc.any(pc.match_substring_regex(values, r"[\x00-\x1f\"#%'*/:=?\\\x7f{\[\]^]")).as_py()
+        is not True
+    ):
+        return values
+    out = pc.replace_substring(values, "%", "%25")
+    for ch in _ESCAPED_CHARS:
+        out = pc.replace_substring(out, ch, f"%{ord(ch):02X}")
+    return out
+
+
+@dataclass(frozen=True)
+class TimestampFormat:
+    """TimestampBasedKeyGenerator settings."""
+
+    output_format: str
+    timestamp_type: str | None = None  # None: from the Arrow type
+    input_format: str | None = None
+    timezone: str = "UTC"
+    scalar_unit: str = "DAYS"
+
+
+_JAVA_TOKENS = [
+    ("yyyy", "%Y"),
+    ("yy", "%y"),
+    ("MM", "%m"),
+    ("dd", "%d"),
+    ("HH", "%H"),
+    ("mm", "%M"),
+    ("ss", "%S"),
+    ("SSS", "%3f"),
+]
+
+
+def java_date_format_to_strftime(fmt: str) -> str:
+    """Translate a Java ``SimpleDateFormat`` pattern (common tokens) to ``strftime``."""
+    out, i = [], 0
+    while i < len(fmt):
+        if fmt[i] == "'":
+            j = fmt.find("'", i + 1)
+            if j < 0:
+                raise HoodieOptionError(f"unterminated quote in date format {fmt!r}")
+            out.append(fmt[i + 1 : j].replace("%", "%%") or "'")
+            i = j + 1
+            continue
+        for tok, rep in _JAVA_TOKENS:
+            if fmt.startswith(tok, i):
+                out.append(rep)
+                i += len(tok)
+                break
+        else:
+            if fmt[i].isalpha():
+                raise HoodieOptionError(f"date format token {fmt[i]!r} in {fmt!r} is not supported")
+            out.append("%%" if fmt[i] == "%" else fmt[i])
+            i += 1
+    return "".join(out)
+
+
+_SCALAR_UNIT_US = {
+    "DAYS": 86400 * 10**6,
+    "HOURS": 3600 * 10**6,
+    "MINUTES": 60 * 10**6,
+    "SECONDS": 10**6,
+    "MILLISECONDS": 1000,
+    "MICROSECONDS": 1,
+}
+
+
+def _format_timestamps(arr: pa.Array, name: str, ts: TimestampFormat) -> pa.Array:
+    t = arr.type
+    kind = ts.timestamp_type
+    if pa.types.is_timestamp(t):
+        micros = arr.cast(pa.timestamp("us", tz=t.tz)).cast(pa.int64())
+    elif pa.types.is_date(t):
+        micros = pc.multiply(arr.cast(pa.date32()).cast(pa.int32()).cast(pa.int64()), 86400 * 10**6)
+    elif pa.types.is_integer(t):
+        unit = {
+            "UNIX_TIMESTAMP": 10**6,
+            "EPOCHMILLISECONDS": 1000,
+            "EPOCHMICROSECONDS": 1,
+            "SCALAR": _SCALAR_UNIT_US[ts.scalar_unit],
+        }.get(kind or "EPOCHMILLISECONDS")
+        if unit is None:
+            raise HoodieOptionError(f"timestamp type {kind} does not apply to integer field {name}")
+        micros = pc.multiply(arr.cast(pa.int64()), unit)
+    elif pa.types.is_string(t) or pa.types.is_large_string(t):
+        if not ts.input_format:
+            raise HoodieOptionError(
+                f"option hoodie.keygen.timebased.input.dateformat is required for string field {name}"
+            )
+        fmt = java_date_format_to_strftime(ts.input_format)
+        try:
+            parsed = pc.strptime(arr.cast(pa.string()), format=fmt, unit="us", error_is_null=False)
+        except pa.ArrowInvalid as e:
+            raise HoodieInputError(
+                f"field {name}: value does not match {ts.input_format!r}: {e}"
+            ) from None
+        micros = parsed.cast(pa.int64())
+    else:
+        raise HoodieSchemaError(f"field {name} of type {t} cannot be a timestamp partition field")
+    stamps = micros.cast(pa.timestamp("us", tz=ts.timezone or "UTC"))
+    return pc.strftime(stamps, format=java_date_format_to_strftime(ts.output_format))
+
+
+@dataclass(frozen=True)
+class KeyGenerator:
+    """Computes ``_hoodie_record_key`` and ``_hoodie_partition_path`` for a batch."""
+
+    keygen_type: str  # SIMPLE | COMPLEX | NON_PARTITION | TIMESTAMP
+    record_key_fields: tuple[str, ...]
+    partition_fields: tuple[str, ...]
+    hive_style: bool = False
+    url_encode: bool = False
+    timestamp: TimestampFormat | None = None
+
+    def __post_init__(self) -> None:
+        if not self.record_key_fields:
+            raise HoodieOptionError(
+                "option hoodie.datasource.write.recordkey.field is required (no record key field)"
+            )
+        if self.keygen_type == "TIMESTAMP" and self.timestamp is None:
+            raise HoodieOptionError(
+                "TimestampBasedKeyGenerator needs hoodie.keygen.timebased.output.dateformat "
+                "(or write.partition.format)"
+            )
+
+    # -- validation ----------------------------------------------------------------------------
+    def validate_schema(self, schema: pa.Schema) -> None:
+        """Every key and partition field exists and has a supported type."""
+        for name in (*self.record_key_fields, *self.partition_fields):
+            t = _field_type(schema, name)
+            if pa.types.is_nested(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+                raise HoodieSchemaError(
+                    f"field {name} of type {t} cannot be a key or partition field"
+                )
+
+    # -- record keys ---------------------------------------------------------------------------
+    def record_keys(self, table: pa.Table) -> pa.Array:
+        """The record key of every row; a null or empty key is a :class:`HoodieInputError`."""
+        complex_key = self.keygen_type == "COMPLEX" or len(self.record_key_fields) > 1
+        if not complex_key:
+            name = self.record_key_fields[0]
+            _field_type(table.schema, name)
+            keys = stringify_column(table.column(name), name)
+            bad = pc.or_kleene(pc.is_null(keys), pc.equal(pc.utf8_length(keys), 0))
+            nbad = pc.sum(bad.cast(pa.int64())).as_py() or 0
+            if nbad:
+                first = pc.index(bad, True).as_py()
+                raise HoodieInputError(
+                    f"record key field {name} is null or empty in {nbad} row(s) (first at row {first})"
+                )
+            return keys
+        parts = []
+        all_missing = None
+        for name in self.record_key_fields:
+            _field_type(table.schema, name)
+            vals = stringify_column(table.column(name), name)
+            is_null = pc.is_null(vals)
+            is_empty = pc.fill_null(pc.equal(pc.utf8_length(vals), 0), False)
+            missing = pc.or_(is_null, is_empty)
+            all_missing = missing if all_missing is None else pc.and_(all_missing, missing)
+            shown = pc.if_else(
+                is_null,
+                NULL_RECORDKEY_PLACEHOLDER,
+                pc.if_else(is_empty, EMPTY_RECORDKEY_PLACEHOLDER, vals),
+            )
+            parts.append(pc.binary_join_element_wise(f"{name}:", shown, ""))
+        assert all_missing is not None
+        nbad = pc.sum(all_missing.cast(pa.int64())).as_py() or 0
+        if nbad:
+            raise HoodieInputError(
+                f"record key fields {','.join(self.record_key_fields)} are all null or empty "
+                f"in {nbad} row(s)"
+            )
+        return pc.binary_join_element_wise(*parts, ",")
+
+    # -- partition paths -----------------------------------------------------------------------
+    def partition_paths(self, table: pa.Table) -> pa.Array:
+        """The partition path of every row (``""`` for non-partitioned tables)."""
+        n = table.num_rows
+        if self.keygen_type == "NON_PARTITION" or not self.partition_fields:
+            return pa.array([""] * n, pa.string()) if n else pa.array([], pa.string())
+        segments = []
+        for name in self.partition_fields:
+            _field_type(table.schema, name)
+            col = table.column(name).combine_chunks()
+            if self.keygen_type == "TIMESTAMP":
+                assert self.timestamp is not None
+                vals = _format_timestamps(col, name, self.timestamp)
+            else:
+                vals = stringify_column(col, name)
+            empty = pc.fill_null(pc.equal(pc.utf8_length(vals), 0), True)
+            vals = pc.if_else(empty, DEFAULT_PARTITION_PATH, vals)
+            vals = _escape_path_values(vals) if self.url_encode else vals
+            # Formatted timestamps may hold '/' by design (the output format); values may not.
+            self._check_safe(vals, name, formatted=self.keygen_type == "TIMESTAMP")
+            if self.hive_style:
+                vals = pc.binary_join_element_wise(f"{name}=", vals, "")
+            segments.append(vals)
+        if len(segments) == 1:
+            return segments[0]
+        return pc.binary_join_element_wise(*segments, "/")
+
+    def _check_safe(self, vals: pa.Array, name: str, formatted: bool = False) -> None:
+        traversal = pc.or_(pc.equal(vals, ".."), pc.equal(vals, "."))
+        if formatted:
+            traversal = pc.or_(traversal, pc.match_substring_regex(vals, r"(^|/)\.\.?(/|$)"))
+        unsafe = (
+            traversal
+            if self.url_encode or formatted
+            else pc.or_(traversal, pc.match_substring_regex(vals, _UNSAFE_RAW.pattern))
+        )
+        if pc.any(unsafe).as_py():
+            bad = vals[pc.index(unsafe, True).as_py()].as_py()
+            raise HoodieInputError(
+                f"partition field {name} has the value {bad!r}, which is not a safe partition "
+                "directory name (contains '/', '\\', a control character, or is '.' or '..'); "
+                "set hoodie.datasource.write.partitionpath.urlencode=true to encode such values"
+                if not self.url_encode
+                else f"partition field {name} has the value {bad!r}: '.' and '..' are never "
+                "allowed as partition values"
+            )
+
+    def partition_values_of(self, partition_path: str) -> dict[str, str]:
+        """Split a partition path into field -> raw string value (best effort, for pruning)."""
+        if not partition_path:
+            return {}
+        segs = partition_path.split("/")
+        out = {}
+        for name, seg in zip(self.partition_fields, segs, strict=False):
+            if self.hive_style and seg.startswith(f"{name}="):
+                seg = seg[len(name) + 1 :]
+            out[name] = seg
+        return out
+
+    @property
+    def keygen_class(self) -> str:
+        from hoodie_ray.config.table_config import KEYGEN_CLASSES
+
+        return KEYGEN_CLASSES[self.keygen_type]
+
+
+def choose_key_generator(
+    schema: pa.Schema,
+    record_key_fields: list[str],
+    partition_fields: list[str],
+    *,
+    hive_style: bool = False,
+    url_encode: bool = False,
+    keygen_type: str | None = None,
+    timestamp: TimestampFormat | None = None,
+) -> KeyGenerator:
+    """Pick the key generator as Hudi's Flink table factory does (see module docstring)."""
+    for name in (*record_key_fields, *partition_fields):
+        _field_type(schema, name)
+    if keygen_type is None:
+        if not partition_fields:
+            keygen_type = "NON_PARTITION"
+        elif len(record_key_fields) > 1 or len(partition_fields) > 1:
+            keygen_type = "COMPLEX"
+        elif timestamp is not None:
+            keygen_type = "TIMESTAMP"
+        else:
+            keygen_type = "SIMPLE"
+    if keygen_type == "SIMPLE" and (len(record_key_fields) > 1 or len(partition_fields) > 1):
+        raise HoodieOptionError(
+            "SimpleKeyGenerator takes one record key field and one partition field; "
+            "use ComplexKeyGenerator"
+        )
+    if keygen_type == "NON_PARTITION" and partition_fields:
+        raise HoodieOptionError("NonpartitionedKeyGenerator with partition fields given")
+    if keygen_type == "TIMESTAMP" and len(partition_fields) != 1:
+        raise HoodieOptionError("TimestampBasedKeyGenerator needs exactly one partition field")
+    kg = KeyGenerator(
+        keygen_type,
+        tuple(record_key_fields),
+        tuple(partition_fields),
+        hive_style,
+        url_encode,
+        timestamp if keygen_type == "TIMESTAMP" else None,
+    )
+    kg.validate_schema(schema)
+    return kg
+
+
+def now_utc() -> _dt.datetime:
+    return _dt.datetime.now(_dt.timezone.utc)

@@ -1,0 +1,275 @@
+"""Records as Arrow columns: normalisation, keys, ordering values, deletes and precombine.
+
+A :class:`PreparedBatch` is the unit everything downstream works on: the user's data columns
+(normalised to the types Hudi stores), plus ``_hoodie_record_key``, ``_hoodie_partition_path``
+and a boolean ``_hoodie_is_deleted`` column. All of it is column-wise; no per-record Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodie_ray.exceptions import HoodieInputError, HoodieSchemaError
+from hoodie_ray.keygen import KeyGenerator
+
+RECORD_KEY = "_hoodie_record_key"
+PARTITION_PATH = "_hoodie_partition_path"
+IS_DELETED = "_hoodie_is_deleted"
+META_PREFIX = "_hoodie_"
+ROUTING_COLUMNS = (RECORD_KEY, PARTITION_PATH, IS_DELETED)
+
+
+def to_arrow(data: Any) -> pa.Table:
+    """Accept a pyarrow Table/RecordBatch or a pandas DataFrame; anything else is an error."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    try:
+        import pandas as pd
+
+        if isinstance(data, pd.DataFrame):
+            return pa.Table.from_pandas(data, preserve_index=False)
+    except ImportError:  # pragma: no cover - pandas is a dependency
+        pass
+    raise HoodieInputError(
+        f"unsupported input type {type(data).__name__}: pass a pyarrow Table or RecordBatch, a "
+        "pandas DataFrame, a Ray Dataset or a Spark DataFrame"
+    )
+
+
+def _normalise_type(t: pa.DataType, name: str) -> pa.DataType:
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return pa.binary()
+    if pa.types.is_dictionary(t):
+        return _normalise_type(t.value_type, name)
+    if pa.types.is_timestamp(t):
+        # Avro timestamp-micros, stored as UTC-adjusted INT64 micros like Java writes.
+        return pa.timestamp("us", tz="UTC")
+    if pa.types.is_date64(t):
+        return pa.date32()
+    if pa.types.is_null(t):
+        return pa.string()
+    if pa.types.is_large_list(t) or pa.types.is_list_view(t):
+        return pa.list_(_normalise_field(t.value_field, name))
+    if pa.types.is_list(t):
+        return pa.list_(_normalise_field(t.value_field, name))
+    if pa.types.is_struct(t):
+        return pa.struct([_normalise_field(t.field(i), name) for i in range(t.num_fields)])
+    if pa.types.is_map(t):
+        return pa.map_(_normalise_type(t.key_type, name), _normalise_field(t.item_field, name))
+    if pa.types.is_float16(t):
+        return pa.float32()
+    if pa.types.is_uint8(t) or pa.types.is_uint16(t):
+        return pa.int32()
+    if pa.types.is_uint32(t):
+        return pa.int64()
+    if (
+        pa.types.is_uint64(t)
+        or pa.types.is_time(t)
+        or pa.types.is_duration(t)
+        or pa.types.is_interval(t)
+    ):
+        raise HoodieSchemaError(f"field {name} has type {t}, which Hudi (Avro) cannot store")
+    if pa.types.is_decimal256(t):
+        if t.precision > 38:
+            raise HoodieSchemaError(f"field {name}: decimal precision {t.precision} > 38")
+        return pa.decimal128(t.precision, t.scale)
+    return t
+
+
+def _normalise_field(f: pa.Field, parent: str) -> pa.Field:
+    return pa.field(f.name, _normalise_type(f.type, f"{parent}.{f.name}"), nullable=True)
+
+
+def normalise_schema(schema: pa.Schema) -> pa.Schema:
+    """The schema Hudi stores for this input: every field nullable, Avro-representable types."""
+    fields = []
+    seen: set[str] = set()
+    for f in schema:
+        if f.name in seen:
+            raise HoodieSchemaError(f"field {f.name} appears twice in the input schema")
+        seen.add(f.name)
+        if f.name.startswith(META_PREFIX):
+            # Meta columns of a table read back are recomputed, never trusted; the delete
+            # flag is taken out before normalisation and is not stored.
+            continue
+        fields.append(pa.field(f.name, _normalise_type(f.type, f.name), nullable=True))
+    return pa.schema(fields)
+
+
+def normalise_table(table: pa.Table) -> pa.Table:
+    """Cast the input to :func:`normalise_schema` and drop incoming ``_hoodie_`` meta columns."""
+    target = normalise_schema(table.schema)
+    cols = []
+    for f in target:
+        col = table.column(f.name)
+        if col.type != f.type:
+            try:
+                col = col.cast(f.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                raise HoodieSchemaError(
+                    f"field {f.name}: cannot convert {col.type} to {f.type}: {e}"
+                ) from None
+        cols.append(col)
+    return pa.Table.from_arrays(cols, schema=target)
+
+
+def check_schema_compatible(batch_schema: pa.Schema, table_schema: pa.Schema) -> None:
+    """A later batch must carry the table's columns with the same types (order may differ).
+
+    Raises:
+        HoodieSchemaError: naming the first dropped, added or retyped column.
+    """
+    have = {f.name: f.type for f in batch_schema if f.name != IS_DELETED}
+    want = {f.name: f.type for f in table_schema if not f.name.startswith(META_PREFIX)}
+    for name, t in want.items():
+        if name not in have:
+            raise HoodieSchemaError(f"the batch drops column {name} of the table schema")
+        if have[name] != t:
+            raise HoodieSchemaError(f"column {name} changes type from {t} to {have[name]}")
+    for name in have:
+        if name not in want:
+            raise HoodieSchemaError(
+                f"the batch adds column {name}, which the table schema does not have "
+                "(schema evolution is not supported yet)"
+            )
+
+
+@dataclass(frozen=True)
+class PreparedBatch:
+    """Data columns (table schema order) + record key, partition path and delete flag."""
+
+    table: pa.Table
+
+    @property
+    def num_rows(self) -> int:
+        return self.table.num_rows
+
+    @property
+    def keys(self) -> pa.ChunkedArray:
+        return self.table.column(RECORD_KEY)
+
+    @property
+    def partitions(self) -> pa.ChunkedArray:
+        return self.table.column(PARTITION_PATH)
+
+    @property
+    def is_deleted(self) -> pa.ChunkedArray:
+        return self.table.column(IS_DELETED)
+
+    def data_columns(self) -> list[str]:
+        return [n for n in self.table.column_names if n not in ROUTING_COLUMNS]
+
+
+def prepare_batch(
+    data: pa.Table,
+    keygen: KeyGenerator,
+    *,
+    ordering_field: str | None,
+    operation: str,
+    data_schema: pa.Schema | None = None,
+) -> PreparedBatch:
+    """Normalise a batch and compute its routing columns.
+
+    ``data_schema``: the table's data schema; the batch must match it (order is taken from it).
+    ``operation=delete`` marks every row deleted (only key, partition and ordering fields are
+    needed). A boolean ``_hoodie_is_deleted`` column marks deletes in upserts.
+    """
+    is_deleted_col = None
+    if IS_DELETED in data.column_names:
+        raw = data.column(IS_DELETED)
+        if not pa.types.is_boolean(raw.type):
+            raise HoodieSchemaError(f"column {IS_DELETED} must be boolean, got {raw.type}")
+        is_deleted_col = pc.fill_null(raw, False).combine_chunks()
+    table = normalise_table(data)
+    n = table.num_rows
+    if operation == "delete":
+        deleted = pa.array(np.ones(n, dtype=bool))
+        if data_schema is not None:
+            table = _fill_missing(table, data_schema)
+    else:
+        deleted = (
+            is_deleted_col if is_deleted_col is not None else pa.array(np.zeros(n, dtype=bool))
+        )
+        if data_schema is not None:
+            check_schema_compatible(table.schema, data_schema)
+            table = table.select(
+                [f.name for f in data_schema if not f.name.startswith(META_PREFIX)]
+            )
+    if ordering_field is not None and ordering_field not in table.column_names:
+        raise HoodieSchemaError(
+            f"ordering (precombine) field {ordering_field} is missing from the batch"
+        )
+    if ordering_field is not None:
+        t = table.schema.field(ordering_field).type
+        if pa.types.is_nested(t) or pa.types.is_binary(t):
+            raise HoodieSchemaError(
+                f"ordering field {ordering_field} of type {t} cannot be ordered"
+            )
+    keys = keygen.record_keys(table)
+    parts = keygen.partition_paths(table)
+    out = table.append_column(RECORD_KEY, keys).append_column(PARTITION_PATH, parts)
+    out = out.append_column(IS_DELETED, deleted)
+    return PreparedBatch(out)
+
+
+def _fill_missing(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Deletes may carry only key columns: pad the other columns of the table schema with nulls."""
+    cols, n = [], table.num_rows
+    for f in schema:
+        if f.name.startswith(META_PREFIX):
+            continue
+        if f.name in table.column_names:
+            col = table.column(f.name)
+            cols.append(col.cast(f.type) if col.type != f.type else col)
+        else:
+            cols.append(pa.nulls(n, f.type))
+    return pa.Table.from_arrays(
+        cols, names=[f.name for f in schema if not f.name.startswith(META_PREFIX)]
+    )
+
+
+def precombine(table: pa.Table, ordering_field: str | None) -> pa.Table:
+    """Keep one row per record key: the highest ordering value wins, ties go to the later row.
+
+    Without an ordering field the later row wins (commit-time ordering). Null ordering values
+    sort lowest. Vectorised: one sort, then the last row of each key run.
+    """
+    n = table.num_rows
+    if n <= 1:
+        return table
+    keys = table.column(RECORD_KEY)
+    pos = pa.array(np.arange(n, dtype=np.int64))
+    sort_keys: list[tuple[str, str]] = [("k", "ascending")]
+    cols: dict[str, Any] = {"k": keys, "pos": pos}
+    if ordering_field is not None:
+        ordv = table.column(ordering_field)
+        cols["o_null"] = pc.is_null(ordv)
+        cols["o"] = ordv
+        sort_keys += [("o_null", "descending"), ("o", "ascending")]
+    sort_keys.append(("pos", "ascending"))
+    helper = pa.table(cols)
+    order = pc.sort_indices(helper, sort_keys=sort_keys).to_numpy()
+    sorted_keys = pc.take(keys, order)
+    # Last row of each run of equal keys.
+    ks = sorted_keys.combine_chunks() if isinstance(sorted_keys, pa.ChunkedArray) else sorted_keys
+    same_as_next = pc.equal(ks.slice(0, n - 1), ks.slice(1)).to_numpy(zero_copy_only=False)
+    last = np.ones(n, dtype=bool)
+    last[:-1] = ~same_as_next
+    if last.all():
+        return table
+    keep = np.sort(order[last])
+    return table.take(pa.array(keep))
+
+
+def has_duplicate_keys(table: pa.Table) -> bool:
+    keys = table.column(RECORD_KEY)
+    return bool(pc.count_distinct(keys).as_py() != len(keys))

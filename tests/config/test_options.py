@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+import pytest
+
+from hoodie_ray.config.options import OPTIONS, resolve_options
+from hoodie_ray.exceptions import HoodieOptionError
+
+
+def test_defaults_and_aliases():
+    cfg = resolve_options(
+        {"precombine.field": "ts", "write.tasks": "3", "hoodie.datasource.write.recordkey.field": "id"}
+    )
+    assert cfg.precombine_field == "ts"
+    assert cfg.write_tasks == 3 and cfg.assign_tasks == 3
+    assert cfg.table_type == "MERGE_ON_READ"
+    assert cfg.write_batch_size == 256 * 1024 * 1024
+    assert cfg.record_key_fields == ["id"]
+    assert cfg.is_set("write_tasks") and not cfg.is_set("table_type")
+
+
+def test_sizes_accept_units():
+    cfg = resolve_options({"write.batch.size": "64", "write.task.max.size": "2GB", "hoodie.logfile.max.size": "1MB"})
+    assert cfg.write_batch_size == 64 * 1024 * 1024
+    assert cfg.write_task_max_size == 2 * 1024**3
+    assert cfg.logfile_max_size == 1024 * 1024
+
+
+def test_unknown_option_names_key_and_suggests():
+    with pytest.raises(HoodieOptionError, match=r"hoodie.datasource.write.recordkey.feild.*did you mean"):
+        resolve_options({"hoodie.datasource.write.recordkey.feild": "id"})
+
+
+@pytest.mark.parametrize(
+    "key,value",
+    [("write.tasks", "zero"), ("write.tasks", "0"), ("hoodie.datasource.write.operation", "merge"),
+     ("index.type", "BLOOM"), ("hoodie.write.table.version", "7"), ("hoodie.metadata.enable", "true"),
+     ("compaction.async.enabled", "maybe")],
+)
+def test_invalid_values_name_the_option(key, value):
+    with pytest.raises(HoodieOptionError, match=key.split(".")[0]):
+        resolve_options({key: value})
+
+
+def test_conflicting_spellings():
+    with pytest.raises(HoodieOptionError, match="conflicts"):
+        resolve_options({"precombine.field": "a", "hoodie.datasource.write.precombine.field": "b"})
+
+
+def test_registry_is_documented():
+    assert all(o.doc for o in OPTIONS)

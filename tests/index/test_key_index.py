@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from hoodie_ray.index import KeyIndex, bucket_ids, java_string_hash
+
+
+def _java_hash(s: str) -> int:
+    h = 0
+    for unit in s.encode("utf-16-be").hex(" ", 2).split():
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def test_java_string_hash_matches_reference():
+    vals = ["", "a", "hello world", "key123456789", "é", "日本", "x" * 300, "\U0001f600"]
+    got = java_string_hash(pa.array(vals)).tolist()
+    assert got == [_java_hash(v) for v in vals]
+    assert java_string_hash(pa.array(["Aa", "BB"])).tolist() == [2112, 2112]  # the famous collision
+
+
+def test_bucket_ids_in_range():
+    b = bucket_ids(pa.array([f"k{i}" for i in range(1000)]), 4)
+    assert set(b.tolist()) == {0, 1, 2, 3}
+
+
+def test_key_index_model():
+    rng = np.random.default_rng(1)
+    idx = KeyIndex()
+    model: dict[str, int] = {}
+    for _ in range(40):
+        keys = [f"k{x}" for x in rng.integers(0, 300, 50)]
+        locs = rng.integers(-1, 5, 50).astype(np.int32)
+        idx.put(pa.array(keys), locs)
+        for k, v in zip(keys, locs.tolist(), strict=True):
+            if v < 0:
+                model.pop(k, None)
+            else:
+                model[k] = v
+        probe = [f"k{x}" for x in range(320)]
+        assert idx.lookup(pa.array(probe)).tolist() == [model.get(k, -1) for k in probe]
+    assert len(idx) == len(model)
+    keys, locs = idx.items()
+    assert dict(zip(keys.tolist(), locs.tolist(), strict=True)) == model
+
+
+def test_location_ids_interned():
+    idx = KeyIndex()
+    a = idx.location_ids(np.array(["p", "p", "q"], dtype=object), np.array(["f1", "f1", "f2"], dtype=object))
+    assert a[0] == a[1] != a[2]
+    parts, fids = idx.location_arrays()
+    assert parts[a[2]] == "q" and fids[a[2]] == "f2"

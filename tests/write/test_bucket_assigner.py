@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from hoodie_ray.keygen import choose_key_generator
+from hoodie_ray.write.bucket_assigner import (
+    BUCKET_TYPE,
+    FILE_ID,
+    AssignerConfig,
+    BucketAssigner,
+    SmallFile,
+    WriteProfile,
+    file_id_task,
+    key_task,
+    new_file_id_for_task,
+)
+from hoodie_ray.write.records import IS_DELETED, PARTITION_PATH, prepare_batch
+
+
+def _batch(ids, parts, deleted=None):
+    t = pa.table({"id": ids, "p": parts, "ts": list(range(len(ids)))})
+    if deleted is not None:
+        t = t.append_column(IS_DELETED, pa.array(deleted))
+    kg = choose_key_generator(t.schema, ["id"], ["p"])
+    return prepare_batch(t, kg, ordering_field="ts", operation="upsert").table
+
+
+def test_new_keys_fill_small_files_then_new_groups():
+    profile = WriteProfile(avg_record_size=100, small_files={"a": [SmallFile("small-1-0", 800)]})
+    # capacity of the small file: (1000 - 800) / 100 = 2 records; new groups take 10 each
+    a = BucketAssigner(AssignerConfig(small_file_limit=900, max_file_size=1000), profile)
+    out = a.assign(_batch([f"k{i}" for i in range(15)], ["a"] * 15))
+    fids = out.column(FILE_ID).to_pylist()
+    assert fids[:2] == ["small-1-0", "small-1-0"]
+    assert out.column(BUCKET_TYPE).to_pylist()[:2] == ["U", "U"]
+    assert len(set(fids[2:12])) == 1 and len(set(fids[12:])) == 1 and fids[2] != fids[12]
+    assert out.column(BUCKET_TYPE).to_pylist()[2:] == ["I"] * 13
+
+
+def test_duplicate_new_keys_share_a_group_and_updates_route_back():
+    a = BucketAssigner(AssignerConfig(max_file_size=300), WriteProfile(avg_record_size=100))
+    out = a.assign(_batch(["x", "y", "x", "z", "w"], ["a"] * 5))
+    f = dict(zip(out.column("id").to_pylist(), out.column(FILE_ID).to_pylist(), strict=False))
+    assert out.column(FILE_ID).to_pylist()[0] == out.column(FILE_ID).to_pylist()[2]
+    out2 = a.assign(_batch(["w", "x"], ["a", "a"]))
+    assert out2.column(FILE_ID).to_pylist() == [f["w"], f["x"]]
+    a.checkpoint_done()
+    out3 = a.assign(_batch(["w"], ["a"]))
+    assert out3.column(BUCKET_TYPE).to_pylist() == ["U"]
+
+
+def test_global_index_partition_move_and_deletes():
+    a = BucketAssigner(AssignerConfig(), WriteProfile(avg_record_size=100))
+    first = a.assign(_batch(["k1", "k2"], ["a", "a"]))
+    old = first.column(FILE_ID).to_pylist()[0]
+    out = a.assign(_batch(["k1", "k2", "zz"], ["b", "a", "a"], deleted=[False, True, True]))
+    rows = out.select(["id", PARTITION_PATH, IS_DELETED, FILE_ID]).to_pylist()
+    # k1: delete in old partition + insert in new; k2: delete routed to its group; zz: dropped
+    assert {"id": "k1", PARTITION_PATH: "a", IS_DELETED: True, FILE_ID: old} in rows
+    assert any(r["id"] == "k1" and r[PARTITION_PATH] == "b" and not r[IS_DELETED] for r in rows)
+    assert {"id": "k2", PARTITION_PATH: "a", IS_DELETED: True, FILE_ID: old} in rows
+    assert all(r["id"] != "zz" for r in rows)
+    assert a.index.lookup(pa.array(["k2", "k1"]))[0] == -1
+
+
+def test_non_global_index_keeps_key_per_partition():
+    a = BucketAssigner(AssignerConfig(global_index=False), WriteProfile(avg_record_size=100))
+    a.assign(_batch(["k1"], ["a"]))
+    out = a.assign(_batch(["k1"], ["b"]))
+    assert out.num_rows == 1 and out.column(PARTITION_PATH).to_pylist() == ["b"]
+
+
+def test_file_ownership_by_task():
+    for task in range(3):
+        fid = new_file_id_for_task(task, 3)
+        assert file_id_task(fid, 3) == task
+    profile = WriteProfile(100, {"a": [SmallFile(new_file_id_for_task(1, 2), 10)]})
+    a0 = BucketAssigner(AssignerConfig(task_id=0, num_tasks=2), profile)
+    out = a0.assign(_batch(["n"], ["a"]))
+    assert out.column(FILE_ID).to_pylist()[0] != profile.small_files["a"][0].file_id
+    kt = key_task(pa.array([f"k{i}" for i in range(100)]), 2)
+    assert set(kt.tolist()) == {0, 1}
+    assert (kt == key_task(pa.array([f"k{i}" for i in range(100)]), 2)).all()
+
+
+def test_bucket_index_is_stateless_and_stable():
+    a = BucketAssigner(AssignerConfig(index_type="BUCKET", bucket_num=2), WriteProfile(100))
+    out = a.assign(_batch([f"k{i}" for i in range(20)], ["a"] * 20))
+    fids = set(out.column(FILE_ID).to_pylist())
+    assert len(fids) == 2 and all(f[:8] in ("00000000", "00000001") for f in fids)
+    b = BucketAssigner(AssignerConfig(index_type="BUCKET", bucket_num=2), WriteProfile(100))
+    b.set_bucket_file_ids([("a", f) for f in fids])
+    assert set(b.assign(_batch(["k1"], ["a"])).column(FILE_ID).to_pylist()) <= fids
+
+
+def test_bootstrap_filters_by_task():
+    a = BucketAssigner(AssignerConfig(task_id=0, num_tasks=2), WriteProfile(100))
+    keys = pa.array([f"k{i}" for i in range(50)])
+    a.bootstrap([("a", "f-0", keys)])
+    mine = key_task(keys, 2) == 0
+    assert ((a.index.lookup(keys) >= 0) == mine).all()
+    assert np.count_nonzero(mine) == len(a.index)
