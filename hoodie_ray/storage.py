@@ -68,7 +68,10 @@ def redact_options(options: Mapping[str, Any] | None) -> dict[str, str]:
     out: dict[str, str] = {}
     for k, v in (options or {}).items():
         lk = k.lower()
-        secret = any(p in lk for p in _SECRET_KEY_PARTS) and lk not in ("region", "endpoint_override")
+        secret = any(p in lk for p in _SECRET_KEY_PARTS) and lk not in (
+            "region",
+            "endpoint_override",
+        )
         out[k] = "***" if secret else str(v)
     return out
 
@@ -308,7 +311,9 @@ class ArrowStorage(Storage):
                 fs, root = pafs.FileSystem.from_uri(base_uri)
                 self._root = root.rstrip("/")
         except Exception as e:  # pyarrow raises several types; keep secrets out of the text
-            raise HoodieIOError(f"cannot open storage for {self.base_uri}: {type(e).__name__}") from None
+            raise HoodieIOError(
+                f"cannot open storage for {self.base_uri}: {type(e).__name__}"
+            ) from None
         self.fs = fs
 
     def _abs(self, rel: str) -> str:

@@ -14,6 +14,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+pytest_plugins = ["tests.fixtures_ray"]
+
 SHARED_TABLES = Path(
     os.environ.get("HOODIE_RAY_SHARED_TABLES", Path(__file__).resolve().parents[1] / ".." / "shared" / "tables")
 ).resolve()

@@ -83,6 +83,7 @@ class AssignerConfig:
     global_index: bool = True
     bucket_num: int = 4
     append_mode: bool = False  # insert operation: no index lookups
+    ordering_field: str | None = None
 
 
 class BucketAssigner:
@@ -223,6 +224,10 @@ class BucketAssigner:
             IS_DELETED,
             pa.array(np.ones(extra.num_rows, dtype=bool)),
         )
+        if self.config.ordering_field and self.config.ordering_field in extra.column_names:
+            # Like Flink's empty-payload delete: default ordering, so it always wins.
+            oi = extra.schema.get_field_index(self.config.ordering_field)
+            extra = extra.set_column(oi, self.config.ordering_field, pa.nulls(extra.num_rows, extra.schema.field(oi).type))
         extra = extra.append_column(FILE_ID, pa.array(old_fid[move_ins], pa.string()))
         extra = extra.append_column(
             BUCKET_TYPE, pa.array(np.full(extra.num_rows, UPDATE_BUCKET), pa.string())

@@ -1,0 +1,965 @@
+"""Shared pieces of the benchmarks: workloads, CPU accounting, the correctness gate, reporting.
+
+Everything here is engine-free except :class:`CpuMeter`, which can also watch the worker
+processes of a local Ray node (found through psutil, never through Ray's own APIs).
+
+Data generation is vectorised (numpy and pyarrow compute, no Python loop per row) and fully
+determined by the seed, so every baseline and every hoodie_ray run of one benchmark sees the
+very same rows in the very same commits.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import itertools
+import math
+import os
+import platform
+import re
+import subprocess
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psutil
+import pyarrow as pa
+import pyarrow.compute as pc
+
+# ---------------------------------------------------------------------------------------------
+# Workloads
+# ---------------------------------------------------------------------------------------------
+
+#: The variants of mor-q1 (``--variant``).
+VARIANTS = ("base", "partitioned", "zipf", "s20", "append")
+
+#: Full-size key space and record count of mor-q1 (2M keys, 6M records in 12 commits).
+FULL_KEYS = 2_000_000
+FULL_COMMITS = 12
+#: ``--quick`` sizes (200K keys, 600K records in 6 commits).
+QUICK_KEYS = 200_000
+QUICK_COMMITS = 6
+#: Zipf variant: commits after the bulk load, their size relative to K, update share, exponent.
+ZIPF_COMMITS = 8
+ZIPF_BATCH_PER_KEY = 0.25  # 500K per commit at K = 2M
+ZIPF_UPDATE_SHARE = 0.25
+ZIPF_EXPONENT = 1.1
+#: Partitioned variant: ``p = key % PARTITIONS``.
+PARTITIONS = 16
+#: ``name`` column of shape q1: ``"item_" + str(key % NAME_MODULUS)``.
+NAME_MODULUS = 1_000_003
+#: First ``ts`` value (an epoch-millisecond-like number; ``ts`` increases by one per record).
+TS_BASE = 1_700_000_000_000
+#: s20 shape: number of string columns and their width in hex characters.
+S20_COLUMNS = 20
+S20_WIDTH = 10
+
+_INT64_MIN = np.iinfo(np.int64).min
+_INT64_MAX = np.iinfo(np.int64).max
+_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The rows of one benchmark run, already cut into commits.
+
+    Attributes:
+        variant: one of :data:`VARIANTS`.
+        shape: row shape name (``q1`` or ``s20``).
+        num_keys: distinct record keys in the whole input (K).
+        commits: one Arrow table per commit, in commit order; ``ts`` increases across them.
+        key_field: record key column.
+        precombine_field: ordering column (the largest value wins a key).
+        partition_field: partition column, or None for a non-partitioned table.
+        operation: Hudi write operation the workload calls for (``upsert`` or ``insert``).
+        description: one line saying how the rows were made.
+    """
+
+    variant: str
+    shape: str
+    num_keys: int
+    commits: tuple[pa.Table, ...]
+    key_field: str = "key"
+    precombine_field: str = "ts"
+    partition_field: str | None = None
+    operation: str = "upsert"
+    description: str = ""
+
+    @property
+    def num_rows(self) -> int:
+        """Records in all commits (N)."""
+        return sum(c.num_rows for c in self.commits)
+
+    @property
+    def arrow_bytes(self) -> int:
+        """Arrow bytes of all commits (the denominator of write amplification)."""
+        return sum(c.nbytes for c in self.commits)
+
+    @property
+    def bytes_per_row(self) -> float:
+        """Arrow bytes per record."""
+        return self.arrow_bytes / max(self.num_rows, 1)
+
+    @property
+    def schema(self) -> pa.Schema:
+        """Schema shared by every commit."""
+        return self.commits[0].schema
+
+    def summary(self) -> dict[str, Any]:
+        """Shape and size figures, as they go into the report."""
+        return {
+            "variant": self.variant,
+            "shape": self.shape,
+            "columns": len(self.schema),
+            "bytes_per_row": round(self.bytes_per_row, 1),
+            "K": self.num_keys,
+            "N": self.num_rows,
+            "commits": len(self.commits),
+            "rows_per_commit": [c.num_rows for c in self.commits],
+            "partition_field": self.partition_field,
+            "operation": self.operation,
+            "description": self.description,
+        }
+
+
+def workload_sizes(variant: str, *, quick: bool, scale: float = 1.0) -> tuple[int, int]:
+    """Key space K and commit count of ``variant`` (before the bulk load of ``zipf``).
+
+    ``scale`` shrinks (or grows) K; it exists for development on small machines and for tests.
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; expected one of {', '.join(VARIANTS)}")
+    keys = QUICK_KEYS if quick else FULL_KEYS
+    commits = QUICK_COMMITS if quick else FULL_COMMITS
+    if variant == "zipf":
+        commits = ZIPF_COMMITS
+    return max(round(keys * scale), 3 * commits), commits
+
+
+def generate_workload(
+    variant: str = "base",
+    *,
+    quick: bool = False,
+    scale: float = 1.0,
+    seed: int = 20240601,
+    num_keys: int | None = None,
+    num_commits: int | None = None,
+) -> Workload:
+    """Make the rows of one mor-q1 variant (see ``../shared/bench/mor-q1.md``).
+
+    - ``base``: q1 shape; every one of K keys appears exactly 3 times, shuffled over N = 3K
+      records, so 1/3 of the records are inserts and 2/3 updates; N is cut into equal commits.
+    - ``partitioned``: ``base`` plus ``p = key % 16`` as the partition column.
+    - ``zipf``: a bulk load of K inserts, then 8 commits of K/4 records each, 25% of them
+      updates of existing keys drawn from Zipf(1.1) over the keys written so far (hot keys are
+      a fixed random subset of the bulk load), 75% inserts of new keys.
+    - ``s20``: ``base``'s keys and commits, but the row is ``key``, ``ts`` and 20 strings of 10
+      hex characters (the Paimon micro-benchmark shape; ``ts`` is kept as the precombine field,
+      which the correctness gate needs).
+    - ``append``: N distinct keys, inserts only (Hudi operation ``insert``).
+
+    Args:
+        variant: one of :data:`VARIANTS`.
+        quick: the ``--quick`` sizes (K = 200K) instead of the full ones (K = 2M).
+        scale: multiplies K (development and tests).
+        seed: numpy seed; the same seed gives the same rows.
+        num_keys: overrides K.
+        num_commits: overrides the commit count (after the bulk load for ``zipf``).
+    """
+    keys_k, commits_c = workload_sizes(variant, quick=quick, scale=scale)
+    if num_keys is not None:
+        keys_k = num_keys
+    if num_commits is not None:
+        commits_c = num_commits
+    if keys_k < 1 or commits_c < 1:
+        raise ValueError("num_keys and num_commits must be positive")
+    rng = np.random.default_rng(seed)
+
+    if variant == "zipf":
+        key_chunks = _zipf_keys(rng, keys_k, commits_c)
+        # Distinct keys: the bulk load plus every inserted key (updates hit existing keys only).
+        total_keys = int(np.unique(np.concatenate(key_chunks)).size)
+        desc = (
+            f"bulk load of {keys_k} keys, then {commits_c} commits of "
+            f"{len(key_chunks[1]) if len(key_chunks) > 1 else 0} records, "
+            f"{ZIPF_UPDATE_SHARE:.0%} updates Zipf({ZIPF_EXPONENT}) over existing keys"
+        )
+    elif variant == "append":
+        n = 3 * keys_k
+        all_keys = rng.permutation(n).astype(np.int64)
+        key_chunks = np.array_split(all_keys, commits_c)
+        total_keys = n
+        desc = f"{n} distinct keys, inserts only, {commits_c} commits"
+    else:
+        all_keys = rng.permutation(np.repeat(np.arange(keys_k, dtype=np.int64), 3))
+        key_chunks = np.array_split(all_keys, commits_c)
+        total_keys = keys_k
+        desc = f"{keys_k} keys x 3 occurrences shuffled (1/3 inserts, 2/3 updates), {commits_c} commits"
+
+    tables: list[pa.Table] = []
+    ts_next = TS_BASE
+    for chunk in key_chunks:
+        ts = np.arange(ts_next, ts_next + len(chunk), dtype=np.int64)
+        ts_next += len(chunk)
+        if variant == "s20":
+            t = make_s20_table(chunk, ts, rng)
+        else:
+            t = make_q1_table(chunk, ts, rng)
+        if variant == "partitioned":
+            t = t.append_column("p", pa.array(chunk % PARTITIONS, type=pa.int64()))
+        tables.append(t)
+
+    return Workload(
+        variant=variant,
+        shape="s20" if variant == "s20" else "q1",
+        num_keys=total_keys,
+        commits=tuple(tables),
+        partition_field="p" if variant == "partitioned" else None,
+        operation="insert" if variant == "append" else "upsert",
+        description=desc,
+    )
+
+
+def _truncated_zipf(rng: np.random.Generator, a: float, size: int, upper: int) -> np.ndarray:
+    """Zipf(a) ranks in ``1..upper`` (values above ``upper`` are drawn again)."""
+    ranks = rng.zipf(a, size=size)
+    bad = ranks > upper
+    while bad.any():
+        ranks[bad] = rng.zipf(a, size=int(bad.sum()))
+        bad = ranks > upper
+    return ranks.astype(np.int64)
+
+
+def _zipf_keys(rng: np.random.Generator, bulk: int, commits: int) -> list[np.ndarray]:
+    """Keys of the zipf variant: the bulk load, then ``commits`` mixed insert/update commits."""
+    batch = max(round(bulk * ZIPF_BATCH_PER_KEY), 4)
+    n_upd = round(batch * ZIPF_UPDATE_SHARE)
+    n_ins = batch - n_upd
+    hot_order = rng.permutation(bulk).astype(np.int64)  # rank 1 = hottest existing key
+    chunks = [hot_order.copy()]
+    next_key = bulk
+    for _ in range(commits):
+        ranks = _truncated_zipf(rng, ZIPF_EXPONENT, n_upd, len(hot_order))
+        updates = hot_order[ranks - 1]
+        inserts = np.arange(next_key, next_key + n_ins, dtype=np.int64)
+        next_key += n_ins
+        chunks.append(rng.permutation(np.concatenate([updates, inserts])))
+        hot_order = np.concatenate([hot_order, inserts])  # new keys start cold
+    return chunks
+
+
+def make_q1_table(keys: np.ndarray, ts: np.ndarray, rng: np.random.Generator) -> pa.Table:
+    """Rows of shape q1: ``key``, ``ts``, ``name`` and ``c0``..``c9`` (random int64)."""
+    names = pc.binary_join_element_wise(
+        pa.scalar("item_"), pc.cast(pa.array(keys % NAME_MODULUS), pa.string()), pa.scalar("")
+    )
+    cols: dict[str, Any] = {
+        "key": pa.array(keys, type=pa.int64()),
+        "ts": pa.array(ts, type=pa.int64()),
+        "name": names,
+    }
+    for i in range(10):
+        cols[f"c{i}"] = pa.array(
+            rng.integers(_INT64_MIN, _INT64_MAX, size=len(keys), dtype=np.int64, endpoint=True)
+        )
+    return pa.table(cols)
+
+
+def hex_strings(rng: np.random.Generator, n: int, width: int = S20_WIDTH) -> pa.Array:
+    """``n`` random strings of ``width`` lowercase hex characters, built from raw buffers."""
+    data = _HEX[rng.integers(0, 16, size=n * width, dtype=np.uint8)]
+    offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32)
+    return pa.Array.from_buffers(
+        pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data.tobytes())]
+    )
+
+
+def make_s20_table(keys: np.ndarray, ts: np.ndarray, rng: np.random.Generator) -> pa.Table:
+    """Rows of shape s20: ``key``, ``ts`` and ``s0``..``s19`` (10 hex characters each)."""
+    cols: dict[str, Any] = {
+        "key": pa.array(keys, type=pa.int64()),
+        "ts": pa.array(ts, type=pa.int64()),
+    }
+    for i in range(S20_COLUMNS):
+        cols[f"s{i}"] = hex_strings(rng, len(keys))
+    return pa.table(cols)
+
+
+def lww_dedup(table: pa.Table, key: str = "key", order: str | None = "ts") -> pa.Table:
+    """Last writer wins: one row per ``key``, the one with the largest ``order``, sorted by key.
+
+    Without ``order`` the last row of each key in table order wins.
+    """
+    if table.num_rows == 0:
+        return table
+    if order is None:
+        table = table.append_column("__pos", pa.array(np.arange(table.num_rows)))
+        order = "__pos"
+    idx = pc.sort_indices(table, sort_keys=[(key, "ascending"), (order, "descending")])
+    sorted_keys = pc.take(table[key], idx).to_numpy()
+    first = np.ones(len(sorted_keys), dtype=bool)
+    first[1:] = sorted_keys[1:] != sorted_keys[:-1]
+    out = table.take(pc.filter(idx, pa.array(first)))
+    if "__pos" in out.column_names:
+        out = out.drop_columns(["__pos"])
+    return out
+
+
+def expected_snapshot(workload: Workload) -> pa.Table:
+    """The table after all commits: last-writer-wins dedup of every record by (key, max ts)."""
+    return lww_dedup(
+        pa.concat_tables(workload.commits), workload.key_field, workload.precombine_field
+    )
+
+
+def split_rows(table: pa.Table, parts: int, by: str | None = None) -> list[pa.Table]:
+    """Cut ``table`` into ``parts`` contiguous slices, or into one table per value of ``by``."""
+    if by is not None:
+        values = table[by].to_numpy()
+        order = np.argsort(values, kind="stable")
+        sorted_vals = values[order]
+        bounds = np.flatnonzero(np.diff(sorted_vals)) + 1
+        return [table.take(pa.array(ix)) for ix in np.split(order, bounds) if len(ix)]
+    parts = max(1, min(parts, table.num_rows or 1))
+    edges = np.linspace(0, table.num_rows, parts + 1).astype(int)
+    return [table.slice(a, b - a) for a, b in itertools.pairwise(edges) if b > a]
+
+
+def iter_batches(table: pa.Table, max_rows: int) -> Iterator[pa.Table]:
+    """Zero-copy slices of at most ``max_rows`` rows."""
+    for off in range(0, table.num_rows, max_rows):
+        yield table.slice(off, max_rows)
+
+
+def avro_schema_for(schema: pa.Schema, name: str = "q1_record") -> dict[str, Any]:
+    """An Avro record schema for the flat int64/string schemas of the workloads.
+
+    A nullable Arrow field becomes ``["null", T]`` with default null, as Hudi's schema
+    converter writes it (so the Avro floor encodes what a Hudi Avro log block must: the union
+    branch index costs fastavro about half its speed next to a plain ``T``).
+    """
+    types = {pa.int64(): "long", pa.int32(): "int", pa.string(): "string", pa.float64(): "double"}
+    fields: list[dict[str, Any]] = []
+    for f in schema:
+        if f.type not in types:
+            raise TypeError(f"no Avro type for column {f.name}: {f.type}")
+        if f.nullable:
+            fields.append({"name": f.name, "type": ["null", types[f.type]], "default": None})
+        else:
+            fields.append({"name": f.name, "type": types[f.type]})
+    return {"type": "record", "name": name, "fields": fields}
+
+
+# ---------------------------------------------------------------------------------------------
+# CPU accounting
+# ---------------------------------------------------------------------------------------------
+
+_RAY_AGENT_TITLES = ("ray::DashboardAgent", "ray::RuntimeEnvAgent")
+
+
+def is_ray_worker_cmdline(cmdline: Sequence[str]) -> bool:
+    """True for a Ray worker process (task or actor), false for raylet, GCS and agents.
+
+    A Python worker starts as ``python .../default_worker.py ...`` and renames itself
+    (setproctitle) to ``ray::IDLE``, ``ray::<ActorClass>`` or ``ray::<task or method>``; a Java
+    worker runs ``io.ray.runtime.runner.worker.DefaultWorker``.
+    """
+    if not cmdline:
+        return False
+    first = cmdline[0].strip()
+    if first.startswith("ray::"):
+        return not first.startswith(_RAY_AGENT_TITLES)
+    # Python workers before they rename themselves; Java workers (RayDP) keep their command.
+    return any(
+        arg.endswith(("default_worker.py", "io.ray.runtime.runner.worker.DefaultWorker"))
+        for arg in cmdline
+    )
+
+
+def find_local_raylets() -> list[psutil.Process]:
+    """The raylet processes of this driver's Ray node.
+
+    First the raylets started by this process (``ray.init()`` without an address makes the
+    driver their ancestor); else the raylets whose command line names this driver's session;
+    else every raylet on the machine.
+    """
+    me = psutil.Process()
+    try:
+        mine = [p for p in me.children(recursive=True) if p.name() == "raylet"]
+    except psutil.Error:
+        mine = []
+    if mine:
+        return mine
+    session = _ray_session_name()
+    raylets = []
+    for p in psutil.process_iter(["name", "cmdline"]):
+        if p.info.get("name") == "raylet":
+            raylets.append(p)
+    if session:
+        named = [p for p in raylets if any(session in a for a in (p.info.get("cmdline") or []))]
+        if named:
+            return named
+    return raylets
+
+
+def _ray_session_name() -> str | None:
+    try:
+        import ray
+
+        node = getattr(ray._private.worker.global_worker, "node", None)
+        return getattr(node, "session_name", None)
+    except Exception:
+        return None
+
+
+def _peak_rss_bytes(pid: int) -> int | None:
+    """Lifetime peak resident set (``VmHWM``) of a process on Linux, else None."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+@dataclass
+class ProcessUsage:
+    """CPU and memory of one watched process over a measured section."""
+
+    pid: int
+    title: str
+    cpu_start_s: float
+    cpu_last_s: float
+    peak_rss_bytes: int = 0
+    exited: bool = False
+
+    @property
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) spent inside the section."""
+        return max(self.cpu_last_s - self.cpu_start_s, 0.0)
+
+    @property
+    def peak_rss_mb(self) -> float:
+        """Peak RSS in MiB (lifetime peak where the OS gives it, else the largest sample)."""
+        return self.peak_rss_bytes / 2**20
+
+
+@dataclass(frozen=True)
+class CpuUsage:
+    """Wall and CPU time of a measured section.
+
+    ``total_cpu_s`` = driver CPU (minus the sampler thread's own CPU) + Ray worker CPU.
+    """
+
+    wall_s: float
+    driver_cpu_s: float
+    workers_cpu_s: float
+    sampler_cpu_s: float
+    samples: int
+    processes: tuple[ProcessUsage, ...] = ()
+
+    @property
+    def total_cpu_s(self) -> float:
+        """CPU seconds charged to the section."""
+        return self.driver_cpu_s + self.workers_cpu_s
+
+    def peak_rss_mb(self, title_pattern: str | None = None) -> float | None:
+        """Largest peak RSS among watched workers (whose title matches ``title_pattern``)."""
+        procs = [
+            p
+            for p in self.processes
+            if title_pattern is None or re.search(title_pattern, p.title, re.IGNORECASE)
+        ]
+        return max((p.peak_rss_mb for p in procs), default=None)
+
+
+def ray_workers_cpu_s() -> float:
+    """Sum of user + system seconds of this node's Ray worker processes right now."""
+    total = 0.0
+    for raylet in find_local_raylets():
+        try:
+            children = raylet.children(recursive=True)
+        except psutil.Error:
+            continue
+        for child in children:
+            try:
+                if is_ray_worker_cmdline(child.cmdline()):
+                    t = child.cpu_times()
+                    total += t.user + t.system
+            except psutil.Error:
+                continue
+    return total
+
+
+def wait_for_ray_idle(
+    max_wait_s: float = 30.0, quiet_s: float = 0.5, busy_share: float = 0.05
+) -> float:
+    """Wait until the Ray workers are quiet: less than ``busy_share`` of one core over
+    ``quiet_s`` seconds (actors still importing their modules are not). Returns seconds waited.
+
+    Used before a measured section so actor start-up that Ray runs in the background is not
+    charged to the first commit.
+    """
+    t0 = time.perf_counter()
+    before = ray_workers_cpu_s()
+    while time.perf_counter() - t0 < max_wait_s:
+        time.sleep(quiet_s)
+        now = ray_workers_cpu_s()
+        if now - before < busy_share * quiet_s:
+            break
+        before = now
+    return time.perf_counter() - t0
+
+
+class CpuMeter:
+    """Measure wall time and CPU seconds of the driver plus every Ray worker over a section.
+
+    Method (Linux, via psutil):
+
+    - Driver: user + system time of this process (``time.process_time()``: all its threads,
+      Ray's core-worker threads included) at the start and the end of the section. The sampler thread measures its own
+      CPU with ``time.thread_time()`` and that is subtracted, so watching costs nothing.
+    - Ray workers: the processes below this node's raylet (:func:`find_local_raylets`) whose
+      command line marks them as workers (:func:`is_ray_worker_cmdline`: ``ray::<name>``
+      titles or ``default_worker.py``; the dashboard and runtime-env agents, raylet and GCS are
+      not counted). A background thread lists them every ``poll_s`` seconds and records each
+      process's cumulative user + system time, keyed by (pid, create time). A worker present at
+      the start contributes ``last - first`` sample; one started during the section
+      contributes everything it used (its start-up is work the section caused). A worker that
+      exits keeps its last sample, so at most ``poll_s`` seconds of CPU per exited process are
+      missed (the raylet does not accumulate its children's times, so there is no exact
+      post-mortem figure). A final sample is taken when the section ends.
+    - Peak RSS per worker: ``VmHWM`` from ``/proc/<pid>/status`` at every sample (the
+      process's lifetime peak), else the largest sampled RSS.
+
+    With ``ray_workers=False`` only the driver is measured (the in-process baselines).
+
+    Example::
+
+        with CpuMeter(ray_workers=True) as meter:
+            do_work()
+        print(meter.usage.total_cpu_s)
+    """
+
+    def __init__(self, *, ray_workers: bool = False, poll_s: float = 0.1) -> None:
+        self.ray_workers = ray_workers
+        self.poll_s = poll_s
+        self._raylets: list[psutil.Process] = []
+        self._watched: dict[tuple[int, float], tuple[psutil.Process, ProcessUsage]] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._sampler_cpu_s = 0.0
+        self._samples = 0
+        self._lock = threading.Lock()
+        self._wall0 = 0.0
+        self._cpu0 = 0.0
+        self.usage: CpuUsage | None = None
+
+    @staticmethod
+    def _driver_cpu() -> float:
+        # CLOCK_PROCESS_CPUTIME_ID: user + system of every thread, nanosecond resolution
+        # (psutil's cpu_times() counts in 10 ms clock ticks).
+        return time.process_time()
+
+    def _sample(self, *, initial: bool = False) -> None:
+        with self._lock:
+            self._samples += 1
+            for raylet in self._raylets:
+                try:
+                    children = raylet.children(recursive=True)
+                except psutil.Error:
+                    continue
+                for child in children:
+                    try:
+                        ident = (child.pid, child.create_time())
+                        if ident not in self._watched:
+                            if not is_ray_worker_cmdline(child.cmdline()):
+                                continue
+                            title = (child.cmdline() or ["?"])[0].strip()
+                            self._watched[ident] = (
+                                child,
+                                ProcessUsage(child.pid, title, 0.0, 0.0),
+                            )
+                            if initial:
+                                t = child.cpu_times()
+                                self._watched[ident][1].cpu_start_s = t.user + t.system
+                    except psutil.Error:
+                        continue
+            for proc, usage in self._watched.values():
+                if usage.exited:
+                    continue
+                try:
+                    with proc.oneshot():
+                        t = proc.cpu_times()
+                        cmd = proc.cmdline()
+                        rss = proc.memory_info().rss
+                    usage.cpu_last_s = t.user + t.system
+                    if cmd and cmd[0].strip().startswith("ray::"):
+                        title = cmd[0].strip()
+                        if title != "ray::IDLE":
+                            usage.title = title  # keep the most telling name seen
+                    peak = _peak_rss_bytes(proc.pid) or rss
+                    usage.peak_rss_bytes = max(usage.peak_rss_bytes, peak)
+                except psutil.Error:
+                    usage.exited = True
+
+    def _run(self) -> None:
+        t0 = time.thread_time()
+        while not self._stop.wait(self.poll_s):
+            self._sample()
+        self._sampler_cpu_s = time.thread_time() - t0
+
+    def __enter__(self) -> CpuMeter:
+        if self.ray_workers:
+            self._raylets = find_local_raylets()
+            self._sample(initial=True)
+            for _proc, usage in self._watched.values():
+                usage.cpu_last_s = max(usage.cpu_last_s, usage.cpu_start_s)
+        self._cpu0 = self._driver_cpu()
+        self._wall0 = time.perf_counter()
+        if self.ray_workers:
+            self._thread = threading.Thread(target=self._run, name="cpu-meter", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        wall = time.perf_counter() - self._wall0
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._sample()
+        driver = self._driver_cpu() - self._cpu0 - self._sampler_cpu_s
+        procs = tuple(u for _p, u in self._watched.values())
+        self.usage = CpuUsage(
+            wall_s=wall,
+            driver_cpu_s=max(driver, 0.0),
+            workers_cpu_s=sum(p.cpu_s for p in procs),
+            sampler_cpu_s=self._sampler_cpu_s,
+            samples=self._samples,
+            processes=procs,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Measurements, timers, statistics
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Measurement:
+    """Rows processed over a measured section, with its wall and CPU time."""
+
+    name: str
+    rows: int
+    usage: CpuUsage | None = None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when the section ran to the end."""
+        return self.error is None and self.usage is not None
+
+    @property
+    def rows_per_s(self) -> float | None:
+        """Wall rows per second."""
+        if not self.ok or self.usage is None or self.usage.wall_s <= 0:
+            return None
+        return self.rows / self.usage.wall_s
+
+    @property
+    def rows_per_cpu_s(self) -> float | None:
+        """Rows per CPU-second (driver + Ray workers)."""
+        if not self.ok or self.usage is None or self.usage.total_cpu_s <= 0:
+            return None
+        return self.rows / self.usage.total_cpu_s
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready figures."""
+        u = self.usage
+        out: dict[str, Any] = {
+            "rows": self.rows,
+            "error": self.error,
+            "wall_s": _round(u.wall_s) if u else None,
+            "cpu_s": _round(u.total_cpu_s) if u else None,
+            "driver_cpu_s": _round(u.driver_cpu_s) if u else None,
+            "workers_cpu_s": _round(u.workers_cpu_s) if u else None,
+            "rows_per_s": _round(self.rows_per_s, 0),
+            "rows_per_cpu_s": _round(self.rows_per_cpu_s, 0),
+        }
+        out.update(self.extra)
+        return out
+
+
+class Timer:
+    """``with Timer() as t: ...`` then ``t.seconds`` (wall, ``time.perf_counter``)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._t0 = 0.0
+
+    def __enter__(self) -> Timer:
+        self._t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = time.perf_counter() - self._t0
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The ``q``-th percentile (0-100, linear interpolation), None for no values."""
+    if not values:
+        return None
+    return float(np.percentile(np.asarray(values, dtype=float), q))
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    """``a / b`` or None when either is missing or ``b`` is zero."""
+    if a is None or b is None or b == 0 or math.isnan(a) or math.isnan(b):
+        return None
+    return a / b
+
+
+def _round(v: float | None, nd: int = 3) -> float | None:
+    if v is None:
+        return None
+    return round(float(v), nd) if nd else float(round(v))
+
+
+# ---------------------------------------------------------------------------------------------
+# The correctness gate
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """Outcome of comparing a snapshot with the expected table."""
+
+    passed: bool
+    reason: str
+    rows_expected: int
+    rows_actual: int
+
+
+def check_gate(actual: pa.Table, expected: pa.Table, key: str = "key") -> GateResult:
+    """Compare a table snapshot with the expected last-writer-wins result, all columns.
+
+    Hudi meta columns (``_hoodie_*``) and any column ``expected`` lacks are ignored; column
+    order and row order do not matter; types are cast to ``expected``'s (hudi-rs may return
+    ``large_string`` or a partition column as a string). Every key must appear once.
+    """
+    n_exp, n_act = expected.num_rows, actual.num_rows
+
+    def fail(reason: str) -> GateResult:
+        return GateResult(False, reason, n_exp, n_act)
+
+    missing = [c for c in expected.column_names if c not in actual.column_names]
+    if missing:
+        return fail(f"snapshot lacks columns {missing}; has {actual.column_names}")
+    try:
+        cols = [pc.cast(actual[f.name], f.type) for f in expected.schema]
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        return fail(f"snapshot columns do not cast to the expected types: {e}")
+    act = pa.Table.from_arrays(cols, schema=expected.schema)
+
+    act_keys = act[key].to_numpy()
+    uniq, counts = np.unique(act_keys, return_counts=True)
+    if (counts > 1).any():
+        dups = uniq[counts > 1]
+        return fail(f"{len(dups)} keys appear more than once, e.g. {dups[:5].tolist()}")
+    exp_keys = expected[key].to_numpy()
+    if n_act != n_exp or not np.array_equal(uniq, np.sort(exp_keys)):
+        lost = np.setdiff1d(exp_keys, uniq)
+        extra = np.setdiff1d(uniq, exp_keys)
+        return fail(
+            f"{n_act} rows, expected {n_exp}: {len(lost)} keys missing (e.g. {lost[:5].tolist()}),"
+            f" {len(extra)} unexpected (e.g. {extra[:5].tolist()})"
+        )
+
+    act = act.sort_by(key)
+    exp = expected.sort_by(key)
+    if act.equals(exp):
+        return GateResult(True, "snapshot equals the last-writer-wins dedup", n_exp, n_act)
+    for name in exp.column_names:
+        eq = pc.equal(act[name], exp[name])
+        neq = pc.invert(pc.fill_null(eq, False))
+        bad = pc.sum(neq).as_py() or 0
+        if bad:
+            first = pc.index(neq, True).as_py()
+            k = exp[key][first].as_py()
+            return fail(
+                f"{bad} rows differ in column {name!r}, e.g. key {k}: "
+                f"got {act[name][first].as_py()!r}, expected {exp[name][first].as_py()!r}"
+            )
+    return fail("snapshot differs from the expected table (nulls or types)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Table files on disk, commit latencies from the timeline
+# ---------------------------------------------------------------------------------------------
+
+_LOG_RE = re.compile(r"^\.(?P<fid>.+?)_(?P<base>\d+)\.log\.(?P<ver>\d+)(_.*)?$")
+_BASE_RE = re.compile(r"^(?P<fid>.+?)_(?P<token>[^_]+)_(?P<instant>\d+)\.(parquet|orc|hfile)$")
+_LOG_MAGIC = b"#HUDI#"
+
+
+def _count_magic(path: Path) -> int:
+    n = 0
+    tail = b""
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 22):
+            buf = tail + chunk
+            n += buf.count(_LOG_MAGIC)
+            tail = buf[-(len(_LOG_MAGIC) - 1) :]
+    return n
+
+
+def table_file_stats(path: str | Path) -> dict[str, Any]:
+    """Bytes and files of a Hudi table directory, read straight from the file system.
+
+    Counts all bytes under the table (``.hoodie`` included), base files, log files, file groups
+    (distinct file ids) and log blocks (``#HUDI#`` magic markers in each log file).
+    """
+    root = Path(path)
+    total = meta = 0
+    base_files = log_files = log_blocks = 0
+    groups: set[tuple[str, str]] = set()
+    for dirpath, _dirs, files in os.walk(root):
+        d = Path(dirpath)
+        in_meta = ".hoodie" in d.relative_to(root).parts
+        for name in files:
+            p = d / name
+            size = p.stat().st_size
+            total += size
+            if in_meta:
+                meta += size
+                continue
+            rel = str(d.relative_to(root))
+            if m := _LOG_RE.match(name):
+                log_files += 1
+                log_blocks += _count_magic(p)
+                groups.add((rel, m["fid"]))
+            elif m := _BASE_RE.match(name):
+                base_files += 1
+                groups.add((rel, m["fid"]))
+    n_groups = len(groups)
+    return {
+        "bytes": total,
+        "metadata_bytes": meta,
+        "file_groups": n_groups,
+        "base_files": base_files,
+        "log_files": log_files,
+        "log_blocks": log_blocks,
+        "log_files_per_group": round(log_files / n_groups, 2) if n_groups else None,
+        "log_blocks_per_group": round(log_blocks / n_groups, 2) if n_groups else None,
+    }
+
+
+def timeline_commit_latencies(path: str | Path, action: str = "deltacommit") -> list[float]:
+    """Seconds from ``<instant>.<action>.requested`` to the completed instant, by file mtime.
+
+    Handles the version 6 layout (``.hoodie/<ts>.<action>``) and version 8+
+    (``.hoodie/timeline/<ts>_<completion>.<action>``); returns [] when nothing matches.
+    """
+    out: list[float] = []
+    for d in (Path(path) / ".hoodie", Path(path) / ".hoodie" / "timeline"):
+        if not d.is_dir():
+            continue
+        requested: dict[str, float] = {}
+        completed: dict[str, float] = {}
+        for p in d.iterdir():
+            name = p.name
+            if name.endswith(f".{action}.requested"):
+                requested[name.split(".")[0]] = p.stat().st_mtime
+            elif name.endswith(f".{action}"):
+                completed[name.split(".")[0].split("_")[0]] = p.stat().st_mtime
+        out.extend(completed[i] - requested[i] for i in sorted(requested) if i in completed)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Machine description and text tables
+# ---------------------------------------------------------------------------------------------
+
+
+def cpu_model() -> str:
+    """The CPU model name (``/proc/cpuinfo``), or what ``platform`` says."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def git_commit(repo: str | Path) -> str | None:
+    """``git rev-parse --short HEAD`` of ``repo`` (with ``+dirty`` when the tree has changes)."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+        return head + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def machine_info() -> dict[str, Any]:
+    """Cores, CPU model, memory, OS, Python and library versions, date (UTC)."""
+    import importlib.metadata as md
+
+    versions: dict[str, str | None] = {}
+    for dist in ("pyarrow", "numpy", "fastavro", "deltalake", "ray", "hudi", "pyiceberg", "psutil"):
+        try:
+            versions[dist] = md.version(dist)
+        except md.PackageNotFoundError:
+            versions[dist] = None
+    return {
+        "cores": os.cpu_count(),
+        "physical_cores": psutil.cpu_count(logical=False),
+        "cpu_model": cpu_model(),
+        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "versions": versions,
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def fmt_num(v: float | int | None, nd: int = 0) -> str:
+    """A number with thousands separators, ``-`` for None."""
+    if v is None:
+        return "-"
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return "-"
+    return f"{v:,.{nd}f}"
+
+
+def text_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plain fixed-width table (first column left-aligned, the rest right-aligned)."""
+    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+
+    def line(r: Sequence[str]) -> str:
+        return "  ".join(
+            c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r)
+        )
+
+    sep = "  ".join("-" * w for w in widths)
+    return "\n".join([line(cells[0]), sep, *(line(r) for r in cells[1:])])

@@ -1,0 +1,94 @@
+"""hoodie_ray: write and read Apache Hudi Merge-On-Read tables from Ray.
+
+The public surface (see docs/ and the README)::
+
+    import hoodie_ray as hr
+    hr.write(data, path, options)                 # one commit
+    with hr.HoodieStreamWriter(path, options) as w:
+        w.write(batch); w.checkpoint()            # one delta commit per checkpoint
+    hr.read(path)                                 # merge-on-read snapshot as pyarrow.Table
+    hr.HoodieTable.load(path).latest_file_slices()
+
+Ray and Spark are imported only when a name that needs them is used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hoodie_ray.api import rollback, write
+from hoodie_ray.exceptions import (
+    HoodieCommitConflictError,
+    HoodieCommitStateUnknownError,
+    HoodieCompactionError,
+    HoodieCorruptedDataError,
+    HoodieError,
+    HoodieInputError,
+    HoodieIOError,
+    HoodieOptionError,
+    HoodiePathError,
+    HoodieQueryError,
+    HoodieSchemaError,
+    HoodieTableNotFoundError,
+    HoodieTimelineError,
+    HoodieUnsupportedError,
+    HoodieWriteError,
+)
+from hoodie_ray.table import HoodieTable
+from hoodie_ray.write.client import CommitResult, HoodieWriteClient
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "HoodieStreamWriter": ("hoodie_ray.ray.stream", "HoodieStreamWriter"),
+    "HoodieDatasink": ("hoodie_ray.ray.datasink", "HoodieDatasink"),
+    "read": ("hoodie_ray.read.query", "read"),
+    "read_ray": ("hoodie_ray.read.ray_source", "read_ray"),
+    "read_spark": ("hoodie_ray.spark", "read_spark"),
+    "init_spark": ("hoodie_ray.spark", "init_spark"),
+    "compact": ("hoodie_ray.compaction", "compact"),
+    "upgrade": ("hoodie_ray.upgrade", "upgrade"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        mod, attr = _LAZY[name]
+        value = getattr(importlib.import_module(mod), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'hoodie_ray' has no attribute {name!r}")
+
+
+__all__ = [
+    "CommitResult",
+    "HoodieCommitConflictError",
+    "HoodieCommitStateUnknownError",
+    "HoodieCompactionError",
+    "HoodieCorruptedDataError",
+    "HoodieDatasink",
+    "HoodieError",
+    "HoodieIOError",
+    "HoodieInputError",
+    "HoodieOptionError",
+    "HoodiePathError",
+    "HoodieQueryError",
+    "HoodieSchemaError",
+    "HoodieStreamWriter",
+    "HoodieTable",
+    "HoodieTableNotFoundError",
+    "HoodieTimelineError",
+    "HoodieUnsupportedError",
+    "HoodieWriteClient",
+    "HoodieWriteError",
+    "compact",
+    "init_spark",
+    "read",
+    "read_ray",
+    "read_spark",
+    "rollback",
+    "upgrade",
+    "write",
+]

@@ -1,0 +1,181 @@
+"""The Ray actors of the write topology: thin holders of one core object each.
+
+* ``<table>/coordinator``: :class:`~hoodie_ray.write.coordinator.Coordinator`
+* ``<table>/assigner-<i>``: :class:`~hoodie_ray.write.bucket_assigner.BucketAssigner`
+* ``<table>/writer-<i>``: :class:`~hoodie_ray.write.stream_writer.StreamWriteFunction`
+
+Every actor rebuilds its state from the table when it starts, so a restarted actor is as good
+as the one it replaces; the driver replays the input of the open checkpoint after a failure.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import ray
+from hoodie_ray.file_group.view import FileSlice
+from hoodie_ray.timeline.metadata import HoodieWriteStat
+from hoodie_ray.timeline.timeline import ActiveTimeline
+
+from hoodie_ray.ray import metrics
+from hoodie_ray.write.bucket_assigner import FILE_ID, AssignerConfig, WriteProfile
+from hoodie_ray.write.client import build_assigner
+from hoodie_ray.write.coordinator import Coordinator, TableSetup
+from hoodie_ray.write.records import PARTITION_PATH
+from hoodie_ray.write.stream_writer import StreamWriteFunction, WriteContext
+
+
+def writer_of_rows(tagged: pa.Table, num_writers: int) -> np.ndarray:
+    """The writer task of each tagged row: hash(partition path + file id) % writers (HUDI-4397)."""
+    if num_writers == 1 or tagged.num_rows == 0:
+        return np.zeros(tagged.num_rows, dtype=np.int64)
+    gid = pc.binary_join_element_wise(tagged.column(PARTITION_PATH), tagged.column(FILE_ID), "\x00")
+    enc = pc.dictionary_encode(gid.combine_chunks() if isinstance(gid, pa.ChunkedArray) else gid)
+    groups = np.asarray(enc.dictionary.to_numpy(zero_copy_only=False), dtype=object)
+    per_group = (pd.util.hash_array(groups, categorize=False) % np.uint64(num_writers)).astype(
+        np.int64
+    )
+    return per_group[enc.indices.to_numpy(zero_copy_only=False)]
+
+
+def split_rows(table: pa.Table, targets: np.ndarray, n: int) -> list[pa.Table]:
+    """Split a table into ``n`` tables by target index (order kept within each)."""
+    if n == 1:
+        return [table]
+    order = np.argsort(targets, kind="stable")
+    counts = np.bincount(targets, minlength=n)
+    ordered = table.take(pa.array(order))
+    out, start = [], 0
+    for c in counts:
+        out.append(ordered.slice(start, int(c)))
+        start += int(c)
+    return out
+
+
+@ray.remote
+class CoordinatorActor:
+    """Hands out instants, commits checkpoints, recovers the table on start."""
+
+    def __init__(self, path: str, options: Any, storage_options: Any, lock_owner: str) -> None:
+        self.core = Coordinator(path, options, storage_options, lock_owner=lock_owner)
+        self.table = ""
+
+    def open(self, input_schema: pa.Schema | None) -> TableSetup:
+        setup = self.core.open(input_schema)
+        self.table = setup.table_config.name
+        return setup
+
+    def refix_schema(self, data_schema: pa.Schema) -> TableSetup:
+        return self.core.refix_schema(data_schema)
+
+    def start_checkpoint(self) -> tuple[str, list[FileSlice], WriteProfile]:
+        slices = self.core.latest_slices()
+        profile = self.core.profile(slices)
+        instant = self.core.start_instant()
+        return instant, slices, profile
+
+    def latest_slices(self) -> list[FileSlice]:
+        return self.core.latest_slices()
+
+    def profile(self) -> WriteProfile:
+        return self.core.profile()
+
+    def assigner_config(self, task_id: int, num_tasks: int) -> AssignerConfig:
+        return self.core.assigner_config(task_id, num_tasks)
+
+    def commit(self, instant: str, stats: list[HoodieWriteStat]) -> Any:
+        result = self.core.commit(instant, stats)
+        metrics.record_commit(
+            self.table, self.core.commit_latencies[-1] if self.core.commit_latencies else 0.0
+        )
+        return result
+
+    def is_completed(self, instant: str) -> bool:
+        assert self.core.protocol is not None
+        self.core.protocol.timeline.reload()
+        return any(i.timestamp == instant for i in self.core.protocol.timeline.completed())
+
+    def rollback(self, instant: str) -> None:
+        self.core.rollback(instant)
+
+    def commit_latencies(self) -> list[float]:
+        return list(self.core.commit_latencies)
+
+    def close(self) -> None:
+        self.core.close()
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+@ray.remote
+class AssignerActor:
+    """Holds the key index of one assigner task; tags rows and splits them by writer."""
+
+    def __init__(
+        self,
+        setup: TableSetup,
+        config: AssignerConfig,
+        profile: WriteProfile,
+        slices: list[FileSlice],
+    ) -> None:
+        ctx = setup.context
+        timeline = ActiveTimeline(ctx.storage, ctx.table_config.timeline_layout_version)
+        timeline.load()
+        self.core = build_assigner(ctx.storage, ctx.table_config, timeline, config, profile, slices)
+        self.table = ctx.table_config.name
+        metrics.gauge_index_size(self.table, config.task_id, len(self.core.index))
+
+    def assign(self, batch: pa.Table, num_writers: int) -> Any:
+        """Tagged rows, one table per writer (``num_returns=num_writers``)."""
+        tagged = self.core.assign(batch)
+        metrics.count_records(self.table, "assigner", batch.num_rows, tagged.num_rows)
+        parts = split_rows(tagged, writer_of_rows(tagged, num_writers), num_writers)
+        return parts[0] if num_writers == 1 else tuple(parts)
+
+    def start_checkpoint(self, profile: WriteProfile) -> None:
+        self.core.reset_profile(profile)
+
+    def checkpoint_done(self) -> None:
+        self.core.checkpoint_done()
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+@ray.remote
+class WriterActor:
+    """Buffers and writes the file groups routed to one writer task."""
+
+    def __init__(self, context: WriteContext, task_id: int, attempt: int) -> None:
+        self.core = StreamWriteFunction(context, task_id, attempt)
+        self.table = context.table_config.name
+
+    def start_instant(self, instant: str, slices: list[FileSlice]) -> None:
+        self.core.start_instant(instant, {(s.partition_path, s.file_id): s for s in slices})
+
+    def write(self, *tables: pa.Table) -> int:
+        n = 0
+        for t in tables:
+            if t.num_rows:
+                self.core.write(t)
+                n += t.num_rows
+        metrics.count_records(self.table, "writer", n, 0)
+        metrics.gauge_buffered(self.table, self.core.task_id, self.core.buffered_bytes)
+        return n
+
+    def flush(self) -> list[HoodieWriteStat]:
+        stats = self.core.flush_all()
+        metrics.record_flush(self.table, self.core.task_id, stats)
+        return stats
+
+    def abort(self) -> None:
+        self.core.abort()
+
+    def pid(self) -> int:
+        return os.getpid()

@@ -1,0 +1,435 @@
+"""The driver of the Ray write topology: :class:`HoodieStreamWriter` and :func:`write`.
+
+Rows go driver -> assigner actors (shuffled by hash(record key)) -> writer actors (shuffled by
+hash(partition + file id), object references passed straight from assigner to writer, never
+through the driver) -> write statuses -> coordinator, which commits at each checkpoint.
+
+Exactly-once: the driver keeps the input of the open checkpoint (object references) until its
+commit is on disk. If any actor dies before or during a checkpoint, the whole topology is
+restarted (every actor rebuilds its state from the table), the open instant is rolled back and
+the kept input replayed; ``checkpoint()`` then returns a committed instant holding every record
+once. When recovery keeps failing, a :class:`HoodieWriteError` says so and nothing is committed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import pyarrow as pa
+import ray
+from hoodie_ray.ray.runtime import actor_resources, ensure_ray
+from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+
+from hoodie_ray.config.options import resolve_options
+from hoodie_ray.exceptions import HoodieError, HoodieWriteError
+from hoodie_ray.ray.actors import AssignerActor, CoordinatorActor, WriterActor, split_rows
+from hoodie_ray.write.bucket_assigner import key_task
+from hoodie_ray.write.client import CommitResult, prepare_input
+from hoodie_ray.write.coordinator import TableSetup
+from hoodie_ray.write.lock import new_owner_id
+from hoodie_ray.write.records import RECORD_KEY, to_arrow
+
+log = logging.getLogger("hoodie_ray")
+NAMESPACE = "hoodie_ray"
+MAX_RECOVERIES = 3
+
+
+class _TopologyLost(Exception):
+    """An actor died: restart the topology and replay."""
+
+
+def _unwrap(e: BaseException) -> BaseException:
+    if isinstance(e, RayTaskError):
+        cause = e.cause if hasattr(e, "cause") else None
+        if isinstance(cause, HoodieError):
+            return cause
+    return e
+
+
+def _is_actor_loss(e: BaseException) -> bool:
+    if isinstance(e, RayActorError):
+        return True
+    if isinstance(e, RayTaskError):
+        cause = getattr(e, "cause", None)
+        return isinstance(cause, RayActorError)
+    return False
+
+
+class HoodieStreamWriter:
+    """Streaming writes: one delta commit per :meth:`checkpoint`, Flink's checkpoint model.
+
+    Example::
+
+        with hr.HoodieStreamWriter("/tmp/t", {"hoodie.table.name": "t",
+                "hoodie.datasource.write.recordkey.field": "id", "precombine.field": "ts"}) as w:
+            w.write(batch)
+            instant = w.checkpoint()
+
+    Leaving the block checkpoints what is left and stops the actors.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        options: dict[str, Any] | None = None,
+        *,
+        storage_options: dict[str, Any] | None = None,
+        ray_address: str | None = None,
+    ) -> None:
+        self.path = path
+        self.options = dict(options or {})
+        self.wc = resolve_options(self.options)
+        self.storage_options = storage_options
+        self.ray_address = ray_address
+        self.num_writers = self.wc.write_tasks
+        self.num_assigners = self.wc.assign_tasks
+        self.owner = new_owner_id()
+        self._setup: TableSetup | None = None
+        self._coord: Any = None
+        self._assigners: list[Any] = []
+        self._writers: list[Any] = []
+        self._instant: str | None = None
+        self._inputs: list[Any] = []  # object refs of the open checkpoint's input
+        self._inflight: list[Any] = []
+        self._attempt = 0
+        self._closed = False
+        self.results: list[CommitResult] = []
+
+    # -- public API ----------------------------------------------------------------------------
+    def __enter__(self) -> HoodieStreamWriter:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    def write(self, batch: Any) -> None:
+        """Send a pyarrow Table/RecordBatch or pandas DataFrame into the open checkpoint."""
+        if self._closed:
+            raise HoodieWriteError("write after close")
+        table = to_arrow(batch)
+        if table.num_rows == 0:
+            return
+        if self._setup is None:
+            self._start(table.schema)
+        assert self._setup is not None
+        prepared = prepare_input(self._setup, table, self.wc)  # bad input fails here, on the driver
+        if not self._setup.schema_fixed and self._instant is None and not self._inputs:
+            data_schema = pa.schema(
+                [f for f in prepared.table.schema if f.name in prepared.data_columns()]
+            )
+            if data_schema != self._setup.context.data_schema:
+                self._setup = ray.get(self._coord.refix_schema.remote(data_schema))
+                self._restart_workers()
+        ref = ray.put(prepared.table)
+        self._inputs.append(ref)
+        self._run(lambda: self._send(ref))
+
+    def checkpoint(self) -> str | None:
+        """Commit everything written since the last checkpoint; the instant, or None if empty."""
+        if not self._inputs:
+            return None
+        result = self._run(self._checkpoint_once)
+        self._inputs = []
+        self.results.append(result)
+        return result.instant
+
+    def close(self) -> None:
+        """Checkpoint what is left, then stop the actors and release the table."""
+        if self._closed:
+            return
+        try:
+            self.checkpoint()
+        finally:
+            self._shutdown(rollback=True)
+
+    def abort(self) -> None:
+        """Drop the open checkpoint (rolled back) and stop."""
+        self._shutdown(rollback=True)
+
+    @property
+    def last_result(self) -> CommitResult | None:
+        return self.results[-1] if self.results else None
+
+    def commit_latencies(self) -> list[float]:
+        if self._coord is None:
+            return []
+        return list(ray.get(self._coord.commit_latencies.remote()))
+
+    def actor_pids(self) -> dict[str, int]:
+        """Process ids of the actors (for monitoring and benchmarks)."""
+        out = {"coordinator": ray.get(self._coord.pid.remote())} if self._coord else {}
+        for i, a in enumerate(self._assigners):
+            out[f"assigner-{i}"] = ray.get(a.pid.remote())
+        for i, w in enumerate(self._writers):
+            out[f"writer-{i}"] = ray.get(w.pid.remote())
+        return out
+
+    @property
+    def actors(self) -> dict[str, Any]:
+        """The actor handles by role name, e.g. ``writer-0`` (fault tests use these)."""
+        out = {"coordinator": self._coord}
+        out.update({f"assigner-{i}": a for i, a in enumerate(self._assigners)})
+        out.update({f"writer-{i}": w for i, w in enumerate(self._writers)})
+        return out
+
+    # -- topology ------------------------------------------------------------------------------
+    def _name(self, role: str) -> str:
+        assert self._setup is not None
+        return f"{self._setup.table_config.name}/{role}"
+
+    def _table_name(self) -> str:
+        from hoodie_ray.config.table_config import HoodieTableConfig
+        from hoodie_ray.storage import open_storage
+
+        try:
+            return HoodieTableConfig.load(open_storage(self.path, self.storage_options)).name
+        except HoodieError:
+            return self.wc.table_name or "table"
+
+    def _new_coordinator(self) -> Any:
+        return CoordinatorActor.options(
+            name=self._unique("coordinator", self._table_name()),
+            namespace=NAMESPACE,
+            **actor_resources("coordinator", self.wc),
+        ).remote(self.path, self.options, self.storage_options, self.owner)
+
+    def _start(self, schema: pa.Schema | None) -> None:
+        ensure_ray(self.ray_address)
+        self._coord = self._new_coordinator()
+        try:
+            self._setup = ray.get(self._coord.open.remote(schema))
+        except RayTaskError as e:
+            ray.kill(self._coord, no_restart=True)
+            self._coord = None
+            raise _unwrap(e) from None
+        self._restart_workers()
+
+    def _restart_workers(self) -> None:
+        """(Re)create assigners and writers from the table's current state."""
+        assert self._setup is not None
+        for a in self._assigners + self._writers:
+            ray.kill(a, no_restart=True)
+        self._assigners, self._writers = [], []
+        self._attempt += 1
+        slices, profile = ray.get(
+            [self._coord.latest_slices.remote(), self._coord.profile.remote()]
+        )
+        a_opts = actor_resources("assigner", self.wc)
+        w_opts = actor_resources("writer", self.wc)
+        for i in range(self.num_assigners):
+            cfg = ray.get(self._coord.assigner_config.remote(i, self.num_assigners))
+            self._assigners.append(
+                AssignerActor.options(
+                    name=self._unique(f"assigner-{i}"), namespace=NAMESPACE, **a_opts
+                ).remote(self._setup, cfg, profile, slices)
+            )
+        for i in range(self.num_writers):
+            self._writers.append(
+                WriterActor.options(
+                    name=self._unique(f"writer-{i}"), namespace=NAMESPACE, **w_opts
+                ).remote(self._setup.context, i, self._attempt)
+            )
+        self._instant = None
+
+    def _unique(self, role: str, table: str | None = None) -> str:
+        """Actor name ``<table>/<role>``; a stale actor of that name (dead job) is replaced."""
+        name = f"{table}/{role}" if table else self._name(role)
+        try:
+            old = ray.get_actor(name, namespace=NAMESPACE)
+            ray.kill(old, no_restart=True)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                try:
+                    ray.get_actor(name, namespace=NAMESPACE)
+                    time.sleep(0.05)
+                except ValueError:
+                    break
+        except ValueError:
+            pass
+        return name
+
+    def _begin_instant(self) -> None:
+        instant, slices, profile = ray.get(self._coord.start_checkpoint.remote())
+        ray.get(
+            [a.start_checkpoint.remote(profile) for a in self._assigners]
+            + [w.start_instant.remote(instant, slices) for w in self._writers]
+        )
+        self._instant = instant
+
+    def _send(self, ref: Any) -> None:
+        """Shuffle one prepared batch through assigners to writers (non-blocking, bounded)."""
+        if self._instant is None:
+            self._begin_instant()
+        table: pa.Table = ray.get(ref)
+        parts = split_rows(
+            table, key_task(table.column(RECORD_KEY), self.num_assigners), self.num_assigners
+        )
+        for i, part in enumerate(parts):
+            if part.num_rows == 0:
+                continue
+            nw = self.num_writers
+            out = self._assigners[i].assign.options(num_returns=nw).remote(part, nw)
+            outs = [out] if nw == 1 else list(out)
+            for j, w in enumerate(self._writers):
+                self._inflight.append(w.write.remote(outs[j]))
+        limit = self.wc.max_inflight_batches * max(1, self.num_writers * self.num_assigners)
+        if len(self._inflight) > limit:
+            done, self._inflight = ray.wait(self._inflight, num_returns=len(self._inflight) - limit)
+            ray.get(done)
+
+    def _checkpoint_once(self) -> CommitResult:
+        if self._instant is None:
+            self._begin_instant()
+        ray.get(self._inflight)
+        self._inflight = []
+        stats_lists = ray.get([w.flush.remote() for w in self._writers])
+        stats = [s for ss in stats_lists for s in ss]
+        instant = self._instant
+        assert instant is not None
+        try:
+            result = ray.get(self._coord.commit.remote(instant, stats))
+        except (RayActorError, RayTaskError) as e:
+            if _is_actor_loss(e):
+                raise _TopologyLost(instant) from e
+            raise
+        self._instant = None
+        ray.get([a.checkpoint_done.remote() for a in self._assigners])
+        self._setup = TableSetup(self._setup.context, self._setup.keygen, True)  # type: ignore[union-attr]
+        return result
+
+    def _run(self, fn: Any) -> Any:
+        """Run a step; on actor loss restart the topology, replay the open input, retry."""
+        losses = 0
+        recover = False
+        is_checkpoint = fn == self._checkpoint_once
+        while True:
+            try:
+                if recover:
+                    recover = False
+                    committed = self._recover()
+                    if committed is not None:
+                        return committed
+                    if not is_checkpoint:
+                        return None  # the replay re-sent this batch too
+                return fn()
+            except (RayActorError, RayTaskError, GetTimeoutError, _TopologyLost) as e:
+                if not (_is_actor_loss(e) or isinstance(e, _TopologyLost)):
+                    self._fail_instant()
+                    raise _unwrap(e) from None
+                losses += 1
+                if losses > MAX_RECOVERIES:
+                    self._fail_instant()
+                    raise HoodieWriteError(
+                        f"write topology of {self.path} lost actors {losses} times in a row; "
+                        "nothing of the open checkpoint was committed"
+                    ) from e
+                log.warning("hoodie_ray: actor lost (%s); restarting the topology and replaying", e)
+                recover = True
+            except HoodieError:
+                self._fail_instant()
+                raise
+
+    def _recover(self) -> CommitResult | None:
+        """Restart every actor, roll back the open instant (unless it committed), replay input."""
+        instant = self._instant
+        self._inflight = []
+        coord_alive = True
+        try:
+            ray.get(self._coord.pid.remote(), timeout=30)
+        except Exception:
+            coord_alive = False
+        if not coord_alive:
+            ray.kill(self._coord, no_restart=True)
+            self._coord = self._new_coordinator()
+            setup = ray.get(self._coord.open.remote(None))  # rolls back what was pending
+            if self._setup is not None and not setup.schema_fixed:
+                setup = ray.get(self._coord.refix_schema.remote(self._setup.context.data_schema))
+            self._setup = setup
+        elif instant is not None:
+            if ray.get(self._coord.is_completed.remote(instant)):
+                self._instant = None
+                self._restart_workers()
+                self._inputs = []
+                return CommitResult(instant)
+            ray.get(self._coord.rollback.remote(instant))
+        if instant is not None and not coord_alive:
+            # The new coordinator rolled back pending instants on open, unless it had committed.
+            completed = ray.get(self._coord.is_completed.remote(instant))
+            if completed:
+                self._restart_workers()
+                self._inputs = []
+                return CommitResult(instant)
+        self._restart_workers()
+        for ref in list(self._inputs):
+            self._send(ref)
+        return None
+
+    def _fail_instant(self) -> None:
+        if self._instant is not None and self._coord is not None:
+            try:
+                ray.get([w.abort.remote() for w in self._writers], timeout=60)
+            except Exception:
+                pass
+            try:
+                ray.get(self._coord.rollback.remote(self._instant), timeout=120)
+            except Exception:
+                pass  # left pending: rolled back by the next writer
+        self._instant = None
+        self._inputs = []
+        self._inflight = []
+
+    def _shutdown(self, rollback: bool) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if rollback and self._instant is not None:
+            self._fail_instant()
+        for a in self._assigners + self._writers:
+            try:
+                ray.kill(a, no_restart=True)
+            except Exception:
+                pass
+        if self._coord is not None:
+            try:
+                ray.get(self._coord.close.remote(), timeout=60)
+            except Exception:
+                pass
+            ray.kill(self._coord, no_restart=True)
+        self._assigners, self._writers, self._coord = [], [], None
+
+
+def write_arrow(
+    table: pa.Table,
+    path: str,
+    options: dict[str, Any] | None,
+    storage_options: dict[str, Any] | None = None,
+    ray_address: str | None = None,
+) -> CommitResult:
+    """One commit of an in-memory table through the Ray topology."""
+    with HoodieStreamWriter(
+        path, options, storage_options=storage_options, ray_address=ray_address
+    ) as w:
+        bs = w.wc.write_batch_rows
+        for off in range(0, table.num_rows, bs):
+            w.write(table.slice(off, bs))
+        w.checkpoint()
+        return w.last_result or CommitResult(None)
+
+
+def write_dataset(ds: Any, path: str, options: dict[str, Any] | None,
+                  storage_options: dict[str, Any] | None = None) -> CommitResult:
+    """One commit of a Ray Dataset: its blocks stream through the topology, bounded in flight.
+
+    Blocks are pulled in order with ``iter_batches`` (Ray Data's streaming executor keeps the
+    upstream bounded), prepared on the driver and shuffled to the assigners.
+    """
+    with HoodieStreamWriter(path, options, storage_options=storage_options) as w:
+        for batch in ds.iter_batches(batch_format="pyarrow", batch_size=w.wc.write_batch_rows):
+            w.write(batch)
+        w.checkpoint()
+        return w.last_result or CommitResult(None)

@@ -1,0 +1,526 @@
+"""Spark interop through RayDP (Spark on Ray): sessions, Spark <-> Ray Data <-> Arrow.
+
+pyspark and raydp are imported inside the functions only: ``import hoodie_ray`` never needs them.
+
+* :func:`init_spark` starts a RayDP Spark session with the Java 17 recipe of the project
+  (``--add-opens`` flags for the driver, the executors and the RayDP app master, and
+  ``PYSPARK_PYTHON`` set to this interpreter), checks Java and Ray resources first, and waits
+  for the executors to register, so a Spark executor Ray cannot place is an error, not a hang.
+* :func:`spark_to_ray` / :func:`spark_to_arrow`: Spark DataFrame -> Ray Dataset / Arrow table,
+  distributed (blocks go from the Spark executors to the Ray object store).
+* :func:`arrow_to_spark`: Arrow table -> Spark DataFrame, exact (Arrow IPC batches straight into
+  the JVM through the driver: int widths, decimals, NaN vs null and timestamps are kept).
+  :func:`ray_to_spark` is the distributed path (``Dataset.to_spark``), which goes through pandas
+  in Spark's Python workers: NaN becomes null and small int columns stay exact only when null-free.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from hoodie_ray.exceptions import HoodieError, HoodieInputError, HoodieUnsupportedError
+from hoodie_ray.ray.runtime import JVM_OPTIONS, ensure_ray
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import ray.data
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger("hoodie_ray")
+
+JAVA_INSTALL_HINT = (
+    "install Java 17 (Debian/Ubuntu: `sudo apt-get install -y openjdk-17-jre-headless`; "
+    "elsewhere any OpenJDK 17 distribution) and make sure `java` is on PATH or JAVA_HOME is set"
+)
+SPARK_INSTALL_HINT = 'pip install "raydp==1.6.5" "pyspark==3.5.7" "pandas>=2.2,<3"'
+
+_JAVA_OPTION_KEYS = (
+    "spark.driver.extraJavaOptions",
+    "spark.executor.extraJavaOptions",
+    "spark.ray.raydp_app_master.extraJavaOptions",
+)
+DEFAULT_SPARK_CONFIGS: Mapping[str, str] = {
+    # Hudi instants and timestamp columns are UTC; no shift by the machine's time zone.
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # The RayDP master actor mostly waits; without this it needs a whole free CPU to be
+    # scheduled, which a 2-CPU Ray running hoodie_ray actors may not have.
+    "spark.ray.raydp_spark_master.actor.resource.CPU": "0",
+}
+_MAX_BATCH_BYTES = 64 * 2**20
+
+
+# ---------------------------------------------------------------------------------------------
+# Environment checks
+# ---------------------------------------------------------------------------------------------
+
+
+def java_version(java: str | None = None) -> int:
+    """The major version of the ``java`` Spark will start (``JAVA_HOME/bin/java``, else PATH).
+
+    Raises:
+        HoodieError: no Java found, or ``java -version`` failed (with what to install).
+    """
+    if java is None:
+        home = os.environ.get("JAVA_HOME")
+        cand = os.path.join(home, "bin", "java") if home else None
+        java = cand if cand and os.access(cand, os.X_OK) else shutil.which("java")
+    if not java:
+        raise HoodieError(f"Spark needs Java and none was found: {JAVA_INSTALL_HINT}")
+    try:
+        out = subprocess.run(
+            [java, "-version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        raise HoodieError(f"`{java} -version` failed ({e}): {JAVA_INSTALL_HINT}") from None
+    text = (out.stderr or "") + (out.stdout or "")
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', text)
+    if out.returncode != 0 or not m:
+        raise HoodieError(
+            f"cannot tell the Java version from `{java} -version`: {JAVA_INSTALL_HINT}"
+        )
+    major = int(m.group(1))
+    if major == 1 and m.group(2):  # "1.8.0_292"
+        major = int(m.group(2))
+    return major
+
+
+def check_java(java: str | None = None) -> int:
+    """Check Java for RayDP; return its major version.
+
+    Java 17 is what the project tests. Java 11-16 accept the ``--add-opens`` flags (a warning is
+    logged); Java 8 cannot start with them (an error). Newer than 17 is logged as untested
+    (Spark 3.5 supports 8/11/17).
+    """
+    major = java_version(java)
+    if major < 11:
+        raise HoodieError(
+            f"Java {major} is too old for hoodie_ray's Spark setup (needs 17): {JAVA_INSTALL_HINT}"
+        )
+    if major != 17:
+        log.warning("Java %d found; hoodie_ray's Spark setup is tested with Java 17", major)
+    return major
+
+
+def _import_spark() -> tuple[Any, Any]:
+    try:
+        import pyspark
+        import raydp
+    except ImportError as e:
+        raise HoodieError(
+            f"Spark interop needs raydp and pyspark ({e.name or e} is missing): {SPARK_INSTALL_HINT}"
+        ) from None
+    return pyspark, raydp
+
+
+def _parse_memory(v: str | int) -> int:
+    if isinstance(v, int):
+        return v
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", str(v).lower())
+    if not m:
+        raise HoodieError(f"cannot parse executor_memory {v!r} (use e.g. '1g', '512m')")
+    scale = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[m.group(2)]
+    return int(float(m.group(1)) * scale)
+
+
+def _check_spark_resources(num_executors: int, executor_cores: int, executor_memory: int) -> None:
+    import ray
+
+    from hoodie_ray.ray.runtime import _nodes_available
+
+    avail = ray.available_resources()
+    cpus = float(avail.get("CPU", 0.0))
+    mem = float(avail.get("memory", 0.0))
+    need_cpus = num_executors * executor_cores
+    nodes = _nodes_available(ray)
+    fit = sum(int(n.get("CPU", 0.0) + 1e-6) // executor_cores for n in nodes)
+    if need_cpus > cpus + 1e-6 or fit < num_executors:
+        raise HoodieError(
+            f"cannot place {num_executors} Spark executor(s) x {executor_cores} cores on this Ray "
+            f"cluster: {cpus:g} CPUs are available (whole CPUs per executor, on one node). "
+            "RayDP would wait for them without end. Lower num_executors/executor_cores, stop "
+            "other actors, or add nodes."
+        )
+    if num_executors * executor_memory > mem:
+        raise HoodieError(
+            f"cannot place {num_executors} Spark executor(s) x {executor_memory / 2**30:.2f} GiB: "
+            f"{mem / 2**30:.2f} GiB of Ray memory is available. Lower executor_memory."
+        )
+
+
+def _registered_executors(spark: SparkSession) -> int:
+    jsc = spark.sparkContext._jsc.sc()  # type: ignore[union-attr]
+    return int(jsc.getExecutorMemoryStatus().size()) - 1  # minus the driver
+
+
+# ---------------------------------------------------------------------------------------------
+# Sessions
+# ---------------------------------------------------------------------------------------------
+
+
+def init_spark(
+    app_name: str = "hoodie_ray",
+    num_executors: int = 1,
+    executor_cores: int = 1,
+    executor_memory: str | int = "1g",
+    configs: Mapping[str, str] | None = None,
+    *,
+    executor_timeout_s: float = 120.0,
+    check_resources: bool = True,
+    ray_address: str | None = None,
+    **raydp_kwargs: Any,
+) -> SparkSession:
+    """Start (or return the running) RayDP Spark session on Ray, with the Java 17 recipe.
+
+    Args:
+        app_name: the Spark application name.
+        num_executors: Spark executors; each is a Ray actor holding ``executor_cores`` whole CPUs.
+        executor_cores: cores (Ray CPUs) per executor.
+        executor_memory: per executor, ``"1g"``/``"512m"`` or bytes (Ray ``memory`` resource).
+        configs: extra Spark configs. ``*.extraJavaOptions`` given here are kept and the
+            ``--add-opens`` flags appended; :data:`DEFAULT_SPARK_CONFIGS` apply unless set.
+        executor_timeout_s: how long to wait for the executors to register before failing.
+        check_resources: refuse up front when Ray has not the CPUs/memory for the executors
+            (turn off on an autoscaling cluster that grows on demand).
+        ray_address: passed to :func:`~hoodie_ray.ray.runtime.ensure_ray` when Ray is not up.
+        **raydp_kwargs: more ``raydp.init_spark`` arguments (``placement_group_strategy``, ...).
+
+    Returns:
+        The ``SparkSession``. When a RayDP session already runs in this process, that one is
+        returned as it is (a process has one RayDP session).
+
+    Raises:
+        HoodieError: Java, raydp or pyspark missing (naming what to install), not enough Ray
+            resources for the executors, or executors that did not register in time.
+    """
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    _, raydp = _import_spark()
+    check_java()
+    ensure_ray(ray_address)
+    existing = _running_session()
+    if existing is not None:
+        return existing
+
+    opts = " ".join(JVM_OPTIONS)
+    conf: dict[str, str] = dict(DEFAULT_SPARK_CONFIGS)
+    conf.update({k: str(v) for k, v in (configs or {}).items()})
+    for key in _JAVA_OPTION_KEYS:
+        have = conf.get(key, "").strip()
+        conf[key] = f"{have} {opts}".strip()
+    mem = _parse_memory(executor_memory)
+    if check_resources:
+        _check_spark_resources(num_executors, executor_cores, mem)
+    # A master of a session stopped a moment ago may still hold the name.
+    _wait_actor_gone(app_name + _MASTER_SUFFIX, 30.0)
+    t0 = time.monotonic()
+    spark = raydp.init_spark(
+        app_name,
+        num_executors,
+        executor_cores,
+        executor_memory,
+        configs=conf,
+        **raydp_kwargs,
+    )
+    deadline = time.monotonic() + executor_timeout_s
+    while _registered_executors(spark) < num_executors:
+        if time.monotonic() > deadline:
+            got = _registered_executors(spark)
+            stop_spark()
+            raise HoodieError(
+                f"only {got} of {num_executors} Spark executors registered within "
+                f"{executor_timeout_s:.0f}s; Ray could not place them (each needs "
+                f"{executor_cores} whole CPUs and {mem / 2**30:.2f} GiB on one node)"
+            )
+        time.sleep(0.1)
+    log.info("RayDP Spark session %r up in %.1fs", app_name, time.monotonic() - t0)
+    return spark
+
+
+def _running_session() -> SparkSession | None:
+    """The session of RayDP's process-global Spark context, if one is running."""
+    try:
+        from raydp import context as raydp_context
+    except ImportError:
+        return None
+    ctx = getattr(raydp_context, "_global_spark_context", None)
+    if ctx is None:
+        return None
+    return ctx.get_or_create_session()
+
+
+_MASTER_SUFFIX = "_SPARK_MASTER"  # raydp.spark.ray_cluster_master.RAYDP_SPARK_MASTER_SUFFIX
+
+
+def _wait_actor_gone(name: str, timeout_s: float) -> bool:
+    """Wait until the named actor (in the job's namespace) no longer exists."""
+    import ray
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            handle = ray.get_actor(name)
+        except ValueError:
+            return True
+        if time.monotonic() > deadline:
+            ray.kill(handle)
+            return False
+        time.sleep(0.1)
+
+
+def stop_spark(timeout_s: float = 30.0) -> None:
+    """Stop the RayDP Spark session of this process (its executor actors and JVMs); idempotent.
+
+    Waits until RayDP's master actor is gone (killing it after ``timeout_s``), so that a new
+    :func:`init_spark` right after does not fail with ``ActorAlreadyExistsError``.
+    """
+    if "raydp" not in sys.modules:
+        return
+    import raydp
+    import ray
+    from raydp import context as raydp_context
+
+    ctx = getattr(raydp_context, "_global_spark_context", None)
+    app_name = getattr(ctx, "_app_name", None)
+    raydp.stop_spark()
+    if app_name and ray.is_initialized():
+        _wait_actor_gone(app_name + _MASTER_SUFFIX, timeout_s)
+
+
+# ---------------------------------------------------------------------------------------------
+# Conversions
+# ---------------------------------------------------------------------------------------------
+
+
+def is_spark_dataframe(obj: Any) -> bool:
+    """True for a pyspark DataFrame (classic or Spark Connect), never importing pyspark."""
+    for name in ("pyspark.sql.dataframe", "pyspark.sql.connect.dataframe"):
+        mod = sys.modules.get(name)
+        cls = getattr(mod, "DataFrame", None) if mod is not None else None
+        if cls is not None and isinstance(obj, cls):
+            return True
+    return False
+
+
+def spark_to_ray(df: DataFrame, *, num_blocks: int | None = None) -> ray.data.Dataset:
+    """A Spark DataFrame of a RayDP session as a Ray Dataset (one block per Spark partition).
+
+    The same path as ``ray.data.from_spark`` (RayDP's recoverable conversion: Arrow blocks are
+    fetched from the Spark executors by Ray tasks with lineage), without its deprecation
+    warning. Spark keeps the converted partitions cached until :func:`release_spark_df` or the
+    session stops; call it once the dataset is consumed (for a write: after the commit).
+
+    Args:
+        df: a DataFrame of the RayDP session (see :func:`init_spark`).
+        num_blocks: repartition the DataFrame to this many blocks first.
+    """
+    if not is_spark_dataframe(df):
+        raise HoodieInputError(f"expected a Spark DataFrame, got {type(df).__name__}")
+    if "pyspark.sql.connect.dataframe" in sys.modules and not _is_classic(df):
+        raise HoodieUnsupportedError("Spark Connect DataFrames cannot go through RayDP")
+    _import_spark()
+    from raydp.spark import dataset as raydp_dataset
+
+    return raydp_dataset.spark_dataframe_to_ray_dataset(df, num_blocks)
+
+
+def _is_classic(df: Any) -> bool:
+    mod = sys.modules.get("pyspark.sql.dataframe")
+    return mod is not None and isinstance(df, mod.DataFrame)
+
+
+def release_spark_df(df: DataFrame) -> None:
+    """Unpersist the Spark-side cache :func:`spark_to_ray` pinned for ``df`` (idempotent)."""
+    _import_spark()
+    from raydp.spark import dataset as raydp_dataset
+
+    raydp_dataset.release_spark_recoverable(df)
+
+
+def spark_to_arrow(df: DataFrame) -> pa.Table:
+    """A Spark DataFrame as one Arrow table in this process (through Ray: :func:`spark_to_ray`)."""
+    import pyarrow as pa
+    import ray
+
+    ds = spark_to_ray(df)
+    try:
+        tables = ray.get(ds.to_arrow_refs())
+    finally:
+        release_spark_df(df)
+    tables = [t for t in tables if t is not None]
+    if not tables:
+        return pa.schema(ds.schema().base_schema).empty_table()  # type: ignore[union-attr]
+    return pa.concat_tables(tables, promote_options="permissive")
+
+
+def _spark_arrow_type(t: pa.DataType, column: str) -> pa.DataType:
+    """The Arrow type Spark's JVM reads for ``t`` (what a cast must produce), recursively."""
+    import pyarrow as pa
+    import pyarrow.types as pt
+
+    if pt.is_dictionary(t):
+        return _spark_arrow_type(t.value_type, column)
+    if pt.is_uint8(t):
+        return pa.int16()
+    if pt.is_uint16(t):
+        return pa.int32()
+    if pt.is_uint32(t):
+        return pa.int64()
+    if pt.is_uint64(t):
+        return pa.decimal128(20, 0)
+    if pt.is_float16(t):
+        return pa.float32()
+    if pt.is_large_string(t) or (hasattr(pt, "is_string_view") and pt.is_string_view(t)):
+        return pa.string()
+    if pt.is_large_binary(t) or pt.is_fixed_size_binary(t):
+        return pa.binary()
+    if hasattr(pt, "is_binary_view") and pt.is_binary_view(t):
+        return pa.binary()
+    if pt.is_date64(t):
+        return pa.date32()
+    if pt.is_timestamp(t):
+        # Spark TimestampType: microseconds since the epoch (UTC); naive values are read as UTC.
+        return pa.timestamp("us", tz="UTC")
+    if pt.is_duration(t):
+        return pa.duration("us")
+    if pt.is_decimal(t):
+        if t.precision > 38:
+            raise HoodieUnsupportedError(
+                f"column {column!r}: decimal precision {t.precision} > 38 does not fit Spark"
+            )
+        return pa.decimal128(t.precision, t.scale)
+    if pt.is_list(t) or pt.is_large_list(t) or pt.is_fixed_size_list(t):
+        f = t.value_field
+        return pa.list_(pa.field("element", _spark_arrow_type(f.type, column), f.nullable))
+    if pt.is_map(t):
+        return pa.map_(
+            pa.field("key", _spark_arrow_type(t.key_type, column), False),
+            pa.field("value", _spark_arrow_type(t.item_type, column), t.item_field.nullable),
+        )
+    if pt.is_struct(t):
+        return pa.struct(
+            [pa.field(f.name, _spark_arrow_type(f.type, column), f.nullable) for f in t]
+        )
+    if (
+        pt.is_boolean(t)
+        or pt.is_signed_integer(t)
+        or pt.is_float32(t)
+        or pt.is_float64(t)
+        or pt.is_string(t)
+        or pt.is_binary(t)
+        or pt.is_date32(t)
+        or pt.is_null(t)
+    ):
+        return t
+    raise HoodieUnsupportedError(f"column {column!r}: Arrow type {t} has no Spark equivalent")
+
+
+def to_spark_compatible(table: pa.Table) -> pa.Table:
+    """Cast ``table`` to the Arrow types Spark's JVM reads (uint -> wider int, large_string ->
+    string, any timestamp -> ``timestamp[us, UTC]``, dictionary -> values, ...).
+
+    Raises:
+        HoodieUnsupportedError: a type Spark cannot hold (time of day, decimal256 > 38 digits).
+        HoodieInputError: a value the cast would change (e.g. nanoseconds below a microsecond).
+    """
+    import pyarrow as pa
+
+    fields = [pa.field(f.name, _spark_arrow_type(f.type, f.name), f.nullable) for f in table.schema]
+    target = pa.schema(fields)
+    if target.equals(table.schema.remove_metadata()):
+        return table.replace_schema_metadata()
+    cols = []
+    for f, col in zip(fields, table.columns, strict=True):
+        if col.type == f.type:
+            cols.append(col)
+            continue
+        try:
+            cols.append(col.cast(f.type))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise HoodieInputError(
+                f"column {f.name!r}: cannot convert {col.type} to Spark's {f.type}: {e}"
+            ) from None
+    return pa.Table.from_arrays(cols, schema=target)
+
+
+def arrow_to_spark(
+    spark: SparkSession, table: pa.Table | pa.RecordBatch, *, num_partitions: int | None = None
+) -> DataFrame:
+    """An Arrow table as a Spark DataFrame, exactly (types, nulls, NaN, decimals, timestamps).
+
+    The Arrow batches are streamed into the Spark driver JVM (as ``createDataFrame`` from pandas
+    does, minus pandas) and parallelized from there, one partition per batch. Timestamps become
+    Spark ``TimestampType`` (naive ones are taken as UTC); see :func:`to_spark_compatible` for
+    the other casts. All batches pass through the Spark driver JVM (``spark.driver.memory``,
+    1 GiB by default): for more than a few hundred MB use :func:`ray_to_spark`.
+
+    Args:
+        spark: the session (from :func:`init_spark`).
+        table: the rows.
+        num_partitions: Spark partitions; default ``spark.sparkContext.defaultParallelism``,
+            with at most 64 MiB per partition.
+    """
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+    from pyspark.sql.pandas.serializers import ArrowStreamSerializer
+    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.types import StructField, StructType
+
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    if not isinstance(table, pa.Table):
+        raise HoodieInputError(f"expected a pyarrow Table, got {type(table).__name__}")
+    table = to_spark_compatible(table)
+    schema = StructType(
+        [StructField(f.name, from_arrow_type(f.type), f.nullable) for f in table.schema]
+    )
+    n = table.num_rows
+    if n == 0:
+        return spark.createDataFrame([], schema)
+    parts = num_partitions or max(1, int(spark.sparkContext.defaultParallelism))
+    parts = max(parts, math.ceil(table.nbytes / _MAX_BATCH_BYTES))
+    rows_per = max(1, math.ceil(n / parts))
+
+    def batches() -> Iterator[pa.RecordBatch]:  # one batch per partition, copied lazily
+        for start in range(0, n, rows_per):
+            yield from table.slice(start, rows_per).combine_chunks().to_batches()
+
+    sc = spark.sparkContext
+    jvm = sc._jvm
+    assert jvm is not None
+    jiter = sc._serialize_to_jvm(  # type: ignore[attr-defined]
+        batches(),
+        ArrowStreamSerializer(),
+        lambda path: jvm.PythonSQLUtils.readArrowStreamFromFile(path),
+        lambda: jvm.ArrowIteratorServer(),
+    )
+    jdf = jvm.PythonSQLUtils.toDataFrame(jiter, schema.json(), spark._jsparkSession)
+    return DataFrame(jdf, spark)
+
+
+def ray_to_spark(spark: SparkSession, ds: ray.data.Dataset) -> DataFrame:
+    """A Ray Dataset as a Spark DataFrame, distributed (``Dataset.to_spark`` of RayDP).
+
+    Blocks go from the Ray object store to Spark's Python workers, which rebuild rows through
+    pandas: NaN in float columns comes back as null, and timestamps are read in the session
+    time zone (UTC with :func:`init_spark`). Use :func:`arrow_to_spark` when the data fits the
+    driver and must be exact.
+    """
+    _import_spark()
+    return ds.to_spark(spark)
+
+
+def read_spark(spark: SparkSession, path: str, **kwargs: Any) -> DataFrame:
+    """Read a Hudi table (``hoodie_ray.read`` arguments) as a Spark DataFrame of ``spark``."""
+    from hoodie_ray.read.query import read
+
+    return arrow_to_spark(spark, read(path, **kwargs))

@@ -1,0 +1,398 @@
+"""The active timeline: the instant files of ``.hoodie/`` (layout 1) or ``.hoodie/timeline/`` (layout 2).
+
+Names from Hudi: ``HoodieActiveTimeline`` (here :class:`ActiveTimeline`). Loading keeps one
+instant per (requested time, comparable action) at its most advanced state, as Hudi's
+``TimelineLayout.filterHoodieInstants`` does. Transitions write whole files atomically
+(``Storage.create_new`` / ``Storage.write_atomic``), so a reader never sees a half-written
+instant file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hoodie_ray.exceptions import (
+    HoodieCommitConflictError,
+    HoodieCorruptedDataError,
+    HoodieTimelineError,
+)
+from hoodie_ray.storage import Storage, join
+from hoodie_ray.timeline.instant import (
+    LAYOUT_VERSION_1,
+    LAYOUT_VERSION_2,
+    Action,
+    Instant,
+    InstantTimeGenerator,
+    State,
+    instant_file_name,
+    new_instant_time,
+    parse_instant_file_name,
+)
+
+__all__ = ["MAX_INSTANT_FILE_BYTES", "ActiveTimeline"]
+
+METAFOLDER = ".hoodie"
+DEFAULT_TIMELINE_FOLDER = "timeline"
+
+#: Instant files larger than this are refused as corrupt (they are kilobytes in practice).
+MAX_INSTANT_FILE_BYTES = 64 * 1024 * 1024
+
+
+class ActiveTimeline:
+    """The active timeline of one table.
+
+    Args:
+        storage: storage rooted at the table's base path.
+        layout_version: ``hoodie.timeline.layout.version`` (1 for table version 6, 2 for 8/9).
+        timeline_folder: ``hoodie.timeline.path`` for layout 2 (default ``timeline``).
+        load: list the timeline now (else call :meth:`load`).
+        time_generator: where completion times come from (default: the process-wide
+            :func:`~hoodie_ray.timeline.instant.new_instant_time`).
+
+    Example:
+        >>> tl = ActiveTimeline(open_storage("/data/t"), layout_version=1)  # doctest: +SKIP
+        >>> tl.last_completed()                                             # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        layout_version: int,
+        *,
+        timeline_folder: str = DEFAULT_TIMELINE_FOLDER,
+        load: bool = True,
+        time_generator: InstantTimeGenerator | None = None,
+    ) -> None:
+        if layout_version not in (LAYOUT_VERSION_1, LAYOUT_VERSION_2):
+            raise HoodieTimelineError(f"unsupported timeline layout version {layout_version}")
+        self.storage = storage
+        self.layout_version = layout_version
+        self._new_time = time_generator.next if time_generator is not None else new_instant_time
+        if layout_version == LAYOUT_VERSION_1:
+            self.timeline_dir = METAFOLDER
+        else:
+            self.timeline_dir = join(METAFOLDER, timeline_folder)
+        # (timestamp, comparable action) -> the instant at its most advanced state
+        self._by_key: dict[tuple[str, str], Instant] = {}
+        self._instants: list[Instant] = []
+        if load:
+            self.load()
+
+    # -- loading -----------------------------------------------------------------------------
+    def load(self) -> ActiveTimeline:
+        """List the timeline directory and rebuild the instants; returns ``self``."""
+        by_key: dict[tuple[str, str], Instant] = {}
+        for info in self.storage.list_dir(self.timeline_dir):
+            if info.is_dir:
+                continue
+            inst = parse_instant_file_name(info.name, self.layout_version)
+            if inst is None:
+                continue
+            self._merge(by_key, inst)
+        self._by_key = by_key
+        self._rebuild()
+        return self
+
+    def reload(self) -> ActiveTimeline:
+        """Same as :meth:`load`: pick up instants written by others."""
+        return self.load()
+
+    @staticmethod
+    def _merge(by_key: dict[tuple[str, str], Instant], inst: Instant) -> None:
+        key = (inst.timestamp, inst.comparable_action)
+        old = by_key.get(key)
+        if old is None or inst.state.rank > old.state.rank:
+            by_key[key] = inst
+
+    def _rebuild(self) -> None:
+        self._instants = sorted(self._by_key.values())
+
+    # -- accessors ---------------------------------------------------------------------------
+    @property
+    def instants(self) -> list[Instant]:
+        """Every instant, oldest first, each at its most advanced state."""
+        return list(self._instants)
+
+    def completed(self) -> list[Instant]:
+        """Completed instants of every action, oldest first."""
+        return [i for i in self._instants if i.is_completed]
+
+    def pending(self) -> list[Instant]:
+        """Requested or inflight instants of every action, oldest first."""
+        return [i for i in self._instants if not i.is_completed]
+
+    def completed_commits(self) -> list[Instant]:
+        """Completed commit, deltacommit and replacecommit instants (compactions show as commit)."""
+        return [i for i in self._instants if i.is_completed and i.action in Action.COMMIT_ACTIONS]
+
+    def pending_compactions(self) -> list[Instant]:
+        """Requested or inflight compaction instants, oldest first."""
+        return [i for i in self._instants if not i.is_completed and i.action == Action.COMPACTION]
+
+    def pending_commits(self) -> list[Instant]:
+        """Pending instants that write data: commit, deltacommit, replacecommit, compaction,
+        log compaction, clustering."""
+        writes = Action.COMMIT_ACTIONS | {
+            Action.COMPACTION,
+            Action.LOG_COMPACTION,
+            Action.CLUSTERING,
+        }
+        return [i for i in self._instants if not i.is_completed and i.action in writes]
+
+    def last_completed(self) -> Instant | None:
+        """The completed commit-like instant with the greatest requested time, or ``None``."""
+        commits = self.completed_commits()
+        return commits[-1] if commits else None
+
+    def last_completed_by_completion_time(self) -> Instant | None:
+        """In layout 2, the completed commit-like instant that completed last."""
+        commits = self.completed_commits()
+        if not commits:
+            return None
+        return max(commits, key=lambda i: (i.completion_time or i.timestamp, i.timestamp))
+
+    def earliest_active(self) -> str | None:
+        """The requested time of the first commit, deltacommit or replacecommit on the active
+        timeline, in any state -- the archival boundary.
+
+        Pending instants count (a failed write older than every completed commit must not make
+        its files look archived-and-committed), other actions (clean, rollback, compaction
+        plans...) do not: that is how hudi-rs 0.5.0 draws the boundary.
+        """
+        for inst in self._instants:
+            if inst.action in Action.COMMIT_ACTIONS:
+                return inst.timestamp
+        return None
+
+    def is_committed(self, ts: str) -> bool:
+        """True if data written at ``ts`` is committed.
+
+        That is: ``ts`` is a completed commit, deltacommit or replacecommit (a completed
+        compaction counts: it completes as a commit), or ``ts`` is older than
+        :meth:`earliest_active` -- the archival boundary (spec §2.5; Java's
+        ``containsOrBeforeTimelineStarts``, hudi-rs's listing filter).
+        """
+        for action in Action.COMMIT_ACTIONS:
+            inst = self._by_key.get((ts, action))
+            if inst is not None and inst.is_completed:
+                return True
+        first = self.earliest_active()
+        return first is not None and ts < first
+
+    def is_pending_compaction(self, ts: str) -> bool:
+        """True if ``ts`` is a requested or inflight compaction."""
+        inst = self._by_key.get((ts, Action.COMMIT))
+        return inst is not None and inst.action == Action.COMPACTION and not inst.is_completed
+
+    def completion_time(self, ts: str) -> str | None:
+        """The completion time of the completed instant requested at ``ts`` (layout 2), else None.
+
+        Commit-like instants win when several actions share the requested time.
+        """
+        for action in (*sorted(Action.COMMIT_ACTIONS), *sorted(Action.ALL)):
+            inst = self._by_key.get((ts, action))
+            if inst is not None and inst.is_completed:
+                return inst.completion_time
+        return None
+
+    def contains(self, ts: str) -> bool:
+        """True if any instant (any action, any state) has requested time ``ts``."""
+        return any(key[0] == ts for key in self._by_key)
+
+    def get(self, ts: str, action: str | None = None) -> Instant | None:
+        """The instant requested at ``ts`` (of ``action`` or its comparable action if given)."""
+        if action is not None:
+            return self._by_key.get((ts, Action.comparable(action)))
+        found = [i for (t, _), i in self._by_key.items() if t == ts]
+        return min(found) if found else None
+
+    def find(self, actions: Iterable[str], states: Iterable[State] | None = None) -> list[Instant]:
+        """Instants whose action is one of ``actions`` (and state one of ``states``)."""
+        acts = set(actions)
+        sts = set(states) if states is not None else None
+        return [i for i in self._instants if i.action in acts and (sts is None or i.state in sts)]
+
+    def max_completion_time(self) -> str | None:
+        """The greatest completion time on the timeline (layout 2), or ``None``."""
+        times = [i.completion_time for i in self._instants if i.completion_time]
+        return max(times) if times else None
+
+    # -- file access -------------------------------------------------------------------------
+    def file_name(self, instant: Instant) -> str:
+        """The file name of ``instant`` in this timeline's layout."""
+        return instant_file_name(instant, self.layout_version)
+
+    def instant_path(self, instant: Instant) -> str:
+        """The path of ``instant``'s file, relative to the table's base path."""
+        return join(self.timeline_dir, self.file_name(instant))
+
+    def read_details(self, instant: Instant) -> bytes:
+        """The content of ``instant``'s file (commit metadata, plan...).
+
+        Raises:
+            HoodieCorruptedDataError: the file is larger than :data:`MAX_INSTANT_FILE_BYTES`.
+            HoodieIOError: the file cannot be read.
+        """
+        rel = self.instant_path(instant)
+        size = self.storage.size(rel)
+        if size > MAX_INSTANT_FILE_BYTES:
+            raise HoodieCorruptedDataError(
+                f"instant file {self.storage.uri(rel)} is {size} bytes, "
+                f"over the {MAX_INSTANT_FILE_BYTES}-byte limit"
+            )
+        data = self.storage.read_bytes(rel)
+        if len(data) > MAX_INSTANT_FILE_BYTES:
+            raise HoodieCorruptedDataError(f"instant file {self.storage.uri(rel)} is too large")
+        return data
+
+    def _files_of(self, ts: str) -> list[Instant]:
+        """Every instant file on storage with requested time ``ts`` (fresh listing)."""
+        out = []
+        for info in self.storage.list_dir(self.timeline_dir):
+            if info.is_dir or not info.name.startswith(ts):
+                continue
+            inst = parse_instant_file_name(info.name, self.layout_version)
+            if inst is not None and inst.timestamp == ts:
+                out.append(inst)
+        return out
+
+    # -- transitions -------------------------------------------------------------------------
+    def create_requested(self, instant: Instant, content: bytes = b"") -> Instant:
+        """Write ``instant``'s requested file; put-if-absent.
+
+        Raises:
+            HoodieCommitConflictError: an instant with this requested time already exists.
+        """
+        req = instant.with_state(State.REQUESTED) if not instant.is_requested else instant
+        if req.action == Action.SAVEPOINT:
+            raise HoodieTimelineError("savepoints have no requested state")
+        existing = self._files_of(req.timestamp)
+        if existing:
+            raise HoodieCommitConflictError(
+                f"instant {req.timestamp} already exists on the timeline of "
+                f"{self.storage.base_uri}: {', '.join(str(i) for i in sorted(existing))}"
+            )
+        if not self.storage.create_new(self.instant_path(req), content):
+            raise HoodieCommitConflictError(
+                f"instant file {self.storage.uri(self.instant_path(req))} was created concurrently"
+            )
+        self._merge(self._by_key, req)
+        self._rebuild()
+        return req
+
+    def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
+        """Write ``instant``'s inflight file (the requested file must exist); idempotent.
+
+        Raises:
+            HoodieTimelineError: the instant is not requested, or already completed.
+        """
+        infl = instant.with_state(State.INFLIGHT)
+        files = [
+            i
+            for i in self._files_of(infl.timestamp)
+            if i.comparable_action == infl.comparable_action
+        ]
+        if any(i.is_completed for i in files):
+            raise HoodieTimelineError(f"instant {infl.timestamp} is already completed")
+        if not any(i.is_requested or i.is_inflight for i in files):
+            raise HoodieTimelineError(
+                f"instant {infl.timestamp} ({infl.action}) is not requested on the timeline"
+            )
+        self.storage.write_atomic(self.instant_path(infl), content)
+        self._merge(self._by_key, infl)
+        self._rebuild()
+        return infl
+
+    def complete(
+        self, instant: Instant, content: bytes, completion_time: str | None = None
+    ) -> Instant:
+        """Write ``instant``'s completed file atomically (put-if-absent) and return it.
+
+        In layout 2 the file is ``T_C.action`` with ``C`` a new completion time greater than
+        every completion time and instant time on the timeline (or ``completion_time`` if
+        given, which must satisfy the same rule). Completing again with identical content is a
+        no-op (retries are idempotent).
+
+        Raises:
+            HoodieTimelineError: the instant is not pending on the timeline.
+            HoodieCommitConflictError: the instant was completed with different content.
+        """
+        files = [
+            i
+            for i in self._files_of(instant.timestamp)
+            if i.comparable_action == instant.comparable_action
+        ]
+        done = [i for i in files if i.is_completed]
+        if done:
+            prior = done[0]
+            if self.storage.read_bytes(join(self.timeline_dir, self.file_name(prior))) == content:
+                self._merge(self._by_key, prior)
+                self._rebuild()
+                return prior
+            raise HoodieCommitConflictError(
+                f"instant {instant.timestamp} is already completed with other content"
+            )
+        if not files:
+            raise HoodieTimelineError(
+                f"instant {instant.timestamp} ({instant.action}) is not pending on the timeline"
+            )
+        ct: str | None = None
+        if self.layout_version == LAYOUT_VERSION_2:
+            self.reload()
+            floor = max(
+                [
+                    t
+                    for t in (self.max_completion_time(), self._max_timestamp(), instant.timestamp)
+                    if t
+                ]
+            )
+            if completion_time is not None:
+                if completion_time <= floor:
+                    raise HoodieTimelineError(
+                        f"completion time {completion_time} is not after {floor}"
+                    )
+                ct = completion_time
+            else:
+                ct = self._new_time(floor)
+        done_inst = instant.with_state(State.COMPLETED, ct)
+        if not self.storage.create_new(self.instant_path(done_inst), content):
+            raise HoodieCommitConflictError(
+                f"instant file {self.storage.uri(self.instant_path(done_inst))} already exists"
+            )
+        self._merge(self._by_key, done_inst)
+        self._rebuild()
+        return done_inst
+
+    def _max_timestamp(self) -> str | None:
+        return self._instants[-1].timestamp if self._instants else None
+
+    def delete_pending(self, instant: Instant) -> None:
+        """Delete ``instant``'s inflight then requested files (a failed, rolled-back write).
+
+        Raises:
+            HoodieTimelineError: the instant is completed.
+        """
+        files = [
+            i
+            for i in self._files_of(instant.timestamp)
+            if i.comparable_action == instant.comparable_action
+        ]
+        if any(i.is_completed for i in files):
+            raise HoodieTimelineError(
+                f"instant {instant.timestamp} is completed; refusing to delete its pending files"
+            )
+        pending_action = instant.action if not instant.is_completed else instant.comparable_action
+        for state in (State.INFLIGHT, State.REQUESTED):
+            if state is State.REQUESTED and pending_action == Action.SAVEPOINT:
+                continue
+            for f in files:
+                if f.state is state:
+                    self.storage.delete(join(self.timeline_dir, self.file_name(f)))
+        self._by_key.pop((instant.timestamp, instant.comparable_action), None)
+        self._rebuild()
+
+    def __repr__(self) -> str:
+        return (
+            f"ActiveTimeline({self.storage.base_uri!r}, layout={self.layout_version}, "
+            f"instants={len(self._instants)})"
+        )

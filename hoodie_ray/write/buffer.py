@@ -1,0 +1,112 @@
+"""The write buffer and its flush policy (Flink StreamWriteFunction).
+
+One buffer per bucket (file group); a bucket over ``write.batch.size`` is flushed, and when all
+buffers of the writer exceed ``write.task.max.size`` the largest is flushed first. Sizes are
+estimated from Arrow buffer sizes (``Table.nbytes``), one number per batch, never per record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodie_ray.write.bucket_assigner import BUCKET_TYPE, FILE_ID, INSERT_BUCKET
+from hoodie_ray.write.records import PARTITION_PATH
+
+BucketId = tuple[str, str]  # (partition path, file id)
+
+
+@dataclass
+class Bucket:
+    """Rows buffered for one file group."""
+
+    partition_path: str
+    file_id: str
+    is_insert: bool
+    tables: list[pa.Table] = field(default_factory=list)
+    nbytes: int = 0
+    num_rows: int = 0
+
+    def add(self, table: pa.Table) -> None:
+        self.tables.append(table)
+        self.nbytes += table.nbytes
+        self.num_rows += table.num_rows
+
+    def drain(self) -> pa.Table:
+        out = pa.concat_tables(self.tables) if len(self.tables) > 1 else self.tables[0]
+        self.tables, self.nbytes, self.num_rows = [], 0, 0
+        return out
+
+
+def split_by_bucket(tagged: pa.Table) -> list[tuple[BucketId, bool, pa.Table]]:
+    """Split a tagged batch into per-file-group tables: one sort, then slices."""
+    if tagged.num_rows == 0:
+        return []
+    gid = pc.binary_join_element_wise(tagged.column(PARTITION_PATH), tagged.column(FILE_ID), "\x00")
+    enc = pc.dictionary_encode(gid.combine_chunks() if isinstance(gid, pa.ChunkedArray) else gid)
+    codes = enc.indices.to_numpy(zero_copy_only=False)
+    order = np.argsort(codes, kind="stable")
+    counts = np.bincount(codes, minlength=len(enc.dictionary))
+    ordered = tagged.take(pa.array(order))
+    btype = ordered.column(BUCKET_TYPE)
+    out = []
+    start = 0
+    for code, name in enumerate(enc.dictionary.to_pylist()):
+        cnt = int(counts[code])
+        if cnt == 0:
+            continue
+        part, fid = name.split("\x00", 1)
+        piece = ordered.slice(start, cnt)
+        is_insert = btype[start].as_py() == INSERT_BUCKET
+        out.append(((part, fid), is_insert, piece))
+        start += cnt
+    return out
+
+
+class WriteBuffer:
+    """Buckets of one writer and the flush decisions."""
+
+    def __init__(self, batch_size: int, max_size: int) -> None:
+        self.batch_size = batch_size
+        self.max_size = max_size
+        self.buckets: dict[BucketId, Bucket] = {}
+        self.total_bytes = 0
+
+    def add(self, tagged: pa.Table) -> list[BucketId]:
+        """Buffer a tagged batch; return the buckets that must be flushed now, in order."""
+        to_flush: list[BucketId] = []
+        for bid, is_insert, piece in split_by_bucket(tagged):
+            b = self.buckets.get(bid)
+            if b is None:
+                b = self.buckets[bid] = Bucket(bid[0], bid[1], is_insert)
+            b.add(piece)
+            self.total_bytes += piece.nbytes
+            if b.nbytes >= self.batch_size and bid not in to_flush:
+                to_flush.append(bid)
+        pending = self.total_bytes - sum(self.buckets[b].nbytes for b in to_flush)
+        if pending > self.max_size:
+            # Largest first until under the limit.
+            rest = sorted(
+                (b for b in self.buckets.values() if (b.partition_path, b.file_id) not in to_flush),
+                key=lambda b: b.nbytes,
+                reverse=True,
+            )
+            for b in rest:
+                if pending <= self.max_size:
+                    break
+                to_flush.append((b.partition_path, b.file_id))
+                pending -= b.nbytes
+        return to_flush
+
+    def take(self, bid: BucketId) -> Bucket | None:
+        """Remove a bucket from the buffer and return it (with its rows)."""
+        b = self.buckets.pop(bid, None)
+        if b is not None:
+            self.total_bytes -= b.nbytes
+        return b
+
+    def all_buckets(self) -> list[BucketId]:
+        return list(self.buckets)

@@ -1,0 +1,234 @@
+"""The commit protocol: start an instant, commit it atomically, roll it back.
+
+* start: ``T.<action>.requested`` (put-if-absent, so two writers can never share an instant),
+  then ``T.<action>.inflight``;
+* commit: the completed instant file, written atomically (temp + rename), carrying the write
+  stats and ``extraMetadata.schema``; then the markers are removed;
+* rollback: every file the instant created is deleted (found through its markers and by name);
+  where it appended to a log file that existed before, a rollback command block is appended
+  (table version 6); a ``.rollback`` instant records it; the instant's files are removed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from hoodie_ray.file_group.naming import parse_base_file_name, parse_log_file_name
+from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
+from hoodie_ray.timeline.timeline import ActiveTimeline
+
+from hoodie_ray.config.table_config import HoodieTableConfig
+from hoodie_ray.exceptions import (
+    HoodieCommitConflictError,
+    HoodieCommitStateUnknownError,
+    HoodieTimelineError,
+)
+from hoodie_ray.storage import Storage, join
+from hoodie_ray.timeline.instant import Action, Instant, State, new_instant_time
+from hoodie_ray.write import logs
+from hoodie_ray.write.stream_writer import TEMP_DIR
+
+WRITE_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT)
+
+
+@dataclass(frozen=True)
+class RollbackResult:
+    instant: str
+    rollback_instant: str
+    deleted_files: tuple[str, ...]
+    command_blocks: tuple[str, ...]
+
+
+class CommitProtocol:
+    """Timeline transitions of one writer on one table."""
+
+    def __init__(self, storage: Storage, table_config: HoodieTableConfig) -> None:
+        self.storage = storage
+        self.table_config = table_config
+        self.timeline = ActiveTimeline(storage, table_config.timeline_layout_version)
+        self.timeline.load()
+
+    @property
+    def write_action(self) -> str:
+        return Action.DELTA_COMMIT if self.table_config.is_mor else Action.COMMIT
+
+    def new_instant_time(self) -> str:
+        self.timeline.reload()
+        last = max((i.timestamp for i in self.timeline.instants), default=None)
+        if self.table_config.timeline_layout_version >= 2:
+            comps = [i.completion_time for i in self.timeline.instants if i.completion_time]
+            if comps:
+                last = max([last or "", *comps])
+        return new_instant_time(last)
+
+    def start(self, action: str | None = None) -> str:
+        """A new instant, requested then inflight; returns its time."""
+        action = action or self.write_action
+        for _ in range(5):
+            ts = self.new_instant_time()
+            inst = Instant(ts, action, State.REQUESTED)
+            try:
+                self.timeline.create_requested(inst)
+            except HoodieCommitConflictError:
+                time.sleep(0.002)  # another process took this time: take a later one
+                continue
+            self.timeline.transition_to_inflight(inst)
+            return ts
+        raise HoodieTimelineError(f"could not start a new instant on {self.storage.base_uri}")
+
+    def commit(
+        self,
+        instant: str,
+        stats: Iterable[HoodieWriteStat],
+        *,
+        schema_json: str,
+        operation_type: str,
+        action: str | None = None,
+        compacted: bool = False,
+        extra_metadata: dict[str, str] | None = None,
+    ) -> HoodieCommitMetadata:
+        """Write the completed instant atomically, then drop the markers."""
+        action = action or self.write_action
+        by_part: dict[str, list[HoodieWriteStat]] = {}
+        for st in stats:
+            by_part.setdefault(st.partition_path or "", []).append(st)
+        extra = {"schema": schema_json}
+        extra.update(extra_metadata or {})
+        meta = HoodieCommitMetadata(
+            partition_to_write_stats=by_part,
+            compacted=compacted,
+            extra_metadata=extra,
+            operation_type=operation_type,
+        )
+        inst = Instant(instant, action, State.INFLIGHT)
+        content = (
+            meta.to_avro() if self.table_config.timeline_layout_version >= 2 else meta.to_json()
+        )
+        try:
+            self.timeline.complete(inst, content)
+        except OSError as e:  # the rename may or may not have happened
+            raise HoodieCommitStateUnknownError(
+                f"commit of {instant} on {self.storage.base_uri} failed while completing: {e}"
+            ) from e
+        self.storage.delete_dir(join(TEMP_DIR, instant))
+        return meta
+
+    # -- rollback ------------------------------------------------------------------------------
+    def pending_writes(self) -> list[Instant]:
+        self.timeline.reload()
+        return [i for i in self.timeline.pending() if i.action in WRITE_ACTIONS]
+
+    def rollback_pending_writes(self) -> list[RollbackResult]:
+        """Roll back every pending commit/deltacommit (left by a dead writer), oldest last."""
+        return [self.rollback(i.timestamp) for i in sorted(self.pending_writes(), reverse=True)]
+
+    def rollback(self, instant: str) -> RollbackResult:
+        """Undo a pending or failed write instant (never a completed one)."""
+        self.timeline.reload()
+        matches = [i for i in self.timeline.instants if i.timestamp == instant]
+        if not matches:
+            # Files may exist without an instant (crash between marker and requested): clean them.
+            return self._rollback_files(instant, Action.DELTA_COMMIT, None)
+        inst = matches[0]
+        if inst.state is State.COMPLETED:
+            raise HoodieTimelineError(
+                f"instant {instant} is completed; rolling back completed commits is not supported"
+            )
+        return self._rollback_files(instant, inst.action, inst)
+
+    def _rollback_files(self, instant: str, action: str, inst: Instant | None) -> RollbackResult:
+        from hoodie_ray.timeline.plans import (
+            HoodieRollbackMetadata,
+            HoodieRollbackPlan,
+            RollbackRequest,
+        )
+
+        targets = self._files_of(instant)
+        rb_ts = self.new_instant_time()
+        requests: list[RollbackRequest] = []
+        deleted: list[str] = []
+        appended: list[str] = []
+        for rel in sorted(targets):
+            part, _, name = rel.rpartition("/")
+            requests.append(
+                RollbackRequest(partition_path=part, file_id=_file_id(name), files_to_delete=[name])
+            )
+        plan = HoodieRollbackPlan(instant_to_rollback=instant, action=action, requests=requests)
+        rb_req = Instant(rb_ts, Action.ROLLBACK, State.REQUESTED)
+        self.timeline.create_requested(rb_req, plan.to_bytes())
+        self.timeline.transition_to_inflight(rb_req)
+        per_part: dict[str, list[str]] = {}
+        for rel, io_type in sorted(targets.items()):
+            if not self.storage.exists(rel):
+                continue
+            part, _, name = rel.rpartition("/")
+            if (
+                io_type == "APPEND"
+                and self.table_config.table_version < 8
+                and logs.has_blocks_of_other_instants(self.storage, rel, instant)
+            ):
+                logs.append_rollback_block(self.storage, rel, self.table_config, rb_ts, instant)
+                appended.append(rel)
+            else:
+                self.storage.delete(rel)
+                deleted.append(rel)
+                per_part.setdefault(part, []).append(name)
+        meta = HoodieRollbackMetadata(
+            start_rollback_time=rb_ts,
+            commits_rollback=[instant],
+            partition_deleted_files=per_part,
+            instants_rollback=[(instant, action)],
+        )
+        self.timeline.complete(Instant(rb_ts, Action.ROLLBACK, State.INFLIGHT), meta.to_bytes())
+        if inst is not None:
+            self.timeline.delete_pending(inst)
+        self.storage.delete_dir(join(TEMP_DIR, instant))
+        return RollbackResult(instant, rb_ts, tuple(deleted), tuple(appended))
+
+    def _files_of(self, instant: str) -> dict[str, str]:
+        """Data files an instant created or appended: its markers, plus files named by it."""
+        out: dict[str, str] = {}
+        mroot = join(TEMP_DIR, instant)
+        for rel in self.storage.walk_files(mroot):
+            sub = rel[len(mroot) + 1 :]
+            if ".marker." not in sub:
+                continue
+            path, _, io_type = sub.rpartition(".marker.")
+            out[path] = io_type
+        # Defensive: base files and (v8) log files carrying the instant, without markers.
+        for part in _partition_dirs(self.storage):
+            for info in self.storage.list_dir(part):
+                if info.is_dir:
+                    continue
+                b = parse_base_file_name(info.name)
+                if b is not None and b.instant == instant:
+                    out.setdefault(join(part, info.name), "CREATE")
+                lf = parse_log_file_name(info.name)
+                if (
+                    lf is not None
+                    and lf.instant == instant
+                    and self.table_config.table_version >= 8
+                ):
+                    out.setdefault(join(part, info.name), "CREATE")
+        return out
+
+
+def _file_id(name: str) -> str:
+    b = parse_base_file_name(name)
+    if b is not None:
+        return b.file_id
+    lf = parse_log_file_name(name)
+    return lf.file_id if lf is not None else ""
+
+
+def _partition_dirs(storage: Storage, rel: str = "", depth: int = 0) -> list[str]:
+    """Every directory of the table except the meta folder (bounded depth)."""
+    out = [rel]
+    if depth > 8:
+        return out
+    for info in storage.list_dir(rel):
+        if info.is_dir and not (rel == "" and info.name.startswith(".hoodie")):
+            out.extend(_partition_dirs(storage, join(rel, info.name), depth + 1))
+    return out

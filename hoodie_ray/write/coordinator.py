@@ -1,0 +1,211 @@
+"""The coordinator core (Flink StreamWriteOperatorCoordinator), without Ray.
+
+It owns the table-level decisions: creating the table, the writer lock, recovery from the
+timeline (rolling back what a dead writer left pending), handing out instants, the write
+profile for the assigners, and committing the write statuses of a checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from hoodie_ray.avro.schema import arrow_to_avro_schema
+from hoodie_ray.file_group.view import FileSlice, FileSystemView
+from hoodie_ray.timeline.metadata import HoodieWriteStat
+
+from hoodie_ray.config.options import WriteConfig, resolve_options
+from hoodie_ray.config.table_config import HoodieTableConfig
+from hoodie_ray.exceptions import HoodieTableNotFoundError, HoodieUnsupportedError
+from hoodie_ray.keygen import KeyGenerator
+from hoodie_ray.storage import Storage, open_storage
+from hoodie_ray.write.bucket_assigner import AssignerConfig, WriteProfile
+from hoodie_ray.write.client import (
+    OPERATION_TYPES,
+    CommitResult,
+    check_options_match_table,
+    create_table,
+    keygen_for,
+    latest_commit_schema,
+    slice_sizes,
+    table_exists,
+    write_profile,
+)
+from hoodie_ray.write.commit import CommitProtocol
+from hoodie_ray.write.lock import WriterLock
+from hoodie_ray.write.records import normalise_schema
+from hoodie_ray.write.stream_writer import WriteContext
+
+
+@dataclass(frozen=True)
+class TableSetup:
+    """What every task of a write job needs to know about the table (picklable)."""
+
+    context: WriteContext
+    keygen: KeyGenerator
+    schema_fixed: bool  # False until the first commit fixes the data schema
+
+    @property
+    def table_config(self) -> HoodieTableConfig:
+        return self.context.table_config
+
+
+class Coordinator:
+    """Table setup, instants, commits and rollbacks of one write job."""
+
+    def __init__(
+        self,
+        path: str,
+        options: dict[str, Any] | WriteConfig | None = None,
+        storage_options: dict[str, Any] | None = None,
+        lock_owner: str | None = None,
+    ) -> None:
+        self.path = path
+        self.wc = resolve_options(options)
+        self.storage: Storage = open_storage(path, storage_options)
+        self.lock = WriterLock(
+            self.storage,
+            heartbeat_ms=self.wc.lock_heartbeat_ms,
+            expire_ms=self.wc.lock_expire_ms,
+            owner=lock_owner,
+        )
+        self.protocol: CommitProtocol | None = None
+        self.setup: TableSetup | None = None
+        self.commit_latencies: list[float] = []
+        self._started: dict[str, float] = {}
+
+    # -- setup ---------------------------------------------------------------------------------
+    def open(self, input_schema: pa.Schema | None) -> TableSetup:
+        """Take the lock, create the table if needed, recover, and fix the write context."""
+        self.lock.acquire()
+        try:
+            return self._open(input_schema)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _open(self, input_schema: pa.Schema | None) -> TableSetup:
+        wc = self.wc
+        if not table_exists(self.storage):
+            if input_schema is None:
+                raise HoodieTableNotFoundError(f"no Hudi table at {self.path}")
+            if wc.operation == "delete":
+                raise HoodieTableNotFoundError(f"cannot delete from {self.path}: no table there")
+            create_table(self.storage, wc, input_schema)
+        cfg = HoodieTableConfig.load(self.storage)
+        check_options_match_table(cfg, wc)
+        if cfg.table_version == 9:
+            raise HoodieUnsupportedError(
+                f"table version 9 is read-only in hoodie_ray (writes support 6 and 8): {self.path}"
+            )
+        if cfg.props.get("hoodie.table.metadata.partitions"):
+            raise HoodieUnsupportedError(
+                f"{self.path} has a metadata table (hoodie.table.metadata.partitions); hoodie_ray "
+                "does not maintain it, so writing would leave it stale"
+            )
+        if not cfg.populate_meta_fields:
+            raise HoodieUnsupportedError(
+                f"{self.path}: writes to tables without meta fields are not supported"
+            )
+        self.protocol = CommitProtocol(self.storage, cfg)
+        self.protocol.rollback_pending_writes()
+        table_schema = latest_commit_schema(self.protocol)
+        fixed = table_schema is not None and bool(self.protocol.timeline.completed_commits())
+        if table_schema is None:
+            if input_schema is None:
+                raise HoodieTableNotFoundError(
+                    f"{self.path} has no schema yet and no input was given"
+                )
+            table_schema = normalise_schema(input_schema)
+        data_schema = pa.schema([f for f in table_schema if not f.name.startswith("_hoodie_")])
+        keygen = keygen_for(cfg, self.wc, data_schema)
+        avro = arrow_to_avro_schema(data_schema, cfg.name, with_meta=True)
+        ctx = WriteContext(self.storage, cfg, self.wc, data_schema, avro)
+        self.setup = TableSetup(ctx, keygen, fixed)
+        return self.setup
+
+    def refix_schema(self, data_schema: pa.Schema) -> TableSetup:
+        """Before the first commit of a new table, the first batch decides the schema."""
+        assert self.setup is not None
+        ctx = self.setup.context
+        avro = arrow_to_avro_schema(data_schema, ctx.table_config.name, with_meta=True)
+        new_ctx = WriteContext(ctx.storage, ctx.table_config, ctx.write_config, data_schema, avro)
+        self.setup = TableSetup(new_ctx, self.setup.keygen, False)
+        return self.setup
+
+    # -- per checkpoint ------------------------------------------------------------------------
+    def view(self) -> FileSystemView:
+        assert self.protocol is not None
+        self.protocol.timeline.reload()
+        return FileSystemView.for_table(
+            self.storage, self.protocol.table_config, self.protocol.timeline
+        )
+
+    def latest_slices(self) -> list[FileSlice]:
+        return self.view().latest_file_slices()
+
+    def profile(self, slices: list[FileSlice] | None = None) -> WriteProfile:
+        assert self.protocol is not None
+        slices = self.latest_slices() if slices is None else slices
+        return write_profile(self.protocol, self.wc, slices, slice_sizes(self.storage, slices))
+
+    def assigner_config(self, task_id: int, num_tasks: int) -> AssignerConfig:
+        wc = self.wc
+        return AssignerConfig(
+            task_id=task_id,
+            num_tasks=num_tasks,
+            small_file_limit=wc.small_file_limit,
+            max_file_size=wc.parquet_max_file_size,
+            index_type=wc.index_type,
+            global_index=wc.index_global,
+            bucket_num=wc.bucket_num,
+            append_mode=wc.operation in ("insert", "bulk_insert"),
+            ordering_field=self.protocol.table_config.ordering_field if self.protocol else None,
+        )
+
+    def start_instant(self) -> str:
+        """A new instant (requested -> inflight) for the next checkpoint."""
+        assert self.protocol is not None
+        self.lock.check()
+        instant = self.protocol.start()
+        self._started[instant] = time.monotonic()
+        return instant
+
+    def commit(self, instant: str, stats: list[HoodieWriteStat]) -> CommitResult:
+        """Write the completed instant with the statuses of every writer."""
+        assert self.protocol is not None and self.setup is not None
+        self.lock.check()
+        ctx = self.setup.context
+        schema_json = json.dumps(
+            arrow_to_avro_schema(ctx.data_schema, ctx.table_config.name, with_meta=False),
+            separators=(",", ":"),
+        )
+        self.protocol.commit(
+            instant,
+            stats,
+            schema_json=schema_json,
+            operation_type=OPERATION_TYPES[self.wc.operation],
+        )
+        started = self._started.pop(instant, None)
+        if started is not None:
+            self.commit_latencies.append(time.monotonic() - started)
+        self.setup = TableSetup(ctx, self.setup.keygen, True)
+        return CommitResult.from_stats(instant, stats)
+
+    def rollback(self, instant: str) -> None:
+        assert self.protocol is not None
+        self._started.pop(instant, None)
+        self.protocol.rollback(instant)
+
+    def abandon(self, instant: str) -> None:
+        """Best effort rollback (left pending for the next writer if it fails)."""
+        try:
+            self.rollback(instant)
+        except Exception:
+            pass
+
+    def close(self) -> None:
+        self.lock.release()

@@ -1,0 +1,128 @@
+"""One writer per table: a lock file with an owner and a heartbeat.
+
+The lock lives at ``.hoodie/.aux/hoodie_ray.writer.lock`` (``.aux`` is Hudi's auxiliary folder,
+ignored by every reader). It is created put-if-absent; its owner rewrites it every heartbeat
+interval from a daemon thread. A lock whose heartbeat is older than the expiry is stale (its
+owner died) and is taken over. A second live writer gets :class:`HoodieCommitConflictError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+
+from hoodie_ray.exceptions import HoodieCommitConflictError, HoodieIOError
+from hoodie_ray.storage import Storage
+
+LOCK_PATH = ".hoodie/.aux/hoodie_ray.writer.lock"
+
+
+def new_owner_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+class WriterLock:
+    """Acquire with :meth:`acquire` (or ``with``); released by :meth:`release`."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        *,
+        heartbeat_ms: int = 10000,
+        expire_ms: int = 60000,
+        owner: str | None = None,
+    ) -> None:
+        self.storage = storage
+        self.heartbeat_s = heartbeat_ms / 1000.0
+        self.expire_s = expire_ms / 1000.0
+        # A write job passes its own id, so a restarted coordinator re-takes the job's lock.
+        self.owner = owner or new_owner_id()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.held = False
+
+    def _payload(self) -> bytes:
+        return json.dumps({"owner": self.owner, "heartbeat": time.time()}).encode()
+
+    def _read(self) -> dict | None:
+        try:
+            return json.loads(self.storage.read_bytes(LOCK_PATH))
+        except (HoodieIOError, ValueError):
+            return None
+
+    def acquire(self) -> WriterLock:
+        """Take the lock or raise :class:`HoodieCommitConflictError` naming the holder."""
+        if self.held:
+            return self
+        for _ in range(3):
+            if self.storage.create_new(LOCK_PATH, self._payload()):
+                break
+            cur = self._read()
+            if cur is None:
+                # Unreadable or vanished: treat as stale, remove and retry.
+                self.storage.delete(LOCK_PATH)
+                continue
+            if cur.get("owner") == self.owner:
+                break
+            age = time.time() - float(cur.get("heartbeat", 0))
+            if age <= self.expire_s:
+                raise HoodieCommitConflictError(
+                    f"table {self.storage.base_uri} is being written by {cur.get('owner')} "
+                    f"(heartbeat {age:.0f}s ago); one writer per table"
+                )
+            self.storage.delete(LOCK_PATH)  # stale: its owner stopped heartbeating
+        else:
+            raise HoodieCommitConflictError(
+                f"could not take the writer lock of {self.storage.base_uri}"
+            )
+        cur = self._read()
+        if cur is None or cur.get("owner") != self.owner:
+            raise HoodieCommitConflictError(
+                f"table {self.storage.base_uri}: another writer took the lock concurrently"
+            )
+        self.held = True
+        self._stop.clear()
+        self._thread = threading.Thread(
+            target=self._beat, name="hoodie-ray-lock-heartbeat", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.heartbeat_s):
+            try:
+                cur = self._read()
+                if cur is not None and cur.get("owner") != self.owner:
+                    self.held = False
+                    return
+                self.storage.write_atomic(LOCK_PATH, self._payload())
+            except Exception:  # a missed heartbeat is retried next interval
+                continue
+
+    def check(self) -> None:
+        """Raise if the lock was lost (taken over after our heartbeat stalled)."""
+        cur = self._read()
+        if not self.held or cur is None or cur.get("owner") != self.owner:
+            self.held = False
+            raise HoodieCommitConflictError(f"lost the writer lock of {self.storage.base_uri}")
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        if self.held:
+            cur = self._read()
+            if cur is not None and cur.get("owner") == self.owner:
+                self.storage.delete(LOCK_PATH)
+        self.held = False
+
+    def __enter__(self) -> WriterLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

@@ -1,0 +1,107 @@
+"""Log blocks as the writer produces them: data blocks, delete blocks, rollback blocks."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodie_ray.config.table_config import HoodieTableConfig
+from hoodie_ray.log_format import (
+    AvroDataBlock,
+    CommandBlock,
+    CorruptBlock,
+    DeleteBlock,
+    HeaderMetadataType,
+    ParquetDataBlock,
+    read_log_file,
+    serialize_block,
+)
+from hoodie_ray.storage import Storage
+
+if TYPE_CHECKING:
+    from hoodie_ray.write.stream_writer import WriteContext
+
+RECORD_KEY = "_hoodie_record_key"
+PARTITION_PATH = "_hoodie_partition_path"
+
+
+def data_block(ctx: WriteContext, instant: str, stored: pa.Table) -> bytes:
+    """A data block of ``stored`` rows (meta columns first), in the configured block format."""
+    header = {
+        HeaderMetadataType.INSTANT_TIME: instant,
+        HeaderMetadataType.SCHEMA: _schema_json(ctx),
+    }
+    block: AvroDataBlock | ParquetDataBlock
+    if ctx.write_config.log_block_format == "parquet":
+        codec = ctx.write_config.parquet_codec
+        block = ParquetDataBlock(header, stored, compression="none" if codec == "uncompressed" else codec)
+    else:
+        block = AvroDataBlock(header, stored)
+    return serialize_block(block, table_version=ctx.table_version)
+
+
+def delete_blocks(ctx: WriteContext, instant: str, deletes: pa.Table) -> list[bytes]:
+    """Delete blocks for the deleted rows: their ordering values when known, else the default.
+
+    Readers refuse a delete block that mixes the default ``IntWrapper(0)`` with typed ordering
+    values, so default-ordered and value-ordered deletes go into separate blocks.
+    """
+    field = ctx.ordering_field
+    ordering = None
+    if field is not None and field in deletes.column_names:
+        col = deletes.column(field)
+        ordering = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        if pa.types.is_timestamp(ordering.type):
+            ordering = pc.cast(ordering, pa.int64())
+    header = {
+        HeaderMetadataType.INSTANT_TIME: instant,
+        HeaderMetadataType.SCHEMA: _schema_json(ctx),
+    }
+    keys = deletes.column(RECORD_KEY).combine_chunks()
+    parts = deletes.column(PARTITION_PATH).combine_chunks()
+    groups: list[tuple[pa.Array | None, pa.Array | None]] = []
+    if ordering is None or ordering.null_count == len(ordering):
+        groups.append((None, None))
+    elif ordering.null_count == 0:
+        groups.append((None, ordering))
+    else:
+        valid = pc.is_valid(ordering)
+        groups.append((pc.invert(valid), None))
+        groups.append((valid, pc.filter(ordering, valid)))
+    out = []
+    for mask, values in groups:
+        k = keys if mask is None else pc.filter(keys, mask)
+        p = parts if mask is None else pc.filter(parts, mask)
+        block = DeleteBlock(header, record_keys=k, partition_paths=p, ordering_values=values)
+        out.append(serialize_block(block, table_version=ctx.table_version))
+    return out
+
+
+def _schema_json(ctx: WriteContext) -> str:
+    from hoodie_ray.avro.schema import schema_to_json
+
+    cached = getattr(ctx, "_schema_json_cache", None)
+    if cached is None:
+        cached = schema_to_json(ctx.avro_schema)
+        object.__setattr__(ctx, "_schema_json_cache", cached)
+    return cached
+
+
+def has_blocks_of_other_instants(storage: Storage, rel_path: str, instant: str) -> bool:
+    """Does the log file hold any block not written by ``instant`` (so it must not be deleted)?"""
+    for block in read_log_file(storage, rel_path):
+        if isinstance(block, CorruptBlock):
+            continue
+        if block.instant_time != instant:
+            return True
+    return False
+
+
+def append_rollback_block(
+    storage: Storage, rel_path: str, table_config: HoodieTableConfig, rollback_instant: str, target: str
+) -> None:
+    """Append a rollback command block that voids every block of ``target`` in the file slice."""
+    block = CommandBlock.rollback(rollback_instant, target)
+    storage.append(rel_path, serialize_block(block, table_version=table_config.table_version))

@@ -1,0 +1,363 @@
+"""The writer of one write task (Flink StreamWriteFunction + the write handles).
+
+It buffers tagged rows per file group, flushes by the policy of :mod:`hoodie_ray.write.buffer`,
+and writes through three handles:
+
+* create: the base file of a new file group (``<fileId>_<token>_<instant>.parquet``);
+* append (MERGE_ON_READ): a data block (and a delete block) appended to the file group's current
+  log file, rolling to the next log version past ``hoodie.logfile.max.size``;
+* merge (COPY_ON_WRITE): the base file rewritten with the updates.
+
+Every file created or appended gets a marker under ``.hoodie/.temp/<instant>/`` first, so a
+failed instant can always be rolled back. Write statuses (:class:`HoodieWriteStat`) are
+collected per file and handed to the coordinator at the checkpoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from hoodie_ray.file_group.naming import base_file_name, log_file_name, parse_log_file_name
+from hoodie_ray.file_group.view import FileSlice
+from hoodie_ray.timeline.metadata import HoodieWriteStat
+
+from hoodie_ray.config.options import WriteConfig
+from hoodie_ray.config.table_config import HoodieTableConfig, MergeMode
+from hoodie_ray.exceptions import HoodieWriteError
+from hoodie_ray.merge import apply_updates
+from hoodie_ray.storage import Storage, join
+from hoodie_ray.write import logs
+from hoodie_ray.write.base_file import read_base_file, with_meta_columns, write_base_file
+from hoodie_ray.write.buffer import Bucket, BucketId, WriteBuffer
+from hoodie_ray.write.records import IS_DELETED, precombine
+
+TEMP_DIR = ".hoodie/.temp"
+
+
+def marker_path(instant: str, partition: str, file_name: str, io_type: str) -> str:
+    """Java's direct marker: ``.hoodie/.temp/<instant>/<partition>/<file>.marker.<IOType>``."""
+    return join(TEMP_DIR, instant, partition, f"{file_name}.marker.{io_type}")
+
+
+@dataclass
+class WriteContext:
+    """Everything a writer needs about the table; picklable (no open handles)."""
+
+    storage: Storage
+    table_config: HoodieTableConfig
+    write_config: WriteConfig
+    data_schema: pa.Schema
+    avro_schema: dict[str, Any]  # full record schema, meta fields included
+
+    @property
+    def table_version(self) -> int:
+        return self.table_config.table_version
+
+    @property
+    def ordering_field(self) -> str | None:
+        return self.table_config.ordering_field
+
+    @property
+    def merge_mode(self) -> MergeMode:
+        return self.table_config.merge_mode
+
+    @property
+    def is_mor(self) -> bool:
+        return self.table_config.is_mor
+
+
+@dataclass
+class _GroupState:
+    """What the writer knows of one file group during the current instant."""
+
+    base_instant: str | None
+    base_file: str | None
+    log_files: list[str] = field(default_factory=list)
+    created_now: bool = False  # base file written by this instant
+
+
+class StreamWriteFunction:
+    """Buffers and writes the rows of one write task."""
+
+    def __init__(self, ctx: WriteContext, task_id: int, attempt: int = 0) -> None:
+        self.ctx = ctx
+        self.task_id = task_id
+        self.attempt = attempt
+        cfg = ctx.write_config
+        self.buffer = WriteBuffer(cfg.write_batch_size, cfg.write_task_max_size)
+        self.instant: str | None = None
+        self._groups: dict[BucketId, _GroupState] = {}
+        self._slices: dict[BucketId, FileSlice] = {}
+        self._stats: dict[str, HoodieWriteStat] = {}
+        self._seq = 0
+        self._flushes = 0
+        self.records_in = 0
+
+    # -- instant lifecycle ---------------------------------------------------------------------
+    def start_instant(self, instant: str, slices: dict[BucketId, FileSlice]) -> None:
+        """Begin writing ``instant`` over the committed file slices given."""
+        if self.buffer.buckets:
+            raise HoodieWriteError("writer has buffered rows of a previous instant")
+        self.instant = instant
+        self._slices = slices
+        self._groups = {}
+        self._stats = {}
+        self._seq = 0
+
+    @property
+    def write_token(self) -> str:
+        return f"{self.task_id}-{self._flushes % 1000}-{self.attempt}"
+
+    def write(self, tagged: pa.Table) -> None:
+        """Buffer tagged rows; flush the buckets the policy selects."""
+        if self.instant is None:
+            raise HoodieWriteError("write before start_instant")
+        self.records_in += tagged.num_rows
+        for bid in self.buffer.add(tagged):
+            bucket = self.buffer.take(bid)
+            if bucket is not None:
+                self._flush(bucket)
+
+    def flush_all(self) -> list[HoodieWriteStat]:
+        """Flush every bucket and return the write statuses of this instant (then reset)."""
+        for bid in self.buffer.all_buckets():
+            bucket = self.buffer.take(bid)
+            if bucket is not None:
+                self._flush(bucket)
+        stats = list(self._stats.values())
+        self._stats = {}
+        self.instant = None
+        return stats
+
+    def abort(self) -> None:
+        """Drop buffered rows (the instant will be rolled back)."""
+        self.buffer = WriteBuffer(self.buffer.batch_size, self.buffer.max_size)
+        self._stats = {}
+        self.instant = None
+
+    @property
+    def buffered_bytes(self) -> int:
+        return self.buffer.total_bytes
+
+    # -- flushing ------------------------------------------------------------------------------
+    def _group(self, bid: BucketId) -> _GroupState:
+        g = self._groups.get(bid)
+        if g is None:
+            s = self._slices.get(bid)
+            g = _GroupState(
+                base_instant=s.base_instant if s else None,
+                base_file=s.base_file if s else None,
+                log_files=list(s.log_files) if s else [],
+            )
+            self._groups[bid] = g
+        return g
+
+    def _flush(self, bucket: Bucket) -> None:
+        assert self.instant is not None
+        self._flushes += 1
+        rows = bucket.drain()
+        if self.ctx.write_config.operation != "insert":
+            rows = precombine(rows, self.ctx.ordering_field)
+        bid = (bucket.partition_path, bucket.file_id)
+        g = self._group(bid)
+        if g.base_instant is None and not g.log_files:
+            self._create(bid, g, rows)
+        elif self.ctx.is_mor:
+            self._append(bid, g, rows)
+        else:
+            self._merge(bid, g, rows)
+
+    def _next_seq(self, n: int) -> int:
+        start = self._seq
+        self._seq += n
+        return start
+
+    def _marker(self, partition: str, file_name: str, io_type: str) -> None:
+        assert self.instant is not None
+        self.ctx.storage.create_new(marker_path(self.instant, partition, file_name, io_type), b"")
+
+    def _stat(self, key: str, **init: Any) -> HoodieWriteStat:
+        st = self._stats.get(key)
+        if st is None:
+            st = self._stats[key] = HoodieWriteStat(**init)
+        return st
+
+    def _create(self, bid: BucketId, g: _GroupState, rows: pa.Table) -> None:
+        """A new file group: its base file holds the live rows (deletes of new keys vanish)."""
+        assert self.instant is not None
+        part, fid = bid
+        live = rows.filter(pc.invert(rows.column(IS_DELETED))) if rows.num_rows else rows
+        name = base_file_name(fid, self.write_token, self.instant)
+        rel = join(part, name)
+        stored = with_meta_columns(
+            live,
+            self.ctx.data_schema,
+            instant=self.instant,
+            task_id=self.task_id,
+            file_name=name,
+            seq_start=self._next_seq(live.num_rows),
+        )
+        self._ensure_partition(part)
+        self._marker(part, name, "CREATE")
+        size = write_base_file(
+            self.ctx.storage,
+            rel,
+            stored,
+            avro_schema=self.ctx.avro_schema,
+            codec=self.ctx.write_config.parquet_codec,
+        )
+        g.base_instant, g.base_file, g.log_files, g.created_now = self.instant, name, [], True
+        st = self._stat(rel, file_id=fid, path=rel, partition_path=part, prev_commit="null")
+        st.num_writes += live.num_rows
+        st.num_inserts += live.num_rows
+        st.total_write_bytes = size
+        st.file_size_in_bytes = size
+
+    def _append(self, bid: BucketId, g: _GroupState, rows: pa.Table) -> None:
+        """MOR update path: blocks appended to the group's current log file."""
+        assert self.instant is not None
+        part, fid = bid
+        deleted = rows.column(IS_DELETED).to_numpy(zero_copy_only=False)
+        upserts = rows.filter(pa.array(~deleted)) if deleted.any() else rows
+        deletes = rows.filter(pa.array(deleted)) if deleted.any() else None
+        blocks: list[bytes] = []
+        if upserts.num_rows:
+            stored = with_meta_columns(
+                upserts,
+                self.ctx.data_schema,
+                instant=self.instant,
+                task_id=self.task_id,
+                file_name=fid,
+                seq_start=self._next_seq(upserts.num_rows),
+            )
+            blocks.append(logs.data_block(self.ctx, self.instant, stored))
+        if deletes is not None and deletes.num_rows:
+            blocks.extend(logs.delete_blocks(self.ctx, self.instant, deletes))
+        if not blocks:
+            return
+        payload = b"".join(blocks)
+        name, offset, size_after = self._append_to_log(part, fid, g, payload)
+        rel = join(part, name)
+        st = self._stat(
+            rel,
+            file_id=fid,
+            path=rel,
+            partition_path=part,
+            prev_commit=g.base_instant if self.ctx.table_version < 8 else self.instant,
+            base_file=(g.base_file or "") if self.ctx.table_version < 8 else "",
+            log_files=[name],
+            log_version=parse_log_file_name(name).version,
+            log_offset=offset,
+        )
+        n_up = upserts.num_rows
+        # Inserts of new keys into a small file group are counted as inserts, the rest updates.
+        st.num_writes += n_up
+        st.num_update_writes += n_up
+        st.num_deletes += 0 if deletes is None else deletes.num_rows
+        st.total_write_bytes += len(payload)
+        st.file_size_in_bytes = size_after
+        st.total_log_blocks += len(blocks)
+
+    def _append_to_log(
+        self, part: str, fid: str, g: _GroupState, payload: bytes
+    ) -> tuple[str, int, int]:
+        """Append to the current log file (v6: named by the base instant) or roll a new version."""
+        assert self.instant is not None
+        storage = self.ctx.storage
+        max_size = self.ctx.write_config.logfile_max_size
+        if self.ctx.table_version >= 8:
+            # v8: every delta commit writes its own log file, named by its instant.
+            log_instant = self.instant
+            mine = [n for n in g.log_files if parse_log_file_name(n).instant == log_instant]
+        else:
+            log_instant = g.base_instant or self.instant
+            mine = [n for n in g.log_files if parse_log_file_name(n).instant == log_instant]
+        current = max(mine, key=lambda n: parse_log_file_name(n).version) if mine else None
+        if current is not None and storage.supports_append:
+            rel = join(part, current)
+            size = storage.size(rel) if storage.exists(rel) else 0
+            if size < max_size:
+                self._marker(part, current, "APPEND")
+                offset = storage.append(rel, payload)
+                return current, offset, offset + len(payload)
+        version = (parse_log_file_name(current).version + 1) if current else 1
+        name = log_file_name(fid, log_instant, version, self.write_token)
+        rel = join(part, name)
+        self._ensure_partition(part)
+        self._marker(part, name, "APPEND")
+        storage.write_bytes(rel, payload)
+        g.log_files.append(name)
+        return name, 0, len(payload)
+
+    def _merge(self, bid: BucketId, g: _GroupState, rows: pa.Table) -> None:
+        """COW update path: rewrite the base file with the updates applied.
+
+        Rows carried over from the old base keep their commit time and seqno; every row gets
+        the new file name.
+        """
+        assert self.instant is not None
+        part, fid = bid
+        storage = self.ctx.storage
+        old_rel = join(part, g.base_file) if g.base_file else None
+        name = base_file_name(fid, self.write_token, self.instant)
+        rel = join(part, name)
+        deleted = rows.column(IS_DELETED).to_numpy(zero_copy_only=False)
+        upd = with_meta_columns(
+            rows,
+            self.ctx.data_schema,
+            instant=self.instant,
+            task_id=self.task_id,
+            file_name=name,
+            seq_start=self._next_seq(rows.num_rows),
+        )
+        base = read_base_file(storage, old_rel) if old_rel else upd.slice(0, 0)
+        if base.schema != upd.schema:
+            base = base.select(upd.schema.names).cast(upd.schema)
+        merged = apply_updates(
+            base,
+            upd,
+            is_delete=deleted,
+            delete_is_default=np.zeros(len(deleted), dtype=bool),
+            ordering_field=self.ctx.ordering_field,
+            mode=self.ctx.merge_mode,
+        )
+        merged = merged.set_column(
+            4,
+            "_hoodie_file_name",
+            pa.array(np.full(merged.num_rows, name, dtype=object), pa.string()),
+        )
+        self._marker(part, name, "MERGE" if old_rel else "CREATE")
+        size = write_base_file(
+            storage,
+            rel,
+            merged,
+            avro_schema=self.ctx.avro_schema,
+            codec=self.ctx.write_config.parquet_codec,
+        )
+        prev = g.base_instant
+        if g.created_now and old_rel and old_rel != rel:
+            storage.delete(old_rel)  # superseded by this instant's newer version of the file
+            self._stats.pop(old_rel, None)
+        g.base_instant, g.base_file, g.created_now = self.instant, name, True
+        st = self._stat(
+            rel,
+            file_id=fid,
+            path=rel,
+            partition_path=part,
+            prev_commit=prev if prev and prev != self.instant else "null",
+        )
+        st.num_writes = merged.num_rows
+        st.num_update_writes += int((~deleted).sum())
+        st.num_deletes += int(deleted.sum())
+        st.total_write_bytes = size
+        st.file_size_in_bytes = size
+
+    def _ensure_partition(self, part: str) -> None:
+        from hoodie_ray.file_group.naming import write_partition_metadata
+
+        assert self.instant is not None
+        write_partition_metadata(self.ctx.storage, part, self.instant)

@@ -1,0 +1,84 @@
+"""Session-scoped Ray and RayDP Spark fixtures (a pytest plugin: ``pytest_plugins``).
+
+One Ray instance and at most one Spark session per test session: Ray starts in 2-5 s, a RayDP
+Spark session in 7-35 s. Tests ask for ``ray_session`` / ``spark_session`` and never call
+``ray.init`` / ``raydp.init_spark`` themselves; hoodie_ray's own ``ensure_ray`` and
+``init_spark`` reuse what is running.
+
+Nothing is imported from Ray or Spark until a fixture is used, so collecting tests stays cheap.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+RAY_NUM_CPUS = 2
+"""CPUs of the embedded test Ray (the CI machine's size), whatever the host has."""
+
+TIMINGS: dict[str, float] = {}
+"""Wall seconds of fixture set-ups (``ray_init``, ``spark_init``), for tests and reports."""
+
+
+@pytest.fixture(scope="session")
+def ray_session() -> Iterator[Any]:
+    """A local Ray (``num_cpus=2``, namespace ``hoodie_ray``) shared by the session; yields ``ray``.
+
+    With ``RAY_ADDRESS`` set, the tests join that cluster instead. Ray is shut down at the end
+    only when this fixture started it.
+    """
+    import ray
+
+    from hoodie_ray.ray.runtime import ensure_ray
+
+    started = not ray.is_initialized()
+    t0 = time.perf_counter()
+    ensure_ray(num_cpus=RAY_NUM_CPUS, include_dashboard=False)
+    TIMINGS["ray_init"] = time.perf_counter() - t0
+    try:
+        import ray.data
+
+        ctx = ray.data.DataContext.get_current()
+        ctx.enable_progress_bars = False
+        ctx.print_on_execution_start = False
+    except Exception:  # quieter logs only; never fail a session on this
+        pass
+    yield ray
+    if started:
+        from hoodie_ray.spark import stop_spark
+
+        stop_spark()
+        ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def spark_session(ray_session: Any) -> Iterator[Any]:
+    """A RayDP Spark session on the session's Ray: 1 executor, 1 core, 1 GiB; stopped at the end.
+
+    Skips (with what to install) when Java, raydp or pyspark is missing.
+    """
+    from hoodie_ray.exceptions import HoodieError
+    from hoodie_ray.spark import check_java, init_spark, stop_spark
+
+    try:
+        import pyspark  # noqa: F401
+        import raydp  # noqa: F401
+
+        check_java()
+    except (ImportError, HoodieError) as e:
+        pytest.skip(f"Spark tests need Java 17, raydp and pyspark: {e}")
+    t0 = time.perf_counter()
+    spark = init_spark(
+        app_name="hoodie_ray_tests",
+        num_executors=1,
+        executor_cores=1,
+        executor_memory="1g",
+        configs={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"},
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    TIMINGS["spark_init"] = time.perf_counter() - t0
+    yield spark
+    stop_spark()
