@@ -285,8 +285,8 @@ def stop_spark(timeout_s: float = 30.0) -> None:
     """
     if "raydp" not in sys.modules:
         return
-    import raydp
     import ray
+    import raydp
     from raydp import context as raydp_context
 
     ctx = getattr(raydp_context, "_global_spark_context", None)

@@ -23,6 +23,12 @@ TIMINGS: dict[str, float] = {}
 """Wall seconds of fixture set-ups (``ray_init``, ``spark_init``), for tests and reports."""
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run ``spark`` tests last: the session's Spark executor then holds one of the 2 CPUs
+    only at the end, not during every Ray test after the first Spark test."""
+    items.sort(key=lambda item: item.get_closest_marker("spark") is not None)
+
+
 @pytest.fixture(scope="session")
 def ray_session() -> Iterator[Any]:
     """A local Ray (``num_cpus=2``, namespace ``hoodie_ray``) shared by the session; yields ``ray``.

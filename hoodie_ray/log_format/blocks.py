@@ -102,7 +102,9 @@ def _normalize_header(header: Mapping[Any, str] | None, what: str) -> Header:
         except (KeyError, ValueError):
             raise HoodieInputError(f"{what}: unknown log block header key {k!r}") from None
         if not isinstance(v, str):
-            raise HoodieInputError(f"{what}: header {key.name} must be a string, got {type(v).__name__}")
+            raise HoodieInputError(
+                f"{what}: header {key.name} must be a string, got {type(v).__name__}"
+            )
         out[key] = v
     return out
 
@@ -149,10 +151,15 @@ class LogBlock:
     _required_header: ClassVar[tuple[HeaderMetadataType, ...]] = (HeaderMetadataType.INSTANT_TIME,)
 
     def _where(self) -> str:
-        return self.source if self.offset is None else f"{self.source} (block at byte {self.offset})"
+        return (
+            self.source if self.offset is None else f"{self.source} (block at byte {self.offset})"
+        )
 
     def __repr__(self) -> str:
-        hdr = {k.name: (v if k != HeaderMetadataType.SCHEMA else f"<{len(v)} chars>") for k, v in self.header.items()}
+        hdr = {
+            k.name: (v if k != HeaderMetadataType.SCHEMA else f"<{len(v)} chars>")
+            for k, v in self.header.items()
+        }
         return f"{type(self).__name__}(offset={self.offset}, size={self.size}, header={hdr})"
 
 
@@ -198,7 +205,9 @@ class DataBlock(LogBlock):
         included), as compact JSON in the SCHEMA header."""
         header: dict[Any, str] = dict(extra_header or {})
         header[HeaderMetadataType.INSTANT_TIME] = instant_time
-        header[HeaderMetadataType.SCHEMA] = schema if isinstance(schema, str) else schema_to_json(schema)
+        header[HeaderMetadataType.SCHEMA] = (
+            schema if isinstance(schema, str) else schema_to_json(schema)
+        )
         return cls(header, records)
 
     @property
@@ -240,6 +249,15 @@ class DataBlock(LogBlock):
 
     def read(self, columns: Sequence[str] | None = None) -> pa.Table:
         """Decode the records, optionally only the top-level ``columns``."""
+        if columns is not None:
+            names = (
+                self._records.column_names if self._records is not None else self.arrow_schema.names
+            )
+            unknown = [c for c in columns if c not in names]
+            if unknown:
+                raise HoodieSchemaError(
+                    f"columns {unknown} are not in the block's schema ({self._where()})"
+                )
         if self._records is not None:
             return self._records if columns is None else self._records.select(list(columns))
         assert self._content is not None
@@ -292,7 +310,9 @@ class AvroDataBlock(DataBlock):
             )
         count = _read_i32(content, 4, where)
         if count < 0 or count > (len(content) - 8) // 4:
-            raise HoodieCorruptedDataError(f"Avro data block in {where}: invalid record count {count}")
+            raise HoodieCorruptedDataError(
+                f"Avro data block in {where}: invalid record count {count}"
+            )
         return count
 
     def _count(self, content: bytes | memoryview) -> int:
@@ -306,7 +326,9 @@ class AvroDataBlock(DataBlock):
             raise HoodieCorruptedDataError(
                 f"Avro data block in {where}: {len(content) - stop} bytes after the last record"
             )
-        return codec.decode_spans(content, starts, ends, self.avro_schema, columns=columns, source=where)
+        return codec.decode_spans(
+            content, starts, ends, self.avro_schema, columns=columns, source=where
+        )
 
 
 class CDCDataBlock(AvroDataBlock):
@@ -352,19 +374,25 @@ class ParquetDataBlock(DataBlock):
     def _parquet(self, content: bytes | memoryview) -> pq.ParquetFile:
         try:
             return pq.ParquetFile(pa.BufferReader(content))
-        except (pa.ArrowInvalid, OSError) as e:
+        except Exception as e:  # damaged footers raise Arrow, OS, Unicode and Value errors
             raise HoodieCorruptedDataError(
                 f"Parquet data block in {self._where()} does not read: {e}"
             ) from None
 
     def _count(self, content: bytes | memoryview) -> int:
-        return int(self._parquet(content).metadata.num_rows)
+        pf = self._parquet(content)
+        try:
+            return int(pf.metadata.num_rows)
+        except Exception as e:  # see _parquet
+            raise HoodieCorruptedDataError(
+                f"Parquet data block in {self._where()} does not read: {e}"
+            ) from None
 
     def _decode(self, content: bytes | memoryview, columns: Sequence[str] | None) -> pa.Table:
         pf = self._parquet(content)
         try:
             return pf.read(columns=list(columns) if columns is not None else None)
-        except (pa.ArrowInvalid, OSError) as e:
+        except Exception as e:  # damaged pages raise Arrow, OS, Unicode and Value errors
             raise HoodieCorruptedDataError(
                 f"Parquet data block in {self._where()} does not read: {e}"
             ) from None
@@ -455,7 +483,12 @@ def delete_record_list_schema(with_logical_types: bool = True) -> dict[str, Any]
         if not with_logical_types and isinstance(typ, dict):
             typ = typ["type"]
         branches.append(
-            {"type": "record", "name": name, "namespace": _WRAPPER_NS, "fields": [{"name": "value", "type": typ}]}
+            {
+                "type": "record",
+                "name": name,
+                "namespace": _WRAPPER_NS,
+                "fields": [{"name": "value", "type": typ}],
+            }
         )
     return {
         "type": "record",
@@ -505,7 +538,11 @@ def _wrapper_for(t: pa.DataType) -> tuple[int, dict[str, Any] | str, pa.DataType
     if pa.types.is_date(t):
         return 8, {"type": "int", "logicalType": "date"}, pa.date32()
     if pa.types.is_decimal(t):
-        return 9, {"type": "bytes", "logicalType": "decimal", "precision": 30, "scale": 15}, pa.decimal128(30, 15)
+        return (
+            9,
+            {"type": "bytes", "logicalType": "decimal", "precision": 30, "scale": 15},
+            pa.decimal128(30, 15),
+        )
     if pa.types.is_time(t):
         return 10, {"type": "long", "logicalType": "time-micros"}, pa.time64("us")
     if pa.types.is_timestamp(t):
@@ -552,7 +589,9 @@ class DeleteBlock(LogBlock):
             else:
                 paths = _to_string_array(partition_paths, "partition_paths")
             if len(paths) != n:
-                raise HoodieInputError("delete block: partition_paths and record_keys differ in length")
+                raise HoodieInputError(
+                    "delete block: partition_paths and record_keys differ in length"
+                )
             self._keys, self._paths = keys, paths
             if ordering_values is not None:
                 ov = ordering_values
@@ -564,7 +603,9 @@ class DeleteBlock(LogBlock):
                     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
                         raise HoodieInputError(f"delete block ordering values: {e}") from None
                 if len(ov) != n:
-                    raise HoodieInputError("delete block: ordering_values and record_keys differ in length")
+                    raise HoodieInputError(
+                        "delete block: ordering_values and record_keys differ in length"
+                    )
                 if pa.types.is_null(ov.type):
                     ov = None
                 self._ordering = ov
@@ -646,7 +687,9 @@ class DeleteBlock(LogBlock):
         default = self.is_default_ordering
         kinds = self.ordering_kinds
         real = sorted(set(kinds[~default].tolist()))
-        vals = [None if d else v for d, v in zip(default.tolist(), self.ordering_values, strict=True)]
+        vals = [
+            None if d else v for d, v in zip(default.tolist(), self.ordering_values, strict=True)
+        ]
         if not real:
             arr = pa.nulls(len(vals), type or pa.null())
             return arr
@@ -654,7 +697,19 @@ class DeleteBlock(LogBlock):
             raise HoodieInputError(
                 f"delete block in {self._where()} mixes ordering value classes {real}"
             )
-        arrow_types = {1: pa.bool_(), 2: pa.int32(), 3: pa.int64(), 4: pa.float32(), 5: pa.float64(), 6: pa.binary(), 7: pa.string(), 8: pa.date32(), 9: pa.decimal128(30, 15), 10: pa.time64("us"), 11: pa.timestamp("us", tz="UTC")}
+        arrow_types = {
+            1: pa.bool_(),
+            2: pa.int32(),
+            3: pa.int64(),
+            4: pa.float32(),
+            5: pa.float64(),
+            6: pa.binary(),
+            7: pa.string(),
+            8: pa.date32(),
+            9: pa.decimal128(30, 15),
+            10: pa.time64("us"),
+            11: pa.timestamp("us", tz="UTC"),
+        }
         arr = pa.array(vals, type=arrow_types[real[0]]) if len(real) == 1 else pa.array(vals)
         return arr if type is None else arr.cast(type)
 
@@ -676,10 +731,13 @@ class DeleteBlock(LogBlock):
             )
         length = _read_i32(content, 4, where)
         if length < 0 or 8 + length > len(content):
-            raise HoodieCorruptedDataError(f"delete block in {where}: invalid payload length {length}")
+            raise HoodieCorruptedDataError(
+                f"delete block in {where}: invalid payload length {length}"
+            )
         if _PARSED_DELETE_SCHEMA is None:
             _PARSED_DELETE_SCHEMA = fastavro.parse_schema(delete_record_list_schema(False))
         fo = io.BytesIO(memoryview(content)[8 : 8 + length])
+        datum: Any
         try:
             datum = fastavro.schemaless_reader(
                 fo, _PARSED_DELETE_SCHEMA, None, return_record_name=True
@@ -692,7 +750,7 @@ class DeleteBlock(LogBlock):
             raise HoodieCorruptedDataError(
                 f"delete block in {where}: {length - fo.tell()} bytes after the record list"
             )
-        items = datum["deleteRecordList"]
+        items: list[dict[str, Any]] = datum["deleteRecordList"]
         keys: list[str | None] = []
         paths: list[str | None] = []
         kinds: list[int] = []
@@ -732,7 +790,7 @@ class DeleteBlock(LogBlock):
         parts += self._ordering_parts(enc, n)
         items = codec._assemble(parts, n)
         data, _ = codec.binary_to_numpy(items)
-        return b"".join([_zigzag_varint(n), data, b"\x00"])
+        return b"".join([_zigzag_varint(n), data.tobytes(), b"\x00"])
 
     def _ordering_parts(self, enc: Any, n: int) -> list[Any]:
         ov = self._ordering

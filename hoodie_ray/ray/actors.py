@@ -18,15 +18,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import ray
+
 from hoodie_ray.file_group.view import FileSlice
+from hoodie_ray.ray import metrics
 from hoodie_ray.timeline.metadata import HoodieWriteStat
 from hoodie_ray.timeline.timeline import ActiveTimeline
-
-from hoodie_ray.ray import metrics
 from hoodie_ray.write.bucket_assigner import FILE_ID, AssignerConfig, WriteProfile
 from hoodie_ray.write.client import build_assigner
 from hoodie_ray.write.coordinator import Coordinator, TableSetup
-from hoodie_ray.write.records import PARTITION_PATH
+from hoodie_ray.write.records import PARTITION_PATH, precombine
 from hoodie_ray.write.stream_writer import StreamWriteFunction, WriteContext
 
 
@@ -133,6 +133,9 @@ class AssignerActor:
 
     def assign(self, batch: pa.Table, num_writers: int) -> Any:
         """Tagged rows, one table per writer (``num_returns=num_writers``)."""
+        if not self.core.config.append_mode:
+            # One row per key before routing: a key may not reach two file groups.
+            batch = precombine(batch, self.core.config.ordering_field)
         tagged = self.core.assign(batch)
         metrics.count_records(self.table, "assigner", batch.num_rows, tagged.num_rows)
         parts = split_rows(tagged, writer_of_rows(tagged, num_writers), num_writers)

@@ -19,12 +19,12 @@ from typing import Any
 
 import pyarrow as pa
 import ray
-from hoodie_ray.ray.runtime import actor_resources, ensure_ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from hoodie_ray.config.options import resolve_options
 from hoodie_ray.exceptions import HoodieError, HoodieWriteError
 from hoodie_ray.ray.actors import AssignerActor, CoordinatorActor, WriterActor, split_rows
+from hoodie_ray.ray.runtime import actor_resources, ensure_ray
 from hoodie_ray.write.bucket_assigner import key_task
 from hoodie_ray.write.client import CommitResult, prepare_input
 from hoodie_ray.write.coordinator import TableSetup
@@ -421,8 +421,12 @@ def write_arrow(
         return w.last_result or CommitResult(None)
 
 
-def write_dataset(ds: Any, path: str, options: dict[str, Any] | None,
-                  storage_options: dict[str, Any] | None = None) -> CommitResult:
+def write_dataset(
+    ds: Any,
+    path: str,
+    options: dict[str, Any] | None,
+    storage_options: dict[str, Any] | None = None,
+) -> CommitResult:
     """One commit of a Ray Dataset: its blocks stream through the topology, bounded in flight.
 
     Blocks are pulled in order with ``iter_batches`` (Ray Data's streaming executor keeps the

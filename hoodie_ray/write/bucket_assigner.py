@@ -189,14 +189,12 @@ class BucketAssigner:
             file_ids[new_rows] = fids.to_numpy(zero_copy_only=False)
             btypes[new_rows] = types.to_numpy(zero_copy_only=False)
 
-        # Index: inserted keys point at their group; deleted keys leave the index.
-        upd_rows = new_rows
-        if upd_rows.any():
-            lids = self.index.location_ids(parts_np[upd_rows], file_ids[upd_rows])
-            self.index.put(pc.filter(ikeys, pa.array(upd_rows)), lids)
-        del_rows = deleted & found
-        if del_rows.any():
-            self.index.remove(pc.filter(ikeys, pa.array(del_rows)))
+        # Index: inserted keys point at their group. Deleted keys keep their location: an
+        # event-time delete may lose to a newer stored record, and a later upsert of a deleted
+        # key is correct in its old group anyway.
+        if new_rows.any():
+            lids = self.index.location_ids(parts_np[new_rows], file_ids[new_rows])
+            self.index.put(pc.filter(ikeys, pa.array(new_rows)), lids)
 
         # A delete that names a new partition deletes the row where it is.
         parts_out = np.where(moved & deleted, old_part, parts_np)
@@ -227,7 +225,11 @@ class BucketAssigner:
         if self.config.ordering_field and self.config.ordering_field in extra.column_names:
             # Like Flink's empty-payload delete: default ordering, so it always wins.
             oi = extra.schema.get_field_index(self.config.ordering_field)
-            extra = extra.set_column(oi, self.config.ordering_field, pa.nulls(extra.num_rows, extra.schema.field(oi).type))
+            extra = extra.set_column(
+                oi,
+                self.config.ordering_field,
+                pa.nulls(extra.num_rows, extra.schema.field(oi).type),
+            )
         extra = extra.append_column(FILE_ID, pa.array(old_fid[move_ins], pa.string()))
         extra = extra.append_column(
             BUCKET_TYPE, pa.array(np.full(extra.num_rows, UPDATE_BUCKET), pa.string())

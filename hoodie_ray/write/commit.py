@@ -15,18 +15,17 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from hoodie_ray.file_group.naming import parse_base_file_name, parse_log_file_name
-from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
-from hoodie_ray.timeline.timeline import ActiveTimeline
-
 from hoodie_ray.config.table_config import HoodieTableConfig
 from hoodie_ray.exceptions import (
     HoodieCommitConflictError,
     HoodieCommitStateUnknownError,
     HoodieTimelineError,
 )
+from hoodie_ray.file_group.naming import parse_base_file_name, parse_log_file_name
 from hoodie_ray.storage import Storage, join
 from hoodie_ray.timeline.instant import Action, Instant, State, new_instant_time
+from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
+from hoodie_ray.timeline.timeline import ActiveTimeline
 from hoodie_ray.write import logs
 from hoodie_ray.write.stream_writer import TEMP_DIR
 

@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from hoodie_ray.avro.schema import arrow_to_avro_schema
-from hoodie_ray.file_group.view import FileSlice, FileSystemView
-from hoodie_ray.timeline.metadata import HoodieWriteStat
 
+from hoodie_ray.avro.schema import arrow_to_avro_schema
 from hoodie_ray.config.options import WriteConfig, resolve_options
 from hoodie_ray.config.table_config import HoodieTableConfig
 from hoodie_ray.exceptions import HoodieTableNotFoundError, HoodieUnsupportedError
+from hoodie_ray.file_group.view import FileSlice, FileSystemView
 from hoodie_ray.keygen import KeyGenerator
 from hoodie_ray.storage import Storage, open_storage
+from hoodie_ray.timeline.metadata import HoodieWriteStat
 from hoodie_ray.write.bucket_assigner import AssignerConfig, WriteProfile
 from hoodie_ray.write.client import (
     OPERATION_TYPES,

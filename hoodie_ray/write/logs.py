@@ -36,7 +36,9 @@ def data_block(ctx: WriteContext, instant: str, stored: pa.Table) -> bytes:
     block: AvroDataBlock | ParquetDataBlock
     if ctx.write_config.log_block_format == "parquet":
         codec = ctx.write_config.parquet_codec
-        block = ParquetDataBlock(header, stored, compression="none" if codec == "uncompressed" else codec)
+        block = ParquetDataBlock(
+            header, stored, compression="none" if codec == "uncompressed" else codec
+        )
     else:
         block = AvroDataBlock(header, stored)
     return serialize_block(block, table_version=ctx.table_version)
@@ -100,7 +102,11 @@ def has_blocks_of_other_instants(storage: Storage, rel_path: str, instant: str) 
 
 
 def append_rollback_block(
-    storage: Storage, rel_path: str, table_config: HoodieTableConfig, rollback_instant: str, target: str
+    storage: Storage,
+    rel_path: str,
+    table_config: HoodieTableConfig,
+    rollback_instant: str,
+    target: str,
 ) -> None:
     """Append a rollback command block that voids every block of ``target`` in the file slice."""
     block = CommandBlock.rollback(rollback_instant, target)

@@ -238,36 +238,48 @@ def _fill_missing(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def precombine(table: pa.Table, ordering_field: str | None) -> pa.Table:
-    """Keep one row per record key: the highest ordering value wins, ties go to the later row.
+    """Keep one row per record key, as Hudi's merge folds the rows of a key in arrival order.
 
-    Without an ordering field the later row wins (commit-time ordering). Null ordering values
-    sort lowest. Vectorised: one sort, then the last row of each key run.
+    The fold: a newer row replaces the current one when its ordering value is ``>=`` the
+    current one's, or when either is null (so a default-ordered delete always wins, and a later
+    row replaces it). Without an ordering field the last row wins. Vectorised: for each key,
+    the winner is the highest-ordered row (ties: the later) after the key's last null-ordered
+    row, or that null-ordered row itself when nothing follows it.
     """
     n = table.num_rows
     if n <= 1:
         return table
     keys = table.column(RECORD_KEY)
-    pos = pa.array(np.arange(n, dtype=np.int64))
-    sort_keys: list[tuple[str, str]] = [("k", "ascending")]
-    cols: dict[str, Any] = {"k": keys, "pos": pos}
-    if ordering_field is not None:
-        ordv = table.column(ordering_field)
-        cols["o_null"] = pc.is_null(ordv)
-        cols["o"] = ordv
-        sort_keys += [("o_null", "descending"), ("o", "ascending")]
-    sort_keys.append(("pos", "ascending"))
-    helper = pa.table(cols)
-    order = pc.sort_indices(helper, sort_keys=sort_keys).to_numpy()
-    sorted_keys = pc.take(keys, order)
-    # Last row of each run of equal keys.
-    ks = sorted_keys.combine_chunks() if isinstance(sorted_keys, pa.ChunkedArray) else sorted_keys
-    same_as_next = pc.equal(ks.slice(0, n - 1), ks.slice(1)).to_numpy(zero_copy_only=False)
-    last = np.ones(n, dtype=bool)
-    last[:-1] = ~same_as_next
-    if last.all():
+    enc = pc.dictionary_encode(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys)
+    gid = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    ngroups = len(enc.dictionary)
+    if ngroups == n:
         return table
-    keep = np.sort(order[last])
-    return table.take(pa.array(keep))
+    pos = np.arange(n, dtype=np.int64)
+    if ordering_field is None:
+        last = np.full(ngroups, -1, dtype=np.int64)
+        np.maximum.at(last, gid, pos)
+        return table.take(pa.array(np.sort(last)))
+    ordv = table.column(ordering_field)
+    is_null = pc.is_null(ordv).to_numpy(zero_copy_only=False)
+    last_null = np.full(ngroups, -1, dtype=np.int64)
+    if is_null.any():
+        np.maximum.at(last_null, gid[is_null], pos[is_null])
+    after = pos > last_null[gid]  # candidates: rows after the key's last null-ordered row
+    cand = np.flatnonzero(after)
+    winner = last_null.copy()  # groups with no candidate keep their last null-ordered row
+    if len(cand):
+        helper = pa.table(
+            {"g": pa.array(gid[cand]), "o": pc.take(ordv, pa.array(cand)), "pos": pa.array(cand)}
+        )
+        order = pc.sort_indices(
+            helper, sort_keys=[("g", "ascending"), ("o", "ascending"), ("pos", "ascending")]
+        ).to_numpy()
+        g_sorted = gid[cand][order]
+        is_last = np.ones(len(order), dtype=bool)
+        is_last[:-1] = g_sorted[:-1] != g_sorted[1:]
+        winner[g_sorted[is_last]] = cand[order][is_last]
+    return table.take(pa.array(np.sort(winner)))
 
 
 def has_duplicate_keys(table: pa.Table) -> bool:

@@ -21,15 +21,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from hoodie_ray.file_group.naming import base_file_name, log_file_name, parse_log_file_name
-from hoodie_ray.file_group.view import FileSlice
-from hoodie_ray.timeline.metadata import HoodieWriteStat
 
 from hoodie_ray.config.options import WriteConfig
 from hoodie_ray.config.table_config import HoodieTableConfig, MergeMode
 from hoodie_ray.exceptions import HoodieWriteError
+from hoodie_ray.file_group.naming import base_file_name, log_file_name, parse_log_file_name
+from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.merge import apply_updates
 from hoodie_ray.storage import Storage, join
+from hoodie_ray.timeline.metadata import HoodieWriteStat
 from hoodie_ray.write import logs
 from hoodie_ray.write.base_file import read_base_file, with_meta_columns, write_base_file
 from hoodie_ray.write.buffer import Bucket, BucketId, WriteBuffer

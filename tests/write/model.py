@@ -7,8 +7,15 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-SCHEMA = pa.schema([("key", pa.string()), ("p", pa.string()), ("ts", pa.int64()),
-                    ("v", pa.int64()), ("s", pa.string())])
+SCHEMA = pa.schema(
+    [
+        ("key", pa.string()),
+        ("p", pa.string()),
+        ("ts", pa.int64()),
+        ("v", pa.int64()),
+        ("s", pa.string()),
+    ]
+)
 OPTIONS = {
     "hoodie.table.name": "model",
     "hoodie.datasource.write.recordkey.field": "key",
@@ -28,7 +35,11 @@ class TableModel:
         latest: dict[str, dict] = {}
         for r in batch:
             cur = latest.get(r["key"])
-            if cur is None or (r["ts"] is not None and (cur["ts"] is None or r["ts"] >= cur["ts"])) or r["ts"] is None:
+            if (
+                cur is None
+                or (r["ts"] is not None and (cur["ts"] is None or r["ts"] >= cur["ts"]))
+                or r["ts"] is None
+            ):
                 latest[r["key"]] = r
         for k, r in latest.items():
             old = self.rows.get(k)
@@ -69,7 +80,9 @@ def _strip(r: dict) -> dict:
 class Workload:
     """Random commits: upserts with duplicates, late records, nulls, moves, deletes, inserts."""
 
-    def __init__(self, seed: int, keys: int = 60, partitions: tuple[str, ...] = ("a", "b", "c")) -> None:
+    def __init__(
+        self, seed: int, keys: int = 60, partitions: tuple[str, ...] = ("a", "b", "c")
+    ) -> None:
         self.rng = random.Random(seed)
         self.keys = [f"k{i:03d}" for i in range(keys)]
         self.partitions = partitions
@@ -83,7 +96,7 @@ class Workload:
             "key": key,
             "p": rng.choice(self.partitions),
             "ts": self.ts - rng.randint(50, 200) if late else self.ts,
-            "v": None if rng.random() < 0.2 else rng.randint(-10**12, 10**12),
+            "v": None if rng.random() < 0.2 else rng.randint(-(10**12), 10**12),
             "s": None if rng.random() < 0.2 else rng.choice(["x", "héllo", "", "a,b", "日本"]),
         }
 

@@ -61,7 +61,8 @@ def test_global_index_partition_move_and_deletes():
     assert any(r["id"] == "k1" and r[PARTITION_PATH] == "b" and not r[IS_DELETED] for r in rows)
     assert {"id": "k2", PARTITION_PATH: "a", IS_DELETED: True, FILE_ID: old} in rows
     assert all(r["id"] != "zz" for r in rows)
-    assert a.index.lookup(pa.array(["k2", "k1"]))[0] == -1
+    # a deleted key keeps its location: the delete may lose to a newer stored record
+    assert a.index.lookup(pa.array(["k2"]))[0] >= 0
 
 
 def test_non_global_index_keeps_key_per_partition():

@@ -17,19 +17,25 @@ def run_model(path, options, commits: int, seed: int) -> None:
             kind, rows = "upsert", [wl._row(k) for k in wl.keys[:30]]
         if kind == "delete":
             res = HoodieWriteClient(str(path), {**options, "write.operation": "delete"}).write(
-                to_arrow([{"key": r["key"], "p": None, "ts": None, "v": None, "s": None} for r in rows], False)
-                .select(["key"])
+                to_arrow(
+                    [{"key": r["key"], "p": None, "ts": None, "v": None, "s": None} for r in rows],
+                    False,
+                ).select(["key"])
             )
             model.delete_keys([r["key"] for r in rows])
         elif kind == "insert":
-            res = HoodieWriteClient(str(path), {**options, "write.operation": "insert"}).write(to_arrow(rows, False))
+            res = HoodieWriteClient(str(path), {**options, "write.operation": "insert"}).write(
+                to_arrow(rows, False)
+            )
             model.insert_new(rows)
         else:
             res = HoodieWriteClient(str(path), options).write(to_arrow(rows, True))
             model.upsert(rows)
         got = hudi_rs_snapshot(path)
         want = model.as_table()
-        assert got.to_pylist() == want.to_pylist(), f"commit {i} ({kind}, instant {res.instant}) differs"
+        assert got.to_pylist() == want.to_pylist(), (
+            f"commit {i} ({kind}, instant {res.instant}) differs"
+        )
 
 
 @pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
@@ -37,8 +43,13 @@ def run_model(path, options, commits: int, seed: int) -> None:
 def test_model_random_commits(tmp_path, table_type, block_format):
     if table_type == "COPY_ON_WRITE" and block_format == "parquet":
         pytest.skip("log block format does not apply to COPY_ON_WRITE")
-    opts = {**OPTIONS, "table.type": table_type, "hoodie.logfile.data.block.format": block_format,
-            # small files so inserts spread over several file groups and small-file packing runs
-            "hoodie.parquet.max.file.size": "4096", "hoodie.parquet.small.file.limit": "2048",
-            "hoodie.copyonwrite.record.size.estimate": "200"}
+    opts = {
+        **OPTIONS,
+        "table.type": table_type,
+        "hoodie.logfile.data.block.format": block_format,
+        # small files so inserts spread over several file groups and small-file packing runs
+        "hoodie.parquet.max.file.size": "4096",
+        "hoodie.parquet.small.file.limit": "2048",
+        "hoodie.copyonwrite.record.size.estimate": "200",
+    }
     run_model(tmp_path / "t", opts, commits=22, seed=hash(table_type + block_format) % 1000)

@@ -1,0 +1,126 @@
+"""The write topology on Ray: model tests through hr.write and HoodieStreamWriter, faults, bad input."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import pyarrow as pa
+import pytest
+
+import hoodie_ray as hr
+from tests.write.model import OPTIONS, TableModel, Workload, hudi_rs_snapshot, to_arrow
+
+pytestmark = pytest.mark.ray
+
+TOPOLOGY = {"write.tasks": "2", "write.bucket_assign.tasks": "2"}
+
+
+def _no_pending(path) -> None:
+    t = hr.HoodieTable.load(str(path))
+    assert [i for i in t.timeline if i.state.value != "COMPLETED"] == []
+
+
+def test_hr_write_model(ray_session, tmp_path):
+    path = tmp_path / "t"
+    model, wl = TableModel(), Workload(seed=11)
+    for i in range(8):
+        kind, rows = wl.next_commit()
+        if i == 0:
+            kind, rows = "upsert", [wl._row(k) for k in wl.keys[:30]]
+        if kind != "upsert":
+            continue
+        hr.write(to_arrow(rows, True), str(path), {**OPTIONS, **TOPOLOGY})
+        model.upsert(rows)
+        assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), f"commit {i}"
+    _no_pending(path)
+
+
+def test_stream_writer_model_many_checkpoints(ray_session, tmp_path):
+    path = tmp_path / "t"
+    model, wl = TableModel(), Workload(seed=5)
+    with hr.HoodieStreamWriter(str(path), {**OPTIONS, **TOPOLOGY}) as w:
+        for i in range(12):
+            rows = [wl._row(k) for k in wl.keys[:30]] if i == 0 else []
+            while len(rows) < 20:
+                kind, more = wl.next_commit()
+                if kind == "upsert":
+                    rows += more
+            # two writes per checkpoint: the same key can arrive twice in one instant
+            w.write(to_arrow(rows[: len(rows) // 2], True))
+            w.write(to_arrow(rows[len(rows) // 2 :], True))
+            model.upsert(rows[: len(rows) // 2])
+            model.upsert(rows[len(rows) // 2 :])
+            assert w.checkpoint() is not None
+            assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), (
+                f"checkpoint {i}"
+            )
+        assert w.checkpoint() is None  # nothing written since
+    _no_pending(path)
+
+
+def test_actor_faults_nothing_lost_nothing_twice(ray_session, tmp_path):
+    import ray
+
+    path = tmp_path / "t"
+    rng = random.Random(3)
+    model, wl = TableModel(), Workload(seed=9)
+    kills = []
+    with hr.HoodieStreamWriter(str(path), {**OPTIONS, **TOPOLOGY}) as w:
+        for i in range(10):
+            rows = [wl._row(k) for k in wl.keys[:30]] if i == 0 else []
+            while len(rows) < 15:
+                kind, more = wl.next_commit()
+                if kind == "upsert":
+                    rows += more
+            w.write(to_arrow(rows, True))
+            model.upsert(rows)
+            role = ["coordinator", "assigner-0", "assigner-1", "writer-0", "writer-1"][i % 5]
+            handle = w.actors[role]
+            when = rng.choice(["before", "during"])
+            kills.append((i, role, when))
+            if when == "before":
+                ray.kill(handle, no_restart=True)
+                w.checkpoint()
+            else:
+                timer = threading.Timer(
+                    rng.uniform(0.0, 0.05), lambda h=handle: ray.kill(h, no_restart=True)
+                )
+                timer.start()
+                w.checkpoint()
+                timer.join()
+            assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), (
+                f"after kill {kills[-1]}"
+            )
+    _no_pending(path)
+
+
+def test_bad_input_fails_before_commit(ray_session, tmp_path):
+    path = tmp_path / "t"
+    hr.write(to_arrow([Workload(1)._row("a")], False), str(path), OPTIONS)
+    before = sorted(p.name for p in path.rglob("*") if ".aux" not in p.parts)
+    with pytest.raises(hr.HoodieSchemaError, match="Field key does not exist|key"):
+        hr.write(pa.table({"nokey": [1]}), str(path), OPTIONS)
+    with pytest.raises(hr.HoodieSchemaError):
+        hr.write(
+            pa.table({"key": ["a"], "p": ["x"], "ts": ["not a number"], "v": [1], "s": ["s"]}),
+            str(path),
+            OPTIONS,
+        )
+    with pytest.raises(hr.HoodieOptionError, match="record key fields"):
+        hr.write(
+            to_arrow([Workload(1)._row("a")], False),
+            str(path),
+            {**OPTIONS, "hoodie.datasource.write.recordkey.field": "s"},
+        )
+    with pytest.raises(hr.HoodieOptionError, match="partition fields"):
+        hr.write(
+            to_arrow([Workload(1)._row("a")], False),
+            str(path),
+            {**OPTIONS, "hoodie.datasource.write.partitionpath.field": "s"},
+        )
+
+    def listing():
+        return sorted(p.name for p in path.rglob("*") if ".aux" not in p.parts)
+
+    assert listing() == [n for n in before if n not in (".aux", "hoodie_ray.writer.lock")]
