@@ -138,7 +138,9 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print one JSON object last")
     args = ap.parse_args()
     res = run(args.rows, args.repeat)
-    print(f"q1 + meta columns, {res['rows']:,} rows, {res['bytes_per_row_block']} bytes/row in the block")
+    print(
+        f"q1 + meta columns, {res['rows']:,} rows, {res['bytes_per_row_block']} bytes/row in the block"
+    )
     print(f"{'':34}{'rows/s':>12}{'ratio':>9}")
     print(f"{'encode  hoodie_ray (block bytes)':34}{res['encode_rows_per_s']:>12,.0f}")
     print(
@@ -154,7 +156,9 @@ def main() -> None:
         f"{'decode  fastavro.reader (dicts)':34}{res['fastavro_reader_rows_per_s']:>12,.0f}"
         f"{res['decode_ratio_vs_fastavro_reader']:>8.1f}x"
     )
-    print(f"target: encode >= {TARGET_RATIO}x the fastavro floor: {'met' if res['target_met'] else 'NOT met'}")
+    print(
+        f"target: encode >= {TARGET_RATIO}x the fastavro floor: {'met' if res['target_met'] else 'NOT met'}"
+    )
     if args.json:
         print(json.dumps(res))
 

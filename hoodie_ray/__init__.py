@@ -42,8 +42,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "HoodieStreamWriter": ("hoodie_ray.ray.stream", "HoodieStreamWriter"),
     "HoodieDatasink": ("hoodie_ray.ray.datasink", "HoodieDatasink"),
-    "read": ("hoodie_ray.read.query", "read"),
-    "read_ray": ("hoodie_ray.read.ray_source", "read_ray"),
+    "read": ("hoodie_ray.reader.query", "read"),
+    "read_ray": ("hoodie_ray.ray.datasource", "read_ray"),
     "read_spark": ("hoodie_ray.spark", "read_spark"),
     "init_spark": ("hoodie_ray.spark", "init_spark"),
     "compact": ("hoodie_ray.compaction", "compact"),

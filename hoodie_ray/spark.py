@@ -520,7 +520,7 @@ def ray_to_spark(spark: SparkSession, ds: ray.data.Dataset) -> DataFrame:
 
 
 def read_spark(spark: SparkSession, path: str, **kwargs: Any) -> DataFrame:
-    """Read a Hudi table (``hoodie_ray.read`` arguments) as a Spark DataFrame of ``spark``."""
-    from hoodie_ray.read.query import read
+    """Read a Hudi table (``hoodie_ray.reader`` arguments) as a Spark DataFrame of ``spark``."""
+    from hoodie_ray.reader.query import read
 
     return arrow_to_spark(spark, read(path, **kwargs))

@@ -17,10 +17,14 @@ import pytest
 pytest_plugins = ["tests.fixtures_ray"]
 
 SHARED_TABLES = Path(
-    os.environ.get("HOODIE_RAY_SHARED_TABLES", Path(__file__).resolve().parents[1] / ".." / "shared" / "tables")
+    os.environ.get(
+        "HOODIE_RAY_SHARED_TABLES", Path(__file__).resolve().parents[1] / ".." / "shared" / "tables"
+    )
 ).resolve()
 
-SAMPLE_TABLES = sorted(p.stem for p in SHARED_TABLES.glob("*.zip")) if SHARED_TABLES.is_dir() else []
+SAMPLE_TABLES = (
+    sorted(p.stem for p in SHARED_TABLES.glob("*.zip")) if SHARED_TABLES.is_dir() else []
+)
 
 # A placeholder id keeps parametrized tests collectable (and skipped) without ../shared.
 SAMPLE_TABLE_PARAMS = SAMPLE_TABLES or ["<no ../shared/tables>"]
@@ -32,12 +36,15 @@ def extract_sample_table(name: str, dest: Path) -> Path:
     if not zpath.is_file():
         pytest.skip(f"../shared/tables/{name}.zip is absent (a fresh clone has no ../shared)")
     with zipfile.ZipFile(zpath) as z:
-        members = [m for m in z.namelist() if not m.startswith("__MACOSX/") and not m.endswith(".DS_Store")]
+        members = [
+            m for m in z.namelist() if not m.startswith("__MACOSX/") and not m.endswith(".DS_Store")
+        ]
         z.extractall(dest, members)
     roots = sorted(
         p.parent.parent
         for p in dest.rglob("hoodie.properties")
-        if p.parent.name == ".hoodie" and "metadata" not in p.parent.parent.parts[-1:]
+        if p.parent.name == ".hoodie"
+        and "metadata" not in p.parent.parent.parts[-1:]
         and ".hoodie" not in p.parent.parent.parts
     )
     assert roots, f"no table root in {zpath}"

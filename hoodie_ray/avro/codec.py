@@ -102,9 +102,13 @@ def _binary_lengths(arr: pa.Array) -> np.ndarray:
 
 def _offsets(arr: pa.Array) -> np.ndarray:
     """The ``len(arr) + 1`` offsets of a binary/string/list array (absolute, as int64)."""
-    dt = np.int64 if pa.types.is_large_binary(arr.type) or pa.types.is_large_string(
-        arr.type
-    ) or pa.types.is_large_list(arr.type) else np.int32
+    dt = (
+        np.int64
+        if pa.types.is_large_binary(arr.type)
+        or pa.types.is_large_string(arr.type)
+        or pa.types.is_large_list(arr.type)
+        else np.int32
+    )
     buf = arr.buffers()[1]
     n = len(arr)
     if buf is None:
@@ -118,12 +122,11 @@ def _valid_np(arr: pa.Array) -> np.ndarray:
 
 def _fixed_values(arr: pa.Array, dtype: Any) -> np.ndarray:
     """Zero-copy numpy view of a fixed-width primitive array's values (null slots arbitrary)."""
-    width = np.dtype(dtype).itemsize
     buf = arr.buffers()[1]
     n = len(arr)
     if buf is None:
         return np.zeros(n, dtype=dtype)
-    return np.frombuffer(buf, dtype=dtype, count=arr.offset + n)[arr.offset :] if width else None
+    return np.frombuffer(buf, dtype=dtype, count=arr.offset + n)[arr.offset :]
 
 
 def _zigzag(v: np.ndarray) -> np.ndarray:
@@ -132,7 +135,6 @@ def _zigzag(v: np.ndarray) -> np.ndarray:
 
 
 _SHIFTS = np.arange(0, 70, 7, dtype=_U64)
-_BYTE_STEPS = np.arange(10, dtype=np.int64)
 _THRESHOLDS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=_U64)
 
 
@@ -149,10 +151,6 @@ def _varint_mat(u: np.ndarray) -> _Mat:
             np.uint8
         ) << np.uint8(7)
     return _Mat(groups, lens)
-
-
-def _const_mat(n: int, data: bytes) -> _Mat:
-    return _Mat(np.broadcast_to(np.frombuffer(data, dtype=np.uint8), (n, len(data))))
 
 
 def _bin_array(data: np.ndarray, lens: np.ndarray, large: bool) -> pa.Array:
@@ -310,7 +308,7 @@ class _Encoder:
             if arr.null_count != n:
                 raise HoodieInputError(f"field {where!r} has Avro type null but non-null values")
             return []
-        if arr.null_count and not pa.types.is_null(arr.type):
+        if arr.null_count:
             raise HoodieInputError(
                 f"field {where!r} is not nullable in the Avro schema but has "
                 f"{arr.null_count} null value(s)"
@@ -328,7 +326,9 @@ class _Encoder:
                 return [_Mat(np.full((n, 1), ni * 2, dtype=np.uint8))]
             valid = _valid_np(arr)
             if vt.kind in ("record", "array", "map", "union"):
-                parts = _expand_parts(self._value(vt, arr.filter(pa.array(valid)), where, None), valid)
+                parts = _expand_parts(
+                    self._value(vt, arr.filter(pa.array(valid)), where, None), valid
+                )
             else:
                 parts = _mask_parts(self._value(vt, arr, where, valid), valid)
             branch = np.where(valid, vi, ni)
@@ -342,7 +342,9 @@ class _Encoder:
         )
 
     # -- values (no nulls except where ``valid`` says so) ---------------------------------
-    def _value(self, t: AvroType, arr: pa.Array, where: str, valid: np.ndarray | None) -> list[_Part]:
+    def _value(
+        self, t: AvroType, arr: pa.Array, where: str, valid: np.ndarray | None
+    ) -> list[_Part]:
         k, lg = t.kind, t.logical
         n = len(arr)
         if pa.types.is_dictionary(arr.type):
@@ -360,14 +362,18 @@ class _Encoder:
             return [_varint_mat(_zigzag(self._integers(t, arr, where, valid)))]
         if k in ("float", "double"):
             typ = pa.float32() if k == "float" else pa.float64()
-            vals = _fixed_values(self._cast(arr, typ, where), np.float32 if k == "float" else np.float64)
+            vals = _fixed_values(
+                self._cast(arr, typ, where), np.float32 if k == "float" else np.float64
+            )
             return [_Mat(vals.view(np.uint8).reshape(n, 4 if k == "float" else 8))]
         if k in ("string", "bytes"):
             return self._binary(k, arr, where)
         if k == "fixed":
             fa = self._cast(arr, pa.binary(t.size), where)
             buf = fa.buffers()[1]
-            raw = np.frombuffer(buf, dtype=np.uint8, count=(fa.offset + n) * t.size) if buf else None
+            raw = (
+                np.frombuffer(buf, dtype=np.uint8, count=(fa.offset + n) * t.size) if buf else None
+            )
             if raw is None:
                 return [_Mat(np.zeros((n, t.size), dtype=np.uint8))]
             return [_Mat(raw[fa.offset * t.size :].reshape(n, t.size))]
@@ -377,7 +383,9 @@ class _Encoder:
             bad = pc.and_(pc.is_null(idx), pc.is_valid(sa))
             if pc.any(bad).as_py():
                 first = sa.filter(bad)[0].as_py()
-                raise HoodieInputError(f"field {where!r}: {first!r} is not a symbol of enum {t.name}")
+                raise HoodieInputError(
+                    f"field {where!r}: {first!r} is not a symbol of enum {t.name}"
+                )
             return [_varint_mat(_zigzag(_fixed_values(pc.fill_null(idx, 0), np.int32)))]
         if k == "record":
             return self._record(t, arr, where)
@@ -395,11 +403,15 @@ class _Encoder:
                 f"field {where!r}: cannot write Arrow {arr.type} as Avro ({typ}): {e}"
             ) from None
 
-    def _integers(self, t: AvroType, arr: pa.Array, where: str, valid: np.ndarray | None) -> np.ndarray:
+    def _integers(
+        self, t: AvroType, arr: pa.Array, where: str, valid: np.ndarray | None
+    ) -> np.ndarray:
         """int64 values of an int/long-based column, converted per its logical type."""
         lg = t.logical
         at = arr.type
-        if lg is not None and (lg.startswith(("timestamp-", "local-timestamp-")) or lg.startswith("time-")):
+        if lg is not None and (
+            lg.startswith(("timestamp-", "local-timestamp-")) or lg.startswith("time-")
+        ):
             unit = {"millis": "ms", "micros": "us", "nanos": "ns"}[lg.rsplit("-", 1)[1]]
             if pa.types.is_timestamp(at) or pa.types.is_time(at):
                 vals = _fixed_values(arr, np.int64 if at.bit_width == 64 else np.int32).astype(
@@ -426,8 +438,10 @@ class _Encoder:
             return _fixed_values(arr, np.int32 if t.kind == "int" else np.int64).astype(
                 np.int64, copy=False
             )
-        return _fixed_values(self._cast(arr, pa.int64(), where), np.int64) if t.kind == "long" else (
-            _fixed_values(self._cast(arr, pa.int32(), where), np.int32).astype(np.int64)
+        return (
+            _fixed_values(self._cast(arr, pa.int64(), where), np.int64)
+            if t.kind == "long"
+            else (_fixed_values(self._cast(arr, pa.int32(), where), np.int32).astype(np.int64))
         )
 
     @staticmethod
@@ -473,13 +487,16 @@ class _Encoder:
         wide = t.precision > 38
         typ = pa.decimal256(t.precision, t.scale) if wide else pa.decimal128(t.precision, t.scale)
         if not pa.types.is_decimal(arr.type) and not pa.types.is_integer(arr.type):
-            raise HoodieInputError(f"field {where!r}: cannot write Arrow {arr.type} as Avro decimal")
+            raise HoodieInputError(
+                f"field {where!r}: cannot write Arrow {arr.type} as Avro decimal"
+            )
         da = self._cast(arr, typ, where)
         width = 32 if wide else 16
         buf = da.buffers()[1]
         raw = (
-            np.frombuffer(buf, dtype=np.uint8, count=(da.offset + n) * width)[da.offset * width :]
-            .reshape(n, width)
+            np.frombuffer(buf, dtype=np.uint8, count=(da.offset + n) * width)[
+                da.offset * width :
+            ].reshape(n, width)
             if buf is not None
             else np.zeros((n, width), dtype=np.uint8)
         )
@@ -515,12 +532,16 @@ class _Encoder:
 
     def _record(self, t: AvroType, arr: pa.Array, where: str) -> list[_Part]:
         if not pa.types.is_struct(arr.type):
-            raise HoodieInputError(f"field {where!r}: expected a struct for Avro record, got {arr.type}")
+            raise HoodieInputError(
+                f"field {where!r}: expected a struct for Avro record, got {arr.type}"
+            )
         names = [arr.type.field(i).name for i in range(arr.type.num_fields)]
         schema_names = {f.name for f in t.fields}
         extra = [nm for nm in names if nm not in schema_names]
         if extra:
-            raise HoodieSchemaError(f"field {where!r}: struct fields {extra} are not in the Avro schema")
+            raise HoodieSchemaError(
+                f"field {where!r}: struct fields {extra} are not in the Avro schema"
+            )
         parts: list[_Part] = []
         for f in t.fields:
             sub = f"{where}.{f.name}"
@@ -535,7 +556,11 @@ class _Encoder:
         n = len(arr)
         at = arr.type
         if t.kind == "array":
-            if pa.types.is_fixed_size_list(at) or pa.types.is_list_view(at) or pa.types.is_large_list_view(at):
+            if (
+                pa.types.is_fixed_size_list(at)
+                or pa.types.is_list_view(at)
+                or pa.types.is_large_list_view(at)
+            ):
                 arr = self._cast(arr, pa.large_list(at.value_field), where)
             elif not (pa.types.is_list(at) or pa.types.is_large_list(at)):
                 raise HoodieInputError(f"field {where!r}: expected a list for Avro array, got {at}")
@@ -561,9 +586,7 @@ class _Encoder:
         large = pa.types.is_large_binary(items_bin.type)
         row_offs = item_offs[offs - first].astype(np.int64 if large else np.int32)
         data = items_bin.buffers()[2]
-        rows = pa.Array.from_buffers(
-            items_bin.type, n, [None, pa.py_buffer(row_offs), data]
-        )
+        rows = pa.Array.from_buffers(items_bin.type, n, [None, pa.py_buffer(row_offs), data])
         header = _varint_mat(_zigzag(counts))
         assert header.lens is not None
         header.lens = np.where(counts > 0, header.lens, 0)
@@ -677,7 +700,9 @@ class _Decoder:
         return HoodieCorruptedDataError(f"corrupt Avro data in {self.source}: {msg}")
 
     # -- primitives -------------------------------------------------------------------------
-    def varint(self, pos: np.ndarray, end: np.ndarray, max_bytes: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    def varint(
+        self, pos: np.ndarray, end: np.ndarray, max_bytes: int = 10
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Zigzag-decoded varints at ``pos`` (int64) and the positions after them."""
         if pos.size == 0:
             return np.zeros(0, dtype=np.int64), pos
@@ -688,16 +713,20 @@ class _Decoder:
         if not more.any():
             v = b.astype(np.int64)
             return (v >> 1) ^ -(v & 1), pos + 1
-        # Gather up to max_bytes bytes per value at once (the buffer is padded, so reading past
-        # a short last record is safe; overruns are rejected below).
-        mat = self.buf[pos[:, None] + _BYTE_STEPS[None, :max_bytes]]
-        cont = mat >= 0x80
-        if cont.all(axis=1).any():
+        # Byte k of every value at once; rows whose varint ended stop contributing. The buffer
+        # is padded, so reading past a short last record is safe (overruns are rejected below).
+        u = (b & 0x7F).astype(_U64)
+        n = np.ones(len(pos), dtype=np.int64)
+        active = more
+        for k in range(1, max_bytes):
+            bk = self.buf[pos + k]
+            u |= ((bk & 0x7F).astype(_U64) << _SHIFTS[k]) * active
+            n += active
+            active = active & (bk >= 0x80)
+            if not active.any():
+                break
+        else:
             raise self.corrupt(f"a varint is longer than {max_bytes} bytes")
-        n = cont.argmin(axis=1).astype(np.int64) + 1
-        groups = (mat & 0x7F).astype(_U64) << _SHIFTS[None, :max_bytes]
-        groups[_BYTE_STEPS[None, :max_bytes] >= n[:, None]] = 0
-        u = np.bitwise_or.reduce(groups, axis=1)
         new = pos + n
         if (new > end).any():
             raise self.corrupt("a value runs past the end of its record")
@@ -808,7 +837,9 @@ class _Decoder:
             return None, pos
         return self.build(vt, self.scatter(vt, payload, sub, before), valid), pos
 
-    def read(self, t: AvroType, pos: np.ndarray, end: np.ndarray, where: str) -> tuple[Any, np.ndarray]:
+    def read(
+        self, t: AvroType, pos: np.ndarray, end: np.ndarray, where: str
+    ) -> tuple[Any, np.ndarray]:
         """Decode values of non-union type ``t``: a type-specific payload and new positions."""
         k, lg = t.kind, t.logical
         if k == "null":
@@ -912,12 +943,16 @@ class _Decoder:
             out[:, size:] = sign[:, None]
         else:
             head = m[:, : size - width]
-            if k and ((head != sign[:, None]).any() or ((m[:, size - width] >> 7) != (sign >> 7)).any()):
+            if k and (
+                (head != sign[:, None]).any() or ((m[:, size - width] >> 7) != (sign >> 7)).any()
+            ):
                 raise self.corrupt(f"field {where!r}: decimal value out of range")
             out[:] = m[:, ::-1][:, :width]
         return out
 
-    def _bytes_decimal(self, t: AvroType, starts: np.ndarray, lens: np.ndarray, where: str) -> np.ndarray:
+    def _bytes_decimal(
+        self, t: AvroType, starts: np.ndarray, lens: np.ndarray, where: str
+    ) -> np.ndarray:
         k = len(starts)
         width = 32 if t.precision > 38 else 16
         if k and (lens > width).any():
@@ -932,7 +967,9 @@ class _Decoder:
         be = np.where(inside, be, sign[:, None]).astype(np.uint8)
         return np.ascontiguousarray(be[:, ::-1])
 
-    def _record(self, t: AvroType, pos: np.ndarray, end: np.ndarray, where: str) -> tuple[pa.Array, np.ndarray]:
+    def _record(
+        self, t: AvroType, pos: np.ndarray, end: np.ndarray, where: str
+    ) -> tuple[pa.Array, np.ndarray]:
         children = []
         for f in t.fields:
             arr, pos = self.decode(f.type, pos, end, f"{where}.{f.name}")
@@ -942,7 +979,9 @@ class _Decoder:
             return pa.array([{}] * len(pos), type=typ) if len(pos) else pa.array([], type=typ), pos
         return pa.StructArray.from_arrays(children, fields=list(typ)), pos
 
-    def _collection(self, t: AvroType, pos: np.ndarray, end: np.ndarray, where: str) -> tuple[pa.Array, np.ndarray]:
+    def _collection(
+        self, t: AvroType, pos: np.ndarray, end: np.ndarray, where: str
+    ) -> tuple[pa.Array, np.ndarray]:
         n = len(pos)
         item_t = t.items if t.kind == "array" else t.values
         assert item_t is not None
@@ -973,7 +1012,9 @@ class _Decoder:
             while act.size:
                 if act.size <= 16 and int(rem.max()) > _LOCKSTEP_MAX_ITEMS:
                     for r, c in zip(act.tolist(), rem.tolist(), strict=True):
-                        keys, vals, pos[r] = self._items_fastavro(t, item_t, int(pos[r]), int(end[r]), c, where)
+                        keys, vals, pos[r] = self._items_fastavro(
+                            t, item_t, int(pos[r]), int(end[r]), c, where
+                        )
                         pieces.append((np.full(c, r, dtype=np.int64), vals, keys))
                         counts[r] += c
                     break
@@ -982,7 +1023,9 @@ class _Decoder:
                 if t.kind == "map":
                     starts, lens, p = self.spans(p, end[act])
                     keys = self.binary_array(starts, lens, None, True)
-                vals, p = self.decode(item_t, p, end[act], where + ("[]" if t.kind == "array" else "{}"))
+                vals, p = self.decode(
+                    item_t, p, end[act], where + ("[]" if t.kind == "array" else "{}")
+                )
                 pos[act] = p
                 pieces.append((act, vals, keys))  # type: ignore[arg-type]
                 counts[act] += 1
@@ -1019,9 +1062,9 @@ class _Decoder:
         if key not in self._fastavro_schemas:
             self._fastavro_schemas[key] = fastavro.parse_schema(item_t.fastavro_json())
         schema = self._fastavro_schemas[key]
-        fo = io.BytesIO(memoryview(self.buf)[:end])
+        fo = io.BytesIO(self.buf[:end].tobytes())
         fo.seek(pos)
-        keys: list[str] = []
+        keys: list[Any] = []
         vals: list[Any] = []
         try:
             for _ in range(count):
@@ -1076,17 +1119,16 @@ def decode_spans(
     if starts.shape != end.shape:
         raise dec.corrupt("record starts and ends differ in number")
     if starts.size and (
-        starts[0] < 0
-        or end[-1] > dec.size
-        or (end < starts).any()
-        or (starts[1:] < end[:-1]).any()
+        starts[0] < 0 or end[-1] > dec.size or (end < starts).any() or (starts[1:] < end[:-1]).any()
     ):
         raise dec.corrupt("record spans are not in order within the buffer")
     want = set(columns) if columns is not None else None
     if want is not None:
         unknown = want - {f.name for f in t.fields}
         if unknown:
-            raise HoodieSchemaError(f"columns {sorted(unknown)} are not in the Avro schema {t.name}")
+            raise HoodieSchemaError(
+                f"columns {sorted(unknown)} are not in the Avro schema {t.name}"
+            )
     pos = starts.copy()
     arrays: dict[str, pa.Array] = {}
     fields: dict[str, pa.Field] = {}

@@ -71,9 +71,7 @@ MAX_DEPTH = 64
 MAX_FIELDS = 10_000
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_PRIMITIVES = frozenset(
-    ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
-)
+_PRIMITIVES = frozenset(("null", "boolean", "int", "long", "float", "double", "bytes", "string"))
 _NAMED_KINDS = frozenset(("record", "error", "enum", "fixed"))
 
 
@@ -322,7 +320,9 @@ class _Compiler:
             raise self._fail(where, f"named type {full!r} defined twice")
         self.named[full] = t
 
-    def _record(self, obj: dict[str, Any], enclosing: str | None, depth: int, where: str) -> AvroType:
+    def _record(
+        self, obj: dict[str, Any], enclosing: str | None, depth: int, where: str
+    ) -> AvroType:
         full = self._fullname(obj.get("name"), obj.get("namespace"), enclosing, where)
         fields = obj.get("fields")
         if not isinstance(fields, list):
@@ -336,9 +336,9 @@ class _Compiler:
             if not isinstance(f, dict):
                 raise self._fail(where, f"record {full!r} has a malformed field {f!r}")
             fname = f.get("name")
-            fwhere = fname if where == "<root>" else f"{where}.{fname}"
+            fwhere = str(fname) if where == "<root>" else f"{where}.{fname}"
             if not isinstance(fname, str) or not _NAME_RE.match(fname):
-                raise self._fail(str(fwhere), f"invalid field name {fname!r}")
+                raise self._fail(fwhere, f"invalid field name {fname!r}")
             if fname in seen:
                 raise self._fail(fwhere, "duplicate field name")
             seen.add(fname)
@@ -382,8 +382,8 @@ def _with_logical(t: AvroType, obj: dict[str, Any], where: str) -> AvroType:
             and 0 <= s <= p
         )
         if kind == "fixed" and valid:
-            valid = decimal_fixed_size(int(p)) <= t.size
-        if not valid:
+            valid = decimal_fixed_size(int(p)) <= t.size  # type: ignore[arg-type]
+        if not valid or not isinstance(p, int) or not isinstance(s, int):
             raise HoodieSchemaError(
                 f"Avro schema, field {where!r}: invalid decimal precision/scale {p!r}/{s!r}"
                 + (f" for fixed size {t.size}" if kind == "fixed" else "")
@@ -434,8 +434,10 @@ def avro_type_to_arrow(t: AvroType, where: str = "<root>") -> tuple[pa.DataType,
 def _arrow_of(t: AvroType, where: str) -> pa.DataType:
     k, lg = t.kind, t.logical
     if lg == "decimal":
-        return pa.decimal128(t.precision, t.scale) if t.precision <= 38 else pa.decimal256(
-            t.precision, t.scale
+        return (
+            pa.decimal128(t.precision, t.scale)
+            if t.precision <= 38
+            else pa.decimal256(t.precision, t.scale)
         )
     if lg == "date":
         return pa.date32()
@@ -463,10 +465,7 @@ def _arrow_of(t: AvroType, where: str) -> pa.DataType:
         return pa.binary(t.size)
     if k == "record":
         return pa.struct(
-            [
-                pa.field(f.name, *avro_type_to_arrow(f.type, f"{where}.{f.name}"))
-                for f in t.fields
-            ]
+            [pa.field(f.name, *avro_type_to_arrow(f.type, f"{where}.{f.name}")) for f in t.fields]
         )
     if k == "array":
         assert t.items is not None
@@ -547,13 +546,17 @@ def strip_meta_fields_arrow(schema: pa.Schema) -> pa.Schema:
 
 
 def avro_record_name(table_name: str) -> tuple[str, str]:
-    """``(record name, namespace)`` of a table's Avro schema: ``<t>_record``, ``hoodie.<t>``."""
-    if not isinstance(table_name, str) or not _NAME_RE.match(table_name):
-        raise HoodieSchemaError(
-            f"table name {table_name!r} is not a valid Avro name "
-            "(letters, digits and underscores, not starting with a digit)"
-        )
-    return f"{table_name}_record", f"hoodie.{table_name}"
+    """``(record name, namespace)`` of a table's Avro schema: ``<t>_record``, ``hoodie.<t>``.
+
+    Like Java's ``HoodieAvroUtils.sanitizeName``, characters an Avro name cannot hold become
+    ``_`` (``my-table`` -> ``my_table_record``), and a leading digit gets a ``_`` prefix.
+    """
+    if not isinstance(table_name, str) or not table_name:
+        raise HoodieSchemaError(f"table name {table_name!r} must be a non-empty string")
+    name = re.sub(r"[^A-Za-z0-9_]", "_", table_name)
+    if not re.match(r"[A-Za-z_]", name[0]):
+        name = "_" + name
+    return f"{name}_record", f"hoodie.{name}"
 
 
 def arrow_to_avro_schema(
@@ -675,7 +678,10 @@ def _type_json(
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
         vf = t.value_field
         inner = _type_json(vf.type, field_name, namespace, depth + 1, where + "[]", counter)
-        return {"type": "array", "items": ["null", inner] if vf.nullable and inner != "null" else inner}
+        return {
+            "type": "array",
+            "items": ["null", inner] if vf.nullable and inner != "null" else inner,
+        }
     if pa.types.is_map(t):
         if not _is_string_type(t.key_type):
             raise HoodieSchemaError(
@@ -683,7 +689,10 @@ def _type_json(
             )
         vf = t.item_field
         inner = _type_json(vf.type, field_name, namespace, depth + 1, where + "{}", counter)
-        return {"type": "map", "values": ["null", inner] if vf.nullable and inner != "null" else inner}
+        return {
+            "type": "map",
+            "values": ["null", inner] if vf.nullable and inner != "null" else inner,
+        }
     raise HoodieSchemaError(f"field {where!r}: Arrow type {t} has no Avro mapping")
 
 

@@ -92,6 +92,7 @@ V6_HEADER_KEYS = frozenset(
 
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
+_ENCODE_CHUNK_ROWS = 65_536
 
 
 def _normalize_header(header: Mapping[Any, str] | None, what: str) -> Header:
@@ -296,9 +297,13 @@ class AvroDataBlock(DataBlock):
         n = self._records.num_rows
         if n > 2**31 - 1:
             raise HoodieInputError("an Avro data block holds at most 2^31 - 1 records")
-        arr = codec.encode_binary(self._records, self.avro_schema, length_prefix=True)
-        data, _ = codec.binary_to_numpy(arr)
-        return [struct.pack(">ii", BLOCK_CONTENT_VERSION, n), data]
+        pieces: list[Any] = [struct.pack(">ii", BLOCK_CONTENT_VERSION, n)]
+        # Encoding in slices bounds the temporary matrices (and is a little faster in cache).
+        for start in range(0, n, _ENCODE_CHUNK_ROWS):
+            part = self._records.slice(start, _ENCODE_CHUNK_ROWS)
+            arr = codec.encode_binary(part, self.avro_schema, length_prefix=True)
+            pieces.append(codec.binary_to_numpy(arr)[0])
+        return pieces
 
     def _check_version(self, content: bytes | memoryview) -> int:
         where = self._where()

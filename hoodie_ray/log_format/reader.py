@@ -47,7 +47,8 @@ class LogReader:
     """
 
     def __init__(self, data: bytes | bytearray | memoryview, source: str = "<bytes>") -> None:
-        self.data = memoryview(data).cast("B") if not isinstance(data, bytes) else data
+        # bytes (one copy if needed): magic scans use bytes.find, blocks keep zero-copy views
+        self.data = data if isinstance(data, bytes) else bytes(data)
         self.source = source
 
     @classmethod
@@ -85,17 +86,14 @@ class LogReader:
 
     # -- internals --------------------------------------------------------------------------
     def _find_magic(self, start: int) -> int:
-        data = self.data
-        if isinstance(data, bytes):
-            i = data.find(MAGIC, start)
-        else:
-            i = bytes(data[start:]).find(MAGIC)
-            i = -1 if i < 0 else i + start
-        return len(data) if i < 0 else i
+        i = self.data.find(MAGIC, start)
+        return len(self.data) if i < 0 else i
 
-    def _corrupt(self, start: int, stop: int, reason: str, content_from: int | None = None) -> CorruptBlock:
+    def _corrupt(
+        self, start: int, stop: int, reason: str, content_from: int | None = None
+    ) -> CorruptBlock:
         lo = start if content_from is None else min(content_from, stop)
-        b = CorruptBlock(self.data[lo:stop], reason)
+        b = CorruptBlock(memoryview(self.data)[lo:stop], reason)
         b.offset, b.size, b.source = start, stop - start, self.source
         return b
 
@@ -131,7 +129,7 @@ class LogReader:
         p += 8
         if content_len < 0 or p + content_len + 4 > frame_end:
             raise _BadBlock(f"content length {content_len} does not fit in the block")
-        content = data[p : p + content_len]
+        content = memoryview(data)[p : p + content_len]
         p += content_len
         footer, p = self._kv(p, frame_end, "footer")
         if p != frame_end:

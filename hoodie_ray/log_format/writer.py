@@ -176,19 +176,27 @@ class LogWriter:
         )
 
     def _ends_on_block(self, path: str, size: int) -> bool:
-        """Whether the file ends right after a complete block (its reverse pointer checks out)."""
-        if size == 0:
-            return True
-        if size < len(MAGIC) + 8 + 8:
+        return ends_on_block(self.storage, path, size)
+
+
+def ends_on_block(storage: Storage, path: str, size: int) -> bool:
+    """Whether the file ends right after a complete block (its reverse pointer checks out).
+
+    Appending after a torn tail could make Java readers see the previous good block as corrupt,
+    so appenders roll a new log version instead.
+    """
+    if size == 0:
+        return True
+    if size < len(MAGIC) + 8 + 8:
+        return False
+    with storage.open_input(path) as f:
+        f.seek(size - 8)
+        tail = f.read(8)
+        if len(tail) != 8:
             return False
-        with self.storage.open_input(path) as f:
-            f.seek(size - 8)
-            tail = f.read(8)
-            if len(tail) != 8:
-                return False
-            (pointer,) = struct.unpack(">q", tail)
-            start = size - 8 - pointer
-            if pointer < 0 or start < 0:
-                return False
-            f.seek(start)
-            return bytes(f.read(len(MAGIC))) == MAGIC
+        (pointer,) = struct.unpack(">q", tail)
+        start = size - 8 - pointer
+        if pointer < 0 or start < 0:
+            return False
+        f.seek(start)
+        return bytes(f.read(len(MAGIC))) == MAGIC

@@ -64,6 +64,8 @@ class CoordinatorActor:
     def __init__(self, path: str, options: Any, storage_options: Any, lock_owner: str) -> None:
         self.core = Coordinator(path, options, storage_options, lock_owner=lock_owner)
         self.table = ""
+        self._running: tuple[str, list[Any]] | None = None
+        self._pool: Any = None
 
     def open(self, input_schema: pa.Schema | None) -> TableSetup:
         setup = self.core.open(input_schema)
@@ -73,11 +75,11 @@ class CoordinatorActor:
     def refix_schema(self, data_schema: pa.Schema) -> TableSetup:
         return self.core.refix_schema(data_schema)
 
-    def start_checkpoint(self) -> tuple[str, list[FileSlice], WriteProfile]:
+    def start_checkpoint(self) -> tuple[str, list[FileSlice], WriteProfile, set[tuple[str, str]]]:
         slices = self.core.latest_slices()
         profile = self.core.profile(slices)
         instant = self.core.start_instant()
-        return instant, slices, profile
+        return instant, slices, profile, self.core.frozen_logs()
 
     def latest_slices(self) -> list[FileSlice]:
         return self.core.latest_slices()
@@ -89,11 +91,68 @@ class CoordinatorActor:
         return self.core.assigner_config(task_id, num_tasks)
 
     def commit(self, instant: str, stats: list[HoodieWriteStat]) -> Any:
+        """Commit a checkpoint; then, at this barrier, commit a finished compaction and
+        schedule the next one (inline, or on the compactor pool when asynchronous)."""
         result = self.core.commit(instant, stats)
         metrics.record_commit(
             self.table, self.core.commit_latencies[-1] if self.core.commit_latencies else 0.0
         )
+        try:
+            self._compaction_step()
+        except Exception as e:  # a compaction failure never fails the write; it is retried
+            import logging
+
+            logging.getLogger("hoodie_ray").warning("compaction step failed: %s", e)
         return result
+
+    def _compaction_step(self, wait: bool = False) -> None:
+        import ray as _ray
+
+        if self._running is not None:
+            c, refs = self._running
+            ready, _ = _ray.wait(refs, num_returns=len(refs), timeout=None if wait else 0)
+            if len(ready) < len(refs):
+                return
+            self._running = None
+            try:
+                stats = _ray.get(refs)
+            except Exception:
+                self.core.rollback_compaction(c)  # retried below
+            else:
+                self.core.commit_compaction(c, stats)
+        pending = self.core.pending_compactions()
+        c = pending[0] if pending else self.core.schedule_compaction()
+        if c is None:
+            metrics.gauge_pending_compactions(self.table, 0)
+            return
+        metrics.gauge_pending_compactions(self.table, 1)
+        if not self.core.wc.compaction_async:
+            self.core.run_compaction(c)
+            metrics.gauge_pending_compactions(self.table, 0)
+            return
+        if self._pool is None:
+            from hoodie_ray.ray.compactor import CompactorPool
+
+            self._pool = CompactorPool(self.core.wc, self.table)
+        self._running = (c, self._pool.submit(self.core.compaction_tasks(c)))
+
+    def finish_compaction(self) -> None:
+        """Wait for a running compaction and commit it (the writer is closing)."""
+        if self._running is not None:
+            c, refs = self._running
+            import ray as _ray
+
+            try:
+                stats = _ray.get(refs)
+            except Exception:
+                self._running = None
+                self.core.rollback_compaction(c)
+            else:
+                self._running = None
+                self.core.commit_compaction(c, stats)
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
 
     def is_completed(self, instant: str) -> bool:
         assert self.core.protocol is not None
@@ -159,8 +218,10 @@ class WriterActor:
         self.core = StreamWriteFunction(context, task_id, attempt)
         self.table = context.table_config.name
 
-    def start_instant(self, instant: str, slices: list[FileSlice]) -> None:
-        self.core.start_instant(instant, {(s.partition_path, s.file_id): s for s in slices})
+    def start_instant(
+        self, instant: str, slices: list[FileSlice], frozen: set[tuple[str, str]]
+    ) -> None:
+        self.core.start_instant(instant, {(s.partition_path, s.file_id): s for s in slices}, frozen)
 
     def write(self, *tables: pa.Table) -> int:
         n = 0

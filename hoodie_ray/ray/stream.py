@@ -13,6 +13,7 @@ once. When recovery keeps failing, a :class:`HoodieWriteError` says so and nothi
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from typing import Any
@@ -254,10 +255,10 @@ class HoodieStreamWriter:
         return name
 
     def _begin_instant(self) -> None:
-        instant, slices, profile = ray.get(self._coord.start_checkpoint.remote())
+        instant, slices, profile, frozen = ray.get(self._coord.start_checkpoint.remote())
         ray.get(
             [a.start_checkpoint.remote(profile) for a in self._assigners]
-            + [w.start_instant.remote(instant, slices) for w in self._writers]
+            + [w.start_instant.remote(instant, slices, frozen) for w in self._writers]
         )
         self._instant = instant
 
@@ -395,6 +396,8 @@ class HoodieStreamWriter:
             except Exception:
                 pass
         if self._coord is not None:
+            with contextlib.suppress(Exception):
+                ray.get(self._coord.finish_compaction.remote(), timeout=600)
             try:
                 ray.get(self._coord.close.remote(), timeout=60)
             except Exception:

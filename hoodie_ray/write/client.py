@@ -12,15 +12,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from hoodie_ray.avro.schema import arrow_to_avro_schema, avro_to_arrow_schema
-from hoodie_ray.file_group.view import FileSlice
-from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
 
+from hoodie_ray.avro.schema import arrow_to_avro_schema, avro_to_arrow_schema
 from hoodie_ray.config.options import WriteConfig, resolve_options
 from hoodie_ray.config.table_config import PROPERTIES_FILE, HoodieTableConfig, new_table_props
 from hoodie_ray.exceptions import HoodieOptionError
+from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.keygen import KeyGenerator, TimestampFormat, choose_key_generator
 from hoodie_ray.storage import Storage
+from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
 from hoodie_ray.write.bucket_assigner import (
     AssignerConfig,
     BucketAssigner,
@@ -290,7 +290,7 @@ def build_assigner(
     slices: list[FileSlice],
 ) -> BucketAssigner:
     """A bucket assigner with its key index loaded from the table (Flink index bootstrap)."""
-    from hoodie_ray.read.index_bootstrap import bootstrap_entries
+    from hoodie_ray.reader.index_bootstrap import bootstrap_entries
 
     assigner = BucketAssigner(config, profile)
     if config.index_type == "BUCKET":
@@ -361,13 +361,20 @@ class HoodieWriteClient:
             writer = StreamWriteFunction(setup.context, task_id=0)
             instant = coord.start_instant()
             try:
-                writer.start_instant(instant, {(s.partition_path, s.file_id): s for s in slices})
+                writer.start_instant(
+                    instant, {(s.partition_path, s.file_id): s for s in slices}, coord.frozen_logs()
+                )
                 writer.write(tagged)
                 stats = writer.flush_all()
-                return coord.commit(instant, stats)
+                result = coord.commit(instant, stats)
             except BaseException:
                 writer.abort()
                 coord.abandon(instant)
                 raise
+            # Inline compaction (a single process has no background to run it in).
+            scheduled = coord.schedule_compaction()
+            if scheduled is not None:
+                coord.run_compaction(scheduled)
+            return result
         finally:
             coord.close()

@@ -75,6 +75,8 @@ class Coordinator:
         self.protocol: CommitProtocol | None = None
         self.setup: TableSetup | None = None
         self.commit_latencies: list[float] = []
+        self.storage_options = storage_options
+        self._compaction: Any = None
         self._started: dict[str, float] = {}
 
     # -- setup ---------------------------------------------------------------------------------
@@ -206,6 +208,67 @@ class Coordinator:
             self.rollback(instant)
         except Exception:
             pass
+
+    # -- compaction and cleaning ---------------------------------------------------------------
+    def compaction_service(self) -> Any:
+        from hoodie_ray.compaction.api import CompactionService
+
+        assert self.protocol is not None
+        if self._compaction is None:
+            self._compaction = CompactionService(
+                self.path,
+                self.storage,
+                self.protocol.table_config,
+                self.protocol.timeline,
+                self.wc,
+                self.storage_options,
+            )
+        return self._compaction
+
+    def frozen_logs(self) -> set[tuple[str, str]]:
+        """Log files covered by pending compaction plans (writers must not append to them)."""
+        from hoodie_ray.compaction.plan import frozen_log_files
+
+        assert self.protocol is not None
+        return frozen_log_files(self.protocol.timeline)
+
+    def schedule_compaction(self) -> str | None:
+        """After a commit: a new plan if enabled, the trigger fires and none is pending."""
+        assert self.protocol is not None
+        if not (self.protocol.table_config.is_mor and self.wc.compaction_schedule):
+            return None
+        svc = self.compaction_service()
+        if svc.pending():
+            return None
+        return svc.schedule()
+
+    def pending_compactions(self) -> list[str]:
+        return self.compaction_service().pending()
+
+    def compaction_tasks(self, instant: str) -> list[Any]:
+        return self.compaction_service().tasks(instant)
+
+    def commit_compaction(self, instant: str, stats: list[HoodieWriteStat]) -> None:
+        """Commit an executed compaction (between checkpoints), then clean."""
+        self.lock.check()
+        self.compaction_service().commit(instant, stats)
+        self.clean()
+
+    def rollback_compaction(self, instant: str) -> None:
+        self.compaction_service().rollback_inflight(instant)
+
+    def run_compaction(self, instant: str, executor: Any = None) -> None:
+        """Execute and commit a compaction in this process (inline compaction)."""
+        from hoodie_ray.compaction.api import local_executor
+
+        self.lock.check()
+        self.compaction_service().run(instant, executor or local_executor)
+        self.clean()
+
+    def clean(self) -> str | None:
+        if not self.wc.clean_enabled:
+            return None
+        return self.compaction_service().clean()
 
     def close(self) -> None:
         self.lock.release()

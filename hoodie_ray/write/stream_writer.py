@@ -27,6 +27,7 @@ from hoodie_ray.config.table_config import HoodieTableConfig, MergeMode
 from hoodie_ray.exceptions import HoodieWriteError
 from hoodie_ray.file_group.naming import base_file_name, log_file_name, parse_log_file_name
 from hoodie_ray.file_group.view import FileSlice
+from hoodie_ray.log_format.writer import ends_on_block
 from hoodie_ray.merge import apply_updates
 from hoodie_ray.storage import Storage, join
 from hoodie_ray.timeline.metadata import HoodieWriteStat
@@ -92,18 +93,29 @@ class StreamWriteFunction:
         self.instant: str | None = None
         self._groups: dict[BucketId, _GroupState] = {}
         self._slices: dict[BucketId, FileSlice] = {}
+        self._frozen: set[tuple[str, str]] = set()
         self._stats: dict[str, HoodieWriteStat] = {}
         self._seq = 0
         self._flushes = 0
         self.records_in = 0
 
     # -- instant lifecycle ---------------------------------------------------------------------
-    def start_instant(self, instant: str, slices: dict[BucketId, FileSlice]) -> None:
-        """Begin writing ``instant`` over the committed file slices given."""
+    def start_instant(
+        self,
+        instant: str,
+        slices: dict[BucketId, FileSlice],
+        frozen_logs: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset(),
+    ) -> None:
+        """Begin writing ``instant`` over the committed file slices given.
+
+        ``frozen_logs``: ``(partition, log file)`` covered by pending compaction plans; the
+        writer rolls a new log version instead of appending to them.
+        """
         if self.buffer.buckets:
             raise HoodieWriteError("writer has buffered rows of a previous instant")
         self.instant = instant
         self._slices = slices
+        self._frozen = set(frozen_logs)
         self._groups = {}
         self._stats = {}
         self._seq = 0
@@ -277,10 +289,10 @@ class StreamWriteFunction:
             log_instant = g.base_instant or self.instant
             mine = [n for n in g.log_files if parse_log_file_name(n).instant == log_instant]
         current = max(mine, key=lambda n: parse_log_file_name(n).version) if mine else None
-        if current is not None and storage.supports_append:
+        if current is not None and storage.supports_append and (part, current) not in self._frozen:
             rel = join(part, current)
             size = storage.size(rel) if storage.exists(rel) else 0
-            if size < max_size:
+            if size < max_size and ends_on_block(storage, rel, size):
                 self._marker(part, current, "APPEND")
                 offset = storage.append(rel, payload)
                 return current, offset, offset + len(payload)

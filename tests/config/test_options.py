@@ -8,7 +8,11 @@ from hoodie_ray.exceptions import HoodieOptionError
 
 def test_defaults_and_aliases():
     cfg = resolve_options(
-        {"precombine.field": "ts", "write.tasks": "3", "hoodie.datasource.write.recordkey.field": "id"}
+        {
+            "precombine.field": "ts",
+            "write.tasks": "3",
+            "hoodie.datasource.write.recordkey.field": "id",
+        }
     )
     assert cfg.precombine_field == "ts"
     assert cfg.write_tasks == 3 and cfg.assign_tasks == 3
@@ -19,22 +23,32 @@ def test_defaults_and_aliases():
 
 
 def test_sizes_accept_units():
-    cfg = resolve_options({"write.batch.size": "64", "write.task.max.size": "2GB", "hoodie.logfile.max.size": "1MB"})
+    cfg = resolve_options(
+        {"write.batch.size": "64", "write.task.max.size": "2GB", "hoodie.logfile.max.size": "1MB"}
+    )
     assert cfg.write_batch_size == 64 * 1024 * 1024
     assert cfg.write_task_max_size == 2 * 1024**3
     assert cfg.logfile_max_size == 1024 * 1024
 
 
 def test_unknown_option_names_key_and_suggests():
-    with pytest.raises(HoodieOptionError, match=r"hoodie.datasource.write.recordkey.feild.*did you mean"):
+    with pytest.raises(
+        HoodieOptionError, match=r"hoodie.datasource.write.recordkey.feild.*did you mean"
+    ):
         resolve_options({"hoodie.datasource.write.recordkey.feild": "id"})
 
 
 @pytest.mark.parametrize(
     "key,value",
-    [("write.tasks", "zero"), ("write.tasks", "0"), ("hoodie.datasource.write.operation", "merge"),
-     ("index.type", "BLOOM"), ("hoodie.write.table.version", "7"), ("hoodie.metadata.enable", "true"),
-     ("compaction.async.enabled", "maybe")],
+    [
+        ("write.tasks", "zero"),
+        ("write.tasks", "0"),
+        ("hoodie.datasource.write.operation", "merge"),
+        ("index.type", "BLOOM"),
+        ("hoodie.write.table.version", "7"),
+        ("hoodie.metadata.enable", "true"),
+        ("compaction.async.enabled", "maybe"),
+    ],
 )
 def test_invalid_values_name_the_option(key, value):
     with pytest.raises(HoodieOptionError, match=key.split(".")[0]):

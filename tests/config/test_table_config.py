@@ -37,7 +37,10 @@ def test_parse_java_continuations_and_separators():
 
 
 def test_checksum_matches_java_sample():
-    assert table_checksum({"hoodie.database.name": "default", "hoodie.table.name": "v6_trips_8i1u"}) == "3843273058"
+    assert (
+        table_checksum({"hoodie.database.name": "default", "hoodie.table.name": "v6_trips_8i1u"})
+        == "3843273058"
+    )
     assert table_checksum({"hoodie.table.name": "t"}) == str(zlib.crc32(b".t"))
 
 
@@ -52,8 +55,14 @@ def test_every_sample_table_config_loads(sample_table, name):
 
 def test_new_v6_props_are_valid_and_readable_by_hudi_rs(tmp_path):
     props = new_table_props(
-        table_name="t1", table_type="MERGE_ON_READ", record_key_fields=["id"], partition_fields=["p"],
-        ordering_field="ts", keygen_type="SIMPLE", hive_style=False, url_encode=False,
+        table_name="t1",
+        table_type="MERGE_ON_READ",
+        record_key_fields=["id"],
+        partition_fields=["p"],
+        ordering_field="ts",
+        keygen_type="SIMPLE",
+        hive_style=False,
+        url_encode=False,
     )
     st = LocalStorage(str(tmp_path))
     HoodieTableConfig(props).save(st)
@@ -86,7 +95,9 @@ def test_missing_and_malformed_properties(tmp_path):
 
 
 def test_unknown_payload_class_is_refused_not_loaded():
-    cfg = HoodieTableConfig({"hoodie.table.version": "6", "hoodie.compaction.payload.class": "os.system"})
+    cfg = HoodieTableConfig(
+        {"hoodie.table.version": "6", "hoodie.compaction.payload.class": "os.system"}
+    )
     with pytest.raises(HoodieUnsupportedError, match="payload class"):
         _ = cfg.merge_mode
 
@@ -94,7 +105,13 @@ def test_unknown_payload_class_is_refused_not_loaded():
 def test_unsupported_write_version():
     with pytest.raises(HoodieUnsupportedError):
         new_table_props(
-            table_name="t", table_type="MERGE_ON_READ", record_key_fields=["id"], partition_fields=[],
-            ordering_field=None, keygen_type="NON_PARTITION", hive_style=False, url_encode=False,
+            table_name="t",
+            table_type="MERGE_ON_READ",
+            record_key_fields=["id"],
+            partition_fields=[],
+            ordering_field=None,
+            keygen_type="NON_PARTITION",
+            hive_style=False,
+            url_encode=False,
             table_version=7,
         )

@@ -47,7 +47,9 @@ def test_key_index_model():
 
 def test_location_ids_interned():
     idx = KeyIndex()
-    a = idx.location_ids(np.array(["p", "p", "q"], dtype=object), np.array(["f1", "f1", "f2"], dtype=object))
+    a = idx.location_ids(
+        np.array(["p", "p", "q"], dtype=object), np.array(["f1", "f1", "f2"], dtype=object)
+    )
     assert a[0] == a[1] != a[2]
     parts, fids = idx.location_arrays()
     assert parts[a[2]] == "q" and fids[a[2]] == "f2"

@@ -43,16 +43,28 @@ def test_simple_and_hive_and_defaults():
     kg = choose_key_generator(t.schema, ["id"], ["city"], hive_style=True)
     assert kg.record_keys(t).to_pylist() == ["1", "2", "3"]
     assert kg.partition_paths(t).to_pylist() == [
-        "city=sf", f"city={DEFAULT_PARTITION_PATH}", f"city={DEFAULT_PARTITION_PATH}"
+        "city=sf",
+        f"city={DEFAULT_PARTITION_PATH}",
+        f"city={DEFAULT_PARTITION_PATH}",
     ]
 
 
 def test_complex_key_matches_java_sample_format():
     # sample_cow_v6_complexkeygen_hivestyle: keys like "id:2,name:Bob", partitions byteField=20/shortField=100
-    t = _t(id=[2, 3], name=["Bob", None], byteField=pa.array([20, 10], pa.int8()), shortField=pa.array([100, 300], pa.int16()))
-    kg = choose_key_generator(t.schema, ["id", "name"], ["byteField", "shortField"], hive_style=True)
+    t = _t(
+        id=[2, 3],
+        name=["Bob", None],
+        byteField=pa.array([20, 10], pa.int8()),
+        shortField=pa.array([100, 300], pa.int16()),
+    )
+    kg = choose_key_generator(
+        t.schema, ["id", "name"], ["byteField", "shortField"], hive_style=True
+    )
     assert kg.record_keys(t).to_pylist() == ["id:2,name:Bob", "id:3,name:__null__"]
-    assert kg.partition_paths(t).to_pylist() == ["byteField=20/shortField=100", "byteField=10/shortField=300"]
+    assert kg.partition_paths(t).to_pylist() == [
+        "byteField=20/shortField=100",
+        "byteField=10/shortField=300",
+    ]
 
 
 def test_null_key_is_an_error_naming_the_field():
@@ -67,15 +79,19 @@ def test_null_key_is_an_error_naming_the_field():
 
 
 def test_java_string_values():
-    assert stringify_column(pa.array([1.0, 1e10, 0.001, 1.5e-5, -0.0, 123456.789]), "f").to_pylist() == [
-        "1.0", "1.0E10", "0.001", "1.5E-5", "-0.0", "123456.789"
-    ]
+    assert stringify_column(
+        pa.array([1.0, 1e10, 0.001, 1.5e-5, -0.0, 123456.789]), "f"
+    ).to_pylist() == ["1.0", "1.0E10", "0.001", "1.5E-5", "-0.0", "123456.789"]
     assert stringify_column(pa.array([True, False]), "b").to_pylist() == ["true", "false"]
     assert stringify_column(pa.array([dt.date(2023, 4, 1)]), "d").to_pylist() == ["2023-04-01"]
-    assert stringify_column(pa.array([decimal.Decimal("1.50000")], pa.decimal128(10, 5)), "d").to_pylist() == ["1.50000"]
+    assert stringify_column(
+        pa.array([decimal.Decimal("1.50000")], pa.decimal128(10, 5)), "d"
+    ).to_pylist() == ["1.50000"]
 
 
-@pytest.mark.parametrize("value", ["../../outside", "/abs", "a/b", "x\x00y", "..", ".", "a\\b", "c\nd"])
+@pytest.mark.parametrize(
+    "value", ["../../outside", "/abs", "a/b", "x\x00y", "..", ".", "a\\b", "c\nd"]
+)
 def test_unsafe_partition_values_refused_without_encoding(value):
     t = _t(id=[1], p=[value])
     kg = choose_key_generator(t.schema, ["id"], ["p"])
@@ -83,8 +99,17 @@ def test_unsafe_partition_values_refused_without_encoding(value):
         kg.partition_paths(t)
 
 
-@pytest.mark.parametrize("value,encoded", [("a/b", "a%2Fb"), ("/abs", "%2Fabs"), ("x\x00y", "x%00y"),
-                                           ("k=v", "k%3Dv"), ("50%", "50%25"), ("a\\b", "a%5Cb")])
+@pytest.mark.parametrize(
+    "value,encoded",
+    [
+        ("a/b", "a%2Fb"),
+        ("/abs", "%2Fabs"),
+        ("x\x00y", "x%00y"),
+        ("k=v", "k%3Dv"),
+        ("50%", "50%25"),
+        ("a\\b", "a%5Cb"),
+    ],
+)
 def test_url_encoding_matches_hive_escaping(value, encoded):
     t = _t(id=[1], p=[value])
     kg = choose_key_generator(t.schema, ["id"], ["p"], url_encode=True)
@@ -99,11 +124,18 @@ def test_dotdot_refused_even_when_encoded():
 
 
 def test_timestamp_partitions():
-    t = _t(id=[1, 2], ts=pa.array([dt.datetime(2023, 4, 1, 12, 30), dt.datetime(2023, 4, 2, 13)], pa.timestamp("us")))
+    t = _t(
+        id=[1, 2],
+        ts=pa.array(
+            [dt.datetime(2023, 4, 1, 12, 30), dt.datetime(2023, 4, 2, 13)], pa.timestamp("us")
+        ),
+    )
     kg = choose_key_generator(t.schema, ["id"], ["ts"], timestamp=TimestampFormat("yyyy/MM/dd/HH"))
     assert kg.partition_paths(t).to_pylist() == ["2023/04/01/12", "2023/04/02/13"]
     t2 = _t(id=[1], ms=[1680352200000])
-    kg2 = choose_key_generator(t2.schema, ["id"], ["ms"], timestamp=TimestampFormat("yyyyMMdd", "EPOCHMILLISECONDS"))
+    kg2 = choose_key_generator(
+        t2.schema, ["id"], ["ms"], timestamp=TimestampFormat("yyyyMMdd", "EPOCHMILLISECONDS")
+    )
     assert kg2.partition_paths(t2).to_pylist() == ["20230401"]
     assert java_date_format_to_strftime("yyyy-MM-dd'T'HH") == "%Y-%m-%dT%H"
     with pytest.raises(HoodieOptionError):

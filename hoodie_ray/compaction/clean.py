@@ -1,0 +1,106 @@
+"""Cleaning: delete file slices no retained commit needs (KEEP_LATEST_COMMITS).
+
+The earliest retained commit E is the ``clean.retain_commits``-th latest completed commit. In
+each file group the slice a snapshot at E reads, and every newer slice, is kept; older slices
+(base file and log files) are deleted. A ``.clean`` instant records what was deleted, and its
+``earliestCommitToRetain`` tells readers that time travel before E is no longer possible.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from hoodie_ray.file_group.view import FileSystemView
+from hoodie_ray.storage import join
+from hoodie_ray.timeline.instant import Action, Instant, State, new_instant_time
+from hoodie_ray.timeline.plans import (
+    HoodieActionInstant,
+    HoodieCleanerPlan,
+    HoodieCleanFileInfo,
+    HoodieCleanMetadata,
+    HoodieCleanPartitionMetadata,
+)
+
+if TYPE_CHECKING:
+    from hoodie_ray.compaction.api import CompactionService
+
+POLICY = "KEEP_LATEST_COMMITS"
+
+
+def files_to_clean(svc: CompactionService) -> tuple[str | None, dict[str, list[str]]]:
+    """(earliest retained commit, partition -> file names to delete)."""
+    tl = svc.timeline
+    tl.reload()
+    commits = tl.completed_commits()
+    retain = svc.wc.clean_retain_commits
+    if len(commits) <= retain:
+        return None, {}
+    earliest = commits[-retain].timestamp
+    view = FileSystemView.for_table(svc.storage, svc.table_config, tl)
+    out: dict[str, list[str]] = {}
+    for group in view.all_file_groups():
+        slices = sorted(group.all_slices(), key=lambda s: s.base_instant or "")
+        if len(slices) <= 1:
+            continue
+        # the slice a snapshot at the earliest retained commit reads: keep it and newer ones
+        keep_from = 0
+        for i, s in enumerate(slices):
+            if (s.base_instant or "") <= earliest:
+                keep_from = i
+        for s in slices[:keep_from]:
+            names = ([s.base_file] if s.base_file else []) + list(s.log_files)
+            out.setdefault(s.partition_path, []).extend(names)
+    return earliest, {p: sorted(set(n)) for p, n in out.items() if n}
+
+
+def clean_table(svc: CompactionService) -> str | None:
+    """Plan, delete and record a clean; the clean instant, or None when nothing to delete."""
+    earliest, files = files_to_clean(svc)
+    if earliest is None or not files:
+        return None
+    tl = svc.timeline
+    start = time.monotonic()
+    last = max([i.timestamp for i in tl.instants] + [tl.max_completion_time() or ""])
+    instant = new_instant_time(last or None)
+    earliest_inst = tl.get(earliest)
+    plan = HoodieCleanerPlan(
+        policy=POLICY,
+        earliest_instant_to_retain=HoodieActionInstant(
+            earliest,
+            earliest_inst.action if earliest_inst else Action.DELTA_COMMIT,
+            State.COMPLETED.value,
+        ),
+        file_paths_to_be_deleted_per_partition={
+            p: [HoodieCleanFileInfo(svc.storage.uri(join(p, n)), False) for n in names]
+            for p, names in files.items()
+        },
+    )
+    req = Instant(instant, Action.CLEAN, State.REQUESTED)
+    tl.create_requested(req, plan.to_bytes())
+    tl.transition_to_inflight(req)
+    partitions: dict[str, HoodieCleanPartitionMetadata] = {}
+    deleted = 0
+    for part, names in files.items():
+        pm = partitions[part] = HoodieCleanPartitionMetadata(part, POLICY)
+        for n in names:
+            rel = join(part, n)
+            try:
+                svc.storage.delete(rel)
+                pm.success_delete_files.append(n)
+                deleted += 1
+            except Exception:
+                pm.failed_delete_files.append(n)
+        pm.delete_path_patterns = list(names)
+    last_commit = tl.completed_commits()[-1].timestamp
+    meta = HoodieCleanMetadata(
+        start_clean_time=instant,
+        earliest_commit_to_retain=earliest,
+        policy=POLICY,
+        time_taken_in_millis=int((time.monotonic() - start) * 1000),
+        total_files_deleted=deleted,
+        last_completed_commit_timestamp=last_commit,
+        partition_metadata=partitions,
+    )
+    tl.complete(Instant(instant, Action.CLEAN, State.INFLIGHT), meta.to_bytes())
+    return instant

@@ -1,0 +1,441 @@
+"""Reading one file slice: base Parquet merged with its log blocks (merge-on-read view).
+
+The log blocks are filtered by the gates of spec §6.4 (:func:`~hoodie_ray.reader.log_scan.admitted_blocks`),
+decoded one at a time and folded into a keyed :class:`~hoodie_ray.reader.merger.LogRecordBuffer`.
+The base file is then streamed in record batches (``ParquetFile.iter_batches``) and merged batch
+by batch; the log records no base record consumed come last. Memory stays bounded by the log
+records plus one base batch, whatever the size of the base file.
+
+Everything :func:`read_file_slice` needs is in two picklable values, a :class:`ReadContext`
+(per query) and a :class:`SliceSpec` (per slice), so a Ray task can read one slice.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from hoodie_ray.config.table_config import MergeMode
+from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieError, HoodieUnsupportedError
+from hoodie_ray.reader.filters import Filter, apply_filters
+from hoodie_ray.reader.log_scan import (
+    DATA,
+    DELETE,
+    CommitGate,
+    DeleteRecords,
+    InstantRange,
+    ScannedBlock,
+    admitted_blocks,
+    scan_log_file,
+)
+from hoodie_ray.reader.merger import (
+    COMMIT_TIME,
+    DeleteMarker,
+    LogRecordBuffer,
+    ordering_class,
+)
+from hoodie_ray.reader.schema import reconcile
+from hoodie_ray.storage import LocalStorage, Storage, check_relative, join, open_storage
+
+__all__ = ["ReadContext", "SliceSpec", "iter_file_slice", "read_file_slice"]
+
+DEFAULT_BATCH_ROWS = 131_072
+#: Upper bound of a base batch grown to the size of the log state.
+MAX_MERGE_BATCH_ROWS = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SliceSpec:
+    """One file slice to read: partition path, file id, base instant, base file and log files
+    (names relative to the partition directory, log files in merge order)."""
+
+    partition_path: str
+    file_id: str
+    base_instant: str | None
+    base_file: str | None
+    log_files: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, s: Any) -> SliceSpec:
+        """From any object with the ``FileSlice`` attributes."""
+        if isinstance(s, SliceSpec):
+            return s
+        return cls(
+            partition_path=s.partition_path or "",
+            file_id=s.file_id,
+            base_instant=getattr(s, "base_instant", None),
+            base_file=s.base_file or None,
+            log_files=tuple(s.log_files or ()),
+        )
+
+
+@dataclass(frozen=True)
+class ReadContext:
+    """What a query needs to read any of its slices (picklable; one per query).
+
+    Attributes:
+        base_uri: the table's base path.
+        storage_options: storage credentials (never printed).
+        table_version: 6, 8 or 9.
+        populate_meta_fields: false when the table has no meta columns (no merging possible).
+        ordering_field: the ordering (precombine) field, or None.
+        merge_mode: EVENT_TIME_ORDERING or COMMIT_TIME_ORDERING.
+        read_schema: the columns read from files and merged (table types, table order).
+        output_columns: the columns returned, in order.
+        filters: row filters (AND).
+        end_instant: blocks of later instants are skipped (the query instant).
+        commit_gate: table version < 8: the per-block commit check.
+        instant_range: incremental queries: ``(start, end]`` and the commit-time row filter.
+        read_optimized: base files only.
+        delete_marker: custom delete marker of data records.
+        batch_rows: rows per base-file batch.
+    """
+
+    base_uri: str
+    table_version: int
+    populate_meta_fields: bool
+    ordering_field: str | None
+    merge_mode: MergeMode
+    read_schema: pa.Schema
+    output_columns: tuple[str, ...]
+    filters: tuple[Filter, ...] = ()
+    end_instant: str | None = None
+    commit_gate: CommitGate | None = None
+    instant_range: InstantRange | None = None
+    read_optimized: bool = False
+    delete_marker: DeleteMarker = field(default_factory=DeleteMarker)
+    batch_rows: int = DEFAULT_BATCH_ROWS
+    storage_options: Mapping[str, Any] | None = field(default=None, repr=False)
+
+    def storage(self) -> Storage:
+        return open_storage(self.base_uri, self.storage_options)
+
+    @property
+    def output_schema(self) -> pa.Schema:
+        return pa.schema([self.read_schema.field(c) for c in self.output_columns])
+
+
+# -- public entry points ------------------------------------------------------------------------
+
+
+def read_file_slice(
+    ctx: ReadContext, slc: SliceSpec | Any, storage: Storage | None = None
+) -> pa.Table:
+    """The merged records of one file slice as one table (``ctx.output_columns``).
+
+    Example::
+
+        plan = plan_file_slices("/data/trips")
+        tables = [read_file_slice(plan.context, s) for s in plan.slices]
+    """
+    parts = list(iter_file_slice(ctx, slc, storage))
+    if not parts:
+        return ctx.output_schema.empty_table()
+    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
+def iter_file_slice(
+    ctx: ReadContext, slc: SliceSpec | Any, storage: Storage | None = None
+) -> Iterator[pa.Table]:
+    """The merged records of one file slice, as a stream of tables (bounded memory)."""
+    slc = SliceSpec.of(slc)
+    storage = storage or ctx.storage()
+    reader = _SliceReader(ctx, slc, storage)
+    yield from reader.run()
+
+
+# -- implementation -----------------------------------------------------------------------------
+
+
+class _SliceReader:
+    def __init__(self, ctx: ReadContext, slc: SliceSpec, storage: Storage) -> None:
+        self.ctx = ctx
+        self.slc = slc
+        self.storage = storage
+        self.schema = ctx.read_schema
+        # Columns decoded from data blocks: the merged ones plus the delete markers.
+        self._block_columns = list(
+            dict.fromkeys([*ctx.read_schema.names, *ctx.delete_marker.columns()])
+        )
+
+    def _rel(self, name: str) -> str:
+        return join(self.slc.partition_path, name)
+
+    # -- the pipeline ----------------------------------------------------------------------------
+    def run(self) -> Iterator[pa.Table]:
+        ctx = self.ctx
+        buffer: LogRecordBuffer | None = None
+        use_logs = bool(self.slc.log_files) and not ctx.read_optimized
+        if use_logs:
+            if not ctx.populate_meta_fields:
+                raise HoodieUnsupportedError(
+                    f"file group {self.slc.file_id}: the table does not populate meta fields "
+                    "(hoodie.populate.meta.fields=false), so its log files cannot be merged"
+                )
+            buffer = self._scan_logs()
+        if self.slc.base_file:
+            # Value filters may skip row groups only when no log record can lose to a base
+            # record there (nothing to mark consumed): no logs, or commit-time ordering.
+            prune_values = (
+                buffer is None
+                or buffer.is_empty
+                or ctx.merge_mode is MergeMode.COMMIT_TIME_ORDERING
+            )
+            # Base batches about as long as the log state: each merge step hashes the state
+            # once, so this keeps the merge linear; memory stays bounded by the log records.
+            rows = ctx.batch_rows
+            if buffer is not None and len(buffer) > rows:
+                rows = min(len(buffer), MAX_MERGE_BATCH_ROWS)
+            for batch in self._base_batches(self._prune_filters(prune_values), rows):
+                if ctx.instant_range is not None and ctx.populate_meta_fields:
+                    # Incremental: base records outside the range go before the merge, so a
+                    # log record in the range is emitted even if it lost to its base record
+                    # (hudi-rs 0.5.0's commit-time filter on base files).
+                    batch = _filter_commit_time(batch, ctx.instant_range)
+                if buffer is not None and not buffer.is_empty:
+                    batch = buffer.merge_base(batch)
+                out = self._finish(batch)
+                if out.num_rows:
+                    yield out
+        if buffer is not None and not buffer.is_empty:
+            out = self._finish(buffer.remaining())
+            if out.num_rows:
+                yield out
+
+    def _finish(self, table: pa.Table) -> pa.Table:
+        """Row filters, projection."""
+        ctx = self.ctx
+        if ctx.filters and table.num_rows:
+            table = apply_filters(ctx.filters, table)
+        if list(ctx.output_columns) != table.schema.names:
+            table = table.select(list(ctx.output_columns))
+        return table
+
+    # -- logs --------------------------------------------------------------------------------------
+    def _scan_logs(self) -> LogRecordBuffer:
+        ctx = self.ctx
+        blocks: list[ScannedBlock] = []
+        for name in self.slc.log_files:
+            rel = self._rel(name)
+            try:
+                blocks.extend(scan_log_file(self.storage, rel))
+            except HoodieError:
+                raise
+            except Exception as e:  # a malformed file must name itself
+                raise HoodieCorruptedDataError(
+                    f"cannot read log file {self.storage.uri(rel)}: {type(e).__name__}: {e}"
+                ) from e
+        admitted = admitted_blocks(
+            blocks,
+            end_instant=ctx.end_instant,
+            commit_gate=ctx.commit_gate,
+            instant_range=ctx.instant_range,
+        )
+        buffer = LogRecordBuffer(self.schema, ctx.ordering_field, ctx.merge_mode)
+        for blk in admitted:
+            try:
+                if blk.kind == DATA:
+                    raw = blk.data(self._block_columns)
+                    table = reconcile(raw, self.schema)
+                    buffer.add_data_block(table, ctx.delete_marker.mask(raw))
+                elif blk.kind == DELETE:
+                    self._add_deletes(buffer, blk.deletes())
+            except HoodieError:
+                raise
+            except Exception as e:
+                raise HoodieCorruptedDataError(
+                    f"cannot decode a {blk.kind} block of instant {blk.instant} in log file "
+                    f"{self.storage.uri(self._rel(blk.file_name))}: {type(e).__name__}: {e}"
+                ) from e
+        return buffer
+
+    def _add_deletes(self, buffer: LogRecordBuffer, recs: DeleteRecords) -> None:
+        ordering, default, foreign = None, None, None
+        of = buffer.ordering_field
+        if of is not None:
+            ordering, default, foreign = delete_ordering_values(
+                recs.ordering_kinds, recs.ordering_values, self.schema.field(of).type
+            )
+        else:
+            n = len(recs.keys)
+            default = np.array([k is None for k in recs.ordering_kinds], dtype=bool)
+            foreign = np.zeros(n, dtype=bool)
+        buffer.add_delete_block(recs.keys, recs.partition_paths, ordering, default, foreign)
+
+    # -- base file -----------------------------------------------------------------------------
+    def _open_parquet(self, rel: str) -> pq.ParquetFile:
+        if isinstance(self.storage, LocalStorage):
+            return pq.ParquetFile(os.path.join(self.storage.root, check_relative(rel)))
+        return pq.ParquetFile(self.storage.open_input(rel))
+
+    def _prune_filters(self, with_values: bool) -> tuple[Filter, ...]:
+        """Filters whose row-group statistics may skip base row groups."""
+        ctx = self.ctx
+        out = list(ctx.filters) if with_values else []
+        rng = ctx.instant_range
+        if rng is not None and rng.completion is None and ctx.populate_meta_fields:
+            # v6 incremental: base rows outside the range are dropped before the merge anyway.
+            if rng.start is not None:
+                out.append(Filter(COMMIT_TIME, ">", pa.scalar(rng.start, pa.string())))
+            if rng.end is not None:
+                out.append(Filter(COMMIT_TIME, "<=", pa.scalar(rng.end, pa.string())))
+        return tuple(out)
+
+    def _base_batches(self, prune_filters: tuple[Filter, ...], rows: int) -> Iterator[pa.Table]:
+        assert self.slc.base_file is not None
+        rel = self._rel(self.slc.base_file)
+        try:
+            pf = self._open_parquet(rel)
+        except HoodieError:
+            raise
+        except Exception as e:
+            raise HoodieCorruptedDataError(
+                f"cannot open base file {self.storage.uri(rel)}: {type(e).__name__}: {e}"
+            ) from e
+        file_names = set(pf.schema_arrow.names)
+        columns = [n for n in self.schema.names if n in file_names]
+        groups = list(range(pf.num_row_groups))
+        if prune_filters:
+            groups = [g for g in groups if _row_group_may_match(pf, g, prune_filters)]
+        if not groups:
+            return
+        try:
+            # A few row groups at a time: ``iter_batches`` pre-buffers every row group it is
+            # given, so one call over the whole file would hold the file in memory.
+            for chunk in _row_group_chunks(pf, groups, rows):
+                for rb in pf.iter_batches(
+                    batch_size=rows, row_groups=chunk, columns=columns, use_threads=True
+                ):
+                    yield reconcile(rb, self.schema)
+        except HoodieError:
+            raise
+        except Exception as e:
+            raise HoodieCorruptedDataError(
+                f"cannot read base file {self.storage.uri(rel)}: {type(e).__name__}: {e}"
+            ) from e
+
+
+def _row_group_chunks(pf: pq.ParquetFile, groups: list[int], rows: int) -> Iterator[list[int]]:
+    """Consecutive runs of row groups holding about ``rows`` rows (at least one group each)."""
+    chunk: list[int] = []
+    n = 0
+    md = pf.metadata
+    for g in groups:
+        r = md.row_group(g).num_rows
+        if chunk and n + r > rows:
+            yield chunk
+            chunk, n = [], 0
+        chunk.append(g)
+        n += r
+    if chunk:
+        yield chunk
+
+
+def _filter_commit_time(table: pa.Table, rng: InstantRange) -> pa.Table:
+    """Rows whose ``_hoodie_commit_time`` lies in the incremental range."""
+    if COMMIT_TIME not in table.schema.names:
+        return table
+    col = table.column(COMMIT_TIME)
+    uniq = [v for v in pc.unique(col).to_pylist() if v is not None]
+    allowed = rng.allowed(uniq)
+    if len(allowed) == len(uniq) and col.null_count == 0:
+        return table
+    return table.filter(pc.is_in(col, value_set=pa.array(allowed, col.type)))
+
+
+def _row_group_may_match(pf: pq.ParquetFile, g: int, filters: tuple[Filter, ...]) -> bool:
+    """False when a row group's min/max statistics prove no row can satisfy the filters."""
+    md = pf.metadata.row_group(g)
+    names = {md.column(i).path_in_schema: i for i in range(md.num_columns)}
+    for f in filters:
+        i = names.get(f.field)
+        if i is None or f.op in ("!=", "NOT IN"):
+            continue
+        st = md.column(i).statistics
+        if st is None or not st.has_min_max:
+            continue
+        try:
+            lo, hi = st.min, st.max
+        except Exception:  # statistics of types pyarrow cannot convert
+            continue
+        if isinstance(lo, bytes) and isinstance(f.value, pa.Scalar):
+            continue
+        if not f.may_match(lo, hi):
+            return False
+    return True
+
+
+# -- delete ordering values -----------------------------------------------------------------------
+
+_COMPATIBLE = {
+    "int": {"int"},
+    "long": {"long"},
+    "float": {"float"},
+    "double": {"double"},
+    "boolean": {"boolean"},
+    "string": {"string"},
+    "bytes": {"bytes"},
+    "date": {"date", "int"},
+    "decimal": {"decimal"},
+    "time": {"time", "long"},
+    "timestamp": {"timestamp", "long"},
+}
+_EPOCH_DATE = _dt.date(1970, 1, 1)
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+
+
+def _as_field_value(kind: str, v: Any, fclass: str) -> Any:
+    """A delete's ordering value in the Python form pyarrow takes for the field's type."""
+    if kind == "decimal" and isinstance(v, (bytes, bytearray)):
+        return decimal.Decimal(int.from_bytes(v, "big", signed=True)).scaleb(-15)
+    if fclass == "date" and isinstance(v, int):
+        return _EPOCH_DATE + _dt.timedelta(days=v)
+    if fclass == "timestamp" and isinstance(v, int):
+        return _EPOCH + _dt.timedelta(microseconds=v)
+    if fclass == "time" and isinstance(v, int):
+        return (_dt.datetime(1970, 1, 1) + _dt.timedelta(microseconds=v)).time()
+    return v
+
+
+def delete_ordering_values(
+    kinds: list[str | None], values: list[Any], field_type: pa.DataType
+) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """Ordering values of delete records as an array of the ordering field's type.
+
+    Returns ``(values, default, foreign)``: a delete whose value is null or ``IntWrapper(0)``
+    is *default* (it always wins); one whose class differs from the field's is *foreign*
+    (compared as "different classes": the newer wins). Both are null in ``values``.
+    """
+    n = len(kinds)
+    fclass = ordering_class(field_type)
+    ok_kinds = _COMPATIBLE.get(fclass, {fclass})
+    default = np.zeros(n, dtype=bool)
+    foreign = np.zeros(n, dtype=bool)
+    same: list[Any] = [None] * n
+    for i, (k, v) in enumerate(zip(kinds, values, strict=False)):
+        if k is None or v is None or (k == "int" and v == 0):
+            default[i] = True
+        elif k in ok_kinds:
+            same[i] = _as_field_value(k, v, fclass)
+        else:
+            foreign[i] = True
+    if not any(x is not None for x in same):
+        return pa.nulls(n, field_type), default, foreign
+    try:
+        arr = pa.array(same, type=field_type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        try:
+            arr = pa.array(same).cast(field_type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            arr = pa.nulls(n, field_type)
+            foreign |= np.array([x is not None for x in same], dtype=bool)
+    return arr, default, foreign

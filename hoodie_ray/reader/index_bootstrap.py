@@ -1,0 +1,96 @@
+"""Live record keys per file group, to load a writer's key index (Flink's index bootstrap).
+
+For each latest file slice, the keys of the merged view (base keys not deleted by the logs, plus
+keys inserted in the logs) are read with the fewest columns possible: ``_hoodie_record_key``, the
+ordering field, and the delete-marker columns when the table has them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from hoodie_ray.config.table_config import HoodieTableConfig
+from hoodie_ray.reader.file_slice_reader import ReadContext, SliceSpec, iter_file_slice
+from hoodie_ray.reader.merger import RECORD_KEY, DeleteMarker
+from hoodie_ray.reader.query import TableSnapshot
+from hoodie_ray.reader.schema import resolve_table_schema
+from hoodie_ray.storage import Storage
+from hoodie_ray.timeline.metadata import HoodieCommitMetadata
+from hoodie_ray.timeline.timeline import ActiveTimeline
+
+__all__ = ["bootstrap_entries"]
+
+
+def bootstrap_entries(
+    storage: Storage,
+    table_config: HoodieTableConfig,
+    timeline: ActiveTimeline,
+    slices: Iterable[Any],
+    *,
+    batch_rows: int | None = None,
+) -> Iterator[tuple[str, str, pa.Array]]:
+    """``(partition path, file id, live record keys)`` of each file slice in ``slices``.
+
+    Args:
+        storage: storage rooted at the table's base path.
+        table_config: the table's config.
+        timeline: the loaded active timeline (gives the commit gate and the query instant).
+        slices: the latest file slices (objects with ``partition_path``, ``file_id``,
+            ``base_instant``, ``base_file`` and ``log_files``).
+        batch_rows: rows per base-file batch (default: the reader's).
+
+    Keys come out as one ``pa.Array`` of strings per file slice (empty arrays included), in the
+    order of ``slices``. Tables without meta fields have no record keys to read: nothing is
+    yielded for them.
+    """
+    if not table_config.populate_meta_fields:
+        return
+    slices = list(slices)
+    if not slices:
+        return
+    metadata: dict[str, HoodieCommitMetadata] = {}
+    schema = resolve_table_schema(storage, table_config, timeline, metadata)
+    if schema is None or RECORD_KEY not in schema.names:
+        return
+    tbl = TableSnapshot(storage.base_uri, storage, table_config, timeline, None, metadata)
+    marker = DeleteMarker.from_props(dict(table_config.props))
+    ordering = table_config.ordering_field
+    needed = {RECORD_KEY}
+    if ordering and ordering in schema.names:
+        needed.add(ordering)
+    needed.update(c for c in marker.columns() if c in schema.names)
+    read_schema = pa.schema([f for f in schema if f.name in needed])
+    last = timeline.last_completed()
+    kwargs: dict[str, Any] = {}
+    if batch_rows is not None:
+        kwargs["batch_rows"] = int(batch_rows)
+    ctx = ReadContext(
+        base_uri=storage.base_uri,
+        table_version=table_config.table_version,
+        populate_meta_fields=True,
+        ordering_field=ordering,
+        merge_mode=table_config.merge_mode,
+        read_schema=read_schema,
+        output_columns=(RECORD_KEY,),
+        end_instant=last.timestamp if last is not None else None,
+        commit_gate=tbl.commit_gate(),
+        delete_marker=marker,
+        **kwargs,
+    )
+    for s in slices:
+        spec = SliceSpec.of(s)
+        parts = [
+            t.column(RECORD_KEY).combine_chunks()
+            for t in iter_file_slice(ctx, spec, storage)
+            if t.num_rows
+        ]
+        if not parts:
+            keys = pa.array([], pa.string())
+        elif len(parts) == 1:
+            keys = parts[0]
+        else:
+            keys = pa.concat_arrays(parts)
+        yield spec.partition_path, spec.file_id, keys

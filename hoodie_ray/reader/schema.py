@@ -1,0 +1,161 @@
+"""The table schema readers use, and reconciling file/block schemas to it.
+
+The table schema is the latest completed commit's ``extraMetadata.schema`` (Avro, without meta
+fields) with the five meta fields prepended (spec §2.4; hudi-rs ``schema/resolver.rs``).
+Fallbacks, in order: the schema of a base file the latest commit wrote, then
+``hoodie.table.create.schema``.
+
+Files of older commits, and log blocks whose Avro decoder picks other Arrow types, are cast to
+this schema column by column (:func:`reconcile`): missing columns become nulls, extra columns
+are dropped, nested structs are reconciled field by field.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodie_ray.avro.schema import META_FIELDS, add_meta_fields_arrow, avro_to_arrow_schema
+from hoodie_ray.config.table_config import HoodieTableConfig
+from hoodie_ray.exceptions import HoodieError, HoodieSchemaError
+from hoodie_ray.storage import Storage, join
+from hoodie_ray.timeline.metadata import HoodieCommitMetadata
+from hoodie_ray.timeline.timeline import ActiveTimeline
+
+__all__ = ["nullable_schema", "reconcile", "resolve_table_schema"]
+
+
+def nullable_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with every top-level field nullable (and no schema metadata)."""
+    return pa.schema([f.with_nullable(True) for f in schema])
+
+
+def _base_file_schema(storage: Storage, rel: str) -> pa.Schema | None:
+    import pyarrow.parquet as pq
+
+    if not rel.endswith(".parquet") or not storage.exists(rel):
+        return None
+    with storage.open_input(rel) as f:
+        return pq.read_schema(f)
+
+
+def resolve_table_schema(
+    storage: Storage,
+    config: HoodieTableConfig,
+    timeline: ActiveTimeline,
+    metadata_of: dict[str, HoodieCommitMetadata] | None = None,
+) -> pa.Schema | None:
+    """The table's Arrow schema (meta fields first when the table populates them).
+
+    ``metadata_of`` caches decoded commit metadata by instant time. Returns None for a table
+    with no usable schema at all (an empty table without ``hoodie.table.create.schema``).
+    """
+    metadata_of = metadata_of if metadata_of is not None else {}
+    schema: pa.Schema | None = None
+    for inst in reversed(timeline.completed_commits()):
+        meta = metadata_of.get(inst.timestamp)
+        if meta is None:
+            meta = HoodieCommitMetadata.from_bytes(
+                timeline.read_details(inst), timeline.layout_version, inst
+            )
+            metadata_of[inst.timestamp] = meta
+        if meta.schema:
+            try:
+                schema = avro_to_arrow_schema(meta.schema)
+            except HoodieError:
+                schema = None
+            if schema is not None:
+                break
+        for part, stat in meta.iter_write_stats():
+            for rel in (stat.path, join(part, stat.base_file) if stat.base_file else None):
+                if rel:
+                    schema = _base_file_schema(storage, rel)
+                    if schema is not None:
+                        break
+            if schema is not None:
+                break
+        if schema is not None:
+            schema = pa.schema([f for f in schema if f.name not in META_FIELDS])
+            break
+    if schema is None and config.create_schema:
+        try:
+            schema = avro_to_arrow_schema(config.create_schema)
+        except HoodieError:
+            schema = None
+    if schema is None:
+        return None
+    if config.populate_meta_fields:
+        schema = add_meta_fields_arrow(schema)
+    else:
+        schema = pa.schema([f for f in schema if f.name not in META_FIELDS])
+    return nullable_schema(schema)
+
+
+# -- reconciliation -----------------------------------------------------------------------------
+
+
+def _cast_array(arr: pa.Array, target: pa.DataType, where: str) -> pa.Array:
+    if arr.type == target:
+        return arr
+    if pa.types.is_null(arr.type):
+        return pa.nulls(len(arr), target)
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+        if arr.type == target:
+            return arr
+    if pa.types.is_struct(target) and pa.types.is_struct(arr.type):
+        return _cast_struct(arr, target, where)
+    try:
+        return arr.cast(target, safe=False) if _lossless_ok(arr.type, target) else arr.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise HoodieSchemaError(
+            f"column {where!r}: cannot read {arr.type} as the table's type {target}: {e}"
+        ) from None
+
+
+def _lossless_ok(src: pa.DataType, dst: pa.DataType) -> bool:
+    """Casts that are safe by construction but that pyarrow's checked cast may refuse."""
+    return pa.types.is_timestamp(src) and pa.types.is_timestamp(dst) and src.unit == dst.unit
+
+
+def _cast_struct(arr: pa.Array, target: pa.StructType, where: str) -> pa.Array:
+    src: pa.StructType = arr.type
+    names = [src.field(i).name for i in range(src.num_fields)]
+    children = []
+    for i in range(target.num_fields):
+        f = target.field(i)
+        if f.name in names:
+            child = pc.struct_field(arr, [names.index(f.name)])
+            children.append(_cast_array(child, f.type, f"{where}.{f.name}"))
+        else:
+            children.append(pa.nulls(len(arr), f.type))
+    mask = arr.is_null() if arr.null_count else None
+    return pa.StructArray.from_arrays(
+        children, fields=[target.field(i) for i in range(target.num_fields)], mask=mask
+    )
+
+
+def reconcile(table: pa.Table | pa.RecordBatch, schema: pa.Schema) -> pa.Table:
+    """``table`` with exactly the fields of ``schema``, in order, cast to their types.
+
+    Columns missing from ``table`` become all-null columns; columns not in ``schema`` are
+    dropped. Raises :class:`HoodieSchemaError` when a column cannot be cast.
+    """
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    if table.schema.equals(schema, check_metadata=False) and table.schema.names == schema.names:
+        return table.replace_schema_metadata(None) if table.schema.metadata else table
+    n = table.num_rows
+    names = table.schema.names
+    cols: list[pa.ChunkedArray | pa.Array] = []
+    for f in schema:
+        if f.name not in names:
+            cols.append(pa.nulls(n, f.type))
+            continue
+        col = table.column(f.name)
+        if col.type == f.type:
+            cols.append(col)
+        else:
+            chunks = [_cast_array(c, f.type, f.name) for c in col.chunks]
+            cols.append(pa.chunked_array(chunks, type=f.type))
+    return pa.Table.from_arrays(cols, schema=schema)
