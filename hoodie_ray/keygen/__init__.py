@@ -152,6 +152,38 @@ _SCALAR_UNIT_US = {
 }
 
 
+def _parse_java_dates(values: pa.Array, java_format: str, name: str) -> pa.Array:
+    """Parse strings with a Java date pattern into epoch micros, column-wise.
+
+    Arrow's ``strptime`` has no fractional seconds, so ``.SSS`` is cut out of the values and
+    added back; ``Z``/``X`` (an offset, or a literal ``Z`` for UTC) parse as ``%z``.
+    """
+    fmt = java_format
+    has_fraction = ".SSS" in fmt
+    fmt = fmt.replace(".SSS", "")
+    has_zone = fmt.endswith("Z") or fmt.endswith("X") or fmt.endswith("XXX")
+    if has_zone:
+        fmt = fmt.rstrip("ZX")
+    strf = java_date_format_to_strftime(fmt) + ("%z" if has_zone else "")
+    body = values
+    frac_us = None
+    if has_fraction:
+        frac = pc.extract_regex(values, r"\.(?P<f>[0-9]{1,6})")
+        digits = pc.struct_field(frac, "f")
+        padded = pc.utf8_rpad(digits, 6, "0")
+        frac_us = pc.fill_null(pc.cast(padded, pa.int64(), safe=False), 0)
+        body = pc.replace_substring_regex(values, r"\.[0-9]+", "", max_replacements=1)
+    if has_zone:
+        body = pc.replace_substring_regex(body, "Z$", "+0000")
+        body = pc.replace_substring_regex(body, r"([+-][0-9]{2}):([0-9]{2})$", r"\1\2")
+    try:
+        parsed = pc.strptime(body, format=strf, unit="us", error_is_null=False)
+    except pa.ArrowInvalid as e:
+        raise HoodieInputError(f"field {name}: value does not match {java_format!r}: {e}") from None
+    micros = parsed.cast(pa.int64())
+    return pc.add(micros, frac_us) if frac_us is not None else micros
+
+
 def _format_timestamps(arr: pa.Array, name: str, ts: TimestampFormat) -> pa.Array:
     t = arr.type
     kind = ts.timestamp_type
@@ -174,14 +206,7 @@ def _format_timestamps(arr: pa.Array, name: str, ts: TimestampFormat) -> pa.Arra
             raise HoodieOptionError(
                 f"option hoodie.keygen.timebased.input.dateformat is required for string field {name}"
             )
-        fmt = java_date_format_to_strftime(ts.input_format)
-        try:
-            parsed = pc.strptime(arr.cast(pa.string()), format=fmt, unit="us", error_is_null=False)
-        except pa.ArrowInvalid as e:
-            raise HoodieInputError(
-                f"field {name}: value does not match {ts.input_format!r}: {e}"
-            ) from None
-        micros = parsed.cast(pa.int64())
+        micros = _parse_java_dates(arr.cast(pa.string()), ts.input_format, name)
     else:
         raise HoodieSchemaError(f"field {name} of type {t} cannot be a timestamp partition field")
     stamps = micros.cast(pa.timestamp("us", tz=ts.timezone or "UTC"))
