@@ -120,8 +120,62 @@ class CommitProtocol:
         return [i for i in self.timeline.pending() if i.action in WRITE_ACTIONS]
 
     def rollback_pending_writes(self) -> list[RollbackResult]:
-        """Roll back every pending commit/deltacommit (left by a dead writer), oldest last."""
+        """Finish rollbacks a dead writer left pending, then roll back every pending
+        commit/deltacommit (newest first)."""
+        self.finish_pending_rollbacks()
         return [self.rollback(i.timestamp) for i in sorted(self.pending_writes(), reverse=True)]
+
+    def finish_pending_rollbacks(self) -> list[str]:
+        """Re-run pending rollbacks from their plans (every step is idempotent) and complete them."""
+        from hoodie_ray.timeline.plans import HoodieRollbackMetadata, HoodieRollbackPlan
+
+        self.timeline.reload()
+        done = []
+        for inst in [i for i in self.timeline.pending() if i.action == Action.ROLLBACK]:
+            req = Instant(inst.timestamp, Action.ROLLBACK, State.REQUESTED)
+            plan = HoodieRollbackPlan.from_bytes(
+                self.timeline.read_details(req), self.timeline.file_name(req)
+            )
+            target = plan.instant_to_rollback
+            # Files of the target are found again (markers and names): deleting is idempotent.
+            files = self._files_of(target)
+            per_part: dict[str, list[str]] = {}
+            for rel, io_type in sorted(files.items()):
+                if not self.storage.exists(rel):
+                    continue
+                part, _, name = rel.rpartition("/")
+                if (
+                    io_type == "APPEND"
+                    and self.table_config.table_version < 8
+                    and logs.has_blocks_of_other_instants(self.storage, rel, target)
+                ):
+                    if not logs.has_rollback_block(self.storage, rel, target):
+                        logs.append_rollback_block(
+                            self.storage, rel, self.table_config, inst.timestamp, target
+                        )
+                else:
+                    self.storage.delete(rel)
+                    per_part.setdefault(part, []).append(name)
+            if inst.state is State.REQUESTED:
+                self.timeline.transition_to_inflight(req)
+            meta = HoodieRollbackMetadata(
+                start_rollback_time=inst.timestamp,
+                commits_rollback=[target],
+                partition_deleted_files=per_part,
+                instants_rollback=[(target, plan.action)],
+            )
+            self.timeline.complete(
+                Instant(inst.timestamp, Action.ROLLBACK, State.INFLIGHT), meta.to_bytes()
+            )
+            for t in [
+                i
+                for i in self.timeline.instants
+                if i.timestamp == target and i.state is not State.COMPLETED
+            ]:
+                self.timeline.delete_pending(t)
+            self.storage.delete_dir(join(TEMP_DIR, target))
+            done.append(inst.timestamp)
+        return done
 
     def rollback(self, instant: str) -> RollbackResult:
         """Undo a pending or failed write instant (never a completed one)."""

@@ -101,6 +101,18 @@ def has_blocks_of_other_instants(storage: Storage, rel_path: str, instant: str) 
     return False
 
 
+def has_rollback_block(storage: Storage, rel_path: str, target: str) -> bool:
+    """Does the log file already hold a rollback command block for ``target``?"""
+    for block in read_log_file(storage, rel_path):
+        if (
+            isinstance(block, CommandBlock)
+            and block.is_rollback
+            and block.target_instant_time == target
+        ):
+            return True
+    return False
+
+
 def append_rollback_block(
     storage: Storage,
     rel_path: str,

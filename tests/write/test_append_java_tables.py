@@ -12,7 +12,13 @@ from hoodie_ray.storage import LocalStorage
 from hoodie_ray.write.client import HoodieWriteClient
 from tests.conftest import SAMPLE_TABLE_PARAMS, hudi_rs_read
 
-META = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name"]
+META = [
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+]
 
 
 def _data(t: pa.Table) -> pa.Table:
@@ -37,7 +43,10 @@ def test_append_to_java_table(sample_table, name):
         # version 9 is read-only in hoodie_ray: refused clearly, table unchanged
         with pytest.raises(hr.HoodieUnsupportedError, match="version 9"):
             HoodieWriteClient(str(root)).write(_data(before))
-        assert hudi_rs_read(root).sort_by("_hoodie_record_key").to_pylist() == before.sort_by("_hoodie_record_key").to_pylist()
+        assert (
+            hudi_rs_read(root).sort_by("_hoodie_record_key").to_pylist()
+            == before.sort_by("_hoodie_record_key").to_pylist()
+        )
         return
     if not cfg.populate_meta_fields:
         with pytest.raises(hr.HoodieUnsupportedError, match="meta fields"):
@@ -52,13 +61,23 @@ def test_append_to_java_table(sample_table, name):
     # update the first two rows (a changed value; a higher ordering value) ...
     upd = data.slice(0, 2)
     fixed = set(keys) | set(parts) | ({ordering} if ordering else set())
-    changeable = [f.name for f in upd.schema if f.name not in fixed and (
-        pa.types.is_integer(f.type) or pa.types.is_floating(f.type) or pa.types.is_string(f.type))]
+    changeable = [
+        f.name
+        for f in upd.schema
+        if f.name not in fixed
+        and (
+            pa.types.is_integer(f.type)
+            or pa.types.is_floating(f.type)
+            or pa.types.is_string(f.type)
+        )
+    ]
     assert changeable, "no column to change"
     col = changeable[0]
     upd = upd.set_column(upd.schema.get_field_index(col), col, _bump(upd.column(col)))
     if ordering and cfg.merge_mode is MergeMode.EVENT_TIME_ORDERING:
-        upd = upd.set_column(upd.schema.get_field_index(ordering), ordering, _bump(upd.column(ordering)))
+        upd = upd.set_column(
+            upd.schema.get_field_index(ordering), ordering, _bump(upd.column(ordering))
+        )
     # ... and insert a copy of the last row under a new key
     ins = data.slice(data.num_rows - 1, 1)
     kcol = keys[0]
@@ -74,15 +93,23 @@ def test_append_to_java_table(sample_table, name):
     changed = got.filter(pc.equal(got.column("_hoodie_commit_time"), res.instant))
     assert changed.num_rows == 3
     assert sorted(changed.column(col).to_pylist(), key=str) == sorted(
-        upd.column(col).to_pylist() + ins.column(col).to_pylist(), key=str)
+        upd.column(col).to_pylist() + ins.column(col).to_pylist(), key=str
+    )
     # untouched rows are exactly as before
-    untouched_before = before.filter(pc.invert(pc.is_in(before.column("_hoodie_record_key"), changed.column("_hoodie_record_key"))))
+    untouched_before = before.filter(
+        pc.invert(
+            pc.is_in(before.column("_hoodie_record_key"), changed.column("_hoodie_record_key"))
+        )
+    )
     untouched_after = got.filter(pc.not_equal(got.column("_hoodie_commit_time"), res.instant))
     if not cfg.is_mor:
         # a copy-on-write merge rewrites the base file: carried-over rows get its new name
         untouched_after = untouched_after.drop_columns(["_hoodie_file_name"])
         untouched_before = untouched_before.drop_columns(["_hoodie_file_name"])
-    assert untouched_after.sort_by("_hoodie_record_key").to_pylist() == untouched_before.sort_by("_hoodie_record_key").to_pylist()
+    assert (
+        untouched_after.sort_by("_hoodie_record_key").to_pylist()
+        == untouched_before.sort_by("_hoodie_record_key").to_pylist()
+    )
     # and a second write still works (appends to the log files written just now)
     HoodieWriteClient(str(root)).write(upd)
     assert hudi_rs_read(root).num_rows == before.num_rows + 1

@@ -57,13 +57,23 @@ def test_model_random_commits(tmp_path, table_type, block_format):
 
 @pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
 def test_model_random_commits_table_version_8(tmp_path, table_type):
-    opts = {**OPTIONS, "table.type": table_type, "hoodie.write.table.version": "8",
-            "hoodie.parquet.max.file.size": "4096", "hoodie.parquet.small.file.limit": "2048",
-            "hoodie.copyonwrite.record.size.estimate": "200", "compaction.delta_commits": "4"}
+    opts = {
+        **OPTIONS,
+        "table.type": table_type,
+        "hoodie.write.table.version": "8",
+        "hoodie.parquet.max.file.size": "4096",
+        "hoodie.parquet.small.file.limit": "2048",
+        "hoodie.copyonwrite.record.size.estimate": "200",
+        "compaction.delta_commits": "4",
+    }
     run_model(tmp_path / "t", opts, commits=20, seed=8)
     from hoodie_ray.config.table_config import HoodieTableConfig
     from hoodie_ray.storage import LocalStorage
 
     cfg = HoodieTableConfig.load(LocalStorage(str(tmp_path / "t")))
     assert (cfg.table_version, cfg.timeline_layout_version) == (8, 2)
-    assert any((tmp_path / "t" / ".hoodie" / "timeline").glob("*_*.deltacommit" if table_type == "MERGE_ON_READ" else "*_*.commit"))
+    assert any(
+        (tmp_path / "t" / ".hoodie" / "timeline").glob(
+            "*_*.deltacommit" if table_type == "MERGE_ON_READ" else "*_*.commit"
+        )
+    )

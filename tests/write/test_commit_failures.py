@@ -1,0 +1,207 @@
+"""Failures between commit steps, bad input, small files, a second writer: the table stays right."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import hoodie_ray as hr
+from hoodie_ray.storage import LocalStorage
+from hoodie_ray.write import commit as commit_mod
+from hoodie_ray.write import stream_writer as sw
+from hoodie_ray.write.client import HoodieWriteClient
+from hoodie_ray.write.lock import WriterLock
+from tests.write.model import OPTIONS, Workload, hudi_rs_snapshot, to_arrow
+
+
+def snapshot_files(root: Path) -> dict[str, str]:
+    """Every file under the table (the lock file aside) with a hash of its bytes."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and ".aux" not in p.parts:
+            out[str(p.relative_to(root))] = hashlib.sha1(p.read_bytes()).hexdigest()
+    return out
+
+
+class Boom(Exception):
+    pass
+
+
+def _seed_table(path: Path) -> Workload:
+    wl = Workload(seed=3)
+    HoodieWriteClient(str(path), OPTIONS).write(to_arrow([wl._row(k) for k in wl.keys[:20]], True))
+    HoodieWriteClient(str(path), OPTIONS).write(
+        to_arrow([wl._row(k) for k in wl.keys[10:30]], True)
+    )
+    return wl
+
+
+@pytest.mark.parametrize(
+    "step", ["after_first_file", "after_all_files", "before_complete", "after_inflight"]
+)
+def test_failure_between_commit_steps_leaves_table_as_before(tmp_path, monkeypatch, step):
+    path = tmp_path / "t"
+    wl = _seed_table(path)
+    before = hudi_rs_snapshot(path).to_pylist()
+    rows = [wl._row(k) for k in wl.keys[5:40]]
+
+    if step == "after_first_file":
+        real = sw.StreamWriteFunction._append_to_log
+
+        def fail_append(self, *a, **k):
+            real(self, *a, **k)
+            raise Boom("after the first data file")
+
+        monkeypatch.setattr(sw.StreamWriteFunction, "_append_to_log", fail_append)
+    elif step == "after_all_files":
+        real_flush = sw.StreamWriteFunction.flush_all
+
+        def fail_flush(self):
+            real_flush(self)
+            raise Boom("after all data files")
+
+        monkeypatch.setattr(sw.StreamWriteFunction, "flush_all", fail_flush)
+    elif step == "before_complete":
+
+        def fail_complete(self, *a, **k):
+            raise Boom("before the completed instant")
+
+        monkeypatch.setattr(commit_mod.ActiveTimeline, "complete", fail_complete)
+    else:
+        real_inflight = commit_mod.ActiveTimeline.transition_to_inflight
+
+        def fail_inflight(self, *a, **k):
+            real_inflight(self, *a, **k)
+            raise Boom("after the inflight instant")
+
+        monkeypatch.setattr(commit_mod.ActiveTimeline, "transition_to_inflight", fail_inflight)
+    with pytest.raises(Boom):
+        HoodieWriteClient(str(path), OPTIONS).write(to_arrow(rows, True))
+    monkeypatch.undo()
+    assert hudi_rs_snapshot(path).to_pylist() == before
+    assert hr.read(str(path)).num_rows == len(before)
+    # the next write succeeds and nothing is left pending
+    HoodieWriteClient(str(path), OPTIONS).write(to_arrow(rows, True))
+    t = hr.HoodieTable.load(str(path))
+    assert all(i.state.value == "COMPLETED" for i in t.timeline)
+    assert hudi_rs_snapshot(path).num_rows >= len(before)
+
+
+def test_crash_leaves_pending_instant_rolled_back_by_next_writer(tmp_path, monkeypatch):
+    path = tmp_path / "t"
+    wl = _seed_table(path)
+    before = hudi_rs_snapshot(path).to_pylist()
+    # simulate a dead writer: the rollback of the failed instant fails too
+    monkeypatch.setattr(
+        commit_mod.CommitProtocol, "rollback", lambda self, i: (_ for _ in ()).throw(Boom("dead"))
+    )
+    monkeypatch.setattr(
+        commit_mod.ActiveTimeline,
+        "complete",
+        lambda self, *a, **k: (_ for _ in ()).throw(Boom("dead")),
+    )
+    with pytest.raises(Boom):
+        HoodieWriteClient(str(path), OPTIONS).write(to_arrow([wl._row(k) for k in wl.keys], True))
+    monkeypatch.undo()
+    pending = [i for i in hr.HoodieTable.load(str(path)).timeline if i.state.value != "COMPLETED"]
+    assert pending, "the failed instant should be left pending"
+    assert hudi_rs_snapshot(path).to_pylist() == before  # readers ignore the pending write
+    HoodieWriteClient(str(path), OPTIONS).write(to_arrow([wl._row("k001")], True))
+    timeline = hr.HoodieTable.load(str(path)).timeline
+    assert all(i.state.value == "COMPLETED" for i in timeline)
+    assert any(i.action == "rollback" for i in timeline)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        (
+            "null key",
+            pa.table(
+                {
+                    "key": pa.array([None, "a"], pa.string()),
+                    "p": ["a", "a"],
+                    "ts": [1, 2],
+                    "v": [1, 2],
+                    "s": ["x", "y"],
+                }
+            ),
+        ),
+        ("missing ordering field", pa.table({"key": ["a"], "p": ["a"], "v": [1], "s": ["x"]})),
+        ("dropped column", pa.table({"key": ["a"], "p": ["a"], "ts": [1], "v": [1]})),
+        ("changed type", pa.table({"key": ["a"], "p": ["a"], "ts": [1], "v": ["one"], "s": ["x"]})),
+        (
+            "unsupported key type",
+            pa.table({"key": [[1]], "p": ["a"], "ts": [1], "v": [1], "s": ["x"]}),
+        ),
+    ],
+    ids=lambda b: b[0],
+)
+def test_bad_input_names_the_problem_and_changes_nothing(tmp_path, bad):
+    path = tmp_path / "t"
+    _seed_table(path)
+    before = snapshot_files(path)
+    with pytest.raises(hr.HoodieError) as ei:
+        HoodieWriteClient(str(path), OPTIONS).write(bad[1])
+    assert any(w in str(ei.value) for w in ("key", "ts", "column s", "column v", "field")), str(
+        ei.value
+    )
+    assert snapshot_files(path) == before
+
+
+def test_unknown_option_changes_nothing(tmp_path):
+    path = tmp_path / "t"
+    _seed_table(path)
+    before = snapshot_files(path)
+    with pytest.raises(hr.HoodieOptionError, match="hoodie.datasource.write.recordkey.fields"):
+        HoodieWriteClient(
+            str(path), {**OPTIONS, "hoodie.datasource.write.recordkey.fields": "key"}
+        ).write(to_arrow([Workload(1)._row("a")], True))
+    assert snapshot_files(path) == before
+
+
+def test_small_files_take_inserts_before_new_groups(tmp_path):
+    path = tmp_path / "t"
+    opts = {
+        **OPTIONS,
+        "hoodie.datasource.write.partitionpath.field": "",
+        "hoodie.parquet.small.file.limit": "100000",
+        "hoodie.parquet.max.file.size": "200000",
+        "hoodie.copyonwrite.record.size.estimate": "1000",
+    }
+    opts.pop("hoodie.datasource.write.partitionpath.field")
+
+    def batch(lo, hi):
+        return pa.table(
+            {
+                "key": [f"k{i:05d}" for i in range(lo, hi)],
+                "p": ["a"] * (hi - lo),
+                "ts": list(range(lo, hi)),
+                "v": list(range(lo, hi)),
+                "s": ["x"] * (hi - lo),
+            }
+        )
+
+    HoodieWriteClient(str(path), opts).write(batch(0, 50))  # one small file group
+    groups = {s.file_id for s in hr.HoodieTable.load(str(path)).latest_file_slices()}
+    assert len(groups) == 1
+    HoodieWriteClient(str(path), opts).write(batch(50, 100))  # fits in the small group
+    groups2 = {s.file_id for s in hr.HoodieTable.load(str(path)).latest_file_slices()}
+    assert groups2 == groups
+    assert hudi_rs_snapshot(path).num_rows == 100
+
+
+def test_second_writer_gets_a_clear_error(tmp_path):
+    path = tmp_path / "t"
+    _seed_table(path)
+    before = snapshot_files(path)
+    holder = WriterLock(LocalStorage(str(path))).acquire()
+    try:
+        with pytest.raises(hr.HoodieCommitConflictError, match="being written by"):
+            HoodieWriteClient(str(path), OPTIONS).write(to_arrow([Workload(1)._row("a")], True))
+    finally:
+        holder.release()
+    assert snapshot_files(path) == before
