@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+import hoodie_ray as hr
+from hoodie_ray.ray.datasource import pack_slices
+from hoodie_ray.write.client import HoodieWriteClient
+from tests.write.model import OPTIONS, Workload, to_arrow
+
+
+def test_pack_slices_balances_and_caps():
+    class S:
+        def __init__(self, n, size):
+            self.base_file, self.log_files, self.file_sizes = f"b{n}", [], {f"b{n}": size}
+
+    slices = [S(i, size) for i, size in enumerate([100, 1, 1, 1, 50, 50])]
+    groups = pack_slices(slices, 3)
+    assert len(groups) == 3 and sorted(len(g) for g in groups) == [1, 2, 3]
+    assert len(pack_slices(slices, 100)) == 6
+
+
+@pytest.mark.ray
+def test_read_ray_many_slices_equals_read(ray_session, tmp_path):
+    path = str(tmp_path / "t")
+    opts = {**OPTIONS, "hoodie.parquet.max.file.size": "4096", "hoodie.copyonwrite.record.size.estimate": "200",
+            "compaction.schedule.enabled": "false"}
+    wl = Workload(seed=1, keys=120)
+    HoodieWriteClient(path, opts).write(to_arrow([wl._row(k) for k in wl.keys], True))
+    HoodieWriteClient(path, opts).write(to_arrow([wl._row(k) for k in wl.keys[::3]], True))
+    assert len(hr.HoodieTable.load(path).latest_file_slices()) >= 4
+    import ray
+
+    ds = hr.read_ray(path)
+    refs = ds.to_arrow_refs()
+    assert len(refs) >= 2, "one read task per group of slices"
+    got = pa.concat_tables(ray.get(refs))
+    want = hr.read(path)
+    assert got.sort_by("key").to_pylist() == want.sort_by("key").to_pylist()
+    sub = pa.concat_tables(ray.get(hr.read_ray(path, columns=["key", "v"]).to_arrow_refs()))
+    assert sub.column_names == ["key", "v"] and sub.num_rows == want.num_rows
