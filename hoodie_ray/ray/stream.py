@@ -220,8 +220,9 @@ class HoodieStreamWriter:
         slices, profile = ray.get(
             [self._coord.latest_slices.remote(), self._coord.profile.remote()]
         )
-        a_opts = actor_resources("assigner", self.wc)
-        w_opts = actor_resources("writer", self.wc)
+        # SPREAD: a multi-node cluster gets assigners and writers on every node.
+        a_opts = {**actor_resources("assigner", self.wc), "scheduling_strategy": "SPREAD"}
+        w_opts = {**actor_resources("writer", self.wc), "scheduling_strategy": "SPREAD"}
         for i in range(self.num_assigners):
             cfg = ray.get(self._coord.assigner_config.remote(i, self.num_assigners))
             self._assigners.append(

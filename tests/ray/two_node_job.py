@@ -1,0 +1,37 @@
+"""A write job on a 2-node local Ray cluster (run as a subprocess by test_multinode.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pyarrow as pa
+import ray
+from ray.cluster_utils import Cluster
+
+import hoodie_ray as hr
+
+
+def main(path: str) -> None:
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, namespace="hoodie_ray")
+    opts = {"hoodie.table.name": "two_nodes", "hoodie.datasource.write.recordkey.field": "key",
+            "precombine.field": "ts", "write.tasks": "2", "write.bucket_assign.tasks": "1",
+            "ray.writer.num_cpus": "0.5", "ray.assigner.num_cpus": "0.25", "ray.coordinator.num_cpus": "0.1"}
+    nodes = {}
+    with hr.HoodieStreamWriter(path, opts) as w:
+        for c in range(3):
+            keys = [f"k{i}" for i in range(c * 500, c * 500 + 1000)]
+            w.write(pa.table({"key": keys, "ts": [c] * len(keys), "v": list(range(len(keys)))}))
+            w.checkpoint()
+        for role, h in w.actors.items():
+            nodes[role] = ray.get(h.__ray_call__.remote(lambda self: ray.get_runtime_context().get_node_id()))
+    print(json.dumps({"nodes": nodes}))
+    ray.shutdown()
+    cluster.shutdown()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
