@@ -25,7 +25,16 @@ from urllib.parse import urlparse
 
 from hoodie_ray.exceptions import HoodieIOError, HoodiePathError
 
-_SECRET_KEY_PARTS = ("secret", "token", "password", "session", "access_key", "credential", "key")
+_SECRET_KEY_PARTS = (
+    "secret",
+    "token",
+    "password",
+    "session",
+    "access_key",
+    "credential",
+    "key",
+    "proxy",
+)
 
 
 @dataclass(frozen=True)
@@ -162,10 +171,27 @@ class LocalStorage(Storage):
             base_path = base_path[len("file://") :]
         self.root = os.path.abspath(base_path)
         self.base_uri = self.root
+        self._real_root = os.path.realpath(self.root)
 
     def _abs(self, rel: str) -> str:
         rel = check_relative(rel)
-        return os.path.join(self.root, rel) if rel else self.root
+        if not rel:
+            return self.root
+        path = os.path.join(self.root, rel)
+        # A symbolic link inside the table (a directory or the file itself) could lead outside
+        # it: the resolved path must stay below the resolved base path.
+        real = os.path.realpath(path)
+        if not real.startswith(self._real_root + os.sep):
+            self._real_root = os.path.realpath(self.root)  # the base may have been created since
+            if not real.startswith(self._real_root + os.sep):
+                raise HoodiePathError(
+                    f"path resolves outside the table through a symbolic link: {rel!r}"
+                )
+        return path
+
+    def local_path(self, rel: str) -> str:
+        """The validated absolute local path of ``rel`` (for libraries that open paths)."""
+        return self._abs(rel)
 
     def read_bytes(self, rel: str) -> bytes:
         try:
@@ -199,8 +225,12 @@ class LocalStorage(Storage):
                 for e in it:
                     if e.is_symlink():
                         continue  # a link could point outside the table
-                    is_dir = e.is_dir(follow_symlinks=False)
-                    out.append(FileInfo(e.name, 0 if is_dir else e.stat().st_size, is_dir))
+                    try:
+                        is_dir = e.is_dir(follow_symlinks=False)
+                        size = 0 if is_dir else e.stat(follow_symlinks=False).st_size
+                    except FileNotFoundError:
+                        continue  # deleted while listing (a concurrent rollback or clean)
+                    out.append(FileInfo(e.name, size, is_dir))
         except (FileNotFoundError, NotADirectoryError):
             return []
         except OSError as e:
@@ -420,7 +450,14 @@ def open_storage(path: str, storage_options: Mapping[str, Any] | None = None) ->
     """Storage for a table path: local for plain paths and ``file://``, pyarrow.fs otherwise."""
     if not isinstance(path, str) or not path:
         raise HoodiePathError("table path must be a non-empty string")
-    scheme = urlparse(path).scheme
+    parsed = urlparse(path)
+    scheme = parsed.scheme
+    if scheme and "@" in parsed.netloc:
+        # Table paths appear in messages, reprs and logs: credentials belong in storage_options.
+        raise HoodiePathError(
+            f"a table URI may not carry credentials (user:secret@): pass them in "
+            f"storage_options ({scheme}://{parsed.netloc.rpartition('@')[2]}{parsed.path})"
+        )
     if scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt"):
         return LocalStorage(path)
     return ArrowStorage(path, storage_options)
