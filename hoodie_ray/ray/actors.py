@@ -72,6 +72,9 @@ class CoordinatorActor:
         self.table = setup.table_config.name
         return setup
 
+    def setup(self) -> TableSetup | None:
+        return self.core.setup
+
     def refix_schema(self, data_schema: pa.Schema) -> TableSetup:
         return self.core.refix_schema(data_schema)
 

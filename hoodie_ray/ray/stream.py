@@ -425,19 +425,13 @@ def write_arrow(
         return w.last_result or CommitResult(None)
 
 
-def write_dataset(
-    ds: Any,
-    path: str,
-    options: dict[str, Any] | None,
-    storage_options: dict[str, Any] | None = None,
-) -> CommitResult:
-    """One commit of a Ray Dataset: its blocks stream through the topology, bounded in flight.
+def write_dataset(ds: Any, path: str, options: dict[str, Any] | None,
+                  storage_options: dict[str, Any] | None = None) -> CommitResult:
+    """One commit of a Ray Dataset through :class:`~hoodie_ray.ray.datasink.HoodieDatasink`:
+    Ray Data's write tasks send their blocks straight to the assigner actors."""
+    from hoodie_ray.ray.datasink import HoodieDatasink
 
-    Blocks are pulled in order with ``iter_batches`` (Ray Data's streaming executor keeps the
-    upstream bounded), prepared on the driver and shuffled to the assigners.
-    """
-    with HoodieStreamWriter(path, options, storage_options=storage_options) as w:
-        for batch in ds.iter_batches(batch_format="pyarrow", batch_size=w.wc.write_batch_rows):
-            w.write(batch)
-        w.checkpoint()
-        return w.last_result or CommitResult(None)
+    ensure_ray()
+    sink = HoodieDatasink(path, options, storage_options)
+    ds.write_datasink(sink)
+    return sink.result or CommitResult(None)
