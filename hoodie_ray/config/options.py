@@ -587,7 +587,7 @@ def _split(v: str | None) -> list[str]:
     return [p.strip() for p in v.split(",") if p.strip()] if v else []
 
 
-def resolve_options(options: Mapping[str, Any] | None) -> WriteConfig:
+def resolve_options(options: Mapping[str, Any] | WriteConfig | None) -> WriteConfig:
     """Resolve user options (any accepted spelling) into one frozen :class:`WriteConfig`.
 
     Raises:

@@ -344,6 +344,11 @@ class HoodieTableConfig:
                 f"not a Hudi table (no {PROPERTIES_FILE}): {storage.base_uri}"
             )
         try:
+            # size first: a huge (or sparse) file must be refused before it is read
+            if storage.size(PROPERTIES_FILE) > 16 * 1024 * 1024:
+                raise HoodieCorruptedDataError(
+                    f"{storage.uri(PROPERTIES_FILE)} is implausibly large"
+                )
             raw = storage.read_bytes(PROPERTIES_FILE)
         except HoodieIOError as e:
             raise HoodieTableNotFoundError(str(e)) from e

@@ -1,8 +1,11 @@
 """Record-key indexes: the key index of the bucket assigners, and the bucket index.
 
 :class:`KeyIndex` maps record keys to locations (partition path, file id) with vectorised
-lookups: a frozen ``pandas.Index`` (a C hash table) for the bulk of the keys plus a small delta
-that is merged in when it grows, so a batch of 100K keys costs one hash probe per key in C.
+lookups. Keys are never turned into Python objects: each key's bytes are hashed to 64 bits
+column-wise (numpy over the Arrow buffers), the hashes sit in frozen ``pandas.Index`` segments
+(C hash tables over ``uint64``), and every hit is verified against the stored key bytes with one
+Arrow comparison, so a hash collision can never return another key's location. A batch of 100K
+keys costs one hash probe per key in C.
 """
 
 from __future__ import annotations
@@ -21,24 +24,99 @@ class Location:
     file_id: str
 
 
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+
+
+def _as_large_string(keys: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Keys as one ``large_string`` array (offsets never overflow, one type to compare)."""
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks() if keys.num_chunks != 1 else keys.chunk(0)
+    if not pa.types.is_large_string(keys.type):
+        keys = keys.cast(pa.large_string())
+    return keys
+
+
+def hash_keys(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """64-bit hashes of string keys (FNV-1a over the bytes, then a splitmix64 finaliser).
+
+    Column-wise: one numpy step per byte position, over the keys at least that long, so the
+    cost is proportional to the total key bytes. Deterministic across processes. Nulls hash
+    like empty strings.
+    """
+    arr = _as_large_string(keys)
+    n = len(arr)
+    h = np.full(n, _FNV_OFFSET, dtype=np.uint64)
+    if n == 0:
+        return h
+    bufs = arr.buffers()
+    offs = np.frombuffer(bufs[1], dtype=np.int64, count=arr.offset + n + 1)[arr.offset :]
+    lens = np.diff(offs)
+    if arr.null_count:
+        lens = np.where(np.asarray(pc.is_valid(arr)), lens, 0)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else None
+    maxlen = int(lens.max()) if data is not None else 0
+    starts = offs[:-1]
+    with np.errstate(over="ignore"):
+        if maxlen and int(lens.min()) == maxlen:
+            for j in range(maxlen):
+                h ^= data[starts + j]  # type: ignore[index]
+                h *= _FNV_PRIME
+        elif maxlen:
+            # rows by decreasing length: at byte j the rows still going are a prefix
+            order = np.argsort(-lens, kind="stable")
+            sorted_lens = lens[order]
+            neg = -sorted_lens
+            s_starts = starts[order]
+            hs = h[order]
+            for j in range(maxlen):
+                k = int(np.searchsorted(neg, -j, side="left"))  # rows with len > j
+                if k == n:
+                    hs ^= data[s_starts + j]  # type: ignore[index]
+                    hs *= _FNV_PRIME
+                else:
+                    part = hs[:k]
+                    part ^= data[s_starts[:k] + j]  # type: ignore[index]
+                    part *= _FNV_PRIME
+            h[order] = hs
+        h ^= lens.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        h ^= h >> np.uint64(30)
+        h *= np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(27)
+        h *= np.uint64(0x94D049BB133111EB)
+        h ^= h >> np.uint64(31)
+    return h
+
+
+@dataclass
+class _Segment:
+    """Distinct keys with unique hashes: hash table, key bytes and location ids (aligned)."""
+
+    hashes: pd.Index  # uint64, unique
+    keys: pa.Array  # large_string
+    locs: np.ndarray  # int32; -1 = tombstone
+
+
 class KeyIndex:
     """record key -> location id; locations are interned ``(partition, file id)`` pairs.
 
-    Keys live in a few immutable hash segments (``pandas.Index``); a location change or a
-    delete rewrites the segment's location array in place (-1 is a tombstone), new keys form a
-    new segment, and segments are merged when there are too many. Every operation is vectorised.
+    Keys live in a few immutable hash segments; a location change or a delete rewrites the
+    segment's location array in place (-1 is a tombstone), new keys form a new segment, and
+    segments are merged when there are too many. A key is in at most one segment. Every
+    operation is vectorised; a lookup hit counts only when the stored key bytes equal the
+    probe's (two keys with one hash live in different segments).
     """
 
     MAX_SEGMENTS = 6
 
     def __init__(self) -> None:
-        self._segments: list[tuple[pd.Index, np.ndarray]] = []
+        self._segments: list[_Segment] = []
         self.locations: list[Location] = []
         self._loc_ids: dict[Location, int] = {}
         self._arrays: tuple[np.ndarray, np.ndarray] | None = None
 
     def __len__(self) -> int:
-        return int(sum((locs >= 0).sum() for _, locs in self._segments))
+        return int(sum((s.locs >= 0).sum() for s in self._segments))
 
     def location_id(self, partition_path: str, file_id: str) -> int:
         loc = Location(partition_path, file_id)
@@ -71,60 +149,109 @@ class KeyIndex:
             )
         return self._arrays
 
-    def _probe(self, arr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _probe(
+        self, keys: pa.Array, hashes: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(location id or -1, segment number or -1, position in segment) of each key."""
-        n = len(arr)
+        n = len(hashes)
         out = np.full(n, -1, dtype=np.int32)
         seg_of = np.full(n, -1, dtype=np.int32)
         pos_of = np.full(n, -1, dtype=np.int64)
-        # Newest segment first: a key appears in at most one live segment.
+        todo: np.ndarray | None = None  # None: every row
         for si in range(len(self._segments) - 1, -1, -1):
-            keys, locs = self._segments[si]
-            todo = np.flatnonzero(seg_of < 0)
-            if not len(todo):
-                break
-            pos = keys.get_indexer(arr[todo])
-            hit = pos >= 0
-            if hit.any():
+            seg = self._segments[si]
+            if todo is None:
+                pos = seg.hashes.get_indexer(hashes)
+                hit = np.flatnonzero(pos >= 0)
+                rows, p = hit, pos[hit]
+            else:
+                if not len(todo):
+                    break
+                pos = seg.hashes.get_indexer(hashes[todo])
+                hit = np.flatnonzero(pos >= 0)
                 rows, p = todo[hit], pos[hit]
+            if len(rows):
+                same = pc.equal(seg.keys.take(pa.array(p)), keys.take(pa.array(rows)))
+                same_np = np.asarray(same.to_numpy(zero_copy_only=False), dtype=bool)
+                if not same_np.all():  # a hash collision: not this key
+                    rows, p = rows[same_np], p[same_np]
                 seg_of[rows], pos_of[rows] = si, p
-                out[rows] = locs[p]
+                out[rows] = seg.locs[p]
+            todo = np.flatnonzero(seg_of < 0)
         return out, seg_of, pos_of
 
     def lookup(self, keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
         """Location id of each key, or -1 when the key is not indexed (or deleted)."""
-        return self._probe(_to_object(keys))[0]
+        arr = _as_large_string(keys)
+        if not self._segments:
+            return np.full(len(arr), -1, dtype=np.int32)
+        return self._probe(arr, hash_keys(arr))[0]
 
     def put(self, keys: pa.Array | pa.ChunkedArray, loc_ids: np.ndarray) -> None:
         """Set the location of keys (``-1`` removes them). Later duplicates win."""
-        arr = _to_object(keys)
+        arr = _as_large_string(keys)
         if not len(arr):
             return
         loc_ids = np.asarray(loc_ids, dtype=np.int32)
-        # Keep the last occurrence of each key.
-        rev_keys = pd.Index(arr[::-1])
-        if not rev_keys.is_unique:
-            first = ~rev_keys.duplicated(keep="first")
-            arr = arr[::-1][first][::-1]
-            loc_ids = loc_ids[::-1][first][::-1]
-        _, seg_of, pos_of = self._probe(arr)
-        for si in np.unique(seg_of[seg_of >= 0]):
-            sel = seg_of == si
-            self._segments[si][1][pos_of[sel]] = loc_ids[sel]
-        new = (seg_of < 0) & (loc_ids >= 0)
+        hashes = hash_keys(arr)
+        if not pd.Index(hashes).is_unique:
+            # Keep the last occurrence of each key (equal hashes may still be distinct keys).
+            enc = pc.dictionary_encode(arr).indices.to_numpy(zero_copy_only=False)
+            rev = enc[::-1]
+            _, first_rev = np.unique(rev, return_index=True)
+            keep = np.sort(len(arr) - 1 - first_rev)
+            arr = arr.take(pa.array(keep))
+            hashes, loc_ids = hashes[keep], loc_ids[keep]
+        if self._segments:
+            _, seg_of, pos_of = self._probe(arr, hashes)
+            found = seg_of >= 0
+            for si in np.unique(seg_of[found]):
+                sel = seg_of == si
+                self._segments[si].locs[pos_of[sel]] = loc_ids[sel]
+            new = ~found & (loc_ids >= 0)
+        else:
+            new = loc_ids >= 0
         if new.any():
-            self._segments.append((pd.Index(arr[new], dtype=object), loc_ids[new].copy()))
+            if new.all():
+                self._add(arr, hashes, loc_ids.copy())
+            else:
+                self._add(arr.filter(pa.array(new)), hashes[new], loc_ids[new])
             if len(self._segments) > self.MAX_SEGMENTS:
                 self._merge()
+
+    def _add(self, keys: pa.Array, hashes: np.ndarray, locs: np.ndarray) -> None:
+        """Append segments for distinct new keys (keys sharing a hash go to separate ones)."""
+        while len(hashes):
+            idx = pd.Index(hashes)
+            if idx.is_unique:
+                self._segments.append(_Segment(idx, keys, locs))
+                return
+            dup = np.asarray(idx.duplicated(keep="first"))
+            first = ~dup
+            self._segments.append(
+                _Segment(pd.Index(hashes[first]), keys.filter(pa.array(first)), locs[first])
+            )
+            keys, hashes, locs = keys.filter(pa.array(dup)), hashes[dup], locs[dup]
 
     def remove(self, keys: pa.Array | pa.ChunkedArray) -> None:
         self.put(keys, np.full(len(keys), -1, dtype=np.int32))
 
     def _merge(self) -> None:
-        keys = [k[locs >= 0] for k, locs in self._segments]
-        locs = [x[x >= 0] for _, x in self._segments]
-        merged = keys[0].append(keys[1:]) if len(keys) > 1 else keys[0]
-        self._segments = [(merged, np.concatenate(locs))]
+        keys, hashes, locs = [], [], []
+        for s in self._segments:
+            live = s.locs >= 0
+            if live.all():
+                keys.append(s.keys)
+                hashes.append(s.hashes.to_numpy())
+                locs.append(s.locs)
+            elif live.any():
+                keys.append(s.keys.filter(pa.array(live)))
+                hashes.append(s.hashes.to_numpy()[live])
+                locs.append(s.locs[live])
+        self._segments = []
+        if keys:
+            merged = pa.concat_arrays(keys) if len(keys) > 1 else keys[0]
+            self._add(merged, np.concatenate(hashes), np.concatenate(locs))
 
     def items(self) -> tuple[pd.Index, np.ndarray]:
         """All (key, location id) pairs currently indexed."""
@@ -132,23 +259,25 @@ class KeyIndex:
             if not self._segments:
                 return pd.Index([], dtype=object), np.empty(0, dtype=np.int32)
             self._merge()
-        keys, locs = self._segments[0]
-        live = locs >= 0
-        return keys[live], locs[live]
+        keys: list[pa.Array] = []
+        locs: list[np.ndarray] = []
+        for s in self._segments:
+            live = s.locs >= 0
+            keys.append(s.keys.filter(pa.array(live)))
+            locs.append(s.locs[live])
+        if not keys:
+            return pd.Index([], dtype=object), np.empty(0, dtype=np.int32)
+        arr = pa.concat_arrays(keys) if len(keys) > 1 else keys[0]
+        obj = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=object)
+        return pd.Index(obj, dtype=object), np.concatenate(locs)
 
     def remove_file_group(self, partition_path: str, file_id: str) -> None:
         """Forget every key of one file group (after a rollback removed the group)."""
         lid = self._loc_ids.get(Location(partition_path, file_id))
         if lid is None:
             return
-        for _, locs in self._segments:
-            locs[locs == lid] = -1
-
-
-def _to_object(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    if isinstance(keys, pa.ChunkedArray):
-        keys = keys.combine_chunks()
-    return np.asarray(keys.to_numpy(zero_copy_only=False), dtype=object)
+        for s in self._segments:
+            s.locs[s.locs == lid] = -1
 
 
 # -- bucket index -----------------------------------------------------------------------------
@@ -188,8 +317,8 @@ def java_string_hash(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     result = out.astype(np.uint32).view(np.int32).copy()
     non_ascii = pc.invert(pc.string_is_ascii(values)).to_numpy(zero_copy_only=False)
     if non_ascii.any():
-        for i in np.flatnonzero(non_ascii):
-            s = values[int(i)].as_py()
+        for i in np.flatnonzero(non_ascii).tolist():
+            s = values[i].as_py()
             h = 0
             for unit in np.frombuffer(s.encode("utf-16-be"), dtype=">u2"):
                 h = (31 * h + int(unit)) & 0xFFFFFFFF

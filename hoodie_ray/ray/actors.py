@@ -112,7 +112,7 @@ class CoordinatorActor:
         import ray as _ray
 
         if self._running is not None:
-            c, refs = self._running
+            running, refs = self._running
             ready, _ = _ray.wait(refs, num_returns=len(refs), timeout=None if wait else 0)
             if len(ready) < len(refs):
                 return
@@ -120,11 +120,11 @@ class CoordinatorActor:
             try:
                 stats = _ray.get(refs)
             except Exception:
-                self.core.rollback_compaction(c)  # retried below
+                self.core.rollback_compaction(running)  # retried below
             else:
-                self.core.commit_compaction(c, stats)
+                self.core.commit_compaction(running, stats)
         pending = self.core.pending_compactions()
-        c = pending[0] if pending else self.core.schedule_compaction()
+        c: str | None = pending[0] if pending else self.core.schedule_compaction()
         if c is None:
             metrics.gauge_pending_compactions(self.table, 0)
             return

@@ -43,7 +43,7 @@ class CompactorPool:
             except ValueError:
                 pass
             self.actors.append(
-                CompactorActor.options(
+                CompactorActor.options(  # type: ignore[attr-defined]
                     name=name, namespace=NAMESPACE, max_restarts=0, **opts
                 ).remote()
             )

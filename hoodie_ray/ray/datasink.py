@@ -31,8 +31,12 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
             "hoodie.datasource.write.recordkey.field": "uuid", "precombine.field": "ts"}))
     """
 
-    def __init__(self, path: str, options: dict[str, Any] | None = None,
-                 storage_options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        options: dict[str, Any] | None = None,
+        storage_options: dict[str, Any] | None = None,
+    ) -> None:
         self.path = path
         self.options = dict(options or {})
         self.storage_options = storage_options
@@ -68,7 +72,7 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
         na, nw = self.wc.assign_tasks, self.wc.write_tasks
         assigners = [ray.get_actor(f"{table}/assigner-{i}", namespace=NAMESPACE) for i in range(na)]
         writers = [ray.get_actor(f"{table}/writer-{j}", namespace=NAMESPACE) for j in range(nw)]
-        rows, refs = 0, []
+        rows, refs = 0, []  # type: tuple[int, list[Any]]
         for block in blocks:
             t = to_arrow(block)
             if t.num_rows == 0:

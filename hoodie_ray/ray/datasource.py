@@ -7,6 +7,7 @@ read context and their slices.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -28,7 +29,9 @@ def _slice_bytes(s: Any) -> int:
     return int(sum(sizes.get(n, 0) for n in names)) or 1
 
 
-def pack_slices(slices: list[Any], parallelism: int, target_bytes: int = TARGET_TASK_BYTES) -> list[list[Any]]:
+def pack_slices(
+    slices: list[Any], parallelism: int, target_bytes: int = TARGET_TASK_BYTES
+) -> list[list[Any]]:
     """Group slices into at most ``parallelism`` tasks of about ``target_bytes``, largest first."""
     if not slices:
         return []
@@ -55,31 +58,49 @@ def _read(ctx: ReadContext, slices: list[SliceSpec]) -> Iterator[pa.Table]:
 class HoodieDatasource(Datasource):
     """Merge-on-read Hudi reads for Ray Data (``ray.data.read_datasource``)."""
 
-    def __init__(self, path: str, storage_options: dict[str, Any] | None = None, **query: Any) -> None:
+    def __init__(
+        self, path: str, storage_options: dict[str, Any] | None = None, **query: Any
+    ) -> None:
         self.path = path
         self.plan: ReadPlan = plan_file_slices(path, storage_options=storage_options, **query)
 
     def estimate_inmemory_data_size(self) -> int | None:
         return sum(_slice_bytes(s) for s in self.plan.slices) * 3
 
-    def get_read_tasks(self, parallelism: int, per_task_row_limit: int | None = None,
-                       data_context: Any = None) -> list[ReadTask]:
+    def get_read_tasks(
+        self, parallelism: int, per_task_row_limit: int | None = None, data_context: Any = None
+    ) -> list[ReadTask]:
         ctx = self.plan.context
         tasks = []
         for group in pack_slices(list(self.plan.slices), parallelism):
             specs = [SliceSpec.of(s) for s in group]
-            meta = BlockMetadata(num_rows=None, size_bytes=sum(_slice_bytes(s) for s in group),
-                                 exec_stats=None, input_files=None)
-            tasks.append(ReadTask(lambda c=ctx, g=specs: _read(c, g), meta, schema=self.plan.schema))
+            meta = BlockMetadata(
+                num_rows=None,
+                size_bytes=sum(_slice_bytes(s) for s in group),
+                exec_stats=None,
+                input_files=None,
+            )
+            tasks.append(
+                ReadTask(functools.partial(_read, ctx, specs), meta, schema=self.plan.schema)
+            )
         return tasks
 
     def get_name(self) -> str:
         return "Hudi"
 
 
-def read_ray(path: str, query_type: str = "snapshot", as_of: Any = None, begin: Any = None, end: Any = None,
-             columns: Iterable[str] | None = None, filters: Any = None, *,
-             storage_options: dict[str, Any] | None = None, override_num_blocks: int | None = None) -> Any:
+def read_ray(
+    path: str,
+    query_type: str = "snapshot",
+    as_of: Any = None,
+    begin: Any = None,
+    end: Any = None,
+    columns: Iterable[str] | None = None,
+    filters: Any = None,
+    *,
+    storage_options: dict[str, Any] | None = None,
+    override_num_blocks: int | None = None,
+) -> Any:
     """Read a Hudi table into a ``ray.data.Dataset`` (the merge-on-read view).
 
     Same query arguments as :func:`hoodie_ray.read`. Each read task merges whole file slices.
@@ -92,8 +113,16 @@ def read_ray(path: str, query_type: str = "snapshot", as_of: Any = None, begin: 
     from hoodie_ray.ray.runtime import ensure_ray
 
     ensure_ray()
-    src = HoodieDatasource(path, storage_options=storage_options, query_type=query_type, as_of=as_of,
-                           begin=begin, end=end, columns=list(columns) if columns else None, filters=filters)
+    src = HoodieDatasource(
+        path,
+        storage_options=storage_options,
+        query_type=query_type,
+        as_of=as_of,
+        begin=begin,
+        end=end,
+        columns=list(columns) if columns else None,
+        filters=filters,
+    )
     if not src.plan.slices:
         return ray.data.from_arrow(src.plan.schema.empty_table())
     return ray.data.read_datasource(src, override_num_blocks=override_num_blocks)

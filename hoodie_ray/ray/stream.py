@@ -193,7 +193,7 @@ class HoodieStreamWriter:
             return self.wc.table_name or "table"
 
     def _new_coordinator(self) -> Any:
-        return CoordinatorActor.options(
+        return CoordinatorActor.options(  # type: ignore[attr-defined]
             name=self._unique("coordinator", self._table_name()),
             namespace=NAMESPACE,
             **actor_resources("coordinator", self.wc),
@@ -226,13 +226,13 @@ class HoodieStreamWriter:
         for i in range(self.num_assigners):
             cfg = ray.get(self._coord.assigner_config.remote(i, self.num_assigners))
             self._assigners.append(
-                AssignerActor.options(
+                AssignerActor.options(  # type: ignore[attr-defined]
                     name=self._unique(f"assigner-{i}"), namespace=NAMESPACE, **a_opts
                 ).remote(self._setup, cfg, profile, slices)
             )
         for i in range(self.num_writers):
             self._writers.append(
-                WriterActor.options(
+                WriterActor.options(  # type: ignore[attr-defined]
                     name=self._unique(f"writer-{i}"), namespace=NAMESPACE, **w_opts
                 ).remote(self._setup.context, i, self._attempt)
             )
@@ -425,8 +425,12 @@ def write_arrow(
         return w.last_result or CommitResult(None)
 
 
-def write_dataset(ds: Any, path: str, options: dict[str, Any] | None,
-                  storage_options: dict[str, Any] | None = None) -> CommitResult:
+def write_dataset(
+    ds: Any,
+    path: str,
+    options: dict[str, Any] | None,
+    storage_options: dict[str, Any] | None = None,
+) -> CommitResult:
     """One commit of a Ray Dataset through :class:`~hoodie_ray.ray.datasink.HoodieDatasink`:
     Ray Data's write tasks send their blocks straight to the assigner actors."""
     from hoodie_ray.ray.datasink import HoodieDatasink

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from hoodie_ray.log_format.blocks import dictionary_columns
 from hoodie_ray.storage import Storage
 
 META_FIELDS = (
@@ -34,6 +35,11 @@ def meta_schema(data_schema: pa.Schema) -> pa.Schema:
     return pa.schema([pa.field(n, pa.string()) for n in META_FIELDS] + list(data_schema))
 
 
+def constant_strings(value: str, n: int) -> pa.Array:
+    """A string array of ``n`` copies of ``value`` (built in C, no Python objects)."""
+    return pa.repeat(pa.scalar(value, pa.string()), n)
+
+
 def with_meta_columns(
     rows: pa.Table,
     data_schema: pa.Schema,
@@ -48,17 +54,13 @@ def with_meta_columns(
     ``_hoodie_commit_seqno`` is ``<instant>_<task>_<n>`` numbered from ``seq_start``.
     """
     n = rows.num_rows
-    seq = (
-        pa.array(np.arange(seq_start, seq_start + n).astype(str))
-        if n
-        else pa.array([], pa.string())
-    )
+    seq = pc.cast(pa.array(np.arange(seq_start, seq_start + n, dtype=np.int64)), pa.string())
     cols: list[Any] = [
-        pa.array(np.full(n, instant, dtype=object), pa.string()),
+        constant_strings(instant, n),
         pc.binary_join_element_wise(f"{instant}_{task_id}_", seq, ""),
         rows.column(RECORD_KEY),
         rows.column(PARTITION_PATH),
-        pa.array(np.full(n, file_name, dtype=object), pa.string()),
+        constant_strings(file_name, n),
     ]
     for f in data_schema:
         cols.append(rows.column(f.name))
@@ -83,18 +85,14 @@ def parquet_bytes(
         md[b"hoodie_max_record_key"] = str(mm["max"].as_py()).encode()
     for k, v in (extra_metadata or {}).items():
         md[k.encode()] = v.encode()
-    schema = table.schema.with_metadata(md)
     table = table.replace_schema_metadata(md)
-    # Dictionary encoding only pays for low-cardinality columns; meta columns are unique-ish.
-    dict_cols = [
-        f.name for f in schema if f.name not in META_FIELDS and not pa.types.is_floating(f.type)
-    ]
     buf = io.BytesIO()
     pq.write_table(
         table,
         buf,
         compression=None if codec in ("none", "uncompressed") else codec,
-        use_dictionary=dict_cols,
+        # Dictionary encoding only pays for columns whose values repeat (sampled per column).
+        use_dictionary=dictionary_columns(table),
         write_statistics=True,
         store_schema=False,
     )

@@ -174,7 +174,8 @@ class BucketAssigner:
         old_fid = loc_fids[safe_ids] if len(loc_fids) else np.full(n, "", dtype=object)
         moved = found & (old_part != parts_np) if self.config.global_index else np.zeros(n, bool)
 
-        file_ids = np.where(found, old_fid, None).astype(object)
+        file_ids = old_fid.astype(object).copy()
+        file_ids[~found] = None
         btypes = np.full(n, UPDATE_BUCKET, dtype=object)
         stay = found & ~moved
         if stay.any():

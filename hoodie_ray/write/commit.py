@@ -127,7 +127,11 @@ class CommitProtocol:
 
     def finish_pending_rollbacks(self) -> list[str]:
         """Re-run pending rollbacks from their plans (every step is idempotent) and complete them."""
-        from hoodie_ray.timeline.plans import HoodieRollbackMetadata, HoodieRollbackPlan
+        from hoodie_ray.timeline.plans import (
+            HoodieInstantInfo,
+            HoodieRollbackMetadata,
+            HoodieRollbackPlan,
+        )
 
         self.timeline.reload()
         done = []
@@ -162,7 +166,7 @@ class CommitProtocol:
                 start_rollback_time=inst.timestamp,
                 commits_rollback=[target],
                 partition_deleted_files=per_part,
-                instants_rollback=[(target, plan.action)],
+                instants_rollback=[HoodieInstantInfo(target, plan.action)],
             )
             self.timeline.complete(
                 Instant(inst.timestamp, Action.ROLLBACK, State.INFLIGHT), meta.to_bytes()
@@ -193,6 +197,7 @@ class CommitProtocol:
 
     def _rollback_files(self, instant: str, action: str, inst: Instant | None) -> RollbackResult:
         from hoodie_ray.timeline.plans import (
+            HoodieInstantInfo,
             HoodieRollbackMetadata,
             HoodieRollbackPlan,
             RollbackRequest,
@@ -232,7 +237,7 @@ class CommitProtocol:
             start_rollback_time=rb_ts,
             commits_rollback=[instant],
             partition_deleted_files=per_part,
-            instants_rollback=[(instant, action)],
+            instants_rollback=[HoodieInstantInfo(instant, action)],
         )
         self.timeline.complete(Instant(rb_ts, Action.ROLLBACK, State.INFLIGHT), meta.to_bytes())
         if inst is not None:

@@ -50,9 +50,14 @@ class WriterLock:
 
     def _read(self) -> dict | None:
         try:
-            return json.loads(self.storage.read_bytes(LOCK_PATH))
-        except (HoodieIOError, ValueError):
+            if self.storage.size(LOCK_PATH) > 64 * 1024:
+                return None  # not a lock file a writer made: unreadable, like invalid JSON
+            cur = json.loads(self.storage.read_bytes(LOCK_PATH))
+        except (HoodieIOError, ValueError, RecursionError):
             return None
+        if not isinstance(cur, dict) or not isinstance(cur.get("heartbeat", 0), (int, float)):
+            return None
+        return cur
 
     def acquire(self) -> WriterLock:
         """Take the lock or raise :class:`HoodieCommitConflictError` naming the holder."""

@@ -255,27 +255,33 @@ def precombine(table: pa.Table, ordering_field: str | None) -> pa.Table:
     ngroups = len(enc.dictionary)
     if ngroups == n:
         return table
-    pos = np.arange(n, dtype=np.int64)
+    # Keys with a single row keep it; only the rows of repeated keys need the fold.
+    counts = np.bincount(gid, minlength=ngroups)
+    single = counts[gid] == 1
+    winner = np.full(ngroups, -1, dtype=np.int64)
+    winner[gid[single]] = np.flatnonzero(single)
+    rows = np.flatnonzero(~single)  # positions of the rows of repeated keys, ascending
+    g = gid[rows]
     if ordering_field is None:
-        last = np.full(ngroups, -1, dtype=np.int64)
-        np.maximum.at(last, gid, pos)
-        return table.take(pa.array(np.sort(last)))
+        np.maximum.at(winner, g, rows)
+        return table.take(pa.array(np.sort(winner)))
     ordv = table.column(ordering_field)
-    is_null = pc.is_null(ordv).to_numpy(zero_copy_only=False)
+    is_null = pc.is_null(ordv.take(pa.array(rows))).to_numpy(zero_copy_only=False)
     last_null = np.full(ngroups, -1, dtype=np.int64)
     if is_null.any():
-        np.maximum.at(last_null, gid[is_null], pos[is_null])
-    after = pos > last_null[gid]  # candidates: rows after the key's last null-ordered row
-    cand = np.flatnonzero(after)
-    winner = last_null.copy()  # groups with no candidate keep their last null-ordered row
+        np.maximum.at(last_null, g[is_null], rows[is_null])
+    winner[g] = last_null[g]  # groups with no candidate keep their last null-ordered row
+    after = rows > last_null[g]  # candidates: rows after the key's last null-ordered row
+    cand = rows[after]
     if len(cand):
+        gc = g[after]
         helper = pa.table(
-            {"g": pa.array(gid[cand]), "o": pc.take(ordv, pa.array(cand)), "pos": pa.array(cand)}
+            {"g": pa.array(gc), "o": pc.take(ordv, pa.array(cand)), "pos": pa.array(cand)}
         )
         order = pc.sort_indices(
             helper, sort_keys=[("g", "ascending"), ("o", "ascending"), ("pos", "ascending")]
         ).to_numpy()
-        g_sorted = gid[cand][order]
+        g_sorted = gc[order]
         is_last = np.ones(len(order), dtype=bool)
         is_last[:-1] = g_sorted[:-1] != g_sorted[1:]
         winner[g_sorted[is_last]] = cand[order][is_last]

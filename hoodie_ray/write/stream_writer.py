@@ -25,7 +25,12 @@ import pyarrow.compute as pc
 from hoodie_ray.config.options import WriteConfig
 from hoodie_ray.config.table_config import HoodieTableConfig, MergeMode
 from hoodie_ray.exceptions import HoodieWriteError
-from hoodie_ray.file_group.naming import base_file_name, log_file_name, parse_log_file_name
+from hoodie_ray.file_group.naming import (
+    LogFileName,
+    base_file_name,
+    log_file_name,
+    parse_log_file_name,
+)
 from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.log_format.writer import ends_on_block
 from hoodie_ray.merge import apply_updates
@@ -37,6 +42,14 @@ from hoodie_ray.write.buffer import Bucket, BucketId, WriteBuffer
 from hoodie_ray.write.records import IS_DELETED, precombine
 
 TEMP_DIR = ".hoodie/.temp"
+
+
+def _log_name(name: str) -> LogFileName:
+    """The parts of a log file name this writer listed or made (always a valid name)."""
+    parsed = parse_log_file_name(name)
+    if parsed is None:
+        raise HoodieWriteError(f"not a log file name: {name!r}")
+    return parsed
 
 
 def marker_path(instant: str, partition: str, file_name: str, io_type: str) -> str:
@@ -262,7 +275,7 @@ class StreamWriteFunction:
             prev_commit=g.base_instant if self.ctx.table_version < 8 else self.instant,
             base_file=(g.base_file or "") if self.ctx.table_version < 8 else "",
             log_files=[name],
-            log_version=parse_log_file_name(name).version,
+            log_version=_log_name(name).version,
             log_offset=offset,
         )
         n_up = upserts.num_rows
@@ -284,11 +297,11 @@ class StreamWriteFunction:
         if self.ctx.table_version >= 8:
             # v8: every delta commit writes its own log file, named by its instant.
             log_instant = self.instant
-            mine = [n for n in g.log_files if parse_log_file_name(n).instant == log_instant]
+            mine = [n for n in g.log_files if _log_name(n).instant == log_instant]
         else:
             log_instant = g.base_instant or self.instant
-            mine = [n for n in g.log_files if parse_log_file_name(n).instant == log_instant]
-        current = max(mine, key=lambda n: parse_log_file_name(n).version) if mine else None
+            mine = [n for n in g.log_files if _log_name(n).instant == log_instant]
+        current = max(mine, key=lambda n: _log_name(n).version) if mine else None
         if current is not None and storage.supports_append and (part, current) not in self._frozen:
             rel = join(part, current)
             size = storage.size(rel) if storage.exists(rel) else 0
@@ -296,7 +309,7 @@ class StreamWriteFunction:
                 self._marker(part, current, "APPEND")
                 offset = storage.append(rel, payload)
                 return current, offset, offset + len(payload)
-        version = (parse_log_file_name(current).version + 1) if current else 1
+        version = (_log_name(current).version + 1) if current else 1
         name = log_file_name(fid, log_instant, version, self.write_token)
         rel = join(part, name)
         self._ensure_partition(part)
