@@ -120,7 +120,11 @@ class CoordinatorActor:
             try:
                 stats = _ray.get(refs)
             except Exception:
-                self.core.rollback_compaction(running)  # retried below
+                # A compactor failed or died: undo, and retry below on a fresh pool.
+                self.core.rollback_compaction(running)
+                if self._pool is not None:
+                    self._pool.shutdown()
+                    self._pool = None
             else:
                 self.core.commit_compaction(running, stats)
         pending = self.core.pending_compactions()

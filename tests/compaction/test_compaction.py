@@ -183,3 +183,30 @@ def test_async_compaction_readers_always_see_the_model(ray_session, tmp_path):
     assert [
         i for i in t.timeline if i.state.value != "COMPLETED" and i.action != "compaction"
     ] == []
+
+
+@pytest.mark.ray
+def test_killed_compactor_is_rolled_back_and_retried(ray_session, tmp_path):
+    import ray
+
+    path = tmp_path / "t"
+    opts = {**OPTIONS, "write.tasks": "1", "write.bucket_assign.tasks": "1", "compaction.async.enabled": "true",
+            "compaction.delta_commits": "2", "compaction.tasks": "1"}
+    model, wl = TableModel(), Workload(seed=31)
+    killed = 0
+    with hr.HoodieStreamWriter(str(path), opts) as w:
+        for i in range(12):
+            rows = [wl._row(k) for k in wl.keys[:30]] if i == 0 else _upserts(wl, 10)
+            w.write(to_arrow(rows, True))
+            model.upsert(rows)
+            w.checkpoint()
+            if killed < 2 and CompactionService.open(str(path)).pending():
+                try:
+                    ray.kill(ray.get_actor("model/compactor-0", namespace="hoodie_ray"), no_restart=True)
+                    killed += 1
+                except ValueError:
+                    pass  # already finished
+            assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), f"checkpoint {i}"
+    assert killed >= 1
+    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+    assert len(_compactions(path)) >= 1
