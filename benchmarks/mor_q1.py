@@ -90,6 +90,16 @@ JSON_KEYS = (
     "peak_rss_mb_writer",
 )
 
+#: Figures beside the required ones, printed in the report's key figures too.
+EXTRA_FIGURES = (
+    "efficiency_parquet_vs_pyarrow_defaults",
+    "efficiency_parquet_vs_hudi_layout_floor",
+    "client_rows_per_cpu_s_parquet",
+    "client_efficiency_parquet",
+    "client_rows_per_cpu_s_avro",
+    "client_efficiency_avro_vs_fastavro",
+)
+
 #: Log block formats, in the order they run; the first is the one the single-valued
 #: figures (speedups, latency, compaction, reads) are taken from.
 LOG_FORMATS = ("parquet", "avro")
@@ -150,6 +160,64 @@ def parquet_floor(
         workload.num_rows,
         meter.usage,
         extra={"files": files_written, "bytes": written, **kwargs},
+    )
+
+
+def hudi_layout_rows(part: pa.Table, key: str, instant: str, file_name: str) -> pa.Table:
+    """``part`` as a Hudi base file or Parquet log block stores it: the five meta columns
+    (commit time, sequence number, record key, partition path, file name) before the data."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    n = part.num_rows
+    seq = pc.cast(pa.array(np.arange(n, dtype=np.int64)), pa.string())
+    meta = {
+        "_hoodie_commit_time": pa.repeat(pa.scalar(instant, pa.string()), n),
+        "_hoodie_commit_seqno": pc.binary_join_element_wise(f"{instant}_0_", seq, ""),
+        "_hoodie_record_key": pc.cast(part[key], pa.string()),
+        "_hoodie_partition_path": pa.repeat(pa.scalar("", pa.string()), n),
+        "_hoodie_file_name": pa.repeat(pa.scalar(file_name, pa.string()), n),
+    }
+    return pa.Table.from_arrays([*meta.values(), *part.columns], names=[*meta, *part.column_names])
+
+
+def parquet_floor_hudi_layout(workload: Workload, outdir: Path, files: int) -> Measurement:
+    """Diagnostic floor: ``pq.write_table`` of the same rows laid out as hoodie_ray stores them
+    (meta columns first, built before the measurement; per-column dictionary choice as
+    hoodie_ray makes it). The gap between this and the Parquet floor is the cost of the Hudi
+    format itself; the gap between hoodie_ray and this is the cost of upserting."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    try:
+        from hoodie_ray.log_format.blocks import dictionary_columns
+    except ImportError:  # pragma: no cover - an older hoodie_ray
+
+        def dictionary_columns(t: pa.Table) -> list[str]:  # type: ignore[misc]
+            return ["_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_file_name"]
+
+    instant = "20240601000000000"
+    parts = [
+        [
+            hudi_layout_rows(p, workload.key_field, instant, f"{j:08d}-0000-0000-0000-0-0")
+            for j, p in enumerate(commit_parts)
+        ]
+        for commit_parts in _floor_parts(workload, files)
+    ]
+    codec = FLOOR_PARQUET["compression"]
+    with CpuMeter() as meter:
+        for i, commit_parts in enumerate(parts):
+            for j, part in enumerate(commit_parts):
+                pq.write_table(
+                    part,
+                    outdir / f"c{i:03d}_{j:03d}.parquet",
+                    compression=codec,
+                    use_dictionary=dictionary_columns(part),
+                )
+    written = sum(p.stat().st_size for p in outdir.iterdir())
+    return Measurement(
+        "parquet floor (Hudi layout)",
+        workload.num_rows,
+        meter.usage,
+        extra={"files": sum(len(p) for p in parts), "bytes": written, "compression": codec},
     )
 
 
@@ -413,6 +481,7 @@ class HoodieRun:
     compaction: Measurement | None = None
     error: str | None = None
     read_error: str | None = None
+    actor_pids: dict[str, int] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -437,7 +506,10 @@ class HoodieRun:
         if self.ingest is None or self.ingest.usage is None:
             return None
         procs = self.ingest.usage.processes
-        writers = [p for p in procs if "writ" in _actor_class(p.title).lower()]
+        writer_pids = {pid for role, pid in self.actor_pids.items() if role.startswith("writer")}
+        writers = [p for p in procs if p.pid in writer_pids] or [
+            p for p in procs if "writ" in _actor_class(p.title).lower()
+        ]
         pool = writers or [p for p in procs if p.cpu_s > 0]
         return max((p.peak_rss_mb for p in pool), default=None)
 
@@ -466,6 +538,7 @@ class HoodieRun:
             "read_hudi_rs": self.read_hudi_rs.as_dict() if self.read_hudi_rs else None,
             "read_error": self.read_error,
             "peak_rss_mb_writer": _r(self.peak_rss_mb_writer(), 1),
+            "actor_pids": self.actor_pids,
             "actors": [
                 {
                     "title": p.title,
@@ -501,12 +574,13 @@ def run_hoodie(
     Calls, in order::
 
         with hr.HoodieStreamWriter(path, options) as w:     # options: hoodie_options(...)
+            w.start(schema)                                   # actors up, not timed
             for each commit:
                 w.write(batch)                                # pa.Table, <= batch_rows rows
                 instant = w.checkpoint()                      # one commit; must not be None
         hudi.HudiTable(path).read()                           # gate after ingest
         hr.read(path)                                         # snapshot, timed (full only)
-        hr.compact(path, {"compaction.tasks": str(writers)})  # timed (full only)
+        hr.compact(path, options=..., engine="local")         # timed (full only)
         hudi.HudiTable(path).read()                           # gate after compaction
     """
     table_name = f"mor_q1_{workload.variant}_{fmt}_w{writers}"
@@ -516,8 +590,14 @@ def run_hoodie(
     try:
         t0 = time.perf_counter()
         with hr.HoodieStreamWriter(str(path), run.options) as w:
+            # The writer starts its actors lazily, at the first write; start them now so actor
+            # process start-up (seconds) is timed apart, not charged to the first commit.
+            if hasattr(w, "start"):
+                w.start(workload.schema)
             run.startup_s = time.perf_counter() - t0
             run.settle_s = wait_for_ray_idle()
+            if hasattr(w, "actor_pids"):
+                run.actor_pids = dict(w.actor_pids())
             with meter:
                 for commit in workload.commits:
                     c0 = time.perf_counter()
@@ -574,7 +654,9 @@ def run_hoodie(
     wait_for_ray_idle()
     try:
         with CpuMeter(ray_workers=True) as m:
-            instant = hr.compact(str(path), {"compaction.tasks": str(writers)})
+            instant = hr.compact(
+                str(path), options={"compaction.tasks": str(writers)}, engine="local"
+            )
         if instant is None:
             raise RuntimeError("hr.compact returned None on a table with log files")
         run.compaction = Measurement(
@@ -591,6 +673,75 @@ def run_hoodie(
     except Exception as e:
         run.gate_compacted = GateResult(False, f"hudi-rs cannot read the table: {_err(e)}", 0, 0)
     log(f"gate after compaction ({run.label}): {run.gate_compacted.reason}")
+    return run
+
+
+@dataclass
+class ClientRun:
+    """The single-process write path (``hr.HoodieWriteClient``, no Ray) on the same commits."""
+
+    fmt: str
+    path: str
+    ingest: Measurement | None = None
+    commit_s: list[float] = field(default_factory=list)
+    gate_ingest: GateResult | None = None
+    error: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.fmt} (single process)"
+
+    def gate_failures(self) -> list[str]:
+        out = []
+        if self.error:
+            out.append(f"{self.label}: hoodie_ray did not complete ({self.error})")
+        if self.gate_ingest is not None and not self.gate_ingest.passed:
+            out.append(f"{self.label}: {self.gate_ingest.reason}")
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "format": self.fmt,
+            "error": self.error,
+            "ingest": self.ingest.as_dict() if self.ingest else None,
+            "commit_latency_s": _latency(self.commit_s),
+            "gate_ingest": self.gate_ingest.reason if self.gate_ingest else None,
+        }
+
+
+def run_client(
+    hr: ModuleType, workload: Workload, expected: pa.Table, path: Path, fmt: str
+) -> ClientRun:
+    """Ingest every commit with ``hr.HoodieWriteClient(path, options).write(commit)`` (one
+    commit per call, in this process), measured as one section; then the gate (hudi-rs).
+
+    This is what ``hr.write(..., engine="local")`` runs: each call opens the table, bootstraps
+    the key index from it, assigns, writes and commits.
+    """
+    run = ClientRun(fmt, str(path))
+    options = hoodie_options(workload, fmt, 1, f"mor_q1_{workload.variant}_{fmt}_client")
+    log(f"hoodie_ray {run.label}: ingest of {len(workload.commits)} commits ...")
+    try:
+        with CpuMeter() as meter:
+            for commit in workload.commits:
+                c0 = time.perf_counter()
+                hr.HoodieWriteClient(str(path), options).write(commit)
+                run.commit_s.append(time.perf_counter() - c0)
+    except Exception as e:
+        run.error = f"ingest: {_err(e)}"
+        log(f"hoodie_ray {run.label} failed: {run.error}")
+        traceback.print_exc(file=sys.stderr)
+        return run
+    run.ingest = Measurement(f"hoodie_ray {run.label}", workload.num_rows, meter.usage)
+    log(
+        f"hoodie_ray {run.label}: {fmt_num(run.ingest.rows_per_s)} rows/s, "
+        f"{fmt_num(run.ingest.rows_per_cpu_s)} rows/CPU-s"
+    )
+    try:
+        run.gate_ingest = check_gate(hudi_rs_snapshot(path), expected, workload.key_field)
+    except Exception as e:
+        run.gate_ingest = GateResult(False, f"hudi-rs cannot read the table: {_err(e)}", 0, 0)
+    log(f"gate after ingest ({run.label}): {run.gate_ingest.reason}")
     return run
 
 
@@ -624,6 +775,7 @@ class Results:
     hoodie_error: str | None = None
     runs: list[HoodieRun] = field(default_factory=list)
     scaling_run: HoodieRun | None = None
+    client_runs: list[ClientRun] = field(default_factory=list)
     ray_init_s: float | None = None
 
     def gate(self) -> tuple[bool, str, bool]:
@@ -635,11 +787,13 @@ class Results:
         if not runs:
             return False, "hoodie_ray did not run", True
         failures = [f for r in runs for f in r.gate_failures()]
-        wrong = [
+        failures += [f for c in self.client_runs for f in c.gate_failures()]
+        wrong: list[Any] = [
             r
             for r in runs
             if any(g is not None and not g.passed for g in (r.gate_ingest, r.gate_compacted))
         ]
+        wrong += [c for c in self.client_runs if c.gate_ingest and not c.gate_ingest.passed]
         if failures:
             return False, "; ".join(failures), not wrong
         return (
@@ -693,6 +847,8 @@ class Results:
         if primary and primary.compaction:
             comp_eff = ratio(primary.compaction.rows_per_cpu_s, base_rate(comp_floor))
         peaks = [p for r in self.runs if (p := r.peak_rss_mb_writer()) is not None]
+        clients = {c.fmt: c.ingest.rows_per_cpu_s for c in self.client_runs if c.ingest}
+        hudi_floor = self.baselines.get("parquet_hudi_layout")
         return {
             "rows_per_cpu_s_parquet": _r(cpu_rate(rp), 0),
             "rows_per_cpu_s_avro": _r(cpu_rate(ra), 0),
@@ -715,6 +871,15 @@ class Results:
             ),
             "efficiency_avro_vs_parquet_floor": _r(ratio(cpu_rate(ra), base_rate(pq_floor))),
             "speedup_vs_delta_merge_avro": _r(ratio(wall_rate(ra), base_rate(delta, cpu=False))),
+            "efficiency_parquet_vs_hudi_layout_floor": _r(
+                ratio(cpu_rate(rp), base_rate(hudi_floor))
+            ),
+            "client_rows_per_cpu_s_parquet": _r(clients.get("parquet"), 0),
+            "client_rows_per_cpu_s_avro": _r(clients.get("avro"), 0),
+            "client_efficiency_parquet": _r(ratio(clients.get("parquet"), base_rate(pq_floor))),
+            "client_efficiency_avro_vs_fastavro": _r(
+                ratio(clients.get("avro"), base_rate(avro_floor_m))
+            ),
             "figures_from_format": primary.fmt if primary else None,
         }
 
@@ -759,6 +924,7 @@ class Results:
             out["hoodie_runs"] = [r.as_dict() for r in self.runs]
             if self.scaling_run is not None:
                 out["scaling_run"] = self.scaling_run.as_dict()
+            out["client_runs"] = [c.as_dict() for c in self.client_runs]
         return out
 
 
@@ -782,7 +948,15 @@ def render_report(res: Results) -> str:
         return "\n".join(lines)
 
     rows = []
-    for key in ("parquet", "parquet_defaults", "avro", "compaction", "delta", "iceberg"):
+    for key in (
+        "parquet",
+        "parquet_defaults",
+        "parquet_hudi_layout",
+        "avro",
+        "compaction",
+        "delta",
+        "iceberg",
+    ):
         b = res.baselines.get(key)
         if b is None:
             if key == "iceberg":
@@ -875,6 +1049,35 @@ def render_report(res: Results) -> str:
             ing_rows,
         ),
     ]
+    if res.client_runs:
+        cl_rows = []
+        for c in res.client_runs:
+            if c.ingest is None or c.ingest.usage is None:
+                cl_rows.append([c.label, c.error or "-", "-", "-", "-", "-", "-"])
+                continue
+            floor = pq_floor if c.fmt == "parquet" else avro_floor_m
+            lat = _latency(c.commit_s)
+            cl_rows.append(
+                [
+                    c.label,
+                    fmt_num(c.ingest.usage.wall_s, 2),
+                    fmt_num(c.ingest.usage.total_cpu_s, 2),
+                    fmt_num(c.ingest.rows_per_s),
+                    fmt_num(c.ingest.rows_per_cpu_s),
+                    fmt_num(
+                        ratio(c.ingest.rows_per_cpu_s, floor.rows_per_cpu_s if floor else None), 3
+                    ),
+                    fmt_num(lat["p95"], 2),
+                ]
+            )
+        lines += [
+            "",
+            "hoodie_ray single process (HoodieWriteClient, one write() per commit, no Ray)",
+            text_table(
+                ["format", "wall s", "CPU s", "rows/s", "rows/CPU-s", "efficiency", "p95 s"],
+                cl_rows,
+            ),
+        ]
     comp_floor = res.baselines.get("compaction")
     other_rows = []
     for r in res.runs:
@@ -926,7 +1129,10 @@ def render_report(res: Results) -> str:
             text_table(["operation", "rows/s", "rows/CPU-s", "ratio"], other_rows),
         ]
     lines += ["", "key figures"]
-    lines += [f"  {k:32s} {'-' if figs.get(k) is None else figs[k]}" for k in JSON_KEYS[1:]]
+    lines += [
+        f"  {k:40s} {'-' if figs.get(k) is None else figs[k]}"
+        for k in (*JSON_KEYS[1:], *EXTRA_FIGURES)
+    ]
     return "\n".join(lines)
 
 
@@ -957,6 +1163,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--formats", default=",".join(LOG_FORMATS), help=hidden)
     p.add_argument("--no-scaling", action="store_true", help=hidden)
     p.add_argument("--skip-hoodie", action="store_true", help=hidden)
+    p.add_argument("--no-client", action="store_true", help=hidden)
+    p.add_argument("--no-full", action="store_true", help=hidden)
     args = p.parse_args(argv)
     args.formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     bad = [f for f in args.formats if f not in LOG_FORMATS]
@@ -994,6 +1202,15 @@ def run_baselines(
             files,
             repeats=repeats,
         ),
+        "parquet_hudi_layout": _measure(
+            "parquet floor (Hudi layout)",
+            workload.num_rows,
+            parquet_floor_hudi_layout,
+            workload,
+            workdir / "pqh",
+            files,
+            repeats=repeats,
+        ),
         "avro": _measure(
             "avro floor", workload.num_rows, avro_floor, workload, workdir / "avro", files
         ),
@@ -1007,7 +1224,7 @@ def run_baselines(
             repeats=repeats,
         ),
     }
-    for d in ("pq", "pqd", "avro", "comp"):
+    for d in ("pq", "pqd", "pqh", "avro", "comp"):
         shutil.rmtree(workdir / d, ignore_errors=True)
     if not skip_peers:
         out["delta"] = _measure(
@@ -1017,22 +1234,26 @@ def run_baselines(
     return out
 
 
-def _init_ray() -> float:
+def _init_ray() -> tuple[float, bool]:
     """Start a private local Ray node (``RAY_ADDRESS`` selects an existing cluster instead).
 
     A private node keeps other Ray instances on a shared machine out of the CPU accounting:
     its raylet is a child of this process (:func:`benchmarks.common.find_local_raylets`).
+    A Ray already initialised in this process (a test session's) is reused. Returns (seconds,
+    whether this call started Ray, so that only then the run shuts it down).
     """
     import ray
 
     t0 = time.perf_counter()
+    started = False
     if not ray.is_initialized():
         ray.init(
             address=os.environ.get("RAY_ADDRESS") or "local",
             include_dashboard=False,
             logging_level=logging.WARNING,
         )
-    return time.perf_counter() - t0
+        started = True
+    return time.perf_counter() - t0, started
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1074,10 +1295,18 @@ def _main(args: argparse.Namespace, workdir: Path) -> int:
     elif not iceberg_installed:
         res.iceberg_status = "not installed"
 
+    if hr is not None and not args.no_client:
+        for fmt in args.formats:
+            path = workdir / f"hudi_client_{fmt}"
+            res.client_runs.append(run_client(hr, workload, expected, path, fmt))
+            if not args.keep:
+                shutil.rmtree(path, ignore_errors=True)
+
     ray_needed = hr is not None or (iceberg_wanted and iceberg_installed)
+    ray_started = False
     if ray_needed:
         log("ray.init ...")
-        res.ray_init_s = _init_ray()
+        res.ray_init_s, ray_started = _init_ray()
     try:
         if iceberg_wanted and iceberg_installed:
             m = _measure(
@@ -1094,7 +1323,14 @@ def _main(args: argparse.Namespace, workdir: Path) -> int:
             for fmt in args.formats:
                 path = workdir / f"hudi_{fmt}_w{args.writers}"
                 run = run_hoodie(
-                    hr, workload, expected, path, fmt, args.writers, args.batch_rows, full=True
+                    hr,
+                    workload,
+                    expected,
+                    path,
+                    fmt,
+                    args.writers,
+                    args.batch_rows,
+                    full=not args.no_full,
                 )
                 res.runs.append(run)
                 if not args.keep:
@@ -1108,7 +1344,7 @@ def _main(args: argparse.Namespace, workdir: Path) -> int:
                 if not args.keep:
                     shutil.rmtree(path, ignore_errors=True)
     finally:
-        if ray_needed:
+        if ray_started:
             import ray
 
             ray.shutdown()

@@ -47,7 +47,7 @@ _LAZY = {
     "read_spark": ("hoodie_ray.spark", "read_spark"),
     "init_spark": ("hoodie_ray.spark", "init_spark"),
     "compact": ("hoodie_ray.compaction", "compact"),
-    "upgrade": ("hoodie_ray.upgrade", "upgrade"),
+    "upgrade": ("hoodie_ray.upgrade_table", "upgrade"),
 }
 
 

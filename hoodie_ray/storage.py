@@ -146,14 +146,22 @@ class Storage:
         raise NotImplementedError
 
     # -- helpers -------------------------------------------------------------------------------
-    def walk_files(self, rel: str = "") -> Iterator[str]:
-        """Every file below ``rel`` as a relative path (depth first, sorted)."""
-        for info in sorted(self.list_dir(rel), key=lambda i: i.name):
-            child = join(rel, info.name)
-            if info.is_dir:
-                yield from self.walk_files(child)
-            else:
-                yield child
+    def walk_files(self, rel: str = "", max_depth: int = 64) -> Iterator[str]:
+        """Every file below ``rel`` as a relative path (depth first, sorted); a tree deeper
+        than ``max_depth`` is refused (it cannot come from a writer)."""
+        from hoodie_ray.exceptions import HoodieCorruptedDataError
+
+        stack: list[tuple[str, int]] = [(rel, 0)]
+        while stack:
+            d, depth = stack.pop()
+            if depth > max_depth:
+                raise HoodieCorruptedDataError(
+                    f"directory tree deeper than {max_depth} under {self.uri(rel)}"
+                )
+            entries = sorted(self.list_dir(d), key=lambda i: i.name, reverse=True)
+            files = [join(d, i.name) for i in entries if not i.is_dir]
+            yield from reversed(files)
+            stack.extend((join(d, i.name), depth + 1) for i in entries if i.is_dir)
 
     def uri(self, rel: str) -> str:
         rel = check_relative(rel)

@@ -34,7 +34,7 @@ class HoodieTable:
         """Open the table at ``path``; raises :class:`HoodieTableNotFoundError` if there is none."""
         storage = open_storage(path, storage_options)
         cfg = HoodieTableConfig.load(storage)
-        tl = ActiveTimeline(storage, cfg.timeline_layout_version)
+        tl = cfg.open_timeline(storage)
         tl.load()
         return cls(path, storage, cfg, tl)
 

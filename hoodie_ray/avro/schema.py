@@ -69,6 +69,9 @@ META_FIELDS: list[str] = [
 MAX_DEPTH = 64
 #: Most record fields accepted in one schema (all records together).
 MAX_FIELDS = 10_000
+#: Most JSON objects and arrays (``{`` and ``[``, counted in the text before parsing) of a
+#: schema: a few per field at most, so a huge hostile schema is refused before json.loads.
+MAX_JSON_CONTAINERS = 8 * MAX_FIELDS + 1024
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PRIMITIVES = frozenset(("null", "boolean", "int", "long", "float", "double", "bytes", "string"))
@@ -178,6 +181,11 @@ def load_schema_json(schema: dict[str, Any] | str | list[Any]) -> Any:
     more than :data:`MAX_FIELDS` fields, before any compilation work.
     """
     if isinstance(schema, str | bytes):
+        braces = ("{", "[") if isinstance(schema, str) else (b"{", b"[")
+        if schema.count(braces[0]) + schema.count(braces[1]) > MAX_JSON_CONTAINERS:
+            raise HoodieSchemaError(
+                f"Avro schema JSON has more than {MAX_JSON_CONTAINERS} objects and arrays"
+            )
         try:
             obj = json.loads(schema)
         except (ValueError, RecursionError) as e:

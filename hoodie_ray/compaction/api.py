@@ -44,14 +44,14 @@ class CompactionService:
     table_config: HoodieTableConfig
     timeline: ActiveTimeline
     wc: WriteConfig
-    storage_options: dict[str, Any] | None = None
+    storage_options: dict[str, Any] | None = field(default=None, repr=False)  # credentials
     last_schedule_check: float = field(default_factory=time.monotonic)
 
     @classmethod
     def open(cls, path: str, options: Any = None, storage_options: Any = None) -> CompactionService:
         storage = open_storage(path, storage_options)
         cfg = HoodieTableConfig.load(storage)
-        tl = ActiveTimeline(storage, cfg.timeline_layout_version)
+        tl = cfg.open_timeline(storage)
         return cls(path, storage, cfg, tl, resolve_options(options), storage_options)
 
     # -- schedule ------------------------------------------------------------------------------

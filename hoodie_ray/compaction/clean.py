@@ -54,8 +54,57 @@ def files_to_clean(svc: CompactionService) -> tuple[str | None, dict[str, list[s
     return earliest, {p: sorted(set(n)) for p, n in out.items() if n}
 
 
+def finish_pending_cleans(svc: CompactionService) -> list[str]:
+    """Finish the cleans a writer that died left requested or inflight (as Java does before
+    a new clean): delete what their plans list, then complete them. Their instants."""
+    from hoodie_ray.storage import check_relative
+
+    tl = svc.timeline
+    tl.reload()
+    done = []
+    for inst in [i for i in tl.pending() if i.action == Action.CLEAN]:
+        start = time.monotonic()
+        req = Instant(inst.timestamp, Action.CLEAN, State.REQUESTED)
+        plan = HoodieCleanerPlan.from_bytes(tl.read_details(req), what=tl.file_name(req))
+        if inst.state is State.REQUESTED:
+            tl.transition_to_inflight(req)
+        partitions: dict[str, HoodieCleanPartitionMetadata] = {}
+        deleted = 0
+        for part, infos in plan.file_paths_to_be_deleted_per_partition.items():
+            pm = partitions[part] = HoodieCleanPartitionMetadata(part, plan.policy or POLICY)
+            for info in infos:
+                name = (info.file_path or "").rstrip("/").rsplit("/", 1)[-1]
+                if not name:
+                    continue
+                rel = check_relative(join(part, name))
+                try:
+                    svc.storage.delete(rel)  # missing_ok: deleted before the crash
+                    pm.success_delete_files.append(name)
+                    deleted += 1
+                except Exception:
+                    pm.failed_delete_files.append(name)
+                pm.delete_path_patterns.append(name)
+        commits = tl.completed_commits()
+        e = plan.earliest_instant_to_retain
+        meta = HoodieCleanMetadata(
+            start_clean_time=inst.timestamp,
+            earliest_commit_to_retain=e.timestamp if e else "",
+            policy=plan.policy or POLICY,
+            time_taken_in_millis=int((time.monotonic() - start) * 1000),
+            total_files_deleted=deleted,
+            last_completed_commit_timestamp=commits[-1].timestamp if commits else "",
+            partition_metadata=partitions,
+        )
+        tl.complete(Instant(inst.timestamp, Action.CLEAN, State.INFLIGHT), meta.to_bytes())
+        done.append(inst.timestamp)
+    return done
+
+
 def clean_table(svc: CompactionService) -> str | None:
-    """Plan, delete and record a clean; the clean instant, or None when nothing to delete."""
+    """Plan, delete and record a clean; the clean instant, or None when nothing to delete.
+
+    Cleans left pending by a writer that died are finished first."""
+    finish_pending_cleans(svc)
     earliest, files = files_to_clean(svc)
     if earliest is None or not files:
         return None

@@ -7,16 +7,17 @@ import io
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hoodie_ray.file_group.naming import base_file_name
+from hoodie_ray.log_format.blocks import dictionary_columns
 from hoodie_ray.reader.file_slice_reader import ReadContext, SliceSpec, iter_file_slice
 from hoodie_ray.storage import join
 from hoodie_ray.timeline.metadata import HoodieWriteStat
 from hoodie_ray.timeline.plans import HoodieCompactionOperation
-from hoodie_ray.write.base_file import META_FIELDS
+from hoodie_ray.write.base_file import META_FIELDS, constant_strings
 
 FILE_NAME_COL = "_hoodie_file_name"
 
@@ -55,28 +56,37 @@ def execute_operation(task: CompactionTask) -> HoodieWriteStat:
     rows = 0
     min_key: str | None = None
     max_key: str | None = None
-    dict_cols = [
-        f.name for f in schema if f.name not in META_FIELDS and not pa.types.is_floating(f.type)
-    ]
-    with pq.ParquetWriter(buf, schema, compression=task.codec, use_dictionary=dict_cols) as w:
+    compression = None if task.codec in ("none", "uncompressed") else task.codec
+    w: pq.ParquetWriter | None = None
+    try:
         for table in iter_file_slice(ctx, slc, storage):
             if table.num_rows == 0:
                 continue
             table = table.select(list(schema.names))
             idx = table.schema.get_field_index(FILE_NAME_COL)
-            table = table.set_column(
-                idx,
-                FILE_NAME_COL,
-                pa.array(np.full(table.num_rows, name, dtype=object), pa.string()),
-            )
-            w.write_table(table.cast(schema))
+            table = table.set_column(idx, FILE_NAME_COL, constant_strings(name, table.num_rows))
+            if table.schema != schema:
+                table = table.cast(schema)
+            if w is None:
+                # Dictionary encoding for the columns whose values repeat, judged on the first
+                # batch (the writer fixes it for the file).
+                w = pq.ParquetWriter(
+                    buf,
+                    schema,
+                    compression=compression,
+                    use_dictionary=dictionary_columns(table),
+                )
+            w.write_table(table)
             rows += table.num_rows
-            import pyarrow.compute as pc
-
             mm = pc.min_max(table.column("_hoodie_record_key"))
             lo, hi = mm["min"].as_py(), mm["max"].as_py()
             min_key = lo if min_key is None or (lo is not None and lo < min_key) else min_key
             max_key = hi if max_key is None or (hi is not None and hi > max_key) else max_key
+        if w is None:
+            w = pq.ParquetWriter(buf, schema, compression=compression, use_dictionary=False)
+    finally:
+        if w is not None:
+            w.close()
     data = buf.getvalue()
     storage.write_bytes(rel, data)
     log_size = sum(

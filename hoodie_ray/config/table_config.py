@@ -11,6 +11,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from hoodie_ray.exceptions import (
     HoodieCorruptedDataError,
@@ -244,6 +245,19 @@ class HoodieTableConfig:
         return METAFOLDER
 
     @property
+    def timeline_folder(self) -> str:
+        """``hoodie.timeline.path`` (layout 2), relative to ``.hoodie``."""
+        return self.props.get("hoodie.timeline.path") or "timeline"
+
+    def open_timeline(self, storage: Storage) -> Any:
+        """The active timeline of this table (layout and folder from the config)."""
+        from hoodie_ray.timeline.timeline import ActiveTimeline
+
+        return ActiveTimeline(
+            storage, self.timeline_layout_version, timeline_folder=self.timeline_folder
+        )
+
+    @property
     def record_key_fields(self) -> list[str]:
         return _split_fields(self.props.get("hoodie.table.recordkey.fields"))
 
@@ -281,7 +295,8 @@ class HoodieTableConfig:
         """SIMPLE, COMPLEX, NON_PARTITION, TIMESTAMP, CUSTOM, or None when not recorded."""
         t = self.props.get("hoodie.table.keygenerator.type")
         if t:
-            return t.strip().upper()
+            t = t.strip().upper()
+            return t if t in KEYGEN_CLASSES else "UNKNOWN"
         cls = self.props.get("hoodie.table.keygenerator.class")
         if cls:
             return KEYGEN_TYPE_BY_CLASS.get(cls.strip(), "UNKNOWN")

@@ -9,7 +9,9 @@
 Partition values: null or empty -> ``__HIVE_DEFAULT_PARTITION__``; hive style -> ``field=value``;
 URL encoding escapes the characters Hive escapes. Without URL encoding, a value that would make an
 unsafe path (``/``, ``\\``, control characters, ``.`` or ``..``) is refused; ``..`` is refused
-always (Java does the same), because URL encoding does not escape ``.``.
+always (Java does the same), because URL encoding does not escape ``.``. Without hive style, a
+value starting with ``.`` is refused too: it would name a hidden directory (readers skip it) or
+``.hoodie`` itself. See docs/SECURITY.md.
 """
 
 from __future__ import annotations
@@ -316,6 +318,11 @@ class KeyGenerator:
         traversal = pc.or_(pc.equal(vals, ".."), pc.equal(vals, "."))
         if formatted:
             traversal = pc.or_(traversal, pc.match_substring_regex(vals, r"(^|/)\.\.?(/|$)"))
+        if not self.hive_style:
+            # The value is a directory name: one starting with '.' is hidden (readers skip it)
+            # or reserved (``.hoodie``, the table's metadata folder).
+            hidden = r"(^|/)\." if formatted else r"^\."
+            traversal = pc.or_(traversal, pc.match_substring_regex(vals, hidden))
         unsafe = (
             traversal
             if self.url_encode or formatted
@@ -323,14 +330,19 @@ class KeyGenerator:
         )
         if pc.any(unsafe).as_py():
             bad = vals[pc.index(unsafe, True).as_py()].as_py()
-            raise HoodieInputError(
-                f"partition field {name} has the value {bad!r}, which is not a safe partition "
-                "directory name (contains '/', '\\', a control character, or is '.' or '..'); "
-                "set hoodie.datasource.write.partitionpath.urlencode=true to encode such values"
-                if not self.url_encode
-                else f"partition field {name} has the value {bad!r}: '.' and '..' are never "
-                "allowed as partition values"
-            )
+            if bad in (".", "..") or (not self.hive_style and bad.startswith(".")):
+                why = (
+                    "'.' and '..' are never allowed as partition values, and without hive style "
+                    "partitioning a value may not start with '.' (a hidden directory; .hoodie is "
+                    "the table's metadata folder)"
+                )
+            else:
+                why = (
+                    "it is not a safe partition directory name (contains '/', '\\' or a control "
+                    "character); set hoodie.datasource.write.partitionpath.urlencode=true to "
+                    "encode such values"
+                )
+            raise HoodieInputError(f"partition field {name} has the value {bad!r}: {why}")
 
     def partition_values_of(self, partition_path: str) -> dict[str, str]:
         """Split a partition path into field -> raw string value (best effort, for pruning)."""

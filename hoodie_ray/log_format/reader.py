@@ -34,6 +34,11 @@ _MIN_BLOCK_LENGTH = 4 + 4 + 4 + 8 + 4 + 8  # version, type, empty header, conten
 _MAX_HEADER_ORDINAL = max(HeaderMetadataType)
 
 
+#: Log files are read whole; past this size a file is refused rather than allocated
+#: (writers roll at ``hoodie.logfile.max.size``, 1 GiB by default).
+MAX_LOG_FILE_BYTES = 4 * 1024 * 1024 * 1024
+
+
 class _BadBlock(Exception):
     """Internal: the frame at hand is not a valid block (becomes a CorruptBlock)."""
 
@@ -54,6 +59,12 @@ class LogReader:
     @classmethod
     def from_storage(cls, storage: Storage, rel_path: str) -> LogReader:
         """A reader of the log file at ``rel_path`` (relative to the table's base path)."""
+        size = storage.size(rel_path)
+        if size > MAX_LOG_FILE_BYTES:
+            raise HoodieCorruptedDataError(
+                f"log file {storage.uri(rel_path)} has {size} bytes, more than a log file may hold "
+                f"({MAX_LOG_FILE_BYTES})"
+            )
         return cls(storage.read_bytes(rel_path), source=storage.uri(rel_path))
 
     def __iter__(self) -> Iterator[LogBlock]:

@@ -22,7 +22,6 @@ import ray
 from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.ray import metrics
 from hoodie_ray.timeline.metadata import HoodieWriteStat
-from hoodie_ray.timeline.timeline import ActiveTimeline
 from hoodie_ray.write.bucket_assigner import FILE_ID, AssignerConfig, WriteProfile
 from hoodie_ray.write.client import build_assigner
 from hoodie_ray.write.coordinator import Coordinator, TableSetup
@@ -191,7 +190,7 @@ class AssignerActor:
         slices: list[FileSlice],
     ) -> None:
         ctx = setup.context
-        timeline = ActiveTimeline(ctx.storage, ctx.table_config.timeline_layout_version)
+        timeline = ctx.table_config.open_timeline(ctx.storage)
         timeline.load()
         self.core = build_assigner(ctx.storage, ctx.table_config, timeline, config, profile, slices)
         self.table = ctx.table_config.name

@@ -19,7 +19,7 @@ from hoodie_ray.ray.actors import split_rows
 from hoodie_ray.ray.runtime import NAMESPACE
 from hoodie_ray.write.bucket_assigner import key_task
 from hoodie_ray.write.client import CommitResult, prepare_input
-from hoodie_ray.write.records import RECORD_KEY, to_arrow
+from hoodie_ray.write.records import RECORD_KEY, check_schema_compatible, to_arrow
 
 
 class HoodieDatasink(Datasink):  # type: ignore[type-arg]
@@ -36,7 +36,11 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
         path: str,
         options: dict[str, Any] | None = None,
         storage_options: dict[str, Any] | None = None,
+        schema: Any = None,
     ) -> None:
+        # Ray passes on_write_start the schema from before any fused map_batches: for a new
+        # table, pass the dataset's own schema (hr.write does: ds.schema().base_schema).
+        self._schema = schema
         self.path = path
         self.options = dict(options or {})
         self.storage_options = storage_options
@@ -58,7 +62,7 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
         from hoodie_ray.ray.stream import HoodieStreamWriter
 
         w = HoodieStreamWriter(self.path, self.options, storage_options=self.storage_options)
-        w._start(schema)
+        w._start(self._schema if self._schema is not None else schema)
         w._begin_instant()
         self._writer = w
         self.table = w._setup.table_config.name if w._setup else ""
@@ -77,7 +81,13 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
             t = to_arrow(block)
             if t.num_rows == 0:
                 continue
-            prepared = prepare_input(setup, t, self.wc).table
+            batch = prepare_input(setup, t, self.wc)
+            if not setup.schema_fixed:
+                # A new table: every block must carry the schema the write started with.
+                check_schema_compatible(
+                    batch.table.select(batch.data_columns()).schema, setup.context.data_schema
+                )
+            prepared = batch.table
             parts = split_rows(prepared, key_task(prepared.column(RECORD_KEY), na), na)
             for i, part in enumerate(parts):
                 if part.num_rows == 0:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,7 +43,7 @@ from hoodie_ray.reader.merger import (
     ordering_class,
 )
 from hoodie_ray.reader.schema import reconcile
-from hoodie_ray.storage import LocalStorage, Storage, check_relative, join, open_storage
+from hoodie_ray.storage import LocalStorage, Storage, join, open_storage
 
 __all__ = ["ReadContext", "SliceSpec", "iter_file_slice", "read_file_slice"]
 
@@ -274,7 +273,7 @@ class _SliceReader:
     # -- base file -----------------------------------------------------------------------------
     def _open_parquet(self, rel: str) -> pq.ParquetFile:
         if isinstance(self.storage, LocalStorage):
-            return pq.ParquetFile(os.path.join(self.storage.root, check_relative(rel)))
+            return pq.ParquetFile(self.storage.local_path(rel))
         return pq.ParquetFile(self.storage.open_input(rel))
 
     def _prune_filters(self, with_values: bool) -> tuple[Filter, ...]:

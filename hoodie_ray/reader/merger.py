@@ -206,11 +206,20 @@ class LogRecordBuffer:
     Each entry carries three flags beside its columns: ``is_delete``, ``default_delete`` (a
     delete whose ordering value is the default: it always wins) and ``foreign`` (an ordering
     value of another class than the field's, stored as null in the ordering column).
+
+    Layout: every folded block stays as it was decoded (a *piece*); records are numbered in
+    fold order and a liveness flag says which ones are current entries. A hash index (record
+    key -> record number, :class:`hoodie_ray.index.KeyIndex`) finds a block's keys among the
+    entries, so folding a block costs about the block's size, not the state's: nothing is
+    copied until the state is read. When the superseded records outnumber the live ones the
+    pieces are compacted, so memory stays within twice the live entries plus one block.
     """
 
     def __init__(self, schema: pa.Schema, ordering_field: str | None, mode: MergeMode) -> None:
         if RECORD_KEY not in schema.names:
             raise ValueError("the reader schema needs _hoodie_record_key")
+        from hoodie_ray.index import KeyIndex
+
         self.schema = schema
         self.mode = mode
         self.ordering_field = (
@@ -219,20 +228,27 @@ class LogRecordBuffer:
         self._ord_int32 = bool(
             self.ordering_field and ordering_class(schema.field(self.ordering_field).type) == "int"
         )
-        self._table: pa.Table = schema.empty_table()
+        self._pieces: list[pa.Table] = []
+        self._n = 0  # records in the pieces (live or superseded)
+        self._alive = np.zeros(0, dtype=bool)
         self._is_delete = np.zeros(0, dtype=bool)
         self._default = np.zeros(0, dtype=bool)
         self._foreign = np.zeros(0, dtype=bool)
-        self._lookup: KeyLookup | None = None
+        self._index = KeyIndex()
+        self._n_alive = 0
+        # Materialised state (live entries in record order), built by freeze()/remaining().
+        self._table: pa.Table | None = None
+        self._flags: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._position: np.ndarray | None = None  # record number -> row of _table
         self._consumed: np.ndarray | None = None
         self.num_log_records = 0
 
     def __len__(self) -> int:
-        return self._table.num_rows
+        return self._n_alive
 
     @property
     def is_empty(self) -> bool:
-        return self._table.num_rows == 0
+        return self._n_alive == 0
 
     # -- folding log blocks --------------------------------------------------------------------
     def add_data_block(self, table: pa.Table, is_delete: np.ndarray | None = None) -> None:
@@ -307,15 +323,18 @@ class LogRecordBuffer:
     ) -> None:
         if table.column(RECORD_KEY).null_count:
             raise HoodieCorruptedDataError("a log block holds records without a record key")
-        self._lookup = None
-        self._consumed = None
+        self._table = self._flags = self._position = self._consumed = None
         self.num_log_records += table.num_rows
-        rank = occurrence_rank(table.column(RECORD_KEY))
-        if rank is None:
+        from hoodie_ray.index import group_keys
+
+        keys = table.column(RECORD_KEY)
+        gid, ngroups = group_keys(keys)
+        if ngroups == table.num_rows:
             self._merge_unique(table, is_delete, default, foreign, from_delete_block)
             return
         # Duplicate keys inside one block: apply them occurrence by occurrence, so each round
         # holds unique keys and the later duplicate is merged after the earlier one.
+        rank = pd.Series(gid).groupby(gid).cumcount().to_numpy()
         for r in range(int(rank.max()) + 1):
             sel = np.flatnonzero(rank == r)
             idx = pa.array(sel)
@@ -335,61 +354,82 @@ class LogRecordBuffer:
         foreign: np.ndarray,
         from_delete_block: bool,
     ) -> None:
-        n_old = self._table.num_rows
-        if n_old == 0:
-            self._set(new, is_delete, default, foreign)
-            return
-        pos = KeyLookup(self._table.column(RECORD_KEY)).positions(new.column(RECORD_KEY))
-        matched = pos >= 0
-        if not matched.any():
-            self._append(new, is_delete, default, foreign)
-            return
-        midx = np.flatnonzero(matched)
-        spos = pos[midx]
-        wins = self._keep_newer(
-            old_ord=self._ord_take(self._table, spos),
-            new_ord=self._ord_take(new, midx),
-            old_default=self._is_delete[spos] & self._default[spos],
-            new_default=is_delete[midx] & default[midx],
-            foreign=self._foreign[spos] | foreign[midx],
-        )
-        if from_delete_block and self.mode is not MergeMode.COMMIT_TIME_ORDERING:
-            # A delete never replaces a buffered default-ordered delete.
-            wins &= ~(self._is_delete[spos] & self._default[spos])
-        drop_old = np.zeros(n_old, dtype=bool)
-        drop_old[spos[wins]] = True
-        take_new = ~matched
-        take_new[midx[wins]] = True
-        keep_old = ~drop_old
-        old_t = self._table.filter(pa.array(keep_old)) if drop_old.any() else self._table
-        new_t = new.filter(pa.array(take_new)) if not take_new.all() else new
-        self._table = pa.concat_tables([old_t, new_t])
-        self._is_delete = np.concatenate([self._is_delete[keep_old], is_delete[take_new]])
-        self._default = np.concatenate([self._default[keep_old], default[take_new]])
-        self._foreign = np.concatenate([self._foreign[keep_old], foreign[take_new]])
-        if self._table.column(RECORD_KEY).num_chunks > 16:
-            self._table = self._table.combine_chunks()
+        from hoodie_ray.index import hash_keys
 
-    def _set(
-        self, t: pa.Table, is_delete: np.ndarray, default: np.ndarray, foreign: np.ndarray
-    ) -> None:
-        self._table = t
-        self._is_delete = is_delete
-        self._default = default
-        self._foreign = foreign
-
-    def _append(
-        self, t: pa.Table, is_delete: np.ndarray, default: np.ndarray, foreign: np.ndarray
-    ) -> None:
-        self._table = pa.concat_tables([self._table, t])
+        n = new.num_rows
+        keys = _as_string_keys(new.column(RECORD_KEY))
+        hashes = hash_keys(keys)
+        ids = np.arange(self._n, self._n + n, dtype=np.int64)
+        take_new = np.ones(n, dtype=bool)
+        if self._n_alive:
+            pos = self._index.lookup(keys, hashes=hashes).astype(np.int64)
+            matched = pos >= 0
+            if matched.any():
+                midx = np.flatnonzero(matched)
+                spos = pos[midx]
+                old_default = self._is_delete[spos] & self._default[spos]
+                wins = self._keep_newer(
+                    old_ord=self._ord_take_records(spos),
+                    new_ord=self._ord_take(new, midx),
+                    old_default=old_default,
+                    new_default=is_delete[midx] & default[midx],
+                    foreign=self._foreign[spos] | foreign[midx],
+                )
+                if from_delete_block and self.mode is not MergeMode.COMMIT_TIME_ORDERING:
+                    # A delete never replaces a buffered default-ordered delete.
+                    wins &= ~old_default
+                self._alive[spos[wins]] = False
+                take_new[midx[~wins]] = False
+        self._pieces.append(new)
+        self._n += n
+        self._alive = np.concatenate([self._alive, take_new])
         self._is_delete = np.concatenate([self._is_delete, is_delete])
         self._default = np.concatenate([self._default, default])
         self._foreign = np.concatenate([self._foreign, foreign])
+        if take_new.all():
+            self._index.put(keys, ids.astype(np.int32), hashes=hashes)
+        elif take_new.any():
+            self._index.put(
+                keys.filter(pa.array(take_new)),
+                ids[take_new].astype(np.int32),
+                hashes=hashes[take_new],
+            )
+        self._n_alive = int(self._alive.sum())
+        if self._n > 2 * self._n_alive + 1024:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Drop superseded records: one piece of the live entries, record numbers remapped."""
+        alive = self._alive
+        mapping = np.cumsum(alive, dtype=np.int64) - 1
+        table = self._concat_pieces()
+        self._pieces = [table.filter(pa.array(alive)).combine_chunks()] if alive.any() else []
+        self._index.remap_locations(mapping.astype(np.int32))
+        self._is_delete = self._is_delete[alive]
+        self._default = self._default[alive]
+        self._foreign = self._foreign[alive]
+        self._n = int(alive.sum())
+        self._alive = np.ones(self._n, dtype=bool)
+
+    def _concat_pieces(self) -> pa.Table:
+        if not self._pieces:
+            return self.schema.empty_table()
+        return pa.concat_tables(self._pieces) if len(self._pieces) > 1 else self._pieces[0]
 
     def _ord_take(self, table: pa.Table, idx: np.ndarray) -> pa.Array | None:
         if self.ordering_field is None or self.mode is MergeMode.COMMIT_TIME_ORDERING:
             return None
         return _array(table.column(self.ordering_field).take(pa.array(idx)))
+
+    def _ord_take_records(self, records: np.ndarray) -> pa.Array | None:
+        """Ordering values of records (by record number, across pieces)."""
+        if self.ordering_field is None or self.mode is MergeMode.COMMIT_TIME_ORDERING:
+            return None
+        col = pa.chunked_array(
+            [c for p in self._pieces for c in p.column(self.ordering_field).chunks],
+            type=self.schema.field(self.ordering_field).type,
+        )
+        return _array(col.take(pa.array(records)))
 
     def _keep_newer(
         self,
@@ -408,12 +448,23 @@ class LogRecordBuffer:
         return ge | foreign | old_default | new_default
 
     # -- merging the base file -----------------------------------------------------------------
+    def _materialise(self) -> pa.Table:
+        """The live entries in record order (built once until the next fold)."""
+        if self._table is None:
+            alive = self._alive
+            table = self._concat_pieces()
+            if not alive.all():
+                table = table.filter(pa.array(alive))
+            self._table = table.combine_chunks()
+            self._flags = (self._is_delete[alive], self._default[alive], self._foreign[alive])
+        return self._table
+
     def freeze(self) -> None:
         """Build the key lookup used by :meth:`merge_base` (called once, after the last block)."""
-        if self._lookup is None:
-            self._table = self._table.combine_chunks()
-            self._lookup = KeyLookup(self._table.column(RECORD_KEY))
-            self._consumed = np.zeros(self._table.num_rows, dtype=bool)
+        if self._consumed is None:
+            self._materialise()
+            self._position = np.cumsum(self._alive, dtype=np.int64) - 1
+            self._consumed = np.zeros(self._n_alive, dtype=bool)
 
     def merge_base(self, batch: pa.Table) -> pa.Table:
         """Merge one batch of base records (reader schema); return the base rows that survive.
@@ -424,19 +475,21 @@ class LogRecordBuffer:
         if self.is_empty or batch.num_rows == 0:
             return batch
         self.freeze()
-        assert self._lookup is not None and self._consumed is not None
-        pos = self._lookup.positions(batch.column(RECORD_KEY))
-        matched = pos >= 0
+        assert self._table is not None and self._flags is not None
+        assert self._position is not None and self._consumed is not None
+        records = self._index.lookup(_as_string_keys(batch.column(RECORD_KEY)))
+        matched = records >= 0
         if not matched.any():
             return batch
         midx = np.flatnonzero(matched)
-        spos = pos[midx]
+        spos = self._position[records[midx]]
+        is_delete, default, foreign = self._flags
         log_wins = self._keep_newer(
             old_ord=self._ord_take(batch, midx),
             new_ord=self._ord_take(self._table, spos),
             old_default=np.zeros(len(midx), dtype=bool),
-            new_default=self._is_delete[spos] & self._default[spos],
-            foreign=self._foreign[spos],
+            new_default=is_delete[spos] & default[spos],
+            foreign=foreign[spos],
         )
         self._consumed[spos[~log_wins]] = True
         keep = ~matched
@@ -445,14 +498,16 @@ class LogRecordBuffer:
 
     def remaining(self) -> pa.Table:
         """Log records to emit after the base file: winners that are not deletes."""
+        table = self._materialise()
         if self.is_empty:
-            return self._table
-        emit = ~self._is_delete
+            return table
+        assert self._flags is not None
+        emit = ~self._flags[0]
         if self._consumed is not None:
             emit &= ~self._consumed
         if emit.all():
-            return self._table
-        return self._table.filter(pa.array(emit))
+            return table
+        return table.filter(pa.array(emit))
 
     def live_keys(self) -> pa.Array:
         """Record keys of the non-delete entries (for a log-only file group)."""

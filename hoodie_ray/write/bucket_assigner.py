@@ -23,10 +23,12 @@ from hoodie_ray.index import KeyIndex, Location, bucket_file_id_prefix, bucket_i
 from hoodie_ray.write.records import IS_DELETED, PARTITION_PATH, RECORD_KEY
 
 FILE_ID = "_hoodie_file_id"
+IS_NEW = "_hoodie_is_new"  # a key the index did not hold: counted as an insert
 BUCKET_TYPE = "_hoodie_bucket_type"
 INSERT_BUCKET = "I"
 UPDATE_BUCKET = "U"
 LOG_TO_PARQUET_RATIO = 0.35  # hoodie.logfile.to.parquet.compression.ratio
+_BUCKET_TYPES = pa.array([UPDATE_BUCKET, INSERT_BUCKET], pa.string())  # by is-insert code
 
 
 def file_id_task(file_id: str, num_tasks: int) -> int:
@@ -150,73 +152,96 @@ class BucketAssigner:
         location and an insert into the new partition. Deletes of unknown keys are dropped.
         """
         if batch.num_rows == 0:
-            return batch.append_column(FILE_ID, pa.array([], pa.string())).append_column(
-                BUCKET_TYPE, pa.array([], pa.string())
+            return (
+                batch.append_column(FILE_ID, pa.array([], pa.string()))
+                .append_column(BUCKET_TYPE, pa.array([], pa.string()))
+                .append_column(IS_NEW, pa.array([], pa.bool_()))
             )
         if self.config.index_type == "BUCKET":
-            return self._assign_bucket(batch)
+            out = self._assign_bucket(batch)
+            return out.append_column(IS_NEW, pa.array(np.zeros(out.num_rows, dtype=bool)))
         if self.config.append_mode:
             fids, types = self._assign_new(batch.column(PARTITION_PATH), None)
-            return batch.append_column(FILE_ID, fids).append_column(BUCKET_TYPE, types)
+            return (
+                batch.append_column(FILE_ID, fids)
+                .append_column(BUCKET_TYPE, types)
+                .append_column(IS_NEW, pa.array(np.ones(batch.num_rows, dtype=bool)))
+            )
 
         keys = batch.column(RECORD_KEY).combine_chunks()
         parts = batch.column(PARTITION_PATH).combine_chunks()
         deleted = batch.column(IS_DELETED).combine_chunks().to_numpy(zero_copy_only=False)
-        parts_np = np.asarray(parts.to_numpy(zero_copy_only=False), dtype=object)
+        # Partitions as codes into the batch's few distinct values: no Python object per row.
+        penc = pc.dictionary_encode(parts)
+        pcode = penc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        pdict = penc.dictionary.to_pylist()
         ikeys = self._index_keys(keys, parts)
         loc_ids = self.index.lookup(ikeys)
-        loc_parts, loc_fids = self.index.location_arrays()
         n = batch.num_rows
 
         found = loc_ids >= 0
-        safe_ids = np.where(found, loc_ids, 0)
-        old_part = loc_parts[safe_ids] if len(loc_parts) else np.full(n, "", dtype=object)
-        old_fid = loc_fids[safe_ids] if len(loc_fids) else np.full(n, "", dtype=object)
-        moved = found & (old_part != parts_np) if self.config.global_index else np.zeros(n, bool)
+        safe_ids = np.where(found, loc_ids, 0).astype(np.int64)
+        n_loc = len(self.index.locations)
+        if self.config.global_index and n_loc and found.any():
+            code_of = {p: i for i, p in enumerate(pdict)}
+            loc_parts, _ = self.index.location_arrays()
+            loc_pcode = np.array([code_of.get(p, -1) for p in loc_parts.tolist()], np.int64)
+            moved = found & (loc_pcode[safe_ids] != pcode)
+        else:
+            moved = np.zeros(n, dtype=bool)
 
-        file_ids = old_fid.astype(object).copy()
-        file_ids[~found] = None
-        btypes = np.full(n, UPDATE_BUCKET, dtype=object)
+        row_lid = safe_ids.copy()  # location of each row's file group (found rows for now)
+        is_insert = np.zeros(n, dtype=bool)
         stay = found & ~moved
         if stay.any():
-            new_loc = self._new_location_mask(len(loc_parts))
-            btypes[stay & new_loc[safe_ids]] = INSERT_BUCKET
+            new_loc = self._new_location_mask(n_loc)
+            is_insert[stay & new_loc[safe_ids]] = True
 
         # New keys (unknown, or moved to another partition) that are not deletes get a group.
         new_rows = (~found | moved) & ~deleted
         if new_rows.any():
-            idx = pa.array(np.flatnonzero(new_rows))
-            fids, types = self._assign_new(pc.take(parts, idx), pc.take(ikeys, idx))
-            file_ids[new_rows] = fids.to_numpy(zero_copy_only=False)
-            btypes[new_rows] = types.to_numpy(zero_copy_only=False)
+            idx = np.flatnonzero(new_rows)
+            idx_arr = pa.array(idx)
+            fid_list, fcode, ins = self._assign_new_codes(parts.take(idx_arr), ikeys.take(idx_arr))
+            # Index: inserted keys point at their group. Deleted keys keep their location: an
+            # event-time delete may lose to a newer stored record, and a later upsert of a
+            # deleted key is correct in its old group anyway.
+            new_lids = self._intern_locations(pdict, pcode[idx], fid_list, fcode)
+            row_lid[idx] = new_lids
+            is_insert[idx] = ins
+            self.index.put(ikeys.filter(pa.array(new_rows)), new_lids)
+        loc_parts_a, loc_fids_a = self.index.location_columns()
 
-        # Index: inserted keys point at their group. Deleted keys keep their location: an
-        # event-time delete may lose to a newer stored record, and a later upsert of a deleted
-        # key is correct in its old group anyway.
-        if new_rows.any():
-            lids = self.index.location_ids(parts_np[new_rows], file_ids[new_rows])
-            self.index.put(pc.filter(ikeys, pa.array(new_rows)), lids)
-
-        # A delete that names a new partition deletes the row where it is.
-        parts_out = np.where(moved & deleted, old_part, parts_np)
-        out = batch.set_column(
-            batch.schema.get_field_index(PARTITION_PATH),
-            PARTITION_PATH,
-            pa.array(parts_out, pa.string()),
-        )
-        out = out.append_column(FILE_ID, pa.array(file_ids, pa.string()))
-        out = out.append_column(BUCKET_TYPE, pa.array(btypes, pa.string()))
-        out = out.filter(pa.array(~(~found & deleted)))  # deletes of keys nobody has
+        keep = ~(~found & deleted)  # deletes of keys nobody has are dropped
+        all_kept = bool(keep.all())
+        out = batch if all_kept else batch.filter(pa.array(keep))
+        k_lid = row_lid if all_kept else row_lid[keep]
+        moved_del = moved & deleted
+        if moved_del.any():
+            # A delete that names a new partition deletes the row where it is.
+            md = moved_del if all_kept else moved_del[keep]
+            kept_parts = parts if all_kept else parts.filter(pa.array(keep))
+            new_parts = pc.if_else(
+                pa.array(md), loc_parts_a.take(pa.array(k_lid)), kept_parts.cast(pa.string())
+            )
+            out = out.set_column(
+                out.schema.get_field_index(PARTITION_PATH), PARTITION_PATH, new_parts
+            )
+        out = out.append_column(FILE_ID, loc_fids_a.take(pa.array(k_lid)))
+        ins_k = is_insert if all_kept else is_insert[keep]
+        out = out.append_column(BUCKET_TYPE, _BUCKET_TYPES.take(pa.array(ins_k.astype(np.int8))))
+        out = out.append_column(IS_NEW, pa.array(new_rows if all_kept else new_rows[keep]))
         move_ins = moved & ~deleted
         if not move_ins.any():
             return out
         # The old copy of a key that moved partition is deleted where it was.
         mask = pa.array(move_ins)
+        old_lids = pa.array(safe_ids[move_ins])
         extra = batch.filter(mask)
         extra = extra.set_column(
             extra.schema.get_field_index(PARTITION_PATH),
             PARTITION_PATH,
-            pa.array(old_part[move_ins], pa.string()),
+            loc_parts_a.take(old_lids),
         )
         extra = extra.set_column(
             extra.schema.get_field_index(IS_DELETED),
@@ -231,11 +256,28 @@ class BucketAssigner:
                 self.config.ordering_field,
                 pa.nulls(extra.num_rows, extra.schema.field(oi).type),
             )
-        extra = extra.append_column(FILE_ID, pa.array(old_fid[move_ins], pa.string()))
+        extra = extra.append_column(FILE_ID, loc_fids_a.take(old_lids))
         extra = extra.append_column(
-            BUCKET_TYPE, pa.array(np.full(extra.num_rows, UPDATE_BUCKET), pa.string())
+            BUCKET_TYPE, pa.repeat(pa.scalar(UPDATE_BUCKET, pa.string()), extra.num_rows)
         )
+        extra = extra.append_column(IS_NEW, pa.array(np.zeros(extra.num_rows, dtype=bool)))
         return pa.concat_tables([extra, out])
+
+    def _intern_locations(
+        self, pdict: list[str], pcodes: np.ndarray, fid_list: list[str], fcodes: np.ndarray
+    ) -> np.ndarray:
+        """Location ids of rows given as (partition code, file id code); one dict probe per
+        distinct pair, interned in order of first appearance."""
+        if not len(pcodes):
+            return np.empty(0, dtype=np.int32)
+        combo = pcodes.astype(np.int64) * max(len(fid_list), 1) + fcodes.astype(np.int64)
+        uniq, first, inv = np.unique(combo, return_index=True, return_inverse=True)
+        ids = np.empty(len(uniq), dtype=np.int32)
+        nf = max(len(fid_list), 1)
+        for u in np.argsort(first, kind="stable").tolist():
+            c = int(uniq[u])
+            ids[u] = self.index.location_id(pdict[c // nf], fid_list[c % nf])
+        return ids[inv.reshape(-1)]
 
     def _new_location_mask(self, n: int) -> np.ndarray:
         """Per location id: is it a file group created in this checkpoint?"""
@@ -254,44 +296,60 @@ class BucketAssigner:
 
         Duplicate keys among them land in one group (assignment is per distinct key).
         """
+        fid_list, fcode, ins = self._assign_new_codes(parts, keys)
+        fids = pa.array(fid_list, pa.string()).take(pa.array(fcode))
+        return fids, _BUCKET_TYPES.take(pa.array(ins.astype(np.int8)))
+
+    def _assign_new_codes(
+        self, parts: pa.Array, keys: pa.Array | None
+    ) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """:meth:`_assign_new` as codes: (file ids, file id code per row, is-insert per row)."""
+        if isinstance(parts, pa.ChunkedArray):
+            parts = parts.combine_chunks()
+        if isinstance(keys, pa.ChunkedArray):
+            keys = keys.combine_chunks()
         n = len(parts)
-        out_fid = np.empty(n, dtype=object)
-        out_type = np.empty(n, dtype=object)
         if keys is not None:
             # one slot per distinct (key) so duplicates share a group
             enc = pc.dictionary_encode(keys)
             ind = enc.indices.to_numpy(zero_copy_only=False)
             _, first = np.unique(ind, return_index=True)
             rep_rows = np.sort(first)
-            row_to_rep = ind
         else:
+            ind = None
             rep_rows = np.arange(n)
-            row_to_rep = None
-        parts_np = np.asarray(parts.to_numpy(zero_copy_only=False), dtype=object)
-        rep_parts = parts_np[rep_rows]
-        rep_fid = np.empty(len(rep_rows), dtype=object)
-        rep_type = np.empty(len(rep_rows), dtype=object)
-        for part in dict.fromkeys(rep_parts.tolist()):
-            sel = np.flatnonzero(rep_parts == part)
-            fids, types = self._fill_partition(part, len(sel))
-            rep_fid[sel] = fids
-            rep_type[sel] = types
-        if row_to_rep is None:
-            out_fid[:], out_type[:] = rep_fid, rep_type
-        else:
-            # map each row to its distinct key's representative
-            rep_of_dict = np.empty(int(ind.max()) + 1 if n else 0, dtype=np.int64)
-            rep_of_dict[ind[rep_rows]] = np.arange(len(rep_rows))
-            r = rep_of_dict[row_to_rep]
-            out_fid[:], out_type[:] = rep_fid[r], rep_type[r]
-        return pa.array(out_fid.tolist(), pa.string()), pa.array(out_type.tolist(), pa.string())
+        penc = pc.dictionary_encode(parts)
+        pcode = penc.indices.to_numpy(zero_copy_only=False)
+        pdict = penc.dictionary.to_pylist()
+        rep_pc = pcode[rep_rows]
+        rep_fcode = np.empty(len(rep_rows), dtype=np.int32)
+        rep_ins = np.empty(len(rep_rows), dtype=bool)
+        fid_list: list[str] = []
+        if len(rep_rows):
+            uniq, first_at = np.unique(rep_pc, return_index=True)
+            for code in uniq[np.argsort(first_at, kind="stable")].tolist():
+                sel = np.flatnonzero(rep_pc == code)
+                done = 0
+                for fid, is_ins, cnt in self._fill_partition(pdict[code], len(sel)):
+                    rows = sel[done : done + cnt]
+                    rep_fcode[rows] = len(fid_list)
+                    rep_ins[rows] = is_ins
+                    fid_list.append(fid)
+                    done += cnt
+        if ind is None:
+            return fid_list, rep_fcode, rep_ins
+        # map each row to its distinct key's representative
+        rep_of_dict = np.empty(int(ind.max()) + 1 if n else 0, dtype=np.int64)
+        rep_of_dict[ind[rep_rows]] = np.arange(len(rep_rows))
+        r = rep_of_dict[ind]
+        return fid_list, rep_fcode[r], rep_ins[r]
 
-    def _fill_partition(self, part: str, count: int) -> tuple[np.ndarray, np.ndarray]:
+    def _fill_partition(self, part: str, count: int) -> list[tuple[str, bool, int]]:
+        """Runs ``(file id, is insert bucket, records)`` placing ``count`` new records."""
         cfg = self.config
         avg = max(1, self.profile.avg_record_size)
         per_bucket = max(1, cfg.max_file_size // avg)
-        fids = np.empty(count, dtype=object)
-        types = np.empty(count, dtype=object)
+        runs: list[tuple[str, bool, int]] = []
         done = 0
         for f in self._small.setdefault(part, []):
             if done >= count:
@@ -300,19 +358,17 @@ class BucketAssigner:
             if cap <= 0:
                 continue
             take = min(cap, count - done)
-            fids[done : done + take] = f.file_id
-            types[done : done + take] = INSERT_BUCKET if f.is_new else UPDATE_BUCKET
+            runs.append((f.file_id, f.is_new, take))
             self._capacity[(part, f.file_id)] = cap - take
             done += take
         while done < count:
             fid = new_file_id_for_task(cfg.task_id, cfg.num_tasks)
             take = min(per_bucket, count - done)
-            fids[done : done + take] = fid
-            types[done : done + take] = INSERT_BUCKET
+            runs.append((fid, True, take))
             self._small[part].append(SmallFile(fid, 0, is_new=True))
             self._capacity[(part, fid)] = per_bucket - take
             done += take
-        return fids, types
+        return runs
 
     # -- bucket index --------------------------------------------------------------------------
     def set_bucket_file_ids(self, existing: Iterable[tuple[str, str]]) -> None:
@@ -326,23 +382,32 @@ class BucketAssigner:
 
     def _assign_bucket(self, batch: pa.Table) -> pa.Table:
         keys = batch.column(RECORD_KEY)
-        parts = np.asarray(batch.column(PARTITION_PATH).to_numpy(), dtype=object)
-        b = bucket_ids(keys, self.config.bucket_num)
-        fids = np.empty(len(b), dtype=object)
-        types = np.empty(len(b), dtype=object)
-        for part, bucket in {(p, int(x)) for p, x in zip(parts.tolist(), b.tolist(), strict=True)}:
-            sel = (parts == part) & (b == bucket)
+        parts = batch.column(PARTITION_PATH)
+        penc = pc.dictionary_encode(
+            parts.combine_chunks() if isinstance(parts, pa.ChunkedArray) else parts
+        )
+        pcode = penc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        pdict = penc.dictionary.to_pylist()
+        b = bucket_ids(keys, self.config.bucket_num).astype(np.int64)
+        combo = pcode * self.config.bucket_num + b
+        uniq, inv = np.unique(combo, return_inverse=True)
+        fid_list: list[str] = []
+        ins = np.empty(len(uniq), dtype=bool)
+        new_groups = self._new_groups()
+        for u, c in enumerate(uniq.tolist()):
+            part, bucket = pdict[c // self.config.bucket_num], c % self.config.bucket_num
             fid = self._bucket_file_ids.get((part, bucket))
             if fid is None:
                 fid = f"{bucket_file_id_prefix(bucket)}{str(uuid.uuid4())[8:]}-0"
                 self._bucket_file_ids[(part, bucket)] = fid
                 self._small.setdefault(part, []).append(SmallFile(fid, 0, is_new=True))
-            is_new = (part, fid) in self._new_groups()
-            fids[sel] = fid
-            types[sel] = INSERT_BUCKET if is_new else UPDATE_BUCKET
-        return batch.append_column(FILE_ID, pa.array(fids.tolist(), pa.string())).append_column(
-            BUCKET_TYPE, pa.array(types.tolist(), pa.string())
-        )
+                new_groups.add((part, fid))
+            fid_list.append(fid)
+            ins[u] = (part, fid) in new_groups
+        inv = inv.reshape(-1)
+        fids = pa.array(fid_list, pa.string()).take(pa.array(inv))
+        types = _BUCKET_TYPES.take(pa.array(ins[inv].astype(np.int8)))
+        return batch.append_column(FILE_ID, fids).append_column(BUCKET_TYPE, types)
 
     def checkpoint_done(self) -> None:
         """After a commit: groups created in it are no longer new."""

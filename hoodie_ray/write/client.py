@@ -371,8 +371,11 @@ class HoodieWriteClient:
                 writer.abort()
                 coord.abandon(instant)
                 raise
-            # Inline compaction (a single process has no background to run it in).
-            scheduled = coord.schedule_compaction()
+            # Inline compaction (a single process has no background to run it in). A plan left
+            # pending by a writer that died runs first; without this it stays pending forever,
+            # and no new plan is ever scheduled (one pending plan blocks scheduling).
+            pending = coord.pending_compactions() if wc.compaction_schedule else []
+            scheduled = pending[0] if pending else coord.schedule_compaction()
             if scheduled is not None:
                 coord.run_compaction(scheduled)
             return result

@@ -25,7 +25,6 @@ from hoodie_ray.file_group.naming import parse_base_file_name, parse_log_file_na
 from hoodie_ray.storage import Storage, join
 from hoodie_ray.timeline.instant import Action, Instant, State, new_instant_time
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
-from hoodie_ray.timeline.timeline import ActiveTimeline
 from hoodie_ray.write import logs
 from hoodie_ray.write.stream_writer import TEMP_DIR
 
@@ -46,7 +45,7 @@ class CommitProtocol:
     def __init__(self, storage: Storage, table_config: HoodieTableConfig) -> None:
         self.storage = storage
         self.table_config = table_config
-        self.timeline = ActiveTimeline(storage, table_config.timeline_layout_version)
+        self.timeline = table_config.open_timeline(storage)
         self.timeline.load()
 
     @property
@@ -121,9 +120,18 @@ class CommitProtocol:
 
     def rollback_pending_writes(self) -> list[RollbackResult]:
         """Finish rollbacks a dead writer left pending, then roll back every pending
-        commit/deltacommit (newest first)."""
+        commit/deltacommit (newest first).
+
+        Last, drop the marker folders of instants that are not pending: a writer that died
+        after completing or rolling back an instant, before deleting its markers, leaves them
+        behind, and nothing else would ever remove them."""
         self.finish_pending_rollbacks()
-        return [self.rollback(i.timestamp) for i in sorted(self.pending_writes(), reverse=True)]
+        done = [self.rollback(i.timestamp) for i in sorted(self.pending_writes(), reverse=True)]
+        pending = {i.timestamp for i in self.pending_writes()}
+        for info in self.storage.list_dir(TEMP_DIR):
+            if info.is_dir and info.name not in pending:
+                self.storage.delete_dir(join(TEMP_DIR, info.name))
+        return done
 
     def finish_pending_rollbacks(self) -> list[str]:
         """Re-run pending rollbacks from their plans (every step is idempotent) and complete them."""
@@ -254,6 +262,10 @@ class CommitProtocol:
             if ".marker." not in sub:
                 continue
             path, _, io_type = sub.rpartition(".marker.")
+            if path.startswith(".hoodie") or not _file_id(path.rpartition("/")[2]):
+                continue  # a marker must name a data file of the table, never metadata
+            if io_type in ("CREATE", "MERGE") and not _named_by(path.rpartition("/")[2], instant):
+                continue  # what an instant creates carries its time: a stray marker, not ours
             out[path] = io_type
         # Defensive: base files and (v8) log files carrying the instant, without markers.
         for part in _partition_dirs(self.storage):
@@ -271,6 +283,15 @@ class CommitProtocol:
                 ):
                     out.setdefault(join(part, info.name), "CREATE")
         return out
+
+
+def _named_by(name: str, instant: str) -> bool:
+    """Does the file name carry ``instant`` (base files; log files of table version 8+)?"""
+    b = parse_base_file_name(name)
+    if b is not None:
+        return b.instant == instant
+    lf = parse_log_file_name(name)
+    return lf is not None and lf.instant == instant
 
 
 def _file_id(name: str) -> str:

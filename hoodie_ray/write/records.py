@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_ray.exceptions import HoodieInputError, HoodieSchemaError
+from hoodie_ray.index import group_keys
 from hoodie_ray.keygen import KeyGenerator
 
 RECORD_KEY = "_hoodie_record_key"
@@ -34,7 +35,11 @@ def to_arrow(data: Any) -> pa.Table:
         import pandas as pd
 
         if isinstance(data, pd.DataFrame):
-            return pa.Table.from_pandas(data, preserve_index=False)
+            try:
+                return pa.Table.from_pandas(data, preserve_index=False)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+                # e.g. an object column holding both ints and strings
+                raise HoodieInputError(f"cannot convert the DataFrame to Arrow: {e}") from None
     except ImportError:  # pragma: no cover - pandas is a dependency
         pass
     raise HoodieInputError(
@@ -216,9 +221,28 @@ def prepare_batch(
             )
     keys = keygen.record_keys(table)
     parts = keygen.partition_paths(table)
+    _check_partition_segments(parts)
     out = table.append_column(RECORD_KEY, keys).append_column(PARTITION_PATH, parts)
     out = out.append_column(IS_DELETED, deleted)
     return PreparedBatch(out)
+
+
+MAX_PARTITION_SEGMENT_BYTES = 255
+"""A directory name's limit on local file systems and HDFS (object stores allow more)."""
+
+
+def _check_partition_segments(parts: pa.Array | pa.ChunkedArray) -> None:
+    """A partition path segment no file system can create fails here, before any write
+    (else the writer dies half-way with a raw ``OSError: File name too long``)."""
+    if len(parts) == 0:
+        return
+    segments = pc.list_flatten(pc.split_pattern(parts, "/"))
+    longest = pc.max(pc.binary_length(segments)).as_py()
+    if longest is not None and longest > MAX_PARTITION_SEGMENT_BYTES:
+        raise HoodieInputError(
+            f"a partition path segment is {longest} bytes long; directory names are limited "
+            f"to {MAX_PARTITION_SEGMENT_BYTES} bytes"
+        )
 
 
 def _fill_missing(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -249,10 +273,7 @@ def precombine(table: pa.Table, ordering_field: str | None) -> pa.Table:
     n = table.num_rows
     if n <= 1:
         return table
-    keys = table.column(RECORD_KEY)
-    enc = pc.dictionary_encode(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys)
-    gid = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    ngroups = len(enc.dictionary)
+    gid, ngroups = group_keys(table.column(RECORD_KEY))
     if ngroups == n:
         return table
     # Keys with a single row keep it; only the rows of repeated keys need the fold.

@@ -38,6 +38,7 @@ from hoodie_ray.storage import Storage, join
 from hoodie_ray.timeline.metadata import HoodieWriteStat
 from hoodie_ray.write import logs
 from hoodie_ray.write.base_file import read_base_file, with_meta_columns, write_base_file
+from hoodie_ray.write.bucket_assigner import IS_NEW
 from hoodie_ray.write.buffer import Bucket, BucketId, WriteBuffer
 from hoodie_ray.write.records import IS_DELETED, precombine
 
@@ -279,9 +280,13 @@ class StreamWriteFunction:
             log_offset=offset,
         )
         n_up = upserts.num_rows
-        # Inserts of new keys into a small file group are counted as inserts, the rest updates.
+        # New keys appended to a small file group count as inserts, the rest as updates.
+        n_new = 0
+        if IS_NEW in upserts.column_names and n_up:
+            n_new = int(pc.sum(upserts.column(IS_NEW)).as_py() or 0)
         st.num_writes += n_up
-        st.num_update_writes += n_up
+        st.num_inserts += n_new
+        st.num_update_writes += n_up - n_new
         st.num_deletes += 0 if deletes is None else deletes.num_rows
         st.total_write_bytes += len(payload)
         st.file_size_in_bytes = size_after

@@ -53,3 +53,37 @@ def test_location_ids_interned():
     assert a[0] == a[1] != a[2]
     parts, fids = idx.location_arrays()
     assert parts[a[2]] == "q" and fids[a[2]] == "f2"
+
+
+def test_key_index_hash_collisions_never_mix_keys(monkeypatch):
+    """Keys sharing a 64-bit hash keep their own locations (hits are verified by key bytes)."""
+    import hoodie_ray.index as index_mod
+
+    real = index_mod.hash_keys
+    monkeypatch.setattr(index_mod, "hash_keys", lambda keys: real(keys) % np.uint64(7))
+    rng = np.random.default_rng(2)
+    idx = KeyIndex()
+    model: dict[str, int] = {}
+    for _ in range(30):
+        keys = [f"k{x}" for x in rng.integers(0, 200, 40)]
+        locs = rng.integers(-1, 5, 40).astype(np.int32)
+        idx.put(pa.array(keys), locs)
+        for k, v in zip(keys, locs.tolist(), strict=True):
+            if v < 0:
+                model.pop(k, None)
+            else:
+                model[k] = v
+        probe = [f"k{x}" for x in range(220)]
+        assert idx.lookup(pa.array(probe)).tolist() == [model.get(k, -1) for k in probe]
+    assert len(idx) == len(model)
+
+
+def test_hash_keys_mixed_lengths_and_large_strings():
+    from hoodie_ray.index import hash_keys
+
+    vals = ["", "a", "ab", "abc" * 30, "é", "a", None]
+    h = hash_keys(pa.array(vals))
+    assert h[1] == h[5] and len(set(h[:5].tolist())) == 5
+    assert (hash_keys(pa.array(vals, pa.large_string())) == h).all()
+    assert (hash_keys(pa.chunked_array([vals[:3], vals[3:]])) == h).all()
+    assert h[6] == h[0]  # null hashes like ""

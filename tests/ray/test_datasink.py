@@ -32,7 +32,7 @@ def test_datasink_bad_input_commits_nothing(ray_session, tmp_path):
     hr.write(to_arrow([Workload(1)._row("a")], False), path, OPTIONS, engine="local")
     before = hudi_rs_snapshot(path).to_pylist()
     bad = ray.data.from_arrow(pa.table({"key": ["b"], "p": ["a"], "ts": ["x"], "v": [1], "s": ["s"]}))
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 - Ray wraps the HoodieSchemaError of the write task
         bad.write_datasink(hr.HoodieDatasink(path, OPTIONS))
     assert hudi_rs_snapshot(path).to_pylist() == before
     assert all(x.state.value == "COMPLETED" for x in hr.HoodieTable.load(path).timeline if x.action == "deltacommit")

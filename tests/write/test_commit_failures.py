@@ -10,6 +10,7 @@ import pytest
 
 import hoodie_ray as hr
 from hoodie_ray.storage import LocalStorage
+from hoodie_ray.timeline.timeline import ActiveTimeline
 from hoodie_ray.write import commit as commit_mod
 from hoodie_ray.write import stream_writer as sw
 from hoodie_ray.write.client import HoodieWriteClient
@@ -69,15 +70,15 @@ def test_failure_between_commit_steps_leaves_table_as_before(tmp_path, monkeypat
         def fail_complete(self, *a, **k):
             raise Boom("before the completed instant")
 
-        monkeypatch.setattr(commit_mod.ActiveTimeline, "complete", fail_complete)
+        monkeypatch.setattr(ActiveTimeline, "complete", fail_complete)
     else:
-        real_inflight = commit_mod.ActiveTimeline.transition_to_inflight
+        real_inflight = ActiveTimeline.transition_to_inflight
 
         def fail_inflight(self, *a, **k):
             real_inflight(self, *a, **k)
             raise Boom("after the inflight instant")
 
-        monkeypatch.setattr(commit_mod.ActiveTimeline, "transition_to_inflight", fail_inflight)
+        monkeypatch.setattr(ActiveTimeline, "transition_to_inflight", fail_inflight)
     with pytest.raises(Boom):
         HoodieWriteClient(str(path), OPTIONS).write(to_arrow(rows, True))
     monkeypatch.undo()
@@ -99,7 +100,7 @@ def test_crash_leaves_pending_instant_rolled_back_by_next_writer(tmp_path, monke
         commit_mod.CommitProtocol, "rollback", lambda self, i: (_ for _ in ()).throw(Boom("dead"))
     )
     monkeypatch.setattr(
-        commit_mod.ActiveTimeline,
+        ActiveTimeline,
         "complete",
         lambda self, *a, **k: (_ for _ in ()).throw(Boom("dead")),
     )

@@ -28,7 +28,9 @@ from hoodie_ray.write.lock import WriterLock
 _JSON_ACTIONS = {Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT}
 
 
-def upgrade(path: str, *, storage_options: dict[str, Any] | None = None, to_version: int = 8) -> int:
+def upgrade(
+    path: str, *, storage_options: dict[str, Any] | None = None, to_version: int = 8
+) -> int:
     """Upgrade the table at ``path`` to table version 8; returns the new version.
 
     Raises:
@@ -40,14 +42,18 @@ def upgrade(path: str, *, storage_options: dict[str, Any] | None = None, to_vers
         hr.upgrade("/data/trips")
     """
     if to_version != 8:
-        raise HoodieUnsupportedError(f"upgrade to table version {to_version} is not supported (8 only)")
+        raise HoodieUnsupportedError(
+            f"upgrade to table version {to_version} is not supported (8 only)"
+        )
     storage = open_storage(path, storage_options)
     with WriterLock(storage):
         cfg = HoodieTableConfig.load(storage)
         if cfg.table_version == 8:
             return 8
         if cfg.table_version != 6:
-            raise HoodieUnsupportedError(f"cannot upgrade table version {cfg.table_version} of {path} to 8")
+            raise HoodieUnsupportedError(
+                f"cannot upgrade table version {cfg.table_version} of {path} to 8"
+            )
         old = ActiveTimeline(storage, 1)
         pending = [i for i in old.instants if i.state is not State.COMPLETED]
         if pending:
@@ -65,7 +71,10 @@ def upgrade(path: str, *, storage_options: dict[str, Any] | None = None, to_vers
                 name1 = old.file_name(aux)
                 if storage.exists(join(".hoodie", name1)):
                     content = storage.read_bytes(join(".hoodie", name1))
-                    if aux.state is State.INFLIGHT and Action.comparable(inst.action) in _JSON_ACTIONS:
+                    if (
+                        aux.state is State.INFLIGHT
+                        and Action.comparable(inst.action) in _JSON_ACTIONS
+                    ):
                         content = b""  # layout 2 inflight metadata is Avro; empty is accepted
                     storage.write_atomic(join(new_dir, aux.file_name(2)), content)
                     moved.append(name1)
@@ -73,24 +82,30 @@ def upgrade(path: str, *, storage_options: dict[str, Any] | None = None, to_vers
             if Action.comparable(inst.action) in _JSON_ACTIONS:
                 meta = HoodieCommitMetadata.from_bytes(data, 1, inst)
                 data = meta.to_avro()
-            done = Instant(inst.timestamp, inst.action, State.COMPLETED, completion_time=inst.timestamp)
+            done = Instant(
+                inst.timestamp, inst.action, State.COMPLETED, completion_time=inst.timestamp
+            )
             storage.write_atomic(join(new_dir, done.file_name(2)), data)
             moved.append(old.file_name(inst))
         props = dict(cfg.props)
-        props.update({
-            "hoodie.table.version": "8",
-            "hoodie.timeline.layout.version": "2",
-            "hoodie.timeline.path": "timeline",
-            "hoodie.timeline.history.path": "history",
-            "hoodie.table.initial.version": props.get("hoodie.table.initial.version", "6"),
-        })
+        props.update(
+            {
+                "hoodie.table.version": "8",
+                "hoodie.timeline.layout.version": "2",
+                "hoodie.timeline.path": "timeline",
+                "hoodie.timeline.history.path": "history",
+                "hoodie.table.initial.version": props.get("hoodie.table.initial.version", "6"),
+            }
+        )
         kg = cfg.keygen_type
         if kg and kg != "UNKNOWN":
             props["hoodie.table.keygenerator.type"] = kg
         mode = cfg.merge_mode
         props["hoodie.record.merge.mode"] = mode.value
         props["hoodie.record.merge.strategy.id"] = (
-            EVENT_TIME_STRATEGY_ID if mode is MergeMode.EVENT_TIME_ORDERING else COMMIT_TIME_STRATEGY_ID
+            EVENT_TIME_STRATEGY_ID
+            if mode is MergeMode.EVENT_TIME_ORDERING
+            else COMMIT_TIME_STRATEGY_ID
         )
         props.pop("hoodie.compaction.record.merger.strategy", None)
         HoodieTableConfig(props).save(storage)  # the switch: one atomic rename

@@ -1,0 +1,745 @@
+"""The ``hoodie-ray`` subcommands (click). Entry point: :func:`hoodie_ray.cli.main`.
+
+Read-only views (``commits show``, ``compactions show``, ``fsview``, ``timeline``), the table
+services (``compact``, ``upgrade``), one-commit writes from a file (``write``) and the
+benchmark (``bench mor-q1``). Every subcommand takes ``--output table|json``; tables print
+sizes in human units, JSON prints one document with sizes in bytes. Ray, the compaction and
+the upgrade code are imported only by the subcommands that use them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import io
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hoodie_ray.cli import info
+from hoodie_ray.cli.output import (
+    Column,
+    View,
+    count_col,
+    display_path,
+    emit,
+    human_count,
+    human_size,
+    size_col,
+)
+
+__all__ = ["CliError", "cli"]
+
+STORAGE_OPTIONS_ENV = "HOODIE_RAY_STORAGE_OPTIONS"
+"""Environment variable with storage options as a JSON object (keeps secrets off the command
+line, where ``ps`` shows them)."""
+
+DEFAULT_COMMITS_LIMIT = 20
+_CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2")
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit status 1."""
+
+
+# -- shared options ------------------------------------------------------------------------------
+
+
+def output_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--output/-o table|json`` (default ``table``)."""
+    return click.option(
+        "--output",
+        "-o",
+        type=click.Choice(["table", "json"]),
+        default="table",
+        show_default=True,
+        help="Readable tables, or one JSON document (sizes in bytes).",
+    )(fn)
+
+
+def storage_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--storage-option KEY=VALUE`` (repeatable): object-store credentials and endpoint."""
+    return click.option(
+        "--storage-option",
+        "storage_kv",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help=(
+            "Object-store option (pyarrow S3FileSystem arguments: access_key, secret_key, "
+            f"endpoint_override, region, ...); repeatable. Also read from ${STORAGE_OPTIONS_ENV} "
+            "as a JSON object. Never printed."
+        ),
+    )(fn)
+
+
+def parse_key_values(pairs: Sequence[str], what: str, secret: bool = False) -> dict[str, str]:
+    """``["a=1", "b=x=y"]`` -> ``{"a": "1", "b": "x=y"}``.
+
+    With ``secret`` a malformed item is not echoed in the error (it may be a credential).
+
+    Raises:
+        CliError: an item without ``=`` or with an empty key.
+    """
+    out: dict[str, str] = {}
+    for item in pairs:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            shown = "(not shown)" if secret else repr(item)
+            raise CliError(f"{what} must be KEY=VALUE, got {shown}")
+        out[key] = value
+    return out
+
+
+def storage_options_from(pairs: Sequence[str]) -> dict[str, Any] | None:
+    """Storage options from ``$HOODIE_RAY_STORAGE_OPTIONS`` overridden by ``--storage-option``."""
+    opts: dict[str, Any] = {}
+    env = os.environ.get(STORAGE_OPTIONS_ENV)
+    if env:
+        try:
+            loaded = json.loads(env)
+        except ValueError:
+            raise CliError(f"${STORAGE_OPTIONS_ENV} is not valid JSON") from None
+        if not isinstance(loaded, dict):
+            raise CliError(f"${STORAGE_OPTIONS_ENV} must be a JSON object")
+        opts.update(loaded)
+    opts.update(parse_key_values(pairs, "--storage-option", secret=True))
+    return opts or None
+
+
+def load_table(path: str, storage_kv: Sequence[str]) -> Any:
+    """``HoodieTable.load`` with the command line's storage options."""
+    from hoodie_ray.table import HoodieTable
+
+    return HoodieTable.load(path, storage_options_from(storage_kv))
+
+
+def lazy_feature(module: str, attr: str, what: str) -> Callable[..., Any]:
+    """``module.attr``, or a :class:`CliError` saying ``what`` is not in this build.
+
+    A module that is absent, or that fails to import (a missing dependency), gives that error,
+    naming what is missing.
+    """
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as e:
+        if isinstance(e, ModuleNotFoundError) and e.name == module:
+            raise CliError(
+                f"{what} is not available in this version of hoodie_ray ({module} is missing)"
+            ) from None
+        raise CliError(
+            f"{what} is not available in this version of hoodie_ray: cannot import {module} "
+            f"({_first_line(e)})"
+        ) from None
+    fn = getattr(mod, attr, None)
+    if not callable(fn):
+        raise CliError(
+            f"{what} is not available in this version of hoodie_ray ({module}.{attr} is missing)"
+        )
+    return fn  # type: ignore[no-any-return]
+
+
+def kv_view(title: str, pairs: Sequence[tuple[str, str]]) -> View:
+    """A block of ``key  value`` lines, keys padded to one width."""
+    width = max((len(k) for k, _ in pairs), default=0)
+    return View(title=title, lines=[f"  {k.ljust(width)}  {v}".rstrip() for k, v in pairs])
+
+
+def table_doc(path: str, storage_kv: Sequence[str]) -> dict[str, Any]:
+    """The ``table`` entry of a document: the summary of the table at ``path``, or only its
+    path when there is no table there."""
+    from hoodie_ray.exceptions import HoodieTableNotFoundError
+
+    try:
+        return info.table_summary(load_table(path, storage_kv), display_path(path))
+    except HoodieTableNotFoundError:
+        return {"path": display_path(path)}
+
+
+def _head(t: Any, path: str) -> tuple[dict[str, Any], str]:
+    summary = info.table_summary(t, display_path(path))
+    title = (
+        f"{summary['name']} ({summary['type']}, table version {summary['version']}) at "
+        f"{summary['path']}"
+    )
+    return summary, title
+
+
+# -- the group -----------------------------------------------------------------------------------
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="hoodie-ray", prog_name="hoodie-ray")
+@click.option(
+    "--debug",
+    is_flag=True,
+    envvar="HOODIE_RAY_DEBUG",
+    help="Print the traceback of an error (also $HOODIE_RAY_DEBUG=1).",
+)
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Inspect and write Apache Hudi tables with hoodie_ray."""
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+
+
+# -- commits -------------------------------------------------------------------------------------
+
+
+@cli.group("commits")
+def commits_group() -> None:
+    """Completed commits of a table."""
+
+
+@commits_group.command("show")
+@click.argument("path")
+@click.option(
+    "--limit",
+    "-n",
+    type=click.IntRange(min=0),
+    default=DEFAULT_COMMITS_LIMIT,
+    show_default=True,
+    help="Newest N commits (0 for all).",
+)
+@storage_option
+@output_option
+def commits_show(path: str, limit: int, storage_kv: tuple[str, ...], output: str) -> None:
+    """Commits, deltacommits and replacecommits, newest first, with what each wrote."""
+    t = load_table(path, storage_kv)
+    summary, title = _head(t, path)
+    total = len(t.active_timeline.completed_commits())
+    commits = info.commits_doc(t, limit or None)
+    doc = {"table": summary, "total_commits": total, "commits": commits}
+    cols = [
+        Column("instant", "instant"),
+        Column("action", "action"),
+        Column("operation", "operation"),
+        count_col("num_partitions", "partitions"),
+        count_col("files_added", "files added"),
+        count_col("files_updated", "files updated"),
+        count_col("records_written", "records"),
+        count_col("inserts", "inserts"),
+        count_col("updates", "updates"),
+        count_col("deletes", "deletes"),
+        size_col("bytes_written", "written"),
+        count_col("errors", "errors"),
+    ]
+    if any(c["completion_time"] for c in commits):
+        cols.insert(2, Column("completion_time", "completed"))
+    shown = f"{len(commits)} of {total} commits" if len(commits) < total else f"{total} commits"
+    emit(
+        output,
+        doc,
+        [View(title, cols, commits, empty="no completed commits", footer=shown)],
+    )
+
+
+# -- compactions ---------------------------------------------------------------------------------
+
+
+@cli.group("compactions")
+def compactions_group() -> None:
+    """Compactions of a Merge-On-Read table."""
+
+
+@compactions_group.command("show")
+@click.argument("path")
+@storage_option
+@output_option
+def compactions_show(path: str, storage_kv: tuple[str, ...], output: str) -> None:
+    """Pending and completed compactions, oldest first, with the size of their plans."""
+    t = load_table(path, storage_kv)
+    summary, title = _head(t, path)
+    comps = info.compactions_doc(t)
+    pending = sum(1 for c in comps if c["state"] != "COMPLETED")
+    doc = {"table": summary, "pending": pending, "compactions": comps}
+    cols = [
+        Column("instant", "instant"),
+        Column("state", "state"),
+        count_col("file_groups", "file groups"),
+        count_col("base_files", "base files"),
+        count_col("log_files", "log files"),
+        size_col("log_bytes", "log size"),
+        count_col("records_written", "records"),
+        size_col("bytes_written", "written"),
+    ]
+    if any(c.get("error") for c in comps):
+        cols.append(Column("error", "error"))
+    emit(
+        output,
+        doc,
+        [
+            View(
+                title,
+                cols,
+                comps,
+                empty="no compactions on the active timeline",
+                footer=f"{len(comps)} compactions, {pending} pending",
+            )
+        ],
+    )
+
+
+# -- fsview --------------------------------------------------------------------------------------
+
+
+@cli.command("fsview")
+@click.argument("path")
+@click.option("--partition", "-p", default=None, help="Only this partition path.")
+@storage_option
+@output_option
+def fsview(path: str, partition: str | None, storage_kv: tuple[str, ...], output: str) -> None:
+    """The latest file slice of every file group: base file and log files."""
+    t = load_table(path, storage_kv)
+    summary, title = _head(t, path)
+    slices = info.fsview_doc(t, partition)
+    partitions = sorted({s["partition_path"] for s in slices})
+    totals = {
+        "file_slices": len(slices),
+        "partitions": len(partitions),
+        "base_files": sum(1 for s in slices if s["base_file"]),
+        "log_files": sum(s["num_log_files"] for s in slices),
+        "total_bytes": sum(s["total_bytes"] for s in slices),
+    }
+    doc = {"table": summary, "partition": partition, "totals": totals, "file_slices": slices}
+    rows = [dict(s, partition_path=s["partition_path"] or "(non-partitioned)") for s in slices]
+    cols = [
+        Column("partition_path", "partition"),
+        Column("file_id", "file id"),
+        Column("base_instant", "base instant"),
+        size_col("base_file_bytes", "base file"),
+        count_col("num_log_files", "log files"),
+        size_col("log_bytes", "log size"),
+        size_col("total_bytes", "total"),
+    ]
+    footer = (
+        f"{totals['file_slices']} file slices in {totals['partitions']} partitions: "
+        f"{totals['base_files']} base files, {totals['log_files']} log files, "
+        f"{human_size(totals['total_bytes'])}"
+    )
+    emit(output, doc, [View(title, cols, rows, empty="no file slices", footer=footer)])
+
+
+# -- timeline ------------------------------------------------------------------------------------
+
+
+@cli.command("timeline")
+@click.argument("path")
+@storage_option
+@output_option
+def timeline(path: str, storage_kv: tuple[str, ...], output: str) -> None:
+    """Every instant of the active timeline, oldest first."""
+    t = load_table(path, storage_kv)
+    summary, title = _head(t, path)
+    instants = info.timeline_doc(t)
+    doc = {"table": summary, "instants": instants}
+    cols = [
+        Column("instant", "instant"),
+        Column("action", "action"),
+        Column("state", "state"),
+        Column("requested_at", "requested at (UTC)"),
+    ]
+    if any(i["completion_time"] for i in instants):
+        cols.append(Column("completion_time", "completed"))
+    pending = sum(1 for i in instants if i["state"] != "COMPLETED")
+    emit(
+        output,
+        doc,
+        [
+            View(
+                title,
+                cols,
+                instants,
+                empty="empty timeline",
+                footer=f"{len(instants)} instants, {pending} pending",
+            )
+        ],
+    )
+
+
+# -- compact -------------------------------------------------------------------------------------
+
+
+@cli.command("compact")
+@click.argument("path")
+@click.option("--option", "option_kv", multiple=True, metavar="KEY=VALUE", help="Repeatable.")
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default=None,
+    help="Run the operations in this process (local) or as Ray tasks (hr.compact's default).",
+)
+@storage_option
+@output_option
+def compact(
+    path: str,
+    option_kv: tuple[str, ...],
+    engine: str | None,
+    storage_kv: tuple[str, ...],
+    output: str,
+) -> None:
+    """Schedule, run and commit a compaction now (hr.compact)."""
+    fn = lazy_feature("hoodie_ray.compaction", "compact", "compaction")
+    params = inspect.signature(fn).parameters
+    options = parse_key_values(option_kv, "--option") or None
+    storage = storage_options_from(storage_kv)
+    kwargs: dict[str, Any] = {}
+    if storage:
+        if "storage_options" not in params:
+            raise CliError("this version of hr.compact takes no storage options")
+        kwargs["storage_options"] = storage
+    if engine is not None:
+        if "engine" not in params:
+            raise CliError("this version of hr.compact takes no engine; omit --engine")
+        kwargs["engine"] = engine
+    load_table(path, storage_kv)  # a bad path fails here, with the usual message
+    t0 = time.perf_counter()
+    instant = fn(path, options, **kwargs)
+    seconds = round(time.perf_counter() - t0, 3)
+    doc = {"table": table_doc(path, storage_kv), "instant": instant, "seconds": seconds}
+    line = f"compaction {instant} committed in {seconds:.1f} s" if instant else "nothing to compact"
+    emit(output, doc, [View(lines=[line])])
+
+
+# -- upgrade -------------------------------------------------------------------------------------
+
+
+@cli.command("upgrade")
+@click.argument("path")
+@click.option("--to", "to_version", type=int, default=None, help="Target table version.")
+@storage_option
+@output_option
+def upgrade(path: str, to_version: int | None, storage_kv: tuple[str, ...], output: str) -> None:
+    """Upgrade a table to a newer table version (hr.upgrade)."""
+    fn = lazy_feature("hoodie_ray.upgrade_table", "upgrade", "table upgrade")
+    params = inspect.signature(fn).parameters
+    storage = storage_options_from(storage_kv)
+    kwargs: dict[str, Any] = {}
+    if to_version is not None:
+        name = next(
+            (n for n in ("to_version", "target_version", "version", "to") if n in params), None
+        )
+        if name is None:
+            raise CliError("this version of hr.upgrade takes no target version; omit --to")
+        kwargs[name] = to_version
+    if storage:
+        if "storage_options" not in params:
+            raise CliError("this version of hr.upgrade takes no storage options")
+        kwargs["storage_options"] = storage
+    before = load_table(path, storage_kv).table_config.table_version
+    result = fn(path, **kwargs)
+    after = load_table(path, storage_kv).table_config.table_version
+    if result is not None and not isinstance(result, (str, int, float, bool)):
+        result = str(result)
+    doc = {
+        "table": table_doc(path, storage_kv),
+        "from_version": before,
+        "to_version": after,
+        "result": result,
+    }
+    line = (
+        f"upgraded from table version {before} to {after}"
+        if after != before
+        else f"table version {after}: nothing to upgrade"
+    )
+    emit(output, doc, [View(lines=[line])])
+
+
+# -- write ---------------------------------------------------------------------------------------
+
+
+def table_data_schema(path: str, storage: dict[str, Any] | None) -> Any:
+    """The Arrow data schema of the table at ``path`` (latest commit's), or None if no table."""
+    from hoodie_ray.avro.schema import avro_to_arrow_schema
+    from hoodie_ray.exceptions import HoodieTableNotFoundError
+    from hoodie_ray.table import HoodieTable
+    from hoodie_ray.timeline.metadata import HoodieCommitMetadata
+
+    try:
+        t = HoodieTable.load(path, storage)
+    except HoodieTableNotFoundError:
+        return None
+    tl = t.active_timeline
+    for inst in reversed(tl.completed_commits()):
+        meta = HoodieCommitMetadata.from_bytes(tl.read_details(inst), tl.layout_version, inst)
+        if meta.schema:
+            return avro_to_arrow_schema(meta.schema)
+    create = t.table_config.create_schema
+    return avro_to_arrow_schema(create) if create else None
+
+
+def _input_batches(
+    input_path: str, batch_rows: int, schema: Any = None
+) -> tuple[int, Iterator[Any]]:
+    """``(row count, iterator of pyarrow Tables)`` of a Parquet or CSV file.
+
+    CSV has no types: columns the table already has are parsed as the table's types
+    (``schema``), the others as pyarrow infers them.
+    """
+    import pyarrow as pa
+
+    p = Path(input_path)
+    if not p.is_file():
+        raise CliError(f"input file not found: {input_path}")
+    name = p.name.lower()
+    try:
+        if name.endswith((".parquet", ".pq", ".parq")):
+            import pyarrow.parquet as pq
+
+            pf = pq.ParquetFile(str(p))
+
+            def parquet_batches() -> Iterator[pa.Table]:
+                for b in pf.iter_batches(batch_size=batch_rows):
+                    yield pa.Table.from_batches([b])
+
+            return pf.metadata.num_rows, parquet_batches()
+        if name.endswith(_CSV_SUFFIXES):
+            import pyarrow.csv as pacsv
+
+            convert = pacsv.ConvertOptions(
+                column_types={f.name: f.type for f in schema} if schema is not None else None
+            )
+            table = pacsv.read_csv(str(p), convert_options=convert)
+
+            def csv_batches() -> Iterator[pa.Table]:
+                for off in range(0, table.num_rows, batch_rows):
+                    yield table.slice(off, batch_rows)
+
+            return table.num_rows, csv_batches()
+    except (pa.ArrowException, OSError) as e:
+        raise CliError(f"cannot read input {input_path}: {_first_line(e)}") from None
+    raise CliError(f"unsupported input {input_path}: use a .parquet or .csv file")
+
+
+@contextlib.contextmanager
+def _progress(enabled: bool, total: int, label: str) -> Iterator[Callable[[int], None]]:
+    """A click progress bar on stderr when it is a terminal; yields ``advance(rows)``.
+
+    Off a terminal nothing is printed (click would print the label alone), so a failed
+    write still prints exactly one error line.
+    """
+    if not enabled or total <= 0 or not _isatty(sys.stderr):
+        yield lambda n: None
+        return
+    bar: Any = click.progressbar(
+        length=total, label=label, file=sys.stderr, show_pos=True, show_percent=True
+    )
+    with bar:
+        yield bar.update
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _write_ray(
+    path: str,
+    options: dict[str, str],
+    storage: dict[str, Any] | None,
+    batches: Iterator[Any],
+    advance: Callable[[int], None],
+) -> Any:
+    from hoodie_ray.ray.stream import HoodieStreamWriter
+    from hoodie_ray.write.client import CommitResult
+
+    with HoodieStreamWriter(path, options, storage_options=storage) as w:
+        for batch in batches:
+            w.write(batch)
+            advance(batch.num_rows)
+        w.checkpoint()
+        return w.last_result or CommitResult(None)
+
+
+def _write_local(
+    path: str,
+    options: dict[str, str],
+    storage: dict[str, Any] | None,
+    batches: Iterator[Any],
+    advance: Callable[[int], None],
+) -> Any:
+    import pyarrow as pa
+
+    from hoodie_ray.api import write as hr_write
+
+    parts = []
+    for batch in batches:
+        parts.append(batch)
+        advance(batch.num_rows)
+    if not parts:
+        from hoodie_ray.write.client import CommitResult
+
+        return CommitResult(None)
+    table = pa.concat_tables(parts)
+    return hr_write(table, path, options, storage_options=storage, engine="local")
+
+
+@cli.command("write")
+@click.argument("path")
+@click.option(
+    "--input",
+    "-i",
+    "input_path",
+    required=True,
+    metavar="FILE",
+    help="A .parquet or .csv file.",
+)
+@click.option(
+    "--option",
+    "option_kv",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A Hudi option (hoodie.* or short key); repeatable.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["ray", "local"]),
+    default="ray",
+    show_default=True,
+    help="ray: the actor topology (RAY_ADDRESS or a local Ray); local: this process.",
+)
+@click.option(
+    "--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr."
+)
+@storage_option
+@output_option
+def write(
+    path: str,
+    input_path: str,
+    option_kv: tuple[str, ...],
+    engine: str,
+    progress: bool,
+    storage_kv: tuple[str, ...],
+    output: str,
+) -> None:
+    """Write a Parquet or CSV file to the table at PATH as one commit."""
+    from hoodie_ray.config.options import resolve_options
+
+    options = parse_key_values(option_kv, "--option")
+    batch_rows = resolve_options(options).write_batch_rows  # bad options fail before reading
+    storage = storage_options_from(storage_kv)
+    schema = (
+        table_data_schema(path, storage) if input_path.lower().endswith(_CSV_SUFFIXES) else None
+    )
+    total, batches = _input_batches(input_path, batch_rows, schema)
+    t0 = time.perf_counter()
+    label = "writing" if engine == "ray" else "reading"
+    with _progress(progress, total, label) as advance:
+        if engine == "ray":
+            result = _write_ray(path, options, storage, batches, advance)
+        else:
+            result = _write_local(path, options, storage, batches, advance)
+    seconds = time.perf_counter() - t0
+    doc = {
+        "table": table_doc(path, storage_kv),
+        "input": input_path,
+        "engine": engine,
+        "rows": total,
+        "instant": result.instant,
+        "inserts": result.num_inserts,
+        "updates": result.num_updates,
+        "deletes": result.num_deletes,
+        "records_written": result.num_writes,
+        "files": result.num_files,
+        "seconds": round(seconds, 3),
+        "rows_per_s": round(total / seconds, 1) if seconds > 0 else None,
+    }
+    title = (
+        f"committed {result.instant} to {display_path(path)}"
+        if result.instant
+        else f"nothing written to {display_path(path)} (no rows)"
+    )
+    pairs = [
+        ("input", f"{input_path} ({human_count(total)} rows)"),
+        ("engine", engine),
+        ("inserts", human_count(result.num_inserts)),
+        ("updates", human_count(result.num_updates)),
+        ("deletes", human_count(result.num_deletes)),
+        ("files", human_count(result.num_files)),
+        ("time", f"{seconds:.2f} s" + (f" ({total / seconds:,.0f} rows/s)" if seconds else "")),
+    ]
+    emit(output, doc, [kv_view(title, pairs)])
+
+
+# -- bench ---------------------------------------------------------------------------------------
+
+
+def _import_benchmark(module: str) -> Any:
+    """``benchmarks.<name>``: importable from a source checkout (the repository root)."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name is None or not (e.name == module or module.startswith(e.name + ".")):
+            raise
+    root = Path(__file__).resolve().parents[2]
+    if (root / Path(*module.split("."))).with_suffix(".py").is_file():
+        sys.path.insert(0, str(root))
+        for name in [m for m in sys.modules if m == "benchmarks" or m.startswith("benchmarks.")]:
+            del sys.modules[name]  # another distribution's "benchmarks" may shadow ours
+        try:
+            return importlib.import_module(module)
+        except ModuleNotFoundError:
+            pass
+    raise CliError(
+        f"the benchmarks are not importable ({module}): run `hoodie-ray bench` from a source "
+        "checkout of hoodie_ray (the benchmarks/ directory is not installed with the package)"
+    )
+
+
+def _split_json_result(text: str) -> tuple[Any, str]:
+    """``(the last line that parses as a JSON object, the other lines)`` of captured output."""
+    lines = text.splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        line = lines[i].strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line), "\n".join(lines[:i] + lines[i + 1 :]).strip()
+            except ValueError:
+                continue
+    return None, text.strip()
+
+
+@cli.group("bench")
+def bench_group() -> None:
+    """Benchmarks (from a source checkout)."""
+
+
+@bench_group.command(
+    "mor-q1", context_settings={"ignore_unknown_options": True, "allow_extra_args": True}
+)
+@click.option("--quick", is_flag=True, help="The quick size (K=200K, N=600K, 6 commits).")
+@click.option("--json", "as_json", is_flag=True, help="The benchmark's JSON object as last line.")
+@click.argument("extra", nargs=-1, type=click.UNPROCESSED)
+@output_option
+def bench_mor_q1(quick: bool, as_json: bool, extra: tuple[str, ...], output: str) -> int:
+    """Run the mor-q1 benchmark (benchmarks/mor_q1.py); more arguments pass through."""
+    mod = _import_benchmark("benchmarks.mor_q1")
+    argv = [*(["--quick"] if quick else []), *extra]
+    if output != "json":
+        rc = int(mod.main([*argv, *(["--json"] if as_json else [])]) or 0)
+        return rc
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = int(mod.main([*argv, "--json"]) or 0)
+    result, report = _split_json_result(buf.getvalue())
+    if report:
+        click.echo(report, err=True)  # the readable report is kept, off stdout
+    if result is None:
+        raise CliError(f"the benchmark printed no JSON result (exit status {rc})")
+    click.echo(json.dumps(result, indent=2, ensure_ascii=False, default=str))
+    return rc
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    first = text.splitlines()[0].strip() if text else ""
+    return first or type(e).__name__

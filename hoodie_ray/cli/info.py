@@ -1,0 +1,187 @@
+"""What the read-only CLI subcommands show, as plain documents (the JSON of ``--output json``).
+
+Each function takes a loaded :class:`~hoodie_ray.table.HoodieTable` and returns dicts and lists
+of strings and numbers only; the text tables are rendered from the same documents.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hoodie_ray.cli.output import instant_to_iso
+from hoodie_ray.exceptions import HoodieError, HoodieQueryError
+from hoodie_ray.table import HoodieTable
+from hoodie_ray.timeline.instant import Action, Instant, State
+from hoodie_ray.timeline.metadata import HoodieCommitMetadata
+from hoodie_ray.timeline.plans import HoodieCompactionPlan
+
+__all__ = [
+    "commits_doc",
+    "compactions_doc",
+    "fsview_doc",
+    "table_summary",
+    "timeline_doc",
+]
+
+_NEW_FILE = (None, "", "null")
+
+
+def table_summary(t: HoodieTable, path: str) -> dict[str, Any]:
+    """Name, type and version of the table: the head of every document."""
+    cfg = t.table_config
+    return {
+        "path": path,
+        "name": cfg.name,
+        "type": cfg.table_type,
+        "version": cfg.table_version,
+    }
+
+
+def _instant_doc(i: Instant) -> dict[str, Any]:
+    return {
+        "instant": i.timestamp,
+        "action": i.action,
+        "state": i.state.value,
+        "completion_time": i.completion_time,
+        "requested_at": instant_to_iso(i.timestamp),
+    }
+
+
+def timeline_doc(t: HoodieTable) -> list[dict[str, Any]]:
+    """Every instant of the active timeline, oldest first."""
+    return [_instant_doc(i) for i in t.timeline]
+
+
+def _commit_metadata(t: HoodieTable, inst: Instant) -> HoodieCommitMetadata:
+    tl = t.active_timeline
+    return HoodieCommitMetadata.from_bytes(tl.read_details(inst), tl.layout_version, inst)
+
+
+def _commit_stats(meta: HoodieCommitMetadata) -> dict[str, Any]:
+    stats = meta.write_stats()
+    partitions = sorted(p for p, s in meta.partition_to_write_stats.items() if s)
+    return {
+        "operation": meta.operation_type,
+        "partitions": partitions,
+        "num_partitions": len(partitions),
+        "files_added": sum(1 for s in stats if s.prev_commit in _NEW_FILE),
+        "files_updated": sum(1 for s in stats if s.prev_commit not in _NEW_FILE),
+        "records_written": sum(s.num_writes for s in stats),
+        "inserts": sum(s.num_inserts for s in stats),
+        "updates": sum(s.num_update_writes for s in stats),
+        "deletes": sum(s.num_deletes for s in stats),
+        "bytes_written": sum(s.total_write_bytes for s in stats),
+        "errors": sum(s.total_write_errors for s in stats),
+    }
+
+
+def commits_doc(t: HoodieTable, limit: int | None = None) -> list[dict[str, Any]]:
+    """Completed commits, deltacommits and replacecommits, newest first, with their write stats.
+
+    ``limit`` keeps the newest ``limit`` (all when None or 0).
+    """
+    commits = list(reversed(t.active_timeline.completed_commits()))
+    if limit:
+        commits = commits[:limit]
+    out = []
+    for inst in commits:
+        doc = _instant_doc(inst)
+        doc.pop("state")
+        doc.update(_commit_stats(_commit_metadata(t, inst)))
+        out.append(doc)
+    return out
+
+
+def _plan_doc(plan: HoodieCompactionPlan) -> dict[str, Any]:
+    ops = plan.operations
+    log_sizes = [op.metrics.get("TOTAL_LOG_FILES_SIZE") for op in ops]
+    return {
+        "file_groups": len(ops),
+        "partitions": sorted({op.partition_path for op in ops}),
+        "base_files": sum(1 for op in ops if op.data_file_path),
+        "log_files": sum(len(op.delta_file_paths) for op in ops),
+        "log_bytes": (
+            int(sum(v for v in log_sizes if v is not None))
+            if ops and all(v is not None for v in log_sizes)
+            else None
+        ),
+        "operations": [
+            {
+                "partition_path": op.partition_path,
+                "file_id": op.file_id,
+                "base_instant": op.base_instant_time,
+                "base_file": op.data_file_path,
+                "log_files": list(op.delta_file_paths),
+            }
+            for op in ops
+        ],
+    }
+
+
+def compactions_doc(t: HoodieTable) -> list[dict[str, Any]]:
+    """Compactions on the active timeline, pending and completed, oldest first.
+
+    A completed compaction is a completed ``commit`` whose ``compaction.requested`` plan is
+    still on the timeline; its commit metadata adds what it wrote.
+    """
+    tl = t.active_timeline
+    out: list[dict[str, Any]] = []
+    for inst in tl.instants:
+        pending = inst.action == Action.COMPACTION and not inst.is_completed
+        requested = Instant(inst.timestamp, Action.COMPACTION, State.REQUESTED)
+        if not pending:
+            if not (inst.is_completed and inst.action == Action.COMMIT):
+                continue
+            if not tl.storage.exists(tl.instant_path(requested)):
+                continue
+        doc = _instant_doc(inst)
+        doc["action"] = Action.COMPACTION
+        try:
+            plan = HoodieCompactionPlan.from_bytes(
+                tl.read_details(requested), what=tl.instant_path(requested)
+            )
+            doc.update(_plan_doc(plan))
+        except HoodieError as e:  # one unreadable plan must not hide the others
+            doc["error"] = str(e)
+        if inst.is_completed:
+            stats = _commit_stats(_commit_metadata(t, inst))
+            doc["records_written"] = stats["records_written"]
+            doc["bytes_written"] = stats["bytes_written"]
+        out.append(doc)
+    return out
+
+
+def fsview_doc(t: HoodieTable, partition: str | None = None) -> list[dict[str, Any]]:
+    """The latest file slice of every file group (of one partition if given).
+
+    Raises:
+        HoodieQueryError: ``partition`` is not a partition of the table.
+    """
+    view = t.view()
+    parts = None
+    if partition is not None:
+        known = view.list_partitions()
+        if partition not in known:
+            shown = ", ".join(repr(p) for p in known[:10]) + (", ..." if len(known) > 10 else "")
+            raise HoodieQueryError(
+                f"no partition {partition!r} in the table (partitions: {shown or 'none'})"
+            )
+        parts = [partition]
+    out = []
+    for s in view.latest_file_slices(partitions=parts):
+        log_sizes = [s.file_sizes.get(n, 0) for n in s.log_files]
+        base_size = s.base_file_size if s.base_file else None
+        out.append(
+            {
+                "partition_path": s.partition_path,
+                "file_id": s.file_id,
+                "base_instant": s.base_instant,
+                "base_file": s.base_file,
+                "base_file_bytes": base_size,
+                "log_files": list(s.log_files),
+                "num_log_files": len(s.log_files),
+                "log_bytes": sum(log_sizes),
+                "total_bytes": (base_size or 0) + sum(log_sizes),
+            }
+        )
+    return out

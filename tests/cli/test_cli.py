@@ -1,0 +1,580 @@
+"""The ``hoodie-ray`` CLI on tables the tests write (engine="local": no Ray, fast).
+
+Each subcommand is run through :func:`hoodie_ray.cli.main` (the console script's function):
+its text table is checked for the values that matter, its ``--output json`` is parsed as one
+document and checked against the table (instants, file counts, partitions). Errors must be one
+line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+
+import hoodie_ray as hr
+from hoodie_ray.cli import main
+from hoodie_ray.cli.output import Column, display_path, human_size, instant_to_iso, render_table
+
+OPTIONS = {
+    "hoodie.table.name": "trips",
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.partitionpath.field": "city",
+    "precombine.field": "ts",
+}
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``main(argv)``: (exit status, stdout, stderr)."""
+    capsys.readouterr()
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
+    rc, out, err = run(capsys, *argv, "--output", "json")
+    assert rc == 0, err
+    return json.loads(out)  # exactly one JSON document, nothing else on stdout
+
+
+def _rows(ids: list[str], cities: list[str], ts: int, fare: float) -> pa.Table:
+    return pa.table(
+        {
+            "id": ids,
+            "city": cities,
+            "ts": [ts] * len(ids),
+            "fare": [fare + i for i in range(len(ids))],
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A MOR table of 3 partitions and 3 delta commits: inserts, upserts, a delete."""
+    path = tmp_path_factory.mktemp("cli") / "trips"
+    results = [
+        hr.write(
+            _rows(["a", "b", "c", "d", "e"], ["sf", "sf", "nyc", "la", "la"], 1, 10.0),
+            str(path),
+            OPTIONS,
+            engine="local",
+        ),
+        hr.write(
+            _rows(["a", "d", "f"], ["sf", "la", "nyc"], 2, 20.0), str(path), OPTIONS, engine="local"
+        ),
+        hr.write(
+            pa.table({"id": ["b"]}),
+            str(path),
+            {**OPTIONS, "write.operation": "delete"},
+            engine="local",
+        ),
+    ]
+    return {"path": str(path), "results": results}
+
+
+# -- timeline ------------------------------------------------------------------------------------
+
+
+def test_timeline_table_and_json(table: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    path = table["path"]
+    instants = [r.instant for r in table["results"]]
+    doc = run_json(capsys, "timeline", path)
+    assert doc["table"] == {"path": path, "name": "trips", "type": "MERGE_ON_READ", "version": 6}
+    assert [i["instant"] for i in doc["instants"]] == instants
+    assert {i["action"] for i in doc["instants"]} == {"deltacommit"}
+    assert {i["state"] for i in doc["instants"]} == {"COMPLETED"}
+    assert doc["instants"][0]["requested_at"] == instant_to_iso(instants[0])
+
+    rc, out, err = run(capsys, "timeline", path)
+    assert rc == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].startswith("trips (MERGE_ON_READ, table version 6)")
+    assert lines[1].split() == ["instant", "action", "state", "requested", "at", "(UTC)"]
+    body = [ln.split() for ln in lines[3:6]]
+    assert [b[0] for b in body] == instants
+    assert all(b[1:3] == ["deltacommit", "COMPLETED"] for b in body)
+    assert lines[-1] == "3 instants, 0 pending"
+
+
+# -- commits -------------------------------------------------------------------------------------
+
+
+def test_commits_show_json(table: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    path, results = table["path"], table["results"]
+    doc = run_json(capsys, "commits", "show", path)
+    assert doc["total_commits"] == 3
+    commits = doc["commits"]
+    assert [c["instant"] for c in commits] == [r.instant for r in reversed(results)]  # newest first
+    first, second, third = reversed(commits)
+    assert (first["operation"], first["inserts"], first["updates"]) == ("UPSERT", 5, 0)
+    assert first["partitions"] == ["la", "nyc", "sf"]
+    assert first["files_added"] == 3 and first["files_updated"] == 0
+    # a new key packed into an existing file group's log: the writer counts it as an update
+    # today (see the report), so only the sum is pinned here
+    assert second["inserts"] + second["updates"] == second["records_written"] == 3
+    assert second["partitions"] == ["la", "nyc", "sf"]
+    assert (third["operation"], third["deletes"], third["partitions"]) == ("DELETE", 1, ["sf"])
+    for c, r in zip(reversed(commits), results, strict=True):
+        assert c["inserts"] == r.num_inserts
+        assert c["updates"] == r.num_updates
+        assert c["deletes"] == r.num_deletes
+        assert c["bytes_written"] > 0
+        assert c["files_added"] + c["files_updated"] == r.num_files
+
+    limited = run_json(capsys, "commits", "show", path, "--limit", "1")
+    assert [c["instant"] for c in limited["commits"]] == [results[-1].instant]
+    assert limited["total_commits"] == 3
+
+
+def test_commits_show_table(table: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    path, results = table["path"], table["results"]
+    rc, out, err = run(capsys, "commits", "show", path, "-n", "2")
+    assert rc == 0 and err == ""
+    lines = out.splitlines()
+    header = lines[1]
+    for col in ("instant", "operation", "partitions", "inserts", "updates", "deletes", "written"):
+        assert col in header
+    rows = lines[3:5]
+    assert rows[0].split()[0] == results[2].instant
+    assert rows[1].split()[0] == results[1].instant
+    assert rows[0].split()[2] == "DELETE"
+    t = hr.HoodieTable.load(path)
+    from hoodie_ray.cli.info import commits_doc
+
+    for row, c in zip(rows, commits_doc(t, 2), strict=True):
+        assert f" {human_size(c['bytes_written'])} " in row  # sizes in human units
+    assert lines[-1] == "2 of 3 commits"
+    # numbers are right-aligned under their headers
+    ins = header.index("inserts") + len("inserts")
+    assert all(r[ins - 1] != " " for r in rows)
+
+
+# -- fsview --------------------------------------------------------------------------------------
+
+
+def test_fsview_json(table: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    path = table["path"]
+    slices = hr.HoodieTable.load(path).latest_file_slices()
+    doc = run_json(capsys, "fsview", path)
+    got = doc["file_slices"]
+    assert [(s["partition_path"], s["file_id"]) for s in got] == [
+        (s.partition_path, s.file_id) for s in slices
+    ]
+    assert [s["log_files"] for s in got] == [s.log_files for s in slices]
+    assert [s["base_file"] for s in got] == [s.base_file for s in slices]
+    assert {s["partition_path"] for s in got} == {"la", "nyc", "sf"}
+    files = Path(path)
+    for s in got:
+        base = files / s["partition_path"] / s["base_file"]
+        assert s["base_file_bytes"] == base.stat().st_size
+        assert s["log_bytes"] == sum(
+            (files / s["partition_path"] / n).stat().st_size for n in s["log_files"]
+        )
+        assert s["total_bytes"] == s["base_file_bytes"] + s["log_bytes"]
+    totals = doc["totals"]
+    assert totals["file_slices"] == len(slices) == 3
+    assert totals["partitions"] == 3
+    assert totals["base_files"] == 3
+    assert totals["log_files"] == sum(len(s.log_files) for s in slices) >= 2
+
+    only = run_json(capsys, "fsview", path, "--partition", "la")
+    assert only["partition"] == "la"
+    assert [s["partition_path"] for s in only["file_slices"]] == ["la"]
+
+
+def test_fsview_table(table: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    path = table["path"]
+    slices = hr.HoodieTable.load(path).latest_file_slices()
+    rc, out, err = run(capsys, "fsview", path)
+    assert rc == 0 and err == ""
+    lines = out.splitlines()
+    assert "file id" in lines[1] and "base file" in lines[1] and "log size" in lines[1]
+    for s, line in zip(slices, lines[3:6], strict=True):
+        cells = line.split()
+        assert cells[:3] == [s.partition_path, s.file_id, s.base_instant]
+        assert cells[3:5] == human_size(s.base_file_size).split()  # e.g. "2.1 KB"
+        assert cells[5] == str(len(s.log_files))
+    assert lines[-1].startswith("3 file slices in 3 partitions: 3 base files")
+
+
+def test_fsview_unknown_partition(
+    table: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, out, err = run(capsys, "fsview", table["path"], "-p", "paris")
+    assert rc == 1 and out == ""
+    assert err.count("\n") == 1
+    assert err.startswith("hoodie-ray: error: no partition 'paris'")
+
+
+# -- compactions ---------------------------------------------------------------------------------
+
+
+def test_compactions_show_empty(table: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    doc = run_json(capsys, "compactions", "show", table["path"])
+    assert doc["compactions"] == [] and doc["pending"] == 0
+    rc, out, _ = run(capsys, "compactions", "show", table["path"])
+    assert rc == 0 and "no compactions on the active timeline" in out
+
+
+def test_compactions_show_pending_plan(
+    table: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A requested compaction (plan written as Java writes it) shows with its plan's size."""
+    from hoodie_ray.timeline.instant import Action, Instant, State, new_instant_time
+    from hoodie_ray.timeline.plans import HoodieCompactionOperation, HoodieCompactionPlan
+
+    path = tmp_path / "copy"
+    shutil.copytree(table["path"], path)
+    t = hr.HoodieTable.load(str(path))
+    slices = [s for s in t.latest_file_slices() if s.log_files]
+    ops = [
+        HoodieCompactionOperation(
+            s.base_instant,
+            list(s.log_files),
+            s.base_file,
+            s.file_id,
+            s.partition_path,
+            metrics={"TOTAL_LOG_FILES": float(len(s.log_files)), "TOTAL_LOG_FILES_SIZE": 100.0},
+        )
+        for s in slices
+    ]
+    ts = new_instant_time(t.timeline[-1].timestamp)
+    t.active_timeline.create_requested(
+        Instant(ts, Action.COMPACTION, State.REQUESTED), HoodieCompactionPlan(ops).to_bytes()
+    )
+    doc = run_json(capsys, "compactions", "show", str(path))
+    assert doc["pending"] == 1
+    (c,) = doc["compactions"]
+    assert (c["instant"], c["state"], c["action"]) == (ts, "REQUESTED", "compaction")
+    assert c["file_groups"] == len(slices) >= 2
+    assert c["log_files"] == sum(len(s.log_files) for s in slices)
+    assert c["log_bytes"] == 100 * len(slices)
+    assert c["partitions"] == sorted({s.partition_path for s in slices})
+    assert {o["file_id"] for o in c["operations"]} == {s.file_id for s in slices}
+
+    rc, out, _ = run(capsys, "compactions", "show", str(path))
+    assert rc == 0
+    row = next(ln for ln in out.splitlines() if ln.startswith(ts))
+    assert row.split()[:3] == [ts, "REQUESTED", str(len(slices))]
+    assert out.splitlines()[-1] == "1 compactions, 1 pending"
+
+    tl = run_json(capsys, "timeline", str(path))
+    assert tl["instants"][-1]["action"] == "compaction"
+    assert tl["instants"][-1]["state"] == "REQUESTED"
+
+
+def test_compact_then_show(
+    table: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "copy"
+    shutil.copytree(table["path"], path)
+    try:
+        import hoodie_ray.compaction  # noqa: F401
+    except ImportError:
+        rc, out, err = run(capsys, "compact", str(path))
+        assert rc == 1 and out == "" and err.count("\n") == 1
+        assert err.startswith("hoodie-ray: error: compaction is not available")
+        return
+    doc = run_json(capsys, "compact", str(path))
+    instant = doc["instant"]
+    assert instant is not None
+    comps = run_json(capsys, "compactions", "show", str(path))
+    (c,) = comps["compactions"]
+    assert (c["instant"], c["state"]) == (instant, "COMPLETED")
+    assert c["file_groups"] >= 2 and c["records_written"] > 0
+    fs = run_json(capsys, "fsview", str(path))
+    assert fs["totals"]["log_files"] == 0  # every slice with logs was compacted
+    assert hr.read(str(path)).num_rows == 5
+
+
+# -- compact / upgrade when the library lacks them -----------------------------------------------
+
+
+def test_compact_missing_module_is_one_line(
+    table: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "hoodie_ray.compaction", None)  # import fails
+    rc, out, err = run(capsys, "compact", table["path"])
+    assert rc == 1 and out == ""
+    assert err == (
+        "hoodie-ray: error: compaction is not available in this version of hoodie_ray "
+        "(hoodie_ray.compaction is missing)\n"
+    )
+
+
+def test_upgrade_missing_and_present(
+    table: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "hoodie_ray.upgrade_table", None)
+    rc, _, err = run(capsys, "upgrade", table["path"])
+    assert rc == 1 and err.count("\n") == 1
+    assert "table upgrade is not available" in err
+
+    calls: list[tuple[str, dict[str, Any]]] = []
+
+    def fake_upgrade(path: str, to_version: int | None = None) -> str:
+        calls.append((path, {"to_version": to_version}))
+        return "ok"
+
+    monkeypatch.setitem(
+        sys.modules, "hoodie_ray.upgrade_table", types.SimpleNamespace(upgrade=fake_upgrade)
+    )
+    doc = run_json(capsys, "upgrade", table["path"], "--to", "8")
+    assert calls == [(table["path"], {"to_version": 8})]
+    assert doc == {
+        "table": {"path": table["path"], "name": "trips", "type": "MERGE_ON_READ", "version": 6},
+        "from_version": 6,
+        "to_version": 6,
+        "result": "ok",
+    }
+
+
+def test_upgrade_to_version_8(
+    table: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        import hoodie_ray.upgrade_table  # noqa: F401
+    except ImportError:
+        pytest.skip("hoodie_ray.upgrade_table is not in this build")
+    path = tmp_path / "copy"
+    shutil.copytree(table["path"], path)
+    doc = run_json(capsys, "upgrade", path, "--to", "8")
+    assert (doc["from_version"], doc["to_version"], doc["table"]["version"]) == (6, 8, 8)
+    tl = run_json(capsys, "timeline", path)
+    assert [i["instant"] for i in tl["instants"]] == [r.instant for r in table["results"]]
+    assert all(i["completion_time"] for i in tl["instants"])  # layout 2: completion times
+    rc, out, _ = run(capsys, "timeline", path)
+    assert rc == 0 and "completed" in out.splitlines()[1]
+    rc, out, _ = run(capsys, "upgrade", path)
+    assert rc == 0 and out.strip() == "table version 8: nothing to upgrade"
+    commits = run_json(capsys, "commits", "show", path)
+    assert [c["instant"] for c in commits["commits"]] == [
+        r.instant for r in reversed(table["results"])
+    ]
+
+
+# -- write ---------------------------------------------------------------------------------------
+
+
+def _read(path: str) -> pa.Table:
+    try:
+        return hr.read(path)
+    except (ImportError, AttributeError):  # the reader not there yet: the oracle
+        from tests.conftest import hudi_rs_read
+
+        return hudi_rs_read(path)
+
+
+def test_write_parquet_then_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "in.parquet"
+    pq.write_table(_rows([f"k{i}" for i in range(300)], ["sf", "la", "nyc"] * 100, 1, 1.0), src)
+    path = tmp_path / "t"
+    opts = [a for k, v in OPTIONS.items() for a in ("--option", f"{k}={v}")]
+    doc = run_json(capsys, "write", path, "--input", src, *opts, "--engine", "local")
+    assert doc["rows"] == 300 and doc["inserts"] == 300 and doc["updates"] == 0
+    assert doc["table"] == {
+        "path": str(path),
+        "name": "trips",
+        "type": "MERGE_ON_READ",
+        "version": 6,
+    }
+    assert doc["engine"] == "local" and doc["files"] == 3
+    t = hr.HoodieTable.load(str(path))
+    assert [i.timestamp for i in t.timeline] == [doc["instant"]]
+
+    csv = tmp_path / "up.csv"
+    pacsv.write_csv(_rows(["k0", "k1", "new"], ["sf", "la", "sf"], 5, 99.0), csv)
+    rc, out, err = run(capsys, "write", path, "-i", csv, "--engine", "local", "--no-progress")
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("committed ") and str(path) in lines[0]
+    fields = {ln.split()[0]: ln.split()[1] for ln in lines[1:]}
+    assert int(fields["inserts"]) + int(fields["updates"]) == 3 and fields["deletes"] == "0"
+    snap = _read(str(path))
+    assert snap.num_rows == 301
+    fares = dict(zip(snap.column("id").to_pylist(), snap.column("fare").to_pylist(), strict=True))
+    assert fares["k0"] == 99.0 and fares["new"] == 101.0
+
+
+def test_write_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "in.parquet"
+    pq.write_table(_rows(["a"], ["sf"], 1, 1.0), src)
+    bad_ext = tmp_path / "in.json"
+    bad_ext.write_text("{}")
+    garbage = tmp_path / "bad.parquet"
+    garbage.write_bytes(b"not parquet at all")
+    cases = [
+        (["--input", tmp_path / "missing.parquet"], "input file not found"),
+        (["--input", bad_ext], "use a .parquet or .csv file"),
+        (["--input", garbage], "cannot read input"),
+        (["--input", src, "--option", "oops"], "--option must be KEY=VALUE"),
+        (["--input", src, "--option", "hoodie.tabel.name=x"], "hoodie.tabel.name"),
+        (["--input", src, "--engine", "local"], "hoodie.table.name"),  # first write: required
+    ]
+    for args, want in cases:
+        rc, out, err = run(capsys, "write", tmp_path / "t", *args)
+        assert rc == 1, (args, err)
+        assert out == ""
+        assert err.count("\n") == 1 and err.startswith("hoodie-ray: error: "), err
+        assert want in err, err
+        assert "Traceback" not in err
+
+
+# -- errors --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["commits", "show"],
+        ["compactions", "show"],
+        ["fsview"],
+        ["timeline"],
+        ["compact"],
+        ["upgrade"],
+    ],
+)
+@pytest.mark.parametrize("output", ["table", "json"])
+def test_bad_path_is_one_line(
+    argv: list[str], output: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "no_table_here"
+    rc, out, err = run(capsys, *argv, missing, "--output", output)
+    assert rc == 1
+    assert out == ""
+    assert err.count("\n") == 1, err
+    assert err.startswith("hoodie-ray: error: ")
+    if argv[0] not in ("compact", "upgrade"):  # those may first say they are not available
+        assert "not a Hudi table" in err and str(missing) in err
+
+
+def test_console_script_bad_path(tmp_path: Path) -> None:
+    """The installed entry point: exit status 1, one line on stderr, no traceback."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "hoodie_ray.cli", "timeline", str(tmp_path / "none")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("hoodie-ray: error: not a Hudi table")
+
+
+def test_usage_error_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _, err = run(capsys, "timeline")
+    assert rc == 2 and "Missing argument 'PATH'" in err
+    rc, _, err = run(capsys, "timeline", "x", "--output", "xml")
+    assert rc == 2 and "xml" in err
+
+
+def test_malformed_storage_option_is_not_echoed(
+    table: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, out, err = run(capsys, "timeline", table["path"], "--storage-option", "hunter2")
+    assert rc == 1 and out == "" and err.count("\n") == 1
+    assert "hunter2" not in err and "--storage-option must be KEY=VALUE" in err
+
+
+def test_storage_options_env_must_be_json(
+    table: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HOODIE_RAY_STORAGE_OPTIONS", "secret_key=hunter2")
+    rc, _, err = run(capsys, "timeline", table["path"])
+    assert rc == 1 and err.count("\n") == 1 and "hunter2" not in err
+    assert "HOODIE_RAY_STORAGE_OPTIONS is not valid JSON" in err
+
+
+# -- bench ---------------------------------------------------------------------------------------
+
+
+def test_bench_json_is_one_document(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[list[str]] = []
+
+    def fake_main(argv: list[str]) -> int:
+        seen.append(list(argv))
+        print("mor-q1 report\n| figure | value |")
+        if "--json" in argv:
+            print(json.dumps({"gate": "pass", "rows_per_cpu_s_parquet": 123.0}))
+        return 0
+
+    monkeypatch.setitem(sys.modules, "benchmarks.mor_q1", types.SimpleNamespace(main=fake_main))
+    rc, out, err = run(capsys, "bench", "mor-q1", "--quick", "--output", "json")
+    assert rc == 0
+    assert json.loads(out) == {"gate": "pass", "rows_per_cpu_s_parquet": 123.0}
+    assert "mor-q1 report" in err  # the readable report goes to stderr
+    assert seen == [["--quick", "--json"]]
+
+    rc, out, _ = run(capsys, "bench", "mor-q1", "--quick", "--json", "--skip-peers")
+    assert rc == 0 and seen[-1] == ["--quick", "--skip-peers", "--json"]
+    assert out.splitlines()[0] == "mor-q1 report"
+
+
+def test_bench_not_importable(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from hoodie_ray.cli import commands
+
+    monkeypatch.setitem(sys.modules, "benchmarks.mor_q1", None)
+    monkeypatch.setattr(commands.Path, "is_file", lambda self: False)
+    rc, out, err = run(capsys, "bench", "mor-q1", "--quick")
+    assert rc == 1 and out == "" and err.count("\n") == 1
+    assert "the benchmarks are not importable" in err
+
+
+# -- formatting ----------------------------------------------------------------------------------
+
+
+def test_human_size_and_paths() -> None:
+    assert human_size(0) == "0 B"
+    assert human_size(1023) == "1023 B"
+    assert human_size(1536) == "1.5 KB"
+    assert human_size(5 * 1024**2) == "5.0 MB"
+    assert human_size(3 * 1024**3 + 1) == "3.0 GB"
+    assert human_size(None) == "-"
+    assert display_path("s3://AKIA:s3cr3t@bucket/t") == "s3://bucket/t"
+    assert display_path("/data/t") == "/data/t"
+    assert instant_to_iso("20250102030405678") == "2025-01-02 03:04:05.678"
+    assert instant_to_iso("nope") is None
+
+
+def test_render_table_aligns() -> None:
+    text = render_table(
+        [Column("a", "name"), Column("n", "count", str, ">")],
+        [{"a": "x", "n": 5}, {"a": "longer", "n": 12345}],
+    )
+    assert text.splitlines() == [
+        "name    count",
+        "------  -----",
+        "x           5",
+        "longer  12345",
+    ]
+
+
+@pytest.mark.ray
+def test_write_engine_ray(
+    ray_session: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--engine ray`` (the default) through the session's Ray: one commit, read back."""
+    src = tmp_path / "in.parquet"
+    pq.write_table(_rows([f"k{i}" for i in range(1000)], ["sf", "la"] * 500, 1, 1.0), src)
+    path = tmp_path / "t"
+    opts = [a for k, v in OPTIONS.items() for a in ("--option", f"{k}={v}")]
+    doc = run_json(capsys, "write", path, "--input", src, *opts, "--option", "write.tasks=1")
+    assert doc["engine"] == "ray" and doc["rows"] == 1000 and doc["inserts"] == 1000
+    t = hr.HoodieTable.load(str(path))
+    assert [i.timestamp for i in t.timeline] == [doc["instant"]]
+    assert _read(str(path)).num_rows == 1000
