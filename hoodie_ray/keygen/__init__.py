@@ -8,7 +8,7 @@
 
 Partition values: null or empty -> ``__HIVE_DEFAULT_PARTITION__``; hive style -> ``field=value``;
 URL encoding escapes the characters Hive escapes. Without URL encoding, a value that would make an
-unsafe path (``/``, ``\\``, control characters, ``.`` or ``..``) is refused; ``..`` is refused
+unsafe path (``/``, ``\\``, ``=``, control characters, ``.`` or ``..``) is refused; ``..`` is refused
 always (Java does the same), because URL encoding does not escape ``.``. Without hive style, a
 value starting with ``.`` is refused too: it would name a hidden directory (readers skip it) or
 ``.hoodie`` itself. See docs/SECURITY.md.
@@ -32,7 +32,7 @@ EMPTY_RECORDKEY_PLACEHOLDER = "__empty__"
 
 # Hive's FileUtils.escapePathName set (what Hudi's PartitionPathEncodeUtils escapes).
 _ESCAPED_CHARS = [chr(c) for c in range(0, 0x20)] + list("\"#'*/:=?\\\x7f{[]^")
-_UNSAFE_RAW = re.compile(r"[/\\\x00-\x1f\x7f]")
+_UNSAFE_RAW = re.compile(r"[/\\=\x00-\x1f\x7f]")
 
 
 def _field_type(schema: pa.Schema, name: str) -> pa.DataType:
@@ -338,7 +338,7 @@ class KeyGenerator:
                 )
             else:
                 why = (
-                    "it is not a safe partition directory name (contains '/', '\\' or a control "
+                    "it is not a safe partition directory name (contains '/', '\\', '=' or a control "
                     "character); set hoodie.datasource.write.partitionpath.urlencode=true to "
                     "encode such values"
                 )

@@ -130,17 +130,23 @@ def test_clean_keeps_retained_slices_and_time_travel(tmp_path):
         for i in t.timeline
         if i.action in ("deltacommit", "commit") and i.state.value == "COMPLETED"
     ]
-    # time travel to a retained commit works in hudi-rs
+    # time travel to a retained commit works (hudi-rs and hoodie_ray) ...
     hudi_rs_read(path, **{"hoodie.read.as.of.timestamp": commits[-2]})
+    assert hr.read(str(path), as_of=commits[-2]).num_rows > 0
+    # ... to a cleaned one fails clearly
+    with pytest.raises((hr.HoodieQueryError, hr.HoodieTimelineError), match="clean"):
+        hr.read(str(path), as_of=commits[0])
     for g in t.view().all_file_groups():
         assert len(g.all_slices()) <= 3
 
 
 @pytest.mark.ray
-def test_async_compaction_readers_always_see_the_model(ray_session, tmp_path):
+@pytest.mark.parametrize("version", ["6", "8"])
+def test_async_compaction_readers_always_see_the_model(ray_session, tmp_path, version):
     path = tmp_path / "t"
     opts = {
         **OPTIONS,
+        "hoodie.write.table.version": version,
         "write.tasks": "2",
         "write.bucket_assign.tasks": "1",
         "compaction.async.enabled": "true",
@@ -190,8 +196,14 @@ def test_killed_compactor_is_rolled_back_and_retried(ray_session, tmp_path):
     import ray
 
     path = tmp_path / "t"
-    opts = {**OPTIONS, "write.tasks": "1", "write.bucket_assign.tasks": "1", "compaction.async.enabled": "true",
-            "compaction.delta_commits": "2", "compaction.tasks": "1"}
+    opts = {
+        **OPTIONS,
+        "write.tasks": "1",
+        "write.bucket_assign.tasks": "1",
+        "compaction.async.enabled": "true",
+        "compaction.delta_commits": "2",
+        "compaction.tasks": "1",
+    }
     model, wl = TableModel(), Workload(seed=31)
     killed = 0
     with hr.HoodieStreamWriter(str(path), opts) as w:
@@ -202,11 +214,15 @@ def test_killed_compactor_is_rolled_back_and_retried(ray_session, tmp_path):
             w.checkpoint()
             if killed < 2 and CompactionService.open(str(path)).pending():
                 try:
-                    ray.kill(ray.get_actor("model/compactor-0", namespace="hoodie_ray"), no_restart=True)
+                    ray.kill(
+                        ray.get_actor("model/compactor-0", namespace="hoodie_ray"), no_restart=True
+                    )
                     killed += 1
                 except ValueError:
                     pass  # already finished
-            assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), f"checkpoint {i}"
+            assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), (
+                f"checkpoint {i}"
+            )
     assert killed >= 1
     assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
     assert len(_compactions(path)) >= 1

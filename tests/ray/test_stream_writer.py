@@ -59,14 +59,16 @@ def test_stream_writer_model_many_checkpoints(ray_session, tmp_path):
     _no_pending(path)
 
 
-def test_actor_faults_nothing_lost_nothing_twice(ray_session, tmp_path):
+@pytest.mark.parametrize("version", ["6", "8"])
+def test_actor_faults_nothing_lost_nothing_twice(ray_session, tmp_path, version):
     import ray
 
     path = tmp_path / "t"
     rng = random.Random(3)
     model, wl = TableModel(), Workload(seed=9)
     kills = []
-    with hr.HoodieStreamWriter(str(path), {**OPTIONS, **TOPOLOGY}) as w:
+    opts = {**OPTIONS, **TOPOLOGY, "hoodie.write.table.version": version}
+    with hr.HoodieStreamWriter(str(path), opts) as w:
         for i in range(10):
             rows = [wl._row(k) for k in wl.keys[:30]] if i == 0 else []
             while len(rows) < 15:

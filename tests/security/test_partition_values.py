@@ -55,7 +55,7 @@ MODES = [
     pytest.param(True, True, id="hive-urlencode"),
 ]
 
-_RAW_UNSAFE = re.compile(r"[/\\\x00-\x1f\x7f]")
+_RAW_UNSAFE = re.compile(r"[/\\=\x00-\x1f\x7f]")
 
 
 def refused(value: str, hive: bool, urlencode: bool) -> bool:
