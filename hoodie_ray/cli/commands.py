@@ -400,8 +400,25 @@ def compact(
             raise CliError("this version of hr.compact takes no engine; omit --engine")
         kwargs["engine"] = engine
     load_table(path, storage_kv)  # a bad path fails here, with the usual message
+    bar: Any = None
+    if "on_progress" in params and sys.stderr.isatty():
+
+        def on_progress(done: int, total: int) -> None:
+            nonlocal bar
+            if bar is None:
+                bar = click.progressbar(
+                    length=total, label="compacting file slices", file=sys.stderr
+                )
+                bar.__enter__()
+            bar.update(done - bar.pos)
+
+        kwargs["on_progress"] = on_progress
     t0 = time.perf_counter()
-    instant = fn(path, options, **kwargs)
+    try:
+        instant = fn(path, options, **kwargs)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
     seconds = round(time.perf_counter() - t0, 3)
     doc = {"table": table_doc(path, storage_kv), "instant": instant, "seconds": seconds}
     line = f"compaction {instant} committed in {seconds:.1f} s" if instant else "nothing to compact"

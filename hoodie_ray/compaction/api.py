@@ -225,8 +225,11 @@ def compact(
     *,
     storage_options: dict[str, Any] | None = None,
     engine: str = "local",
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> str | None:
     """Compact the table now (offline): run the earliest pending plan, else schedule one and run it.
+
+    ``on_progress(done, total)`` is called as file slices are compacted (for progress bars).
 
     Takes the table's writer lock, so it never runs beside a live writer. ``engine="ray"`` fans
     the operations out over Ray tasks (``compaction.tasks`` at a time). Returns the compaction
@@ -251,8 +254,25 @@ def compact(
         instant = pending[0] if pending else svc.schedule(force=True)
         if instant is None:
             return None
+        if on_progress is not None:
+            executor = _reporting(executor, on_progress)
         svc.run(instant, executor)
         return instant
+
+
+def _reporting(executor: Executor, on_progress: Callable[[int, int], None]) -> Executor:
+    """Run the tasks in small groups through ``executor``, reporting after each group."""
+
+    def run(tasks: list[CompactionTask]) -> list[HoodieWriteStat]:
+        total, out = len(tasks), []
+        on_progress(0, total)
+        step = max(1, total // 20)
+        for i in range(0, total, step):
+            out.extend(executor(tasks[i : i + step]))
+            on_progress(len(out), total)
+        return out
+
+    return run
 
 
 def clean(
