@@ -64,7 +64,11 @@ def hash_keys(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
                 h *= _FNV_PRIME
         elif maxlen:
             # rows by decreasing length: at byte j the rows still going are a prefix
-            order = np.argsort(-lens, kind="stable")
+            # (a 16-bit sort key makes numpy's stable sort a radix sort)
+            sort_key = maxlen - lens
+            if maxlen < 1 << 16:
+                sort_key = sort_key.astype(np.uint16)
+            order = np.argsort(sort_key, kind="stable")
             sorted_lens = lens[order]
             neg = -sorted_lens
             s_starts = starts[order]
@@ -88,19 +92,22 @@ def hash_keys(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return h
 
 
-def group_keys(keys: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, int]:
+def group_keys(
+    keys: pa.Array | pa.ChunkedArray, *, hashes: np.ndarray | None = None
+) -> tuple[np.ndarray, int]:
     """``(group id of each key, number of groups)``: equal keys share an id (ids are dense,
     in no particular order).
 
     Hashes the key bytes (:func:`hash_keys`) and factorizes the 64-bit hashes, then checks that
     every key equals its group's first key; on a hash collision it falls back to Arrow's exact
     dictionary encoding. About twice as fast as ``dictionary_encode`` on 500K string keys.
+    ``hashes``: :func:`hash_keys` of ``keys`` when the caller has them already.
     """
     arr = _as_large_string(keys)
     n = len(arr)
     if n == 0:
         return np.zeros(0, dtype=np.int64), 0
-    codes, uniq = pd.factorize(hash_keys(arr))
+    codes, uniq = pd.factorize(hash_keys(arr) if hashes is None else hashes)
     codes = codes.astype(np.int64, copy=False)
     ngroups = len(uniq)
     if ngroups < n:
@@ -228,10 +235,23 @@ class KeyIndex:
 
         ``hashes``: :func:`hash_keys` of ``keys`` when the caller has them already.
         """
+        return self.probe(keys, hashes=hashes)[0]
+
+    def probe(
+        self, keys: pa.Array | pa.ChunkedArray, *, hashes: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`lookup` plus where each key sits: ``(location id or -1, segment or -1,
+        position in segment)``. The last two can be handed to :meth:`put` (``probed=``) for
+        the same keys, as long as the index is not changed in between."""
         arr = _as_large_string(keys)
+        n = len(arr)
         if not self._segments:
-            return np.full(len(arr), -1, dtype=np.int32)
-        return self._probe(arr, hash_keys(arr) if hashes is None else hashes)[0]
+            return (
+                np.full(n, -1, dtype=np.int32),
+                np.full(n, -1, dtype=np.int32),
+                np.full(n, -1, dtype=np.int64),
+            )
+        return self._probe(arr, hash_keys(arr) if hashes is None else hashes)
 
     def put(
         self,
@@ -239,17 +259,21 @@ class KeyIndex:
         loc_ids: np.ndarray,
         *,
         hashes: np.ndarray | None = None,
+        unique: bool = False,
+        probed: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
         """Set the location of keys (``-1`` removes them). Later duplicates win.
 
-        ``hashes``: :func:`hash_keys` of ``keys`` when the caller has them already.
+        ``hashes``: :func:`hash_keys` of ``keys`` when the caller has them already;
+        ``unique``: the caller guarantees the keys are distinct; ``probed``: ``(segment,
+        position)`` of each key from :meth:`probe` (the index unchanged since).
         """
         arr = _as_large_string(keys)
         if not len(arr):
             return
         loc_ids = np.asarray(loc_ids, dtype=np.int32)
         hashes = hash_keys(arr) if hashes is None else hashes
-        if not pd.Index(hashes).is_unique:
+        if not unique and not pd.Index(hashes).is_unique:
             # Keep the last occurrence of each key (equal hashes may still be distinct keys).
             enc = pc.dictionary_encode(arr).indices.to_numpy(zero_copy_only=False)
             rev = enc[::-1]
@@ -257,8 +281,13 @@ class KeyIndex:
             keep = np.sort(len(arr) - 1 - first_rev)
             arr = arr.take(pa.array(keep))
             hashes, loc_ids = hashes[keep], loc_ids[keep]
+            if probed is not None:
+                probed = (probed[0][keep], probed[1][keep])
         if self._segments:
-            _, seg_of, pos_of = self._probe(arr, hashes)
+            if probed is not None:
+                seg_of, pos_of = probed
+            else:
+                _, seg_of, pos_of = self._probe(arr, hashes)
             found = seg_of >= 0
             for si in np.unique(seg_of[found]):
                 sel = seg_of == si

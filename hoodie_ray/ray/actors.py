@@ -20,12 +20,14 @@ import pyarrow.compute as pc
 import ray
 
 from hoodie_ray.file_group.view import FileSlice
+from hoodie_ray.index import hash_keys
 from hoodie_ray.ray import metrics
 from hoodie_ray.timeline.metadata import HoodieWriteStat
 from hoodie_ray.write.bucket_assigner import FILE_ID, AssignerConfig, WriteProfile
+from hoodie_ray.write.buffer import file_group_codes
 from hoodie_ray.write.client import build_assigner
 from hoodie_ray.write.coordinator import Coordinator, TableSetup
-from hoodie_ray.write.records import PARTITION_PATH, precombine
+from hoodie_ray.write.records import PARTITION_PATH, RECORD_KEY, precombine_rows
 from hoodie_ray.write.stream_writer import StreamWriteFunction, WriteContext
 
 
@@ -40,6 +42,35 @@ def writer_of_rows(tagged: pa.Table, num_writers: int) -> np.ndarray:
         np.int64
     )
     return per_group[enc.indices.to_numpy(zero_copy_only=False)]
+
+
+def split_by_writer(tagged: pa.Table, num_writers: int) -> list[pa.Table]:
+    """Tagged rows, one table per writer task (``hash(partition path + file id) % writers``,
+    as :func:`writer_of_rows`), each with the rows of a file group together (arrival order
+    kept within a group), so the writer's buffer needs no sort. One ``take`` at most."""
+    n = tagged.num_rows
+    if n == 0:
+        return [tagged] * num_writers
+    codes, groups = file_group_codes(tagged)
+    if num_writers == 1:
+        per_group = np.zeros(len(groups), dtype=np.int64)
+    else:
+        names = np.asarray([f"{p}\x00{f}" for p, f in groups], dtype=object)
+        per_group = (pd.util.hash_array(names, categorize=False) % np.uint64(num_writers)).astype(
+            np.int64
+        )
+    if len(groups) == 1:
+        w = int(per_group[0])
+        return [tagged if i == w else tagged.slice(0, 0) for i in range(num_writers)]
+    # rows by (writer, file group); stable, so arrival order holds within a group
+    order = np.argsort(per_group[codes] * len(groups) + codes, kind="stable")
+    counts = np.bincount(per_group[codes], minlength=num_writers)
+    ordered = tagged.take(pa.array(order))
+    out, start = [], 0
+    for c in counts:
+        out.append(ordered.slice(start, int(c)))
+        start += int(c)
+    return out
 
 
 def split_rows(table: pa.Table, targets: np.ndarray, n: int) -> list[pa.Table]:
@@ -198,12 +229,17 @@ class AssignerActor:
 
     def assign(self, batch: pa.Table, num_writers: int) -> Any:
         """Tagged rows, one table per writer (``num_returns=num_writers``)."""
+        hashes = None
         if not self.core.config.append_mode:
-            # One row per key before routing: a key may not reach two file groups.
-            batch = precombine(batch, self.core.config.ordering_field)
-        tagged = self.core.assign(batch)
+            # One row per key before routing: a key may not reach two file groups. The key
+            # hashes serve the precombine and the index lookup.
+            hashes = hash_keys(batch.column(RECORD_KEY))
+            rows = precombine_rows(batch, self.core.config.ordering_field, key_hashes=hashes)
+            if rows is not None:
+                batch, hashes = batch.take(pa.array(rows)), hashes[rows]
+        tagged = self.core.assign(batch, key_hashes=hashes)
         metrics.count_records(self.table, "assigner", batch.num_rows, tagged.num_rows)
-        parts = split_rows(tagged, writer_of_rows(tagged, num_writers), num_writers)
+        parts = split_by_writer(tagged, num_writers)
         return parts[0] if num_writers == 1 else tuple(parts)
 
     def start_checkpoint(self, profile: WriteProfile) -> None:

@@ -282,12 +282,23 @@ class HoodieStreamWriter:
         """Shuffle one prepared batch through assigners to writers (non-blocking, bounded)."""
         if self._instant is None:
             self._begin_instant()
-        table: pa.Table = ray.get(ref)
-        parts = split_rows(
-            table, key_task(table.column(RECORD_KEY), self.num_assigners), self.num_assigners
-        )
+        parts: list[Any]
+        if self.num_assigners == 1:
+            # The batch goes on by reference: the assigner maps it from the object store, the
+            # driver does not serialise it a second time.
+            parts = [ref]
+        else:
+            table: pa.Table = ray.get(ref)
+            parts = [
+                p if p.num_rows else None
+                for p in split_rows(
+                    table,
+                    key_task(table.column(RECORD_KEY), self.num_assigners),
+                    self.num_assigners,
+                )
+            ]
         for i, part in enumerate(parts):
-            if part.num_rows == 0:
+            if part is None:
                 continue
             nw = self.num_writers
             out = self._assigners[i].assign.options(num_returns=nw).remote(part, nw)

@@ -325,12 +325,16 @@ class LogRecordBuffer:
             raise HoodieCorruptedDataError("a log block holds records without a record key")
         self._table = self._flags = self._position = self._consumed = None
         self.num_log_records += table.num_rows
-        from hoodie_ray.index import group_keys
+        from hoodie_ray.index import group_keys, hash_keys
 
-        keys = table.column(RECORD_KEY)
+        keys = _as_string_keys(table.column(RECORD_KEY))
+        hashes = hash_keys(keys)
+        if pd.Index(hashes).is_unique:  # distinct hashes: distinct keys
+            self._merge_unique(table, is_delete, default, foreign, from_delete_block, hashes)
+            return
         gid, ngroups = group_keys(keys)
         if ngroups == table.num_rows:
-            self._merge_unique(table, is_delete, default, foreign, from_delete_block)
+            self._merge_unique(table, is_delete, default, foreign, from_delete_block, hashes)
             return
         # Duplicate keys inside one block: apply them occurrence by occurrence, so each round
         # holds unique keys and the later duplicate is merged after the earlier one.
@@ -344,6 +348,7 @@ class LogRecordBuffer:
                 default[sel],
                 foreign[sel],
                 from_delete_block,
+                hashes[sel],
             )
 
     def _merge_unique(
@@ -353,16 +358,19 @@ class LogRecordBuffer:
         default: np.ndarray,
         foreign: np.ndarray,
         from_delete_block: bool,
+        hashes: np.ndarray,
     ) -> None:
-        from hoodie_ray.index import hash_keys
-
+        """Fold records with distinct keys (``hashes``: their :func:`hash_keys`)."""
+        self._table = self._flags = self._position = self._consumed = None
         n = new.num_rows
         keys = _as_string_keys(new.column(RECORD_KEY))
-        hashes = hash_keys(keys)
         ids = np.arange(self._n, self._n + n, dtype=np.int64)
         take_new = np.ones(n, dtype=bool)
+        probed: tuple[np.ndarray, np.ndarray] | None = None
         if self._n_alive:
-            pos = self._index.lookup(keys, hashes=hashes).astype(np.int64)
+            loc, seg_of, pos_of = self._index.probe(keys, hashes=hashes)
+            probed = (seg_of, pos_of)
+            pos = loc.astype(np.int64)
             matched = pos >= 0
             if matched.any():
                 midx = np.flatnonzero(matched)
@@ -387,24 +395,28 @@ class LogRecordBuffer:
         self._default = np.concatenate([self._default, default])
         self._foreign = np.concatenate([self._foreign, foreign])
         if take_new.all():
-            self._index.put(keys, ids.astype(np.int32), hashes=hashes)
+            self._index.put(keys, ids.astype(np.int32), hashes=hashes, unique=True, probed=probed)
         elif take_new.any():
             self._index.put(
                 keys.filter(pa.array(take_new)),
                 ids[take_new].astype(np.int32),
                 hashes=hashes[take_new],
+                unique=True,
+                probed=None if probed is None else (probed[0][take_new], probed[1][take_new]),
             )
         self._n_alive = int(self._alive.sum())
         if self._n > 2 * self._n_alive + 1024:
             self._compact()
 
     def _compact(self) -> None:
-        """Drop superseded records: one piece of the live entries, record numbers remapped."""
+        """Drop superseded records: one piece of the live entries, record numbers remapped.
+
+        The piece is the materialised state too, until the next fold."""
         alive = self._alive
         mapping = np.cumsum(alive, dtype=np.int64) - 1
-        table = self._concat_pieces()
-        self._pieces = [table.filter(pa.array(alive)).combine_chunks()] if alive.any() else []
         self._index.remap_locations(mapping.astype(np.int32))
+        table = self._materialise()
+        self._pieces = [table] if table.num_rows else []
         self._is_delete = self._is_delete[alive]
         self._default = self._default[alive]
         self._foreign = self._foreign[alive]
@@ -455,7 +467,7 @@ class LogRecordBuffer:
             table = self._concat_pieces()
             if not alive.all():
                 table = table.filter(pa.array(alive))
-            self._table = table.combine_chunks()
+            self._table = table
             self._flags = (self._is_delete[alive], self._default[alive], self._foreign[alive])
         return self._table
 

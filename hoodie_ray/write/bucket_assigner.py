@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodie_ray.index import KeyIndex, Location, bucket_file_id_prefix, bucket_ids
+from hoodie_ray.index import KeyIndex, Location, bucket_file_id_prefix, bucket_ids, hash_keys
 from hoodie_ray.write.records import IS_DELETED, PARTITION_PATH, RECORD_KEY
 
 FILE_ID = "_hoodie_file_id"
@@ -145,7 +145,7 @@ class BucketAssigner:
         return pc.binary_join_element_wise(parts, keys, "\x00")
 
     # -- assignment ----------------------------------------------------------------------------
-    def assign(self, batch: pa.Table) -> pa.Table:
+    def assign(self, batch: pa.Table, *, key_hashes: np.ndarray | None = None) -> pa.Table:
         """Tag a batch of prepared records (routing columns present) with file id and bucket type.
 
         With the global index, a key whose partition changed yields a delete row for its old
@@ -176,7 +176,12 @@ class BucketAssigner:
         pcode = penc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         pdict = penc.dictionary.to_pylist()
         ikeys = self._index_keys(keys, parts)
-        loc_ids = self.index.lookup(ikeys)
+        # ``key_hashes`` (hash_keys of the record keys) are the index's hashes with the global
+        # index only; a non-global index keys by partition + record key.
+        hashes = (
+            hash_keys(ikeys) if key_hashes is None or not self.config.global_index else key_hashes
+        )
+        loc_ids, seg_of, pos_of = self.index.probe(ikeys, hashes=hashes)
         n = batch.num_rows
 
         found = loc_ids >= 0
@@ -209,7 +214,12 @@ class BucketAssigner:
             new_lids = self._intern_locations(pdict, pcode[idx], fid_list, fcode)
             row_lid[idx] = new_lids
             is_insert[idx] = ins
-            self.index.put(ikeys.filter(pa.array(new_rows)), new_lids)
+            self.index.put(
+                ikeys.filter(pa.array(new_rows)),
+                new_lids,
+                hashes=hashes[new_rows],
+                probed=(seg_of[new_rows], pos_of[new_rows]),
+            )
         loc_parts_a, loc_fids_a = self.index.location_columns()
 
         keep = ~(~found & deleted)  # deletes of keys nobody has are dropped

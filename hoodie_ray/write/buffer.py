@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -41,27 +42,55 @@ class Bucket:
         return out
 
 
+def file_group_codes(tagged: pa.Table) -> tuple[np.ndarray, list[BucketId]]:
+    """``(code of each row, (partition, file id) of each code)``: one code per file group,
+    numbered in order of first appearance. Column-wise: the two columns are dictionary-encoded
+    apart and their small code pairs factorized, no string is built per row."""
+
+    def codes_of(name: str) -> tuple[np.ndarray, list[str]]:
+        col = tagged.column(name)
+        enc = pc.dictionary_encode(
+            col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        )
+        return enc.indices.to_numpy(zero_copy_only=False), enc.dictionary.to_pylist()
+
+    fcode, fids = codes_of(FILE_ID)
+    pcode, parts = codes_of(PARTITION_PATH)
+    if len(parts) == 1:
+        combo = fcode.astype(np.int64)
+    else:
+        combo = pcode.astype(np.int64) * max(len(fids), 1) + fcode
+    codes, uniq = pd.factorize(combo)
+    nf = max(len(fids), 1)
+    if len(parts) == 1:
+        groups = [(parts[0], fids[int(u)]) for u in uniq]
+    else:
+        groups = [(parts[int(u) // nf], fids[int(u) % nf]) for u in uniq]
+    return codes.astype(np.int64, copy=False), groups
+
+
 def split_by_bucket(tagged: pa.Table) -> list[tuple[BucketId, bool, pa.Table]]:
-    """Split a tagged batch into per-file-group tables: one sort, then slices."""
+    """Split a tagged batch into per-file-group tables: one sort, then slices (no sort when
+    the rows arrive grouped, as the assigners send them)."""
     if tagged.num_rows == 0:
         return []
-    gid = pc.binary_join_element_wise(tagged.column(PARTITION_PATH), tagged.column(FILE_ID), "\x00")
-    enc = pc.dictionary_encode(gid.combine_chunks() if isinstance(gid, pa.ChunkedArray) else gid)
-    codes = enc.indices.to_numpy(zero_copy_only=False)
-    order = np.argsort(codes, kind="stable")
-    counts = np.bincount(codes, minlength=len(enc.dictionary))
-    ordered = tagged.take(pa.array(order))
+    codes, groups = file_group_codes(tagged)
+    counts = np.bincount(codes, minlength=len(groups))
+    if len(groups) == 1 or bool((codes[1:] >= codes[:-1]).all()):
+        ordered = tagged  # already grouped
+    else:
+        order = np.argsort(codes, kind="stable")
+        ordered = tagged.take(pa.array(order))
     btype = ordered.column(BUCKET_TYPE)
     out = []
     start = 0
-    for code, name in enumerate(enc.dictionary.to_pylist()):
+    for code, bid in enumerate(groups):
         cnt = int(counts[code])
         if cnt == 0:
             continue
-        part, fid = name.split("\x00", 1)
         piece = ordered.slice(start, cnt)
         is_insert = btype[start].as_py() == INSERT_BUCKET
-        out.append(((part, fid), is_insert, piece))
+        out.append((bid, is_insert, piece))
         start += cnt
     return out
 

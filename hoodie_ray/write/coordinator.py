@@ -114,6 +114,8 @@ class Coordinator:
             )
         self.protocol = CommitProtocol(self.storage, cfg)
         self.protocol.rollback_pending_writes()
+        if wc.index_type == "BUCKET":
+            _check_bucket_layout(self.latest_slices(), wc.bucket_num, self.path)
         table_schema = latest_commit_schema(self.protocol)
         fixed = table_schema is not None and bool(self.protocol.timeline.completed_commits())
         if table_schema is None:
@@ -272,3 +274,19 @@ class Coordinator:
 
     def close(self) -> None:
         self.lock.release()
+
+
+def _check_bucket_layout(slices: list[FileSlice], bucket_num: int, path: str) -> None:
+    """The bucket index finds a key's file group by hashing it: every file group of the table
+    must be a bucket below ``bucket_num``. Writing with the bucket index to a table written
+    by the state index (or with another bucket count) would duplicate keys."""
+    from hoodie_ray.exceptions import HoodieOptionError
+
+    for s in slices:
+        fid = s.file_id
+        if not (len(fid) > 9 and fid[:8].isdigit() and fid[8] == "-" and int(fid[:8]) < bucket_num):
+            raise HoodieOptionError(
+                f"index.type=BUCKET with hoodie.bucket.index.num.buckets={bucket_num} does not "
+                f"match {path}: file group {fid} (partition {s.partition_path!r}) is not one of "
+                "its buckets; the index type and bucket count of a table cannot change"
+            )

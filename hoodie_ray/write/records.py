@@ -261,7 +261,9 @@ def _fill_missing(table: pa.Table, schema: pa.Schema) -> pa.Table:
     )
 
 
-def precombine(table: pa.Table, ordering_field: str | None) -> pa.Table:
+def precombine(
+    table: pa.Table, ordering_field: str | None, *, key_hashes: np.ndarray | None = None
+) -> pa.Table:
     """Keep one row per record key, as Hudi's merge folds the rows of a key in arrival order.
 
     The fold: a newer row replaces the current one when its ordering value is ``>=`` the
@@ -269,13 +271,24 @@ def precombine(table: pa.Table, ordering_field: str | None) -> pa.Table:
     row replaces it). Without an ordering field the last row wins. Vectorised: for each key,
     the winner is the highest-ordered row (ties: the later) after the key's last null-ordered
     row, or that null-ordered row itself when nothing follows it.
+
+    ``key_hashes``: :func:`hoodie_ray.index.hash_keys` of the record keys, when the caller
+    has them (they are not computed twice).
     """
+    rows = precombine_rows(table, ordering_field, key_hashes=key_hashes)
+    return table if rows is None else _keep_rows(table, rows)
+
+
+def precombine_rows(
+    table: pa.Table, ordering_field: str | None, *, key_hashes: np.ndarray | None = None
+) -> np.ndarray | None:
+    """The rows :func:`precombine` keeps (ascending positions), or None when it keeps all."""
     n = table.num_rows
     if n <= 1:
-        return table
-    gid, ngroups = group_keys(table.column(RECORD_KEY))
+        return None
+    gid, ngroups = group_keys(table.column(RECORD_KEY), hashes=key_hashes)
     if ngroups == n:
-        return table
+        return None
     # Keys with a single row keep it; only the rows of repeated keys need the fold.
     counts = np.bincount(gid, minlength=ngroups)
     single = counts[gid] == 1
@@ -285,7 +298,7 @@ def precombine(table: pa.Table, ordering_field: str | None) -> pa.Table:
     g = gid[rows]
     if ordering_field is None:
         np.maximum.at(winner, g, rows)
-        return table.take(pa.array(np.sort(winner)))
+        return np.sort(winner)
     ordv = table.column(ordering_field)
     is_null = pc.is_null(ordv.take(pa.array(rows))).to_numpy(zero_copy_only=False)
     last_null = np.full(ngroups, -1, dtype=np.int64)
@@ -306,7 +319,15 @@ def precombine(table: pa.Table, ordering_field: str | None) -> pa.Table:
         is_last = np.ones(len(order), dtype=bool)
         is_last[:-1] = g_sorted[:-1] != g_sorted[1:]
         winner[g_sorted[is_last]] = cand[order][is_last]
-    return table.take(pa.array(np.sort(winner)))
+    return np.sort(winner)
+
+
+def _keep_rows(table: pa.Table, rows: np.ndarray) -> pa.Table:
+    """``table`` reduced to ``rows`` (distinct positions), in table order (one boolean filter,
+    cheaper than a take)."""
+    mask = np.zeros(table.num_rows, dtype=bool)
+    mask[rows] = True
+    return table.filter(pa.array(mask))
 
 
 def has_duplicate_keys(table: pa.Table) -> bool:

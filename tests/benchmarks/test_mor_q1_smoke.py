@@ -284,3 +284,49 @@ def test_args() -> None:
     a = parse_args(["--variant", "zipf", "--writers", "1"])
     assert isinstance(a, argparse.Namespace)
     assert a.variant == "zipf" and a.writers == 1 and a.formats == ["parquet", "avro"]
+
+
+@pytest.mark.ray
+def test_end_to_end_tiny_hoodie_ray_ingest_passes_the_gate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], ray_session
+) -> None:
+    """The whole benchmark at a tiny size against the real writer: single-process and Ray
+    ingest (parquet log blocks), snapshot reads, compaction, and the hudi-rs gate. Checks
+    correctness and the report's shape only, never a timing."""
+    pytest.importorskip("hudi")
+    rc = main(
+        [
+            "--quick",
+            "--scale",
+            "0.002",  # K = 400 keys, N = 1,200 records in 6 commits
+            "--skip-peers",
+            "--json",
+            "--formats",
+            "parquet",
+            "--no-scaling",
+            "--floor-repeats",
+            "1",
+            "--batch-rows",
+            "100",
+            "--workdir",
+            str(tmp_path / "wd"),
+        ]
+    )
+    out_text = capsys.readouterr().out
+    last = json.loads(out_text.strip().splitlines()[-1])
+    assert rc == 0, last.get("gate_reason")
+    assert last["gate"] == "pass", last["gate_reason"]
+    assert last["hoodie_ray"] == "ran" and last["N"] == 1200
+    (run,) = last["hoodie_runs"]
+    assert run["commits"] == 6
+    assert (
+        run["gate_ingest"] == run["gate_compacted"] == "snapshot equals the last-writer-wins dedup"
+    )
+    assert run["read_check"] == "snapshot equals the last-writer-wins dedup"
+    assert {c["format"] for c in last["client_runs"]} == {"parquet"}
+    for k in ("rows_per_cpu_s_parquet", "efficiency_parquet", "client_efficiency_parquet"):
+        assert isinstance(last[k], float) and last[k] > 0, k
+    assert "hoodie_ray ingest" in out_text and "single process" in out_text
+    import ray
+
+    assert ray.is_initialized()  # the session's Ray is reused, not shut down

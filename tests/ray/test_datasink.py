@@ -17,7 +17,9 @@ def test_datasink_one_commit_per_write(ray_session, tmp_path):
     for i in range(2):
         rows = [wl._row(k) for k in wl.keys] if i == 0 else [wl._row(k) for k in wl.keys[::2]]
         ds = ray.data.from_arrow(to_arrow(rows, False)).repartition(3)
-        sink = hr.HoodieDatasink(path, {**OPTIONS, "write.tasks": "2", "write.bucket_assign.tasks": "2"})
+        sink = hr.HoodieDatasink(
+            path, {**OPTIONS, "write.tasks": "2", "write.bucket_assign.tasks": "2"}
+        )
         ds.write_datasink(sink)
         model.upsert(rows)
         assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
@@ -31,8 +33,14 @@ def test_datasink_bad_input_commits_nothing(ray_session, tmp_path):
     path = str(tmp_path / "t")
     hr.write(to_arrow([Workload(1)._row("a")], False), path, OPTIONS, engine="local")
     before = hudi_rs_snapshot(path).to_pylist()
-    bad = ray.data.from_arrow(pa.table({"key": ["b"], "p": ["a"], "ts": ["x"], "v": [1], "s": ["s"]}))
+    bad = ray.data.from_arrow(
+        pa.table({"key": ["b"], "p": ["a"], "ts": ["x"], "v": [1], "s": ["s"]})
+    )
     with pytest.raises(Exception):  # noqa: B017 - Ray wraps the HoodieSchemaError of the write task
         bad.write_datasink(hr.HoodieDatasink(path, OPTIONS))
     assert hudi_rs_snapshot(path).to_pylist() == before
-    assert all(x.state.value == "COMPLETED" for x in hr.HoodieTable.load(path).timeline if x.action == "deltacommit")
+    assert all(
+        x.state.value == "COMPLETED"
+        for x in hr.HoodieTable.load(path).timeline
+        if x.action == "deltacommit"
+    )

@@ -23,8 +23,12 @@ def test_pack_slices_balances_and_caps():
 @pytest.mark.ray
 def test_read_ray_many_slices_equals_read(ray_session, tmp_path):
     path = str(tmp_path / "t")
-    opts = {**OPTIONS, "hoodie.parquet.max.file.size": "4096", "hoodie.copyonwrite.record.size.estimate": "200",
-            "compaction.schedule.enabled": "false"}
+    opts = {
+        **OPTIONS,
+        "hoodie.parquet.max.file.size": "4096",
+        "hoodie.copyonwrite.record.size.estimate": "200",
+        "compaction.schedule.enabled": "false",
+    }
     wl = Workload(seed=1, keys=120)
     HoodieWriteClient(path, opts).write(to_arrow([wl._row(k) for k in wl.keys], True))
     HoodieWriteClient(path, opts).write(to_arrow([wl._row(k) for k in wl.keys[::3]], True))

@@ -21,7 +21,10 @@ def test_two_node_cluster(tmp_path):
     env.pop("RAY_ADDRESS", None)
     out = subprocess.run(
         [sys.executable, str(Path(__file__).with_name("two_node_job.py")), str(path)],
-        capture_output=True, text=True, timeout=240, env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     nodes = json.loads(out.stdout.strip().splitlines()[-1])["nodes"]

@@ -17,9 +17,16 @@ def main(path: str) -> None:
     cluster.add_node(num_cpus=1)
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, namespace="hoodie_ray")
-    opts = {"hoodie.table.name": "two_nodes", "hoodie.datasource.write.recordkey.field": "key",
-            "precombine.field": "ts", "write.tasks": "2", "write.bucket_assign.tasks": "1",
-            "ray.writer.num_cpus": "0.5", "ray.assigner.num_cpus": "0.25", "ray.coordinator.num_cpus": "0.1"}
+    opts = {
+        "hoodie.table.name": "two_nodes",
+        "hoodie.datasource.write.recordkey.field": "key",
+        "precombine.field": "ts",
+        "write.tasks": "2",
+        "write.bucket_assign.tasks": "1",
+        "ray.writer.num_cpus": "0.5",
+        "ray.assigner.num_cpus": "0.25",
+        "ray.coordinator.num_cpus": "0.1",
+    }
     nodes = {}
     with hr.HoodieStreamWriter(path, opts) as w:
         for c in range(3):
@@ -27,7 +34,9 @@ def main(path: str) -> None:
             w.write(pa.table({"key": keys, "ts": [c] * len(keys), "v": list(range(len(keys)))}))
             w.checkpoint()
         for role, h in w.actors.items():
-            nodes[role] = ray.get(h.__ray_call__.remote(lambda self: ray.get_runtime_context().get_node_id()))
+            nodes[role] = ray.get(
+                h.__ray_call__.remote(lambda self: ray.get_runtime_context().get_node_id())
+            )
     print(json.dumps({"nodes": nodes}))
     ray.shutdown()
     cluster.shutdown()
