@@ -23,7 +23,7 @@ import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from hoodie_ray.config.options import resolve_options
-from hoodie_ray.exceptions import HoodieError, HoodieWriteError
+from hoodie_ray.exceptions import HoodieCommitConflictError, HoodieError, HoodieWriteError
 from hoodie_ray.ray.actors import AssignerActor, CoordinatorActor, WriterActor, split_rows
 from hoodie_ray.ray.runtime import actor_resources, ensure_ray
 from hoodie_ray.write.bucket_assigner import key_task
@@ -97,6 +97,7 @@ class HoodieStreamWriter:
         self._attempt = 0
         self._closed = False
         self.results: list[CommitResult] = []
+        self._owned_names: set[str] = set()
 
     # -- public API ----------------------------------------------------------------------------
     def __enter__(self) -> HoodieStreamWriter:
@@ -225,6 +226,26 @@ class HoodieStreamWriter:
             raise _unwrap(e) from None
         self._restart_workers()
 
+    def _stop_workers(self, timeout: float = 60.0) -> None:
+        """Kill the assigners and writers and wait until each is dead (not just told to die)."""
+        old = self._assigners + self._writers
+        self._assigners, self._writers = [], []
+        for a in old:
+            with contextlib.suppress(Exception):
+                ray.kill(a, no_restart=True)
+        deadline = time.monotonic() + timeout
+        for a in old:
+            while time.monotonic() < deadline:
+                try:
+                    ray.get(a.pid.remote(), timeout=5)
+                except RayActorError:
+                    break  # dead
+                except GetTimeoutError:
+                    pass  # still finishing a task: killed, not yet gone
+                with contextlib.suppress(Exception):
+                    ray.kill(a, no_restart=True)
+                time.sleep(0.05)
+
     def _restart_workers(self) -> None:
         """(Re)create assigners and writers from the table's current state."""
         assert self._setup is not None
@@ -254,10 +275,20 @@ class HoodieStreamWriter:
         self._instant = None
 
     def _unique(self, role: str, table: str | None = None) -> str:
-        """Actor name ``<table>/<role>``; a stale actor of that name (dead job) is replaced."""
+        """Actor name ``<table>/<role>``.
+
+        Our actors are owned by this driver (not detached), so a live actor of that name that
+        this writer did not create belongs to another live write job on the same table: that is
+        a conflict, never something to kill. Our own (being replaced in a recovery) is replaced.
+        """
         name = f"{table}/{role}" if table else self._name(role)
         try:
             old = ray.get_actor(name, namespace=NAMESPACE)
+            if name not in self._owned_names:
+                raise HoodieCommitConflictError(
+                    f"table {self.path} is being written by another job in this Ray cluster "
+                    f"(actor {name} is alive); one writer per table"
+                )
             ray.kill(old, no_restart=True)
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline:
@@ -268,6 +299,7 @@ class HoodieStreamWriter:
                     break
         except ValueError:
             pass
+        self._owned_names.add(name)
         return name
 
     def _begin_instant(self) -> None:
@@ -366,6 +398,9 @@ class HoodieStreamWriter:
         """Restart every actor, roll back the open instant (unless it committed), replay input."""
         instant = self._instant
         self._inflight = []
+        # The surviving assigners and writers go first: a writer still running its last flush
+        # would otherwise write files (or append log blocks) of the instant being rolled back.
+        self._stop_workers()
         coord_alive = True
         try:
             ray.get(self._coord.pid.remote(), timeout=30)
@@ -431,6 +466,22 @@ class HoodieStreamWriter:
                 pass
             ray.kill(self._coord, no_restart=True)
         self._assigners, self._writers, self._coord = [], [], None
+        self._release_names()
+
+    def _release_names(self, timeout: float = 30.0) -> None:
+        """Wait until our actors' names are free (ray.kill is asynchronous), so the next writer
+        of this table does not mistake them for a live job."""
+        deadline = time.monotonic() + timeout
+        for name in sorted(self._owned_names):
+            while time.monotonic() < deadline:
+                try:
+                    handle = ray.get_actor(name, namespace=NAMESPACE)
+                except ValueError:
+                    break
+                with contextlib.suppress(Exception):
+                    ray.kill(handle, no_restart=True)
+                time.sleep(0.02)
+        self._owned_names.clear()
 
 
 def write_arrow(
