@@ -25,6 +25,9 @@ METAFOLDER = ".hoodie"
 PROPERTIES_FILE = ".hoodie/hoodie.properties"
 SUPPORTED_READ_VERSIONS = (6, 8, 9)
 SUPPORTED_WRITE_VERSIONS = (6, 8)
+# Hudi keeps the bucket count in writer options only; hoodie_ray also records it in the
+# properties of a table it creates with the bucket index, so a changed count is refused.
+BUCKET_NUM_PROPERTY = "hoodie.bucket.index.num.buckets"
 
 # Merge strategy ids (HoodieRecordMerger) and payload classes, mapped onto behaviours.
 EVENT_TIME_STRATEGY_ID = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"

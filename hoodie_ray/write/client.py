@@ -15,7 +15,12 @@ import pyarrow as pa
 
 from hoodie_ray.avro.schema import arrow_to_avro_schema, avro_to_arrow_schema
 from hoodie_ray.config.options import WriteConfig, resolve_options
-from hoodie_ray.config.table_config import PROPERTIES_FILE, HoodieTableConfig, new_table_props
+from hoodie_ray.config.table_config import (
+    BUCKET_NUM_PROPERTY,
+    PROPERTIES_FILE,
+    HoodieTableConfig,
+    new_table_props,
+)
 from hoodie_ray.exceptions import HoodieOptionError
 from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.keygen import KeyGenerator, TimestampFormat, choose_key_generator
@@ -173,6 +178,8 @@ def create_table(storage: Storage, wc: WriteConfig, data_schema: pa.Schema) -> H
             extra["hoodie.keygen.timebased.timestamp.type"] = ts.timestamp_type
         if ts.input_format:
             extra["hoodie.keygen.timebased.input.dateformat"] = ts.input_format
+    if wc.index_type == "BUCKET":
+        extra[BUCKET_NUM_PROPERTY] = str(wc.bucket_num)
     create_schema = json.dumps(
         arrow_to_avro_schema(schema, wc.table_name, with_meta=False), separators=(",", ":")
     )
@@ -313,7 +320,13 @@ def prepare_input(setup: Any, table: pa.Table, wc: WriteConfig) -> Any:
 
 
 class HoodieWriteClient:
-    """Writes one table from one process: one :meth:`write` call is one commit."""
+    """Writes one table from one process: one :meth:`write` call is one commit.
+
+    The client keeps its bucket assigner (the key index) between :meth:`write` calls, as a
+    Flink bucket-assign task keeps it between checkpoints. It is reused only while the
+    timeline is exactly as this client left it; any instant another process added, rolled back
+    or archived meanwhile, or a failed write, makes the next call bootstrap it from the table.
+    """
 
     def __init__(
         self,
@@ -325,6 +338,30 @@ class HoodieWriteClient:
         self.options = options
         self.storage_options = storage_options
         self.wc = resolve_options(options)
+        self._assigner: BucketAssigner | None = None
+        self._assigner_timeline: tuple[Any, ...] | None = None
+
+    @staticmethod
+    def _timeline_state(coord: Any) -> tuple[Any, ...]:
+        assert coord.protocol is not None
+        return tuple(coord.protocol.timeline.reload().instants)
+
+    def _assigner_for(self, coord: Any, setup: Any, slices: list[FileSlice]) -> BucketAssigner:
+        """The cached assigner when the timeline is as this client left it, else a new one."""
+        profile = coord.profile(slices)
+        cached, self._assigner = self._assigner, None
+        if cached is not None and self._assigner_timeline == self._timeline_state(coord):
+            cached.reset_profile(profile)
+            return cached
+        assert coord.protocol is not None
+        return build_assigner(
+            coord.storage,
+            setup.table_config,
+            coord.protocol.timeline,
+            coord.assigner_config(0, 1),
+            profile,
+            slices,
+        )
 
     def write(self, data: Any) -> CommitResult:
         """Write a pyarrow Table/RecordBatch or pandas DataFrame as one commit."""
@@ -348,15 +385,7 @@ class HoodieWriteClient:
             if wc.operation in ("upsert", "delete"):
                 rows = precombine(rows, setup.context.ordering_field)
             slices = coord.latest_slices()
-            assert coord.protocol is not None
-            assigner = build_assigner(
-                coord.storage,
-                setup.table_config,
-                coord.protocol.timeline,
-                coord.assigner_config(0, 1),
-                coord.profile(slices),
-                slices,
-            )
+            assigner = self._assigner_for(coord, setup, slices)
             tagged = assigner.assign(rows)
             writer = StreamWriteFunction(setup.context, task_id=0)
             instant = coord.start_instant()
@@ -378,6 +407,9 @@ class HoodieWriteClient:
             scheduled = pending[0] if pending else coord.schedule_compaction()
             if scheduled is not None:
                 coord.run_compaction(scheduled)
+            assigner.checkpoint_done()
+            self._assigner_timeline = self._timeline_state(coord)
+            self._assigner = assigner
             return result
         finally:
             coord.close()

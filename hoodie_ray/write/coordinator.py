@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from hoodie_ray.avro.schema import arrow_to_avro_schema
 from hoodie_ray.config.options import WriteConfig, resolve_options
-from hoodie_ray.config.table_config import HoodieTableConfig
+from hoodie_ray.config.table_config import BUCKET_NUM_PROPERTY, HoodieTableConfig
 from hoodie_ray.exceptions import HoodieTableNotFoundError, HoodieUnsupportedError
 from hoodie_ray.file_group.view import FileSlice, FileSystemView
 from hoodie_ray.keygen import KeyGenerator
@@ -115,6 +115,7 @@ class Coordinator:
         self.protocol = CommitProtocol(self.storage, cfg)
         self.protocol.rollback_pending_writes()
         if wc.index_type == "BUCKET":
+            _check_bucket_count(cfg, wc.bucket_num, self.path)
             _check_bucket_layout(self.latest_slices(), wc.bucket_num, self.path)
         table_schema = latest_commit_schema(self.protocol)
         fixed = table_schema is not None and bool(self.protocol.timeline.completed_commits())
@@ -274,6 +275,19 @@ class Coordinator:
 
     def close(self) -> None:
         self.lock.release()
+
+
+def _check_bucket_count(cfg: HoodieTableConfig, bucket_num: int, path: str) -> None:
+    """A table created with the bucket index records its bucket count (a larger count would
+    pass the layout check below: every existing bucket id is below it)."""
+    from hoodie_ray.exceptions import HoodieOptionError
+
+    stored = cfg.props.get(BUCKET_NUM_PROPERTY)
+    if stored is not None and stored.strip() != str(bucket_num):
+        raise HoodieOptionError(
+            f"option {BUCKET_NUM_PROPERTY}={bucket_num} does not match {path}, whose buckets "
+            f"were created with {stored.strip()}; the bucket count of a table cannot change"
+        )
 
 
 def _check_bucket_layout(slices: list[FileSlice], bucket_num: int, path: str) -> None:

@@ -1,0 +1,112 @@
+"""HoodieWriteClient across calls: the key index kept between writes, and when it is not."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from hoodie_ray.exceptions import HoodieError
+from hoodie_ray.write.client import HoodieWriteClient
+from tests.write.model import OPTIONS, TableModel, Workload, hudi_rs_snapshot, to_arrow
+
+
+@pytest.mark.parametrize(
+    ("table_type", "version"),
+    [("MERGE_ON_READ", "6"), ("MERGE_ON_READ", "8"), ("COPY_ON_WRITE", "6")],
+)
+def test_one_client_many_writes_with_other_writers_between(tmp_path, table_type, version):
+    """One long-lived upsert client; now and then another client deletes or inserts. hudi-rs
+    reads the model after every commit; the client reuses its index only when nobody else
+    wrote since its last commit."""
+    path = str(tmp_path / "t")
+    opts = {
+        **OPTIONS,
+        "table.type": table_type,
+        "hoodie.write.table.version": version,
+        "hoodie.parquet.max.file.size": "4096",
+        "hoodie.parquet.small.file.limit": "2048",
+        "hoodie.copyonwrite.record.size.estimate": "200",
+        "compaction.delta_commits": "3",
+        "clean.retain_commits": "2",
+    }
+    client = HoodieWriteClient(path, opts)
+    model, wl, rnd = TableModel(), Workload(31), random.Random(5)
+    reused = rebuilt = 0
+    for i in range(18):
+        kind, rows = wl.next_commit()
+        if i == 0:
+            kind, rows = "upsert", [wl._row(k) for k in wl.keys[:30]]
+        other = kind in ("delete", "insert") and rnd.random() < 0.7
+        if not other:
+            kind = "upsert"
+            rows = [r if "p" in r else wl._row(r["key"]) for r in rows]
+        if kind == "delete":
+            HoodieWriteClient(path, {**opts, "write.operation": "delete"}).write(
+                to_arrow(
+                    [{"key": r["key"], "p": None, "ts": None, "v": None, "s": None} for r in rows],
+                    False,
+                ).select(["key"])
+            )
+            model.delete_keys([r["key"] for r in rows])
+        elif kind == "insert":
+            HoodieWriteClient(path, {**opts, "write.operation": "insert"}).write(
+                to_arrow(rows, False)
+            )
+            model.insert_new(rows)
+        else:
+            before = client._assigner
+            client.write(to_arrow(rows, True))
+            model.upsert(rows)
+            if before is not None:
+                if client._assigner is before:
+                    reused += 1
+                else:
+                    rebuilt += 1
+        assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), (
+            f"commit {i} ({kind}) differs"
+        )
+    assert reused >= 3 and rebuilt >= 1, (reused, rebuilt)
+
+
+def test_a_failed_write_drops_the_kept_index(tmp_path):
+    """Bad input fails before anything is committed; the next write is right."""
+    path = str(tmp_path / "t")
+    client = HoodieWriteClient(path, OPTIONS)
+    model, wl = TableModel(), Workload(3)
+    first = [wl._row(k) for k in wl.keys[:20]]
+    client.write(to_arrow(first, True))
+    model.upsert(first)
+    with pytest.raises(HoodieError):
+        client.write(to_arrow(first, True).drop_columns(["key"]))
+    again = [wl._row(k) for k in wl.keys[10:40]]
+    client.write(to_arrow(again, True))
+    model.upsert(again)
+    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+
+
+def test_bucket_count_of_a_bucket_index_table_cannot_change(tmp_path):
+    """The count is recorded when the table is created; a larger count (which the file ids
+    alone cannot reveal) is refused before anything is written; the table reads on."""
+    from hoodie_ray.exceptions import HoodieOptionError
+
+    path = str(tmp_path / "t")
+    opts = {**OPTIONS, "index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "2"}
+    model, wl = TableModel(), Workload(9)
+    # one partition: the bucket index is per partition (a key never moves)
+    rows = [dict(wl._row(k), p="a") for k in wl.keys[:40]]
+    HoodieWriteClient(path, opts).write(to_arrow(rows, True))
+    model.upsert(rows)
+    props = (tmp_path / "t" / ".hoodie" / "hoodie.properties").read_text()
+    assert "hoodie.bucket.index.num.buckets=2\n" in props
+    before = sorted(p.name for p in (tmp_path / "t").rglob("*"))
+    more = [dict(wl._row(k), p="a") for k in wl.keys[:40]]
+    for n in ("4", "1"):
+        with pytest.raises(HoodieOptionError, match="num.buckets"):
+            HoodieWriteClient(path, {**opts, "hoodie.bucket.index.num.buckets": n}).write(
+                to_arrow(more, True)
+            )
+    assert sorted(p.name for p in (tmp_path / "t").rglob("*")) == before
+    HoodieWriteClient(path, opts).write(to_arrow(more, True))
+    model.upsert(more)
+    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
