@@ -42,7 +42,9 @@ def test_upgrade_then_write_in_version_8(tmp_path):
         rows = _upserts(wl, 12)
         HoodieWriteClient(str(path), opts).write(to_arrow(rows, True))
         model.upsert(rows)
-        assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), f"commit {i} after upgrade"
+        assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), (
+            f"commit {i} after upgrade"
+        )
     assert HoodieTableConfig.load(LocalStorage(str(path))).table_version == 8
     assert hr.upgrade(str(path)) == 8  # idempotent
 
@@ -64,8 +66,9 @@ def test_upgrade_refuses_pending_instants_and_changes_nothing(tmp_path):
 @pytest.mark.parametrize("version", ["7", "10", "9"])
 def test_unsupported_write_versions(tmp_path, version):
     with pytest.raises(hr.HoodieOptionError, match="hoodie.write.table.version"):
-        HoodieWriteClient(str(tmp_path / "t"), {**OPTIONS, "hoodie.write.table.version": version}).write(
-            to_arrow([Workload(1)._row("a")], True))
+        HoodieWriteClient(
+            str(tmp_path / "t"), {**OPTIONS, "hoodie.write.table.version": version}
+        ).write(to_arrow([Workload(1)._row("a")], True))
     assert not (tmp_path / "t").exists()
 
 
@@ -73,5 +76,8 @@ def test_existing_table_keeps_its_version(tmp_path):
     path = tmp_path / "t"
     HoodieWriteClient(str(path), OPTIONS).write(to_arrow([Workload(1)._row("a")], True))
     HoodieWriteClient(str(path), {**OPTIONS, "hoodie.write.table.version": "8"}).write(
-        to_arrow([Workload(2)._row("b")], True))
-    assert HoodieTableConfig.load(LocalStorage(str(path))).table_version == 6  # never upgraded silently
+        to_arrow([Workload(2)._row("b")], True)
+    )
+    assert (
+        HoodieTableConfig.load(LocalStorage(str(path))).table_version == 6
+    )  # never upgraded silently

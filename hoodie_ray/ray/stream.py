@@ -304,11 +304,13 @@ class HoodieStreamWriter:
 
     def _begin_instant(self) -> None:
         instant, slices, profile, frozen = ray.get(self._coord.start_checkpoint.remote())
+        # Known before the actors hear of it: if one of them is lost now, recovery rolls the
+        # instant back (else it stays pending, and a pending write blocks compaction).
+        self._instant = instant
         ray.get(
             [a.start_checkpoint.remote(profile) for a in self._assigners]
             + [w.start_instant.remote(instant, slices, frozen) for w in self._writers]
         )
-        self._instant = instant
 
     def _send(self, ref: Any) -> None:
         """Shuffle one prepared batch through assigners to writers (non-blocking, bounded)."""
