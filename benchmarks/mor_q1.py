@@ -420,10 +420,14 @@ def load_hoodie() -> tuple[ModuleType | None, str | None]:
     return hr, None
 
 
-def hoodie_options(workload: Workload, fmt: str, writers: int, table_name: str) -> dict[str, str]:
-    """Writer options of mor-q1: 1 bucket assigner, ``writers`` writers, compaction off."""
+def hoodie_options(
+    workload: Workload, fmt: str, writers: int, table_name: str, table_version: int = 6
+) -> dict[str, str]:
+    """Writer options of mor-q1: 1 bucket assigner, ``writers`` writers, compaction off, a
+    new table of ``table_version`` (6 or 8)."""
     opts = {
         "hoodie.table.name": table_name,
+        "hoodie.write.table.version": str(table_version),
         "hoodie.datasource.write.recordkey.field": workload.key_field,
         "precombine.field": workload.precombine_field,
         "hoodie.datasource.write.table.type": "MERGE_ON_READ",
@@ -562,6 +566,7 @@ def run_hoodie(
     batch_rows: int,
     *,
     full: bool,
+    table_version: int = 6,
 ) -> HoodieRun:
     """Ingest every commit through ``hr.HoodieStreamWriter``; gate; with ``full`` also reads
     and compaction.
@@ -584,7 +589,12 @@ def run_hoodie(
         hudi.HudiTable(path).read()                           # gate after compaction
     """
     table_name = f"mor_q1_{workload.variant}_{fmt}_w{writers}"
-    run = HoodieRun(fmt, writers, str(path), hoodie_options(workload, fmt, writers, table_name))
+    run = HoodieRun(
+        fmt,
+        writers,
+        str(path),
+        hoodie_options(workload, fmt, writers, table_name, table_version),
+    )
     log(f"hoodie_ray {run.label}: ingest of {len(workload.commits)} commits ...")
     meter = CpuMeter(ray_workers=True)
     try:
@@ -710,7 +720,12 @@ class ClientRun:
 
 
 def run_client(
-    hr: ModuleType, workload: Workload, expected: pa.Table, path: Path, fmt: str
+    hr: ModuleType,
+    workload: Workload,
+    expected: pa.Table,
+    path: Path,
+    fmt: str,
+    table_version: int = 6,
 ) -> ClientRun:
     """Ingest every commit with ``hr.HoodieWriteClient(path, options).write(commit)`` (one
     commit per call, in this process), measured as one section; then the gate (hudi-rs).
@@ -719,7 +734,9 @@ def run_client(
     the key index from it, assigns, writes and commits.
     """
     run = ClientRun(fmt, str(path))
-    options = hoodie_options(workload, fmt, 1, f"mor_q1_{workload.variant}_{fmt}_client")
+    options = hoodie_options(
+        workload, fmt, 1, f"mor_q1_{workload.variant}_{fmt}_client", table_version
+    )
     log(f"hoodie_ray {run.label}: ingest of {len(workload.commits)} commits ...")
     try:
         with CpuMeter() as meter:
@@ -907,6 +924,7 @@ class Results:
                 "scale": self.args.scale,
                 "seed": self.args.seed,
                 "writers": self.args.writers,
+                "table_version": getattr(self.args, "table_version", 6),
                 "machine": {k: v for k, v in self.machine.items() if k != "date"},
                 "cores": self.machine.get("cores"),
                 "cpu_model": self.machine.get("cpu_model"),
@@ -936,7 +954,8 @@ def render_report(res: Results) -> str:
         f"mor-q1  variant={w.variant}  shape={w.shape} ({len(w.schema)} columns, "
         f"{w.bytes_per_row:.1f} B/row)  K={w.num_keys:,}  N={w.num_rows:,} in "
         f"{len(w.commits)} commits{'  [--quick]' if res.args.quick else ''}"
-        f"{f'  scale={res.args.scale}' if res.args.scale != 1.0 else ''}",
+        f"{f'  scale={res.args.scale}' if res.args.scale != 1.0 else ''}"
+        f"  table version {getattr(res.args, 'table_version', 6)}",
         f"machine: {m['cores']} cores ({m['cpu_model']}), {m['memory_gb']} GB; python "
         f"{m['python']}; {m['date']}; commit {git_commit(_REPO)}",
         f"data: {w.description}; generated in {res.generate_s:.1f} s (seed {res.args.seed})",
@@ -1152,6 +1171,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--variant", choices=VARIANTS, default="base")
     p.add_argument("--writers", type=int, choices=(1, 2), default=2, help="write.tasks")
     p.add_argument("--skip-peers", action="store_true", help="skip delta-rs and pyiceberg")
+    p.add_argument(
+        "--table-version",
+        type=int,
+        choices=(6, 8),
+        default=6,
+        help="hoodie.write.table.version of the tables hoodie_ray writes",
+    )
     hidden = argparse.SUPPRESS
     p.add_argument("--scale", type=float, default=1.0, help=hidden)
     p.add_argument("--seed", type=int, default=20240601, help=hidden)
@@ -1298,7 +1324,9 @@ def _main(args: argparse.Namespace, workdir: Path) -> int:
     if hr is not None and not args.no_client:
         for fmt in args.formats:
             path = workdir / f"hudi_client_{fmt}"
-            res.client_runs.append(run_client(hr, workload, expected, path, fmt))
+            res.client_runs.append(
+                run_client(hr, workload, expected, path, fmt, args.table_version)
+            )
             if not args.keep:
                 shutil.rmtree(path, ignore_errors=True)
 
@@ -1331,6 +1359,7 @@ def _main(args: argparse.Namespace, workdir: Path) -> int:
                     args.writers,
                     args.batch_rows,
                     full=not args.no_full,
+                    table_version=args.table_version,
                 )
                 res.runs.append(run)
                 if not args.keep:
@@ -1339,7 +1368,15 @@ def _main(args: argparse.Namespace, workdir: Path) -> int:
             if args.writers == 2 and not args.no_scaling and primary is not None:
                 path = workdir / f"hudi_{primary.fmt}_w1"
                 res.scaling_run = run_hoodie(
-                    hr, workload, expected, path, primary.fmt, 1, args.batch_rows, full=False
+                    hr,
+                    workload,
+                    expected,
+                    path,
+                    primary.fmt,
+                    1,
+                    args.batch_rows,
+                    full=False,
+                    table_version=args.table_version,
                 )
                 if not args.keep:
                     shutil.rmtree(path, ignore_errors=True)

@@ -287,12 +287,13 @@ def test_args() -> None:
 
 
 @pytest.mark.ray
+@pytest.mark.parametrize("table_version", [6, 8])
 def test_end_to_end_tiny_hoodie_ray_ingest_passes_the_gate(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], ray_session
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], ray_session, table_version: int
 ) -> None:
-    """The whole benchmark at a tiny size against the real writer: single-process and Ray
-    ingest (parquet log blocks), snapshot reads, compaction, and the hudi-rs gate. Checks
-    correctness and the report's shape only, never a timing."""
+    """The whole benchmark at a tiny size against the real writer, on both table versions:
+    single-process and Ray ingest (parquet log blocks), snapshot reads, compaction, and the
+    hudi-rs gate. Checks correctness and the report's shape only, never a timing."""
     pytest.importorskip("hudi")
     rc = main(
         [
@@ -308,6 +309,9 @@ def test_end_to_end_tiny_hoodie_ray_ingest_passes_the_gate(
             "1",
             "--batch-rows",
             "100",
+            "--table-version",
+            str(table_version),
+            "--keep",
             "--workdir",
             str(tmp_path / "wd"),
         ]
@@ -317,6 +321,11 @@ def test_end_to_end_tiny_hoodie_ray_ingest_passes_the_gate(
     assert rc == 0, last.get("gate_reason")
     assert last["gate"] == "pass", last["gate_reason"]
     assert last["hoodie_ray"] == "ran" and last["N"] == 1200
+    assert last["table_version"] == table_version
+    tables = sorted((tmp_path / "wd").glob("hudi_*/.hoodie/hoodie.properties"))
+    assert len(tables) == 2  # the single-process and the Ray table
+    for props in tables:
+        assert f"hoodie.table.version={table_version}\n" in props.read_text()
     (run,) = last["hoodie_runs"]
     assert run["commits"] == 6
     assert (
