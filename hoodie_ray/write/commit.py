@@ -156,12 +156,13 @@ class CommitProtocol:
                 if not self.storage.exists(rel):
                     continue
                 part, _, name = rel.rpartition("/")
-                if (
-                    io_type == "APPEND"
-                    and self.table_config.table_version < 8
-                    and logs.has_blocks_of_other_instants(self.storage, rel, target)
-                ):
-                    if not logs.has_rollback_block(self.storage, rel, target):
+                other, rolled_back = (
+                    logs.rollback_scan(self.storage, rel, target)
+                    if io_type == "APPEND" and self.table_config.table_version < 8
+                    else (False, False)
+                )
+                if other:
+                    if not rolled_back:
                         logs.append_rollback_block(
                             self.storage, rel, self.table_config, inst.timestamp, target
                         )
@@ -233,7 +234,7 @@ class CommitProtocol:
             if (
                 io_type == "APPEND"
                 and self.table_config.table_version < 8
-                and logs.has_blocks_of_other_instants(self.storage, rel, instant)
+                and logs.rollback_scan(self.storage, rel, instant)[0]
             ):
                 logs.append_rollback_block(self.storage, rel, self.table_config, rb_ts, instant)
                 appended.append(rel)

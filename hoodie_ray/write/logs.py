@@ -91,26 +91,23 @@ def _schema_json(ctx: WriteContext) -> str:
     return cached
 
 
-def has_blocks_of_other_instants(storage: Storage, rel_path: str, instant: str) -> bool:
-    """Does the log file hold any block not written by ``instant`` (so it must not be deleted)?"""
+def rollback_scan(storage: Storage, rel_path: str, target: str) -> tuple[bool, bool]:
+    """One pass over a log file for the rollback of ``target``: (does it hold a block not
+    written by ``target``, so it must not be deleted; does it already hold a rollback command
+    block for ``target``)."""
+    other = rolled_back = False
     for block in read_log_file(storage, rel_path):
         if isinstance(block, CorruptBlock):
             continue
-        if block.instant_time != instant:
-            return True
-    return False
-
-
-def has_rollback_block(storage: Storage, rel_path: str, target: str) -> bool:
-    """Does the log file already hold a rollback command block for ``target``?"""
-    for block in read_log_file(storage, rel_path):
+        if block.instant_time != target:
+            other = True
         if (
             isinstance(block, CommandBlock)
             and block.is_rollback
             and block.target_instant_time == target
         ):
-            return True
-    return False
+            rolled_back = True
+    return other, rolled_back
 
 
 def append_rollback_block(
