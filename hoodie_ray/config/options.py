@@ -302,7 +302,11 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "index_bootstrap",
         True,
         _parse_bool,
-        "Load the key index from the table when the assigners start.",
+        "Load the key index from the table when the assigners start. false (Flink without "
+        "restored state): only keys written since the assigners started are known (a restart "
+        "after an actor failure forgets them), so an upsert of an "
+        "older key may land in another file group (a duplicate) and a delete of one has no "
+        "effect; for insert-mostly streams that want a fast start.",
     ),
     ConfigOption(
         "hoodie.parquet.small.file.limit",

@@ -86,6 +86,7 @@ class AssignerConfig:
     bucket_num: int = 4
     append_mode: bool = False  # insert operation: no index lookups
     ordering_field: str | None = None
+    index_bootstrap: bool = True  # load the key index from the table at start
 
 
 class BucketAssigner:

@@ -302,7 +302,7 @@ def build_assigner(
     assigner = BucketAssigner(config, profile)
     if config.index_type == "BUCKET":
         assigner.set_bucket_file_ids((s.partition_path, s.file_id) for s in slices)
-    elif not config.append_mode and slices:
+    elif not config.append_mode and config.index_bootstrap and slices:
         assigner.bootstrap(bootstrap_entries(setup_storage, table_config, timeline, slices))
     return assigner
 

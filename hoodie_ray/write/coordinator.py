@@ -169,6 +169,7 @@ class Coordinator:
             bucket_num=wc.bucket_num,
             append_mode=wc.operation in ("insert", "bulk_insert"),
             ordering_field=self.protocol.table_config.ordering_field if self.protocol else None,
+            index_bootstrap=wc.index_bootstrap,
         )
 
     def start_instant(self) -> str:

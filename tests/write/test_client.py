@@ -110,3 +110,22 @@ def test_bucket_count_of_a_bucket_index_table_cannot_change(tmp_path):
     HoodieWriteClient(path, opts).write(to_arrow(more, True))
     model.upsert(more)
     assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+
+
+def test_index_bootstrap_disabled_starts_with_an_empty_index(tmp_path):
+    """index.bootstrap.enabled=false (Flink without restored state): the table's keys are not
+    loaded; keys this client writes are known from then on. New keys read back right."""
+    path = str(tmp_path / "t")
+    model, wl = TableModel(), Workload(4)
+    first = [wl._row(k) for k in wl.keys[:30]]
+    HoodieWriteClient(path, OPTIONS).write(to_arrow(first, True))
+    model.upsert(first)
+    client = HoodieWriteClient(path, {**OPTIONS, "index.bootstrap.enabled": "false"})
+    fresh = [dict(wl._row(k), key=f"z{i}") for i, k in enumerate(wl.keys[:5])]
+    client.write(to_arrow(fresh, True))
+    model.upsert(fresh)
+    assert client._assigner is not None and len(client._assigner.index) == 5
+    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+    default = HoodieWriteClient(path, OPTIONS)
+    default.write(to_arrow(fresh[:1], True))
+    assert default._assigner is not None and len(default._assigner.index) == 35
