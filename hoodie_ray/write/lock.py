@@ -19,6 +19,7 @@ from hoodie_ray.exceptions import HoodieCommitConflictError, HoodieIOError
 from hoodie_ray.storage import Storage
 
 LOCK_PATH = ".hoodie/.aux/hoodie_ray.writer.lock"
+_MISSING = object()
 
 
 def new_owner_id() -> str:
@@ -49,11 +50,22 @@ class WriterLock:
         return json.dumps({"owner": self.owner, "heartbeat": time.time()}).encode()
 
     def _read(self) -> dict | None:
+        """The lock's content, or None when it is missing or unreadable."""
+        cur = self._load()
+        return None if cur is _MISSING else cur  # type: ignore[return-value]
+
+    def _load(self) -> dict | object | None:
+        """The lock's content; ``_MISSING`` when there is no file to read (never there, or
+        released meanwhile); None when a file is there but is no lock a writer made."""
         try:
             if self.storage.size(LOCK_PATH) > 64 * 1024:
-                return None  # not a lock file a writer made: unreadable, like invalid JSON
-            cur = json.loads(self.storage.read_bytes(LOCK_PATH))
-        except (HoodieIOError, ValueError, RecursionError):
+                return None
+            raw = self.storage.read_bytes(LOCK_PATH)
+        except HoodieIOError:
+            return _MISSING
+        try:
+            cur = json.loads(raw)
+        except (ValueError, RecursionError):
             return None
         if not isinstance(cur, dict) or not isinstance(cur.get("heartbeat", 0), (int, float)):
             return None
@@ -66,9 +78,13 @@ class WriterLock:
         for _ in range(3):
             if self.storage.create_new(LOCK_PATH, self._payload()):
                 break
-            cur = self._read()
-            if cur is None:
-                # Unreadable or vanished: treat as stale, remove and retry.
+            cur = self._load()
+            if cur is _MISSING:
+                # Released between our create and our read: try to create it again. (Deleting
+                # here would delete a lock another writer may have created meanwhile.)
+                continue
+            if not isinstance(cur, dict):
+                # A file no writer made (garbage): stale, remove it and retry.
                 self.storage.delete(LOCK_PATH)
                 continue
             if cur.get("owner") == self.owner:

@@ -1,0 +1,70 @@
+"""The writer lock: one holder, stale takeover, and the release/re-acquire race."""
+
+from __future__ import annotations
+
+import pytest
+
+from hoodie_ray.exceptions import HoodieCommitConflictError
+from hoodie_ray.storage import LocalStorage
+from hoodie_ray.write.lock import LOCK_PATH, WriterLock
+
+
+@pytest.fixture
+def storage(tmp_path):
+    (tmp_path / ".hoodie" / ".aux").mkdir(parents=True)
+    return LocalStorage(str(tmp_path))
+
+
+def test_second_live_writer_is_refused_and_a_released_lock_is_free(storage):
+    a = WriterLock(storage).acquire()
+    with pytest.raises(HoodieCommitConflictError, match="being written by"):
+        WriterLock(storage).acquire()
+    a.release()
+    b = WriterLock(storage).acquire()
+    b.check()
+    b.release()
+    assert not storage.exists(LOCK_PATH)
+
+
+def test_stale_lock_is_taken_over_and_its_owner_is_fenced(storage):
+    a = WriterLock(storage, heartbeat_ms=60_000, expire_ms=50).acquire()
+    storage.write_atomic(LOCK_PATH, b'{"owner": "%s", "heartbeat": 0}' % a.owner.encode())
+    b = WriterLock(storage, expire_ms=50).acquire()
+    with pytest.raises(HoodieCommitConflictError, match="lost the writer lock"):
+        a.check()
+    b.check()
+    a.release()  # must not remove b's lock
+    b.check()
+    b.release()
+
+
+def test_garbage_lock_file_is_replaced(storage):
+    storage.write_atomic(LOCK_PATH, b"not json")
+    a = WriterLock(storage).acquire()
+    a.check()
+    a.release()
+
+
+def test_lock_released_and_retaken_while_another_writer_looks(storage, monkeypatch):
+    """B fails to create the lock (A holds it); A releases before B reads it and takes it
+    again before B acts. B must not delete A's new lock: it is refused, A keeps the table.
+    (Before the fix B deleted the lock it had found missing, and both writers held it.)"""
+    a = WriterLock(storage).acquire()
+    b = WriterLock(storage)
+    real_load = WriterLock._load
+    retaken: list[WriterLock] = []
+
+    def load_racing(self):
+        if self is b and not retaken:
+            a.release()
+            cur = real_load(self)  # the file is gone at the moment B reads it
+            retaken.append(WriterLock(storage).acquire())
+            return cur
+        return real_load(self)
+
+    monkeypatch.setattr(WriterLock, "_load", load_racing)
+    with pytest.raises(HoodieCommitConflictError, match="being written by"):
+        b.acquire()
+    assert retaken and retaken[0].held
+    retaken[0].check()
+    retaken[0].release()
