@@ -88,3 +88,21 @@ def spark_session(ray_session: Any) -> Iterator[Any]:
     TIMINGS["spark_init"] = time.perf_counter() - t0
     yield spark
     stop_spark()
+
+
+def checkpoint_with_kill(writer: Any, handle: Any, when: str, rng: Any) -> Any:
+    """``ray.kill`` an actor of ``writer`` (a HoodieStreamWriter) ``before`` its next checkpoint
+    or ``during`` it (a timer fires 0-50 ms in), and return what ``checkpoint()`` returned."""
+    import threading
+
+    import ray
+
+    if when == "before":
+        ray.kill(handle, no_restart=True)
+        return writer.checkpoint()
+    timer = threading.Timer(rng.uniform(0.0, 0.05), lambda: ray.kill(handle, no_restart=True))
+    timer.start()
+    try:
+        return writer.checkpoint()
+    finally:
+        timer.join()

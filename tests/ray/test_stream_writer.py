@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import random
-import threading
 
 import pyarrow as pa
 import pytest
 
 import hoodie_ray as hr
+from tests.fixtures_ray import checkpoint_with_kill
 from tests.write.model import OPTIONS, TableModel, Workload, hudi_rs_snapshot, to_arrow
 
 pytestmark = pytest.mark.ray
@@ -61,7 +61,6 @@ def test_stream_writer_model_many_checkpoints(ray_session, tmp_path):
 
 @pytest.mark.parametrize("version", ["6", "8"])
 def test_actor_faults_nothing_lost_nothing_twice(ray_session, tmp_path, version):
-    import ray
 
     path = tmp_path / "t"
     rng = random.Random(3)
@@ -81,16 +80,7 @@ def test_actor_faults_nothing_lost_nothing_twice(ray_session, tmp_path, version)
             handle = w.actors[role]
             when = rng.choice(["before", "during"])
             kills.append((i, role, when))
-            if when == "before":
-                ray.kill(handle, no_restart=True)
-                w.checkpoint()
-            else:
-                timer = threading.Timer(
-                    rng.uniform(0.0, 0.05), lambda h=handle: ray.kill(h, no_restart=True)
-                )
-                timer.start()
-                w.checkpoint()
-                timer.join()
+            checkpoint_with_kill(w, handle, when, rng)
             assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), (
                 f"after kill {kills[-1]}"
             )

@@ -22,6 +22,7 @@ import time
 import pytest
 
 import hoodie_ray as hr
+from tests.fixtures_ray import checkpoint_with_kill
 from tests.reliability.common import (
     CRASH_OPTIONS,
     FULL,
@@ -156,16 +157,7 @@ def test_actor_faults_under_load_with_async_compaction(ray_session, tmp_path, fa
             else:
                 handle = w.actors[role]
                 when = rng.choice(["before", "during"])
-                if when == "before":
-                    ray.kill(handle, no_restart=True)
-                    w.checkpoint()
-                else:
-                    timer = threading.Timer(
-                        rng.uniform(0.0, 0.05), lambda h=handle: ray.kill(h, no_restart=True)
-                    )
-                    timer.start()
-                    w.checkpoint()
-                    timer.join()
+                checkpoint_with_kill(w, handle, when, rng)
             injected.append((i, role, when))
             i += 1
             assert_snapshots(path, states[-1], f"checkpoint {i - 1} after killing {role} ({when})")
