@@ -325,7 +325,10 @@ class HoodieWriteClient:
     The client keeps its bucket assigner (the key index) between :meth:`write` calls, as a
     Flink bucket-assign task keeps it between checkpoints. It is reused only while the
     timeline is exactly as this client left it; any instant another process added, rolled back
-    or archived meanwhile, or a failed write, makes the next call bootstrap it from the table.
+    or archived meanwhile, or a write that failed after assigning its rows, makes the next call
+    bootstrap it from the table. Like Flink's state index, a kept index remembers the file
+    group of a deleted key, so a later upsert of it goes there and meets the delete (under
+    event-time ordering an older upsert loses to it); a bootstrapped index only knows live keys.
     """
 
     def __init__(

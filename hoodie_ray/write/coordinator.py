@@ -114,8 +114,10 @@ class Coordinator:
             )
         self.protocol = CommitProtocol(self.storage, cfg)
         self.protocol.rollback_pending_writes()
+        stored_buckets = cfg.props.get(BUCKET_NUM_PROPERTY)
+        if stored_buckets is not None:
+            wc = self.wc = _bucket_options_for_table(wc, stored_buckets, self.path)
         if wc.index_type == "BUCKET":
-            _check_bucket_count(cfg, wc.bucket_num, self.path)
             _check_bucket_layout(self.latest_slices(), wc.bucket_num, self.path)
         table_schema = latest_commit_schema(self.protocol)
         fixed = table_schema is not None and bool(self.protocol.timeline.completed_commits())
@@ -278,17 +280,31 @@ class Coordinator:
         self.lock.release()
 
 
-def _check_bucket_count(cfg: HoodieTableConfig, bucket_num: int, path: str) -> None:
-    """A table created with the bucket index records its bucket count (a larger count would
-    pass the layout check below: every existing bucket id is below it)."""
+def _bucket_options_for_table(wc: WriteConfig, stored: str, path: str) -> WriteConfig:
+    """A table created with the bucket index records its bucket count; it stays a bucket
+    table of that count. Options that leave the index out get it from the table; options that
+    say otherwise are refused (another index type would put keys outside their buckets, and
+    a larger count passes the layout check: every existing bucket id is below it)."""
     from hoodie_ray.exceptions import HoodieOptionError
 
-    stored = cfg.props.get(BUCKET_NUM_PROPERTY)
-    if stored is not None and stored.strip() != str(bucket_num):
+    try:
+        count = int(stored.strip())
+    except ValueError:
         raise HoodieOptionError(
-            f"option {BUCKET_NUM_PROPERTY}={bucket_num} does not match {path}, whose buckets "
-            f"were created with {stored.strip()}; the bucket count of a table cannot change"
+            f"{path}: {BUCKET_NUM_PROPERTY}={stored!r} in hoodie.properties is not a number"
+        ) from None
+    if wc.is_set("index_type") and wc.index_type != "BUCKET":
+        raise HoodieOptionError(
+            f"option index.type={wc.index_type} does not match {path}, a bucket-index table "
+            f"({BUCKET_NUM_PROPERTY}={count} in its hoodie.properties); the index type of a "
+            "table cannot change"
         )
+    if wc.is_set("bucket_num") and wc.bucket_num != count:
+        raise HoodieOptionError(
+            f"option {BUCKET_NUM_PROPERTY}={wc.bucket_num} does not match {path}, whose "
+            f"buckets were created with {count}; the bucket count of a table cannot change"
+        )
+    return wc.replace(index_type="BUCKET", bucket_num=count)
 
 
 def _check_bucket_layout(slices: list[FileSlice], bucket_num: int, path: str) -> None:

@@ -69,16 +69,34 @@ def test_one_client_many_writes_with_other_writers_between(tmp_path, table_type,
     assert reused >= 3 and rebuilt >= 1, (reused, rebuilt)
 
 
-def test_a_failed_write_drops_the_kept_index(tmp_path):
-    """Bad input fails before anything is committed; the next write is right."""
+def test_a_failed_write_drops_the_kept_index(tmp_path, monkeypatch):
+    """A write that fails after its rows were assigned (the index already holds its new keys)
+    drops the kept index; bad input fails before assignment and leaves it as it was. Either
+    way the next write is right."""
+    from hoodie_ray.write.stream_writer import StreamWriteFunction
+
     path = str(tmp_path / "t")
     client = HoodieWriteClient(path, OPTIONS)
     model, wl = TableModel(), Workload(3)
     first = [wl._row(k) for k in wl.keys[:20]]
     client.write(to_arrow(first, True))
     model.upsert(first)
+    kept = client._assigner
     with pytest.raises(HoodieError):
         client.write(to_arrow(first, True).drop_columns(["key"]))
+    assert client._assigner is kept
+
+    class Boom(Exception):
+        pass
+
+    def fail(self):
+        raise Boom("disk full")
+
+    with monkeypatch.context() as m:
+        m.setattr(StreamWriteFunction, "flush_all", fail)
+        with pytest.raises(Boom):
+            client.write(to_arrow([dict(wl._row("k001"), key="brand-new")], True))
+    assert client._assigner is None
     again = [wl._row(k) for k in wl.keys[10:40]]
     client.write(to_arrow(again, True))
     model.upsert(again)
@@ -107,9 +125,27 @@ def test_bucket_count_of_a_bucket_index_table_cannot_change(tmp_path):
                 to_arrow(more, True)
             )
     assert sorted(p.name for p in (tmp_path / "t").rglob("*")) == before
+    with pytest.raises(HoodieOptionError, match="index type"):
+        HoodieWriteClient(path, {**OPTIONS, "index.type": "FLINK_STATE"}).write(
+            to_arrow(more, True)
+        )
+    assert sorted(p.name for p in (tmp_path / "t").rglob("*")) == before
     HoodieWriteClient(path, opts).write(to_arrow(more, True))
     model.upsert(more)
+    # Options that leave the index out write the table as the bucket table it is: new keys
+    # land in their buckets, so a later bucket-index writer finds them (no duplicates).
+    fresh = [dict(wl._row(k), p="a", key=f"n{i}") for i, k in enumerate(wl.keys[:20])]
+    HoodieWriteClient(path, OPTIONS).write(to_arrow(fresh, True))
+    model.upsert(fresh)
+    again = [dict(r, ts=r["ts"] + 1000, v=1) for r in fresh]
+    HoodieWriteClient(path, opts).write(to_arrow(again, True))
+    model.upsert(again)
     assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+    assert all(
+        p.name.lstrip(".")[:8] in ("00000000", "00000001")
+        for p in (tmp_path / "t" / "a").iterdir()
+        if not p.name.startswith(".hoodie_partition")
+    )
 
 
 def test_index_bootstrap_disabled_starts_with_an_empty_index(tmp_path):
