@@ -421,10 +421,16 @@ def load_hoodie() -> tuple[ModuleType | None, str | None]:
 
 
 def hoodie_options(
-    workload: Workload, fmt: str, writers: int, table_name: str, table_version: int = 6
+    workload: Workload,
+    fmt: str,
+    writers: int,
+    table_name: str,
+    table_version: int = 6,
+    assigners: int = 1,
 ) -> dict[str, str]:
-    """Writer options of mor-q1: 1 bucket assigner, ``writers`` writers, compaction off, a
-    new table of ``table_version`` (6 or 8)."""
+    """Writer options of mor-q1: ``assigners`` bucket assigners (1 in the benchmark; 0 = as many
+    as writers, Flink's default), ``writers`` writers, compaction off, a new table of
+    ``table_version`` (6 or 8)."""
     opts = {
         "hoodie.table.name": table_name,
         "hoodie.write.table.version": str(table_version),
@@ -433,7 +439,7 @@ def hoodie_options(
         "hoodie.datasource.write.table.type": "MERGE_ON_READ",
         "hoodie.datasource.write.operation": workload.operation,
         "write.tasks": str(writers),
-        "write.bucket_assign.tasks": "1",
+        "write.bucket_assign.tasks": str(assigners or writers),
         "hoodie.logfile.data.block.format": fmt,
         "compaction.schedule.enabled": "false",
         "compaction.async.enabled": "false",
@@ -567,6 +573,7 @@ def run_hoodie(
     *,
     full: bool,
     table_version: int = 6,
+    assigners: int = 1,
 ) -> HoodieRun:
     """Ingest every commit through ``hr.HoodieStreamWriter``; gate; with ``full`` also reads
     and compaction.
@@ -593,7 +600,7 @@ def run_hoodie(
         fmt,
         writers,
         str(path),
-        hoodie_options(workload, fmt, writers, table_name, table_version),
+        hoodie_options(workload, fmt, writers, table_name, table_version, assigners),
     )
     log(f"hoodie_ray {run.label}: ingest of {len(workload.commits)} commits ...")
     meter = CpuMeter(ray_workers=True)
@@ -927,6 +934,7 @@ class Results:
                 "seed": self.args.seed,
                 "writers": self.args.writers,
                 "table_version": getattr(self.args, "table_version", 6),
+                "assigners": getattr(self.args, "assigners", 1),
                 "machine": {k: v for k, v in self.machine.items() if k != "date"},
                 "cores": self.machine.get("cores"),
                 "cpu_model": self.machine.get("cpu_model"),
@@ -1182,6 +1190,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     hidden = argparse.SUPPRESS
     p.add_argument("--scale", type=float, default=1.0, help=hidden)
+    p.add_argument("--assigners", type=int, default=1, help=hidden)  # 0: as many as writers
     p.add_argument("--seed", type=int, default=20240601, help=hidden)
     p.add_argument("--workdir", type=Path, default=None, help=hidden)
     p.add_argument("--keep", action="store_true", help=hidden)
@@ -1362,6 +1371,7 @@ def _main(args: argparse.Namespace, workdir: Path) -> int:
                     args.batch_rows,
                     full=not args.no_full,
                     table_version=args.table_version,
+                    assigners=args.assigners,
                 )
                 res.runs.append(run)
                 if not args.keep:
@@ -1379,6 +1389,7 @@ def _main(args: argparse.Namespace, workdir: Path) -> int:
                     args.batch_rows,
                     full=False,
                     table_version=args.table_version,
+                    assigners=args.assigners,
                 )
                 if not args.keep:
                     shutil.rmtree(path, ignore_errors=True)
