@@ -1190,7 +1190,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     hidden = argparse.SUPPRESS
     p.add_argument("--scale", type=float, default=1.0, help=hidden)
-    p.add_argument("--assigners", type=int, default=1, help=hidden)  # 0: as many as writers
+    p.add_argument(
+        "--assigners",
+        type=int,
+        default=1,
+        help="write.bucket_assign.tasks (mor-q1.md: 1; 0 = as many as writers, Flink's default)",
+    )
     p.add_argument("--seed", type=int, default=20240601, help=hidden)
     p.add_argument("--workdir", type=Path, default=None, help=hidden)
     p.add_argument("--keep", action="store_true", help=hidden)
