@@ -6,6 +6,11 @@ either is null. A delete with the default ordering value (none known) always win
 a real ordering value loses to an older record whose ordering value is strictly greater.
 Commit-time ordering (``COMMIT_TIME_ORDERING``; OverwriteWithLatestAvroPayload): the newer
 record always wins, deletes always win.
+
+These are the copy-on-write rules, kept apart from ``reader/merger.py`` on purpose: a delete
+whose ordering value is an int 0 is compared like any other value here (Java's merge handle,
+``combineAndGetUpdateValue``), while a log reader lets it win as the default ordering value
+(Java's and hudi-rs's log scanners). Same input, two table types, two outcomes, as in Hudi.
 """
 
 from __future__ import annotations
