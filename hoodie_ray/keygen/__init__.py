@@ -292,7 +292,7 @@ class KeyGenerator:
         """The partition path of every row (``""`` for non-partitioned tables)."""
         n = table.num_rows
         if self.keygen_type == "NON_PARTITION" or not self.partition_fields:
-            return pa.array([""] * n, pa.string()) if n else pa.array([], pa.string())
+            return pa.repeat(pa.scalar("", pa.string()), n)
         segments = []
         for name in self.partition_fields:
             _field_type(table.schema, name)

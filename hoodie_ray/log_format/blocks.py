@@ -630,7 +630,7 @@ class DeleteBlock(LogBlock):
                 raise HoodieInputError("delete block record keys may not be null")
             n = len(keys)
             if isinstance(partition_paths, str) or partition_paths is None:
-                paths = pa.array([partition_paths] * n, pa.string())
+                paths = pa.repeat(pa.scalar(partition_paths, pa.string()), n)
             else:
                 paths = _to_string_array(partition_paths, "partition_paths")
             if len(paths) != n:

@@ -37,7 +37,12 @@ from hoodie_ray.merge import apply_updates
 from hoodie_ray.storage import Storage, join
 from hoodie_ray.timeline.metadata import HoodieWriteStat
 from hoodie_ray.write import logs
-from hoodie_ray.write.base_file import read_base_file, with_meta_columns, write_base_file
+from hoodie_ray.write.base_file import (
+    constant_strings,
+    read_base_file,
+    with_meta_columns,
+    write_base_file,
+)
 from hoodie_ray.write.bucket_assigner import IS_NEW
 from hoodie_ray.write.buffer import Bucket, BucketId, WriteBuffer
 from hoodie_ray.write.records import IS_DELETED, precombine
@@ -358,7 +363,7 @@ class StreamWriteFunction:
         merged = merged.set_column(
             4,
             "_hoodie_file_name",
-            pa.array(np.full(merged.num_rows, name, dtype=object), pa.string()),
+            constant_strings(name, merged.num_rows),
         )
         self._marker(part, name, "MERGE" if old_rel else "CREATE")
         size = write_base_file(
