@@ -272,19 +272,9 @@ def compactions_show(path: str, storage_kv: tuple[str, ...], output: str) -> Non
     ]
     if any(c.get("error") for c in comps):
         cols.append(Column("error", "error"))
-    emit(
-        output,
-        doc,
-        [
-            View(
-                title,
-                cols,
-                comps,
-                empty="no compactions on the active timeline",
-                footer=f"{len(comps)} compactions, {pending} pending",
-            )
-        ],
-    )
+    footer = f"{len(comps)} compactions, {pending} pending"
+    empty = "no compactions on the active timeline"
+    emit(output, doc, [View(title, cols, comps, empty=empty, footer=footer)])
 
 
 # -- fsview --------------------------------------------------------------------------------------
@@ -349,19 +339,8 @@ def timeline(path: str, storage_kv: tuple[str, ...], output: str) -> None:
     if any(i["completion_time"] for i in instants):
         cols.append(Column("completion_time", "completed"))
     pending = sum(1 for i in instants if i["state"] != "COMPLETED")
-    emit(
-        output,
-        doc,
-        [
-            View(
-                title,
-                cols,
-                instants,
-                empty="empty timeline",
-                footer=f"{len(instants)} instants, {pending} pending",
-            )
-        ],
-    )
+    footer = f"{len(instants)} instants, {pending} pending"
+    emit(output, doc, [View(title, cols, instants, empty="empty timeline", footer=footer)])
 
 
 # -- compact -------------------------------------------------------------------------------------
