@@ -562,6 +562,30 @@ class HoodieRun:
         }
 
 
+def _gate(path: Path, expected: pa.Table, workload: Workload, when: str) -> GateResult:
+    """The correctness gate: hudi-rs reads the table as the last-writer-wins dedup."""
+    try:
+        result = check_gate(hudi_rs_snapshot(path), expected, workload.key_field)
+    except Exception as e:
+        result = GateResult(False, f"hudi-rs cannot read the table: {_err(e)}", 0, 0)
+    log(f"gate {when}: {result.reason}")
+    return result
+
+
+def _ingest_failed(run: Any, e: BaseException) -> None:
+    run.error = f"ingest: {_err(e)}"
+    log(f"hoodie_ray {run.label} failed: {run.error}")
+    traceback.print_exc(file=sys.stderr)
+
+
+def _ingest_measured(label: str, workload: Workload, usage: Any) -> Measurement:
+    m = Measurement(f"hoodie_ray {label}", workload.num_rows, usage)
+    log(
+        f"hoodie_ray {label}: {fmt_num(m.rows_per_s)} rows/s, {fmt_num(m.rows_per_cpu_s)} rows/CPU-s"
+    )
+    return m
+
+
 def run_hoodie(
     hr: ModuleType,
     workload: Workload,
@@ -631,24 +655,14 @@ def run_hoodie(
             t1 = time.perf_counter()
         run.close_s = time.perf_counter() - t1
     except Exception as e:
-        run.error = f"ingest: {_err(e)}"
-        log(f"hoodie_ray {run.label} failed: {run.error}")
-        traceback.print_exc(file=sys.stderr)
+        _ingest_failed(run, e)
         return run
-    run.ingest = Measurement(f"hoodie_ray {run.label}", workload.num_rows, meter.usage)
-    log(
-        f"hoodie_ray {run.label}: {fmt_num(run.ingest.rows_per_s)} rows/s, "
-        f"{fmt_num(run.ingest.rows_per_cpu_s)} rows/CPU-s"
-    )
+    run.ingest = _ingest_measured(run.label, workload, meter.usage)
     run.files = table_file_stats(path)
     run.files["write_amplification"] = round(run.files["bytes"] / workload.arrow_bytes, 3)
     run.timeline_s = timeline_commit_latencies(path)
 
-    try:
-        run.gate_ingest = check_gate(hudi_rs_snapshot(path), expected, workload.key_field)
-    except Exception as e:
-        run.gate_ingest = GateResult(False, f"hudi-rs cannot read the table: {_err(e)}", 0, 0)
-    log(f"gate after ingest ({run.label}): {run.gate_ingest.reason}")
+    run.gate_ingest = _gate(path, expected, workload, f"after ingest ({run.label})")
     if not full or not run.gate_ingest.passed:
         return run
 
@@ -685,11 +699,7 @@ def run_hoodie(
         traceback.print_exc(file=sys.stderr)
         return run
     run.files_compacted = table_file_stats(path)
-    try:
-        run.gate_compacted = check_gate(hudi_rs_snapshot(path), expected, workload.key_field)
-    except Exception as e:
-        run.gate_compacted = GateResult(False, f"hudi-rs cannot read the table: {_err(e)}", 0, 0)
-    log(f"gate after compaction ({run.label}): {run.gate_compacted.reason}")
+    run.gate_compacted = _gate(path, expected, workload, f"after compaction ({run.label})")
     return run
 
 
@@ -754,20 +764,10 @@ def run_client(
                 client.write(commit)
                 run.commit_s.append(time.perf_counter() - c0)
     except Exception as e:
-        run.error = f"ingest: {_err(e)}"
-        log(f"hoodie_ray {run.label} failed: {run.error}")
-        traceback.print_exc(file=sys.stderr)
+        _ingest_failed(run, e)
         return run
-    run.ingest = Measurement(f"hoodie_ray {run.label}", workload.num_rows, meter.usage)
-    log(
-        f"hoodie_ray {run.label}: {fmt_num(run.ingest.rows_per_s)} rows/s, "
-        f"{fmt_num(run.ingest.rows_per_cpu_s)} rows/CPU-s"
-    )
-    try:
-        run.gate_ingest = check_gate(hudi_rs_snapshot(path), expected, workload.key_field)
-    except Exception as e:
-        run.gate_ingest = GateResult(False, f"hudi-rs cannot read the table: {_err(e)}", 0, 0)
-    log(f"gate after ingest ({run.label}): {run.gate_ingest.reason}")
+    run.ingest = _ingest_measured(run.label, workload, meter.usage)
+    run.gate_ingest = _gate(path, expected, workload, f"after ingest ({run.label})")
     return run
 
 

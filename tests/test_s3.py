@@ -21,7 +21,15 @@ import pytest
 
 import hoodie_ray as hr
 from hoodie_ray.write.client import HoodieWriteClient
-from tests.write.model import OPTIONS, SCHEMA, TableModel, Workload, to_arrow
+from tests.write.model import (
+    OPTIONS,
+    SCHEMA,
+    SMALL_FILES,
+    TableModel,
+    Workload,
+    keys_table,
+    to_arrow,
+)
 
 BUCKET = "hoodie-ray-tests"
 ACCESS_KEY = "testing-access-key"
@@ -129,7 +137,7 @@ def run_s3_model(
         client_opts = options
         if kind == "delete":
             client_opts = {**options, "write.operation": "delete"}
-            data = pa.table({"key": pa.array([r["key"] for r in rows], pa.string())})
+            data = keys_table(rows)
             model.delete_keys([r["key"] for r in rows])
         elif kind == "insert":
             client_opts = {**options, "write.operation": "insert"}
@@ -167,10 +175,7 @@ def test_model_random_commits_s3(
         **OPTIONS,
         "table.type": table_type,
         "hoodie.logfile.data.block.format": block_format,
-        # small files so inserts spread over several file groups and small-file packing runs
-        "hoodie.parquet.max.file.size": "4096",
-        "hoodie.parquet.small.file.limit": "2048",
-        "hoodie.copyonwrite.record.size.estimate": "200",
+        **SMALL_FILES,
     }
     model = run_s3_model(
         s3_path,

@@ -16,38 +16,25 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import ray
 
 from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.index import hash_keys
 from hoodie_ray.ray import metrics
 from hoodie_ray.timeline.metadata import HoodieWriteStat
-from hoodie_ray.write.bucket_assigner import FILE_ID, AssignerConfig, WriteProfile
+from hoodie_ray.write.bucket_assigner import AssignerConfig, WriteProfile
 from hoodie_ray.write.buffer import file_group_codes
 from hoodie_ray.write.client import build_assigner
 from hoodie_ray.write.coordinator import Coordinator, TableSetup
-from hoodie_ray.write.records import PARTITION_PATH, RECORD_KEY, precombine_rows
+from hoodie_ray.write.records import RECORD_KEY, precombine_rows
 from hoodie_ray.write.stream_writer import StreamWriteFunction, WriteContext
-
-
-def writer_of_rows(tagged: pa.Table, num_writers: int) -> np.ndarray:
-    """The writer task of each tagged row: hash(partition path + file id) % writers (HUDI-4397)."""
-    if num_writers == 1 or tagged.num_rows == 0:
-        return np.zeros(tagged.num_rows, dtype=np.int64)
-    gid = pc.binary_join_element_wise(tagged.column(PARTITION_PATH), tagged.column(FILE_ID), "\x00")
-    enc = pc.dictionary_encode(gid.combine_chunks() if isinstance(gid, pa.ChunkedArray) else gid)
-    groups = np.asarray(enc.dictionary.to_numpy(zero_copy_only=False), dtype=object)
-    per_group = (pd.util.hash_array(groups, categorize=False) % np.uint64(num_writers)).astype(
-        np.int64
-    )
-    return per_group[enc.indices.to_numpy(zero_copy_only=False)]
 
 
 def split_by_writer(tagged: pa.Table, num_writers: int) -> list[pa.Table]:
     """Tagged rows, one table per writer task (``hash(partition path + file id) % writers``,
-    as :func:`writer_of_rows`), each with the rows of a file group together (arrival order
-    kept within a group), so the writer's buffer needs no sort. One ``take`` at most."""
+    so a file group always lands on the same writer: HUDI-4397), each with the rows of a file
+    group together (arrival order kept within a group), so the writer's buffer needs no sort.
+    One ``take`` at most."""
     n = tagged.num_rows
     if n == 0:
         return [tagged] * num_writers
@@ -64,13 +51,9 @@ def split_by_writer(tagged: pa.Table, num_writers: int) -> list[pa.Table]:
         return [tagged if i == w else tagged.slice(0, 0) for i in range(num_writers)]
     # rows by (writer, file group); stable, so arrival order holds within a group
     order = np.argsort(per_group[codes] * len(groups) + codes, kind="stable")
-    counts = np.bincount(per_group[codes], minlength=num_writers)
-    ordered = tagged.take(pa.array(order))
-    out, start = [], 0
-    for c in counts:
-        out.append(ordered.slice(start, int(c)))
-        start += int(c)
-    return out
+    return _slices(
+        tagged.take(pa.array(order)), np.bincount(per_group[codes], minlength=num_writers)
+    )
 
 
 def split_rows(table: pa.Table, targets: np.ndarray, n: int) -> list[pa.Table]:
@@ -78,13 +61,13 @@ def split_rows(table: pa.Table, targets: np.ndarray, n: int) -> list[pa.Table]:
     if n == 1:
         return [table]
     order = np.argsort(targets, kind="stable")
-    counts = np.bincount(targets, minlength=n)
-    ordered = table.take(pa.array(order))
-    out, start = [], 0
-    for c in counts:
-        out.append(ordered.slice(start, int(c)))
-        start += int(c)
-    return out
+    return _slices(table.take(pa.array(order)), np.bincount(targets, minlength=n))
+
+
+def _slices(ordered: pa.Table, counts: np.ndarray) -> list[pa.Table]:
+    """Consecutive slices of ``ordered`` of the given lengths."""
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    return [ordered.slice(int(s), int(c)) for s, c in zip(starts, counts, strict=True)]
 
 
 @ray.remote

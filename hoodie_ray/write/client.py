@@ -345,15 +345,17 @@ class HoodieWriteClient:
         self._assigner_timeline: tuple[Any, ...] | None = None
 
     @staticmethod
-    def _timeline_state(coord: Any) -> tuple[Any, ...]:
+    def _timeline_state(coord: Any, reload: bool) -> tuple[Any, ...]:
         assert coord.protocol is not None
-        return tuple(coord.protocol.timeline.reload().instants)
+        timeline = coord.protocol.timeline
+        return tuple((timeline.reload() if reload else timeline).instants)
 
     def _assigner_for(self, coord: Any, setup: Any, slices: list[FileSlice]) -> BucketAssigner:
-        """The cached assigner when the timeline is as this client left it, else a new one."""
+        """The cached assigner when the timeline is as this client left it, else a new one.
+        ``slices`` were just listed, so the coordinator's timeline is current."""
         profile = coord.profile(slices)
         cached, self._assigner = self._assigner, None
-        if cached is not None and self._assigner_timeline == self._timeline_state(coord):
+        if cached is not None and self._assigner_timeline == self._timeline_state(coord, False):
             cached.reset_profile(profile)
             return cached
         assert coord.protocol is not None
@@ -411,7 +413,7 @@ class HoodieWriteClient:
             if scheduled is not None:
                 coord.run_compaction(scheduled)
             assigner.checkpoint_done()
-            self._assigner_timeline = self._timeline_state(coord)
+            self._assigner_timeline = self._timeline_state(coord, True)
             self._assigner = assigner
             return result
         finally:

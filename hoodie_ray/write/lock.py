@@ -52,7 +52,7 @@ class WriterLock:
     def _read(self) -> dict | None:
         """The lock's content, or None when it is missing or unreadable."""
         cur = self._load()
-        return None if cur is _MISSING else cur  # type: ignore[return-value]
+        return cur if isinstance(cur, dict) else None
 
     def _load(self) -> dict | object | None:
         """The lock's content; ``_MISSING`` when there is no file to read (never there, or

@@ -25,22 +25,28 @@ def test_bucket_ids_in_range():
     assert set(b.tolist()) == {0, 1, 2, 3}
 
 
-def test_key_index_model():
-    rng = np.random.default_rng(1)
+def _run_against_dict(seed: int, rounds: int, key_space: int, batch: int):
+    """Random puts (-1 removes) into a KeyIndex and a dict; every lookup agrees after each."""
+    rng = np.random.default_rng(seed)
     idx = KeyIndex()
     model: dict[str, int] = {}
-    for _ in range(40):
-        keys = [f"k{x}" for x in rng.integers(0, 300, 50)]
-        locs = rng.integers(-1, 5, 50).astype(np.int32)
+    for _ in range(rounds):
+        keys = [f"k{x}" for x in rng.integers(0, key_space, batch)]
+        locs = rng.integers(-1, 5, batch).astype(np.int32)
         idx.put(pa.array(keys), locs)
         for k, v in zip(keys, locs.tolist(), strict=True):
             if v < 0:
                 model.pop(k, None)
             else:
                 model[k] = v
-        probe = [f"k{x}" for x in range(320)]
+        probe = [f"k{x}" for x in range(key_space + 20)]
         assert idx.lookup(pa.array(probe)).tolist() == [model.get(k, -1) for k in probe]
     assert len(idx) == len(model)
+    return idx, model
+
+
+def test_key_index_model():
+    idx, model = _run_against_dict(seed=1, rounds=40, key_space=300, batch=50)
     keys, locs = idx.items()
     assert dict(zip(keys.tolist(), locs.tolist(), strict=True)) == model
 
@@ -61,21 +67,7 @@ def test_key_index_hash_collisions_never_mix_keys(monkeypatch):
 
     real = index_mod.hash_keys
     monkeypatch.setattr(index_mod, "hash_keys", lambda keys: real(keys) % np.uint64(7))
-    rng = np.random.default_rng(2)
-    idx = KeyIndex()
-    model: dict[str, int] = {}
-    for _ in range(30):
-        keys = [f"k{x}" for x in rng.integers(0, 200, 40)]
-        locs = rng.integers(-1, 5, 40).astype(np.int32)
-        idx.put(pa.array(keys), locs)
-        for k, v in zip(keys, locs.tolist(), strict=True):
-            if v < 0:
-                model.pop(k, None)
-            else:
-                model[k] = v
-        probe = [f"k{x}" for x in range(220)]
-        assert idx.lookup(pa.array(probe)).tolist() == [model.get(k, -1) for k in probe]
-    assert len(idx) == len(model)
+    _run_against_dict(seed=2, rounds=30, key_space=200, batch=40)
 
 
 def test_hash_keys_mixed_lengths_and_large_strings():

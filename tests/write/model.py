@@ -22,6 +22,12 @@ OPTIONS = {
     "hoodie.datasource.write.partitionpath.field": "p",
     "precombine.field": "ts",
 }
+#: Small files, so inserts spread over several file groups and small-file packing runs.
+SMALL_FILES = {
+    "hoodie.parquet.max.file.size": "4096",
+    "hoodie.parquet.small.file.limit": "2048",
+    "hoodie.copyonwrite.record.size.estimate": "200",
+}
 
 
 @dataclass
@@ -129,6 +135,11 @@ def to_arrow(rows: list[dict], with_delete_flag: bool) -> pa.Table:
         schema = schema.append(pa.field("_hoodie_is_deleted", pa.bool_()))
         rows = [dict(r, _hoodie_is_deleted=r.get("_hoodie_is_deleted", False)) for r in rows]
     return pa.Table.from_pylist(rows, schema=schema)
+
+
+def keys_table(rows: list[dict]) -> pa.Table:
+    """The record keys of ``rows``: the input of a ``write.operation=delete``."""
+    return pa.table({"key": pa.array([r["key"] for r in rows], pa.string())})
 
 
 def hudi_rs_snapshot(path) -> pa.Table:

@@ -8,7 +8,15 @@ import pytest
 
 from hoodie_ray.exceptions import HoodieError
 from hoodie_ray.write.client import HoodieWriteClient
-from tests.write.model import OPTIONS, TableModel, Workload, hudi_rs_snapshot, to_arrow
+from tests.write.model import (
+    OPTIONS,
+    SMALL_FILES,
+    TableModel,
+    Workload,
+    hudi_rs_snapshot,
+    keys_table,
+    to_arrow,
+)
 
 
 @pytest.mark.parametrize(
@@ -24,9 +32,7 @@ def test_one_client_many_writes_with_other_writers_between(tmp_path, table_type,
         **OPTIONS,
         "table.type": table_type,
         "hoodie.write.table.version": version,
-        "hoodie.parquet.max.file.size": "4096",
-        "hoodie.parquet.small.file.limit": "2048",
-        "hoodie.copyonwrite.record.size.estimate": "200",
+        **SMALL_FILES,
         "compaction.delta_commits": "3",
         "clean.retain_commits": "2",
     }
@@ -42,12 +48,7 @@ def test_one_client_many_writes_with_other_writers_between(tmp_path, table_type,
             kind = "upsert"
             rows = [r if "p" in r else wl._row(r["key"]) for r in rows]
         if kind == "delete":
-            HoodieWriteClient(path, {**opts, "write.operation": "delete"}).write(
-                to_arrow(
-                    [{"key": r["key"], "p": None, "ts": None, "v": None, "s": None} for r in rows],
-                    False,
-                ).select(["key"])
-            )
+            HoodieWriteClient(path, {**opts, "write.operation": "delete"}).write(keys_table(rows))
             model.delete_keys([r["key"] for r in rows])
         elif kind == "insert":
             HoodieWriteClient(path, {**opts, "write.operation": "insert"}).write(

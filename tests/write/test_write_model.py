@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from hoodie_ray.write.client import HoodieWriteClient
-from tests.write.model import OPTIONS, TableModel, Workload, hudi_rs_snapshot, to_arrow
+from tests.write.model import (
+    OPTIONS,
+    SMALL_FILES,
+    TableModel,
+    Workload,
+    hudi_rs_snapshot,
+    keys_table,
+    to_arrow,
+)
 
 
 def run_model(path, options, commits: int, seed: int) -> None:
@@ -17,10 +25,7 @@ def run_model(path, options, commits: int, seed: int) -> None:
             kind, rows = "upsert", [wl._row(k) for k in wl.keys[:30]]
         if kind == "delete":
             res = HoodieWriteClient(str(path), {**options, "write.operation": "delete"}).write(
-                to_arrow(
-                    [{"key": r["key"], "p": None, "ts": None, "v": None, "s": None} for r in rows],
-                    False,
-                ).select(["key"])
+                keys_table(rows)
             )
             model.delete_keys([r["key"] for r in rows])
         elif kind == "insert":
@@ -47,10 +52,7 @@ def test_model_random_commits(tmp_path, table_type, block_format):
         **OPTIONS,
         "table.type": table_type,
         "hoodie.logfile.data.block.format": block_format,
-        # small files so inserts spread over several file groups and small-file packing runs
-        "hoodie.parquet.max.file.size": "4096",
-        "hoodie.parquet.small.file.limit": "2048",
-        "hoodie.copyonwrite.record.size.estimate": "200",
+        **SMALL_FILES,
     }
     run_model(tmp_path / "t", opts, commits=22, seed=hash(table_type + block_format) % 1000)
 
@@ -61,9 +63,7 @@ def test_model_random_commits_table_version_8(tmp_path, table_type):
         **OPTIONS,
         "table.type": table_type,
         "hoodie.write.table.version": "8",
-        "hoodie.parquet.max.file.size": "4096",
-        "hoodie.parquet.small.file.limit": "2048",
-        "hoodie.copyonwrite.record.size.estimate": "200",
+        **SMALL_FILES,
         "compaction.delta_commits": "4",
     }
     run_model(tmp_path / "t", opts, commits=20, seed=8)
