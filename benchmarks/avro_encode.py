@@ -108,7 +108,7 @@ def run(rows: int, repeat: int) -> dict[str, Any]:
         return blk.records  # type: ignore[attr-defined]
 
     def floor_decode() -> list[dict[str, Any]]:
-        return list(fastavro.reader(io.BytesIO(container)))
+        return list(fastavro.reader(io.BytesIO(container)))  # type: ignore[arg-type]
 
     t_dec, decoded = best_of(repeat, ours_decode)
     t_fdec, _ = best_of(repeat, floor_decode)
