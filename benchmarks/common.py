@@ -803,8 +803,8 @@ def check_gate(actual: pa.Table, expected: pa.Table, key: str = "key") -> GateRe
 # Table files on disk, commit latencies from the timeline
 # ---------------------------------------------------------------------------------------------
 
-_LOG_RE = re.compile(r"^\.(?P<fid>.+?)_(?P<base>\d+)\.log\.(?P<ver>\d+)(_.*)?$")
-_BASE_RE = re.compile(r"^(?P<fid>.+?)_(?P<token>[^_]+)_(?P<instant>\d+)\.(parquet|orc|hfile)$")
+LOG_FILE_RE = re.compile(r"^\.(?P<fid>.+?)_(?P<base>\d+)\.log\.(?P<ver>\d+)(_.*)?$")
+BASE_FILE_RE = re.compile(r"^(?P<fid>.+?)_(?P<token>[^_]+)_(?P<instant>\d+)\.(parquet|orc|hfile)$")
 _LOG_MAGIC = b"#HUDI#"
 
 
@@ -840,11 +840,11 @@ def table_file_stats(path: str | Path) -> dict[str, Any]:
                 meta += size
                 continue
             rel = str(d.relative_to(root))
-            if m := _LOG_RE.match(name):
+            if m := LOG_FILE_RE.match(name):
                 log_files += 1
                 log_blocks += _count_magic(p)
                 groups.add((rel, m["fid"]))
-            elif m := _BASE_RE.match(name):
+            elif m := BASE_FILE_RE.match(name):
                 base_files += 1
                 groups.add((rel, m["fid"]))
     n_groups = len(groups)

@@ -50,6 +50,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmarks.common import (
+    BASE_FILE_RE,
+    LOG_FILE_RE,
     VARIANTS,
     CpuMeter,
     GateResult,
@@ -94,6 +96,7 @@ JSON_KEYS = (
 EXTRA_FIGURES = (
     "efficiency_parquet_vs_plain_floor",
     "compaction_efficiency_vs_plain_floor",
+    "compaction_efficiency_bound",
     "efficiency_parquet_vs_hudi_layout_floor",
     "client_rows_per_cpu_s_parquet",
     "client_efficiency_parquet",
@@ -294,6 +297,66 @@ def compaction_floor(
         merged.num_rows,
         meter.usage,
         extra={"base_rows": base_rows, "update_rows": update_rows, "files": files},
+    )
+
+
+def _table_data_files(path: Path) -> dict[Path, tuple[str, str]]:
+    """Base and log files of a table directory: path -> (kind, file id)."""
+    out: dict[Path, tuple[str, str]] = {}
+    for p in path.rglob("*"):
+        if ".hoodie" in p.relative_to(path).parts or not p.is_file():
+            continue
+        if m := LOG_FILE_RE.match(p.name):
+            out[p] = ("log", m["fid"])
+        elif m := BASE_FILE_RE.match(p.name):
+            out[p] = ("base", m["fid"])
+    return out
+
+
+def compaction_io_bound(
+    slice_files: Sequence[Path], outputs: Sequence[Path], workdir: Path
+) -> Measurement | None:
+    """Diagnostic: the input and output work every compaction of these file slices must do,
+    in pyarrow, with no merge at all.
+
+    Measured: read every log file and decode every Parquet data block in it (every logged
+    version: a merge-on-read log holds all of them), read the base files, and write the
+    compacted rows again (read from the compaction's ``outputs`` beforehand) in as many files,
+    snappy, with hoodie_ray's per-column dictionary choice. Its rows per CPU-second over the
+    compaction floor's is the highest compaction efficiency a merge of this table could reach
+    (None for logs that are not all Parquet).
+    """
+    from hoodie_ray.log_format import DataBlock, LogReader, ParquetDataBlock
+    from hoodie_ray.log_format.blocks import dictionary_columns
+
+    rows_out = [pq.read_table(p) for p in outputs]
+    logs = [p for p in slice_files if LOG_FILE_RE.match(p.name)]
+    bases = [p for p in slice_files if not LOG_FILE_RE.match(p.name)]
+    workdir.mkdir(parents=True, exist_ok=True)
+    decoded = 0
+    with CpuMeter() as meter:
+        for p in logs:
+            for blk in LogReader(p.read_bytes(), str(p)).blocks():
+                if not isinstance(blk, DataBlock):
+                    continue
+                if not isinstance(blk, ParquetDataBlock) or blk.content is None:
+                    return None
+                decoded += pq.ParquetFile(pa.BufferReader(blk.content)).read().num_rows
+        for p in bases:
+            decoded += pq.read_table(p).num_rows
+        for j, t in enumerate(rows_out):
+            pq.write_table(
+                t,
+                workdir / f"out-{j:03d}.parquet",
+                compression="snappy",
+                use_dictionary=dictionary_columns(t),
+            )
+    shutil.rmtree(workdir, ignore_errors=True)
+    return Measurement(
+        "compaction I/O bound (decode all versions + write, no merge)",
+        sum(t.num_rows for t in rows_out),
+        meter.usage,
+        extra={"records_decoded": decoded, "log_files": len(logs), "base_files": len(bases)},
     )
 
 
@@ -500,6 +563,7 @@ class HoodieRun:
     read_check: GateResult | None = None
     read_hudi_rs: Measurement | None = None
     compaction: Measurement | None = None
+    compaction_bound: Measurement | None = None
     error: str | None = None
     read_error: str | None = None
     actor_pids: dict[str, int] = field(default_factory=dict)
@@ -554,6 +618,7 @@ class HoodieRun:
             "gate_ingest": self.gate_ingest.reason if self.gate_ingest else None,
             "gate_compacted": self.gate_compacted.reason if self.gate_compacted else None,
             "compaction": self.compaction.as_dict() if self.compaction else None,
+            "compaction_bound": self.compaction_bound.as_dict() if self.compaction_bound else None,
             "read_hr": self.read_hr.as_dict() if self.read_hr else None,
             "read_check": self.read_check.reason if self.read_check else None,
             "read_hudi_rs": self.read_hudi_rs.as_dict() if self.read_hudi_rs else None,
@@ -693,6 +758,7 @@ def run_hoodie(
     del snap
 
     log(f"hoodie_ray {run.label}: compaction ...")
+    before = _table_data_files(path)
     wait_for_ray_idle()
     try:
         with CpuMeter(ray_workers=True) as m:
@@ -711,6 +777,16 @@ def run_hoodie(
         return run
     run.files_compacted = table_file_stats(path)
     run.gate_compacted = _gate(path, expected, workload, f"after compaction ({run.label})")
+    after = _table_data_files(path)
+    outputs = [p for p in after if p not in before]
+    fids = {after[p][1] for p in outputs}
+    slice_files = [p for p, (_, fid) in before.items() if fid in fids]
+    try:
+        run.compaction_bound = compaction_io_bound(
+            slice_files, outputs, path.parent / f"{path.name}_bound"
+        )
+    except Exception as e:  # a diagnostic: report, never fail the run
+        log(f"compaction I/O bound not measured: {_err(e)}")
     return run
 
 
@@ -915,6 +991,11 @@ class Results:
             "speedup_vs_delta_merge_avro": _r(ratio(wall_rate(ra), base_rate(delta, cpu=False))),
             "efficiency_parquet_vs_hudi_layout_floor": _r(
                 ratio(cpu_rate(rp), base_rate(hudi_floor))
+            ),
+            "compaction_efficiency_bound": _r(
+                ratio(primary.compaction_bound.rows_per_cpu_s, base_rate(comp_floor))
+                if primary and primary.compaction_bound
+                else None
             ),
             "client_rows_per_cpu_s_parquet": _r(clients.get("parquet"), 0),
             "client_rows_per_cpu_s_avro": _r(clients.get("avro"), 0),
@@ -1130,17 +1211,16 @@ def render_report(res: Results) -> str:
     comp_floor = res.baselines.get("compaction")
     other_rows = []
     for r in res.runs:
-        if r.compaction is not None:
+        for what, cm in (("hr.compact", r.compaction), ("I/O bound", r.compaction_bound)):
+            if cm is None:
+                continue
             other_rows.append(
                 [
-                    f"hr.compact ({r.label})",
-                    fmt_num(r.compaction.rows_per_s),
-                    fmt_num(r.compaction.rows_per_cpu_s),
+                    f"{what} ({r.label})",
+                    fmt_num(cm.rows_per_s),
+                    fmt_num(cm.rows_per_cpu_s),
                     fmt_num(
-                        ratio(
-                            r.compaction.rows_per_cpu_s,
-                            comp_floor.rows_per_cpu_s if comp_floor else None,
-                        ),
+                        ratio(cm.rows_per_cpu_s, comp_floor.rows_per_cpu_s if comp_floor else None),
                         3,
                     )
                     + " of floor",
