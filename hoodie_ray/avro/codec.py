@@ -41,6 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie_ray.avro import kernel
 from hoodie_ray.avro.schema import AvroType, avro_type_to_arrow, parse_avro_schema
 from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieInputError, HoodieSchemaError
 
@@ -51,6 +52,8 @@ _U64 = np.uint64
 _MAX_ZERO_SIZE_ITEMS = 1 << 20
 # In the lock-step array decoder, rows left with more items than this go to fastavro.
 _LOCKSTEP_MAX_ITEMS = 4096
+# Fewer records than this decode on the numpy path (a compiled walk has a fixed call cost).
+_JIT_MIN_RECORDS = 64
 _UNIT_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
 
@@ -1129,6 +1132,14 @@ def decode_spans(
             raise HoodieSchemaError(
                 f"columns {sorted(unknown)} are not in the Avro schema {t.name}"
             )
+    names = list(columns) if columns is not None else [f.name for f in t.fields]
+    if starts.size >= _JIT_MIN_RECORDS and kernel.available():
+        plan = kernel.flat_plan(t)
+        if plan is not None:
+            walked = kernel.walk_flat_records(dec.buf, starts, end, plan)
+            if walked is not None:
+                return _table_from_walk(dec, t, plan, walked, names)
+            # else: malformed; the numpy path below names the fault
     pos = starts.copy()
     arrays: dict[str, pa.Array] = {}
     fields: dict[str, pa.Field] = {}
@@ -1145,10 +1156,47 @@ def decode_spans(
         raise dec.corrupt(
             f"record {bad} has {int(end[bad] - pos[bad])} byte(s) its schema does not account for"
         )
-    names = list(columns) if columns is not None else [f.name for f in t.fields]
     return pa.Table.from_arrays(
         [arrays[nm] for nm in names], schema=pa.schema([fields[nm] for nm in names])
     )
+
+
+def _table_from_walk(
+    dec: _Decoder,
+    t: AvroType,
+    plan: kernel.FlatPlan,
+    walked: tuple[np.ndarray, np.ndarray, np.ndarray],
+    names: list[str],
+) -> pa.Table:
+    """The table of a compiled walk: each payload as :meth:`_Decoder.read` would give it,
+    turned into an array by :meth:`_Decoder.build` (the numpy path's own code)."""
+    vals, vpos, valid = walked
+    index = {f.name: j for j, f in enumerate(t.fields)}
+    arrays, fields = [], []
+    for nm in names:
+        j = index[nm]
+        f = t.fields[j]
+        k = int(plan.kinds[j])
+        v: np.ndarray | None = valid[j] if plan.null_branch[j] >= 0 else None
+        if v is not None and v.all():
+            v = None
+        payload: Any
+        if k == kernel.K_LONG:
+            payload = vals[j].copy()
+        elif k == kernel.K_INT:
+            payload = vals[j].astype(np.int32)
+        elif k == kernel.K_BOOLEAN:
+            payload = vals[j] == 1
+        elif k == kernel.K_FLOAT:
+            payload = vals[j].astype(np.uint32).view(np.float32)
+        elif k == kernel.K_DOUBLE:
+            payload = vals[j].view(np.float64).copy()
+        else:  # string, bytes: (starts, lengths) in the buffer
+            payload = (vpos[j], vals[j])
+        arrays.append(dec.build(plan.value_types[j], payload, v))
+        typ, nullable = avro_type_to_arrow(f.type, f.name)
+        fields.append(pa.field(f.name, typ, nullable))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
 _BE_INT32 = struct.Struct(">i")
@@ -1170,6 +1218,15 @@ def length_prefixed_spans(
         raise HoodieCorruptedDataError(
             f"corrupt Avro data block in {source}: {count} records cannot fit in {size - start} bytes"
         )
+    if count >= _JIT_MIN_RECORDS and kernel.available():
+        walked = kernel.walk_length_prefixed(np.frombuffer(data, dtype=np.uint8), start, count)
+        if walked is not None:
+            st, p = walked
+            ends = np.empty(count, dtype=np.int64)
+            ends[:-1] = st[1:] - 4
+            ends[-1] = p
+            return st, ends, p
+        # else: malformed; the walk below names the fault
     starts = [0] * count
     unpack = _BE_INT32.unpack_from
     p = start

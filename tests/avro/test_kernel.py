@@ -1,0 +1,251 @@
+"""The compiled walks (hoodie_ray/avro/kernel.py) against the numpy decoder beside them: the same
+tables from the same bytes, the same errors from bad bytes."""
+
+from __future__ import annotations
+
+import io
+import struct
+from collections.abc import Callable
+from typing import Any
+
+import fastavro
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from hoodie_ray.avro import codec, kernel
+from hoodie_ray.avro.codec import decode_records, encode_binary, encode_records
+from hoodie_ray.avro.schema import arrow_to_avro_schema, parse_avro_schema
+from hoodie_ray.exceptions import HoodieCorruptedDataError
+from tests.avro.test_codec import arrow_rows, fastavro_encode, random_table
+
+pytestmark = pytest.mark.skipif(not kernel.available(), reason="numba is not installed here")
+
+#: The columns of random_table a flat plan covers (nested and decimal columns excluded).
+FLAT = [
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "u16",
+    "small",
+    "f32",
+    "f64",
+    "flag",
+    "s",
+    "s_nn",
+    "ls",
+    "bin",
+    "day",
+    "ts",
+    "ts_ms",
+    "tm",
+]
+
+
+def outcome(fn: Callable[[], Any]) -> tuple[str, Any]:
+    try:
+        return "ok", fn()
+    except HoodieCorruptedDataError as e:
+        return "error", str(e)
+
+
+def both_paths(monkeypatch: pytest.MonkeyPatch, fn: Callable[[], Any]) -> tuple[Any, Any]:
+    """``fn`` with the compiled walks (for any record count), then with the numpy path only."""
+    with monkeypatch.context() as m:
+        m.setattr(codec, "_JIT_MIN_RECORDS", 0)
+        compiled = outcome(fn)
+    with monkeypatch.context() as m:
+        m.setattr(kernel, "available", lambda: False)
+        plain = outcome(fn)
+    return compiled, plain
+
+
+def same(compiled: tuple[str, Any], plain: tuple[str, Any]) -> None:
+    assert compiled[0] == plain[0], (compiled, plain)
+    if compiled[0] == "ok":
+        assert compiled[1].schema == plain[1].schema
+        assert arrow_rows(compiled[1]) == arrow_rows(plain[1])
+    else:
+        assert compiled[1] == plain[1]
+
+
+def test_flat_plans_cover_flat_records_only():
+    table = random_table(0, 10)
+    flat = parse_avro_schema(arrow_to_avro_schema(table.select(FLAT).schema, "t", with_meta=True))
+    plan = kernel.flat_plan(flat)
+    assert plan is not None and len(plan.kinds) == len(FLAT) + 5
+    assert (
+        kernel.flat_plan(parse_avro_schema(arrow_to_avro_schema(table.schema, "t", False))) is None
+    )
+
+    def rec(t: Any) -> Any:
+        return parse_avro_schema(
+            {"type": "record", "name": "r", "fields": [{"name": "f", "type": t}]}
+        )
+
+    assert kernel.flat_plan(rec("null")) is None
+    assert kernel.flat_plan(rec(["null", "long", "string"])) is None
+    assert kernel.flat_plan(rec(["long", "string"])) is None
+    assert (
+        kernel.flat_plan(rec({"type": "bytes", "logicalType": "decimal", "precision": 5})) is None
+    )
+    assert kernel.flat_plan(rec({"type": "array", "items": "long"})) is None
+    p = kernel.flat_plan(rec(["string", "null"]))
+    assert p is not None and int(p.null_branch[0]) == 1 and int(p.value_branch[0]) == 0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_compiled_walk_decodes_what_the_numpy_path_decodes(seed, monkeypatch):
+    table = random_table(seed, 400).select(FLAT)
+    schema = parse_avro_schema(arrow_to_avro_schema(table.schema, "t", with_meta=False))
+    buf, offsets = encode_records(table, schema)
+    compiled, plain = both_paths(monkeypatch, lambda: decode_records(buf, offsets, schema))
+    same(compiled, plain)
+    assert arrow_rows(compiled[1]) == arrow_rows(table)
+    cols = ["s", "f64", "flag"]
+    compiled, plain = both_paths(
+        monkeypatch, lambda: decode_records(buf, offsets, schema, columns=cols)
+    )
+    same(compiled, plain)
+    assert compiled[1].column_names == cols
+
+
+def test_java_style_unions_and_extreme_values(monkeypatch):
+    """Unions with null second, as Java writers also emit, fastavro-encoded; int/long edges."""
+    schema = {
+        "type": "record",
+        "name": "r",
+        "fields": [
+            {"name": "a", "type": ["long", "null"]},
+            {"name": "b", "type": ["string", "null"]},
+            {"name": "c", "type": "int"},
+            {"name": "d", "type": ["null", "double"]},
+            {"name": "e", "type": "float"},
+            {"name": "f", "type": "boolean"},
+            {"name": "g", "type": "bytes"},
+        ],
+    }
+    rng = np.random.default_rng(3)
+    n = 300
+    longs = [2**63 - 1, -(2**63), 0, -1, 1, 2**31, -(2**31) - 1]
+    ints = [2**31 - 1, -(2**31), 0, -1]
+    rows = [
+        {
+            "a": None if i % 5 == 0 else longs[i % len(longs)],
+            "b": None if i % 3 == 0 else "é" * (i % 7),
+            "c": ints[i % len(ints)],
+            "d": None if i % 4 == 0 else float(rng.normal()) * (-1) ** i,
+            "e": float(np.float32(rng.normal())),
+            "f": bool(i % 2),
+            "g": bytes(rng.integers(0, 256, i % 9).astype(np.uint8)),
+        }
+        for i in range(n)
+    ]
+    parsed = fastavro.parse_schema(schema)
+    pieces, offsets = [], [0]
+    for r in rows:
+        bio = io.BytesIO()
+        fastavro.schemaless_writer(bio, parsed, r)
+        pieces.append(bio.getvalue())
+        offsets.append(offsets[-1] + len(pieces[-1]))
+    buf = b"".join(pieces)
+    compiled, plain = both_paths(monkeypatch, lambda: decode_records(buf, offsets, schema))
+    same(compiled, plain)
+    got = compiled[1].to_pylist()
+    assert [g["a"] for g in got] == [r["a"] for r in rows]
+    assert [g["c"] for g in got] == [r["c"] for r in rows]
+    assert [g["g"] for g in got] == [r["g"] for r in rows]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bad_bytes_fail_alike_on_both_paths(seed, monkeypatch):
+    """Mutated and truncated records: both paths decode the same table or raise the same
+    error (the compiled walk hands a fault to the numpy path, which names it)."""
+    table = random_table(seed + 40, 120).select(FLAT)
+    schema = parse_avro_schema(arrow_to_avro_schema(table.schema, "t", with_meta=False))
+    buf, offsets = encode_records(table, schema)
+    rng = np.random.default_rng(seed)
+    errors = 0
+    for trial in range(40):
+        mutated = buf.copy()
+        idx = rng.integers(0, len(mutated), 1 + trial % 5)
+        mutated[idx] = rng.integers(0, 256, len(idx))
+        offs = offsets.copy()
+        if trial % 7 == 3:  # a record cut short
+            offs[-1] -= 1
+        compiled, plain = both_paths(
+            monkeypatch, lambda m=mutated, o=offs: decode_records(m, o, schema, source="f.log")
+        )
+        same(compiled, plain)
+        errors += compiled[0] == "error"
+    assert errors  # the mutations did hit faults
+
+
+def _prefixed(records: list[bytes]) -> bytes:
+    return struct.pack(">ii", 3, len(records)) + b"".join(
+        struct.pack(">i", len(r)) + r for r in records
+    )
+
+
+def test_length_prefixed_walk_matches_and_faults_alike(monkeypatch):
+    rng = np.random.default_rng(9)
+    records = [
+        bytes(rng.integers(0, 256, int(rng.integers(0, 40))).astype(np.uint8)) for _ in range(200)
+    ]
+    content = _prefixed(records)
+
+    def walk(data: bytes, count: int) -> Any:
+        return codec.length_prefixed_spans(data, 8, count, "blk")
+
+    compiled, plain = both_paths(monkeypatch, lambda: walk(content, 200))
+    assert compiled[0] == plain[0] == "ok"
+    for a, b in zip(compiled[1][:2], plain[1][:2], strict=True):
+        assert np.array_equal(a, b)
+    assert compiled[1][2] == plain[1][2] == len(content)
+    negative = bytearray(content)
+    negative[8 + 4 + len(records[0]) : 8 + 8 + len(records[0])] = struct.pack(">i", -5)
+    for data, count in ((content[:-3], 200), (bytes(negative), 200), (content, 201)):
+        compiled, plain = both_paths(monkeypatch, lambda d=data, c=count: walk(d, c))
+        assert compiled[0] == plain[0] == "error"
+        assert compiled[1] == plain[1]
+
+
+def test_avro_block_of_hudi_layout_rows(monkeypatch):
+    """A q1-shaped block (meta columns first, as hoodie_ray and Java write them) round-trips
+    through encode_binary and both decoders alike."""
+    n = 1000
+    rng = np.random.default_rng(1)
+    keys = np.arange(n, dtype=np.int64)
+    table = pa.table(
+        {
+            "_hoodie_commit_time": pa.array(["20240601000000000"] * n),
+            "_hoodie_commit_seqno": pa.array([f"20240601000000000_0_{i}" for i in range(n)]),
+            "_hoodie_record_key": pa.array([str(k) for k in keys]),
+            "_hoodie_partition_path": pa.array([""] * n),
+            "_hoodie_file_name": pa.array(["f-0_0-1-0_20240601000000000.parquet"] * n),
+            "key": keys,
+            "ts": rng.integers(0, 2**40, n),
+            "name": pa.array([f"item_{k % 1000003}" for k in keys]),
+            **{f"c{j}": rng.integers(-(2**63), 2**63 - 1, n, endpoint=True) for j in range(10)},
+        }
+    )
+    avro = arrow_to_avro_schema(
+        table.drop_columns([c for c in table.column_names if c.startswith("_hoodie")]).schema,
+        "q1",
+        with_meta=True,
+    )
+    encoded = encode_binary(table, avro, length_prefix=False)
+    data, offsets = codec.binary_to_numpy(encoded)
+    compiled, plain = both_paths(monkeypatch, lambda: decode_records(data, offsets, avro))
+    same(compiled, plain)
+    assert arrow_rows(compiled[1]) == arrow_rows(table.cast(compiled[1].schema))
+
+
+def test_fastavro_written_records_decode_on_the_compiled_path(monkeypatch):
+    table = random_table(77, 300).select(FLAT)
+    avro = arrow_to_avro_schema(table.schema, "t", with_meta=False)
+    buf, offsets = fastavro_encode(table, avro)
+    compiled, plain = both_paths(monkeypatch, lambda: decode_records(buf, offsets, avro))
+    same(compiled, plain)
+    assert arrow_rows(compiled[1]) == arrow_rows(table)
