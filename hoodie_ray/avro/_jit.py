@@ -115,3 +115,95 @@ def walk_prefixed(buf, start, count, starts):
     if p > size:
         return -1
     return p
+
+
+@numba.njit(cache=True, nogil=True)
+def varint_size(u):
+    k = 1
+    while u >= np.uint64(0x80):
+        u >>= np.uint64(7)
+        k += 1
+    return k
+
+
+@numba.njit(cache=True, nogil=True)
+def put_varint(out, p, u):
+    while u >= np.uint64(0x80):
+        out[p] = np.uint8((u & np.uint64(0x7F)) | np.uint64(0x80))
+        u >>= np.uint64(7)
+        p += 1
+    out[p] = np.uint8(u)
+    return p + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def zigzag_encode(v):
+    return np.uint64((v << np.int64(1)) ^ (v >> np.int64(63)))
+
+
+@numba.njit(cache=True, nogil=True)
+def record_sizes(kinds, null_b, value_b, vals, valid, sizes):
+    # Bytes of each record's datum (without a length prefix).
+    n, nf = vals.shape
+    for i in range(n):
+        s = 0
+        for j in range(nf):
+            if null_b[j] >= 0:
+                s += 1  # a branch index 0 or 1: one varint byte
+                if not valid[i, j]:
+                    continue
+            k = kinds[j]
+            if k == 2 or k == 3:
+                s += varint_size(zigzag_encode(vals[i, j]))
+            elif k == 6:
+                s += varint_size(zigzag_encode(vals[i, j])) + vals[i, j]
+            elif k == 1:
+                s += 1
+            elif k == 4:
+                s += 4
+            elif k == 5:
+                s += 8
+        sizes[i] = s
+
+
+@numba.njit(cache=True, nogil=True)
+def write_records(kinds, null_b, value_b, vals, valid, sstart, sdata, offsets, prefix, out):
+    # Writes record i at out[offsets[i]:offsets[i+1]] (its big-endian length first when
+    # ``prefix``); strings are the sdata bytes at sstart[i, j] of length vals[i, j].
+    n, nf = vals.shape
+    for i in range(n):
+        p = offsets[i]
+        if prefix:
+            ln = offsets[i + 1] - p - 4
+            out[p] = np.uint8((ln >> 24) & 0xFF)
+            out[p + 1] = np.uint8((ln >> 16) & 0xFF)
+            out[p + 2] = np.uint8((ln >> 8) & 0xFF)
+            out[p + 3] = np.uint8(ln & 0xFF)
+            p += 4
+        for j in range(nf):
+            if null_b[j] >= 0:
+                if not valid[i, j]:
+                    out[p] = np.uint8(2 * null_b[j])
+                    p += 1
+                    continue
+                out[p] = np.uint8(2 * value_b[j])
+                p += 1
+            k = kinds[j]
+            v = vals[i, j]
+            if k == 2 or k == 3:
+                p = put_varint(out, p, zigzag_encode(v))
+            elif k == 6:
+                p = put_varint(out, p, zigzag_encode(v))
+                s = sstart[i, j]
+                for b in range(v):
+                    out[p + b] = sdata[s + b]
+                p += v
+            elif k == 1:
+                out[p] = np.uint8(v)
+                p += 1
+            elif k == 4 or k == 5:
+                w = 4 if k == 4 else 8
+                u = np.uint64(v)
+                for b in range(w):
+                    out[p + b] = np.uint8((u >> np.uint64(8 * b)) & np.uint64(0xFF))
+                p += w

@@ -23,6 +23,14 @@ Decoding
     record that has one, at once); a record with very many items falls back to fastavro for
     those items.
 
+Compiled kernels
+    For records of flat fields (null, boolean, int, long, float, double, string, bytes, and
+    unions of null with one of them) both directions run through numba kernels
+    (:mod:`hoodie_ray.avro.kernel`): one pass over the records instead of one numpy pass per
+    field or per varint byte. They compute the same payloads as the column-wise code and hand
+    them to the same builders and conversions, so the results and the refusals are the same;
+    other schemas, and bytes the kernels cannot decode, take the column-wise path.
+
 Hostile input is bounded: a varint longer than 10 bytes (5 for ``int``), a length or count that
 does not fit in the rest of its record, a union branch out of range or a record whose fields do
 not end exactly where the next record starts raises :class:`HoodieCorruptedDataError` naming
@@ -464,6 +472,12 @@ class _Encoder:
         return vals * factor
 
     def _binary(self, kind: str, arr: pa.Array, where: str) -> list[_Part]:
+        bin_arr = self.binary_values(kind, arr, where)
+        lens = np.diff(_offsets(bin_arr))
+        return [_varint_mat(_zigzag(lens)), _Bin(bin_arr)]
+
+    def binary_values(self, kind: str, arr: pa.Array, where: str) -> pa.Array:
+        """The values of a string/bytes field as a (large_)binary array."""
         at = arr.type
         if kind == "string":
             if pa.types.is_string(at) or pa.types.is_large_string(at):
@@ -481,9 +495,7 @@ class _Encoder:
                 else:
                     arr = self._cast(arr, pa.binary(), where)
         large = pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
-        bin_arr = arr.view(pa.large_binary() if large else pa.binary())
-        lens = np.diff(_offsets(bin_arr))
-        return [_varint_mat(_zigzag(lens)), _Bin(bin_arr)]
+        return arr.view(pa.large_binary() if large else pa.binary())
 
     def _decimal(self, t: AvroType, arr: pa.Array, where: str) -> list[_Part]:
         n = len(arr)
@@ -638,12 +650,90 @@ def encode_binary(
     if len(set(names)) != len(names):
         raise HoodieSchemaError("the table has duplicate column names")
     n = table.num_rows
+    if n >= _JIT_MIN_RECORDS and kernel.available():
+        plan = kernel.flat_plan(t)
+        if plan is not None:
+            encoded = _encode_flat(t, plan, table, n, length_prefix)
+            if encoded is not None:
+                return encoded
     enc = _Encoder()
     parts: list[_Part] = []
     for f in t.fields:
         col = _column(table, f.name) if f.name in names else _missing_column(f.type, n, f.name)
         parts.extend(enc.encode(f.type, col, f.name))
     return _assemble(parts, n, length_prefix=length_prefix)
+
+
+def _encode_flat(
+    t: AvroType,
+    plan: kernel.FlatPlan,
+    table: pa.Table | pa.RecordBatch,
+    n: int,
+    length_prefix: bool,
+) -> pa.Array | None:
+    """:func:`encode_binary` of a flat record schema by the compiled encoder: each field's
+    values come from :class:`_Encoder`'s own conversions (so the same refusals), the bytes from
+    two passes over the records. None when a record would pass 2 GiB (the numpy path refuses
+    it by name)."""
+    enc = _Encoder()
+    names = set(table.column_names)
+    nf = len(t.fields)
+    # Record-major: the kernels read one record's fields together.
+    vals = np.zeros((n, nf), dtype=np.int64)
+    valid = np.ones((n, nf), dtype=np.bool_)
+    sstart = np.zeros((n, nf), dtype=np.int64)
+    datas: list[np.ndarray] = []
+    base = 0
+    for j, f in enumerate(t.fields):
+        where = f.name
+        arr = _column(table, f.name) if f.name in names else _missing_column(f.type, n, f.name)
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.dictionary_decode()
+        if isinstance(arr, pa.ExtensionArray):
+            arr = arr.storage
+        mask: np.ndarray | None = None
+        if plan.null_branch[j] >= 0:
+            nulls = arr.null_count if not pa.types.is_null(arr.type) else n
+            if nulls == n:
+                valid[:, j] = False
+                continue
+            if nulls:
+                mask = _valid_np(arr)
+                valid[:, j] = mask
+        elif arr.null_count:
+            raise HoodieInputError(
+                f"field {where!r} is not nullable in the Avro schema but has "
+                f"{arr.null_count} null value(s)"
+            )
+        vt = plan.value_types[j]
+        k = int(plan.kinds[j])
+        if k == kernel.K_BOOLEAN:
+            flags = pc.fill_null(enc._cast(arr, pa.bool_(), where), False)
+            vals[:, j] = np.asarray(flags).view(np.uint8)
+        elif k in (kernel.K_INT, kernel.K_LONG):
+            vals[:, j] = enc._integers(vt, arr, where, mask)
+        elif k == kernel.K_FLOAT:
+            vals[:, j] = _fixed_values(enc._cast(arr, pa.float32(), where), np.uint32)
+        elif k == kernel.K_DOUBLE:
+            vals[:, j] = _fixed_values(enc._cast(arr, pa.float64(), where), np.int64)
+        else:  # string, bytes
+            bin_arr = enc.binary_values(vt.kind, arr, where)
+            offs = _offsets(bin_arr)
+            vals[:, j] = np.diff(offs)
+            buf = bin_arr.buffers()[2]
+            lo, hi = int(offs[0]), int(offs[-1])
+            if hi > lo and buf is not None:
+                datas.append(np.frombuffer(buf, dtype=np.uint8, count=hi)[lo:])
+            sstart[:, j] = offs[:-1] + (base - lo)
+            base += hi - lo
+    sdata = np.concatenate(datas) if datas else np.zeros(0, dtype=np.uint8)
+    out, offsets = kernel.encode_flat_records(plan, vals, valid, sstart, sdata, length_prefix)
+    if n and int(np.diff(offsets).max()) - (4 if length_prefix else 0) > _INT32_MAX:
+        return None
+    large = int(offsets[-1]) > _INT32_MAX
+    typ = pa.large_binary() if large else pa.binary()
+    offs_buf = offsets if large else offsets.astype(np.int32)
+    return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(offs_buf), pa.py_buffer(out)])
 
 
 def encode_records(

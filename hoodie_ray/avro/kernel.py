@@ -25,7 +25,14 @@ import numpy as np
 
 from hoodie_ray.avro.schema import AvroType
 
-__all__ = ["FlatPlan", "available", "flat_plan", "walk_flat_records", "walk_length_prefixed"]
+__all__ = [
+    "FlatPlan",
+    "available",
+    "encode_flat_records",
+    "flat_plan",
+    "walk_flat_records",
+    "walk_length_prefixed",
+]
 
 # Field kinds of a flat plan.
 K_NULL, K_BOOLEAN, K_INT, K_LONG, K_FLOAT, K_DOUBLE, K_BYTES = range(7)
@@ -101,7 +108,7 @@ def flat_plan(t: AvroType) -> FlatPlan | None:
 def _compile() -> Any:
     from hoodie_ray.avro import _jit
 
-    return _jit.walk_records, _jit.walk_prefixed
+    return _jit.walk_records, _jit.walk_prefixed, _jit.record_sizes, _jit.write_records
 
 
 def available() -> bool:
@@ -149,3 +156,39 @@ def walk_length_prefixed(buf: np.ndarray, start: int, count: int) -> tuple[np.nd
     starts = np.empty(count, dtype=np.int64)
     end = int(_kernels[1](buf, start, count, starts))
     return None if end < 0 else (starts, end)
+
+
+def encode_flat_records(
+    plan: FlatPlan,
+    vals: np.ndarray,
+    valid: np.ndarray,
+    sstart: np.ndarray,
+    sdata: np.ndarray,
+    length_prefix: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(data, offsets)`` of the records whose field payloads are given, each ``(records,
+    fields)``: ``vals`` holds int/long values, boolean bytes, raw float bits and string
+    lengths; ``valid`` False for nulls of a union; strings are ``sdata[sstart:sstart+len]``.
+    With ``length_prefix`` each record starts with its big-endian int32 length."""
+    assert _kernels
+    n = vals.shape[0]
+    sizes = np.empty(n, dtype=np.int64)
+    _kernels[2](plan.kinds, plan.null_branch, plan.value_branch, vals, valid, sizes)
+    if length_prefix:
+        sizes += 4
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    out = np.empty(int(offsets[-1]), dtype=np.uint8)
+    _kernels[3](
+        plan.kinds,
+        plan.null_branch,
+        plan.value_branch,
+        vals,
+        valid,
+        sstart,
+        sdata,
+        offsets,
+        length_prefix,
+        out,
+    )
+    return out, offsets

@@ -16,7 +16,7 @@ import pytest
 from hoodie_ray.avro import codec, kernel
 from hoodie_ray.avro.codec import decode_records, encode_binary, encode_records
 from hoodie_ray.avro.schema import arrow_to_avro_schema, parse_avro_schema
-from hoodie_ray.exceptions import HoodieCorruptedDataError
+from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieInputError, HoodieSchemaError
 from tests.avro.test_codec import arrow_rows, fastavro_encode, random_table
 
 pytestmark = pytest.mark.skipif(not kernel.available(), reason="numba is not installed here")
@@ -249,3 +249,104 @@ def test_fastavro_written_records_decode_on_the_compiled_path(monkeypatch):
     compiled, plain = both_paths(monkeypatch, lambda: decode_records(buf, offsets, avro))
     same(compiled, plain)
     assert arrow_rows(compiled[1]) == arrow_rows(table)
+
+
+# -- encoding ---------------------------------------------------------------------------------
+
+
+def encode_outcome(fn: Callable[[], Any]) -> tuple[str, Any]:
+    try:
+        return "ok", fn()
+    except (HoodieInputError, HoodieSchemaError) as e:
+        return "error", f"{type(e).__name__}: {e}"
+
+
+def both_encoders(monkeypatch: pytest.MonkeyPatch, fn: Callable[[], Any]) -> tuple[Any, Any]:
+    with monkeypatch.context() as m:
+        m.setattr(codec, "_JIT_MIN_RECORDS", 0)
+        compiled = encode_outcome(fn)
+    with monkeypatch.context() as m:
+        m.setattr(kernel, "available", lambda: False)
+        plain = encode_outcome(fn)
+    return compiled, plain
+
+
+def same_bytes(compiled: tuple[str, Any], plain: tuple[str, Any]) -> None:
+    assert compiled[0] == plain[0], (compiled, plain)
+    if compiled[0] == "ok":
+        assert compiled[1].type == plain[1].type
+        assert compiled[1].to_pylist() == plain[1].to_pylist()
+    else:
+        assert compiled[1] == plain[1]
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("length_prefix", [False, True])
+def test_compiled_encoder_writes_the_numpy_encoders_bytes(seed, length_prefix, monkeypatch):
+    table = random_table(seed, 300).select(FLAT)
+    avro = arrow_to_avro_schema(table.schema, "t", with_meta=False)
+    for t in (table, table.slice(37, 200), pa.concat_tables([table.slice(0, 10), table.slice(10)])):
+        compiled, plain = both_encoders(
+            monkeypatch, lambda t=t: encode_binary(t, avro, length_prefix=length_prefix)
+        )
+        same_bytes(compiled, plain)
+    # and fastavro reads what it wrote
+    buf, offsets = encode_records(table, avro)
+    parsed = fastavro.parse_schema(avro)
+    first = fastavro.schemaless_reader(
+        io.BytesIO(bytes(buf[offsets[0] : offsets[1]])), parsed, None
+    )
+    assert set(first) == set(FLAT)
+
+
+def test_compiled_encoder_conversions_missing_columns_and_dictionaries(monkeypatch):
+    n = 200
+    rng = np.random.default_rng(5)
+    avro = {
+        "type": "record",
+        "name": "r",
+        "fields": [
+            {"name": "ts", "type": ["null", {"type": "long", "logicalType": "timestamp-millis"}]},
+            {"name": "d", "type": {"type": "int", "logicalType": "date"}},
+            {"name": "small", "type": "int"},
+            {"name": "cat", "type": ["null", "string"]},
+            {"name": "absent", "type": ["null", "double"]},
+            {"name": "raw", "type": "bytes"},
+            {"name": "flag", "type": ["boolean", "null"]},
+        ],
+    }
+    micros = rng.integers(-(2**50), 2**50, n)
+    table = pa.table(
+        {
+            "ts": pa.array(micros, pa.int64()).cast(pa.timestamp("us")),
+            "d": pa.array(rng.integers(-1000, 1000, n), pa.int32()).cast(pa.date32()),
+            "small": pa.array(rng.integers(-100, 100, n), pa.int8()),
+            "cat": pa.array(
+                [None if i % 4 == 0 else f"c{i % 3}" for i in range(n)]
+            ).dictionary_encode(),
+            "raw": pa.array([f"é{i}" for i in range(n)], pa.large_string()),
+            "flag": pa.array([None if i % 5 == 0 else i % 2 == 0 for i in range(n)]),
+        }
+    )
+    compiled, plain = both_encoders(
+        monkeypatch, lambda: encode_binary(table, avro, length_prefix=True)
+    )
+    same_bytes(compiled, plain)
+    assert compiled[0] == "ok"
+
+
+@pytest.mark.parametrize(
+    ("column", "field_type"),
+    [
+        (pa.array([1, None] * 50, pa.int64()), "long"),  # null in a non-nullable field
+        (pa.array([2**40] * 100, pa.int64()), "int"),  # overflows int
+        (pa.array([[1]] * 100), "string"),  # not writable as a string
+        (pa.array(["x"] * 100), "long"),  # not writable as a long
+    ],
+)
+def test_compiled_encoder_refuses_what_the_numpy_encoder_refuses(column, field_type, monkeypatch):
+    avro = {"type": "record", "name": "r", "fields": [{"name": "a", "type": field_type}]}
+    table = pa.table({"a": column})
+    compiled, plain = both_encoders(monkeypatch, lambda: encode_binary(table, avro))
+    assert compiled[0] == plain[0] == "error"
+    assert compiled[1] == plain[1]
