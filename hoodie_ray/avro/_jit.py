@@ -119,11 +119,15 @@ def walk_prefixed(buf, start, count, starts):
 
 @numba.njit(cache=True, nogil=True)
 def varint_size(u):
-    k = 1
-    while u >= np.uint64(0x80):
-        u >>= np.uint64(7)
-        k += 1
-    return k
+    if u < np.uint64(1 << 28):
+        if u < np.uint64(1 << 14):
+            return 1 if u < np.uint64(1 << 7) else 2
+        return 3 if u < np.uint64(1 << 21) else 4
+    if u >= np.uint64(1 << 56):
+        return 9 if u < np.uint64(1 << 63) else 10
+    if u < np.uint64(1 << 42):
+        return 5 if u < np.uint64(1 << 35) else 6
+    return 7 if u < np.uint64(1 << 49) else 8
 
 
 @numba.njit(cache=True, nogil=True)
@@ -195,8 +199,7 @@ def write_records(kinds, null_b, value_b, vals, valid, sstart, sdata, offsets, p
             elif k == 6:
                 p = put_varint(out, p, zigzag_encode(v))
                 s = sstart[i, j]
-                for b in range(v):
-                    out[p + b] = sdata[s + b]
+                out[p : p + v] = sdata[s : s + v]
                 p += v
             elif k == 1:
                 out[p] = np.uint8(v)

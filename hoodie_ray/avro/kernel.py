@@ -11,13 +11,12 @@ and one of those (every Hudi table without nested columns); other schemas use th
 On malformed input a kernel only reports failure; the caller then runs the numpy path, which
 raises the precise error, so both paths accept and reject exactly the same bytes.
 
-numba is imported on first use; when it is missing, or ``HOODIE_RAY_NO_JIT=1`` is set, the
-kernels are unavailable and the numpy path runs.
+numba is imported on first use; when it is missing, or ``HOODIE_RAY_NO_JIT=1`` is set
+(:func:`hoodie_ray.jit.enabled`), the kernels are unavailable and the numpy path runs.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,16 +111,12 @@ def _compile() -> Any:
 
 
 def available() -> bool:
-    """Whether the compiled kernels can run here (compiles them on the first call)."""
+    """Whether the compiled kernels can run here (loads them on the first call)."""
     global _kernels
     if _kernels is None:
-        if os.environ.get("HOODIE_RAY_NO_JIT", "") not in ("", "0"):
-            _kernels = False
-        else:
-            try:
-                _kernels = _compile()
-            except Exception:  # numba missing or unusable: the numpy path runs
-                _kernels = False
+        from hoodie_ray import jit
+
+        _kernels = _compile() if jit.enabled() else False
     return bool(_kernels)
 
 

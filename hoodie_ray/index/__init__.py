@@ -41,9 +41,12 @@ def hash_keys(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """64-bit hashes of string keys (FNV-1a over the bytes, then a splitmix64 finaliser).
 
     Column-wise: one numpy step per byte position, over the keys at least that long, so the
-    cost is proportional to the total key bytes. Deterministic across processes. Nulls hash
-    like empty strings.
+    cost is proportional to the total key bytes; a compiled kernel (``index/_jit.py``) gives
+    the same hashes about 4x faster when numba is present. Deterministic across processes.
+    Nulls hash like empty strings.
     """
+    if _jit_enabled(len(keys)):
+        return _hash_keys_compiled(keys)
     arr = _as_large_string(keys)
     n = len(arr)
     h = np.full(n, _FNV_OFFSET, dtype=np.uint64)
@@ -90,6 +93,38 @@ def hash_keys(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
         h *= np.uint64(0x94D049BB133111EB)
         h ^= h >> np.uint64(31)
     return h
+
+
+#: Fewer keys than this are hashed by numpy (a compiled call has a fixed cost).
+_JIT_MIN_KEYS = 64
+
+
+def _jit_enabled(n: int) -> bool:
+    from hoodie_ray import jit
+
+    return n >= _JIT_MIN_KEYS and jit.enabled()
+
+
+def _hash_keys_compiled(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """:func:`hash_keys` by the compiled kernel (``index/_jit.py``): the same hashes."""
+    from hoodie_ray.index import _jit
+
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks() if keys.num_chunks != 1 else keys.chunk(0)
+    if not (pa.types.is_string(keys.type) or pa.types.is_large_string(keys.type)):
+        keys = _as_large_string(keys)
+    n = len(keys)
+    large = pa.types.is_large_string(keys.type)
+    bufs = keys.buffers()
+    offs = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32, count=keys.offset + n + 1)
+    offs = offs[keys.offset :].astype(np.int64)
+    lens = np.diff(offs)
+    if keys.null_count:
+        lens = np.where(np.asarray(pc.is_valid(keys)), lens, 0)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(1, np.uint8)
+    out = np.empty(n, dtype=np.uint64)
+    _jit.fnv_splitmix(data, offs[:-1], lens, out)
+    return out
 
 
 def group_keys(

@@ -79,3 +79,33 @@ def test_hash_keys_mixed_lengths_and_large_strings():
     assert (hash_keys(pa.array(vals, pa.large_string())) == h).all()
     assert (hash_keys(pa.chunked_array([vals[:3], vals[3:]])) == h).all()
     assert h[6] == h[0]  # null hashes like ""
+
+
+def test_compiled_hash_keys_equal_the_numpy_hashes(monkeypatch):
+    """The numba kernel and the column-wise numpy hashing give the same 64-bit hashes
+    (routing and the indexes depend on them being stable across processes)."""
+    import hoodie_ray.index as index_mod
+    from hoodie_ray import jit
+
+    if not jit.enabled():
+        import pytest
+
+        pytest.skip("numba is not installed here")
+    rng = np.random.default_rng(4)
+    words = ["", "é", "日本", "x" * 70, "key_1", "a\x00b"]
+    vals = [
+        None if i % 97 == 0 else words[i % len(words)] + str(int(v))
+        for i, v in enumerate(rng.integers(0, 10**12, 3000))
+    ]
+    for arr in (
+        pa.array(vals),
+        pa.array(vals, pa.large_string()),
+        pa.array(vals).slice(123, 2000),
+        pa.chunked_array([vals[:1000], vals[1000:]]),
+    ):
+        compiled = index_mod.hash_keys(arr)
+        with monkeypatch.context() as m:
+            m.setattr(index_mod, "_jit_enabled", lambda n: False)
+            plain = index_mod.hash_keys(arr)
+        assert compiled.dtype == plain.dtype == np.uint64
+        assert (compiled == plain).all()
