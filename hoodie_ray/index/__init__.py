@@ -10,6 +10,7 @@ keys costs one hash probe per key in C.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +43,8 @@ def hash_keys(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
     Column-wise: one numpy step per byte position, over the keys at least that long, so the
     cost is proportional to the total key bytes; a compiled kernel (``index/_jit.py``) gives
-    the same hashes about 4x faster when numba is present. Deterministic across processes.
+    the same hashes about 4x faster in processes that have loaded numba for the Avro codec.
+    Deterministic across processes.
     Nulls hash like empty strings.
     """
     if _jit_enabled(len(keys)):
@@ -100,9 +102,13 @@ _JIT_MIN_KEYS = 64
 
 
 def _jit_enabled(n: int) -> bool:
+    # Only in a process that has loaded numba already (for the Avro codec): loading it costs
+    # ~140 MB of resident memory, too much for a 4x faster hash alone (a few % of ingest).
+    if n < _JIT_MIN_KEYS or "numba" not in sys.modules:
+        return False
     from hoodie_ray import jit
 
-    return n >= _JIT_MIN_KEYS and jit.enabled()
+    return jit.enabled()
 
 
 def _hash_keys_compiled(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
