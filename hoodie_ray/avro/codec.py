@@ -898,6 +898,8 @@ class _Decoder:
         """Decode one value of type ``t`` at each position; returns (array, new positions)."""
         if t.kind == "union":
             return self._union(t, pos, end, where, build)
+        if t.kind == "null":  # no bytes; one null per record
+            return (pa.nulls(len(pos)) if build else None), pos
         payload, new = self.read(t, pos, end, where)
         return (self.build(t, payload, None) if build else None), new
 

@@ -506,3 +506,35 @@ def test_sliced_chunked_and_record_batch_inputs():
         # a window of the records (offsets not starting at 0)
         if len(offsets) > 20:
             assert arrow_rows(decode_records(buf, offsets[5:20], schema)) == expected[5:19]
+
+
+def test_plain_null_fields_decode_as_null_columns():
+    """A field of Avro type ``null`` (not a union) holds no bytes: a column of nulls, as long
+    as the others, at top level and inside a nested record."""
+    schema = {
+        "type": "record",
+        "name": "r",
+        "fields": [
+            {"name": "a", "type": "null"},
+            {"name": "b", "type": "long"},
+            {
+                "name": "c",
+                "type": {"type": "record", "name": "c", "fields": [{"name": "z", "type": "null"}]},
+            },
+        ],
+    }
+    table = pa.table(
+        {
+            "a": pa.nulls(3),
+            "b": [1, 2, 3],
+            "c": pa.array([{"z": None}] * 3, pa.struct([("z", pa.null())])),
+        }
+    )
+    buf, offsets = encode_records(table, schema)
+    got = decode_records(buf, offsets, schema)
+    assert got.num_rows == 3
+    assert got.column("a").null_count == 3 and got.column("b").to_pylist() == [1, 2, 3]
+    assert got.column("c").to_pylist() == [{"z": None}] * 3
+    assert fastavro_decode(bytes(buf), offsets, schema) == [
+        {"a": None, "b": i, "c": {"z": None}} for i in (1, 2, 3)
+    ]
