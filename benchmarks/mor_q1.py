@@ -1325,56 +1325,37 @@ def run_baselines(
     The short floors (Parquet, compaction) run ``repeats`` times, keeping the median; the Avro
     floor and delta-rs, long enough to be stable, run once.
     """
-    out = {
-        "parquet": _measure(
-            "parquet floor",
-            workload.num_rows,
-            parquet_floor,
-            workload,
-            workdir / "pq",
-            files,
-            repeats=repeats,
-        ),
-        "parquet_plain": _measure(
+    rows, keys = workload.num_rows, workload.num_keys
+    short = (  # key, label, function, work folder, rows charged
+        ("parquet", "parquet floor", parquet_floor, "pq", rows),
+        (
+            "parquet_plain",
             "parquet floor (plain encoding)",
-            workload.num_rows,
             functools.partial(parquet_floor, plain=True),
-            workload,
-            workdir / "pqd",
-            files,
-            repeats=repeats,
+            "pqd",
+            rows,
         ),
-        "parquet_hudi_layout": _measure(
+        (
+            "parquet_hudi_layout",
             "parquet floor (Hudi layout)",
-            workload.num_rows,
             parquet_floor_hudi_layout,
-            workload,
-            workdir / "pqh",
-            files,
-            repeats=repeats,
+            "pqh",
+            rows,
         ),
-        "avro": _measure(
-            "avro floor", workload.num_rows, avro_floor, workload, workdir / "avro", files
-        ),
-        "compaction": _measure(
-            "compaction floor",
-            workload.num_keys,
-            compaction_floor,
-            workload,
-            workdir / "comp",
-            files,
-            repeats=repeats,
-        ),
-        "compaction_plain": _measure(
+        ("compaction", "compaction floor", compaction_floor, "comp", keys),
+        (
+            "compaction_plain",
             "compaction floor (plain encoding)",
-            workload.num_keys,
             functools.partial(compaction_floor, plain=True),
-            workload,
-            workdir / "compd",
-            files,
-            repeats=repeats,
+            "compd",
+            keys,
         ),
+    )
+    out = {
+        key: _measure(label, n, fn, workload, workdir / d, files, repeats=repeats)
+        for key, label, fn, d, n in short
     }
+    out["avro"] = _measure("avro floor", rows, avro_floor, workload, workdir / "avro", files)
     for d in ("pq", "pqd", "pqh", "avro", "comp", "compd"):
         shutil.rmtree(workdir / d, ignore_errors=True)
     if not skip_peers:

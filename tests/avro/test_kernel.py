@@ -43,21 +43,30 @@ FLAT = [
 ]
 
 
-def outcome(fn: Callable[[], Any]) -> tuple[str, Any]:
+#: What a decode may raise, and what an encode may raise.
+DECODE_ERRORS: tuple[type[Exception], ...] = (HoodieCorruptedDataError,)
+ENCODE_ERRORS: tuple[type[Exception], ...] = (HoodieInputError, HoodieSchemaError)
+
+
+def outcome(fn: Callable[[], Any], errors: tuple[type[Exception], ...]) -> tuple[str, Any]:
     try:
         return "ok", fn()
-    except HoodieCorruptedDataError as e:
-        return "error", str(e)
+    except errors as e:
+        return "error", f"{type(e).__name__}: {e}"
 
 
-def both_paths(monkeypatch: pytest.MonkeyPatch, fn: Callable[[], Any]) -> tuple[Any, Any]:
-    """``fn`` with the compiled walks (for any record count), then with the numpy path only."""
+def both_paths(
+    monkeypatch: pytest.MonkeyPatch,
+    fn: Callable[[], Any],
+    errors: tuple[type[Exception], ...] = DECODE_ERRORS,
+) -> tuple[Any, Any]:
+    """``fn`` with the compiled kernels (for any record count), then with the numpy path only."""
     with monkeypatch.context() as m:
         m.setattr(codec, "_JIT_MIN_RECORDS", 0)
-        compiled = outcome(fn)
+        compiled = outcome(fn, errors)
     with monkeypatch.context() as m:
         m.setattr(kernel, "available", lambda: False)
-        plain = outcome(fn)
+        plain = outcome(fn, errors)
     return compiled, plain
 
 
@@ -254,23 +263,6 @@ def test_fastavro_written_records_decode_on_the_compiled_path(monkeypatch):
 # -- encoding ---------------------------------------------------------------------------------
 
 
-def encode_outcome(fn: Callable[[], Any]) -> tuple[str, Any]:
-    try:
-        return "ok", fn()
-    except (HoodieInputError, HoodieSchemaError) as e:
-        return "error", f"{type(e).__name__}: {e}"
-
-
-def both_encoders(monkeypatch: pytest.MonkeyPatch, fn: Callable[[], Any]) -> tuple[Any, Any]:
-    with monkeypatch.context() as m:
-        m.setattr(codec, "_JIT_MIN_RECORDS", 0)
-        compiled = encode_outcome(fn)
-    with monkeypatch.context() as m:
-        m.setattr(kernel, "available", lambda: False)
-        plain = encode_outcome(fn)
-    return compiled, plain
-
-
 def same_bytes(compiled: tuple[str, Any], plain: tuple[str, Any]) -> None:
     assert compiled[0] == plain[0], (compiled, plain)
     if compiled[0] == "ok":
@@ -286,8 +278,10 @@ def test_compiled_encoder_writes_the_numpy_encoders_bytes(seed, length_prefix, m
     table = random_table(seed, 300).select(FLAT)
     avro = arrow_to_avro_schema(table.schema, "t", with_meta=False)
     for t in (table, table.slice(37, 200), pa.concat_tables([table.slice(0, 10), table.slice(10)])):
-        compiled, plain = both_encoders(
-            monkeypatch, lambda t=t: encode_binary(t, avro, length_prefix=length_prefix)
+        compiled, plain = both_paths(
+            monkeypatch,
+            lambda t=t: encode_binary(t, avro, length_prefix=length_prefix),
+            ENCODE_ERRORS,
         )
         same_bytes(compiled, plain)
     # and fastavro reads what it wrote
@@ -328,8 +322,8 @@ def test_compiled_encoder_conversions_missing_columns_and_dictionaries(monkeypat
             "flag": pa.array([None if i % 5 == 0 else i % 2 == 0 for i in range(n)]),
         }
     )
-    compiled, plain = both_encoders(
-        monkeypatch, lambda: encode_binary(table, avro, length_prefix=True)
+    compiled, plain = both_paths(
+        monkeypatch, lambda: encode_binary(table, avro, length_prefix=True), ENCODE_ERRORS
     )
     same_bytes(compiled, plain)
     assert compiled[0] == "ok"
@@ -347,6 +341,6 @@ def test_compiled_encoder_conversions_missing_columns_and_dictionaries(monkeypat
 def test_compiled_encoder_refuses_what_the_numpy_encoder_refuses(column, field_type, monkeypatch):
     avro = {"type": "record", "name": "r", "fields": [{"name": "a", "type": field_type}]}
     table = pa.table({"a": column})
-    compiled, plain = both_encoders(monkeypatch, lambda: encode_binary(table, avro))
+    compiled, plain = both_paths(monkeypatch, lambda: encode_binary(table, avro), ENCODE_ERRORS)
     assert compiled[0] == plain[0] == "error"
     assert compiled[1] == plain[1]
