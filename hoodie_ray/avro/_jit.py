@@ -77,7 +77,7 @@ def walk_records(buf, starts, ends, kinds, null_b, value_b, vals, vpos, valid):
                     return i
                 vals[j, i] = buf[p]
                 p += 1
-            elif k == 4 or k == 5:  # float, double: the raw little-endian bits
+            else:  # float, double: the raw little-endian bits (plans hold no plain null)
                 w = 4 if k == 4 else 8
                 if p + w > e:
                     return i
@@ -86,8 +86,6 @@ def walk_records(buf, starts, ends, kinds, null_b, value_b, vals, vpos, valid):
                     bits |= np.uint64(buf[p + b]) << np.uint64(8 * b)
                 vals[j, i] = np.int64(bits)
                 p += w
-            else:  # null
-                vals[j, i] = 0
         if p != e:
             return i
     return -1

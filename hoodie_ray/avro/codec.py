@@ -307,30 +307,46 @@ def _prepend_branch(parts: list[_Part], branch: np.ndarray | int, n: int) -> lis
 class _Encoder:
     """Encodes Arrow arrays per Avro type; ``where`` names the field for errors."""
 
-    def encode(self, t: AvroType, arr: pa.Array, where: str) -> list[_Part]:
-        n = len(arr)
+    @staticmethod
+    def plain(arr: pa.Array) -> pa.Array:
+        """``arr`` with dictionaries decoded and extension types as their storage."""
         if pa.types.is_dictionary(arr.type):
             arr = arr.dictionary_decode()
         if isinstance(arr, pa.ExtensionArray):
             arr = arr.storage
+        return arr
+
+    @staticmethod
+    def require_no_nulls(arr: pa.Array, where: str) -> None:
+        """Refuse nulls in a field the Avro schema does not make nullable."""
+        if arr.null_count:
+            raise HoodieInputError(
+                f"field {where!r} is not nullable in the Avro schema but has "
+                f"{arr.null_count} null value(s)"
+            )
+
+    @staticmethod
+    def null_count(arr: pa.Array) -> int:
+        """Nulls of a column for a nullable union (every row of a null-typed column)."""
+        return len(arr) if pa.types.is_null(arr.type) else arr.null_count
+
+    def encode(self, t: AvroType, arr: pa.Array, where: str) -> list[_Part]:
+        n = len(arr)
+        arr = self.plain(arr)
         if t.kind == "union":
             return self._union(t, arr, where)
         if t.kind == "null":
             if arr.null_count != n:
                 raise HoodieInputError(f"field {where!r} has Avro type null but non-null values")
             return []
-        if arr.null_count:
-            raise HoodieInputError(
-                f"field {where!r} is not nullable in the Avro schema but has "
-                f"{arr.null_count} null value(s)"
-            )
+        self.require_no_nulls(arr, where)
         return self._value(t, arr, where, None)
 
     def _union(self, t: AvroType, arr: pa.Array, where: str) -> list[_Part]:
         n = len(arr)
         if t.is_nullable_union:
             vt, vi, ni = t.value_type, t.value_index, t.null_index
-            nulls = arr.null_count if not pa.types.is_null(arr.type) else n
+            nulls = self.null_count(arr)
             if nulls == 0:
                 return _prepend_branch(self._value(vt, arr, where, None), vi, n)
             if nulls == n:
@@ -686,25 +702,19 @@ def _encode_flat(
     base = 0
     for j, f in enumerate(t.fields):
         where = f.name
-        arr = _column(table, f.name) if f.name in names else _missing_column(f.type, n, f.name)
-        if pa.types.is_dictionary(arr.type):
-            arr = arr.dictionary_decode()
-        if isinstance(arr, pa.ExtensionArray):
-            arr = arr.storage
+        col = _column(table, f.name) if f.name in names else _missing_column(f.type, n, f.name)
+        arr = enc.plain(col)
         mask: np.ndarray | None = None
         if plan.null_branch[j] >= 0:
-            nulls = arr.null_count if not pa.types.is_null(arr.type) else n
+            nulls = enc.null_count(arr)
             if nulls == n:
                 valid[:, j] = False
                 continue
             if nulls:
                 mask = _valid_np(arr)
                 valid[:, j] = mask
-        elif arr.null_count:
-            raise HoodieInputError(
-                f"field {where!r} is not nullable in the Avro schema but has "
-                f"{arr.null_count} null value(s)"
-            )
+        else:
+            enc.require_no_nulls(arr, where)
         vt = plan.value_types[j]
         k = int(plan.kinds[j])
         if k == kernel.K_BOOLEAN:
@@ -1313,11 +1323,7 @@ def length_prefixed_spans(
     if count >= _JIT_MIN_RECORDS and kernel.available():
         walked = kernel.walk_length_prefixed(np.frombuffer(data, dtype=np.uint8), start, count)
         if walked is not None:
-            st, p = walked
-            ends = np.empty(count, dtype=np.int64)
-            ends[:-1] = st[1:] - 4
-            ends[-1] = p
-            return st, ends, p
+            return _prefixed_spans(*walked)
         # else: malformed; the walk below names the fault
     starts = [0] * count
     unpack = _BE_INT32.unpack_from
@@ -1340,9 +1346,13 @@ def length_prefixed_spans(
         raise HoodieCorruptedDataError(
             f"corrupt Avro data block in {source}: the last record runs past the block"
         )
-    st = np.array(starts, dtype=np.int64)
-    ends = np.empty(count, dtype=np.int64)
-    if count:
-        ends[:-1] = st[1:] - 4
-        ends[-1] = p
-    return st, ends, p
+    return _prefixed_spans(np.array(starts, dtype=np.int64), p)
+
+
+def _prefixed_spans(starts: np.ndarray, stop: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(starts, ends, stop)``: each record ends where the next one's length prefix begins."""
+    ends = np.empty(len(starts), dtype=np.int64)
+    if len(starts):
+        ends[:-1] = starts[1:] - 4
+        ends[-1] = stop
+    return starts, ends, stop

@@ -46,7 +46,7 @@ _KIND = {
     "bytes": K_BYTES,
 }
 
-_kernels: Any = None  # (walk_records, walk_prefixed) once compiled; False when unavailable
+_kernels: Any = None  # the four _jit kernels once loaded; False when unavailable
 
 
 @dataclass(frozen=True)

@@ -47,21 +47,18 @@ def hash_keys(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
     Deterministic across processes.
     Nulls hash like empty strings.
     """
-    if _jit_enabled(len(keys)):
-        return _hash_keys_compiled(keys)
-    arr = _as_large_string(keys)
-    n = len(arr)
+    data, starts, lens = _key_bytes(keys)
+    n = len(lens)
+    if n >= _JIT_MIN_KEYS and _jit_loaded():
+        from hoodie_ray.index import _jit
+
+        out = np.empty(n, dtype=np.uint64)
+        _jit.fnv_splitmix(data if data is not None else np.zeros(1, np.uint8), starts, lens, out)
+        return out
     h = np.full(n, _FNV_OFFSET, dtype=np.uint64)
     if n == 0:
         return h
-    bufs = arr.buffers()
-    offs = np.frombuffer(bufs[1], dtype=np.int64, count=arr.offset + n + 1)[arr.offset :]
-    lens = np.diff(offs)
-    if arr.null_count:
-        lens = np.where(np.asarray(pc.is_valid(arr)), lens, 0)
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else None
     maxlen = int(lens.max()) if data is not None else 0
-    starts = offs[:-1]
     with np.errstate(over="ignore"):
         if maxlen and int(lens.min()) == maxlen:
             for j in range(maxlen):
@@ -101,36 +98,37 @@ def hash_keys(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
 _JIT_MIN_KEYS = 64
 
 
-def _jit_enabled(n: int) -> bool:
+def _jit_loaded() -> bool:
     # Only in a process that has loaded numba already (for the Avro codec): loading it costs
     # ~140 MB of resident memory, too much for a 4x faster hash alone (a few % of ingest).
-    if n < _JIT_MIN_KEYS or "numba" not in sys.modules:
+    if "numba" not in sys.modules:
         return False
     from hoodie_ray import jit
 
     return jit.enabled()
 
 
-def _hash_keys_compiled(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """:func:`hash_keys` by the compiled kernel (``index/_jit.py``): the same hashes."""
-    from hoodie_ray.index import _jit
-
+def _key_bytes(
+    keys: pa.Array | pa.ChunkedArray,
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """``(data, starts, lengths)`` of string keys over their Arrow buffers (no copy of the
+    bytes; a null key has length 0; ``data`` is None when no key has a byte)."""
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks() if keys.num_chunks != 1 else keys.chunk(0)
     if not (pa.types.is_string(keys.type) or pa.types.is_large_string(keys.type)):
         keys = _as_large_string(keys)
     n = len(keys)
-    large = pa.types.is_large_string(keys.type)
+    if n == 0:
+        return None, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     bufs = keys.buffers()
-    offs = np.frombuffer(bufs[1], dtype=np.int64 if large else np.int32, count=keys.offset + n + 1)
-    offs = offs[keys.offset :].astype(np.int64)
+    dt = np.int64 if pa.types.is_large_string(keys.type) else np.int32
+    offs = np.frombuffer(bufs[1], dtype=dt, count=keys.offset + n + 1)[keys.offset :]
+    offs = offs.astype(np.int64)
     lens = np.diff(offs)
     if keys.null_count:
         lens = np.where(np.asarray(pc.is_valid(keys)), lens, 0)
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(1, np.uint8)
-    out = np.empty(n, dtype=np.uint64)
-    _jit.fnv_splitmix(data, offs[:-1], lens, out)
-    return out
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else None
+    return data, offs[:-1], lens
 
 
 def group_keys(

@@ -105,7 +105,7 @@ def test_compiled_hash_keys_equal_the_numpy_hashes(monkeypatch):
     ):
         compiled = index_mod.hash_keys(arr)
         with monkeypatch.context() as m:
-            m.setattr(index_mod, "_jit_enabled", lambda n: False)
+            m.setattr(index_mod, "_jit_loaded", lambda: False)
             plain = index_mod.hash_keys(arr)
         assert compiled.dtype == plain.dtype == np.uint64
         assert (compiled == plain).all()
