@@ -108,6 +108,10 @@ class Storage:
         """Entries of a directory; an absent directory lists as empty."""
         raise NotImplementedError
 
+    def list_file_names(self, rel: str) -> list[str]:
+        """Names of the files (not directories) in a directory, without their sizes."""
+        return [i.name for i in self.list_dir(rel) if not i.is_dir]
+
     # -- writing -------------------------------------------------------------------------------
     def write_bytes(self, rel: str, data: bytes) -> None:
         """Write (or overwrite) a whole file, creating parent directories."""
@@ -244,6 +248,18 @@ class LocalStorage(Storage):
         except OSError as e:
             raise HoodieIOError(f"cannot list {self.uri(rel)}: {e.strerror}") from e
         return out
+
+    def list_file_names(self, rel: str) -> list[str]:
+        # No stat per entry: the timeline lists names only, and directories stay small.
+        try:
+            with os.scandir(self._abs(rel)) as it:
+                return [
+                    e.name for e in it if not e.is_symlink() and not e.is_dir(follow_symlinks=False)
+                ]
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as e:
+            raise HoodieIOError(f"cannot list {self.uri(rel)}: {e.strerror}") from e
 
     def makedirs(self, rel: str) -> None:
         os.makedirs(self._abs(rel), exist_ok=True)

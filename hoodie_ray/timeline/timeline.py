@@ -74,60 +74,98 @@ class ActiveTimeline:
             self.timeline_dir = join(METAFOLDER, timeline_folder)
         # (timestamp, comparable action) -> the instant at its most advanced state
         self._by_key: dict[tuple[str, str], Instant] = {}
+        # every file name seen in the timeline folder -> its parsed instant (None: not one);
+        # a reload parses only names it has not seen, so its cost does not grow with history
+        self._names: dict[str, Instant | None] = {}
         self._instants: list[Instant] = []
+        self._sorted = True
         if load:
             self.load()
 
     # -- loading -----------------------------------------------------------------------------
     def load(self) -> ActiveTimeline:
-        """List the timeline directory and rebuild the instants; returns ``self``."""
-        by_key: dict[tuple[str, str], Instant] = {}
-        for info in self.storage.list_dir(self.timeline_dir):
-            if info.is_dir:
-                continue
-            inst = parse_instant_file_name(info.name, self.layout_version)
-            if inst is None:
-                continue
-            self._merge(by_key, inst)
-        self._by_key = by_key
-        self._rebuild()
+        """List the timeline folder and bring the instants up to date; returns ``self``.
+
+        Names seen before are not parsed again: only instant files added or removed by
+        others since the last listing change the in-memory timeline.
+        """
+        names = self.storage.list_file_names(self.timeline_dir)
+        known = self._names
+        added = [n for n in names if n not in known]
+        removed = len(known) + len(added) != len(names)
+        for n in added:
+            known[n] = parse_instant_file_name(n, self.layout_version)
+        if removed:
+            present = set(names)
+            for n in [n for n in known if n not in present]:
+                del known[n]
+            self._by_key = {}
+            for inst in known.values():
+                if inst is not None:
+                    self._merge(self._by_key, inst)
+            self._sorted = False
+        else:
+            for n in added:
+                inst = known[n]
+                if inst is not None:
+                    self._note(inst)
         return self
 
     def reload(self) -> ActiveTimeline:
-        """Same as :meth:`load`: pick up instants written by others."""
+        """Same as :meth:`load`: pick up instants written (or removed) by others."""
         return self.load()
 
     @staticmethod
-    def _merge(by_key: dict[tuple[str, str], Instant], inst: Instant) -> None:
+    def _merge(by_key: dict[tuple[str, str], Instant], inst: Instant) -> bool:
         key = (inst.timestamp, inst.comparable_action)
         old = by_key.get(key)
         if old is None or inst.state.rank > old.state.rank:
             by_key[key] = inst
+            return True
+        return False
 
-    def _rebuild(self) -> None:
-        self._instants = sorted(self._by_key.values())
+    def _note(self, inst: Instant) -> None:
+        """Merge one instant known to be on storage into the in-memory timeline."""
+        if self._merge(self._by_key, inst):
+            self._sorted = False
+
+    def _written(self, inst: Instant) -> None:
+        """This timeline wrote ``inst``'s file: record it without listing."""
+        self._names[self.file_name(inst)] = inst
+        self._note(inst)
+
+    @property
+    def _sorted_instants(self) -> list[Instant]:
+        if not self._sorted:
+            self._instants = sorted(self._by_key.values())
+            self._sorted = True
+        return self._instants
 
     # -- accessors ---------------------------------------------------------------------------
     @property
     def instants(self) -> list[Instant]:
         """Every instant, oldest first, each at its most advanced state."""
-        return list(self._instants)
+        return list(self._sorted_instants)
 
     def completed(self) -> list[Instant]:
         """Completed instants of every action, oldest first."""
-        return [i for i in self._instants if i.is_completed]
+        return [i for i in self._sorted_instants if i.is_completed]
 
     def pending(self) -> list[Instant]:
         """Requested or inflight instants of every action, oldest first."""
-        return [i for i in self._instants if not i.is_completed]
+        return [i for i in self._sorted_instants if not i.is_completed]
 
     def completed_commits(self) -> list[Instant]:
         """Completed commit, deltacommit and replacecommit instants (compactions show as commit)."""
-        return [i for i in self._instants if i.is_completed and i.action in Action.COMMIT_ACTIONS]
+        return [
+            i for i in self._sorted_instants if i.is_completed and i.action in Action.COMMIT_ACTIONS
+        ]
 
     def pending_compactions(self) -> list[Instant]:
         """Requested or inflight compaction instants, oldest first."""
-        return [i for i in self._instants if not i.is_completed and i.action == Action.COMPACTION]
+        return [
+            i for i in self._sorted_instants if not i.is_completed and i.action == Action.COMPACTION
+        ]
 
     def pending_commits(self) -> list[Instant]:
         """Pending instants that write data: commit, deltacommit, replacecommit, compaction,
@@ -137,7 +175,7 @@ class ActiveTimeline:
             Action.LOG_COMPACTION,
             Action.CLUSTERING,
         }
-        return [i for i in self._instants if not i.is_completed and i.action in writes]
+        return [i for i in self._sorted_instants if not i.is_completed and i.action in writes]
 
     def last_completed(self) -> Instant | None:
         """The completed commit-like instant with the greatest requested time, or ``None``."""
@@ -159,7 +197,7 @@ class ActiveTimeline:
         its files look archived-and-committed), other actions (clean, rollback, compaction
         plans...) do not: that is how hudi-rs 0.5.0 draws the boundary.
         """
-        for inst in self._instants:
+        for inst in self._sorted_instants:
             if inst.action in Action.COMMIT_ACTIONS:
                 return inst.timestamp
         return None
@@ -210,11 +248,13 @@ class ActiveTimeline:
         """Instants whose action is one of ``actions`` (and state one of ``states``)."""
         acts = set(actions)
         sts = set(states) if states is not None else None
-        return [i for i in self._instants if i.action in acts and (sts is None or i.state in sts)]
+        return [
+            i for i in self._sorted_instants if i.action in acts and (sts is None or i.state in sts)
+        ]
 
     def max_completion_time(self) -> str | None:
         """The greatest completion time on the timeline (layout 2), or ``None``."""
-        times = [i.completion_time for i in self._instants if i.completion_time]
+        times = [i.completion_time for i in self._sorted_instants if i.completion_time]
         return max(times) if times else None
 
     # -- file access -------------------------------------------------------------------------
@@ -245,16 +285,46 @@ class ActiveTimeline:
             raise HoodieCorruptedDataError(f"instant file {self.storage.uri(rel)} is too large")
         return data
 
-    def _files_of(self, ts: str) -> list[Instant]:
-        """Every instant file on storage with requested time ``ts`` (fresh listing)."""
+    def _files_of(self, instant: Instant) -> list[Instant]:
+        """The files of ``instant``'s (requested time, comparable action) found on storage.
+
+        No listing: the pending files are checked by name, and so is the completed file in
+        layout 1; in layout 2 its name holds a completion time, so a completed file is known
+        from this timeline's own state (one writer per table: nobody else completes ours).
+        """
+        known = self._by_key.get((instant.timestamp, instant.comparable_action))
+        pending_action = (
+            known.action
+            if known is not None and not known.is_completed
+            else (instant.action if not instant.is_completed else instant.comparable_action)
+        )
         out = []
-        for info in self.storage.list_dir(self.timeline_dir):
-            if info.is_dir or not info.name.startswith(ts):
+        for state in (State.REQUESTED, State.INFLIGHT):
+            if state is State.REQUESTED and pending_action == Action.SAVEPOINT:
                 continue
-            inst = parse_instant_file_name(info.name, self.layout_version)
-            if inst is not None and inst.timestamp == ts:
-                out.append(inst)
+            cand = Instant(instant.timestamp, pending_action, state)
+            if self.storage.exists(self.instant_path(cand)):
+                out.append(cand)
+        if known is not None and known.is_completed:
+            done = known
+        else:
+            done = Instant(instant.timestamp, instant.comparable_action, State.COMPLETED)
+        if (
+            self.layout_version == LAYOUT_VERSION_1 or done.completion_time
+        ) and self.storage.exists(self.instant_path(done)):
+            out.append(done)
         return out
+
+    def _forget(self, names: Iterable[str]) -> None:
+        """Instant files this timeline deleted: drop them and recompute their keys."""
+        for n in names:
+            self._names.pop(n, None)
+        by_key: dict[tuple[str, str], Instant] = {}
+        for inst in self._names.values():
+            if inst is not None:
+                self._merge(by_key, inst)
+        self._by_key = by_key
+        self._sorted = False
 
     # -- transitions -------------------------------------------------------------------------
     def create_requested(self, instant: Instant, content: bytes = b"") -> Instant:
@@ -266,7 +336,7 @@ class ActiveTimeline:
         req = instant.with_state(State.REQUESTED) if not instant.is_requested else instant
         if req.action == Action.SAVEPOINT:
             raise HoodieTimelineError("savepoints have no requested state")
-        existing = self._files_of(req.timestamp)
+        existing = [i for (t, _), i in self._by_key.items() if t == req.timestamp]
         if existing:
             raise HoodieCommitConflictError(
                 f"instant {req.timestamp} already exists on the timeline of "
@@ -276,8 +346,7 @@ class ActiveTimeline:
             raise HoodieCommitConflictError(
                 f"instant file {self.storage.uri(self.instant_path(req))} was created concurrently"
             )
-        self._merge(self._by_key, req)
-        self._rebuild()
+        self._written(req)
         return req
 
     def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
@@ -287,20 +356,15 @@ class ActiveTimeline:
             HoodieTimelineError: the instant is not requested, or already completed.
         """
         infl = instant.with_state(State.INFLIGHT)
-        files = [
-            i
-            for i in self._files_of(infl.timestamp)
-            if i.comparable_action == infl.comparable_action
-        ]
+        files = self._files_of(infl)
         if any(i.is_completed for i in files):
             raise HoodieTimelineError(f"instant {infl.timestamp} is already completed")
-        if not any(i.is_requested or i.is_inflight for i in files):
+        if not files:
             raise HoodieTimelineError(
                 f"instant {infl.timestamp} ({infl.action}) is not requested on the timeline"
             )
         self.storage.write_atomic(self.instant_path(infl), content)
-        self._merge(self._by_key, infl)
-        self._rebuild()
+        self._written(infl)
         return infl
 
     def complete(
@@ -311,23 +375,19 @@ class ActiveTimeline:
         In layout 2 the file is ``T_C.action`` with ``C`` a new completion time greater than
         every completion time and instant time on the timeline (or ``completion_time`` if
         given, which must satisfy the same rule). Completing again with identical content is a
-        no-op (retries are idempotent).
+        no-op (retries are idempotent). The pending files are checked on storage first: an
+        instant another writer rolled back (after taking over the lock) cannot complete.
 
         Raises:
             HoodieTimelineError: the instant is not pending on the timeline.
             HoodieCommitConflictError: the instant was completed with different content.
         """
-        files = [
-            i
-            for i in self._files_of(instant.timestamp)
-            if i.comparable_action == instant.comparable_action
-        ]
+        files = self._files_of(instant)
         done = [i for i in files if i.is_completed]
         if done:
             prior = done[0]
-            if self.storage.read_bytes(join(self.timeline_dir, self.file_name(prior))) == content:
-                self._merge(self._by_key, prior)
-                self._rebuild()
+            if self.storage.read_bytes(self.instant_path(prior)) == content:
+                self._written(prior)
                 return prior
             raise HoodieCommitConflictError(
                 f"instant {instant.timestamp} is already completed with other content"
@@ -338,7 +398,6 @@ class ActiveTimeline:
             )
         ct: str | None = None
         if self.layout_version == LAYOUT_VERSION_2:
-            self.reload()
             floor = max(
                 [
                     t
@@ -359,12 +418,11 @@ class ActiveTimeline:
             raise HoodieCommitConflictError(
                 f"instant file {self.storage.uri(self.instant_path(done_inst))} already exists"
             )
-        self._merge(self._by_key, done_inst)
-        self._rebuild()
+        self._written(done_inst)
         return done_inst
 
     def _max_timestamp(self) -> str | None:
-        return self._instants[-1].timestamp if self._instants else None
+        return self._sorted_instants[-1].timestamp if self._sorted_instants else None
 
     def delete_pending(self, instant: Instant) -> None:
         """Delete ``instant``'s inflight then requested files (a failed, rolled-back write).
@@ -372,27 +430,22 @@ class ActiveTimeline:
         Raises:
             HoodieTimelineError: the instant is completed.
         """
-        files = [
-            i
-            for i in self._files_of(instant.timestamp)
-            if i.comparable_action == instant.comparable_action
-        ]
+        files = self._files_of(instant)
         if any(i.is_completed for i in files):
             raise HoodieTimelineError(
                 f"instant {instant.timestamp} is completed; refusing to delete its pending files"
             )
-        pending_action = instant.action if not instant.is_completed else instant.comparable_action
+        gone = []
         for state in (State.INFLIGHT, State.REQUESTED):
-            if state is State.REQUESTED and pending_action == Action.SAVEPOINT:
-                continue
             for f in files:
                 if f.state is state:
-                    self.storage.delete(join(self.timeline_dir, self.file_name(f)))
+                    self.storage.delete(self.instant_path(f))
+                    gone.append(self.file_name(f))
         self._by_key.pop((instant.timestamp, instant.comparable_action), None)
-        self._rebuild()
+        self._forget(gone)
 
     def __repr__(self) -> str:
         return (
             f"ActiveTimeline({self.storage.base_uri!r}, layout={self.layout_version}, "
-            f"instants={len(self._instants)})"
+            f"instants={len(self._sorted_instants)})"
         )
