@@ -62,7 +62,7 @@ def commits(keys: int, n_commits: int, frac: float) -> list[pa.Table]:
 
 
 def build_with_writer(path: Path, data: list[pa.Table], block_format: str) -> None:
-    from hoodie_ray.write.client import HoodieWriteClient
+    from hoodie_ray.job.client import HoodieWriteClient
 
     opts = {
         "hoodie.table.name": "q1",

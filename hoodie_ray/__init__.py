@@ -34,8 +34,9 @@ from hoodie_ray.exceptions import (
     HoodieUnsupportedError,
     HoodieWriteError,
 )
+from hoodie_ray.job.client import HoodieWriteClient
+from hoodie_ray.job.coordinator import CommitResult
 from hoodie_ray.table import HoodieTable
-from hoodie_ray.write.client import CommitResult, HoodieWriteClient
 
 __version__ = "0.1.0"
 
@@ -46,7 +47,7 @@ _LAZY = {
     "read_ray": ("hoodie_ray.ray.datasource", "read_ray"),
     "read_spark": ("hoodie_ray.spark", "read_spark"),
     "init_spark": ("hoodie_ray.spark", "init_spark"),
-    "compact": ("hoodie_ray.compaction", "compact"),
+    "compact": ("hoodie_ray.api", "compact"),
     "upgrade": ("hoodie_ray.upgrade_table", "upgrade"),
 }
 

@@ -1,14 +1,16 @@
-"""Top-level functions of the public API: ``write``, ``read``, ``rollback``."""
+"""Top-level functions of the public API: ``write``, ``compact``, ``rollback``."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 
 from hoodie_ray.exceptions import HoodieInputError, HoodieOptionError
-from hoodie_ray.write.client import CommitResult, HoodieWriteClient
+from hoodie_ray.job.client import HoodieWriteClient
+from hoodie_ray.job.coordinator import CommitResult
 
 
 def _is_ray_dataset(obj: Any) -> bool:
@@ -59,7 +61,7 @@ def write(
             batches = list(data.iter_batches(batch_format="pyarrow"))
             data = pa.concat_tables(batches) if batches else pa.table({})
         else:
-            from hoodie_ray.ray.stream import write_dataset
+            from hoodie_ray.ray.datasink import write_dataset
 
             return write_dataset(data, path, options, storage_options=storage_options)
     if not isinstance(data, (pa.Table, pa.RecordBatch)):
@@ -78,14 +80,48 @@ def write(
     return write_arrow(to_arrow(data), path, options, storage_options=storage_options)
 
 
+def compact(
+    path: str,
+    options: dict[str, Any] | None = None,
+    *,
+    storage_options: dict[str, Any] | None = None,
+    engine: str = "local",
+    on_progress: Callable[[int, int], None] | None = None,
+) -> str | None:
+    """Compact the table now (offline): run the earliest pending plan, else schedule one and run it.
+
+    Takes the table's writer lock, so it never runs beside a live writer. ``engine="ray"`` fans
+    the operations out over Ray tasks (``compaction.tasks`` at a time). ``on_progress(done,
+    total)`` is called as file slices are compacted (for progress bars). Returns the compaction
+    instant, or None when no file slice has log files.
+
+    Example::
+
+        hr.compact("/data/trips")
+    """
+    from hoodie_ray.job import maintenance
+
+    if engine not in ("ray", "local"):
+        raise HoodieOptionError(f"engine must be 'ray' or 'local', got {engine!r}")
+    executor = None
+    if engine == "ray":
+        from hoodie_ray.config.options import resolve_options
+        from hoodie_ray.ray.compactor import ray_executor
+        from hoodie_ray.table import HoodieTable
+
+        name = HoodieTable.load(path, storage_options).name
+        executor = ray_executor(resolve_options(options), name)
+    return maintenance.compact(
+        path, options, storage_options=storage_options, executor=executor, on_progress=on_progress
+    )
+
+
 def rollback(path: str, instant: str, *, storage_options: dict[str, Any] | None = None) -> str:
     """Roll back a pending or failed write instant; returns the rollback instant."""
-    from hoodie_ray.config.table_config import HoodieTableConfig
-    from hoodie_ray.storage import open_storage
+    from hoodie_ray.table import HoodieTable
     from hoodie_ray.write.commit import CommitProtocol
     from hoodie_ray.write.lock import WriterLock
 
-    storage = open_storage(path, storage_options)
-    cfg = HoodieTableConfig.load(storage)
-    with WriterLock(storage):
-        return CommitProtocol(storage, cfg).rollback(instant).rollback_instant
+    table = HoodieTable.load(path, storage_options)
+    with WriterLock(table.storage):
+        return CommitProtocol(table).rollback(instant).rollback_instant

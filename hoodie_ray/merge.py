@@ -21,8 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_ray.config.table_config import MergeMode
-
-RECORD_KEY = "_hoodie_record_key"
+from hoodie_ray.meta import RECORD_KEY
 
 
 def newer_wins(

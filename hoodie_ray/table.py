@@ -1,20 +1,37 @@
-"""``HoodieTable``: a table's config, timeline and file slices, read-only."""
+"""``HoodieTable``: the one handle every part of hoodie_ray opens a table through.
+
+Opening a table reads ``hoodie.properties`` once and decides the version-specific behaviour
+once (timeline layout, log naming, commit-metadata encoding, completion-time slicing); readers,
+compaction, cleaning, writers, the CLI and upgrade all hold one of these (hudi-rs's ``Table``,
+pyiceberg's ``Table``). The active timeline is loaded lazily and kept: :meth:`refresh` picks up
+other processes' instants without re-parsing known ones, and the handle's own transitions go
+through the same in-memory timeline.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
+import pyarrow as pa
+
+from hoodie_ray.avro.schema import add_meta_fields_arrow, avro_to_arrow_schema
 from hoodie_ray.config.table_config import HoodieTableConfig
+from hoodie_ray.exceptions import HoodieError, HoodieTableNotFoundError
 from hoodie_ray.file_group.view import FileSlice, FileSystemView
-from hoodie_ray.storage import Storage, open_storage
+from hoodie_ray.meta import META_FIELDS
+from hoodie_ray.storage import Storage, join, open_storage
 from hoodie_ray.timeline.instant import Instant
+from hoodie_ray.timeline.metadata import HoodieCommitMetadata
 from hoodie_ray.timeline.timeline import ActiveTimeline
 
+__all__ = ["HoodieTable", "resolve_table_schema"]
 
-@dataclass
+
 class HoodieTable:
-    """A loaded table. Build with :meth:`load`.
+    """A table: its storage, config, timeline, file-system view and latest schema.
+
+    Build with :meth:`load` (or :meth:`from_storage` when a :class:`Storage` is at hand).
 
     Example::
 
@@ -24,35 +41,143 @@ class HoodieTable:
         t.latest_file_slices()
     """
 
-    path: str
-    storage: Storage
-    table_config: HoodieTableConfig
-    active_timeline: ActiveTimeline
+    def __init__(
+        self,
+        path: str,
+        storage: Storage,
+        table_config: HoodieTableConfig,
+        storage_options: Mapping[str, Any] | None = None,
+        active_timeline: ActiveTimeline | None = None,
+    ) -> None:
+        self.path = path
+        self.storage = storage
+        self.table_config = table_config
+        self.storage_options = storage_options
+        self._timeline = active_timeline
+        self._metadata: dict[str, HoodieCommitMetadata] = {}
+        self._schema: pa.Schema | None = None
+        self._schema_at: tuple[str, ...] | None = None
+
+    # -- opening -------------------------------------------------------------------------------
+    @classmethod
+    def load(cls, path: str, storage_options: Mapping[str, Any] | None = None) -> HoodieTable:
+        """Open the table at ``path``.
+
+        Raises:
+            HoodieTableNotFoundError: no ``.hoodie/hoodie.properties`` at ``path``.
+        """
+        if not isinstance(path, str) or not path:
+            raise HoodieTableNotFoundError(f"not a Hudi table path: {path!r}")
+        return cls.from_storage(open_storage(path, storage_options), storage_options, path)
 
     @classmethod
-    def load(cls, path: str, storage_options: dict[str, Any] | None = None) -> HoodieTable:
-        """Open the table at ``path``; raises :class:`HoodieTableNotFoundError` if there is none."""
-        storage = open_storage(path, storage_options)
+    def from_storage(
+        cls,
+        storage: Storage,
+        storage_options: Mapping[str, Any] | None = None,
+        path: str | None = None,
+    ) -> HoodieTable:
+        """Open the table rooted at ``storage`` (reads ``hoodie.properties`` once)."""
         cfg = HoodieTableConfig.load(storage)
-        tl = cfg.open_timeline(storage)
-        tl.load()
-        return cls(path, storage, cfg, tl)
+        return cls(path or storage.base_uri, storage, cfg, storage_options)
 
     @property
-    def config(self) -> dict[str, str]:
-        """The table's ``hoodie.properties`` as a dict."""
-        return dict(self.table_config.props)
+    def base_uri(self) -> str:
+        """The table's base path as it was opened (what tasks re-open storage from)."""
+        return self.path
+
+    # -- the version-specific behaviour, decided once ------------------------------------------
+    @property
+    def table_version(self) -> int:
+        return self.table_config.table_version
+
+    @property
+    def layout_version(self) -> int:
+        """``hoodie.timeline.layout.version``: 1 (``.hoodie/``, JSON metadata) or 2."""
+        return self.table_config.timeline_layout_version
+
+    @property
+    def completion_time_slicing(self) -> bool:
+        """Table version 8+: log files join file slices by completion time, are named by
+        their own delta commit, and need no carry-over after a compaction."""
+        return self.table_config.table_version >= 8
+
+    @property
+    def is_mor(self) -> bool:
+        return self.table_config.is_mor
 
     @property
     def name(self) -> str:
         return self.table_config.name
 
     @property
+    def config(self) -> dict[str, str]:
+        """The table's ``hoodie.properties`` as a dict."""
+        return dict(self.table_config.props)
+
+    def commit_metadata_bytes(self, meta: HoodieCommitMetadata) -> bytes:
+        """Commit metadata as this table's timeline stores it (JSON in layout 1, Avro in 2)."""
+        return meta.to_bytes(self.layout_version)
+
+    # -- timeline ------------------------------------------------------------------------------
+    @property
+    def active_timeline(self) -> ActiveTimeline:
+        """The active timeline, listed on first use and kept up to date by :meth:`refresh`."""
+        if self._timeline is None:
+            self._timeline = ActiveTimeline.of_table(self.storage, self.table_config).load()
+        return self._timeline
+
+    @property
     def timeline(self) -> list[Instant]:
         """Instants of the active timeline, oldest first (``.timestamp``, ``.action``, ``.state``)."""
         return list(self.active_timeline.instants)
 
+    def refresh(self) -> HoodieTable:
+        """Pick up instants other processes added or removed (parses new names only)."""
+        self.active_timeline.reload()
+        return self
+
+    reload = refresh
+
+    def commits(self) -> list[Instant]:
+        """Completed commit/deltacommit/replacecommit instants, oldest requested first."""
+        return self.active_timeline.completed_commits()
+
+    def metadata(self, inst: Instant) -> HoodieCommitMetadata:
+        """The decoded metadata of a completed commit-like instant (cached)."""
+        meta = self._metadata.get(inst.timestamp)
+        if meta is None:
+            tl = self.active_timeline
+            meta = HoodieCommitMetadata.from_bytes(tl.read_details(inst), tl.layout_version, inst)
+            self._metadata[inst.timestamp] = meta
+        return meta
+
+    def completion_map(self) -> dict[str, str]:
+        """Requested time -> completion time of every completed commit (layout 2)."""
+        return {i.timestamp: i.completion_time or i.timestamp for i in self.commits()}
+
+    # -- schema --------------------------------------------------------------------------------
+    @property
+    def schema(self) -> pa.Schema | None:
+        """The table schema (meta fields first when populated), or None for a schema-less
+        table. Resolved again only when the completed commits changed."""
+        at = tuple(i.timestamp for i in self.commits()[-1:])
+        if self._schema_at != at:
+            self._schema = resolve_table_schema(self, self._metadata)
+            self._schema_at = at
+        return self._schema
+
+    def latest_commit_schema_json(self) -> str | None:
+        """The latest completed commit's ``extraMetadata.schema`` (Avro JSON), or None."""
+        for inst in reversed(self.commits()):
+            schema = self.metadata(inst).extra_metadata.get("schema")
+            if schema:
+                return schema
+        return None
+
+    # -- file system view ----------------------------------------------------------------------
     def view(self) -> FileSystemView:
+        """The file-system view of the table at its current timeline."""
         return FileSystemView.for_table(self.storage, self.table_config, self.active_timeline)
 
     def latest_file_slices(self, as_of: str | None = None) -> list[FileSlice]:
@@ -60,6 +185,67 @@ class HoodieTable:
         ``.base_instant``, ``.base_file``, ``.log_files``)."""
         return self.view().latest_file_slices(as_of=as_of)
 
-    def reload(self) -> HoodieTable:
-        self.active_timeline.reload()
-        return self
+    def __repr__(self) -> str:
+        return f"HoodieTable({self.path!r}, version={self.table_version})"
+
+
+def _base_file_schema(storage: Storage, rel: str) -> pa.Schema | None:
+    import pyarrow.parquet as pq
+
+    if not rel.endswith(".parquet") or not storage.exists(rel):
+        return None
+    with storage.open_input(rel) as f:
+        return pq.read_schema(f)
+
+
+def resolve_table_schema(
+    table: HoodieTable, metadata_of: dict[str, HoodieCommitMetadata] | None = None
+) -> pa.Schema | None:
+    """The table's Arrow schema (meta fields first when the table populates them).
+
+    The latest completed commit's ``extraMetadata.schema`` (Avro, without meta fields) with the
+    meta fields prepended (spec §2.4; hudi-rs ``schema/resolver.rs``); fallbacks, in order: the
+    schema of a base file the latest commit wrote, then ``hoodie.table.create.schema``.
+    ``metadata_of`` caches decoded commit metadata by instant time. None for a table with no
+    usable schema at all (an empty table without ``hoodie.table.create.schema``).
+    """
+    metadata_of = metadata_of if metadata_of is not None else {}
+    storage, config, timeline = table.storage, table.table_config, table.active_timeline
+    schema: pa.Schema | None = None
+    for inst in reversed(timeline.completed_commits()):
+        meta = metadata_of.get(inst.timestamp)
+        if meta is None:
+            meta = HoodieCommitMetadata.from_bytes(
+                timeline.read_details(inst), timeline.layout_version, inst
+            )
+            metadata_of[inst.timestamp] = meta
+        if meta.schema:
+            try:
+                schema = avro_to_arrow_schema(meta.schema)
+            except HoodieError:
+                schema = None
+            if schema is not None:
+                break
+        for part, stat in meta.iter_write_stats():
+            for rel in (stat.path, join(part, stat.base_file) if stat.base_file else None):
+                if rel:
+                    schema = _base_file_schema(storage, rel)
+                    if schema is not None:
+                        break
+            if schema is not None:
+                break
+        if schema is not None:
+            schema = pa.schema([f for f in schema if f.name not in META_FIELDS])
+            break
+    if schema is None and config.create_schema:
+        try:
+            schema = avro_to_arrow_schema(config.create_schema)
+        except HoodieError:
+            schema = None
+    if schema is None:
+        return None
+    if config.populate_meta_fields:
+        schema = add_meta_fields_arrow(schema)
+    else:
+        schema = pa.schema([f for f in schema if f.name not in META_FIELDS])
+    return pa.schema([f.with_nullable(True) for f in schema])

@@ -19,10 +19,10 @@ from hoodie_ray.config.table_config import (
     MergeMode,
 )
 from hoodie_ray.exceptions import HoodieTimelineError, HoodieUnsupportedError
-from hoodie_ray.storage import join, open_storage
+from hoodie_ray.storage import join
+from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant, State
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata
-from hoodie_ray.timeline.timeline import ActiveTimeline
 from hoodie_ray.write.lock import WriterLock
 
 _JSON_ACTIONS = {Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT}
@@ -45,16 +45,18 @@ def upgrade(
         raise HoodieUnsupportedError(
             f"upgrade to table version {to_version} is not supported (8 only)"
         )
-    storage = open_storage(path, storage_options)
+    table = HoodieTable.load(path, storage_options)
+    storage = table.storage
     with WriterLock(storage):
-        cfg = HoodieTableConfig.load(storage)
+        table = HoodieTable.from_storage(storage, storage_options, path)  # read under the lock
+        cfg = table.table_config
         if cfg.table_version == 8:
             return 8
         if cfg.table_version != 6:
             raise HoodieUnsupportedError(
                 f"cannot upgrade table version {cfg.table_version} of {path} to 8"
             )
-        old = ActiveTimeline(storage, 1)
+        old = table.active_timeline
         pending = [i for i in old.instants if i.state is not State.COMPLETED]
         if pending:
             raise HoodieTimelineError(

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 import hoodie_ray as hr
-from hoodie_ray.write.client import HoodieWriteClient
+from hoodie_ray.job.client import HoodieWriteClient
 from tests.conftest import hudi_rs_read
 
 SCHEMA = pa.schema(

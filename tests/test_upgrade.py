@@ -6,10 +6,10 @@ import pytest
 
 import hoodie_ray as hr
 from hoodie_ray.config.table_config import HoodieTableConfig
+from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.storage import LocalStorage
 from hoodie_ray.timeline.instant import Action, Instant, State
 from hoodie_ray.timeline.timeline import ActiveTimeline
-from hoodie_ray.write.client import HoodieWriteClient
 from tests.write.model import OPTIONS, TableModel, Workload, hudi_rs_snapshot, to_arrow
 from tests.write.test_commit_failures import snapshot_files
 

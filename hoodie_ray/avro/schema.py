@@ -55,15 +55,7 @@ from typing import Any
 import pyarrow as pa
 
 from hoodie_ray.exceptions import HoodieSchemaError
-
-#: The five Hudi meta columns, in their on-disk order (spec §5.1).
-META_FIELDS: list[str] = [
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-]
+from hoodie_ray.meta import META_FIELDS
 
 #: Deepest type nesting accepted (records, arrays, maps, unions each count one level).
 MAX_DEPTH = 64

@@ -365,7 +365,7 @@ def compact(
     output: str,
 ) -> None:
     """Schedule, run and commit a compaction now (hr.compact)."""
-    fn = lazy_feature("hoodie_ray.compaction", "compact", "compaction")
+    fn = lazy_feature("hoodie_ray.api", "compact", "compaction")
     params = inspect.signature(fn).parameters
     options = parse_key_values(option_kv, "--option") or None
     storage = storage_options_from(storage_kv)
@@ -545,8 +545,8 @@ def _write_ray(
     batches: Iterator[Any],
     advance: Callable[[int], None],
 ) -> Any:
+    from hoodie_ray.job.coordinator import CommitResult
     from hoodie_ray.ray.stream import HoodieStreamWriter
-    from hoodie_ray.write.client import CommitResult
 
     with HoodieStreamWriter(path, options, storage_options=storage) as w:
         for batch in batches:
@@ -572,7 +572,7 @@ def _write_local(
         parts.append(batch)
         advance(batch.num_rows)
     if not parts:
-        from hoodie_ray.write.client import CommitResult
+        from hoodie_ray.job.coordinator import CommitResult
 
         return CommitResult(None)
     table = pa.concat_tables(parts)

@@ -9,10 +9,9 @@ each file group the slice a snapshot at E reads, and every newer slice, is kept;
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
-from hoodie_ray.file_group.view import FileSystemView
 from hoodie_ray.storage import join
+from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant, State, new_instant_time
 from hoodie_ray.timeline.plans import (
     HoodieActionInstant,
@@ -22,22 +21,19 @@ from hoodie_ray.timeline.plans import (
     HoodieCleanPartitionMetadata,
 )
 
-if TYPE_CHECKING:
-    from hoodie_ray.compaction.api import CompactionService
-
 POLICY = "KEEP_LATEST_COMMITS"
 
 
-def files_to_clean(svc: CompactionService) -> tuple[str | None, dict[str, list[str]]]:
-    """(earliest retained commit, partition -> file names to delete)."""
-    tl = svc.timeline
+def files_to_clean(table: HoodieTable, retain: int) -> tuple[str | None, dict[str, list[str]]]:
+    """(earliest retained commit, partition -> file names to delete), keeping the slices the
+    last ``retain`` completed commits read."""
+    tl = table.active_timeline
     tl.reload()
     commits = tl.completed_commits()
-    retain = svc.wc.clean_retain_commits
     if len(commits) <= retain:
         return None, {}
     earliest = commits[-retain].timestamp
-    view = FileSystemView.for_table(svc.storage, svc.table_config, tl)
+    view = table.view()
     out: dict[str, list[str]] = {}
     for group in view.all_file_groups():
         slices = sorted(group.all_slices(), key=lambda s: s.base_instant or "")
@@ -54,12 +50,12 @@ def files_to_clean(svc: CompactionService) -> tuple[str | None, dict[str, list[s
     return earliest, {p: sorted(set(n)) for p, n in out.items() if n}
 
 
-def finish_pending_cleans(svc: CompactionService) -> list[str]:
+def finish_pending_cleans(table: HoodieTable) -> list[str]:
     """Finish the cleans a writer that died left requested or inflight (as Java does before
     a new clean): delete what their plans list, then complete them. Their instants."""
     from hoodie_ray.storage import check_relative
 
-    tl = svc.timeline
+    tl = table.active_timeline
     tl.reload()
     done = []
     for inst in [i for i in tl.pending() if i.action == Action.CLEAN]:
@@ -78,7 +74,7 @@ def finish_pending_cleans(svc: CompactionService) -> list[str]:
                     continue
                 rel = check_relative(join(part, name))
                 try:
-                    svc.storage.delete(rel)  # missing_ok: deleted before the crash
+                    table.storage.delete(rel)  # missing_ok: deleted before the crash
                     pm.success_delete_files.append(name)
                     deleted += 1
                 except Exception:
@@ -100,15 +96,15 @@ def finish_pending_cleans(svc: CompactionService) -> list[str]:
     return done
 
 
-def clean_table(svc: CompactionService) -> str | None:
+def clean_table(table: HoodieTable, retain: int) -> str | None:
     """Plan, delete and record a clean; the clean instant, or None when nothing to delete.
 
     Cleans left pending by a writer that died are finished first."""
-    finish_pending_cleans(svc)
-    earliest, files = files_to_clean(svc)
+    finish_pending_cleans(table)
+    earliest, files = files_to_clean(table, retain)
     if earliest is None or not files:
         return None
-    tl = svc.timeline
+    tl = table.active_timeline
     start = time.monotonic()
     last = max([i.timestamp for i in tl.instants] + [tl.max_completion_time() or ""])
     instant = new_instant_time(last or None)
@@ -121,7 +117,7 @@ def clean_table(svc: CompactionService) -> str | None:
             State.COMPLETED.value,
         ),
         file_paths_to_be_deleted_per_partition={
-            p: [HoodieCleanFileInfo(svc.storage.uri(join(p, n)), False) for n in names]
+            p: [HoodieCleanFileInfo(table.storage.uri(join(p, n)), False) for n in names]
             for p, names in files.items()
         },
     )
@@ -135,7 +131,7 @@ def clean_table(svc: CompactionService) -> str | None:
         for n in names:
             rel = join(part, n)
             try:
-                svc.storage.delete(rel)
+                table.storage.delete(rel)
                 pm.success_delete_files.append(n)
                 deleted += 1
             except Exception:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import io
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -13,13 +12,14 @@ import pyarrow.parquet as pq
 
 from hoodie_ray.file_group.naming import base_file_name
 from hoodie_ray.log_format.blocks import dictionary_columns
+from hoodie_ray.meta import FILE_NAME as FILE_NAME_COL
+from hoodie_ray.meta import RECORD_KEY
 from hoodie_ray.reader.file_slice_reader import ReadContext, SliceSpec, iter_file_slice
 from hoodie_ray.storage import join
+from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.metadata import HoodieWriteStat
 from hoodie_ray.timeline.plans import HoodieCompactionOperation
 from hoodie_ray.write.base_file import META_FIELDS, constant_strings
-
-FILE_NAME_COL = "_hoodie_file_name"
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def execute_operation(task: CompactionTask) -> HoodieWriteStat:
                 )
             w.write_table(table)
             rows += table.num_rows
-            mm = pc.min_max(table.column("_hoodie_record_key"))
+            mm = pc.min_max(table.column(RECORD_KEY))
             lo, hi = mm["min"].as_py(), mm["max"].as_py()
             min_key = lo if min_key is None or (lo is not None and lo < min_key) else min_key
             max_key = hi if max_key is None or (hi is not None and hi > max_key) else max_key
@@ -111,26 +111,16 @@ def execute_operation(task: CompactionTask) -> HoodieWriteStat:
     )
 
 
-def compaction_context(
-    path: str, instant: str, storage_options: Any = None
-) -> tuple[ReadContext, str]:
+def compaction_context(table: HoodieTable, instant: str) -> tuple[ReadContext, str]:
     """The read context of a compaction: all columns, meta included, blocks up to ``instant``."""
     from hoodie_ray.avro.schema import arrow_to_avro_schema, schema_to_json
     from hoodie_ray.reader.query import plan_file_slices
 
-    plan = plan_file_slices(path, "snapshot", storage_options=storage_options)
+    plan = plan_file_slices(table, "snapshot")
     ctx = plan.context
     meta = [f for f in ctx.read_schema if f.name in META_FIELDS]
     data = [f for f in ctx.read_schema if f.name not in META_FIELDS]
     out_cols = tuple([f.name for f in meta] + [f.name for f in data])
     ctx = dataclasses.replace(ctx, end_instant=instant, output_columns=out_cols, filters=())
-    name = plan_table_name(path, storage_options)
-    avro = arrow_to_avro_schema(pa.schema(data), name, with_meta=True)
+    avro = arrow_to_avro_schema(pa.schema(data), table.name, with_meta=True)
     return ctx, schema_to_json(avro)
-
-
-def plan_table_name(path: str, storage_options: Any = None) -> str:
-    from hoodie_ray.config.table_config import HoodieTableConfig
-    from hoodie_ray.storage import open_storage
-
-    return HoodieTableConfig.load(open_storage(path, storage_options)).name

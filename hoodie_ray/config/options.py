@@ -409,9 +409,32 @@ OPTIONS: tuple[ConfigOption, ...] = (
         ("hoodie.cleaner.commits.retained",),
     ),
     ConfigOption(
+        "archive.min_commits",
+        "keep_min_commits",
+        40,
+        _positive(_parse_int),
+        "Commits the active timeline keeps after archiving (more than clean.retain_commits).",
+        ("hoodie.keep.min.commits",),
+    ),
+    ConfigOption(
+        "archive.max_commits",
+        "keep_max_commits",
+        50,
+        _positive(_parse_int),
+        "Commits on the active timeline that trigger archiving down to archive.min_commits.",
+        ("hoodie.keep.max.commits",),
+    ),
+    ConfigOption(
+        "hoodie.archive.automatic",
+        "archive_automatic",
+        True,
+        _parse_bool,
+        "Archive the oldest instants after commits, once past archive.max_commits.",
+    ),
+    ConfigOption(
         "hoodie.write.table.version",
         "write_table_version",
-        6,
+        "6",
         _choice("6", "8"),
         "Table version of new tables (6 or 8).",
     ),
@@ -489,61 +512,72 @@ def lookup(key: str) -> ConfigOption:
     return opt
 
 
+def _default(attr: str) -> Any:
+    """The registry's default of the option stored in ``attr`` (the only place defaults live)."""
+    return _BY_ATTR[attr].default
+
+
+_BY_ATTR: dict[str, ConfigOption] = {o.attr: o for o in OPTIONS}
+
+
 @dataclass(frozen=True)
 class WriteConfig:
     """Every option resolved and typed. Build with :func:`resolve_options`."""
 
-    table_name: str | None = None
-    database_name: str = "default"
-    record_key_field: str | None = None
-    partition_path_field: str | None = None
-    precombine_field: str | None = None
-    table_type: str = "MERGE_ON_READ"
-    operation: str = "upsert"
-    hive_style_partitioning: bool = False
-    partition_url_encode: bool = False
-    keygen_class: str | None = None
-    keygen_type: str | None = None
-    partition_format: str | None = None
-    timebased_timestamp_type: str | None = None
-    timebased_output_format: str | None = None
-    timebased_input_format: str | None = None
-    timebased_output_timezone: str = "UTC"
-    timebased_scalar_unit: str = "DAYS"
-    write_tasks: int = 2
-    bucket_assign_tasks: int | None = None
-    write_batch_size: int = 256 * _MB
-    write_task_max_size: int = 1024 * _MB
-    max_inflight_batches: int = 4
-    write_batch_rows: int = 65536
-    index_type: str = "FLINK_STATE"
-    bucket_num: int = 4
-    index_global: bool = True
-    index_bootstrap: bool = True
-    small_file_limit: int = 104857600
-    parquet_max_file_size: int = 125829120
-    record_size_estimate: int = 1024
-    logfile_max_size: int = 1073741824
-    log_block_format: str = "avro"
-    parquet_codec: str = "snappy"
-    compaction_schedule: bool = True
-    compaction_async: bool = True
-    compaction_trigger: str = "num_commits"
-    compaction_delta_commits: int = 5
-    compaction_delta_seconds: int = 3600
-    compaction_tasks: int = 2
-    clean_enabled: bool = True
-    clean_retain_commits: int = 30
-    write_table_version: str = "6"
-    metadata_enable: bool = False
-    lock_heartbeat_ms: int = 10000
-    lock_expire_ms: int = 60000
-    coordinator_cpus: float | None = None
-    assigner_cpus: float | None = None
+    table_name: str | None = _default("table_name")
+    database_name: str = _default("database_name")
+    record_key_field: str | None = _default("record_key_field")
+    partition_path_field: str | None = _default("partition_path_field")
+    precombine_field: str | None = _default("precombine_field")
+    table_type: str = _default("table_type")
+    operation: str = _default("operation")
+    hive_style_partitioning: bool = _default("hive_style_partitioning")
+    partition_url_encode: bool = _default("partition_url_encode")
+    keygen_class: str | None = _default("keygen_class")
+    keygen_type: str | None = _default("keygen_type")
+    partition_format: str | None = _default("partition_format")
+    timebased_timestamp_type: str | None = _default("timebased_timestamp_type")
+    timebased_output_format: str | None = _default("timebased_output_format")
+    timebased_input_format: str | None = _default("timebased_input_format")
+    timebased_output_timezone: str = _default("timebased_output_timezone")
+    timebased_scalar_unit: str = _default("timebased_scalar_unit")
+    write_tasks: int = _default("write_tasks")
+    bucket_assign_tasks: int | None = _default("bucket_assign_tasks")
+    write_batch_size: int = _default("write_batch_size")
+    write_task_max_size: int = _default("write_task_max_size")
+    max_inflight_batches: int = _default("max_inflight_batches")
+    write_batch_rows: int = _default("write_batch_rows")
+    index_type: str = _default("index_type")
+    bucket_num: int = _default("bucket_num")
+    index_global: bool = _default("index_global")
+    index_bootstrap: bool = _default("index_bootstrap")
+    small_file_limit: int = _default("small_file_limit")
+    parquet_max_file_size: int = _default("parquet_max_file_size")
+    record_size_estimate: int = _default("record_size_estimate")
+    logfile_max_size: int = _default("logfile_max_size")
+    log_block_format: str = _default("log_block_format")
+    parquet_codec: str = _default("parquet_codec")
+    compaction_schedule: bool = _default("compaction_schedule")
+    compaction_async: bool = _default("compaction_async")
+    compaction_trigger: str = _default("compaction_trigger")
+    compaction_delta_commits: int = _default("compaction_delta_commits")
+    compaction_delta_seconds: int = _default("compaction_delta_seconds")
+    compaction_tasks: int = _default("compaction_tasks")
+    clean_enabled: bool = _default("clean_enabled")
+    clean_retain_commits: int = _default("clean_retain_commits")
+    keep_min_commits: int = _default("keep_min_commits")
+    keep_max_commits: int = _default("keep_max_commits")
+    archive_automatic: bool = _default("archive_automatic")
+    write_table_version: str = _default("write_table_version")
+    metadata_enable: bool = _default("metadata_enable")
+    lock_heartbeat_ms: int = _default("lock_heartbeat_ms")
+    lock_expire_ms: int = _default("lock_expire_ms")
+    coordinator_cpus: float | None = _default("coordinator_cpus")
+    assigner_cpus: float | None = _default("assigner_cpus")
     writer_cpus: float | None = None
     compactor_cpus: float | None = None
-    writer_memory: int | None = None
-    assigner_memory: int | None = None
+    writer_memory: int | None = _default("writer_memory")
+    assigner_memory: int | None = _default("assigner_memory")
     explicit: frozenset[str] = field(default_factory=frozenset)
     """Canonical keys the user set (as opposed to defaults)."""
 
@@ -626,7 +660,29 @@ def resolve_options(options: Mapping[str, Any] | WriteConfig | None) -> WriteCon
             "option hoodie.metadata.enable=true is not supported: hoodie_ray does not maintain "
             "the metadata table"
         )
-    return WriteConfig(**values, explicit=frozenset(values))
+    wc = WriteConfig(**values, explicit=frozenset(values))
+    _check_retention(wc, seen_from)
+    return wc
+
+
+def _check_retention(wc: WriteConfig, given: Mapping[str, str]) -> None:
+    """Archival may never reach what cleaning keeps, and needs room between its bounds (Hudi's
+    ``HoodieArchivalConfig`` / Flink's ``archive.*`` checks)."""
+
+    def name(attr: str) -> str:
+        return given.get(attr) or _BY_ATTR[attr].key
+
+    if wc.keep_min_commits >= wc.keep_max_commits:
+        raise HoodieOptionError(
+            f"option {name('keep_min_commits')}={wc.keep_min_commits} must be less than "
+            f"{name('keep_max_commits')}={wc.keep_max_commits}"
+        )
+    if wc.clean_enabled and wc.keep_min_commits <= wc.clean_retain_commits:
+        raise HoodieOptionError(
+            f"option {name('keep_min_commits')}={wc.keep_min_commits} must be greater than "
+            f"{name('clean_retain_commits')}={wc.clean_retain_commits}: archiving instants the "
+            "cleaner still retains would break incremental and time-travel reads of them"
+        )
 
 
 def _to_str(v: Any) -> str:

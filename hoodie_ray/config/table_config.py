@@ -11,7 +11,6 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
 
 from hoodie_ray.exceptions import (
     HoodieCorruptedDataError,
@@ -251,14 +250,6 @@ class HoodieTableConfig:
     def timeline_folder(self) -> str:
         """``hoodie.timeline.path`` (layout 2), relative to ``.hoodie``."""
         return self.props.get("hoodie.timeline.path") or "timeline"
-
-    def open_timeline(self, storage: Storage) -> Any:
-        """The active timeline of this table (layout and folder from the config)."""
-        from hoodie_ray.timeline.timeline import ActiveTimeline
-
-        return ActiveTimeline(
-            storage, self.timeline_layout_version, timeline_folder=self.timeline_folder
-        )
 
     @property
     def record_key_fields(self) -> list[str]:

@@ -1,6 +1,6 @@
 """The Ray actors of the write topology: thin holders of one core object each.
 
-* ``<table>/coordinator``: :class:`~hoodie_ray.write.coordinator.Coordinator`
+* ``<table>/coordinator``: :class:`~hoodie_ray.job.coordinator.Coordinator`
 * ``<table>/assigner-<i>``: :class:`~hoodie_ray.write.bucket_assigner.BucketAssigner`
 * ``<table>/writer-<i>``: :class:`~hoodie_ray.write.stream_writer.StreamWriteFunction`
 
@@ -10,6 +10,7 @@ as the one it replaces; the driver replays the input of the open checkpoint afte
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -19,15 +20,17 @@ import pyarrow as pa
 import ray
 
 from hoodie_ray.file_group.view import FileSlice
-from hoodie_ray.index import hash_keys
+from hoodie_ray.job.client import build_assigner
+from hoodie_ray.job.coordinator import Coordinator
+from hoodie_ray.job.setup import TableSetup
 from hoodie_ray.ray import metrics
+from hoodie_ray.ray.compactor import CompactorPool
+from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.metadata import HoodieWriteStat
 from hoodie_ray.write.bucket_assigner import AssignerConfig, WriteProfile
 from hoodie_ray.write.buffer import file_group_codes
-from hoodie_ray.write.client import build_assigner
-from hoodie_ray.write.coordinator import Coordinator, TableSetup
-from hoodie_ray.write.records import RECORD_KEY, precombine_rows
-from hoodie_ray.write.stream_writer import StreamWriteFunction, WriteContext
+from hoodie_ray.write.context import WriteContext
+from hoodie_ray.write.stream_writer import StreamWriteFunction
 
 
 def split_by_writer(tagged: pa.Table, num_writers: int) -> list[pa.Table]:
@@ -77,8 +80,7 @@ class CoordinatorActor:
     def __init__(self, path: str, options: Any, storage_options: Any, lock_owner: str) -> None:
         self.core = Coordinator(path, options, storage_options, lock_owner=lock_owner)
         self.table = ""
-        self._running: tuple[str, list[Any]] | None = None
-        self._pool: Any = None
+        self._pool: CompactorPool | None = None
 
     def open(self, input_schema: pa.Schema | None) -> TableSetup:
         setup = self.core.open(input_schema)
@@ -107,77 +109,36 @@ class CoordinatorActor:
         return self.core.assigner_config(task_id, num_tasks)
 
     def commit(self, instant: str, stats: list[HoodieWriteStat]) -> Any:
-        """Commit a checkpoint; then, at this barrier, commit a finished compaction and
-        schedule the next one (inline, or on the compactor pool when asynchronous)."""
+        """Commit a checkpoint; then, at this barrier, the table services the core decides
+        (a finished compaction committed, the next one run or started, cleaning, archival)."""
         result = self.core.commit(instant, stats)
         metrics.record_commit(
             self.table, self.core.commit_latencies[-1] if self.core.commit_latencies else 0.0
         )
         try:
-            self._compaction_step()
-        except Exception as e:  # a compaction failure never fails the write; it is retried
-            import logging
-
-            logging.getLogger("hoodie_ray").warning("compaction step failed: %s", e)
+            pending = self.core.after_commit(self._runner())
+        except Exception as e:  # a table-service failure never fails the write; it is retried
+            logging.getLogger("hoodie_ray").warning("table services failed: %s", e)
+        else:
+            metrics.gauge_pending_compactions(self.table, pending)
         return result
 
-    def _compaction_step(self, wait: bool = False) -> None:
-        import ray as _ray
-
-        if self._running is not None:
-            running, refs = self._running
-            ready, _ = _ray.wait(refs, num_returns=len(refs), timeout=None if wait else 0)
-            if len(ready) < len(refs):
-                return
-            self._running = None
-            try:
-                stats = _ray.get(refs)
-            except Exception:
-                # A compactor failed or died: undo, and retry below on a fresh pool.
-                self.core.rollback_compaction(running)
-                if self._pool is not None:
-                    self._pool.shutdown()
-                    self._pool = None
-            else:
-                self.core.commit_compaction(running, stats)
-        pending = self.core.pending_compactions()
-        c: str | None = pending[0] if pending else self.core.schedule_compaction()
-        if c is None:
-            metrics.gauge_pending_compactions(self.table, 0)
-            return
-        metrics.gauge_pending_compactions(self.table, 1)
-        if not self.core.wc.compaction_async:
-            self.core.run_compaction(c)
-            metrics.gauge_pending_compactions(self.table, 0)
-            return
+    def _runner(self) -> CompactorPool:
         if self._pool is None:
-            from hoodie_ray.ray.compactor import CompactorPool
-
             self._pool = CompactorPool(self.core.wc, self.table)
-        self._running = (c, self._pool.submit(self.core.compaction_tasks(c)))
+        return self._pool
 
     def finish_compaction(self) -> None:
         """Wait for a running compaction and commit it (the writer is closing)."""
-        if self._running is not None:
-            c, refs = self._running
-            import ray as _ray
-
-            try:
-                stats = _ray.get(refs)
-            except Exception:
-                self._running = None
-                self.core.rollback_compaction(c)
-            else:
-                self._running = None
-                self.core.commit_compaction(c, stats)
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
+        try:
+            self.core.finish_compaction(self._pool)
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown()
+                self._pool = None
 
     def is_completed(self, instant: str) -> bool:
-        assert self.core.protocol is not None
-        self.core.protocol.timeline.reload()
-        return any(i.timestamp == instant for i in self.core.protocol.timeline.completed())
+        return self.core.is_completed(instant)
 
     def rollback(self, instant: str) -> None:
         self.core.rollback(instant)
@@ -204,23 +165,14 @@ class AssignerActor:
         slices: list[FileSlice],
     ) -> None:
         ctx = setup.context
-        timeline = ctx.table_config.open_timeline(ctx.storage)
-        timeline.load()
-        self.core = build_assigner(ctx.storage, ctx.table_config, timeline, config, profile, slices)
+        table = HoodieTable(ctx.storage.base_uri, ctx.storage, ctx.table_config)
+        self.core = build_assigner(table, config, profile, slices)
         self.table = ctx.table_config.name
         metrics.gauge_index_size(self.table, config.task_id, len(self.core.index))
 
     def assign(self, batch: pa.Table, num_writers: int) -> Any:
         """Tagged rows, one table per writer (``num_returns=num_writers``)."""
-        hashes = None
-        if not self.core.config.append_mode:
-            # One row per key before routing: a key may not reach two file groups. The key
-            # hashes serve the precombine and the index lookup.
-            hashes = hash_keys(batch.column(RECORD_KEY))
-            rows = precombine_rows(batch, self.core.config.ordering_field, key_hashes=hashes)
-            if rows is not None:
-                batch, hashes = batch.take(pa.array(rows)), hashes[rows]
-        tagged = self.core.assign(batch, key_hashes=hashes)
+        tagged = self.core.assign_batch(batch)
         metrics.count_records(self.table, "assigner", batch.num_rows, tagged.num_rows)
         parts = split_by_writer(tagged, num_writers)
         return parts[0] if num_writers == 1 else tuple(parts)

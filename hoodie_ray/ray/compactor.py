@@ -49,8 +49,21 @@ class CompactorPool:
             )
 
     def submit(self, tasks: list[CompactionTask]) -> list[Any]:
+        """Start the tasks; their object references (the handle :meth:`poll` takes)."""
         self._ensure()
         return [self.actors[i % len(self.actors)].execute.remote(t) for i, t in enumerate(tasks)]
+
+    def poll(self, refs: list[Any], wait: bool) -> list[HoodieWriteStat] | None:
+        """The stats once every task finished (None while any runs); raises if one failed.
+        The coordinator's :class:`~hoodie_ray.job.coordinator.CompactionRunner`."""
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=None if wait else 0)
+        if len(ready) < len(refs):
+            return None
+        return list(ray.get(refs))
+
+    def reset(self) -> None:
+        """After a failure: drop the actors; the next submit starts fresh ones."""
+        self.shutdown()
 
     def shutdown(self) -> None:
         for a in self.actors:
@@ -62,7 +75,7 @@ class CompactorPool:
 
 
 def ray_executor(wc: WriteConfig, table: str) -> Any:
-    """An executor for :func:`hoodie_ray.compaction.compact` that runs on a compactor pool."""
+    """An executor for ``hr.compact(engine="ray")`` that runs on a compactor pool."""
 
     def run(tasks: list[CompactionTask]) -> list[HoodieWriteStat]:
         from hoodie_ray.ray.runtime import ensure_ray

@@ -15,10 +15,13 @@ from ray.data import Datasink
 
 from hoodie_ray.config.options import resolve_options
 from hoodie_ray.exceptions import HoodieWriteError
+from hoodie_ray.job.client import prepare_input
+from hoodie_ray.job.coordinator import CommitResult
 from hoodie_ray.ray.actors import split_rows
-from hoodie_ray.ray.runtime import NAMESPACE
+from hoodie_ray.ray.runtime import NAMESPACE, ensure_ray
+from hoodie_ray.ray.stream import HoodieStreamWriter
+from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.bucket_assigner import key_task
-from hoodie_ray.write.client import CommitResult, prepare_input
 from hoodie_ray.write.records import RECORD_KEY, check_schema_compatible, to_arrow
 
 
@@ -59,8 +62,6 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
         return True
 
     def on_write_start(self, schema: Any = None) -> None:
-        from hoodie_ray.ray.stream import HoodieStreamWriter
-
         w = HoodieStreamWriter(self.path, self.options, storage_options=self.storage_options)
         w._start(self._schema if self._schema is not None else schema)
         w._begin_instant()
@@ -115,10 +116,23 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
             self._writer.abort()
 
     def _table_name(self) -> str:
-        from hoodie_ray.config.table_config import HoodieTableConfig
-        from hoodie_ray.storage import open_storage
-
-        return HoodieTableConfig.load(open_storage(self.path, self.storage_options)).name
+        return HoodieTable.load(self.path, self.storage_options).name
 
     def get_name(self) -> str:
         return "Hudi"
+
+
+def write_dataset(
+    ds: Any,
+    path: str,
+    options: dict[str, Any] | None,
+    storage_options: dict[str, Any] | None = None,
+) -> CommitResult:
+    """One commit of a Ray Dataset through :class:`~hoodie_ray.ray.datasink.HoodieDatasink`:
+    Ray Data's write tasks send their blocks straight to the assigner actors."""
+    ensure_ray()
+    schema = ds.schema()
+    base = getattr(schema, "base_schema", schema) if schema is not None else None
+    sink = HoodieDatasink(path, options, storage_options, schema=base)
+    ds.write_datasink(sink)
+    return sink.result or CommitResult(None)

@@ -24,11 +24,13 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from hoodie_ray.config.options import resolve_options
 from hoodie_ray.exceptions import HoodieCommitConflictError, HoodieError, HoodieWriteError
+from hoodie_ray.job.client import prepare_input
+from hoodie_ray.job.coordinator import CommitResult
+from hoodie_ray.job.setup import TableSetup
 from hoodie_ray.ray.actors import AssignerActor, CoordinatorActor, WriterActor, split_rows
 from hoodie_ray.ray.runtime import actor_resources, ensure_ray
+from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.bucket_assigner import key_task
-from hoodie_ray.write.client import CommitResult, prepare_input
-from hoodie_ray.write.coordinator import TableSetup
 from hoodie_ray.write.lock import new_owner_id
 from hoodie_ray.write.records import RECORD_KEY, to_arrow
 
@@ -197,11 +199,8 @@ class HoodieStreamWriter:
         return f"{self._setup.table_config.name}/{role}"
 
     def _table_name(self) -> str:
-        from hoodie_ray.config.table_config import HoodieTableConfig
-        from hoodie_ray.storage import open_storage
-
         try:
-            return HoodieTableConfig.load(open_storage(self.path, self.storage_options)).name
+            return HoodieTable.load(self.path, self.storage_options).name
         except HoodieError:
             return self.wc.table_name or "table"
 
@@ -502,21 +501,3 @@ def write_arrow(
             w.write(table.slice(off, bs))
         w.checkpoint()
         return w.last_result or CommitResult(None)
-
-
-def write_dataset(
-    ds: Any,
-    path: str,
-    options: dict[str, Any] | None,
-    storage_options: dict[str, Any] | None = None,
-) -> CommitResult:
-    """One commit of a Ray Dataset through :class:`~hoodie_ray.ray.datasink.HoodieDatasink`:
-    Ray Data's write tasks send their blocks straight to the assigner actors."""
-    from hoodie_ray.ray.datasink import HoodieDatasink
-
-    ensure_ray()
-    schema = ds.schema()
-    base = getattr(schema, "base_schema", schema) if schema is not None else None
-    sink = HoodieDatasink(path, options, storage_options, schema=base)
-    ds.write_datasink(sink)
-    return sink.result or CommitResult(None)

@@ -12,22 +12,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from hoodie_ray.config.table_config import HoodieTableConfig
 from hoodie_ray.reader.file_slice_reader import ReadContext, SliceSpec, iter_file_slice
+from hoodie_ray.reader.log_scan import CommitGate
 from hoodie_ray.reader.merger import RECORD_KEY, DeleteMarker
-from hoodie_ray.reader.query import TableSnapshot
-from hoodie_ray.reader.schema import resolve_table_schema
-from hoodie_ray.storage import Storage
-from hoodie_ray.timeline.metadata import HoodieCommitMetadata
-from hoodie_ray.timeline.timeline import ActiveTimeline
+from hoodie_ray.table import HoodieTable
 
 __all__ = ["bootstrap_entries"]
 
 
 def bootstrap_entries(
-    storage: Storage,
-    table_config: HoodieTableConfig,
-    timeline: ActiveTimeline,
+    table: HoodieTable,
     slices: Iterable[Any],
     *,
     batch_rows: int | None = None,
@@ -35,9 +29,7 @@ def bootstrap_entries(
     """``(partition path, file id, live record keys)`` of each file slice in ``slices``.
 
     Args:
-        storage: storage rooted at the table's base path.
-        table_config: the table's config.
-        timeline: the loaded active timeline (gives the commit gate and the query instant).
+        table: the table, its timeline loaded (gives the commit gate and the query instant).
         slices: the latest file slices (objects with ``partition_path``, ``file_id``,
             ``base_instant``, ``base_file`` and ``log_files``).
         batch_rows: rows per base-file batch (default: the reader's).
@@ -46,16 +38,15 @@ def bootstrap_entries(
     order of ``slices``. Tables without meta fields have no record keys to read: nothing is
     yielded for them.
     """
+    table_config, storage, timeline = table.table_config, table.storage, table.active_timeline
     if not table_config.populate_meta_fields:
         return
     slices = list(slices)
     if not slices:
         return
-    metadata: dict[str, HoodieCommitMetadata] = {}
-    schema = resolve_table_schema(storage, table_config, timeline, metadata)
+    schema = table.schema
     if schema is None or RECORD_KEY not in schema.names:
         return
-    tbl = TableSnapshot(storage.base_uri, storage, table_config, timeline, None, metadata)
     marker = DeleteMarker.from_props(dict(table_config.props))
     ordering = table_config.ordering_field
     needed = {RECORD_KEY}
@@ -76,7 +67,7 @@ def bootstrap_entries(
         read_schema=read_schema,
         output_columns=(RECORD_KEY,),
         end_instant=last.timestamp if last is not None else None,
-        commit_gate=tbl.commit_gate(),
+        commit_gate=CommitGate.of_table(table),
         delete_marker=marker,
         **kwargs,
     )

@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from hoodie_ray.storage import Storage
+from hoodie_ray.table import HoodieTable
 
 __all__ = [
     "CommitGate",
@@ -91,6 +92,18 @@ class CommitGate:
         if ts in self.pending:
             return False
         return ts in self.completed or (self.first_active is not None and ts < self.first_active)
+
+    @classmethod
+    def of_table(cls, table: HoodieTable) -> CommitGate | None:
+        """The gate of ``table``'s current timeline; None for table version 8+ (no gate)."""
+        if table.completion_time_slicing:
+            return None
+        tl = table.active_timeline
+        return cls(
+            completed=frozenset(i.timestamp for i in table.commits()),
+            pending=frozenset(i.timestamp for i in tl.pending()),
+            first_active=tl.earliest_active(),
+        )
 
 
 @dataclass(frozen=True)

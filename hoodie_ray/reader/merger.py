@@ -40,13 +40,15 @@ __all__ = [
     "ordering_class",
 ]
 
-COMMIT_TIME = "_hoodie_commit_time"
-COMMIT_SEQNO = "_hoodie_commit_seqno"
-RECORD_KEY = "_hoodie_record_key"
-PARTITION_PATH = "_hoodie_partition_path"
-FILE_NAME = "_hoodie_file_name"
-IS_DELETED = "_hoodie_is_deleted"
-OPERATION = "_hoodie_operation"
+from hoodie_ray.meta import (  # noqa: F401 (re-exported for the readers)
+    COMMIT_SEQNO,
+    COMMIT_TIME,
+    FILE_NAME,
+    IS_DELETED,
+    OPERATION,
+    PARTITION_PATH,
+    RECORD_KEY,
+)
 
 
 def ordering_class(t: pa.DataType) -> str:

@@ -28,11 +28,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from hoodie_ray.config.table_config import HoodieTableConfig
 from hoodie_ray.exceptions import (
     HoodieCorruptedDataError,
     HoodieQueryError,
-    HoodieTableNotFoundError,
     HoodieTimelineError,
 )
 from hoodie_ray.file_group.naming import parse_base_file_name, parse_log_file_name
@@ -46,16 +44,13 @@ from hoodie_ray.reader.file_slice_reader import (
 from hoodie_ray.reader.filters import Filter, parse_filters, partition_may_match
 from hoodie_ray.reader.log_scan import CommitGate, InstantRange
 from hoodie_ray.reader.merger import COMMIT_TIME, RECORD_KEY, DeleteMarker
-from hoodie_ray.reader.schema import resolve_table_schema
-from hoodie_ray.storage import Storage, open_storage
-from hoodie_ray.timeline.instant import Action, Instant, format_instant_time
-from hoodie_ray.timeline.metadata import HoodieCommitMetadata
-from hoodie_ray.timeline.timeline import ActiveTimeline
+from hoodie_ray.storage import Storage
+from hoodie_ray.table import HoodieTable
+from hoodie_ray.timeline.instant import Action, format_instant_time
 
 __all__ = [
     "QUERY_TYPES",
     "ReadPlan",
-    "TableSnapshot",
     "plan_file_slices",
     "read",
     "read_file_slice",
@@ -74,78 +69,6 @@ _DIGITS = re.compile(r"^[0-9]+$")
 
 
 # -- the loaded table ----------------------------------------------------------------------------
-
-
-@dataclass
-class TableSnapshot:
-    """A table opened for reading: storage, config, active timeline, decoded commit metadata."""
-
-    base_uri: str
-    storage: Storage
-    config: HoodieTableConfig
-    timeline: ActiveTimeline
-    storage_options: Mapping[str, Any] | None = field(default=None, repr=False)
-    _metadata: dict[str, HoodieCommitMetadata] = field(default_factory=dict, repr=False)
-    _schema: pa.Schema | None = field(default=None, repr=False)
-    _schema_loaded: bool = field(default=False, repr=False)
-
-    @classmethod
-    def open(cls, path: str, storage_options: Mapping[str, Any] | None = None) -> TableSnapshot:
-        """Open the table at ``path``.
-
-        Raises:
-            HoodieTableNotFoundError: no ``.hoodie/hoodie.properties`` at ``path``.
-        """
-        if not isinstance(path, str) or not path:
-            raise HoodieTableNotFoundError(f"not a Hudi table path: {path!r}")
-        storage = open_storage(path, storage_options)
-        config = HoodieTableConfig.load(storage)
-        timeline = ActiveTimeline(
-            storage,
-            config.timeline_layout_version,
-            timeline_folder=config.props.get("hoodie.timeline.path", "timeline") or "timeline",
-        )
-        return cls(path, storage, config, timeline, storage_options)
-
-    @property
-    def v8(self) -> bool:
-        return self.config.table_version >= 8
-
-    def commits(self) -> list[Instant]:
-        """Completed commit/deltacommit/replacecommit instants, oldest requested first."""
-        return self.timeline.completed_commits()
-
-    def metadata(self, inst: Instant) -> HoodieCommitMetadata:
-        meta = self._metadata.get(inst.timestamp)
-        if meta is None:
-            meta = HoodieCommitMetadata.from_bytes(
-                self.timeline.read_details(inst), self.timeline.layout_version, inst
-            )
-            self._metadata[inst.timestamp] = meta
-        return meta
-
-    @property
-    def schema(self) -> pa.Schema | None:
-        """The table schema (meta fields first when populated), or None for a schema-less table."""
-        if not self._schema_loaded:
-            self._schema = resolve_table_schema(
-                self.storage, self.config, self.timeline, self._metadata
-            )
-            self._schema_loaded = True
-        return self._schema
-
-    def completion_map(self) -> dict[str, str]:
-        return {i.timestamp: i.completion_time or i.timestamp for i in self.commits()}
-
-    def commit_gate(self) -> CommitGate | None:
-        """The per-block commit check of table version < 8 (None for 8+)."""
-        if self.v8:
-            return None
-        return CommitGate(
-            completed=frozenset(i.timestamp for i in self.commits()),
-            pending=frozenset(i.timestamp for i in self.timeline.pending()),
-            first_active=self.timeline.earliest_active(),
-        )
 
 
 # -- plans ----------------------------------------------------------------------------------------
@@ -252,7 +175,7 @@ read = read_table
 
 
 def plan_file_slices(
-    path: str | TableSnapshot,
+    path: str | HoodieTable,
     query_type: str = "snapshot",
     as_of: str | _dt.datetime | None = None,
     begin: str | _dt.datetime | None = None,
@@ -268,7 +191,7 @@ def plan_file_slices(
     ``read_file_slice(plan.context, slice)`` (both arguments are picklable).
     """
     qt = _query_type(query_type)
-    tbl = path if isinstance(path, TableSnapshot) else TableSnapshot.open(path, storage_options)
+    tbl = path if isinstance(path, HoodieTable) else HoodieTable.load(path, storage_options)
     if qt == "incremental":
         if as_of is not None:
             raise HoodieQueryError(
@@ -291,14 +214,16 @@ def plan_file_slices(
             raise HoodieQueryError(f"begin {start} is after end {stop}")
         if stop is None:
             stop = _latest_position(tbl)
-        rng = InstantRange(start, stop, tbl.completion_map() if tbl.v8 else None)
+        rng = InstantRange(
+            start, stop, tbl.completion_map() if tbl.completion_time_slicing else None
+        )
         ctx = _context(
             tbl,
             qt,
             schema,
             columns,
             parsed_filters,
-            end_instant=None if tbl.v8 else stop,
+            end_instant=None if tbl.completion_time_slicing else stop,
             instant_range=rng,
             batch_rows=batch_rows,
         )
@@ -373,7 +298,7 @@ def _timestamp(value: str | _dt.datetime | int, what: str) -> str:
     return format_instant_time(dt)
 
 
-def _resolve_as_of(tbl: TableSnapshot, as_of: str | _dt.datetime) -> str:
+def _resolve_as_of(tbl: HoodieTable, as_of: str | _dt.datetime) -> str:
     """The query instant of a time travel.
 
     An exact instant time (digits) must be the requested or completion time of a completed
@@ -384,7 +309,7 @@ def _resolve_as_of(tbl: TableSnapshot, as_of: str | _dt.datetime) -> str:
     commits = tbl.commits()
     exact = isinstance(as_of, str) and _DIGITS.match(as_of.strip()) is not None
     if exact:
-        completed = tbl.timeline.completed()
+        completed = tbl.active_timeline.completed()
         if any(i.timestamp == ts or i.completion_time == ts for i in completed):
             if not commits or ts < commits[0].timestamp:
                 raise HoodieTimelineError(
@@ -392,7 +317,7 @@ def _resolve_as_of(tbl: TableSnapshot, as_of: str | _dt.datetime) -> str:
                     f"{tbl.base_uri}"
                 )
             return ts
-        pending = [i for i in tbl.timeline.instants if i.timestamp == ts]
+        pending = [i for i in tbl.active_timeline.instants if i.timestamp == ts]
         if pending:
             raise HoodieTimelineError(
                 f"as_of {ts}: instant {pending[0]} of {tbl.base_uri} is not completed"
@@ -412,18 +337,18 @@ def _resolve_as_of(tbl: TableSnapshot, as_of: str | _dt.datetime) -> str:
     return ts
 
 
-def _latest_position(tbl: TableSnapshot) -> str | None:
+def _latest_position(tbl: HoodieTable) -> str | None:
     """The default end of an incremental query: the latest commit (its completion time in v8+)."""
     commits = tbl.commits()
     if not commits:
         return None
-    if tbl.v8:
+    if tbl.completion_time_slicing:
         return max(i.completion_time or i.timestamp for i in commits)
     return commits[-1].timestamp
 
 
 def _context(
-    tbl: TableSnapshot,
+    tbl: HoodieTable,
     qt: str,
     schema: pa.Schema,
     columns: Sequence[str] | None,
@@ -433,7 +358,7 @@ def _context(
     instant_range: InstantRange | None = None,
     batch_rows: int | None = None,
 ) -> ReadContext:
-    cfg = tbl.config
+    cfg = tbl.table_config
     if columns is not None:
         if isinstance(columns, str):
             columns = [columns]
@@ -473,7 +398,7 @@ def _context(
         output_columns=out_cols,
         filters=tuple(filters),
         end_instant=end_instant,
-        commit_gate=tbl.commit_gate(),
+        commit_gate=CommitGate.of_table(tbl),
         instant_range=instant_range,
         read_optimized=qt == "read_optimized",
         delete_marker=marker,
@@ -482,9 +407,9 @@ def _context(
 
 
 def _prune_partitions(
-    tbl: TableSnapshot, slices: list[SliceSpec], filters: list[Filter], schema: pa.Schema
+    tbl: HoodieTable, slices: list[SliceSpec], filters: list[Filter], schema: pa.Schema
 ) -> list[SliceSpec]:
-    cfg = tbl.config
+    cfg = tbl.table_config
     fields = cfg.partition_fields
     if not filters or not fields or cfg.keygen_type in ("TIMESTAMP", "CUSTOM", "UNKNOWN"):
         return slices
@@ -506,21 +431,19 @@ def _prune_partitions(
 # -- snapshot slices -----------------------------------------------------------------------------
 
 
-def _view_slices(tbl: TableSnapshot, query_instant: str) -> list[SliceSpec]:
-    view = FileSystemView.for_table(tbl.storage, tbl.config, tbl.timeline)
+def _view_slices(tbl: HoodieTable, query_instant: str) -> list[SliceSpec]:
+    view = FileSystemView.for_table(tbl.storage, tbl.table_config, tbl.active_timeline)
     return [SliceSpec.of(s) for s in view.latest_file_slices(as_of=query_instant)]
 
 
-def _snapshot_slices(
-    tbl: TableSnapshot, query_instant: str, check_cleaned: bool
-) -> list[SliceSpec]:
+def _snapshot_slices(tbl: HoodieTable, query_instant: str, check_cleaned: bool) -> list[SliceSpec]:
     slices = _view_slices(tbl, query_instant)
     if check_cleaned:
         _check_not_cleaned(tbl, query_instant, slices)
     return sorted(slices, key=lambda s: (s.partition_path, s.file_id))
 
 
-def _check_not_cleaned(tbl: TableSnapshot, query_instant: str, slices: list[SliceSpec]) -> None:
+def _check_not_cleaned(tbl: HoodieTable, query_instant: str, slices: list[SliceSpec]) -> None:
     """Time travel: every file group written at or before the query instant (and not replaced
     by then) must still have a slice at that instant; otherwise the cleaner removed it."""
     present = {(s.partition_path, s.file_id) for s in slices}
@@ -556,7 +479,7 @@ class _Group:
     logs: set[str] = field(default_factory=set)
 
 
-def _incremental_slices(tbl: TableSnapshot, rng: InstantRange) -> list[SliceSpec]:
+def _incremental_slices(tbl: HoodieTable, rng: InstantRange) -> list[SliceSpec]:
     """hudi-rs 0.5.0's incremental file slices: file groups named by the write stats of the
     commits in the range (minus groups replaced in the range), each at its latest slice."""
     commits = [i for i in tbl.commits() if rng.contains(i.timestamp)]
@@ -589,7 +512,7 @@ def _incremental_slices(tbl: TableSnapshot, rng: InstantRange) -> list[SliceSpec
         if inst.action == Action.REPLACE_COMMIT:
             for part, ids in meta.replaced_file_ids().items():
                 replaced.update((part, i) for i in ids)
-    completion = tbl.completion_map() if tbl.v8 else None
+    completion = tbl.completion_map() if tbl.completion_time_slicing else None
     keys = sorted(k for k in groups if k not in replaced)
     listed = _listed_slices(tbl, keys, rng.end, completion)
     out: list[SliceSpec] = []
@@ -601,7 +524,7 @@ def _incremental_slices(tbl: TableSnapshot, rng: InstantRange) -> list[SliceSpec
 
 
 def _listed_slices(
-    tbl: TableSnapshot,
+    tbl: HoodieTable,
     keys: list[tuple[str, str]],
     end: str | None,
     completion: dict[str, str] | None,
@@ -614,7 +537,7 @@ def _listed_slices(
     """
     if not keys or end is None:
         return {}
-    view = FileSystemView.for_table(tbl.storage, tbl.config, tbl.timeline)
+    view = FileSystemView.for_table(tbl.storage, tbl.table_config, tbl.active_timeline)
     parts = sorted({p for p, _ in keys})
     wanted = set(keys)
     out: dict[tuple[str, str], SliceSpec] = {}

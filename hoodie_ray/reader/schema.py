@@ -15,80 +15,14 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodie_ray.avro.schema import META_FIELDS, add_meta_fields_arrow, avro_to_arrow_schema
-from hoodie_ray.config.table_config import HoodieTableConfig
-from hoodie_ray.exceptions import HoodieError, HoodieSchemaError
-from hoodie_ray.storage import Storage, join
-from hoodie_ray.timeline.metadata import HoodieCommitMetadata
-from hoodie_ray.timeline.timeline import ActiveTimeline
+from hoodie_ray.exceptions import HoodieSchemaError
 
-__all__ = ["nullable_schema", "reconcile", "resolve_table_schema"]
+__all__ = ["nullable_schema", "reconcile"]
 
 
 def nullable_schema(schema: pa.Schema) -> pa.Schema:
     """``schema`` with every top-level field nullable (and no schema metadata)."""
     return pa.schema([f.with_nullable(True) for f in schema])
-
-
-def _base_file_schema(storage: Storage, rel: str) -> pa.Schema | None:
-    import pyarrow.parquet as pq
-
-    if not rel.endswith(".parquet") or not storage.exists(rel):
-        return None
-    with storage.open_input(rel) as f:
-        return pq.read_schema(f)
-
-
-def resolve_table_schema(
-    storage: Storage,
-    config: HoodieTableConfig,
-    timeline: ActiveTimeline,
-    metadata_of: dict[str, HoodieCommitMetadata] | None = None,
-) -> pa.Schema | None:
-    """The table's Arrow schema (meta fields first when the table populates them).
-
-    ``metadata_of`` caches decoded commit metadata by instant time. Returns None for a table
-    with no usable schema at all (an empty table without ``hoodie.table.create.schema``).
-    """
-    metadata_of = metadata_of if metadata_of is not None else {}
-    schema: pa.Schema | None = None
-    for inst in reversed(timeline.completed_commits()):
-        meta = metadata_of.get(inst.timestamp)
-        if meta is None:
-            meta = HoodieCommitMetadata.from_bytes(
-                timeline.read_details(inst), timeline.layout_version, inst
-            )
-            metadata_of[inst.timestamp] = meta
-        if meta.schema:
-            try:
-                schema = avro_to_arrow_schema(meta.schema)
-            except HoodieError:
-                schema = None
-            if schema is not None:
-                break
-        for part, stat in meta.iter_write_stats():
-            for rel in (stat.path, join(part, stat.base_file) if stat.base_file else None):
-                if rel:
-                    schema = _base_file_schema(storage, rel)
-                    if schema is not None:
-                        break
-            if schema is not None:
-                break
-        if schema is not None:
-            schema = pa.schema([f for f in schema if f.name not in META_FIELDS])
-            break
-    if schema is None and config.create_schema:
-        try:
-            schema = avro_to_arrow_schema(config.create_schema)
-        except HoodieError:
-            schema = None
-    if schema is None:
-        return None
-    if config.populate_meta_fields:
-        schema = add_meta_fields_arrow(schema)
-    else:
-        schema = pa.schema([f for f in schema if f.name not in META_FIELDS])
-    return nullable_schema(schema)
 
 
 # -- reconciliation -----------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from hoodie_ray.config.table_config import HoodieTableConfig
 from hoodie_ray.exceptions import (
     HoodieCommitConflictError,
     HoodieCorruptedDataError,
@@ -36,6 +37,10 @@ DEFAULT_TIMELINE_FOLDER = "timeline"
 
 #: Instant files larger than this are refused as corrupt (they are kilobytes in practice).
 MAX_INSTANT_FILE_BYTES = 64 * 1024 * 1024
+
+
+def _sort_key(inst: Instant) -> tuple[str, str, int]:
+    return (inst.timestamp, Action.comparable(inst.action), inst.state.rank)
 
 
 class ActiveTimeline:
@@ -81,6 +86,16 @@ class ActiveTimeline:
         self._sorted = True
         if load:
             self.load()
+
+    @classmethod
+    def of_table(cls, storage: Storage, table_config: HoodieTableConfig) -> ActiveTimeline:
+        """The (not yet listed) active timeline of a table: layout and folder from its config."""
+        return cls(
+            storage,
+            table_config.timeline_layout_version,
+            timeline_folder=table_config.timeline_folder,
+            load=False,
+        )
 
     # -- loading -----------------------------------------------------------------------------
     def load(self) -> ActiveTimeline:
@@ -137,7 +152,8 @@ class ActiveTimeline:
     @property
     def _sorted_instants(self) -> list[Instant]:
         if not self._sorted:
-            self._instants = sorted(self._by_key.values())
+            # one key per instant (Hudi's COMPARATOR), not a rich comparison per pair
+            self._instants = sorted(self._by_key.values(), key=_sort_key)
             self._sorted = True
         return self._instants
 

@@ -17,17 +17,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hoodie_ray.log_format.blocks import dictionary_columns
+from hoodie_ray.meta import META_FIELDS, PARTITION_PATH, RECORD_KEY
 from hoodie_ray.storage import Storage
-
-META_FIELDS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
-RECORD_KEY = "_hoodie_record_key"
-PARTITION_PATH = "_hoodie_partition_path"
 
 
 def meta_schema(data_schema: pa.Schema) -> pa.Schema:

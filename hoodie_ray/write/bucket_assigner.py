@@ -14,13 +14,16 @@ import uuid
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie_ray.config.options import WriteConfig
 from hoodie_ray.index import KeyIndex, Location, bucket_file_id_prefix, bucket_ids, hash_keys
-from hoodie_ray.write.records import IS_DELETED, PARTITION_PATH, RECORD_KEY
+from hoodie_ray.meta import IS_DELETED, PARTITION_PATH, RECORD_KEY
+from hoodie_ray.write.records import precombine_rows
 
 FILE_ID = "_hoodie_file_id"
 IS_NEW = "_hoodie_is_new"  # a key the index did not hold: counted as an insert
@@ -77,16 +80,44 @@ class WriteProfile:
 
 @dataclass(frozen=True)
 class AssignerConfig:
-    task_id: int = 0
-    num_tasks: int = 1
-    small_file_limit: int = 104857600
-    max_file_size: int = 125829120
-    index_type: str = "FLINK_STATE"
-    global_index: bool = True
-    bucket_num: int = 4
-    append_mode: bool = False  # insert operation: no index lookups
-    ordering_field: str | None = None
-    index_bootstrap: bool = True  # load the key index from the table at start
+    """What one bucket-assign task needs from the job's resolved options (defaults live in
+    the options registry only: build with :meth:`of`)."""
+
+    task_id: int
+    num_tasks: int
+    small_file_limit: int
+    max_file_size: int
+    index_type: str
+    global_index: bool
+    bucket_num: int
+    append_mode: bool  # insert operation: no index lookups
+    ordering_field: str | None
+    index_bootstrap: bool  # load the key index from the table at start
+
+    @classmethod
+    def of(
+        cls,
+        wc: WriteConfig,
+        task_id: int = 0,
+        num_tasks: int = 1,
+        ordering_field: str | None = None,
+        **overrides: Any,
+    ) -> AssignerConfig:
+        """The config of task ``task_id`` of ``num_tasks`` from resolved write options."""
+        values: dict[str, Any] = dict(
+            task_id=task_id,
+            num_tasks=num_tasks,
+            small_file_limit=wc.small_file_limit,
+            max_file_size=wc.parquet_max_file_size,
+            index_type=wc.index_type,
+            global_index=wc.index_global,
+            bucket_num=wc.bucket_num,
+            append_mode=wc.operation in ("insert", "bulk_insert"),
+            ordering_field=ordering_field,
+            index_bootstrap=wc.index_bootstrap,
+        )
+        values.update(overrides)
+        return cls(**values)
 
 
 class BucketAssigner:
@@ -146,6 +177,18 @@ class BucketAssigner:
         return pc.binary_join_element_wise(parts, keys, "\x00")
 
     # -- assignment ----------------------------------------------------------------------------
+    def assign_batch(self, batch: pa.Table) -> pa.Table:
+        """Tag a batch as it arrives at the task: one row per key first (unless appending),
+        so a key never reaches two file groups, then :meth:`assign`. The key hashes serve the
+        precombine and the index lookup."""
+        hashes = None
+        if not self.config.append_mode:
+            hashes = hash_keys(batch.column(RECORD_KEY))
+            rows = precombine_rows(batch, self.config.ordering_field, key_hashes=hashes)
+            if rows is not None:
+                batch, hashes = batch.take(pa.array(rows)), hashes[rows]
+        return self.assign(batch, key_hashes=hashes)
+
     def assign(self, batch: pa.Table, *, key_hashes: np.ndarray | None = None) -> pa.Table:
         """Tag a batch of prepared records (routing columns present) with file id and bucket type.
 

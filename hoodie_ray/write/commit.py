@@ -15,7 +15,6 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from hoodie_ray.config.table_config import HoodieTableConfig
 from hoodie_ray.exceptions import (
     HoodieCommitConflictError,
     HoodieCommitStateUnknownError,
@@ -23,6 +22,7 @@ from hoodie_ray.exceptions import (
 )
 from hoodie_ray.file_group.naming import parse_base_file_name, parse_log_file_name
 from hoodie_ray.storage import Storage, join
+from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant, State, new_instant_time
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
 from hoodie_ray.write import logs
@@ -42,10 +42,11 @@ class RollbackResult:
 class CommitProtocol:
     """Timeline transitions of one writer on one table."""
 
-    def __init__(self, storage: Storage, table_config: HoodieTableConfig) -> None:
-        self.storage = storage
-        self.table_config = table_config
-        self.timeline = table_config.open_timeline(storage)
+    def __init__(self, table: HoodieTable) -> None:
+        self.table = table
+        self.storage = table.storage
+        self.table_config = table.table_config
+        self.timeline = table.active_timeline
         self.timeline.load()
 
     @property
@@ -101,9 +102,7 @@ class CommitProtocol:
             operation_type=operation_type,
         )
         inst = Instant(instant, action, State.INFLIGHT)
-        content = (
-            meta.to_avro() if self.table_config.timeline_layout_version >= 2 else meta.to_json()
-        )
+        content = self.table.commit_metadata_bytes(meta)
         try:
             self.timeline.complete(inst, content)
         except OSError as e:  # the rename may or may not have happened

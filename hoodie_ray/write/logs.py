@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -18,13 +16,9 @@ from hoodie_ray.log_format import (
     read_log_file,
     serialize_block,
 )
+from hoodie_ray.meta import PARTITION_PATH, RECORD_KEY
 from hoodie_ray.storage import Storage
-
-if TYPE_CHECKING:
-    from hoodie_ray.write.stream_writer import WriteContext
-
-RECORD_KEY = "_hoodie_record_key"
-PARTITION_PATH = "_hoodie_partition_path"
+from hoodie_ray.write.context import WriteContext
 
 
 def data_block(ctx: WriteContext, instant: str, stored: pa.Table) -> bytes:

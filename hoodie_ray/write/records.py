@@ -17,11 +17,8 @@ import pyarrow.compute as pc
 from hoodie_ray.exceptions import HoodieInputError, HoodieSchemaError
 from hoodie_ray.index import group_keys
 from hoodie_ray.keygen import KeyGenerator
+from hoodie_ray.meta import IS_DELETED, META_PREFIX, PARTITION_PATH, RECORD_KEY
 
-RECORD_KEY = "_hoodie_record_key"
-PARTITION_PATH = "_hoodie_partition_path"
-IS_DELETED = "_hoodie_is_deleted"
-META_PREFIX = "_hoodie_"
 ROUTING_COLUMNS = (RECORD_KEY, PARTITION_PATH, IS_DELETED)
 
 

@@ -22,8 +22,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodie_ray.config.options import WriteConfig
-from hoodie_ray.config.table_config import HoodieTableConfig, MergeMode
 from hoodie_ray.exceptions import HoodieWriteError
 from hoodie_ray.file_group.naming import (
     LogFileName,
@@ -34,7 +32,7 @@ from hoodie_ray.file_group.naming import (
 from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.log_format.writer import ends_on_block
 from hoodie_ray.merge import apply_updates
-from hoodie_ray.storage import Storage, join
+from hoodie_ray.storage import join
 from hoodie_ray.timeline.metadata import HoodieWriteStat
 from hoodie_ray.write import logs
 from hoodie_ray.write.base_file import (
@@ -45,6 +43,7 @@ from hoodie_ray.write.base_file import (
 )
 from hoodie_ray.write.bucket_assigner import IS_NEW
 from hoodie_ray.write.buffer import Bucket, BucketId, WriteBuffer
+from hoodie_ray.write.context import WriteContext
 from hoodie_ray.write.records import IS_DELETED, precombine
 
 TEMP_DIR = ".hoodie/.temp"
@@ -61,33 +60,6 @@ def _log_name(name: str) -> LogFileName:
 def marker_path(instant: str, partition: str, file_name: str, io_type: str) -> str:
     """Java's direct marker: ``.hoodie/.temp/<instant>/<partition>/<file>.marker.<IOType>``."""
     return join(TEMP_DIR, instant, partition, f"{file_name}.marker.{io_type}")
-
-
-@dataclass
-class WriteContext:
-    """Everything a writer needs about the table; picklable (no open handles)."""
-
-    storage: Storage
-    table_config: HoodieTableConfig
-    write_config: WriteConfig
-    data_schema: pa.Schema
-    avro_schema: dict[str, Any]  # full record schema, meta fields included
-
-    @property
-    def table_version(self) -> int:
-        return self.table_config.table_version
-
-    @property
-    def ordering_field(self) -> str | None:
-        return self.table_config.ordering_field
-
-    @property
-    def merge_mode(self) -> MergeMode:
-        return self.table_config.merge_mode
-
-    @property
-    def is_mor(self) -> bool:
-        return self.table_config.is_mor
 
 
 @dataclass

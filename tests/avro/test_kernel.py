@@ -351,7 +351,7 @@ def test_tables_written_through_the_kernels_read_back_with_hudi_rs(tmp_path, mon
     in-batch duplicates and _hoodie_is_deleted deletes): hudi-rs reads exactly the model after
     every commit, and hoodie_ray's reader (the compiled decoder) reads the same."""
     import hoodie_ray as hr
-    from hoodie_ray.write.client import HoodieWriteClient
+    from hoodie_ray.job.client import HoodieWriteClient
     from tests.write.model import OPTIONS, TableModel, Workload, hudi_rs_snapshot, to_arrow
 
     calls = {"encode": 0, "decode": 0}

@@ -111,7 +111,7 @@ def test_naming_rules():
     avro = arrow_to_avro_schema(schema, "tbl", with_meta=True)
     assert avro["name"] == "tbl_record" and avro["namespace"] == "hoodie.tbl"
     fields = {f["name"]: f for f in avro["fields"]}
-    assert [f["name"] for f in avro["fields"][:5]] == META_FIELDS
+    assert tuple(f["name"] for f in avro["fields"][:5]) == META_FIELDS
     assert fields["_hoodie_commit_time"] == {
         "name": "_hoodie_commit_time",
         "type": ["null", "string"],

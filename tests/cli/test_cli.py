@@ -303,12 +303,12 @@ def test_compact_then_show(
 def test_compact_missing_module_is_one_line(
     table: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setitem(sys.modules, "hoodie_ray.compaction", None)  # import fails
+    monkeypatch.setitem(sys.modules, "hoodie_ray.api", None)  # import fails
     rc, out, err = run(capsys, "compact", table["path"])
     assert rc == 1 and out == ""
     assert err == (
         "hoodie-ray: error: compaction is not available in this version of hoodie_ray "
-        "(hoodie_ray.compaction is missing)\n"
+        "(hoodie_ray.api is missing)\n"
     )
 
 

@@ -8,10 +8,10 @@ import fastavro
 import pytest
 
 import hoodie_ray as hr
-from hoodie_ray.compaction import compact
+from hoodie_ray.api import compact
 from hoodie_ray.compaction.api import CompactionService
+from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.timeline.instant import Action
-from hoodie_ray.write.client import HoodieWriteClient
 from tests.conftest import hudi_rs_read
 from tests.write.model import OPTIONS, TableModel, Workload, hudi_rs_snapshot, to_arrow
 

@@ -4,8 +4,8 @@ import pyarrow as pa
 import pytest
 
 import hoodie_ray as hr
+from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.ray.datasource import pack_slices
-from hoodie_ray.write.client import HoodieWriteClient
 from tests.write.model import OPTIONS, Workload, to_arrow
 
 

@@ -7,12 +7,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from hoodie_ray.config.table_config import HoodieTableConfig
-from hoodie_ray.file_group.view import FileSystemView
 from hoodie_ray.reader import read_table
 from hoodie_ray.reader.index_bootstrap import bootstrap_entries
-from hoodie_ray.storage import open_storage
-from hoodie_ray.timeline.timeline import ActiveTimeline
+from hoodie_ray.table import HoodieTable
 from tests.conftest import SAMPLE_TABLE_PARAMS
 from tests.reader.builder import TableBuilder
 
@@ -20,11 +17,9 @@ SCHEMA = pa.schema([("key", pa.string()), ("ts", pa.int64()), ("v", pa.string())
 
 
 def entries(root: str) -> list[tuple[str, str, list[str]]]:
-    storage = open_storage(root)
-    cfg = HoodieTableConfig.load(storage)
-    tl = ActiveTimeline(storage, cfg.timeline_layout_version)
-    slices = FileSystemView.for_table(storage, cfg, tl).latest_file_slices()
-    return [(p, f, k.to_pylist()) for p, f, k in bootstrap_entries(storage, cfg, tl, slices)]
+    table = HoodieTable.load(root)
+    slices = table.latest_file_slices()
+    return [(p, f, k.to_pylist()) for p, f, k in bootstrap_entries(table, slices)]
 
 
 @pytest.mark.shared

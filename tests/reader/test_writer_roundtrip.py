@@ -26,7 +26,7 @@ def view(t: pa.Table | None) -> list[dict]:
 
 @pytest.mark.parametrize(("version", "fmt"), [("6", "avro"), ("8", "parquet")])
 def test_writer_tables_match_hudi_rs(tmp_path: Path, version: str, fmt: str) -> None:
-    from hoodie_ray.write.client import HoodieWriteClient
+    from hoodie_ray.job.client import HoodieWriteClient
 
     path = str(tmp_path / "t")
     opts = {

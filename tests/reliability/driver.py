@@ -20,7 +20,7 @@ operation is done only in part (``fraction`` of the bytes; for ``create_new`` an
 ``write_atomic`` the temporary file is left half-written, as a crash there leaves it; deletes are
 done when ``fraction >= 1``) and the process sends itself SIGKILL.
 
-``client`` writes each commit with :class:`~hoodie_ray.write.client.HoodieWriteClient` (one
+``client`` writes each commit with :class:`~hoodie_ray.job.client.HoodieWriteClient` (one
 process, inline compaction); ``stream`` runs a :class:`hoodie_ray.HoodieStreamWriter` on an
 embedded local Ray (or joins ``--ray-address``: a cluster that outlives the driver) with
 asynchronous compaction, two writes per checkpoint.
@@ -116,7 +116,7 @@ def install_crash_hook(spec: dict[str, Any]) -> None:
 
 
 def run_client(args: argparse.Namespace, options: dict[str, str]) -> None:
-    from hoodie_ray.write.client import HoodieWriteClient
+    from hoodie_ray.job.client import HoodieWriteClient
     from tests.reliability.common import batch_table, batch_writes
 
     idx = args.start

@@ -20,7 +20,7 @@ import time
 import pytest
 
 import hoodie_ray as hr
-from hoodie_ray.write.client import HoodieWriteClient
+from hoodie_ray.job.client import HoodieWriteClient
 from tests.reliability.common import (
     CRASH_OPTIONS,
     FULL,
@@ -125,8 +125,8 @@ def test_second_writer_on_a_held_table_fails_clearly(ray_session, tmp_path):
 
 def test_writer_that_lost_its_lock_cannot_commit(tmp_path):
     """Steps of HoodieWriteClient.write by hand, with a stall between flush and commit."""
-    from hoodie_ray.write.client import build_assigner, prepare_input
-    from hoodie_ray.write.coordinator import Coordinator
+    from hoodie_ray.job.client import build_assigner, prepare_input
+    from hoodie_ray.job.coordinator import Coordinator
     from hoodie_ray.write.records import precombine
     from hoodie_ray.write.stream_writer import StreamWriteFunction
 
@@ -147,11 +147,9 @@ def test_writer_that_lost_its_lock_cannot_commit(tmp_path):
     prepared = prepare_input(setup, table, a.wc)
     rows = precombine(prepared.table, setup.context.ordering_field)
     slices = a.latest_slices()
-    assert a.protocol is not None
+    assert a.table is not None
     assigner = build_assigner(
-        a.storage,
-        setup.table_config,
-        a.protocol.timeline,
+        a.table,
         a.assigner_config(0, 1),
         a.profile(slices),
         slices,

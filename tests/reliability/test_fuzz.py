@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hoodie_ray as hr
-from hoodie_ray.write.client import HoodieWriteClient
+from hoodie_ray.job.client import HoodieWriteClient
 from tests.conftest import hudi_rs_read
 from tests.reliability.common import FULL, timeline
 from tests.reliability.report import record

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 import hoodie_ray as hr
-from hoodie_ray.write.client import HoodieWriteClient
+from hoodie_ray.job.client import HoodieWriteClient
 from tests.reliability.common import (
     CRASH_OPTIONS,
     FULL,

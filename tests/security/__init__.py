@@ -54,7 +54,7 @@ def rows(ids: list[str], parts: list[Any], ts: int = 1, v: float = 0.0) -> pa.Ta
 
 def write(path: Path | str, table: pa.Table, **options: str) -> Any:
     """One commit of ``table`` to ``path`` (single process); returns the CommitResult."""
-    from hoodie_ray.write.client import HoodieWriteClient
+    from hoodie_ray.job.client import HoodieWriteClient
 
     return HoodieWriteClient(str(path), {**OPTIONS, **options}).write(table)
 

@@ -29,9 +29,10 @@ import pyarrow as pa
 import pytest
 
 import hoodie_ray as hr
-from hoodie_ray.compaction import clean, compact
+from hoodie_ray.api import compact
 from hoodie_ray.config.table_config import HoodieTableConfig
 from hoodie_ray.exceptions import HoodieError, HoodiePathError, HoodieUnsupportedError
+from hoodie_ray.job.maintenance import clean
 from hoodie_ray.storage import LocalStorage
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import new_instant_time

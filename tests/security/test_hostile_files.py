@@ -22,7 +22,7 @@ import pyarrow as pa
 import pytest
 
 import hoodie_ray as hr
-from hoodie_ray.compaction import compact
+from hoodie_ray.api import compact
 from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieError
 from hoodie_ray.log_format import MAGIC, read_log_bytes
 from hoodie_ray.log_format.blocks import LOG_FORMAT_VERSION, AvroDataBlock, HeaderMetadataType

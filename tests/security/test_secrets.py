@@ -121,13 +121,14 @@ def _table_files(options: dict[str, Any], prefix: str) -> dict[str, bytes]:
 
 
 def test_s3_round_trip_never_leaks(s3: dict[str, Any], evidence: Evidence) -> None:
-    from hoodie_ray.compaction import clean, compact
+    from hoodie_ray.api import compact
     from hoodie_ray.compaction.api import CompactionService
     from hoodie_ray.config.options import resolve_options
-    from hoodie_ray.reader.query import TableSnapshot, plan_file_slices
+    from hoodie_ray.job.client import HoodieWriteClient
+    from hoodie_ray.job.coordinator import Coordinator
+    from hoodie_ray.job.maintenance import clean
+    from hoodie_ray.reader.query import plan_file_slices
     from hoodie_ray.table import HoodieTable
-    from hoodie_ray.write.client import HoodieWriteClient
-    from hoodie_ray.write.coordinator import Coordinator
 
     uri = f"s3://{BUCKET}/trips"
     ev = evidence
@@ -149,8 +150,10 @@ def test_s3_round_trip_never_leaks(s3: dict[str, Any], evidence: Evidence) -> No
     table = HoodieTable.load(uri, s3)
     ev.add("table", table)
     ev.add("slices", table.latest_file_slices())
-    snap = TableSnapshot.open(uri, s3)
+    snap = HoodieTable.load(uri, s3)
+    assert snap.schema is not None  # timeline, metadata and schema loaded
     ev.add("snapshot", snap)
+    ev.add("snapshot timeline", snap.active_timeline)
     plan = plan_file_slices(uri, storage_options=s3)
     ev.add("plan", plan)
     ev.add("read context", plan.context)
@@ -294,7 +297,7 @@ def test_cli_output_never_leaks(
     evidence = Evidence()
     import json
 
-    from hoodie_ray.write.client import HoodieWriteClient
+    from hoodie_ray.job.client import HoodieWriteClient
 
     uri = f"s3://{BUCKET}/cli"
     HoodieWriteClient(uri, dict(OPTIONS), s3).write(rows(["a", "b"], ["x", "y"]))

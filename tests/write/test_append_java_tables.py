@@ -8,8 +8,8 @@ import pytest
 
 import hoodie_ray as hr
 from hoodie_ray.config.table_config import HoodieTableConfig, MergeMode
+from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.storage import LocalStorage
-from hoodie_ray.write.client import HoodieWriteClient
 from tests.conftest import SAMPLE_TABLE_PARAMS, hudi_rs_read
 
 META = [

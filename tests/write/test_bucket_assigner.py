@@ -3,6 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from hoodie_ray.config.options import WriteConfig
 from hoodie_ray.keygen import choose_key_generator
 from hoodie_ray.write.bucket_assigner import (
     BUCKET_TYPE,
@@ -29,7 +30,9 @@ def _batch(ids, parts, deleted=None):
 def test_new_keys_fill_small_files_then_new_groups():
     profile = WriteProfile(avg_record_size=100, small_files={"a": [SmallFile("small-1-0", 800)]})
     # capacity of the small file: (1000 - 800) / 100 = 2 records; new groups take 10 each
-    a = BucketAssigner(AssignerConfig(small_file_limit=900, max_file_size=1000), profile)
+    a = BucketAssigner(
+        AssignerConfig.of(WriteConfig(), small_file_limit=900, max_file_size=1000), profile
+    )
     out = a.assign(_batch([f"k{i}" for i in range(15)], ["a"] * 15))
     fids = out.column(FILE_ID).to_pylist()
     assert fids[:2] == ["small-1-0", "small-1-0"]
@@ -39,7 +42,9 @@ def test_new_keys_fill_small_files_then_new_groups():
 
 
 def test_duplicate_new_keys_share_a_group_and_updates_route_back():
-    a = BucketAssigner(AssignerConfig(max_file_size=300), WriteProfile(avg_record_size=100))
+    a = BucketAssigner(
+        AssignerConfig.of(WriteConfig(), max_file_size=300), WriteProfile(avg_record_size=100)
+    )
     out = a.assign(_batch(["x", "y", "x", "z", "w"], ["a"] * 5))
     f = dict(zip(out.column("id").to_pylist(), out.column(FILE_ID).to_pylist(), strict=False))
     assert out.column(FILE_ID).to_pylist()[0] == out.column(FILE_ID).to_pylist()[2]
@@ -51,7 +56,7 @@ def test_duplicate_new_keys_share_a_group_and_updates_route_back():
 
 
 def test_global_index_partition_move_and_deletes():
-    a = BucketAssigner(AssignerConfig(), WriteProfile(avg_record_size=100))
+    a = BucketAssigner(AssignerConfig.of(WriteConfig()), WriteProfile(avg_record_size=100))
     first = a.assign(_batch(["k1", "k2"], ["a", "a"]))
     old = first.column(FILE_ID).to_pylist()[0]
     out = a.assign(_batch(["k1", "k2", "zz"], ["b", "a", "a"], deleted=[False, True, True]))
@@ -66,7 +71,9 @@ def test_global_index_partition_move_and_deletes():
 
 
 def test_non_global_index_keeps_key_per_partition():
-    a = BucketAssigner(AssignerConfig(global_index=False), WriteProfile(avg_record_size=100))
+    a = BucketAssigner(
+        AssignerConfig.of(WriteConfig(), global_index=False), WriteProfile(avg_record_size=100)
+    )
     a.assign(_batch(["k1"], ["a"]))
     out = a.assign(_batch(["k1"], ["b"]))
     assert out.num_rows == 1 and out.column(PARTITION_PATH).to_pylist() == ["b"]
@@ -77,7 +84,7 @@ def test_file_ownership_by_task():
         fid = new_file_id_for_task(task, 3)
         assert file_id_task(fid, 3) == task
     profile = WriteProfile(100, {"a": [SmallFile(new_file_id_for_task(1, 2), 10)]})
-    a0 = BucketAssigner(AssignerConfig(task_id=0, num_tasks=2), profile)
+    a0 = BucketAssigner(AssignerConfig.of(WriteConfig(), 0, 2), profile)
     out = a0.assign(_batch(["n"], ["a"]))
     assert out.column(FILE_ID).to_pylist()[0] != profile.small_files["a"][0].file_id
     kt = key_task(pa.array([f"k{i}" for i in range(100)]), 2)
@@ -86,17 +93,21 @@ def test_file_ownership_by_task():
 
 
 def test_bucket_index_is_stateless_and_stable():
-    a = BucketAssigner(AssignerConfig(index_type="BUCKET", bucket_num=2), WriteProfile(100))
+    a = BucketAssigner(
+        AssignerConfig.of(WriteConfig(), index_type="BUCKET", bucket_num=2), WriteProfile(100)
+    )
     out = a.assign(_batch([f"k{i}" for i in range(20)], ["a"] * 20))
     fids = set(out.column(FILE_ID).to_pylist())
     assert len(fids) == 2 and all(f[:8] in ("00000000", "00000001") for f in fids)
-    b = BucketAssigner(AssignerConfig(index_type="BUCKET", bucket_num=2), WriteProfile(100))
+    b = BucketAssigner(
+        AssignerConfig.of(WriteConfig(), index_type="BUCKET", bucket_num=2), WriteProfile(100)
+    )
     b.set_bucket_file_ids([("a", f) for f in fids])
     assert set(b.assign(_batch(["k1"], ["a"])).column(FILE_ID).to_pylist()) <= fids
 
 
 def test_bootstrap_filters_by_task():
-    a = BucketAssigner(AssignerConfig(task_id=0, num_tasks=2), WriteProfile(100))
+    a = BucketAssigner(AssignerConfig.of(WriteConfig(), 0, 2), WriteProfile(100))
     keys = pa.array([f"k{i}" for i in range(50)])
     a.bootstrap([("a", "f-0", keys)])
     mine = key_task(keys, 2) == 0

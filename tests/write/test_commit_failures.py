@@ -9,11 +9,11 @@ import pyarrow as pa
 import pytest
 
 import hoodie_ray as hr
+from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.storage import LocalStorage
 from hoodie_ray.timeline.timeline import ActiveTimeline
 from hoodie_ray.write import commit as commit_mod
 from hoodie_ray.write import stream_writer as sw
-from hoodie_ray.write.client import HoodieWriteClient
 from hoodie_ray.write.lock import WriterLock
 from tests.write.model import OPTIONS, Workload, hudi_rs_snapshot, to_arrow
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hoodie_ray.write.client import HoodieWriteClient
+from hoodie_ray.job.client import HoodieWriteClient
 from tests.write.model import (
     OPTIONS,
     SMALL_FILES,

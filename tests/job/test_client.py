@@ -7,7 +7,7 @@ import random
 import pytest
 
 from hoodie_ray.exceptions import HoodieError
-from hoodie_ray.write.client import HoodieWriteClient
+from hoodie_ray.job.client import HoodieWriteClient
 from tests.write.model import (
     OPTIONS,
     SMALL_FILES,

@@ -1,0 +1,146 @@
+"""The single-process write path: :class:`HoodieWriteClient`.
+
+It drives the same operators the Ray actors hold (bucket assignment, buffering, handles, the
+commit protocol) in one process, under the same job-level coordinator. It is what the tests use
+and what users call when they do not want Ray (``hr.write(..., engine="local")``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from hoodie_ray.config.options import WriteConfig, resolve_options
+from hoodie_ray.file_group.view import FileSlice
+from hoodie_ray.job.coordinator import CommitResult, Coordinator
+from hoodie_ray.job.setup import TableSetup
+from hoodie_ray.reader.index_bootstrap import bootstrap_entries
+from hoodie_ray.table import HoodieTable
+from hoodie_ray.write.bucket_assigner import AssignerConfig, BucketAssigner, WriteProfile
+from hoodie_ray.write.records import PreparedBatch, precombine, prepare_batch, to_arrow
+from hoodie_ray.write.stream_writer import StreamWriteFunction
+
+
+def build_assigner(
+    table: HoodieTable,
+    config: AssignerConfig,
+    profile: WriteProfile,
+    slices: list[FileSlice],
+) -> BucketAssigner:
+    """A bucket assigner with its key index loaded from the table (Flink index bootstrap)."""
+    assigner = BucketAssigner(config, profile)
+    if config.index_type == "BUCKET":
+        assigner.set_bucket_file_ids((s.partition_path, s.file_id) for s in slices)
+    elif not config.append_mode and config.index_bootstrap and slices:
+        assigner.bootstrap(bootstrap_entries(table, slices))
+    return assigner
+
+
+def prepare_input(setup: TableSetup, table: pa.Table, wc: WriteConfig) -> PreparedBatch:
+    """Keys, partitions and delete flags of an input batch, checked against the table schema."""
+    ctx = setup.context
+    return prepare_batch(
+        table,
+        setup.keygen,
+        ordering_field=ctx.ordering_field,
+        operation=wc.operation,
+        data_schema=ctx.data_schema if setup.schema_fixed or wc.operation == "delete" else None,
+    )
+
+
+class HoodieWriteClient:
+    """Writes one table from one process: one :meth:`write` call is one commit.
+
+    The client keeps its bucket assigner (the key index) between :meth:`write` calls, as a
+    Flink bucket-assign task keeps it between checkpoints. It is reused only while the
+    timeline is exactly as this client left it; any instant another process added, rolled back
+    or archived meanwhile, or a write that failed after assigning its rows, makes the next call
+    bootstrap it from the table. Like Flink's state index, a kept index remembers the file
+    group of a deleted key, so a later upsert of it goes there and meets the delete (under
+    event-time ordering an older upsert loses to it); a bootstrapped index only knows live keys.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        options: dict[str, Any] | None = None,
+        storage_options: dict[str, Any] | None = None,
+    ) -> None:
+        self.path = path
+        self.options = options
+        self.storage_options = storage_options
+        self.wc = resolve_options(options)
+        self._assigner: BucketAssigner | None = None
+        self._assigner_timeline: tuple[Any, ...] | None = None
+        self._table: HoodieTable | None = None
+
+    @staticmethod
+    def _timeline_state(coord: Any, reload: bool) -> tuple[Any, ...]:
+        assert coord.protocol is not None
+        timeline = coord.protocol.timeline
+        return tuple((timeline.reload() if reload else timeline).instants)
+
+    def _assigner_for(self, coord: Any, setup: Any, slices: list[FileSlice]) -> BucketAssigner:
+        """The cached assigner when the timeline is as this client left it, else a new one.
+        ``slices`` were just listed, so the coordinator's timeline is current."""
+        profile = coord.profile(slices)
+        cached, self._assigner = self._assigner, None
+        if cached is not None and self._assigner_timeline == self._timeline_state(coord, False):
+            cached.reset_profile(profile)
+            return cached
+        assert coord.protocol is not None
+        assert coord.table is not None
+        return build_assigner(
+            coord.table,
+            coord.assigner_config(0, 1),
+            profile,
+            slices,
+        )
+
+    def write(self, data: Any) -> CommitResult:
+        """Write a pyarrow Table/RecordBatch or pandas DataFrame as one commit."""
+        table = to_arrow(data)
+        wc = self.wc
+        coord = Coordinator(self.path, wc, self.storage_options, table=self._table)
+        setup = coord.open(table.schema)
+        self._table = coord.table
+        try:
+            prepared = prepare_input(setup, table, wc)
+            if not setup.schema_fixed:
+                setup = coord.refix_schema(
+                    pa.schema(
+                        [f for f in prepared.table.schema if f.name in prepared.data_columns()]
+                    )
+                )
+            if prepared.num_rows == 0:
+                return CommitResult(None)
+            rows = prepared.table
+            if wc.operation in ("upsert", "delete"):
+                rows = precombine(rows, setup.context.ordering_field)
+            slices = coord.latest_slices()
+            assigner = self._assigner_for(coord, setup, slices)
+            tagged = assigner.assign(rows)
+            writer = StreamWriteFunction(setup.context, task_id=0)
+            instant = coord.start_instant()
+            try:
+                writer.start_instant(
+                    instant, {(s.partition_path, s.file_id): s for s in slices}, coord.frozen_logs()
+                )
+                writer.write(tagged)
+                stats = writer.flush_all()
+                result = coord.commit(instant, stats)
+            except BaseException:
+                writer.abort()
+                coord.abandon(instant)
+                raise
+            # Inline compaction (a single process has no background to run it in), cleaning
+            # and archival. A plan left pending by a writer that died runs first; without this
+            # it stays pending forever, and no new plan is ever scheduled.
+            coord.after_commit(None, run_pending=wc.compaction_schedule)
+            assigner.checkpoint_done()
+            self._assigner_timeline = self._timeline_state(coord, True)
+            self._assigner = assigner
+            return result
+        finally:
+            coord.close()

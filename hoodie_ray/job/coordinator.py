@@ -1,0 +1,422 @@
+"""The coordinator core (Flink ``StreamWriteOperatorCoordinator``), without Ray.
+
+It owns the job's table-level decisions: creating the table, the writer lock, recovery from
+the timeline (rolling back what a dead writer left pending), handing out instants, the write
+profile for the assigners, committing the write statuses of a checkpoint, and after each commit
+when to compact, clean and archive. The Ray coordinator actor holds one and forwards to it; the
+compaction runner (in this process, or Ray's compactor pool) is handed in from above.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+from hoodie_ray.avro.schema import arrow_to_avro_schema
+from hoodie_ray.compaction.api import CompactionService, local_executor
+from hoodie_ray.compaction.execute import CompactionTask
+from hoodie_ray.compaction.plan import frozen_log_files
+from hoodie_ray.config.options import WriteConfig, resolve_options
+from hoodie_ray.config.table_config import BUCKET_NUM_PROPERTY
+from hoodie_ray.exceptions import HoodieTableNotFoundError, HoodieUnsupportedError
+from hoodie_ray.file_group.view import FileSlice, FileSystemView
+from hoodie_ray.job.archival import archive_table
+from hoodie_ray.job.setup import (
+    TableSetup,
+    bucket_options_for_table,
+    check_bucket_layout,
+    check_options_match_table,
+    create_table,
+    keygen_for,
+    latest_commit_schema,
+    table_exists,
+)
+from hoodie_ray.storage import Storage, open_storage
+from hoodie_ray.table import HoodieTable
+from hoodie_ray.timeline.metadata import HoodieWriteStat
+from hoodie_ray.write.bucket_assigner import (
+    LOG_TO_PARQUET_RATIO,
+    AssignerConfig,
+    SmallFile,
+    WriteProfile,
+)
+from hoodie_ray.write.commit import CommitProtocol
+from hoodie_ray.write.context import WriteContext
+from hoodie_ray.write.lock import WriterLock
+from hoodie_ray.write.records import normalise_schema
+
+log = logging.getLogger("hoodie_ray")
+
+
+OPERATION_TYPES = {
+    "upsert": "UPSERT",
+    "insert": "INSERT",
+    "bulk_insert": "BULK_INSERT",
+    "delete": "DELETE",
+}
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """What one commit wrote."""
+
+    instant: str | None
+    num_inserts: int = 0
+    num_updates: int = 0
+    num_deletes: int = 0
+    num_files: int = 0
+    num_writes: int = 0
+
+    @classmethod
+    def from_stats(cls, instant: str | None, stats: list[HoodieWriteStat]) -> CommitResult:
+        return cls(
+            instant=instant,
+            num_inserts=sum(s.num_inserts for s in stats),
+            num_updates=sum(s.num_update_writes for s in stats),
+            num_deletes=sum(s.num_deletes for s in stats),
+            num_files=len({s.path for s in stats}),
+            num_writes=sum(s.num_writes for s in stats),
+        )
+
+
+def write_profile(
+    table: HoodieTable,
+    wc: WriteConfig,
+    slices: list[FileSlice],
+    sizes: dict[tuple[str, str], int],
+) -> WriteProfile:
+    """Average record size from the latest commits, and the small file groups."""
+    avg = wc.record_size_estimate
+    for inst in reversed(table.commits()[-5:]):
+        meta = table.metadata(inst)
+        stats = [s for ss in meta.partition_to_write_stats.values() for s in ss]
+        nbytes = sum(s.total_write_bytes for s in stats if s.num_writes)
+        nrec = sum(s.num_writes for s in stats if s.num_writes)
+        if nrec > 0 and nbytes > 0:
+            avg = max(1, nbytes // nrec)
+            break
+    small: dict[str, list[SmallFile]] = {}
+    for s in slices:
+        size = sizes.get((s.partition_path, s.file_id), 0)
+        if size < wc.small_file_limit:
+            small.setdefault(s.partition_path, []).append(SmallFile(s.file_id, size))
+    return WriteProfile(avg_record_size=avg, small_files=small)
+
+
+def slice_sizes(storage: Storage, slices: list[FileSlice]) -> dict[tuple[str, str], int]:
+    """Base size plus log sizes scaled by Hudi's log-to-parquet ratio, per file group."""
+    out: dict[tuple[str, str], int] = {}
+    sizes_by_dir: dict[str, dict[str, int]] = {}
+    for s in slices:
+        d = sizes_by_dir.get(s.partition_path)
+        if d is None:
+            d = sizes_by_dir[s.partition_path] = {
+                i.name: i.size for i in storage.list_dir(s.partition_path)
+            }
+        base = d.get(s.base_file, 0) if s.base_file else 0
+        logs = sum(d.get(n, 0) for n in s.log_files)
+        out[(s.partition_path, s.file_id)] = int(base + LOG_TO_PARQUET_RATIO * logs)
+    return out
+
+
+class CompactionRunner(Protocol):
+    """Runs compaction tasks in the background (Ray's compactor pool is one)."""
+
+    def submit(self, tasks: list[CompactionTask]) -> Any:
+        """Start the tasks; a handle for :meth:`poll`."""
+
+    def poll(self, handle: Any, wait: bool) -> list[HoodieWriteStat] | None:
+        """The tasks' stats when all finished (None while running; ``wait`` blocks); raises
+        if any failed."""
+
+    def reset(self) -> None:
+        """Drop the workers after a failure (the next submit starts fresh ones)."""
+
+
+class Coordinator:
+    """Table setup, instants, commits and rollbacks of one write job."""
+
+    def __init__(
+        self,
+        path: str,
+        options: dict[str, Any] | WriteConfig | None = None,
+        storage_options: dict[str, Any] | None = None,
+        lock_owner: str | None = None,
+        table: HoodieTable | None = None,
+    ) -> None:
+        self.path = path
+        self.wc = resolve_options(options)
+        self.storage: Storage = (
+            table.storage if table is not None else open_storage(path, storage_options)
+        )
+        self.lock = WriterLock(
+            self.storage,
+            heartbeat_ms=self.wc.lock_heartbeat_ms,
+            expire_ms=self.wc.lock_expire_ms,
+            owner=lock_owner,
+        )
+        self.table: HoodieTable | None = None
+        # a handle kept from an earlier job on this table: its timeline is reused (refreshed,
+        # not re-parsed) as long as hoodie.properties is unchanged
+        self._reuse = table
+        self.protocol: CommitProtocol | None = None
+        self.setup: TableSetup | None = None
+        self.commit_latencies: list[float] = []
+        self.storage_options = storage_options
+        self._compaction: CompactionService | None = None
+        self._running: tuple[str, Any] | None = None  # background compaction: instant, handle
+        self._started: dict[str, float] = {}
+
+    # -- setup ---------------------------------------------------------------------------------
+    def open(self, input_schema: pa.Schema | None) -> TableSetup:
+        """Take the lock, create the table if needed, recover, and fix the write context."""
+        self.lock.acquire()
+        try:
+            return self._open(input_schema)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _open(self, input_schema: pa.Schema | None) -> TableSetup:
+        wc = self.wc
+        if not table_exists(self.storage):
+            if input_schema is None:
+                raise HoodieTableNotFoundError(f"no Hudi table at {self.path}")
+            if wc.operation == "delete":
+                raise HoodieTableNotFoundError(f"cannot delete from {self.path}: no table there")
+            create_table(self.storage, wc, input_schema)
+        table = HoodieTable.from_storage(self.storage, self.storage_options, self.path)
+        if self._reuse is not None and self._reuse.table_config.props == table.table_config.props:
+            table = self._reuse.refresh()
+        self.table = table
+        cfg = table.table_config
+        check_options_match_table(cfg, wc)
+        if cfg.table_version == 9:
+            raise HoodieUnsupportedError(
+                f"table version 9 is read-only in hoodie_ray (writes support 6 and 8): {self.path}"
+            )
+        if cfg.props.get("hoodie.table.metadata.partitions"):
+            raise HoodieUnsupportedError(
+                f"{self.path} has a metadata table (hoodie.table.metadata.partitions); hoodie_ray "
+                "does not maintain it, so writing would leave it stale"
+            )
+        if not cfg.populate_meta_fields:
+            raise HoodieUnsupportedError(
+                f"{self.path}: writes to tables without meta fields are not supported"
+            )
+        self.protocol = CommitProtocol(table)
+        self.protocol.rollback_pending_writes()
+        stored_buckets = cfg.props.get(BUCKET_NUM_PROPERTY)
+        if stored_buckets is not None:
+            wc = self.wc = bucket_options_for_table(wc, stored_buckets, self.path)
+        if wc.index_type == "BUCKET":
+            check_bucket_layout(self.latest_slices(), wc.bucket_num, self.path)
+        table_schema = latest_commit_schema(table)
+        fixed = table_schema is not None and bool(table.commits())
+        if table_schema is None:
+            if input_schema is None:
+                raise HoodieTableNotFoundError(
+                    f"{self.path} has no schema yet and no input was given"
+                )
+            table_schema = normalise_schema(input_schema)
+        data_schema = pa.schema([f for f in table_schema if not f.name.startswith("_hoodie_")])
+        keygen = keygen_for(cfg, self.wc, data_schema)
+        avro = arrow_to_avro_schema(data_schema, cfg.name, with_meta=True)
+        ctx = WriteContext(self.storage, cfg, self.wc, data_schema, avro)
+        self.setup = TableSetup(ctx, keygen, fixed)
+        return self.setup
+
+    def refix_schema(self, data_schema: pa.Schema) -> TableSetup:
+        """Before the first commit of a new table, the first batch decides the schema."""
+        assert self.setup is not None
+        ctx = self.setup.context
+        avro = arrow_to_avro_schema(data_schema, ctx.table_config.name, with_meta=True)
+        new_ctx = WriteContext(ctx.storage, ctx.table_config, ctx.write_config, data_schema, avro)
+        self.setup = TableSetup(new_ctx, self.setup.keygen, False)
+        return self.setup
+
+    # -- per checkpoint ------------------------------------------------------------------------
+    def view(self) -> FileSystemView:
+        assert self.table is not None
+        return self.table.refresh().view()
+
+    def latest_slices(self) -> list[FileSlice]:
+        return self.view().latest_file_slices()
+
+    def profile(self, slices: list[FileSlice] | None = None) -> WriteProfile:
+        assert self.table is not None
+        slices = self.latest_slices() if slices is None else slices
+        return write_profile(self.table, self.wc, slices, slice_sizes(self.storage, slices))
+
+    def assigner_config(self, task_id: int, num_tasks: int) -> AssignerConfig:
+        return AssignerConfig.of(
+            self.wc,
+            task_id,
+            num_tasks,
+            self.table.table_config.ordering_field if self.table is not None else None,
+        )
+
+    def start_instant(self) -> str:
+        """A new instant (requested -> inflight) for the next checkpoint."""
+        assert self.protocol is not None
+        self.lock.check()
+        instant = self.protocol.start()
+        self._started[instant] = time.monotonic()
+        return instant
+
+    def commit(self, instant: str, stats: list[HoodieWriteStat]) -> CommitResult:
+        """Write the completed instant with the statuses of every writer."""
+        assert self.protocol is not None and self.setup is not None
+        self.lock.check()
+        ctx = self.setup.context
+        schema_json = json.dumps(
+            arrow_to_avro_schema(ctx.data_schema, ctx.table_config.name, with_meta=False),
+            separators=(",", ":"),
+        )
+        self.protocol.commit(
+            instant,
+            stats,
+            schema_json=schema_json,
+            operation_type=OPERATION_TYPES[self.wc.operation],
+        )
+        started = self._started.pop(instant, None)
+        if started is not None:
+            self.commit_latencies.append(time.monotonic() - started)
+        self.setup = TableSetup(ctx, self.setup.keygen, True)
+        return CommitResult.from_stats(instant, stats)
+
+    def is_completed(self, instant: str) -> bool:
+        """Did ``instant`` complete (after a lost coordinator: did its commit land)?"""
+        assert self.table is not None
+        return any(i.timestamp == instant for i in self.table.refresh().active_timeline.completed())
+
+    def rollback(self, instant: str) -> None:
+        assert self.protocol is not None
+        self._started.pop(instant, None)
+        self.protocol.rollback(instant)
+
+    def abandon(self, instant: str) -> None:
+        """Best effort rollback (left pending for the next writer if it fails)."""
+        try:
+            self.rollback(instant)
+        except Exception:
+            pass
+
+    # -- compaction, cleaning and archival ------------------------------------------------------
+    def compaction_service(self) -> CompactionService:
+        assert self.table is not None
+        if self._compaction is None:
+            self._compaction = CompactionService(self.table, self.wc)
+        return self._compaction
+
+    def frozen_logs(self) -> set[tuple[str, str]]:
+        """Log files covered by pending compaction plans (writers must not append to them)."""
+        assert self.table is not None
+        return frozen_log_files(self.table.active_timeline)
+
+    def schedule_compaction(self) -> str | None:
+        """After a commit: a new plan if enabled, the trigger fires and none is pending."""
+        assert self.table is not None
+        if not (self.table.is_mor and self.wc.compaction_schedule):
+            return None
+        svc = self.compaction_service()
+        if svc.pending():
+            return None
+        return svc.schedule()
+
+    def pending_compactions(self) -> list[str]:
+        return self.compaction_service().pending()
+
+    def compaction_tasks(self, instant: str) -> list[Any]:
+        return self.compaction_service().tasks(instant)
+
+    def commit_compaction(self, instant: str, stats: list[HoodieWriteStat]) -> None:
+        """Commit an executed compaction (between checkpoints), then clean."""
+        self.lock.check()
+        self.compaction_service().commit(instant, stats)
+        self.clean()
+
+    def rollback_compaction(self, instant: str) -> None:
+        self.compaction_service().rollback_inflight(instant)
+
+    def run_compaction(self, instant: str) -> None:
+        """Execute and commit a compaction in this process (inline compaction), then clean."""
+        self.lock.check()
+        self.compaction_service().run(instant, local_executor)
+        self.clean()
+
+    def clean(self) -> str | None:
+        if not self.wc.clean_enabled:
+            return None
+        return self.compaction_service().clean()
+
+    def after_commit(
+        self, runner: CompactionRunner | None = None, *, run_pending: bool = True
+    ) -> int:
+        """The table services at a checkpoint barrier, after its commit (Hudi's post-commit):
+        commit a finished background compaction, run or start the next one (cleaning after
+        each), then archive.
+
+        ``runner`` runs compactions in the background when ``compaction.async.enabled``
+        (without one they run inline); ``run_pending=False`` leaves plans another process
+        scheduled alone when this job does not schedule compactions. Returns the number of
+        compactions still pending. Errors propagate: the caller decides whether a failed table
+        service fails the write.
+        """
+        pending = self._compaction_step(runner, run_pending)
+        self.archive()
+        return pending
+
+    def _compaction_step(self, runner: CompactionRunner | None, run_pending: bool) -> int:
+        if self._running is not None and self._finish_running(runner, wait=False) is None:
+            return 1
+        pending = self.pending_compactions() if run_pending else []
+        instant = pending[0] if pending else self.schedule_compaction()
+        if instant is None:
+            return 0
+        if runner is None or not self.wc.compaction_async:
+            self.run_compaction(instant)
+            return 0
+        self._running = (instant, runner.submit(self.compaction_tasks(instant)))
+        return 1
+
+    def _finish_running(self, runner: CompactionRunner | None, wait: bool) -> bool | None:
+        """Commit the background compaction if it finished (True), roll it back if it failed
+        (False); None while it runs."""
+        assert self._running is not None and runner is not None
+        instant, handle = self._running
+        try:
+            stats = runner.poll(handle, wait)
+        except Exception:
+            # a compactor failed or died: undo, and retry on fresh workers
+            self._running = None
+            self.rollback_compaction(instant)
+            runner.reset()
+            return False
+        if stats is None:
+            return None
+        self._running = None
+        self.commit_compaction(instant, stats)
+        return True
+
+    def finish_compaction(self, runner: CompactionRunner | None) -> None:
+        """Wait for a running background compaction and commit it (the job is closing)."""
+        if self._running is not None:
+            self._finish_running(runner, wait=True)
+
+    def archive(self) -> list[str]:
+        """Archive the oldest instants once the active timeline is past
+        ``hoodie.keep.max.commits`` (when ``hoodie.archive.automatic``); the archived instants."""
+        assert self.table is not None
+        if not self.wc.archive_automatic:
+            return []
+        self.lock.check()
+        return archive_table(self.table, self.wc)
+
+    def close(self) -> None:
+        self.lock.release()

@@ -1,0 +1,249 @@
+"""Table setup for a write job: create the table, check options against it, fix the context.
+
+The job layer's first step (Flink's ``StreamWriteOperatorCoordinator`` start and
+``HoodieTableFactory``): everything decided once per job and handed, resolved, to every task.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from hoodie_ray.avro.schema import arrow_to_avro_schema, avro_to_arrow_schema
+from hoodie_ray.config.options import WriteConfig
+from hoodie_ray.config.table_config import (
+    BUCKET_NUM_PROPERTY,
+    KEYGEN_TYPE_BY_CLASS,
+    PROPERTIES_FILE,
+    HoodieTableConfig,
+    new_table_props,
+)
+from hoodie_ray.exceptions import HoodieOptionError, HoodieSchemaError, HoodieUnsupportedError
+from hoodie_ray.file_group.view import FileSlice
+from hoodie_ray.keygen import KeyGenerator, TimestampFormat, choose_key_generator
+from hoodie_ray.storage import Storage
+from hoodie_ray.table import HoodieTable
+from hoodie_ray.write.context import WriteContext
+from hoodie_ray.write.records import normalise_schema
+
+
+@dataclass(frozen=True)
+class TableSetup:
+    """What every task of a write job needs to know about the table (picklable)."""
+
+    context: WriteContext
+    keygen: KeyGenerator
+    schema_fixed: bool  # False until the first commit fixes the data schema
+
+    @property
+    def table_config(self) -> HoodieTableConfig:
+        return self.context.table_config
+
+
+def table_exists(storage: Storage) -> bool:
+    return storage.exists(PROPERTIES_FILE)
+
+
+def keygen_for(table_config: HoodieTableConfig, wc: WriteConfig, schema: pa.Schema) -> KeyGenerator:
+    """The key generator recorded in the table config (written by us or by Java)."""
+    kg_type = table_config.keygen_type
+    if kg_type in (None, "UNKNOWN"):
+        kg_type = None
+    if kg_type == "CUSTOM":
+        raise HoodieUnsupportedError("CustomKeyGenerator tables are not supported for writes")
+    ts = None
+    if kg_type == "TIMESTAMP":
+        props = table_config.props
+        fmt = props.get("hoodie.keygen.timebased.output.dateformat") or wc.timebased_output_format
+        if not fmt:
+            raise HoodieOptionError(
+                "timestamp key generator without hoodie.keygen.timebased.output.dateformat"
+            )
+        ts = TimestampFormat(
+            output_format=fmt,
+            timestamp_type=props.get("hoodie.keygen.timebased.timestamp.type")
+            or wc.timebased_timestamp_type,
+            input_format=props.get("hoodie.keygen.timebased.input.dateformat")
+            or wc.timebased_input_format,
+            timezone=props.get("hoodie.keygen.timebased.output.timezone")
+            or wc.timebased_output_timezone,
+            scalar_unit=props.get("hoodie.keygen.timebased.timestamp.scalar.time.unit")
+            or wc.timebased_scalar_unit,
+        )
+    return choose_key_generator(
+        schema,
+        table_config.record_key_fields,
+        table_config.partition_fields,
+        hive_style=table_config.hive_style,
+        url_encode=table_config.url_encode,
+        keygen_type=kg_type,
+        timestamp=ts,
+    )
+
+
+def _timestamp_format(wc: WriteConfig, schema: pa.Schema) -> TimestampFormat | None:
+    """Timestamp partitioning, as Flink configures it from ``write.partition.format``."""
+    fmt = wc.timebased_output_format or wc.partition_format
+    if not fmt or len(wc.partition_fields) != 1:
+        return None
+    t = (
+        schema.field(wc.partition_fields[0]).type
+        if wc.partition_fields[0] in schema.names
+        else None
+    )
+    if wc.timebased_output_format is None and not (
+        t is not None and (pa.types.is_timestamp(t) or pa.types.is_date(t))
+    ):
+        return None
+    return TimestampFormat(
+        output_format=fmt,
+        timestamp_type=wc.timebased_timestamp_type,
+        input_format=wc.timebased_input_format,
+        timezone=wc.timebased_output_timezone,
+        scalar_unit=wc.timebased_scalar_unit,
+    )
+
+
+def create_table(storage: Storage, wc: WriteConfig, data_schema: pa.Schema) -> HoodieTableConfig:
+    """Create ``.hoodie/`` with the property set of a new table (spec §1.4)."""
+    if not wc.table_name:
+        raise HoodieOptionError("option hoodie.table.name is required to create a table")
+    if not wc.record_key_fields:
+        raise HoodieOptionError(
+            "option hoodie.datasource.write.recordkey.field is required to create a table"
+        )
+    schema = normalise_schema(data_schema)
+    ts = _timestamp_format(wc, schema)
+    keygen_type = wc.keygen_type
+    if wc.keygen_class:
+        keygen_type = KEYGEN_TYPE_BY_CLASS.get(wc.keygen_class)
+        if keygen_type is None or keygen_type == "CUSTOM":
+            raise HoodieOptionError(
+                f"option hoodie.datasource.write.keygenerator.class={wc.keygen_class} is not supported"
+            )
+    kg = choose_key_generator(
+        schema,
+        wc.record_key_fields,
+        wc.partition_fields,
+        hive_style=wc.hive_style_partitioning,
+        url_encode=wc.partition_url_encode,
+        keygen_type=keygen_type,
+        timestamp=ts,
+    )
+    if wc.precombine_field and wc.precombine_field not in schema.names:
+        raise HoodieSchemaError(f"Field {wc.precombine_field} does not exist (precombine field)")
+    extra = {}
+    if ts is not None:
+        extra = {
+            "hoodie.keygen.timebased.output.dateformat": ts.output_format,
+            "hoodie.keygen.timebased.output.timezone": ts.timezone,
+        }
+        if ts.timestamp_type:
+            extra["hoodie.keygen.timebased.timestamp.type"] = ts.timestamp_type
+        if ts.input_format:
+            extra["hoodie.keygen.timebased.input.dateformat"] = ts.input_format
+    if wc.index_type == "BUCKET":
+        extra[BUCKET_NUM_PROPERTY] = str(wc.bucket_num)
+    create_schema = json.dumps(
+        arrow_to_avro_schema(schema, wc.table_name, with_meta=False), separators=(",", ":")
+    )
+    props = new_table_props(
+        table_name=wc.table_name,
+        table_type=wc.table_type,
+        record_key_fields=wc.record_key_fields,
+        partition_fields=wc.partition_fields,
+        ordering_field=wc.precombine_field,
+        keygen_type=kg.keygen_type,
+        hive_style=wc.hive_style_partitioning,
+        url_encode=wc.partition_url_encode,
+        table_version=wc.table_version,
+        create_schema=create_schema,
+        database=wc.database_name,
+        extra=extra,
+    )
+    cfg = HoodieTableConfig(props)
+    storage.makedirs(".hoodie")
+    if cfg.timeline_layout_version >= 2:
+        storage.makedirs(cfg.timeline_path)
+    if not storage.create_new(PROPERTIES_FILE, cfg.to_properties_text().encode("utf-8")):
+        return HoodieTableConfig.load(storage)  # another process created it first
+    return cfg
+
+
+def check_options_match_table(cfg: HoodieTableConfig, wc: WriteConfig) -> None:
+    """Options may not change what defines an existing table (keys, partitions, type...)."""
+
+    def differs(attr: str, table_value: Any, given: Any) -> bool:
+        return wc.is_set(attr) and given != table_value
+
+    problems = []
+    if differs("record_key_field", cfg.record_key_fields, wc.record_key_fields):
+        problems.append(
+            f"record key fields {wc.record_key_fields} != table's {cfg.record_key_fields}"
+        )
+    if differs("partition_path_field", cfg.partition_fields, wc.partition_fields):
+        problems.append(f"partition fields {wc.partition_fields} != table's {cfg.partition_fields}")
+    if differs("table_type", cfg.table_type, wc.table_type):
+        problems.append(f"table type {wc.table_type} != table's {cfg.table_type}")
+    if differs("precombine_field", cfg.ordering_field, wc.precombine_field):
+        problems.append(f"precombine field {wc.precombine_field} != table's {cfg.ordering_field}")
+    if differs("hive_style_partitioning", cfg.hive_style, wc.hive_style_partitioning):
+        problems.append("hive_style_partitioning differs from the table's")
+    if differs("partition_url_encode", cfg.url_encode, wc.partition_url_encode):
+        problems.append("partitionpath.urlencode differs from the table's")
+    if wc.is_set("table_name") and wc.table_name != cfg.name:
+        problems.append(f"table name {wc.table_name} != table's {cfg.name}")
+    if problems:
+        raise HoodieOptionError("options conflict with the existing table: " + "; ".join(problems))
+
+
+def latest_commit_schema(table: HoodieTable) -> pa.Schema | None:
+    """The table's data schema from the latest completed write (``extraMetadata.schema``),
+    else ``hoodie.table.create.schema``."""
+    schema = table.latest_commit_schema_json()
+    if schema:
+        return avro_to_arrow_schema(schema)
+    create = table.table_config.create_schema
+    return avro_to_arrow_schema(create) if create else None
+
+
+def bucket_options_for_table(wc: WriteConfig, stored: str, path: str) -> WriteConfig:
+    """A table created with the bucket index records its bucket count; it stays a bucket
+    table of that count. Options that leave the index out get it from the table; options that
+    say otherwise are refused (another index type would put keys outside their buckets, and
+    a larger count passes the layout check: every existing bucket id is below it)."""
+    try:
+        count = int(stored.strip())
+    except ValueError:
+        raise HoodieOptionError(
+            f"{path}: {BUCKET_NUM_PROPERTY}={stored!r} in hoodie.properties is not a number"
+        ) from None
+    if wc.is_set("index_type") and wc.index_type != "BUCKET":
+        raise HoodieOptionError(
+            f"option index.type={wc.index_type} does not match {path}, a bucket-index table "
+            f"({BUCKET_NUM_PROPERTY}={count} in its hoodie.properties); the index type of a "
+            "table cannot change"
+        )
+    if wc.is_set("bucket_num") and wc.bucket_num != count:
+        raise HoodieOptionError(
+            f"option {BUCKET_NUM_PROPERTY}={wc.bucket_num} does not match {path}, whose "
+            f"buckets were created with {count}; the bucket count of a table cannot change"
+        )
+    return wc.replace(index_type="BUCKET", bucket_num=count)
+
+
+def check_bucket_layout(slices: list[FileSlice], bucket_num: int, path: str) -> None:
+    """The bucket index finds a key's file group by hashing it: every file group of the table
+    must be a bucket below ``bucket_num``. Writing with the bucket index to a table written
+    by the state index (or with another bucket count) would duplicate keys."""
+    for s in slices:
+        fid = s.file_id
+        if not (len(fid) > 9 and fid[:8].isdigit() and fid[8] == "-" and int(fid[:8]) < bucket_num):
+            raise HoodieOptionError(
+                f"index.type=BUCKET with hoodie.bucket.index.num.buckets={bucket_num} does not "
+                f"match {path}: file group {fid} (partition {s.partition_path!r}) is not one of "
+                "its buckets; the index type and bucket count of a table cannot change"
+            )

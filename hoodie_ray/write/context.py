@@ -1,0 +1,41 @@
+"""``WriteContext``: what every write task knows about the table (picklable)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from hoodie_ray.config.options import WriteConfig
+from hoodie_ray.config.table_config import HoodieTableConfig, MergeMode
+from hoodie_ray.storage import Storage
+
+__all__ = ["WriteContext"]
+
+
+@dataclass
+class WriteContext:
+    """Everything a writer needs about the table; picklable (no open handles)."""
+
+    storage: Storage
+    table_config: HoodieTableConfig
+    write_config: WriteConfig
+    data_schema: pa.Schema
+    avro_schema: dict[str, Any]  # full record schema, meta fields included
+
+    @property
+    def table_version(self) -> int:
+        return self.table_config.table_version
+
+    @property
+    def ordering_field(self) -> str | None:
+        return self.table_config.ordering_field
+
+    @property
+    def merge_mode(self) -> MergeMode:
+        return self.table_config.merge_mode
+
+    @property
+    def is_mor(self) -> bool:
+        return self.table_config.is_mor
