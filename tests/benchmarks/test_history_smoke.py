@@ -1,0 +1,108 @@
+"""Smoke test of the history harness at a tiny size: client mode, 150 commits of 50 rows.
+
+No Ray and no timing assertions: it checks the report's structure and that the table the run
+wrote reads back with one row per distinct key written, not how fast anything is.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.history import (
+    WINDOW_HEADERS,
+    Upserts,
+    hoodie_file_counts,
+    main,
+    parse_args,
+)
+
+COMMITS, ROWS, KEYS, WINDOW = 150, 50, 2_000, 50
+
+
+def test_args() -> None:
+    a = parse_args(["--quick", "--option", "hoodie.keep.max.commits=30", "--option", "a=b=c"])
+    assert (a.commits, a.checkpoints, a.rows, a.keys, a.window) == (600, 300, 200, 20_000, 100)
+    assert a.options == {"hoodie.keep.max.commits": "30", "a": "b=c"}
+    assert parse_args(["--commits", "7"]).commits == 7
+    with pytest.raises(SystemExit):
+        parse_args(["--rows", "10", "--keys", "5"])
+    with pytest.raises(SystemExit):
+        parse_args(["--option", "novalue"])
+
+
+def test_upserts_are_distinct_keys_with_rising_ts() -> None:
+    u = Upserts(100, 40, seed=1)
+    seen: set[str] = set()
+    last_ts = -1
+    for _ in range(5):
+        batch, inserts = u.batch()
+        keys = batch["uuid"].to_pylist()
+        assert len(set(keys)) == 40
+        assert inserts == len(set(keys) - seen)
+        seen.update(keys)
+        assert min(batch["ts"].to_pylist()) > last_ts
+        last_ts = max(batch["ts"].to_pylist())
+    assert u.distinct_keys == len(seen)
+    assert sorted(u.expected()["uuid"].to_pylist()) == sorted(seen)
+
+
+def test_hoodie_file_counts_skip_the_archive(tmp_path: Path) -> None:
+    h = tmp_path / ".hoodie"
+    for f in ("1.deltacommit", "archived/.commits_.archive.1_1-0-1", "timeline/2.commit"):
+        (h / f).parent.mkdir(parents=True, exist_ok=True)
+        (h / f).write_text("x")
+    (h / "timeline" / "history").mkdir()
+    (h / "timeline" / "history" / "a.parquet").write_text("x")
+    (h / ".aux").mkdir()
+    assert hoodie_file_counts(tmp_path) == (2, {".": 1, "timeline": 1}, 2)
+
+
+def test_client_run_report_and_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import hoodie_ray as hr
+
+    results = tmp_path / "results"
+    rc = main(
+        [
+            "--mode",
+            "client",
+            "--commits",
+            str(COMMITS),
+            "--rows",
+            str(ROWS),
+            "--keys",
+            str(KEYS),
+            "--window",
+            str(WINDOW),
+            "--path",
+            str(tmp_path / "tables"),
+            "--results-dir",
+            str(results),
+            "--json",
+        ]
+    )
+    out_text = capsys.readouterr().out
+    assert rc == 0, out_text
+    out = json.loads(out_text.strip().splitlines()[-1])
+    (saved,) = results.glob("history-client-*.json")
+    assert json.loads(saved.read_text())["windows"] == out["windows"]
+    assert all(h in out_text for h in WINDOW_HEADERS)
+
+    assert out["mode"] == "client" and out["error"] is None
+    assert out["commits_done"] == COMMITS and len(out["commit_latencies_s"]) == COMMITS
+    assert [(w["first"], w["last"]) for w in out["windows"]] == [(1, 50), (51, 100), (101, 150)]
+    for w in out["windows"]:
+        assert w["mean_s"] > 0 and w["max_s"] >= w["p95_s"] >= w["p50_s"] > 0
+        assert w["hoodie_files"] > 0 and w["archive_files"] >= 0 and w["data_files"] > 0
+        assert sum(w["hoodie_files_by_dir"].values()) == w["hoodie_files"]
+    assert isinstance(out["growth_ratio"], float) and out["growth_ratio"] > 0
+    assert set(out["targets"]) == {"growth_ratio_le_target", "hoodie_files_bounded", "read_back"}
+    assert out["hoodie_files_last"] == out["windows"][-1]["hoodie_files"]
+    assert sum(w["inserts"] for w in out["windows"]) == out["distinct_keys"]
+
+    assert out["read_check"] == "ok"
+    snapshot = hr.read(out["path"])
+    assert snapshot.num_rows == out["distinct_keys"] == out["rows_read"]
+    assert len(set(snapshot["uuid"].to_pylist())) == out["distinct_keys"]
