@@ -62,3 +62,49 @@ def test_conflicting_spellings():
 
 def test_registry_is_documented():
     assert all(o.doc for o in OPTIONS)
+
+
+def test_write_config_defaults_are_the_registrys():
+    from hoodie_ray.config.options import WriteConfig
+
+    wc = WriteConfig()
+    for opt in OPTIONS:
+        assert getattr(wc, opt.attr) == opt.default, opt.key
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"hoodie.keep.min.commits": "50", "hoodie.keep.max.commits": "50"}, "hoodie.keep.min"),
+        ({"archive.min_commits": "60"}, "archive.min_commits=60 must be less than"),
+        ({"hoodie.keep.min.commits": "20", "hoodie.keep.max.commits": "30"}, "clean.retain"),
+        (
+            {"hoodie.cleaner.commits.retained": "45", "archive.max_commits": "60"},
+            "hoodie.cleaner.commits.retained=45",
+        ),
+    ],
+)
+def test_archival_retention_is_checked(options, named):
+    with pytest.raises(HoodieOptionError, match=named.replace(".", r"\.")):
+        resolve_options(options)
+
+
+def test_archival_retention_valid_combinations():
+    wc = resolve_options(
+        {
+            "hoodie.keep.min.commits": "20",
+            "hoodie.keep.max.commits": "30",
+            "clean.retain_commits": "10",
+        }
+    )
+    assert (wc.keep_min_commits, wc.keep_max_commits, wc.clean_retain_commits) == (20, 30, 10)
+    assert (
+        resolve_options(
+            {
+                "hoodie.keep.min.commits": "5",
+                "clean.async.enabled": "false",
+                "hoodie.keep.max.commits": "8",
+            }
+        ).keep_max_commits
+        == 8
+    )

@@ -211,3 +211,57 @@ def test_layout2_commit_retry_with_same_metadata_is_idempotent(tmp_path: Path) -
     assert meta.to_avro() == meta.to_avro()  # deterministic bytes: a retry is recognised
     assert tl.complete(inst, meta.to_avro()) == first
     assert len(tl.completed()) == 1
+
+
+class _CountingStorage(LocalStorage):
+    """Counts listings and names how many were parsed."""
+
+    def __init__(self, root: str) -> None:
+        super().__init__(root)
+        self.listings = 0
+
+    def list_file_names(self, rel: str) -> list[str]:
+        self.listings += 1
+        return super().list_file_names(rel)
+
+
+@pytest.mark.parametrize("layout", [1, 2])
+def test_transitions_do_not_list_and_reload_parses_new_names_only(
+    tmp_path: Path, layout: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    st = _CountingStorage(str(tmp_path))
+    tl = ActiveTimeline(st, layout)
+    for k in range(30):
+        ts = f"202501010000{k:05d}"
+        req = tl.create_requested(Instant(ts, Action.DELTA_COMMIT, R))
+        tl.transition_to_inflight(req)
+        tl.complete(req.with_state(INF), b"{}")
+    assert st.listings == 1  # the constructor's load; no transition listed the folder
+    assert [i.state for i in tl.instants] == [D] * 30
+    parsed: list[str] = []
+    real = timeline_mod.parse_instant_file_name
+
+    def spy(name: str, layout_version: int):
+        parsed.append(name)
+        return real(name, layout_version)
+
+    monkeypatch.setattr(timeline_mod, "parse_instant_file_name", spy)
+    other = ActiveTimeline(LocalStorage(str(tmp_path)), layout)  # another process
+    other.create_requested(Instant("20250101000099999", Action.CLEAN, R), b"")
+    tl.reload()
+    assert len(parsed) == 90 + 1  # the other timeline's first load (3 files each), one new name
+    assert tl.get("20250101000099999") is not None and len(tl.instants) == 31
+    # a removal by another process is seen too
+    other.delete_pending(Instant("20250101000099999", Action.CLEAN, R))
+    tl.reload()
+    assert tl.get("20250101000099999") is None and len(tl.instants) == 30
+
+
+def test_complete_refuses_an_instant_rolled_back_by_another_writer(tmp_path: Path) -> None:
+    st = LocalStorage(str(tmp_path))
+    tl = ActiveTimeline(st, 2)
+    req = tl.create_requested(Instant("20250101000000001", Action.DELTA_COMMIT, R))
+    tl.transition_to_inflight(req)
+    ActiveTimeline(LocalStorage(str(tmp_path)), 2).delete_pending(req.with_state(INF))
+    with pytest.raises(HoodieTimelineError, match="not pending"):
+        tl.complete(req.with_state(INF), b"x")
