@@ -21,6 +21,7 @@ from hoodie_ray.exceptions import HoodieError, HoodieTableNotFoundError
 from hoodie_ray.file_group.view import FileSlice, FileSystemView
 from hoodie_ray.meta import META_FIELDS
 from hoodie_ray.storage import Storage, join, open_storage
+from hoodie_ray.timeline.archive import ArchivedLogTimeline, ArchivedTimeline, LSMTimeline
 from hoodie_ray.timeline.instant import Instant
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata
 from hoodie_ray.timeline.timeline import ActiveTimeline
@@ -54,6 +55,7 @@ class HoodieTable:
         self.table_config = table_config
         self.storage_options = storage_options
         self._timeline = active_timeline
+        self._archived: ArchivedTimeline | None = None
         self._metadata: dict[str, HoodieCommitMetadata] = {}
         self._schema: pa.Schema | None = None
         self._schema_at: tuple[str, ...] | None = None
@@ -138,6 +140,30 @@ class HoodieTable:
         return self
 
     reload = refresh
+
+    @property
+    def archived_timeline(self) -> ArchivedTimeline:
+        """The archived timeline: the LSM history (table versions 8+) or the archive log files
+        under ``.hoodie/archived`` (version 6)."""
+        if self._archived is None:
+            path = self.table_config.archive_path
+            if self.layout_version >= 2:
+                self._archived = LSMTimeline(self.storage, path)
+            else:
+                self._archived = ArchivedLogTimeline(self.storage, path)
+        return self._archived
+
+    def has_archived_instants(self) -> bool:
+        """True if the table's archived timeline holds anything (one listing)."""
+        arch = self.archived_timeline
+        if isinstance(arch, LSMTimeline):
+            return bool(arch.manifest())
+        return bool(arch.file_names())
+
+    def forget(self, instants: list[Instant]) -> None:
+        """Drop cached metadata of instants that left the active timeline."""
+        for inst in instants:
+            self._metadata.pop(inst.timestamp, None)
 
     def commits(self) -> list[Instant]:
         """Completed commit/deltacommit/replacecommit instants, oldest requested first."""

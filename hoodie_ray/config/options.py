@@ -432,6 +432,13 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "Archive the oldest instants after commits, once past archive.max_commits.",
     ),
     ConfigOption(
+        "hoodie.timeline.compaction.batch.size",
+        "timeline_compaction_batch_size",
+        10,
+        _positive(_parse_int),
+        "Files of one LSM archived-timeline layer (table version 8+) merged into the next.",
+    ),
+    ConfigOption(
         "hoodie.write.table.version",
         "write_table_version",
         "6",
@@ -568,6 +575,7 @@ class WriteConfig:
     keep_min_commits: int = _default("keep_min_commits")
     keep_max_commits: int = _default("keep_max_commits")
     archive_automatic: bool = _default("archive_automatic")
+    timeline_compaction_batch_size: int = _default("timeline_compaction_batch_size")
     write_table_version: str = _default("write_table_version")
     metadata_enable: bool = _default("metadata_enable")
     lock_heartbeat_ms: int = _default("lock_heartbeat_ms")

@@ -21,6 +21,9 @@ from hoodie_ray.exceptions import (
 from hoodie_ray.storage import Storage
 
 METAFOLDER = ".hoodie"
+DEFAULT_TIMELINE_FOLDER = "timeline"
+DEFAULT_HISTORY_FOLDER = "history"
+DEFAULT_ARCHIVE_FOLDER = "archived"
 PROPERTIES_FILE = ".hoodie/hoodie.properties"
 SUPPORTED_READ_VERSIONS = (6, 8, 9)
 SUPPORTED_WRITE_VERSIONS = (6, 8)
@@ -243,13 +246,25 @@ class HoodieTableConfig:
     def timeline_path(self) -> str:
         """The active timeline directory, relative to the base path."""
         if self.timeline_layout_version >= 2:
-            return f"{METAFOLDER}/{self.props.get('hoodie.timeline.path', 'timeline')}"
+            return f"{METAFOLDER}/{self.timeline_folder}"
         return METAFOLDER
 
     @property
     def timeline_folder(self) -> str:
         """``hoodie.timeline.path`` (layout 2), relative to ``.hoodie``."""
-        return self.props.get("hoodie.timeline.path") or "timeline"
+        return self.props.get("hoodie.timeline.path") or DEFAULT_TIMELINE_FOLDER
+
+    @property
+    def archive_path(self) -> str:
+        """The archived timeline's directory, relative to the base path: layout 2's LSM
+        history (``hoodie.timeline.history.path`` under the timeline folder), layout 1's
+        ``hoodie.archivelog.folder`` under ``.hoodie``."""
+        if self.timeline_layout_version >= 2:
+            history = self.props.get("hoodie.timeline.history.path") or DEFAULT_HISTORY_FOLDER
+            return f"{METAFOLDER}/{self.timeline_folder}/{history}"
+        return (
+            f"{METAFOLDER}/{self.props.get('hoodie.archivelog.folder') or DEFAULT_ARCHIVE_FOLDER}"
+        )
 
     @property
     def record_key_fields(self) -> list[str]:

@@ -36,6 +36,7 @@ from hoodie_ray.job.setup import (
     latest_commit_schema,
     table_exists,
 )
+from hoodie_ray.meta import META_PREFIX
 from hoodie_ray.storage import Storage, open_storage
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.metadata import HoodieWriteStat
@@ -224,7 +225,7 @@ class Coordinator:
                     f"{self.path} has no schema yet and no input was given"
                 )
             table_schema = normalise_schema(input_schema)
-        data_schema = pa.schema([f for f in table_schema if not f.name.startswith("_hoodie_")])
+        data_schema = pa.schema([f for f in table_schema if not f.name.startswith(META_PREFIX)])
         keygen = keygen_for(cfg, self.wc, data_schema)
         avro = arrow_to_avro_schema(data_schema, cfg.name, with_meta=True)
         ctx = WriteContext(self.storage, cfg, self.wc, data_schema, avro)

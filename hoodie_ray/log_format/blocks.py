@@ -177,7 +177,10 @@ class DataBlock(LogBlock):
     then decodes them on first access.
     """
 
-    _required_header = (HeaderMetadataType.INSTANT_TIME, HeaderMetadataType.SCHEMA)
+    _required_header: ClassVar[tuple[HeaderMetadataType, ...]] = (
+        HeaderMetadataType.INSTANT_TIME,
+        HeaderMetadataType.SCHEMA,
+    )
 
     def __init__(
         self,
@@ -477,7 +480,10 @@ class HFileDataBlock(LogBlock):
     """HFile data block (type 4, metadata table only): content kept as raw bytes."""
 
     block_type = BlockType.HFILE_DATA
-    _required_header = (HeaderMetadataType.INSTANT_TIME, HeaderMetadataType.SCHEMA)
+    _required_header: ClassVar[tuple[HeaderMetadataType, ...]] = (
+        HeaderMetadataType.INSTANT_TIME,
+        HeaderMetadataType.SCHEMA,
+    )
 
     def __init__(
         self,

@@ -46,6 +46,7 @@ from hoodie_ray.reader.log_scan import CommitGate, InstantRange
 from hoodie_ray.reader.merger import COMMIT_TIME, RECORD_KEY, DeleteMarker
 from hoodie_ray.storage import Storage
 from hoodie_ray.table import HoodieTable
+from hoodie_ray.timeline.archive import LSMTimeline
 from hoodie_ray.timeline.instant import Action, format_instant_time
 
 __all__ = [
@@ -214,6 +215,7 @@ def plan_file_slices(
             raise HoodieQueryError(f"begin {start} is after end {stop}")
         if stop is None:
             stop = _latest_position(tbl)
+        _check_not_archived(tbl, start)
         rng = InstantRange(
             start, stop, tbl.completion_map() if tbl.completion_time_slicing else None
         )
@@ -298,6 +300,41 @@ def _timestamp(value: str | _dt.datetime | int, what: str) -> str:
     return format_instant_time(dt)
 
 
+def _check_not_archived(tbl: HoodieTable, begin: str | None) -> None:
+    """An incremental query may not reach back into archived instants: their commit
+    metadata, which names the files they wrote, has left the active timeline."""
+    commits = tbl.commits()
+    first = commits[0].timestamp if commits else None
+    if first is None or (begin is not None and begin >= first):
+        return
+    arch = tbl.archived_timeline
+    # the archived instants' range is known from the LSM file names; a version 6 archive
+    # holds everything before the first active commit
+    newest = (
+        max((hi for _, hi in arch.file_ranges()), default=None)
+        if isinstance(arch, LSMTimeline)
+        else None
+    )
+    if newest is not None and begin is not None and begin >= newest:
+        return
+    if not tbl.has_archived_instants():
+        return
+    raise HoodieTimelineError(
+        f"incremental query from {begin or 'the first commit'} reaches archived instants of "
+        f"{tbl.base_uri}: the earliest active instant is {first}; begin at or after it, or "
+        "read a snapshot"
+    )
+
+
+def _archived_hint(tbl: HoodieTable, ts: str, first: str | None) -> str:
+    if first is not None and ts < first and tbl.has_archived_instants():
+        return (
+            f"; instants before {first}, the earliest active instant, are archived and time "
+            "travel reads the active timeline only"
+        )
+    return ""
+
+
 def _resolve_as_of(tbl: HoodieTable, as_of: str | _dt.datetime) -> str:
     """The query instant of a time travel.
 
@@ -315,6 +352,7 @@ def _resolve_as_of(tbl: HoodieTable, as_of: str | _dt.datetime) -> str:
                 raise HoodieTimelineError(
                     f"as_of {ts} is before the first commit on the active timeline of "
                     f"{tbl.base_uri}"
+                    + _archived_hint(tbl, ts, commits[0].timestamp if commits else None)
                 )
             return ts
         pending = [i for i in tbl.active_timeline.instants if i.timestamp == ts]
@@ -322,6 +360,7 @@ def _resolve_as_of(tbl: HoodieTable, as_of: str | _dt.datetime) -> str:
             raise HoodieTimelineError(
                 f"as_of {ts}: instant {pending[0]} of {tbl.base_uri} is not completed"
             )
+        first = commits[0].timestamp if commits else None
         raise HoodieTimelineError(
             f"as_of {ts} is not an instant on the active timeline of {tbl.base_uri}"
             + (
@@ -329,10 +368,12 @@ def _resolve_as_of(tbl: HoodieTable, as_of: str | _dt.datetime) -> str:
                 if commits
                 else ""
             )
+            + _archived_hint(tbl, ts, first)
         )
     if not commits or ts < commits[0].timestamp:
         raise HoodieTimelineError(
             f"as_of {ts} is before the first commit on the active timeline of {tbl.base_uri}"
+            + _archived_hint(tbl, ts, commits[0].timestamp if commits else None)
         )
     return ts
 

@@ -9,9 +9,9 @@ instant file.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from hoodie_ray.config.table_config import HoodieTableConfig
+from hoodie_ray.config.table_config import DEFAULT_TIMELINE_FOLDER, METAFOLDER, HoodieTableConfig
 from hoodie_ray.exceptions import (
     HoodieCommitConflictError,
     HoodieCorruptedDataError,
@@ -31,9 +31,6 @@ from hoodie_ray.timeline.instant import (
 )
 
 __all__ = ["MAX_INSTANT_FILE_BYTES", "ActiveTimeline"]
-
-METAFOLDER = ".hoodie"
-DEFAULT_TIMELINE_FOLDER = "timeline"
 
 #: Instant files larger than this are refused as corrupt (they are kilobytes in practice).
 MAX_INSTANT_FILE_BYTES = 64 * 1024 * 1024
@@ -459,6 +456,50 @@ class ActiveTimeline:
                     gone.append(self.file_name(f))
         self._by_key.pop((instant.timestamp, instant.comparable_action), None)
         self._forget(gone)
+
+    def pending_files_of(self, instant: Instant) -> list[Instant]:
+        """The requested and inflight files of ``instant`` seen by the last listing (an
+        instant's states are merged into one on the timeline; archival needs each file)."""
+        key = (instant.timestamp, instant.comparable_action)
+        return sorted(
+            (
+                i
+                for i in self._names.values()
+                if i is not None
+                and not i.is_completed
+                and (i.timestamp, i.comparable_action) == key
+            ),
+            key=_sort_key,
+        )
+
+    def remove_archived(self, instants: Sequence[Instant]) -> None:
+        """Delete the files of ``instants`` (already written to the archived timeline).
+
+        Oldest instant first, and each instant's requested and inflight files before its
+        completed file: a kill at any point leaves the active timeline a contiguous suffix of
+        the history in which no archived instant looks pending (a pending-looking instant
+        would be rolled back by the next writer).
+
+        Raises:
+            HoodieTimelineError: one of ``instants`` is not completed.
+        """
+        self.load()
+        files: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        for name, inst in self._names.items():
+            if inst is not None:
+                files.setdefault((inst.timestamp, inst.comparable_action), []).append(
+                    (inst.state.rank, name)
+                )
+        gone: list[str] = []
+        try:
+            for inst in sorted(instants, key=_sort_key):
+                if not inst.is_completed:
+                    raise HoodieTimelineError(f"instant {inst} is not completed: not archived")
+                for _, name in sorted(files.get((inst.timestamp, inst.comparable_action), [])):
+                    self.storage.delete(join(self.timeline_dir, name))
+                    gone.append(name)
+        finally:
+            self._forget(gone)
 
     def __repr__(self) -> str:
         return (

@@ -32,6 +32,7 @@ from hoodie_ray.file_group.naming import (
 from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.log_format.writer import ends_on_block
 from hoodie_ray.merge import apply_updates
+from hoodie_ray.meta import FILE_NAME, META_FIELDS
 from hoodie_ray.storage import join
 from hoodie_ray.timeline.metadata import HoodieWriteStat
 from hoodie_ray.write import logs
@@ -333,8 +334,8 @@ class StreamWriteFunction:
             mode=self.ctx.merge_mode,
         )
         merged = merged.set_column(
-            4,
-            "_hoodie_file_name",
+            META_FIELDS.index(FILE_NAME),
+            FILE_NAME,
             constant_strings(name, merged.num_rows),
         )
         self._marker(part, name, "MERGE" if old_rel else "CREATE")
