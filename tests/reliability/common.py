@@ -106,9 +106,15 @@ def timeline(path: Path | str):
 
 
 def completed_deltacommits(path: Path | str) -> list[str]:
+    """Completed delta commits, archived ones included (oldest first, each once)."""
     if not (Path(path) / ".hoodie" / "hoodie.properties").exists():
         return []
-    return [i.timestamp for i in timeline(path).completed() if i.action == "deltacommit"]
+    from hoodie_ray.table import HoodieTable
+
+    archived = HoodieTable.load(str(path)).archived_timeline.instants()
+    done = {a.instant_time for a in archived if a.action == "deltacommit"}
+    done.update(i.timestamp for i in timeline(path).completed() if i.action == "deltacommit")
+    return sorted(done)
 
 
 def pending_instants(path: Path | str, actions: Iterable[str] | None = None) -> list[str]:
@@ -181,11 +187,12 @@ def assert_no_debris(path: Path | str) -> None:
     temp = root / ".hoodie" / ".temp"
     left = [p for p in temp.rglob("*") if p.is_file()] if temp.exists() else []
     assert left == [], f"markers left: {left[:5]}"
-    done = {i.timestamp for i in timeline(root).completed()}
+    tl = timeline(root)
     for f in data_files(root):
         b = parse_base_file_name(f.name)
         if b is not None:
-            assert b.instant in done, f"base file of an uncommitted instant: {f}"
+            # committed: completed, or archived (older than the first active commit)
+            assert tl.is_committed(b.instant), f"base file of an uncommitted instant: {f}"
 
 
 # -- subprocess drivers -------------------------------------------------------------------------

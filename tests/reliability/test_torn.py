@@ -99,22 +99,53 @@ SCENARIOS: dict[str, list] = {
         crash("create_new", 2, glob="*/.hoodie_partition_metadata")
     ],
     "lock file never linked": [2, crash("create_new", 1, glob=".hoodie/.aux/*")],
+    # archival (ARCHIVAL_OPTIONS: keep 5-7 commits; "v8" scenarios on table version 8)
+    "archival: archive file half-written": [crash("create_new", 1, 0.5, glob=".hoodie/archived/*")],
+    "archival: archived, no instant file deleted yet": [
+        crash("delete", 1, 0.0, func="remove_archived")
+    ],
+    "archival: instant files half deleted": [crash("delete", 5, 1.0, func="remove_archived")],
+    "archival v8: history file half-written": [
+        crash("write_bytes", 1, 0.5, glob=".hoodie/timeline/history/*_0.parquet")
+    ],
+    "archival v8: manifest never linked": [
+        crash("write_atomic", 2, glob=".hoodie/timeline/history/manifest_*")
+    ],
+    "archival v8: layer merge half-written": [
+        crash("write_bytes", 1, 0.5, glob=".hoodie/timeline/history/*_1.parquet")
+    ],
+    "archival v8: instant files half deleted": [crash("delete", 3, 1.0, func="remove_archived")],
+}
+ARCHIVAL_OPTIONS = {
+    "archive.min_commits": "5",
+    "archive.max_commits": "7",
+    "hoodie.timeline.compaction.batch.size": "3",
 }
 CI_SCENARIOS = (
     "log block half-appended",
     "compaction carry-over half-copied",
     "rollback command block half-appended",
+    "archival: instant files half deleted",
+    "archival v8: layer merge half-written",
 )
+
+
+def _options(name: str) -> dict[str, str]:
+    if not name.startswith("archival"):
+        return TORN_OPTIONS
+    version = "8" if name.startswith("archival v8") else "6"
+    return {**TORN_OPTIONS, **ARCHIVAL_OPTIONS, "hoodie.write.table.version": version}
 
 
 def run_scenario(tmp_path: Path, name: str, steps: list, seed: int) -> dict:
     path = tmp_path / "t"
+    options = _options(name)
     ledger = CrashLedger(path, seed, parts=1)
     crashed_at = []
     for i, step in enumerate(steps):
         if isinstance(step, int):
             d = Driver(
-                driver_args(path, "client", seed, ledger.next_index, TORN_OPTIONS, count=step),
+                driver_args(path, "client", seed, ledger.next_index, options, count=step),
                 tmp_path,
             )
             rc = d.wait(timeout=120)
@@ -122,9 +153,7 @@ def run_scenario(tmp_path: Path, name: str, steps: list, seed: int) -> dict:
             ledger.after_clean_run(d, step, f"{name}: step {i}")
             continue
         d = Driver(
-            driver_args(
-                path, "client", seed, ledger.next_index, TORN_OPTIONS, count=40, crash_at=step
-            ),
+            driver_args(path, "client", seed, ledger.next_index, options, count=40, crash_at=step),
             tmp_path,
         )
         rc = d.wait(timeout=180)
@@ -132,9 +161,7 @@ def run_scenario(tmp_path: Path, name: str, steps: list, seed: int) -> dict:
         assert rc == -9 and hit, f"{name}: crash point {step} never reached:\n{d.stderr_tail()}"
         crashed_at.append(hit[0])
         ledger.after_kill(d, f"{name}: after crash {hit[0]}")
-    d = Driver(
-        driver_args(path, "client", seed, ledger.next_index, TORN_OPTIONS, count=4), tmp_path
-    )
+    d = Driver(driver_args(path, "client", seed, ledger.next_index, options, count=4), tmp_path)
     rc = d.wait(timeout=120)
     assert rc == 0, d.stderr_tail()
     ledger.after_clean_run(d, 4, f"{name}: the clean run after the crashes")
