@@ -208,14 +208,18 @@ def commits_group() -> None:
     show_default=True,
     help="Newest N commits (0 for all).",
 )
+@click.option("--archived", is_flag=True, help="Include the archived commits.")
 @storage_option
 @output_option
-def commits_show(path: str, limit: int, storage_kv: tuple[str, ...], output: str) -> None:
+def commits_show(
+    path: str, limit: int, archived: bool, storage_kv: tuple[str, ...], output: str
+) -> None:
     """Commits, deltacommits and replacecommits, newest first, with what each wrote."""
     t = load_table(path, storage_kv)
     summary, title = _head(t, path)
     total = len(t.active_timeline.completed_commits())
-    commits = info.commits_doc(t, limit or None)
+    commits = info.commits_doc(t, limit or None, archived=archived)
+    total += sum(1 for c in commits if c["archived"]) if archived and not limit else 0
     doc = {"table": summary, "total_commits": total, "commits": commits}
     cols = [
         Column("instant", "instant"),
@@ -233,6 +237,8 @@ def commits_show(path: str, limit: int, storage_kv: tuple[str, ...], output: str
     ]
     if any(c["completion_time"] for c in commits):
         cols.insert(2, Column("completion_time", "completed"))
+    if archived:
+        cols.append(Column("archived", "archived"))
     shown = f"{len(commits)} of {total} commits" if len(commits) < total else f"{total} commits"
     emit(
         output,
@@ -322,13 +328,15 @@ def fsview(path: str, partition: str | None, storage_kv: tuple[str, ...], output
 
 @cli.command("timeline")
 @click.argument("path")
+@click.option("--archived", is_flag=True, help="Include the archived instants.")
 @storage_option
 @output_option
-def timeline(path: str, storage_kv: tuple[str, ...], output: str) -> None:
-    """Every instant of the active timeline, oldest first."""
+def timeline(path: str, archived: bool, storage_kv: tuple[str, ...], output: str) -> None:
+    """Every instant of the active timeline, oldest first (``--archived``: the archived
+    timeline's instants first)."""
     t = load_table(path, storage_kv)
     summary, title = _head(t, path)
-    instants = info.timeline_doc(t)
+    instants = info.timeline_doc(t, archived=archived)
     doc = {"table": summary, "instants": instants}
     cols = [
         Column("instant", "instant"),
@@ -338,6 +346,8 @@ def timeline(path: str, storage_kv: tuple[str, ...], output: str) -> None:
     ]
     if any(i["completion_time"] for i in instants):
         cols.append(Column("completion_time", "completed"))
+    if archived:
+        cols.append(Column("archived", "archived"))
     pending = sum(1 for i in instants if i["state"] != "COMPLETED")
     footer = f"{len(instants)} instants, {pending} pending"
     emit(output, doc, [View(title, cols, instants, empty="empty timeline", footer=footer)])

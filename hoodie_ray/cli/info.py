@@ -47,14 +47,23 @@ def _instant_doc(i: Instant) -> dict[str, Any]:
     }
 
 
-def timeline_doc(t: HoodieTable) -> list[dict[str, Any]]:
-    """Every instant of the active timeline, oldest first."""
-    return [_instant_doc(i) for i in t.timeline]
+def timeline_doc(t: HoodieTable, archived: bool = False) -> list[dict[str, Any]]:
+    """Every instant of the active timeline, oldest first; with ``archived``, the archived
+    instants before them (``"archived": true``)."""
+    out = []
+    if archived:
+        out = [
+            {**_instant_doc(a.instant), "archived": True} for a in t.archived_timeline.instants()
+        ]
+    return out + [{**_instant_doc(i), "archived": False} for i in t.timeline]
 
 
-def _commit_metadata(t: HoodieTable, inst: Instant) -> HoodieCommitMetadata:
+def _commit_metadata(
+    t: HoodieTable, inst: Instant, data: bytes | None = None
+) -> HoodieCommitMetadata:
     tl = t.active_timeline
-    return HoodieCommitMetadata.from_bytes(tl.read_details(inst), tl.layout_version, inst)
+    raw = tl.read_details(inst) if data is None else data
+    return HoodieCommitMetadata.from_bytes(raw, tl.layout_version, inst)
 
 
 def _commit_stats(meta: HoodieCommitMetadata) -> dict[str, Any]:
@@ -75,19 +84,31 @@ def _commit_stats(meta: HoodieCommitMetadata) -> dict[str, Any]:
     }
 
 
-def commits_doc(t: HoodieTable, limit: int | None = None) -> list[dict[str, Any]]:
+def commits_doc(
+    t: HoodieTable, limit: int | None = None, archived: bool = False
+) -> list[dict[str, Any]]:
     """Completed commits, deltacommits and replacecommits, newest first, with their write stats.
 
-    ``limit`` keeps the newest ``limit`` (all when None or 0).
+    ``limit`` keeps the newest ``limit`` (all when None or 0); ``archived`` adds the archived
+    commits after the active ones (``"archived": true``).
     """
-    commits = list(reversed(t.active_timeline.completed_commits()))
+    commits: list[tuple[Instant, bytes | None]] = [
+        (i, None) for i in reversed(t.active_timeline.completed_commits())
+    ]
+    if archived and (not limit or len(commits) < limit):
+        commits += [
+            (a.instant, a.metadata or b"")
+            for a in reversed(t.archived_timeline.instants())
+            if a.action in Action.COMMIT_ACTIONS
+        ]
     if limit:
         commits = commits[:limit]
     out = []
-    for inst in commits:
+    for inst, data in commits:
         doc = _instant_doc(inst)
         doc.pop("state")
-        doc.update(_commit_stats(_commit_metadata(t, inst)))
+        doc["archived"] = data is not None
+        doc.update(_commit_stats(_commit_metadata(t, inst, data)))
         out.append(doc)
     return out
 

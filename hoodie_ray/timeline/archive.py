@@ -646,7 +646,8 @@ class ArchivedLogTimeline:
         return out
 
     def instants(self, start: str | None = None, end: str | None = None) -> list[ArchivedInstant]:
-        """The completed archived actions requested in ``[start, end]``, oldest first."""
+        """The completed archived actions requested in ``[start, end]``, oldest first; a
+        commit's metadata comes back as the JSON the active timeline held."""
         seen: dict[tuple[str, str], ArchivedInstant] = {}
         for rec in self.records():
             ts, action = rec.get("commitTime"), rec.get("actionType")
@@ -654,7 +655,13 @@ class ArchivedLogTimeline:
                 continue
             if (start is not None and ts < start) or (end is not None and ts > end):
                 continue
-            seen.setdefault((ts, action), ArchivedInstant(ts, action, None))
+            meta = rec.get("hoodieCommitMetadata") or rec.get("hoodieReplaceCommitMetadata")
+            data = (
+                HoodieCommitMetadata.from_obj(meta, f"archived {action} {ts}").to_json()
+                if isinstance(meta, dict)
+                else None
+            )
+            seen.setdefault((ts, action), ArchivedInstant(ts, action, None, data))
         return sorted(seen.values(), key=lambda r: (r.instant_time, r.action))
 
 

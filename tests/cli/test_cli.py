@@ -578,3 +578,35 @@ def test_write_engine_ray(
     t = hr.HoodieTable.load(str(path))
     assert [i.timestamp for i in t.timeline] == [doc["instant"]]
     assert _read(str(path)).num_rows == 1000
+
+
+@pytest.mark.parametrize("version", ["6", "8"])
+def test_timeline_and_commits_show_archived(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], version: str
+) -> None:
+    path = str(tmp_path / "t")
+    opts = {
+        **OPTIONS,
+        "hoodie.write.table.version": version,
+        "archive.min_commits": "3",
+        "archive.max_commits": "4",
+        "clean.retain_commits": "2",
+    }
+    written = [
+        hr.write(_rows([f"id{i}"], ["sf"], i, 1.0), path, options=opts, engine="local").instant
+        for i in range(8)
+    ]
+    active = run_json(capsys, "timeline", path)["instants"]
+    assert all(not i["archived"] for i in active)
+    both = run_json(capsys, "timeline", path, "--archived")["instants"]
+    archived = [i for i in both if i["archived"]]
+    assert archived and both[len(archived) :] == active
+    assert [i["instant"] for i in archived] == sorted(i["instant"] for i in archived)
+    doc = run_json(capsys, "commits", "show", path, "--archived", "-n", "0")
+    shown = [c["instant"] for c in doc["commits"]]
+    deltas = [w for w in written if w in shown]
+    assert deltas == written and doc["total_commits"] == len(shown)
+    old = [c for c in doc["commits"] if c["archived"]]
+    assert old and all(c["records_written"] >= 1 for c in old if c["action"] == "deltacommit")
+    rc, out, err = run(capsys, "timeline", path, "--archived")
+    assert rc == 0 and err == "" and "archived" in out.splitlines()[1]
