@@ -102,7 +102,7 @@ class HoodieTable:
     def completion_time_slicing(self) -> bool:
         """Table version 8+: log files join file slices by completion time, are named by
         their own delta commit, and need no carry-over after a compaction."""
-        return self.table_config.table_version >= 8
+        return self.table_config.completion_time_slicing
 
     @property
     def is_mor(self) -> bool:

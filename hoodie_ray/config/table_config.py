@@ -193,6 +193,11 @@ def table_checksum(props: Mapping[str, str]) -> str:
 # -- the table config ---------------------------------------------------------------------------
 
 
+def uses_completion_time(table_version: int) -> bool:
+    """The one place that says which table versions slice by completion time (8 and up)."""
+    return table_version >= 8
+
+
 def _bool(v: str | None, default: bool) -> bool:
     if v is None or v.strip() == "":
         return default
@@ -241,6 +246,13 @@ class HoodieTableConfig:
     def timeline_layout_version(self) -> int:
         default = "2" if self.table_version >= 8 else "1"
         return int(self.props.get("hoodie.timeline.layout.version", default) or default)
+
+    @property
+    def completion_time_slicing(self) -> bool:
+        """Table version 8+: log files are named by their own delta commit, join file slices
+        by completion time (no carry-over after a compaction) and are rolled back by deletion
+        rather than by rollback command blocks."""
+        return uses_completion_time(self.table_version)
 
     @property
     def timeline_path(self) -> str:

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hoodie_ray.config.table_config import uses_completion_time
 from hoodie_ray.file_group.naming import (
     BASE_FILE_EXTENSIONS,
     PARTITION_METAFILE,
@@ -199,7 +200,7 @@ class FileSystemView:
     @property
     def uses_completion_time(self) -> bool:
         """True for table versions 8+: logs bind to slices by completion time."""
-        return self.table_version >= 8
+        return uses_completion_time(self.table_version)
 
     def refresh(self) -> FileSystemView:
         """Forget cached listings (the timeline is not reloaded)."""

@@ -157,7 +157,7 @@ class CommitProtocol:
                 part, _, name = rel.rpartition("/")
                 other, rolled_back = (
                     logs.rollback_scan(self.storage, rel, target)
-                    if io_type == "APPEND" and self.table_config.table_version < 8
+                    if io_type == "APPEND" and not self.table_config.completion_time_slicing
                     else (False, False)
                 )
                 if other:
@@ -232,7 +232,7 @@ class CommitProtocol:
             part, _, name = rel.rpartition("/")
             if (
                 io_type == "APPEND"
-                and self.table_config.table_version < 8
+                and not self.table_config.completion_time_slicing
                 and logs.rollback_scan(self.storage, rel, instant)[0]
             ):
                 logs.append_rollback_block(self.storage, rel, self.table_config, rb_ts, instant)
@@ -279,7 +279,7 @@ class CommitProtocol:
                 if (
                     lf is not None
                     and lf.instant == instant
-                    and self.table_config.table_version >= 8
+                    and self.table_config.completion_time_slicing
                 ):
                     out.setdefault(join(part, info.name), "CREATE")
         return out

@@ -29,6 +29,11 @@ class WriteContext:
         return self.table_config.table_version
 
     @property
+    def completion_time_slicing(self) -> bool:
+        """Table version 8+ behaviour (see :attr:`HoodieTableConfig.completion_time_slicing`)."""
+        return self.table_config.completion_time_slicing
+
+    @property
     def ordering_field(self) -> str | None:
         return self.table_config.ordering_field
 

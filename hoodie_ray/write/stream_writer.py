@@ -251,8 +251,8 @@ class StreamWriteFunction:
             file_id=fid,
             path=rel,
             partition_path=part,
-            prev_commit=g.base_instant if self.ctx.table_version < 8 else self.instant,
-            base_file=(g.base_file or "") if self.ctx.table_version < 8 else "",
+            prev_commit=self.instant if self.ctx.completion_time_slicing else g.base_instant,
+            base_file="" if self.ctx.completion_time_slicing else (g.base_file or ""),
             log_files=[name],
             log_version=_log_name(name).version,
             log_offset=offset,
@@ -277,7 +277,7 @@ class StreamWriteFunction:
         assert self.instant is not None
         storage = self.ctx.storage
         max_size = self.ctx.write_config.logfile_max_size
-        if self.ctx.table_version >= 8:
+        if self.ctx.completion_time_slicing:
             # v8: every delta commit writes its own log file, named by its instant.
             log_instant = self.instant
             mine = [n for n in g.log_files if _log_name(n).instant == log_instant]
