@@ -288,7 +288,12 @@ def compactions_show(path: str, storage_kv: tuple[str, ...], output: str) -> Non
 
 @cli.command("fsview")
 @click.argument("path")
-@click.option("--partition", "-p", default=None, help="Only this partition path.")
+@click.option(
+    "--partition",
+    "-p",
+    default=None,
+    help="Only this partition: its path, or field=value (either partition style).",
+)
 @storage_option
 @output_option
 def fsview(path: str, partition: str | None, storage_kv: tuple[str, ...], output: str) -> None:

@@ -172,8 +172,31 @@ def compactions_doc(t: HoodieTable) -> list[dict[str, Any]]:
     return out
 
 
+def _partition_path(t: HoodieTable, given: str, known: list[str]) -> str:
+    """The table's partition path for ``given``: as it is when the table has it, else
+    ``field=value`` segments turned into the table's style (plain values unless hive-style)
+    or plain values into ``field=value`` segments, when the fields are the table's."""
+    if given in known:
+        return given
+    fields = t.table_config.partition_fields
+    segs = given.strip("/").split("/")
+    if len(segs) != len(fields):
+        return given
+    pairs = [seg.partition("=") for seg in segs]
+    if all(sep and k == f for (k, sep, _), f in zip(pairs, fields, strict=True)):
+        values = [v for _, _, v in pairs]
+    elif not any(sep for _, sep, _ in pairs):
+        values = segs
+    else:
+        return given
+    if t.table_config.hive_style:
+        return "/".join(f"{f}={v}" for f, v in zip(fields, values, strict=True))
+    return "/".join(values)
+
+
 def fsview_doc(t: HoodieTable, partition: str | None = None) -> list[dict[str, Any]]:
-    """The latest file slice of every file group (of one partition if given).
+    """The latest file slice of every file group (of one partition if given: its path, or
+    ``field=value`` whatever the table's partition style).
 
     Raises:
         HoodieQueryError: ``partition`` is not a partition of the table.
@@ -182,6 +205,7 @@ def fsview_doc(t: HoodieTable, partition: str | None = None) -> list[dict[str, A
     parts = None
     if partition is not None:
         known = view.list_partitions()
+        partition = _partition_path(t, partition, known)
         if partition not in known:
             shown = ", ".join(repr(p) for p in known[:10]) + (", ..." if len(known) > 10 else "")
             raise HoodieQueryError(
