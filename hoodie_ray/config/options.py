@@ -432,6 +432,14 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "Archive the oldest instants after commits, once past archive.max_commits.",
     ),
     ConfigOption(
+        "write.allow_non_empty_dir",
+        "allow_non_empty_dir",
+        False,
+        _parse_bool,
+        "Create a new table in a directory that already holds other files (refused by "
+        "default: writing into a non-Hudi directory is more often a wrong path).",
+    ),
+    ConfigOption(
         "hoodie.timeline.compaction.batch.size",
         "timeline_compaction_batch_size",
         10,
@@ -576,6 +584,7 @@ class WriteConfig:
     keep_max_commits: int = _default("keep_max_commits")
     archive_automatic: bool = _default("archive_automatic")
     timeline_compaction_batch_size: int = _default("timeline_compaction_batch_size")
+    allow_non_empty_dir: bool = _default("allow_non_empty_dir")
     write_table_version: str = _default("write_table_version")
     metadata_enable: bool = _default("metadata_enable")
     lock_heartbeat_ms: int = _default("lock_heartbeat_ms")

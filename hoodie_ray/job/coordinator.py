@@ -30,6 +30,7 @@ from hoodie_ray.job.setup import (
     TableSetup,
     bucket_options_for_table,
     check_bucket_layout,
+    check_new_table_location,
     check_options_match_table,
     create_table,
     keygen_for,
@@ -176,6 +177,9 @@ class Coordinator:
     # -- setup ---------------------------------------------------------------------------------
     def open(self, input_schema: pa.Schema | None) -> TableSetup:
         """Take the lock, create the table if needed, recover, and fix the write context."""
+        if not table_exists(self.storage):
+            # before the lock: its file would leave .hoodie/ behind in a refused directory
+            check_new_table_location(self.storage, self.wc)
         self.lock.acquire()
         try:
             return self._open(input_schema)

@@ -21,7 +21,14 @@ from hoodie_ray.config.table_config import (
     HoodieTableConfig,
     new_table_props,
 )
-from hoodie_ray.exceptions import HoodieOptionError, HoodieSchemaError, HoodieUnsupportedError
+from hoodie_ray.exceptions import (
+    HoodieIOError,
+    HoodieOptionError,
+    HoodiePathError,
+    HoodieSchemaError,
+    HoodieTableNotFoundError,
+    HoodieUnsupportedError,
+)
 from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.keygen import KeyGenerator, TimestampFormat, choose_key_generator
 from hoodie_ray.storage import Storage
@@ -107,8 +114,45 @@ def _timestamp_format(wc: WriteConfig, schema: pa.Schema) -> TimestampFormat | N
     )
 
 
+def check_new_table_location(storage: Storage, wc: WriteConfig) -> None:
+    """Refuse to create a table where there should be none: at a path that is a file (or
+    under one), or in a directory that already holds other files unless
+    ``write.allow_non_empty_dir`` says so.
+
+    Raises:
+        HoodiePathError: the path is a file, or cannot be a directory.
+        HoodieTableNotFoundError: the directory holds files but no table.
+    """
+    where = storage.base_uri
+    try:
+        # .hoodie/ alone: another writer is creating the table right now
+        entries = [e for e in storage.list_dir("") if e.name != ".hoodie"]
+    except HoodieIOError as e:
+        raise HoodiePathError(f"cannot create a table at {where}: {e}") from None
+    if not entries:
+        try:
+            storage.makedirs("")
+        except (NotADirectoryError, FileExistsError):
+            what = "it is a file" if storage.exists("") else "a part of the path is a file"
+            raise HoodiePathError(
+                f"cannot create a table at {where}: {what}, not a directory"
+            ) from None
+    if entries and not wc.allow_non_empty_dir:
+        shown = ", ".join(sorted(e.name for e in entries)[:5])
+        more = f" and {len(entries) - 5} more" if len(entries) > 5 else ""
+        raise HoodieTableNotFoundError(
+            f"{where} holds files ({shown}{more}) but no Hudi table (.hoodie/): refusing to "
+            "create a table among them; check the path, or set write.allow_non_empty_dir=true "
+            "to create the table there anyway"
+        )
+
+
 def create_table(storage: Storage, wc: WriteConfig, data_schema: pa.Schema) -> HoodieTableConfig:
-    """Create ``.hoodie/`` with the property set of a new table (spec §1.4)."""
+    """Create ``.hoodie/`` with the property set of a new table (spec §1.4).
+
+    Raises:
+        HoodiePathError / HoodieTableNotFoundError: see :func:`check_new_table_location`.
+    """
     if not wc.table_name:
         raise HoodieOptionError("option hoodie.table.name is required to create a table")
     if not wc.record_key_fields:
@@ -165,7 +209,13 @@ def create_table(storage: Storage, wc: WriteConfig, data_schema: pa.Schema) -> H
         extra=extra,
     )
     cfg = HoodieTableConfig(props)
-    storage.makedirs(".hoodie")
+    check_new_table_location(storage, wc)
+    try:
+        storage.makedirs(".hoodie")
+    except (NotADirectoryError, FileExistsError):
+        raise HoodiePathError(
+            f"cannot create a table at {storage.base_uri}: a part of the path is a file"
+        ) from None
     if cfg.timeline_layout_version >= 2:
         storage.makedirs(cfg.timeline_path)
     if not storage.create_new(PROPERTIES_FILE, cfg.to_properties_text().encode("utf-8")):

@@ -116,3 +116,23 @@ def test_bad_input_fails_before_commit(ray_session, tmp_path):
         return sorted(p.name for p in path.rglob("*") if ".aux" not in p.parts)
 
     assert listing() == [n for n in before if n not in (".aux", "hoodie_ray.writer.lock")]
+
+
+def test_bad_table_paths_fail_as_themselves_on_ray(ray_session, tmp_path):
+    """A path that is a file, or a directory of other files: the HoodieError itself, never a
+    RayTaskError around it, from hr.write and from HoodieStreamWriter."""
+    (tmp_path / "file").write_bytes(b"x")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "data.parquet").write_bytes(b"y")
+    rows = to_arrow([Workload(1)._row("a")], False)
+    with pytest.raises(hr.HoodiePathError, match="not a directory") as e1:
+        hr.write(rows, str(tmp_path / "file"), OPTIONS)
+    with pytest.raises(hr.HoodieTableNotFoundError, match="allow_non_empty_dir") as e2:
+        hr.write(rows, str(tmp_path / "d"), OPTIONS)
+    with pytest.raises(hr.HoodiePathError, match="not a directory") as e3:
+        with hr.HoodieStreamWriter(str(tmp_path / "file" / "sub"), OPTIONS) as w:
+            w.write(rows)
+            w.checkpoint()
+    for e in (e1, e2, e3):
+        assert type(e.value).__module__ == "hoodie_ray.exceptions"
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["d", "data.parquet", "file"]

@@ -1,0 +1,59 @@
+"""Where a new table may be created: never at a file or under one, and not among other files
+unless asked (a non-Hudi directory is more often a wrong path than a new table)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import hoodie_ray as hr
+from hoodie_ray.exceptions import HoodiePathError, HoodieTableNotFoundError
+
+OPTIONS = {
+    "hoodie.table.name": "t",
+    "hoodie.datasource.write.recordkey.field": "id",
+    "precombine.field": "ts",
+}
+ROWS = pa.table({"id": ["a", "b"], "ts": [1, 2]})
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+def test_a_directory_of_other_files_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "data.parquet").write_bytes(b"not ours")
+    before = _tree(d)
+    with pytest.raises(
+        HoodieTableNotFoundError, match=r"data\.parquet.*write\.allow_non_empty_dir"
+    ):
+        hr.write(ROWS, str(d), OPTIONS, engine="local")
+    assert _tree(d) == before and not (d / ".hoodie").exists()
+    hr.write(ROWS, str(d), {**OPTIONS, "write.allow_non_empty_dir": "true"}, engine="local")
+    assert hr.read(str(d)).num_rows == 2
+    # the table exists now: later writes need no option
+    hr.write(ROWS, str(d), OPTIONS, engine="local")
+
+
+@pytest.mark.parametrize("where", ["file", "file/sub"])
+def test_a_path_at_or_under_a_file_is_a_path_error(tmp_path: Path, where: str) -> None:
+    (tmp_path / "file").write_bytes(b"x")
+    path = str(tmp_path / where)
+    with pytest.raises(HoodiePathError, match="not a directory"):
+        hr.write(ROWS, path, OPTIONS, engine="local")
+    with pytest.raises(HoodiePathError, match="not a directory"):
+        hr.HoodieWriteClient(path, OPTIONS).write(ROWS)
+    assert (tmp_path / "file").read_bytes() == b"x"
+
+
+def test_an_empty_or_missing_directory_becomes_a_table(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    hr.write(ROWS, str(tmp_path / "empty"), OPTIONS, engine="local")
+    hr.write(ROWS, str(tmp_path / "new" / "deeper"), OPTIONS, engine="local")
+    assert hr.read(str(tmp_path / "new" / "deeper")).num_rows == 2
