@@ -16,7 +16,8 @@ or ``$HOODIE_RAY_STORAGE_OPTIONS`` (a JSON object); credentials are never printe
 
 Errors (a path with no table, bad options, any :class:`~hoodie_ray.exceptions.HoodieError`)
 print one line, ``hoodie-ray: error: <message>``, on stderr and exit with status 1; usage
-mistakes print click's usage text and exit with status 2. ``--debug`` (or
+mistakes print click's usage text and exit with status 2. With ``--output json`` both are one
+JSON document on stderr instead, ``{"error": {"type": ..., "message": ...}}``. ``--debug`` (or
 ``HOODIE_RAY_DEBUG=1``) adds the traceback.
 """
 
@@ -71,6 +72,28 @@ def error_message(e: BaseException) -> str:
     return prefix + first if prefix and first != type(e).__name__ else first
 
 
+def _json_requested(argv: Sequence[str]) -> bool:
+    """``--output json`` / ``-o json`` (any spelling click accepts) among ``argv``."""
+    for i, a in enumerate(argv):
+        if a in ("--output=json", "-ojson"):
+            return True
+        if a in ("--output", "-o") and i + 1 < len(argv) and argv[i + 1] == "json":
+            return True
+    return False
+
+
+def _report_error(argv: Sequence[str], e: BaseException, message: str | None = None) -> None:
+    """One line on stderr: ``hoodie-ray: error: ...``, or a JSON document under ``-o json``."""
+    text = message if message is not None else error_message(e)
+    if _json_requested(argv):
+        import json
+
+        kind = type(_unwrap(e)).__name__
+        click.echo(json.dumps({"error": {"type": kind, "message": text}}), err=True)
+    else:
+        click.echo(f"{PROG}: error: {text}", err=True)
+
+
 def _debug_requested(argv: Sequence[str]) -> bool:
     return "--debug" in argv or os.environ.get("HOODIE_RAY_DEBUG", "") not in ("", "0", "false")
 
@@ -87,7 +110,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         click.echo(f"{PROG}: aborted", err=True)
         return 130
     except click.ClickException as e:
-        e.show()
+        if _json_requested(args):
+            _report_error(args, e, e.format_message())
+        else:
+            e.show()
         return e.exit_code
     except click.exceptions.Exit as e:  # pragma: no cover - click returns it instead
         return int(e.exit_code or 0)
@@ -104,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:
         if _debug_requested(args):
             traceback.print_exc()
-        click.echo(f"{PROG}: error: {error_message(e)}", err=True)
+        _report_error(args, e)
         return 1
     if isinstance(rv, bool):
         return 0

@@ -32,6 +32,8 @@ from hoodie_ray.cli.output import (
     emit,
     human_count,
     human_size,
+    plural,
+    rate,
     size_col,
 )
 
@@ -321,9 +323,10 @@ def fsview(path: str, partition: str | None, storage_kv: tuple[str, ...], output
         size_col("total_bytes", "total"),
     ]
     footer = (
-        f"{totals['file_slices']} file slices in {totals['partitions']} partitions: "
-        f"{totals['base_files']} base files, {totals['log_files']} log files, "
-        f"{human_size(totals['total_bytes'])}"
+        f"{plural(totals['file_slices'], 'file slice')} in "
+        f"{plural(totals['partitions'], 'partition')}: "
+        f"{plural(totals['base_files'], 'base file')}, "
+        f"{plural(totals['log_files'], 'log file')}, {human_size(totals['total_bytes'])}"
     )
     emit(output, doc, [View(title, cols, rows, empty="no file slices", footer=footer)])
 
@@ -414,8 +417,23 @@ def compact(
         if bar is not None:
             bar.__exit__(None, None, None)
     seconds = round(time.perf_counter() - t0, 3)
-    doc = {"table": table_doc(path, storage_kv), "instant": instant, "seconds": seconds}
-    line = f"compaction {instant} committed in {seconds:.1f} s" if instant else "nothing to compact"
+    doc: dict[str, Any] = {
+        "table": table_doc(path, storage_kv),
+        "instant": instant,
+        "seconds": seconds,
+    }
+    if not instant:
+        emit(output, doc, [View(lines=["nothing to compact"])])
+        return
+    done = info.compaction_result_doc(load_table(path, storage_kv), instant)
+    doc.update(done)
+    line = (
+        f"compaction {instant} committed in {seconds:.1f} s: "
+        f"{plural(done['file_groups'], 'file group')} in "
+        f"{plural(len(done['partitions']), 'partition')}, "
+        f"{plural(done['records_written'], 'record')} written to new base files "
+        f"({human_size(done['bytes_written'])})"
+    )
     emit(output, doc, [View(lines=[line])])
 
 
@@ -676,7 +694,10 @@ def write(
         ("updates", human_count(result.num_updates)),
         ("deletes", human_count(result.num_deletes)),
         ("files", human_count(result.num_files)),
-        ("time", f"{seconds:.2f} s" + (f" ({total / seconds:,.0f} rows/s)" if seconds else "")),
+        (
+            "time",
+            f"{seconds:.2f} s" + (f" ({rate(total, seconds)})" if rate(total, seconds) else ""),
+        ),
     ]
     emit(output, doc, [kv_view(title, pairs)])
 

@@ -17,6 +17,7 @@ from hoodie_ray.timeline.plans import HoodieCompactionPlan
 
 __all__ = [
     "commits_doc",
+    "compaction_result_doc",
     "compactions_doc",
     "fsview_doc",
     "table_summary",
@@ -111,6 +112,21 @@ def commits_doc(
         doc.update(_commit_stats(_commit_metadata(t, inst, data)))
         out.append(doc)
     return out
+
+
+def compaction_result_doc(t: HoodieTable, instant: str) -> dict[str, Any]:
+    """What the completed compaction ``instant`` wrote: file groups, partitions, records."""
+    inst = t.active_timeline.get(instant, Action.COMMIT)
+    if inst is None or not inst.is_completed:
+        raise HoodieQueryError(f"compaction {instant} is not a completed commit")
+    meta = _commit_metadata(t, inst)
+    stats = _commit_stats(meta)
+    return {
+        "file_groups": len(meta.write_stats()),
+        "partitions": stats["partitions"],
+        "records_written": stats["records_written"],
+        "bytes_written": stats["bytes_written"],
+    }
 
 
 def _plan_doc(plan: HoodieCompactionPlan) -> dict[str, Any]:

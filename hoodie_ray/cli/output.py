@@ -52,6 +52,18 @@ def human_count(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
 
 
+def plural(n: int, noun: str) -> str:
+    """``1 file slice``, ``2 file slices`` (nouns that take an ``s``)."""
+    return f"{human_count(n)} {noun}{'' if n == 1 else 's'}"
+
+
+def rate(count: int, seconds: float) -> str | None:
+    """``12,345 rows/s``, or None when too few rows or too little time make it meaningless."""
+    if count < 1000 or seconds <= 0:
+        return None
+    return f"{count / seconds:,.0f} rows/s"
+
+
 def instant_to_iso(ts: str | None) -> str | None:
     """``yyyyMMddHHmmssSSS`` as ``yyyy-MM-dd HH:mm:ss.SSS`` (UTC); None if it is not a time."""
     if not ts or not ts.isdigit() or len(ts) not in (14, 17):

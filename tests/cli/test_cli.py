@@ -453,7 +453,10 @@ def test_bad_path_is_one_line(
     assert rc == 1
     assert out == ""
     assert err.count("\n") == 1, err
-    assert err.startswith("hoodie-ray: error: ")
+    if output == "json":
+        err = json.loads(err)["error"]["message"]
+    else:
+        assert err.startswith("hoodie-ray: error: ")
     if argv[0] not in ("compact", "upgrade"):  # those may first say they are not available
         assert "not a Hudi table" in err and str(missing) in err
 
@@ -610,3 +613,34 @@ def test_timeline_and_commits_show_archived(
     assert old and all(c["records_written"] >= 1 for c in old if c["action"] == "deltacommit")
     rc, out, err = run(capsys, "timeline", path, "--archived")
     assert rc == 0 and err == "" and "archived" in out.splitlines()[1]
+
+
+def test_json_errors_counts_and_compaction_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # -o json: an error is one JSON document on stderr, exit status 1
+    rc, out, err = run(capsys, "timeline", str(tmp_path / "none"), "-o", "json")
+    assert rc == 1 and out == ""
+    doc = json.loads(err)
+    assert doc["error"]["type"] == "HoodieTableNotFoundError"
+    assert "not a Hudi table" in doc["error"]["message"]
+    rc, out, err = run(capsys, "timeline", "--output=json")  # a usage mistake
+    assert rc == 2 and json.loads(err)["error"]["message"]
+    # one of each: no "1 file slices in 1 partitions", no "(0 rows/s)" for two rows
+    path = str(tmp_path / "t")
+    opts = {**OPTIONS, "compaction.schedule.enabled": "false"}
+    src = tmp_path / "in.parquet"
+    pq.write_table(_rows(["a", "b"], ["sf", "sf"], 1, 2.0), src)
+    args = [f"--option={k}={v}" for k, v in opts.items()]
+    rc, out, err = run(capsys, "write", path, "--input", str(src), "--engine", "local", *args)
+    assert rc == 0, err
+    assert "rows/s" not in out
+    rc, out, err = run(capsys, "fsview", path)
+    assert "1 file slice in 1 partition: 1 base file, 0 log files" in out
+    for i in range(3):
+        hr.write(_rows(["a"], ["sf"], 2 + i, 3.0), path, options=opts, engine="local")
+    rc, out, err = run(capsys, "compact", path, "--engine", "local")
+    assert rc == 0, err
+    assert "1 file group in 1 partition, 2 records written" in out, out
+    doc = run_json(capsys, "compact", path, "--engine", "local")
+    assert doc["instant"] is None
