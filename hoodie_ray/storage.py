@@ -11,12 +11,18 @@ Two implementations share one interface:
 
 Relative paths are validated (:func:`check_relative`): no ``..`` segment, no absolute path, no
 backslash, NUL or control character, so nothing read from a table can reach outside it.
+:class:`LocalStorage` also opens nothing but regular files (a named pipe would block the
+process, a device could be anything), and never appends to or rewrites in place a file with
+more than one hard link (the bytes would land in every name of the file, maybe outside the
+table); either is a :class:`HoodiePathError`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -35,6 +41,24 @@ _SECRET_KEY_PARTS = (
     "key",
     "proxy",
 )
+
+
+# Opening a FIFO blocks until its other end is opened: every open is non-blocking, and the file
+# type is checked on the opened descriptor (the name may be replaced between a check and open).
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_O_OPEN = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    return "a special file"
 
 
 @dataclass(frozen=True)
@@ -133,6 +157,11 @@ class Storage:
     def supports_append(self) -> bool:
         return False
 
+    def appendable(self, rel: str) -> bool:
+        """Whether :meth:`append` may add to ``rel`` as it is now (an absent file counts:
+        appending creates it). False where storage cannot append at all."""
+        return self.supports_append
+
     def open_output(self, rel: str) -> IO[bytes]:
         """A binary stream that writes a new file (parents created)."""
         raise NotImplementedError
@@ -202,12 +231,75 @@ class LocalStorage(Storage):
         return path
 
     def local_path(self, rel: str) -> str:
-        """The validated absolute local path of ``rel`` (for libraries that open paths)."""
-        return self._abs(rel)
+        """The validated absolute local path of ``rel`` (for libraries that open paths).
+
+        A FIFO, socket or device there is refused (:class:`HoodiePathError`); an absent path is
+        returned as is, for the caller's open to report.
+        """
+        path = self._abs(rel)
+        try:
+            st = os.stat(path)
+        except OSError:
+            return path
+        self._check_special(rel, st.st_mode)
+        return path
+
+    # -- checks: regular files only, no writing through another hard link ----------------------
+    def _check_special(self, rel: str, mode: int) -> None:
+        """Refuse a FIFO, socket or device (directories are left to the caller's open)."""
+        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            raise HoodiePathError(
+                f"refusing {self.uri(rel)}: {_file_kind(mode)}, not a regular file"
+            )
+
+    def _check_links(self, rel: str, st: os.stat_result) -> None:
+        if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+            raise HoodiePathError(
+                f"refusing to write into {self.uri(rel)}: it has {st.st_nlink} hard links, so "
+                "the bytes would also land in another file, possibly outside the table"
+            )
+
+    def _open_fd(self, rel: str, path: str, flags: int, *, in_place: bool) -> int:
+        """Open ``path`` (``rel`` validated) and return the descriptor: a regular file, or a
+        directory for the caller's I/O to fail on. ``in_place``: the caller writes into an
+        existing file, so a file with other hard links is refused as well."""
+        try:
+            st: os.stat_result | None = os.stat(path)
+        except FileNotFoundError:
+            if not flags & os.O_CREAT:
+                raise
+            st = None
+        if st is not None:
+            # Before opening: opening a device may have effects of its own.
+            self._check_special(rel, st.st_mode)
+            if in_place:
+                self._check_links(rel, st)
+        try:
+            fd = os.open(path, flags | _O_NONBLOCK | _O_OPEN, 0o666)
+        except OSError as e:
+            if e.errno == errno.ENXIO:  # a FIFO without reader, or a socket, put there since
+                raise HoodiePathError(
+                    f"refusing {self.uri(rel)}: a special file, not a regular file"
+                ) from None
+            raise
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+            self._check_special(rel, st.st_mode)
+            if in_place:
+                self._check_links(rel, st)
+            if _O_NONBLOCK:
+                os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
     def read_bytes(self, rel: str) -> bytes:
+        path = self._abs(rel)
         try:
-            with open(self._abs(rel), "rb") as f:
+            with os.fdopen(self._open_fd(rel, path, os.O_RDONLY, in_place=False), "rb") as f:
                 return f.read()
         except FileNotFoundError as e:
             raise HoodieIOError(f"file not found: {self.uri(rel)}") from e
@@ -215,16 +307,19 @@ class LocalStorage(Storage):
             raise HoodieIOError(f"cannot read {self.uri(rel)}: {e.strerror}") from e
 
     def open_input(self, rel: str) -> IO[bytes]:
+        path = self._abs(rel)
         try:
-            return open(self._abs(rel), "rb")
+            return os.fdopen(self._open_fd(rel, path, os.O_RDONLY, in_place=False), "rb")
         except OSError as e:
             raise HoodieIOError(f"cannot open {self.uri(rel)}: {e.strerror}") from e
 
     def size(self, rel: str) -> int:
         try:
-            return os.stat(self._abs(rel)).st_size
+            st = os.stat(self._abs(rel))
         except OSError as e:
             raise HoodieIOError(f"cannot stat {self.uri(rel)}: {e.strerror}") from e
+        self._check_special(rel, st.st_mode)
+        return st.st_size
 
     def exists(self, rel: str) -> bool:
         return os.path.exists(self._abs(rel))
@@ -267,10 +362,21 @@ class LocalStorage(Storage):
     def _parent(self, path: str) -> None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
 
-    def write_bytes(self, rel: str, data: bytes) -> None:
+    def _rewrite(self, rel: str) -> IO[bytes]:
+        """An empty regular file at ``rel`` to write (parents created), truncated only once it
+        is known to be a regular file with no other hard link."""
         path = self._abs(rel)
         self._parent(path)
-        with open(path, "wb") as f:
+        fd = self._open_fd(rel, path, os.O_WRONLY | os.O_CREAT, in_place=True)
+        try:
+            os.ftruncate(fd, 0)
+            return os.fdopen(fd, "wb")
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        with self._rewrite(rel) as f:
             f.write(data)
 
     def _temp_for(self, path: str) -> str:
@@ -282,7 +388,7 @@ class LocalStorage(Storage):
         self._parent(path)
         tmp = self._temp_for(path)
         try:
-            with open(tmp, "wb") as f:
+            with open(tmp, "xb") as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
@@ -296,7 +402,7 @@ class LocalStorage(Storage):
         self._parent(path)
         tmp = self._temp_for(path)
         try:
-            with open(tmp, "wb") as f:
+            with open(tmp, "xb") as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
@@ -313,19 +419,34 @@ class LocalStorage(Storage):
     def supports_append(self) -> bool:
         return True
 
+    def appendable(self, rel: str) -> bool:
+        """False for a file with other hard links (and where appends are unsupported);
+        :class:`HoodiePathError` for a FIFO, socket or device."""
+        if not self.supports_append:
+            return False
+        try:
+            st = os.stat(self._abs(rel))
+        except FileNotFoundError:
+            return True
+        except OSError as e:
+            raise HoodieIOError(f"cannot stat {self.uri(rel)}: {e.strerror}") from e
+        self._check_special(rel, st.st_mode)
+        return stat.S_ISREG(st.st_mode) and st.st_nlink == 1
+
     def append(self, rel: str, data: bytes) -> int:
+        """Append to a regular file with a single link (created if absent); anything else is
+        a :class:`HoodiePathError` naming the path."""
         path = self._abs(rel)
         self._parent(path)
-        with open(path, "ab") as f:
+        fd = self._open_fd(rel, path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, in_place=True)
+        with os.fdopen(fd, "ab") as f:
             offset = f.tell()
             f.write(data)
             f.flush()
         return offset
 
     def open_output(self, rel: str) -> IO[bytes]:
-        path = self._abs(rel)
-        self._parent(path)
-        return open(path, "wb")
+        return self._rewrite(rel)
 
     def delete(self, rel: str, missing_ok: bool = True) -> None:
         try:

@@ -7,7 +7,9 @@ blocks are appended to the current file; on storage that cannot (object stores) 
 creates a new file version with a put-if-absent. The writer moves to the next version
 ("rolls over") when the current file has reached ``max_file_size``, when it does not end on a
 block boundary (a crash left a partial block: appending after it would make Java readers
-reject the block before it), or when the name is taken.
+reject the block before it), when storage may not append to it (a file with other hard links:
+the blocks would also land in the other names, maybe outside the table), or when the name is
+taken. A named pipe, socket or device in the way is refused (``HoodiePathError``), not passed.
 
 File naming belongs to the caller: it passes the current file name and, for rolling over, a
 ``next_name(version) -> file name`` function (by default the version number inside the name is
@@ -180,11 +182,16 @@ class LogWriter:
 
 
 def ends_on_block(storage: Storage, path: str, size: int) -> bool:
-    """Whether the file ends right after a complete block (its reverse pointer checks out).
+    """Whether blocks may be appended to the file of ``size`` bytes at ``path``: storage may
+    append to it (:meth:`Storage.appendable`: no other hard link) and it ends right after a
+    complete block (its reverse pointer checks out).
 
     Appending after a torn tail could make Java readers see the previous good block as corrupt,
-    so appenders roll a new log version instead.
+    and appending to a hard-linked file writes into its other names too, so appenders roll a new
+    log version instead.
     """
+    if not storage.appendable(path):
+        return False
     if size == 0:
         return True
     if size < len(MAGIC) + 8 + 8:

@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 
-from hoodie_ray.exceptions import HoodieCommitConflictError, HoodieIOError
+from hoodie_ray.exceptions import HoodieCommitConflictError, HoodieIOError, HoodiePathError
 from hoodie_ray.storage import Storage
 
 LOCK_PATH = ".hoodie/.aux/hoodie_ray.writer.lock"
@@ -56,11 +56,14 @@ class WriterLock:
 
     def _load(self) -> dict | object | None:
         """The lock's content; ``_MISSING`` when there is no file to read (never there, or
-        released meanwhile); None when a file is there but is no lock a writer made."""
+        released meanwhile); None when a file is there but is no lock a writer made (garbage,
+        or a FIFO, socket or device, which storage refuses to open)."""
         try:
             if self.storage.size(LOCK_PATH) > 64 * 1024:
                 return None
             raw = self.storage.read_bytes(LOCK_PATH)
+        except HoodiePathError:
+            return None
         except HoodieIOError:
             return _MISSING
         try:

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodie_ray.exceptions import HoodieWriteError
+from hoodie_ray.exceptions import HoodieCommitConflictError, HoodieWriteError
 from hoodie_ray.file_group.naming import (
     LogFileName,
     base_file_name,
@@ -181,8 +181,25 @@ class StreamWriteFunction:
         return start
 
     def _marker(self, partition: str, file_name: str, io_type: str) -> None:
+        """Create the marker of a file this instant is about to create or append to.
+
+        Raises:
+            HoodieCommitConflictError: the instant's marker folder vanished meanwhile: another
+                writer took the lock over and rolled the instant back.
+        """
         assert self.instant is not None
-        self.ctx.storage.create_new(marker_path(self.instant, partition, file_name, io_type), b"")
+        storage = self.ctx.storage
+        rel = marker_path(self.instant, partition, file_name, io_type)
+        try:
+            storage.create_new(rel, b"")
+        except FileNotFoundError as e:
+            # create_new made the folders itself just before: a file or folder missing now was
+            # deleted meanwhile, and only a rollback of this instant deletes its markers.
+            raise HoodieCommitConflictError(
+                f"the markers of instant {self.instant} were removed while {storage.uri(rel)} "
+                f"was being created: another writer took over the lock of {storage.base_uri} "
+                "and rolled the instant back"
+            ) from e
 
     def _stat(self, key: str, **init: Any) -> HoodieWriteStat:
         st = self._stats.get(key)

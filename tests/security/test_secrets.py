@@ -333,7 +333,8 @@ def test_cli_output_never_leaks(
                 if i < 4:  # the table is read through the planted options
                     assert rc == 0 and "s3://sec-bucket/cli" in out, (argv, err)
                 else:
-                    assert rc != 0 and err.startswith("hoodie-ray: error: "), (argv, out, err)
+                    prefix = '{"error": ' if output == "json" else "hoodie-ray: error: "
+                    assert rc != 0 and err.startswith(prefix), (argv, out, err)
                 ran += 1
     assert ran == len(commands) * 4
     for rec in caplog.records:
