@@ -163,13 +163,68 @@ def group_keys(
     return codes, ngroups
 
 
+#: "No ordering value known" in an index's ordering store (int64 stores; float64 ones use NaN).
+ORDERING_NULL_INT = np.iinfo(np.int64).min
+
+
+def ordering_numbers(values: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
+    """Ordering values as numbers that compare like the values: int64 for integers, booleans,
+    dates, times, timestamps and durations (exact), float64 for floating point and decimals;
+    nulls as :data:`ORDERING_NULL_INT` / NaN. None for types without such a mapping (strings):
+    the index then keeps no ordering values."""
+    arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        arr = arr.cast(t.value_type)
+        t = arr.type
+    if (
+        pa.types.is_signed_integer(t)
+        or pa.types.is_boolean(t)
+        or (pa.types.is_unsigned_integer(t) and t.bit_width < 64)
+        or pa.types.is_temporal(t)
+    ):
+        if pa.types.is_date64(t) or pa.types.is_date32(t) or pa.types.is_time(t):
+            arr = arr.view(pa.int64() if t.bit_width == 64 else pa.int32())
+        elif pa.types.is_timestamp(t) or pa.types.is_duration(t):
+            arr = arr.view(pa.int64())
+        ints = pc.fill_null(arr.cast(pa.int64()), ORDERING_NULL_INT)
+        return np.asarray(ints.to_numpy(zero_copy_only=False), dtype=np.int64)
+    if pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_unsigned_integer(t):
+        floats = arr.cast(pa.float64(), safe=False)
+        return np.asarray(floats.to_numpy(zero_copy_only=False), dtype=np.float64)
+    return None
+
+
+def ordering_nulls(values: np.ndarray) -> np.ndarray:
+    """Which entries of an ordering store (or of :func:`ordering_numbers`) are unknown."""
+    if values.dtype == np.float64:
+        return np.isnan(values)
+    return values == ORDERING_NULL_INT
+
+
+def _null_ordering(n: int, dtype: np.dtype) -> np.ndarray:
+    if dtype == np.float64:
+        return np.full(n, np.nan, dtype=np.float64)
+    return np.full(n, ORDERING_NULL_INT, dtype=np.int64)
+
+
+def _as_float_ordering(values: np.ndarray) -> np.ndarray:
+    if values.dtype == np.float64:
+        return values
+    out = values.astype(np.float64)
+    out[values == ORDERING_NULL_INT] = np.nan
+    return out
+
+
 @dataclass
 class _Segment:
-    """Distinct keys with unique hashes: hash table, key bytes and location ids (aligned)."""
+    """Distinct keys with unique hashes: hash table, key bytes and location ids (aligned), and
+    each key's last ordering value when the index keeps them."""
 
     hashes: pd.Index  # uint64, unique
     keys: pa.Array  # large_string
     locs: np.ndarray  # int32; -1 = tombstone
+    ords: np.ndarray | None = None  # int64 or float64 (see ordering_numbers)
 
 
 class KeyIndex:
@@ -187,6 +242,8 @@ class KeyIndex:
 
     def __init__(self) -> None:
         self._segments: list[_Segment] = []
+        # dtype of the ordering store once a put brought ordering values (None: not kept)
+        self._ord_dtype: np.dtype | None = None
         self.locations: list[Location] = []
         self._loc_ids: dict[Location, int] = {}
         self._arrays: tuple[np.ndarray, np.ndarray] | None = None
@@ -292,6 +349,52 @@ class KeyIndex:
             )
         return self._probe(arr, hash_keys(arr) if hashes is None else hashes)
 
+    @property
+    def keeps_ordering(self) -> bool:
+        """True once ordering values were put: every key then has one (or 'unknown')."""
+        return self._ord_dtype is not None
+
+    def _ordering_store(self, ords: np.ndarray | None, n: int) -> np.ndarray | None:
+        """``ords`` in the store's dtype (starting or widening the store as needed)."""
+        if ords is None:
+            return None if self._ord_dtype is None else _null_ordering(n, self._ord_dtype)
+        if self._ord_dtype is None:
+            self._ord_dtype = ords.dtype
+            for s in self._segments:
+                s.ords = _null_ordering(len(s.locs), ords.dtype)
+        elif ords.dtype != self._ord_dtype:
+            # integers met floats (a widened column): keep floats from now on
+            self._ord_dtype = np.dtype(np.float64)
+            for s in self._segments:
+                if s.ords is not None:
+                    s.ords = _as_float_ordering(s.ords)
+            ords = _as_float_ordering(ords)
+        return ords
+
+    def ordering_at(self, seg_of: np.ndarray, pos_of: np.ndarray) -> np.ndarray:
+        """The stored ordering value of each probed key (``(segment, position)`` from
+        :meth:`probe`); unknown where the key is not indexed or the index keeps none."""
+        dtype = self._ord_dtype or np.dtype(np.int64)
+        out = _null_ordering(len(seg_of), dtype)
+        if self._ord_dtype is None:
+            return out
+        for si in np.unique(seg_of[seg_of >= 0]):
+            sel = seg_of == si
+            ords = self._segments[si].ords
+            if ords is not None:
+                out[sel] = ords[pos_of[sel]]
+        return out
+
+    def set_ordering(self, seg_of: np.ndarray, pos_of: np.ndarray, values: np.ndarray) -> None:
+        """Overwrite the ordering values of probed keys in place (``seg_of < 0`` rows are
+        skipped); the locations stay."""
+        values = self._ordering_store(values, len(values))  # type: ignore[assignment]
+        for si in np.unique(seg_of[seg_of >= 0]):
+            sel = seg_of == si
+            ords = self._segments[si].ords
+            if ords is not None:
+                ords[pos_of[sel]] = values[sel]
+
     def put(
         self,
         keys: pa.Array | pa.ChunkedArray,
@@ -300,17 +403,20 @@ class KeyIndex:
         hashes: np.ndarray | None = None,
         unique: bool = False,
         probed: tuple[np.ndarray, np.ndarray] | None = None,
+        ords: np.ndarray | None = None,
     ) -> None:
         """Set the location of keys (``-1`` removes them). Later duplicates win.
 
         ``hashes``: :func:`hash_keys` of ``keys`` when the caller has them already;
         ``unique``: the caller guarantees the keys are distinct; ``probed``: ``(segment,
-        position)`` of each key from :meth:`probe` (the index unchanged since).
+        position)`` of each key from :meth:`probe` (the index unchanged since); ``ords``: the
+        keys' ordering values (:func:`ordering_numbers`) to keep with them.
         """
         arr = _as_large_string(keys)
         if not len(arr):
             return
         loc_ids = np.asarray(loc_ids, dtype=np.int32)
+        ords = self._ordering_store(ords, len(arr))
         hashes = hash_keys(arr) if hashes is None else hashes
         if not unique and not pd.Index(hashes).is_unique:
             # Keep the last occurrence of each key (equal hashes may still be distinct keys).
@@ -320,6 +426,8 @@ class KeyIndex:
             keep = np.sort(len(arr) - 1 - first_rev)
             arr = arr.take(pa.array(keep))
             hashes, loc_ids = hashes[keep], loc_ids[keep]
+            if ords is not None:
+                ords = ords[keep]
             if probed is not None:
                 probed = (probed[0][keep], probed[1][keep])
         if self._segments:
@@ -330,30 +438,46 @@ class KeyIndex:
             found = seg_of >= 0
             for si in np.unique(seg_of[found]):
                 sel = seg_of == si
-                self._segments[si].locs[pos_of[sel]] = loc_ids[sel]
+                seg = self._segments[si]
+                seg.locs[pos_of[sel]] = loc_ids[sel]
+                if ords is not None and seg.ords is not None:
+                    seg.ords[pos_of[sel]] = ords[sel]
             new = ~found & (loc_ids >= 0)
         else:
             new = loc_ids >= 0
         if new.any():
             if new.all():
-                self._add(arr, hashes, loc_ids.copy())
+                self._add(arr, hashes, loc_ids.copy(), None if ords is None else ords.copy())
             else:
-                self._add(arr.filter(pa.array(new)), hashes[new], loc_ids[new])
+                self._add(
+                    arr.filter(pa.array(new)),
+                    hashes[new],
+                    loc_ids[new],
+                    None if ords is None else ords[new],
+                )
             self._compact_segments()
 
-    def _add(self, keys: pa.Array, hashes: np.ndarray, locs: np.ndarray) -> None:
+    def _add(
+        self, keys: pa.Array, hashes: np.ndarray, locs: np.ndarray, ords: np.ndarray | None
+    ) -> None:
         """Append segments for distinct new keys (keys sharing a hash go to separate ones)."""
         while len(hashes):
             idx = pd.Index(hashes)
             if idx.is_unique:
-                self._segments.append(_Segment(idx, keys, locs))
+                self._segments.append(_Segment(idx, keys, locs, ords))
                 return
             dup = np.asarray(idx.duplicated(keep="first"))
             first = ~dup
             self._segments.append(
-                _Segment(pd.Index(hashes[first]), keys.filter(pa.array(first)), locs[first])
+                _Segment(
+                    pd.Index(hashes[first]),
+                    keys.filter(pa.array(first)),
+                    locs[first],
+                    None if ords is None else ords[first],
+                )
             )
             keys, hashes, locs = keys.filter(pa.array(dup)), hashes[dup], locs[dup]
+            ords = None if ords is None else ords[dup]
 
     def _compact_segments(self) -> None:
         """Size-tiered merging: the newest segment is merged into the one before it while that
@@ -378,21 +502,30 @@ class KeyIndex:
         """Merge the newest ``tail`` segments (all by default) into one, dropping tombstones."""
         k = len(self._segments) if tail is None else min(tail, len(self._segments))
         merging = self._segments[len(self._segments) - k :]
-        keys, hashes, locs = [], [], []
+        keys, hashes, locs, ords = [], [], [], []
         for s in merging:
             live = s.locs >= 0
             if live.all():
                 keys.append(s.keys)
                 hashes.append(s.hashes.to_numpy())
                 locs.append(s.locs)
+                if s.ords is not None:
+                    ords.append(s.ords)
             elif live.any():
                 keys.append(s.keys.filter(pa.array(live)))
                 hashes.append(s.hashes.to_numpy()[live])
                 locs.append(s.locs[live])
+                if s.ords is not None:
+                    ords.append(s.ords[live])
         self._segments = self._segments[: len(self._segments) - k]
         if keys:
             merged = pa.concat_arrays(keys) if len(keys) > 1 else keys[0]
-            self._add(merged, np.concatenate(hashes), np.concatenate(locs))
+            self._add(
+                merged,
+                np.concatenate(hashes),
+                np.concatenate(locs),
+                np.concatenate(ords) if self._ord_dtype is not None else None,
+            )
 
     def items(self) -> tuple[pd.Index, np.ndarray]:
         """All (key, location id) pairs currently indexed."""

@@ -15,7 +15,7 @@ from hoodie_ray.config.options import WriteConfig, resolve_options
 from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.job.coordinator import CommitResult, Coordinator
 from hoodie_ray.job.setup import TableSetup
-from hoodie_ray.reader.index_bootstrap import bootstrap_entries
+from hoodie_ray.reader.index_bootstrap import bootstrap_entries_with_ordering
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.bucket_assigner import AssignerConfig, BucketAssigner, WriteProfile
 from hoodie_ray.write.records import PreparedBatch, precombine, prepare_batch, to_arrow
@@ -33,7 +33,9 @@ def build_assigner(
     if config.index_type == "BUCKET":
         assigner.set_bucket_file_ids((s.partition_path, s.file_id) for s in slices)
     elif not config.append_mode and config.index_bootstrap and slices:
-        assigner.bootstrap(bootstrap_entries(table, slices))
+        assigner.bootstrap(
+            bootstrap_entries_with_ordering(table, slices, with_ordering=config.compares_moves)
+        )
     return assigner
 
 

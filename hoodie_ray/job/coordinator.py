@@ -259,11 +259,11 @@ class Coordinator:
         return write_profile(self.table, self.wc, slices, slice_sizes(self.storage, slices))
 
     def assigner_config(self, task_id: int, num_tasks: int) -> AssignerConfig:
+        cfg = self.table.table_config if self.table is not None else None
+        if cfg is None:
+            return AssignerConfig.of(self.wc, task_id, num_tasks)
         return AssignerConfig.of(
-            self.wc,
-            task_id,
-            num_tasks,
-            self.table.table_config.ordering_field if self.table is not None else None,
+            self.wc, task_id, num_tasks, cfg.ordering_field, merge_mode=cfg.merge_mode
         )
 
     def start_instant(self) -> str:

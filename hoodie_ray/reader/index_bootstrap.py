@@ -2,7 +2,9 @@
 
 For each latest file slice, the keys of the merged view (base keys not deleted by the logs, plus
 keys inserted in the logs) are read with the fewest columns possible: ``_hoodie_record_key``, the
-ordering field, and the delete-marker columns when the table has them.
+ordering field, and the delete-marker columns when the table has them. :func:`bootstrap_entries`
+gives the keys; :func:`bootstrap_entries_with_ordering` also each key's ordering value (what a
+global index compares when a record arrives in another partition).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from hoodie_ray.reader.log_scan import CommitGate
 from hoodie_ray.reader.merger import RECORD_KEY, DeleteMarker
 from hoodie_ray.table import HoodieTable
 
-__all__ = ["bootstrap_entries"]
+__all__ = ["bootstrap_entries", "bootstrap_entries_with_ordering"]
 
 
 def bootstrap_entries(
@@ -26,13 +28,31 @@ def bootstrap_entries(
     *,
     batch_rows: int | None = None,
 ) -> Iterator[tuple[str, str, pa.Array]]:
-    """``(partition path, file id, live record keys)`` of each file slice in ``slices``.
+    """``(partition path, file id, live record keys)`` of each file slice in ``slices`` (see
+    :func:`bootstrap_entries_with_ordering`)."""
+    for part, fid, keys, _ in bootstrap_entries_with_ordering(
+        table, slices, batch_rows=batch_rows, with_ordering=False
+    ):
+        yield part, fid, keys
+
+
+def bootstrap_entries_with_ordering(
+    table: HoodieTable,
+    slices: Iterable[Any],
+    *,
+    batch_rows: int | None = None,
+    with_ordering: bool = True,
+) -> Iterator[tuple[str, str, pa.Array, pa.Array | None]]:
+    """``(partition path, file id, live record keys, their ordering values or None)`` of each
+    file slice in ``slices``.
 
     Args:
         table: the table, its timeline loaded (gives the commit gate and the query instant).
         slices: the latest file slices (objects with ``partition_path``, ``file_id``,
             ``base_instant``, ``base_file`` and ``log_files``).
         batch_rows: rows per base-file batch (default: the reader's).
+        with_ordering: read the ordering values too (None when the table has no ordering
+            field, or when False).
 
     Keys come out as one ``pa.Array`` of strings per file slice (empty arrays included), in the
     order of ``slices``. Tables without meta fields have no record keys to read: nothing is
@@ -50,8 +70,10 @@ def bootstrap_entries(
     marker = DeleteMarker.from_props(dict(table_config.props))
     ordering = table_config.ordering_field
     needed = {RECORD_KEY}
+    keep_ordering = False
     if ordering and ordering in schema.names:
         needed.add(ordering)
+        keep_ordering = with_ordering
     needed.update(c for c in marker.columns() if c in schema.names)
     read_schema = pa.schema([f for f in schema if f.name in needed])
     last = timeline.last_completed()
@@ -65,23 +87,21 @@ def bootstrap_entries(
         ordering_field=ordering,
         merge_mode=table_config.merge_mode,
         read_schema=read_schema,
-        output_columns=(RECORD_KEY,),
+        output_columns=(RECORD_KEY, ordering) if keep_ordering and ordering else (RECORD_KEY,),
         end_instant=last.timestamp if last is not None else None,
         commit_gate=CommitGate.of_table(table),
         delete_marker=marker,
         **kwargs,
     )
+    ord_type = schema.field(ordering).type if keep_ordering and ordering else None
     for s in slices:
         spec = SliceSpec.of(s)
-        parts = [
-            t.column(RECORD_KEY).combine_chunks()
-            for t in iter_file_slice(ctx, spec, storage)
-            if t.num_rows
-        ]
-        if not parts:
-            keys = pa.array([], pa.string())
-        elif len(parts) == 1:
-            keys = parts[0]
-        else:
-            keys = pa.concat_arrays(parts)
-        yield spec.partition_path, spec.file_id, keys
+        tables = [t for t in iter_file_slice(ctx, spec, storage) if t.num_rows]
+        if not tables:
+            empty = None if ord_type is None else pa.array([], ord_type)
+            yield spec.partition_path, spec.file_id, pa.array([], pa.string()), empty
+            continue
+        merged = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        keys = merged.column(RECORD_KEY).combine_chunks()
+        ords = merged.column(1).combine_chunks() if ord_type is not None else None
+        yield spec.partition_path, spec.file_id, keys, ords

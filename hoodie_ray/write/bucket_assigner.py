@@ -6,6 +6,13 @@ ids whose ``crc32(file id) % tasks`` equals its task id, so two tasks never writ
 
 Tags are two columns appended to the batch: ``_hoodie_file_id`` and ``_hoodie_bucket_type``
 (``I`` = a new file group whose base file this checkpoint creates, ``U`` = an existing group).
+
+With the global index and event-time ordering a record that arrives in another partition than
+its stored copy is first compared with it (Hudi's ``mergeForPartitionUpdatesIfNeeded``): only a
+record whose ordering value is ``>=`` the stored one's (or where either is unknown) moves the
+key; an older one is dropped, as the merge would drop it. For that the key index keeps each
+key's last ordering value (8 bytes a key; numeric, temporal and decimal ordering fields; with a
+string ordering field the newer arrival moves the key, as before).
 """
 
 from __future__ import annotations
@@ -21,7 +28,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_ray.config.options import WriteConfig
-from hoodie_ray.index import KeyIndex, Location, bucket_file_id_prefix, bucket_ids, hash_keys
+from hoodie_ray.config.table_config import MergeMode
+from hoodie_ray.index import (
+    ORDERING_NULL_INT,
+    KeyIndex,
+    Location,
+    bucket_file_id_prefix,
+    bucket_ids,
+    hash_keys,
+    ordering_nulls,
+    ordering_numbers,
+)
 from hoodie_ray.meta import IS_DELETED, PARTITION_PATH, RECORD_KEY
 from hoodie_ray.write.records import precombine_rows
 
@@ -32,6 +49,24 @@ INSERT_BUCKET = "I"
 UPDATE_BUCKET = "U"
 LOG_TO_PARQUET_RATIO = 0.35  # hoodie.logfile.to.parquet.compression.ratio
 _BUCKET_TYPES = pa.array([UPDATE_BUCKET, INSERT_BUCKET], pa.string())  # by is-insert code
+
+
+def _newer_or_unknown(new: np.ndarray, old: np.ndarray) -> np.ndarray:
+    """Event-time rule of the merge (``merge.newer_wins``): the new value wins when it is
+    ``>=`` the old one or when either is unknown."""
+    unknown = ordering_nulls(new) | ordering_nulls(old)
+    if new.dtype != old.dtype:
+        new, old = new.astype(np.float64), old.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        return unknown | (new >= old)
+
+
+def _unknown_like(values: np.ndarray) -> np.ndarray:
+    return (
+        np.full(len(values), np.nan)
+        if values.dtype == np.float64
+        else np.full(len(values), ORDERING_NULL_INT, dtype=np.int64)
+    )
 
 
 def file_id_task(file_id: str, num_tasks: int) -> int:
@@ -93,6 +128,19 @@ class AssignerConfig:
     append_mode: bool  # insert operation: no index lookups
     ordering_field: str | None
     index_bootstrap: bool  # load the key index from the table at start
+    merge_mode: MergeMode  # the table's: event time compares ordering values
+
+    @property
+    def compares_moves(self) -> bool:
+        """A key arriving in another partition is compared with its stored copy first (global
+        index, event-time ordering on an ordering field)."""
+        return (
+            self.global_index
+            and self.index_type != "BUCKET"
+            and not self.append_mode
+            and self.ordering_field is not None
+            and self.merge_mode is MergeMode.EVENT_TIME_ORDERING
+        )
 
     @classmethod
     def of(
@@ -101,6 +149,7 @@ class AssignerConfig:
         task_id: int = 0,
         num_tasks: int = 1,
         ordering_field: str | None = None,
+        merge_mode: MergeMode = MergeMode.EVENT_TIME_ORDERING,
         **overrides: Any,
     ) -> AssignerConfig:
         """The config of task ``task_id`` of ``num_tasks`` from resolved write options."""
@@ -115,6 +164,7 @@ class AssignerConfig:
             append_mode=wc.operation in ("insert", "bulk_insert"),
             ordering_field=ordering_field,
             index_bootstrap=wc.index_bootstrap,
+            merge_mode=merge_mode,
         )
         values.update(overrides)
         return cls(**values)
@@ -154,19 +204,26 @@ class BucketAssigner:
                     0, (cfg.max_file_size - f.size_bytes) // avg
                 )
 
-    def bootstrap(self, entries: Iterable[tuple[str, str, pa.Array]]) -> None:
-        """Load the key index: ``(partition path, file id, record keys)`` per file group.
+    def bootstrap(self, entries: Iterable[tuple[Any, ...]]) -> None:
+        """Load the key index: ``(partition path, file id, record keys[, ordering values])``
+        per file group (the ordering values are kept when :attr:`AssignerConfig.compares_moves`).
 
         Only keys routed to this task are kept.
         """
-        for part, fid, keys in entries:
+        for part, fid, keys, *rest in entries:
             if len(keys) == 0:
                 continue
+            ords = rest[0] if rest and self.config.compares_moves else None
             if self.config.num_tasks > 1:
-                mask = key_task(keys, self.config.num_tasks) == self.config.task_id
-                keys = pc.filter(keys, pa.array(mask))
+                mask = pa.array(key_task(keys, self.config.num_tasks) == self.config.task_id)
+                keys = pc.filter(keys, mask)
+                ords = pc.filter(ords, mask) if ords is not None else None
             lid = self.index.location_id(part, fid)
-            self.index.put(self._index_keys(keys, part), np.full(len(keys), lid, dtype=np.int32))
+            self.index.put(
+                self._index_keys(keys, part),
+                np.full(len(keys), lid, dtype=np.int32),
+                ords=ordering_numbers(ords) if ords is not None else None,
+            )
 
     def _index_keys(
         self, keys: pa.Array | pa.ChunkedArray, parts: pa.Array | pa.ChunkedArray | str
@@ -238,6 +295,21 @@ class BucketAssigner:
             moved = found & (loc_pcode[safe_ids] != pcode)
         else:
             moved = np.zeros(n, dtype=bool)
+        ords = self._ordering_of(batch)
+        older = np.zeros(n, dtype=bool)
+        if ords is not None:
+            # compare with the stored copy: an older record moves nothing (it is dropped, as
+            # the merge would drop it); the index keeps the winner's ordering value
+            stored = self.index.ordering_at(seg_of, pos_of)
+            newer = _newer_or_unknown(ords, stored)
+            older = moved & ~deleted & ~newer
+            moved = moved & ~older
+            # a winning delete leaves no ordering value: the next record of the key is an
+            # insert, whatever its ordering value (the stored copy is gone)
+            kept_ord = np.where(deleted, _unknown_like(ords), ords)
+            self.index.set_ordering(
+                np.where(found & ~older, seg_of, -1), pos_of, np.where(newer, kept_ord, stored)
+            )
 
         row_lid = safe_ids.copy()  # location of each row's file group (found rows for now)
         is_insert = np.zeros(n, dtype=bool)
@@ -263,10 +335,12 @@ class BucketAssigner:
                 new_lids,
                 hashes=hashes[new_rows],
                 probed=(seg_of[new_rows], pos_of[new_rows]),
+                ords=ords[new_rows] if ords is not None else None,
             )
         loc_parts_a, loc_fids_a = self.index.location_columns()
 
-        keep = ~(~found & deleted)  # deletes of keys nobody has are dropped
+        # deletes of keys nobody has are dropped, and records older than their moved key's
+        keep = ~(~found & deleted) & ~older
         all_kept = bool(keep.all())
         out = batch if all_kept else batch.filter(pa.array(keep))
         k_lid = row_lid if all_kept else row_lid[keep]
@@ -316,6 +390,13 @@ class BucketAssigner:
         )
         extra = extra.append_column(IS_NEW, pa.array(np.zeros(extra.num_rows, dtype=bool)))
         return pa.concat_tables([extra, out])
+
+    def _ordering_of(self, batch: pa.Table) -> np.ndarray | None:
+        """The batch's ordering values as index numbers, when moves are compared."""
+        field = self.config.ordering_field
+        if not self.config.compares_moves or field is None or field not in batch.column_names:
+            return None
+        return ordering_numbers(batch.column(field))
 
     def _intern_locations(
         self, pdict: list[str], pcodes: np.ndarray, fid_list: list[str], fcodes: np.ndarray

@@ -109,3 +109,34 @@ def test_compiled_hash_keys_equal_the_numpy_hashes(monkeypatch):
             plain = index_mod.hash_keys(arr)
         assert compiled.dtype == plain.dtype == np.uint64
         assert (compiled == plain).all()
+
+
+def test_ordering_values_follow_their_keys_through_updates_and_merges() -> None:
+    import datetime as dt
+
+    from hoodie_ray.index import ORDERING_NULL_INT, ordering_nulls, ordering_numbers
+
+    idx = KeyIndex()
+    keys = pa.array([f"k{i}" for i in range(100)])
+    idx.put(keys, np.zeros(100, dtype=np.int32))  # no ordering kept yet
+    assert not idx.keeps_ordering
+    idx.put(pa.array(["k1", "x"]), np.zeros(2, np.int32), ords=np.array([7, 9], np.int64))
+    assert idx.keeps_ordering
+    for i in range(12):  # many segments: merges must carry the ordering values along
+        more = pa.array([f"m{i}_{j}" for j in range(5)])
+        idx.put(more, np.ones(5, np.int32), ords=np.full(5, i, np.int64))
+    _, seg, pos = idx.probe(pa.array(["k1", "x", "k2", "m3_4", "absent"]))
+    got = idx.ordering_at(seg, pos)
+    assert got[:2].tolist() == [7, 9] and got[3] == 3
+    assert got[2] == ORDERING_NULL_INT and got[4] == ORDERING_NULL_INT
+    idx.set_ordering(seg[:1], pos[:1], np.array([11], np.int64))
+    _, seg, pos = idx.probe(pa.array(["k1"]))
+    assert idx.ordering_at(seg, pos).tolist() == [11]
+    # floats widen the store; unknowns stay unknown
+    idx.put(pa.array(["f"]), np.zeros(1, np.int32), ords=np.array([2.5]))
+    _, seg, pos = idx.probe(pa.array(["f", "k1", "k2"]))
+    got = idx.ordering_at(seg, pos)
+    assert got[0] == 2.5 and got[1] == 11.0 and ordering_nulls(got).tolist() == [False, False, True]
+    ts = pa.array([dt.datetime(2025, 1, 1), None], pa.timestamp("us"))
+    assert ordering_numbers(ts)[1] == ORDERING_NULL_INT
+    assert ordering_numbers(pa.array(["a"])) is None

@@ -136,3 +136,34 @@ def test_bad_table_paths_fail_as_themselves_on_ray(ray_session, tmp_path):
     for e in (e1, e2, e3):
         assert type(e.value).__module__ == "hoodie_ray.exceptions"
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["d", "data.parquet", "file"]
+
+
+@pytest.mark.parametrize("version", ["6", "8"])
+def test_late_records_that_move_partition_lose_on_ray(ray_session, tmp_path, version):
+    """Global index, event time: through HoodieStreamWriter (async compaction) and hr.write on
+    Ray, a record older than its key's stored copy in another partition changes nothing."""
+    from tests.write.test_partition_moves import OPTIONS as MOVE_OPTIONS
+    from tests.write.test_partition_moves import both, deletes, rows
+
+    path = str(tmp_path / "t")
+    opts = {
+        **MOVE_OPTIONS,
+        **TOPOLOGY,
+        "hoodie.write.table.version": version,
+        "compaction.async.enabled": "true",
+        "compaction.delta_commits": "1",
+    }
+    with hr.HoodieStreamWriter(path, opts) as w:
+        w.write(rows(("k", "p2", 4788, "new"), ("j", "p1", 10, "j1")))
+        w.checkpoint()
+        w.write(rows(("k", "p1", 4601, "late")))
+        w.checkpoint()
+        w.write(rows(("j", "p3", 11, "j moves")))
+        w.write(rows(("j", "p2", 3, "j late, same checkpoint")))
+        w.checkpoint()
+    assert both(path) == [("j", "p3", 11, "j moves"), ("k", "p2", 4788, "new")]
+    hr.write(rows(("k", "p3", 4000, "late again")), path, opts)
+    hr.write(deletes(("j", "p1", 5)), path, opts)
+    assert both(path) == [("j", "p3", 11, "j moves"), ("k", "p2", 4788, "new")]
+    hr.write(rows(("k", "p3", 5000, "newer")), path, opts)
+    assert both(path) == [("j", "p3", 11, "j moves"), ("k", "p3", 5000, "newer")]

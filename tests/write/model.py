@@ -55,10 +55,13 @@ class TableModel:
                     self.rows[k] = _strip(r)
                 continue
             moved = old["p"] != r["p"]
-            if moved and not deleted:
-                self.rows[k] = _strip(r)  # global index: delete in old partition, insert in new
-                continue
             newer = old["ts"] is None or r["ts"] is None or r["ts"] >= old["ts"]
+            if moved and not deleted:
+                # global index, event time: a newer record moves the key (delete in the old
+                # partition, insert in the new one); an older one loses where it is
+                if newer:
+                    self.rows[k] = _strip(r)
+                continue
             if newer:
                 if deleted:
                     del self.rows[k]
