@@ -4,6 +4,7 @@
 
     hoodie-ray commits show PATH [--limit N]
     hoodie-ray compactions show PATH
+    hoodie-ray compactions drop PATH INSTANT
     hoodie-ray fsview PATH [--partition P]
     hoodie-ray timeline PATH
     hoodie-ray compact PATH [--option key=value ...]

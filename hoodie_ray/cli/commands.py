@@ -1,10 +1,10 @@
 """The ``hoodie-ray`` subcommands (click). Entry point: :func:`hoodie_ray.cli.main`.
 
 Read-only views (``commits show``, ``compactions show``, ``fsview``, ``timeline``), the table
-services (``compact``, ``upgrade``), one-commit writes from a file (``write``) and the
-benchmark (``bench mor-q1``). Every subcommand takes ``--output table|json``; tables print
-sizes in human units, JSON prints one document with sizes in bytes. Ray, the compaction and
-the upgrade code are imported only by the subcommands that use them.
+services (``compact``, ``compactions drop``, ``upgrade``), one-commit writes from a file
+(``write``) and the benchmark (``bench mor-q1``). Every subcommand takes ``--output
+table|json``; tables print sizes in human units, JSON prints one document with sizes in bytes.
+Ray, the compaction and the upgrade code are imported only by the subcommands that use them.
 """
 
 from __future__ import annotations
@@ -283,6 +283,25 @@ def compactions_show(path: str, storage_kv: tuple[str, ...], output: str) -> Non
     footer = f"{len(comps)} compactions, {pending} pending"
     empty = "no compactions on the active timeline"
     emit(output, doc, [View(title, cols, comps, empty=empty, footer=footer)])
+
+
+@compactions_group.command("drop")
+@click.argument("path")
+@click.argument("instant")
+@storage_option
+@output_option
+def compactions_drop(path: str, instant: str, storage_kv: tuple[str, ...], output: str) -> None:
+    """Delete the pending compaction plan INSTANT (requested or inflight), under the writer
+    lock: a corrupt plan the writers refuse to run. Files an interrupted run of it wrote are
+    deleted too; the table's committed data is not touched."""
+    fn = lazy_feature("hoodie_ray.job.maintenance", "drop_compaction", "dropping a compaction")
+    load_table(path, storage_kv)  # a bad path fails here, with the usual message
+    deleted = fn(path, instant, storage_options=storage_options_from(storage_kv))
+    doc = {"table": table_doc(path, storage_kv), "instant": instant, "deleted_files": deleted}
+    line = f"compaction {instant} dropped"
+    if deleted:
+        line += f" ({len(deleted)} files of an interrupted run deleted)"
+    emit(output, doc, [View(lines=[line])])
 
 
 # -- fsview --------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from hoodie_ray.compaction.plan import (
     read_plan,
     trigger_fires,
 )
+from hoodie_ray.compaction.verify import verify_plan
 from hoodie_ray.config.options import WriteConfig, resolve_options
 from hoodie_ray.config.table_config import HoodieTableConfig
 from hoodie_ray.exceptions import HoodieCompactionError, HoodieError
@@ -103,12 +104,26 @@ class CompactionService:
 
     # -- execute and commit --------------------------------------------------------------------
     def tasks(self, instant: str) -> list[CompactionTask]:
-        """Move the plan to inflight and return one task per operation."""
+        """Check the plan, move it to inflight and return one task per operation.
+
+        Raises:
+            HoodieCorruptedDataError: an operation is not a file slice of the table (nothing
+                was written, the plan stays as it was).
+        """
+        return self._start(*self._checked_plan(instant))
+
+    def _checked_plan(self, instant: str) -> tuple[Instant, HoodieCompactionPlan]:
+        """The pending plan ``instant``, verified against the current file-system view."""
         self.timeline.reload()
         inst = self.timeline.get(instant, Action.COMPACTION)
-        if inst is None:
+        if inst is None or inst.is_completed:
             raise HoodieCompactionError(f"no pending compaction {instant} on {self.path}")
         plan = read_plan(self.timeline, inst)
+        verify_plan(self.table.view(), instant, plan)
+        return inst, plan
+
+    def _start(self, inst: Instant, plan: HoodieCompactionPlan) -> list[CompactionTask]:
+        instant = inst.timestamp
         if inst.state is State.REQUESTED:
             self.timeline.transition_to_inflight(
                 Instant(instant, Action.COMPACTION, State.REQUESTED)
@@ -185,15 +200,69 @@ class CompactionService:
         self.timeline.reload()
 
     def run(self, instant: str, executor: Executor = local_executor) -> HoodieCommitMetadata:
-        """Execute and commit one compaction; roll it back to requested if anything fails."""
+        """Execute and commit one compaction; roll it back to requested if anything fails.
+
+        A plan that fails :func:`~hoodie_ray.compaction.verify.verify_plan` is refused before
+        anything is written or rolled back.
+        """
+        inst, plan = self._checked_plan(instant)
         try:
-            stats = executor(self.tasks(instant))
+            stats = executor(self._start(inst, plan))
             return self.commit(instant, stats)
         except BaseException as e:
             self.rollback_inflight(instant)
             if isinstance(e, HoodieError):
                 raise
             raise HoodieCompactionError(f"compaction {instant} of {self.path} failed: {e}") from e
+
+    # -- drop ----------------------------------------------------------------------------------
+    def drop(self, instant: str) -> list[str]:
+        """Delete the pending compaction plan ``instant`` (requested or inflight).
+
+        Call it holding the writer lock (:func:`hoodie_ray.job.maintenance.drop_compaction` takes it). The plan is not read,
+        so an unreadable or corrupt plan can be dropped too. Base files named by ``instant``
+        (left by an interrupted run; never committed) are deleted first, then the inflight and
+        requested files, so a crash part way leaves the plan pending. Returns the deleted data
+        files (paths relative to the table).
+
+        Raises:
+            HoodieCompactionError: ``instant`` is not a pending compaction (unknown, or already
+                completed), or log files are named by it: table version 6 writers (Java's) put
+                updates that arrive after the plan into such files, and without the plan
+                readers would drop them. Run the compaction instead.
+        """
+        self.timeline.reload()
+        inst = self.timeline.get(instant, Action.COMPACTION)
+        if inst is not None and inst.is_completed:
+            raise HoodieCompactionError(
+                f"compaction {instant} of {self.path} is completed; only a pending plan can be "
+                "dropped"
+            )
+        if inst is None or inst.action != Action.COMPACTION:
+            raise HoodieCompactionError(f"no pending compaction {instant} on {self.path}")
+        view = self.table.view()
+        bases: list[str] = []
+        logs: list[str] = []
+        for part in view.list_partitions():
+            for info in view.list_files(part):
+                b = parse_base_file_name(info.name)
+                lf = parse_log_file_name(info.name)
+                if b is not None and b.instant == instant:
+                    bases.append(join(part, info.name))
+                elif lf is not None and lf.instant == instant:
+                    logs.append(join(part, info.name))
+        if logs:
+            shown = ", ".join(logs[:3]) + (", ..." if len(logs) > 3 else "")
+            raise HoodieCompactionError(
+                f"cannot drop compaction {instant} of {self.path}: {len(logs)} log files are "
+                f"named by it ({shown}) and may hold records written after it was scheduled; "
+                "run the compaction instead"
+            )
+        for rel in bases:
+            self.storage.delete(rel)
+        self.timeline.delete_pending(inst)
+        self.timeline.reload()
+        return bases
 
     # -- clean ---------------------------------------------------------------------------------
     def clean(self) -> str | None:

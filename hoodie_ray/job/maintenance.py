@@ -13,7 +13,7 @@ from hoodie_ray.compaction.execute import CompactionTask
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
 from hoodie_ray.write.lock import WriterLock
 
-__all__ = ["clean", "compact", "run_compaction", "schedule_compaction"]
+__all__ = ["clean", "compact", "drop_compaction", "run_compaction", "schedule_compaction"]
 
 
 def schedule_compaction(
@@ -68,6 +68,23 @@ def compact(
             executor = _reporting(executor, on_progress)
         svc.run(instant, executor)
         return instant
+
+
+def drop_compaction(
+    path: str, instant: str, options: Any = None, storage_options: Any = None
+) -> list[str]:
+    """Drop the pending compaction plan ``instant`` of the table at ``path``, holding the
+    table's writer lock (see :meth:`CompactionService.drop`); the data files deleted.
+
+    Example::
+
+        drop_compaction("/data/trips", "20250101000000000")
+    """
+    svc = CompactionService.open(path, options, storage_options)
+    with WriterLock(
+        svc.storage, heartbeat_ms=svc.wc.lock_heartbeat_ms, expire_ms=svc.wc.lock_expire_ms
+    ):
+        return svc.drop(instant)
 
 
 def _reporting(executor: Executor, on_progress: Callable[[int, int], None]) -> Executor:

@@ -644,3 +644,51 @@ def test_json_errors_counts_and_compaction_report(
     assert "1 file group in 1 partition, 2 records written" in out, out
     doc = run_json(capsys, "compact", path, "--engine", "local")
     assert doc["instant"] is None
+
+
+def test_compactions_drop_a_corrupt_plan(
+    table: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pending plan whose file id names no file group: ``compactions show`` lists it,
+    ``compact`` refuses it in one line, ``compactions drop`` removes it under the writer lock,
+    and the next ``compact`` schedules and runs a fresh plan."""
+    from hoodie_ray.compaction.api import CompactionService
+    from hoodie_ray.timeline.instant import Action, Instant, State
+    from hoodie_ray.timeline.plans import HoodieCompactionPlan
+
+    path = tmp_path / "copy"
+    shutil.copytree(table["path"], path)
+    instant = CompactionService.open(str(path)).schedule(force=True)
+    assert instant is not None
+    t = hr.HoodieTable.load(str(path))
+    plan_file = path / t.active_timeline.instant_path(
+        Instant(instant, Action.COMPACTION, State.REQUESTED)
+    )
+    plan = HoodieCompactionPlan.from_bytes(plan_file.read_bytes())
+    bad = ("b" if plan.operations[0].file_id[0] != "b" else "c") + plan.operations[0].file_id[1:]
+    plan.operations[0].file_id = bad
+    plan_file.write_bytes(plan.to_bytes())
+
+    doc = run_json(capsys, "compactions", "show", str(path))
+    assert doc["pending"] == 1
+    (c,) = doc["compactions"]
+    assert c["instant"] == instant and bad in {o["file_id"] for o in c["operations"]}
+
+    rc, out, err = run(capsys, "compact", str(path))
+    assert rc == 1 and out == "" and err.count("\n") == 1
+    assert "corrupt compaction plan" in err and bad in err and instant in err
+
+    rc, out, err = run(capsys, "compactions", "drop", str(path), "20000101000000000")
+    assert rc == 1 and err.startswith("hoodie-ray: error: no pending compaction")
+
+    doc = run_json(capsys, "compactions", "drop", str(path), instant)
+    assert doc["instant"] == instant and doc["deleted_files"] == []
+    assert not plan_file.exists()
+    assert run_json(capsys, "compactions", "show", str(path))["pending"] == 0
+    assert hr.read(str(path)).num_rows == 5
+
+    fresh = run_json(capsys, "compact", str(path))["instant"]
+    assert fresh is not None and fresh != instant
+    assert hr.read(str(path)).num_rows == 5
+    rc, out, _ = run(capsys, "compactions", "drop", str(path), fresh)
+    assert rc == 1
