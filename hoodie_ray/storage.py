@@ -128,6 +128,10 @@ class Storage:
     def exists(self, rel: str) -> bool:
         raise NotImplementedError
 
+    def is_file(self, rel: str) -> bool:
+        """True if ``rel`` exists and is not a directory."""
+        raise NotImplementedError
+
     def list_dir(self, rel: str) -> list[FileInfo]:
         """Entries of a directory; an absent directory lists as empty."""
         raise NotImplementedError
@@ -323,6 +327,10 @@ class LocalStorage(Storage):
 
     def exists(self, rel: str) -> bool:
         return os.path.exists(self._abs(rel))
+
+    def is_file(self, rel: str) -> bool:
+        path = self._abs(rel)
+        return os.path.lexists(path) and not os.path.isdir(path)
 
     def list_dir(self, rel: str) -> list[FileInfo]:
         path = self._abs(rel)
@@ -525,6 +533,11 @@ class ArrowStorage(Storage):
         import pyarrow.fs as pafs
 
         return bool(self.fs.get_file_info(self._abs(rel)).type != pafs.FileType.NotFound)
+
+    def is_file(self, rel: str) -> bool:
+        import pyarrow.fs as pafs
+
+        return bool(self.fs.get_file_info(self._abs(rel)).type == pafs.FileType.File)
 
     def list_dir(self, rel: str) -> list[FileInfo]:
         import pyarrow.fs as pafs

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from hoodie_ray.avro.schema import add_meta_fields_arrow, avro_to_arrow_schema
 from hoodie_ray.config.table_config import HoodieTableConfig
-from hoodie_ray.exceptions import HoodieError, HoodieTableNotFoundError
+from hoodie_ray.exceptions import HoodieError, HoodiePathError, HoodieTableNotFoundError
 from hoodie_ray.file_group.view import FileSlice, FileSystemView
 from hoodie_ray.meta import META_FIELDS
 from hoodie_ray.storage import Storage, join, open_storage
@@ -80,7 +80,14 @@ class HoodieTable:
         path: str | None = None,
     ) -> HoodieTable:
         """Open the table rooted at ``storage`` (reads ``hoodie.properties`` once)."""
-        cfg = HoodieTableConfig.load(storage)
+        try:
+            cfg = HoodieTableConfig.load(storage)
+        except HoodieTableNotFoundError:
+            if storage.is_file(""):
+                raise HoodiePathError(
+                    f"{storage.base_uri} is a file, not a table directory"
+                ) from None
+            raise
         return cls(path or storage.base_uri, storage, cfg, storage_options)
 
     @property

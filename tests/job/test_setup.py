@@ -57,3 +57,13 @@ def test_an_empty_or_missing_directory_becomes_a_table(tmp_path: Path) -> None:
     hr.write(ROWS, str(tmp_path / "empty"), OPTIONS, engine="local")
     hr.write(ROWS, str(tmp_path / "new" / "deeper"), OPTIONS, engine="local")
     assert hr.read(str(tmp_path / "new" / "deeper")).num_rows == 2
+
+
+def test_reading_a_file_is_a_path_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_bytes(b"x")
+    with pytest.raises(HoodiePathError, match="is a file, not a table directory"):
+        hr.read(str(tmp_path / "file"))
+    with pytest.raises(HoodiePathError):
+        hr.HoodieTable.load(str(tmp_path / "file"))
+    with pytest.raises(HoodieTableNotFoundError):
+        hr.read(str(tmp_path / "missing"))
