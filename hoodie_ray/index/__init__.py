@@ -168,10 +168,11 @@ ORDERING_NULL_INT = np.iinfo(np.int64).min
 
 
 def ordering_numbers(values: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
-    """Ordering values as numbers that compare like the values: int64 for integers, booleans,
-    dates, times, timestamps and durations (exact), float64 for floating point and decimals;
-    nulls as :data:`ORDERING_NULL_INT` / NaN. None for types without such a mapping (strings):
-    the index then keeps no ordering values."""
+    """Ordering values as numpy values that compare like them: int64 for integers, booleans,
+    dates, times, timestamps and durations (exact), float64 for floating point and decimals,
+    objects (``str`` / ``bytes``, None for null) for strings and binaries; nulls as
+    :data:`ORDERING_NULL_INT` / NaN in the numeric stores. None for other types (nested): the
+    index then keeps no ordering values."""
     arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     t = arr.type
     if pa.types.is_dictionary(t):
@@ -192,6 +193,14 @@ def ordering_numbers(values: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     if pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_unsigned_integer(t):
         floats = arr.cast(pa.float64(), safe=False)
         return np.asarray(floats.to_numpy(zero_copy_only=False), dtype=np.float64)
+    if (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+    ):
+        # Python objects, built in C by Arrow; only tables ordered by a string field pay this
+        return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=object)
     return None
 
 
@@ -199,13 +208,40 @@ def ordering_nulls(values: np.ndarray) -> np.ndarray:
     """Which entries of an ordering store (or of :func:`ordering_numbers`) are unknown."""
     if values.dtype == np.float64:
         return np.isnan(values)
+    if values.dtype.kind == "O":
+        return np.asarray(pd.isna(values), dtype=bool)
     return values == ORDERING_NULL_INT
 
 
-def _null_ordering(n: int, dtype: np.dtype) -> np.ndarray:
+def ordering_at_least(new: np.ndarray, old: np.ndarray) -> np.ndarray:
+    """Event time's rule (``merge.newer_wins``): the new value wins when it is ``>=`` the old
+    one, or when either is unknown (or the two cannot be compared)."""
+    unknown = ordering_nulls(new) | ordering_nulls(old)
+    if new.dtype.kind == "O" or old.dtype.kind == "O":
+        out = unknown.copy()
+        known = np.flatnonzero(~unknown)
+        if len(known):
+            try:
+                out[known] = np.asarray(new[known] >= old[known], dtype=bool)
+            except TypeError:  # values of different classes: the arrival wins
+                out[known] = True
+        return out
+    if new.dtype != old.dtype:
+        new, old = _as_float_ordering(new), _as_float_ordering(old)
+    with np.errstate(invalid="ignore"):
+        return unknown | (new >= old)
+
+
+def unknown_ordering(n: int, dtype: np.dtype) -> np.ndarray:
+    """``n`` unknown ordering values of a store of ``dtype``."""
     if dtype == np.float64:
         return np.full(n, np.nan, dtype=np.float64)
+    if dtype.kind == "O":
+        return np.full(n, None, dtype=object)
     return np.full(n, ORDERING_NULL_INT, dtype=np.int64)
+
+
+_null_ordering = unknown_ordering
 
 
 def _as_float_ordering(values: np.ndarray) -> np.ndarray:
@@ -213,6 +249,14 @@ def _as_float_ordering(values: np.ndarray) -> np.ndarray:
         return values
     out = values.astype(np.float64)
     out[values == ORDERING_NULL_INT] = np.nan
+    return out
+
+
+def _as_object_ordering(values: np.ndarray) -> np.ndarray:
+    if values.dtype.kind == "O":
+        return values
+    out = values.astype(object)
+    out[ordering_nulls(values)] = None
     return out
 
 
@@ -363,18 +407,21 @@ class KeyIndex:
             for s in self._segments:
                 s.ords = _null_ordering(len(s.locs), ords.dtype)
         elif ords.dtype != self._ord_dtype:
-            # integers met floats (a widened column): keep floats from now on
-            self._ord_dtype = np.dtype(np.float64)
+            # integers met floats (a widened column): floats from now on; anything else
+            # (never for one column type) falls back to objects
+            numeric = ords.dtype.kind != "O" and self._ord_dtype.kind != "O"
+            widen = _as_float_ordering if numeric else _as_object_ordering
+            self._ord_dtype = np.dtype(np.float64) if numeric else np.dtype(object)
             for s in self._segments:
                 if s.ords is not None:
-                    s.ords = _as_float_ordering(s.ords)
-            ords = _as_float_ordering(ords)
+                    s.ords = widen(s.ords)
+            ords = widen(ords)
         return ords
 
     def ordering_at(self, seg_of: np.ndarray, pos_of: np.ndarray) -> np.ndarray:
         """The stored ordering value of each probed key (``(segment, position)`` from
         :meth:`probe`); unknown where the key is not indexed or the index keeps none."""
-        dtype = self._ord_dtype or np.dtype(np.int64)
+        dtype = self._ord_dtype if self._ord_dtype is not None else np.dtype(np.int64)
         out = _null_ordering(len(seg_of), dtype)
         if self._ord_dtype is None:
             return out

@@ -11,8 +11,8 @@ With the global index and event-time ordering a record that arrives in another p
 its stored copy is first compared with it (Hudi's ``mergeForPartitionUpdatesIfNeeded``): only a
 record whose ordering value is ``>=`` the stored one's (or where either is unknown) moves the
 key; an older one is dropped, as the merge would drop it. For that the key index keeps each
-key's last ordering value (8 bytes a key; numeric, temporal and decimal ordering fields; with a
-string ordering field the newer arrival moves the key, as before).
+key's last ordering value (8 bytes a key for numeric, temporal and decimal ordering fields; a
+Python string per key for string ordering fields).
 """
 
 from __future__ import annotations
@@ -30,14 +30,14 @@ import pyarrow.compute as pc
 from hoodie_ray.config.options import WriteConfig
 from hoodie_ray.config.table_config import MergeMode
 from hoodie_ray.index import (
-    ORDERING_NULL_INT,
     KeyIndex,
     Location,
     bucket_file_id_prefix,
     bucket_ids,
     hash_keys,
-    ordering_nulls,
+    ordering_at_least,
     ordering_numbers,
+    unknown_ordering,
 )
 from hoodie_ray.meta import IS_DELETED, PARTITION_PATH, RECORD_KEY
 from hoodie_ray.write.records import precombine_rows
@@ -49,24 +49,6 @@ INSERT_BUCKET = "I"
 UPDATE_BUCKET = "U"
 LOG_TO_PARQUET_RATIO = 0.35  # hoodie.logfile.to.parquet.compression.ratio
 _BUCKET_TYPES = pa.array([UPDATE_BUCKET, INSERT_BUCKET], pa.string())  # by is-insert code
-
-
-def _newer_or_unknown(new: np.ndarray, old: np.ndarray) -> np.ndarray:
-    """Event-time rule of the merge (``merge.newer_wins``): the new value wins when it is
-    ``>=`` the old one or when either is unknown."""
-    unknown = ordering_nulls(new) | ordering_nulls(old)
-    if new.dtype != old.dtype:
-        new, old = new.astype(np.float64), old.astype(np.float64)
-    with np.errstate(invalid="ignore"):
-        return unknown | (new >= old)
-
-
-def _unknown_like(values: np.ndarray) -> np.ndarray:
-    return (
-        np.full(len(values), np.nan)
-        if values.dtype == np.float64
-        else np.full(len(values), ORDERING_NULL_INT, dtype=np.int64)
-    )
 
 
 def file_id_task(file_id: str, num_tasks: int) -> int:
@@ -301,12 +283,12 @@ class BucketAssigner:
             # compare with the stored copy: an older record moves nothing (it is dropped, as
             # the merge would drop it); the index keeps the winner's ordering value
             stored = self.index.ordering_at(seg_of, pos_of)
-            newer = _newer_or_unknown(ords, stored)
+            newer = ordering_at_least(ords, stored)
             older = moved & ~deleted & ~newer
             moved = moved & ~older
             # a winning delete leaves no ordering value: the next record of the key is an
             # insert, whatever its ordering value (the stored copy is gone)
-            kept_ord = np.where(deleted, _unknown_like(ords), ords)
+            kept_ord = np.where(deleted, unknown_ordering(len(ords), ords.dtype), ords)
             self.index.set_ordering(
                 np.where(found & ~older, seg_of, -1), pos_of, np.where(newer, kept_ord, stored)
             )

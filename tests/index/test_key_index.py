@@ -139,4 +139,5 @@ def test_ordering_values_follow_their_keys_through_updates_and_merges() -> None:
     assert got[0] == 2.5 and got[1] == 11.0 and ordering_nulls(got).tolist() == [False, False, True]
     ts = pa.array([dt.datetime(2025, 1, 1), None], pa.timestamp("us"))
     assert ordering_numbers(ts)[1] == ORDERING_NULL_INT
-    assert ordering_numbers(pa.array(["a"])) is None
+    assert ordering_numbers(pa.array(["a", None])).tolist() == ["a", None]
+    assert ordering_numbers(pa.array([[1]])) is None  # nested: no ordering kept

@@ -233,8 +233,9 @@ def expected(
         if old is None:
             out[k] = r
             continue
-        moved = has_part and _part_path(old.get("part")) != _part_path(r.get("part"))
-        if moved or not has_ord or _newer(r.get("ts"), old.get("ts")):
+        # with an ordering field (event time) a row that names another partition moves the
+        # key only when it is newer, as any other update wins only when it is newer
+        if not has_ord or _newer(r.get("ts"), old.get("ts")):
             out[k] = r
     return out
 

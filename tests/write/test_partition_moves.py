@@ -115,3 +115,14 @@ def test_timestamp_and_float_ordering_fields(tmp_path):
         got = hr.read(path).select(["key", "p"]).to_pylist()
         assert got == [{"key": "k", "p": "p2"}], typ
         assert hudi_rs_read(path).select(["key", "p"]).to_pylist() == got
+
+
+def test_string_ordering_field(tmp_path):
+    path = str(tmp_path / "t")
+    write = _writer("client", path, OPTIONS)
+    schema = pa.schema([("key", pa.string()), ("p", pa.string()), ("ts", pa.string())])
+    write(pa.table({"key": ["k", "j"], "p": ["p2", "p2"], "ts": ["b", "b"]}, schema=schema))
+    write(pa.table({"key": ["k", "j"], "p": ["p1", "p1"], "ts": ["a", "c"]}, schema=schema))
+    got = sorted((r["key"], r["p"]) for r in hr.read(path).to_pylist())
+    assert got == [("j", "p1"), ("k", "p2")]
+    assert sorted((r["key"], r["p"]) for r in hudi_rs_read(path).to_pylist()) == got
