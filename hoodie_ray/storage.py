@@ -553,7 +553,10 @@ class ArrowStorage(Storage):
         ]
 
     def makedirs(self, rel: str) -> None:
-        self.fs.create_dir(self._abs(rel), recursive=True)
+        try:
+            self.fs.create_dir(self._abs(rel), recursive=True)
+        except OSError as e:
+            raise self._wrap("create", rel, e) from e
 
     def write_bytes(self, rel: str, data: bytes) -> None:
         try:
