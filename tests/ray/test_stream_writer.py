@@ -129,10 +129,12 @@ def test_bad_table_paths_fail_as_themselves_on_ray(ray_session, tmp_path):
         hr.write(rows, str(tmp_path / "file"), OPTIONS)
     with pytest.raises(hr.HoodieTableNotFoundError, match="allow_non_empty_dir") as e2:
         hr.write(rows, str(tmp_path / "d"), OPTIONS)
-    with pytest.raises(hr.HoodiePathError, match="not a directory") as e3:
-        with hr.HoodieStreamWriter(str(tmp_path / "file" / "sub"), OPTIONS) as w:
-            w.write(rows)
-            w.checkpoint()
+    with (
+        pytest.raises(hr.HoodiePathError, match="not a directory") as e3,
+        hr.HoodieStreamWriter(str(tmp_path / "file" / "sub"), OPTIONS) as w,
+    ):
+        w.write(rows)
+        w.checkpoint()
     for e in (e1, e2, e3):
         assert type(e.value).__module__ == "hoodie_ray.exceptions"
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["d", "data.parquet", "file"]
