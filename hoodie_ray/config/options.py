@@ -87,6 +87,13 @@ def _positive(parser: Callable[[str, str], Any]) -> Callable[[str, str], Any]:
     return parse
 
 
+def _non_negative_float(key: str, v: str) -> float:
+    out = _parse_float(key, v)
+    if out < 0 or out != out:
+        raise HoodieOptionError(f"option {key}: must be a number >= 0, got {v!r}")
+    return out
+
+
 @dataclass(frozen=True)
 class ConfigOption:
     """One option: canonical key, other accepted spellings, default, parser and doc."""
@@ -432,6 +439,15 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "Archive the oldest instants after commits, once past archive.max_commits.",
     ),
     ConfigOption(
+        "write.warm_idle_s",
+        "warm_idle_s",
+        60.0,
+        _non_negative_float,
+        "hr.write on Ray keeps its topology (and the table's writer lock) this many seconds "
+        "after a call, for the next call from this process to the same table with the same "
+        "options; 0 stops it after every call.",
+    ),
+    ConfigOption(
         "write.allow_non_empty_dir",
         "allow_non_empty_dir",
         False,
@@ -585,6 +601,7 @@ class WriteConfig:
     archive_automatic: bool = _default("archive_automatic")
     timeline_compaction_batch_size: int = _default("timeline_compaction_batch_size")
     allow_non_empty_dir: bool = _default("allow_non_empty_dir")
+    warm_idle_s: float = _default("warm_idle_s")
     write_table_version: str = _default("write_table_version")
     metadata_enable: bool = _default("metadata_enable")
     lock_heartbeat_ms: int = _default("lock_heartbeat_ms")

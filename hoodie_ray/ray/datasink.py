@@ -130,6 +130,9 @@ def write_dataset(
 ) -> CommitResult:
     """One commit of a Ray Dataset through :class:`~hoodie_ray.ray.datasink.HoodieDatasink`:
     Ray Data's write tasks send their blocks straight to the assigner actors."""
+    from hoodie_ray.ray.stream import release_warm_writers
+
+    release_warm_writers()  # its resources (and maybe this table's lock) are needed now
     ensure_ray()
     schema = ds.schema()
     base = getattr(schema, "base_schema", schema) if schema is not None else None

@@ -13,9 +13,14 @@ once. When recovery keeps failing, a :class:`HoodieWriteError` says so and nothi
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import json
 import logging
+import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -31,7 +36,7 @@ from hoodie_ray.ray.actors import AssignerActor, CoordinatorActor, WriterActor, 
 from hoodie_ray.ray.runtime import actor_resources, ensure_ray
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.bucket_assigner import key_task
-from hoodie_ray.write.lock import new_owner_id
+from hoodie_ray.write.lock import new_owner_id, register_idle_holder, unregister_idle_holder
 from hoodie_ray.write.records import RECORD_KEY, to_arrow
 
 log = logging.getLogger("hoodie_ray")
@@ -100,6 +105,7 @@ class HoodieStreamWriter:
         self._closed = False
         self.results: list[CommitResult] = []
         self._owned_names: set[str] = set()
+        self._pending_done: list[Any] = []  # the assigners' last checkpoint_done calls
 
     # -- public API ----------------------------------------------------------------------------
     def __enter__(self) -> HoodieStreamWriter:
@@ -215,6 +221,7 @@ class HoodieStreamWriter:
         from hoodie_ray.storage import open_storage
 
         open_storage(self.path, self.storage_options)  # a bad path fails here, as a HoodieError
+        release_warm_writers()  # the process's idle topology gives its resources (and lock) up
         ensure_ray(self.ray_address)
         self._coord = self._new_coordinator()
         try:
@@ -247,6 +254,7 @@ class HoodieStreamWriter:
 
     def _restart_workers(self) -> None:
         """(Re)create assigners and writers from the table's current state."""
+        self._pending_done = []  # calls to the assigners being replaced
         assert self._setup is not None
         for a in self._assigners + self._writers:
             ray.kill(a, no_restart=True)
@@ -306,8 +314,10 @@ class HoodieStreamWriter:
         # Known before the actors hear of it: if one of them is lost now, recovery rolls the
         # instant back (else it stays pending, and a pending write blocks compaction).
         self._instant = instant
+        done, self._pending_done = self._pending_done, []
         ray.get(
-            [a.start_checkpoint.remote(profile) for a in self._assigners]
+            done
+            + [a.start_checkpoint.remote(profile) for a in self._assigners]
             + [w.start_instant.remote(instant, slices, frozen) for w in self._writers]
         )
 
@@ -359,7 +369,9 @@ class HoodieStreamWriter:
                 raise _TopologyLost(instant) from e
             raise
         self._instant = None
-        ray.get([a.checkpoint_done.remote() for a in self._assigners])
+        # Not waited for: each assigner runs it before the next checkpoint's start (one
+        # caller's calls to an actor run in order), and its result is checked there.
+        self._pending_done = [a.checkpoint_done.remote() for a in self._assigners]
         self._setup = TableSetup(self._setup.context, self._setup.keygen, True)  # type: ignore[union-attr]
         return result
 
@@ -485,6 +497,111 @@ class HoodieStreamWriter:
         self._owned_names.clear()
 
 
+# -- warm topologies -------------------------------------------------------------------------
+#
+# hr.write on Ray starts a topology (coordinator, assigners, writers: seconds of actor start-up)
+# for one commit. A process that writes small commits in a loop would pay that every call, so
+# the topology of the last call is kept ("parked"), with the table's writer lock, for
+# ``write.warm_idle_s`` seconds: the next call from this process to the same table with the
+# same options is one checkpoint of it. At most one topology is parked per process. It is
+# stopped when it idles out, when the process exits, when a call with other options or to
+# another table comes, when this process starts any other topology, and when any other writer
+# of this process takes the table's lock (WriterLock asks it to). Another process is refused
+# by the lock while it is parked, as while a call runs.
+
+
+@dataclass
+class _Parked:
+    writer: HoodieStreamWriter
+    uri: str
+    key: str
+    session: str
+    timer: threading.Timer | None = None
+    release: Callable[[], None] | None = None  # registered with the writer lock's idle holders
+
+    def disarm(self) -> None:
+        """Stop the idle timer and the lock's claim on it (it is busy, or being stopped)."""
+        if self.timer is not None:
+            self.timer.cancel()
+        if self.release is not None:
+            unregister_idle_holder(self.uri, self.release)
+
+
+_parked: dict[str, _Parked] = {}
+_parked_lock = threading.Lock()
+_atexit_registered = False
+
+
+def _session() -> str:
+    try:
+        return str(ray.get_runtime_context().get_job_id())
+    except Exception:
+        return ""
+
+
+def _stop_parked(p: _Parked) -> None:
+    p.disarm()
+    if not ray.is_initialized() or _session() != p.session:
+        return  # Ray was shut down or restarted: the actors are gone already
+    try:
+        p.writer.close()
+    except Exception as e:  # nothing is open: a failure here loses no data
+        log.warning("stopping the idle write topology of %s failed: %s", p.uri, e)
+
+
+def _unpark(uri: str | None = None) -> _Parked | None:
+    """Take the parked topology out of the cache: the one of ``uri`` (None: any)."""
+    with _parked_lock:
+        for key in list(_parked):
+            if uri is None or key == uri:
+                return _parked.pop(key)
+    return None
+
+
+def release_warm_writers() -> None:
+    """Stop the write topology this process keeps warm between ``hr.write`` calls, if any
+    (it also stops by itself after ``write.warm_idle_s`` seconds, and at exit)."""
+    while (p := _unpark()) is not None:
+        _stop_parked(p)
+
+
+def _expire(p: _Parked) -> None:
+    with _parked_lock:
+        if _parked.get(p.uri) is not p:
+            return  # in use again, or stopped already
+        del _parked[p.uri]
+    _stop_parked(p)
+
+
+def _park(p: _Parked, idle_s: float) -> None:
+    global _atexit_registered
+    release_warm_writers()  # at most one parked topology per process
+    with _parked_lock:
+        _parked[p.uri] = p
+        if not _atexit_registered:
+            atexit.register(release_warm_writers)
+            _atexit_registered = True
+    p.timer = threading.Timer(idle_s, _expire, args=(p,))
+    p.timer.daemon = True
+    p.timer.start()
+
+    def release() -> None:
+        with _parked_lock:
+            if _parked.get(p.uri) is not p:
+                return
+            del _parked[p.uri]
+        _stop_parked(p)
+
+    p.release = release
+    register_idle_holder(p.uri, release)
+
+
+def _options_key(
+    options: dict[str, Any] | None, storage_options: dict[str, Any] | None, address: str | None
+) -> str:
+    return json.dumps([options or {}, storage_options or {}, address], sort_keys=True, default=str)
+
+
 def write_arrow(
     table: pa.Table,
     path: str,
@@ -492,12 +609,36 @@ def write_arrow(
     storage_options: dict[str, Any] | None = None,
     ray_address: str | None = None,
 ) -> CommitResult:
-    """One commit of an in-memory table through the Ray topology."""
-    with HoodieStreamWriter(
-        path, options, storage_options=storage_options, ray_address=ray_address
-    ) as w:
-        bs = w.wc.write_batch_rows
+    """One commit of an in-memory table through the Ray topology (kept warm for the next call
+    from this process for ``write.warm_idle_s`` seconds)."""
+    from hoodie_ray.storage import open_storage
+
+    idle_s = resolve_options(options).warm_idle_s
+    uri = open_storage(path, storage_options).base_uri
+    key = _options_key(options, storage_options, ray_address)
+    parked = _unpark(uri)
+    writer: HoodieStreamWriter | None = None
+    if parked is not None:
+        parked.disarm()
+        if parked.key == key and parked.session == _session() and not parked.writer._closed:
+            writer = parked.writer
+        else:
+            _stop_parked(parked)
+    if writer is None:
+        writer = HoodieStreamWriter(
+            path, options, storage_options=storage_options, ray_address=ray_address
+        )
+    try:
+        bs = writer.wc.write_batch_rows
         for off in range(0, table.num_rows, bs):
-            w.write(table.slice(off, bs))
-        w.checkpoint()
-        return w.last_result or CommitResult(None)
+            writer.write(table.slice(off, bs))
+        instant = writer.checkpoint()
+    except BaseException:
+        writer.abort()
+        raise
+    result = writer.last_result if instant is not None else None
+    if idle_s > 0 and writer._setup is not None:
+        _park(_Parked(writer, uri, key, _session()), idle_s)
+    else:
+        writer.close()
+    return result or CommitResult(None)

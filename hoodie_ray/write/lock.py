@@ -14,12 +14,39 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 
 from hoodie_ray.exceptions import HoodieCommitConflictError, HoodieIOError, HoodiePathError
 from hoodie_ray.storage import Storage
 
 LOCK_PATH = ".hoodie/.aux/hoodie_ray.writer.lock"
 _MISSING = object()
+
+# Writers of this process that hold a table's lock while idle (a warm hr.write topology): they
+# give the table up when another writer of this process wants it (base URI -> release).
+_idle_holders: dict[str, Callable[[], None]] = {}
+_idle_lock = threading.Lock()
+
+
+def register_idle_holder(base_uri: str, release: Callable[[], None]) -> None:
+    """Say that this process holds ``base_uri``'s lock while idle; ``release`` gives it up."""
+    with _idle_lock:
+        _idle_holders[base_uri] = release
+
+
+def unregister_idle_holder(base_uri: str, release: Callable[[], None]) -> None:
+    """Forget ``release`` (a holder that is busy again, or gone)."""
+    with _idle_lock:
+        if _idle_holders.get(base_uri) is release:
+            del _idle_holders[base_uri]
+
+
+def release_idle_holder(base_uri: str) -> None:
+    """Make this process's idle holder of ``base_uri``'s lock, if any, give it up now."""
+    with _idle_lock:
+        release = _idle_holders.pop(base_uri, None)
+    if release is not None:
+        release()
 
 
 def new_owner_id() -> str:
@@ -78,6 +105,7 @@ class WriterLock:
         """Take the lock or raise :class:`HoodieCommitConflictError` naming the holder."""
         if self.held:
             return self
+        release_idle_holder(self.storage.base_uri)
         for _ in range(3):
             if self.storage.create_new(LOCK_PATH, self._payload()):
                 break

@@ -1,0 +1,87 @@
+"""hr.write on Ray keeps its topology warm between calls from one process: the next call to the
+same table with the same options is one checkpoint of it; anything else that needs the table,
+or other options, stops it first."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import hoodie_ray as hr
+from hoodie_ray.ray import stream
+from hoodie_ray.write.lock import LOCK_PATH
+
+pytestmark = pytest.mark.ray
+
+OPTIONS = {
+    "hoodie.table.name": "warm",
+    "hoodie.datasource.write.recordkey.field": "id",
+    "precombine.field": "ts",
+    "write.tasks": "1",
+}
+
+
+def _rows(ids: list[str], ts: int) -> pa.Table:
+    return pa.table({"id": ids, "ts": [ts] * len(ids)})
+
+
+def _parked() -> stream._Parked | None:
+    with stream._parked_lock:
+        return next(iter(stream._parked.values()), None)
+
+
+def test_the_next_call_reuses_the_topology_and_others_take_the_table_back(
+    ray_session, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "t")
+    try:
+        hr.write(_rows(["a", "b"], 1), path, OPTIONS)
+        first = _parked()
+        assert first is not None and first.timer is not None
+        assert first.timer.interval == 60.0  # write.warm_idle_s
+        coordinator = first.writer.actors["coordinator"]
+        # parked: the lock is held (a writer of another process would be refused)
+        owner = json.loads((tmp_path / "t" / LOCK_PATH).read_text())["owner"]
+        assert owner
+        hr.write(_rows(["b", "c"], 2), path, OPTIONS)
+        again = _parked()
+        assert again is not None and again.writer.actors["coordinator"] == coordinator
+        assert sorted(hr.read(path).column("id").to_pylist()) == ["a", "b", "c"]
+        # a single-process writer of this process takes the table: the topology stops first
+        hr.HoodieWriteClient(path, OPTIONS).write(_rows(["d"], 3))
+        assert _parked() is None
+        # other options: a new topology, the old one stopped
+        hr.write(_rows(["e"], 4), path, OPTIONS)
+        one = _parked()
+        hr.write(_rows(["f"], 5), path, {**OPTIONS, "write.batch.size": "64"})
+        two = _parked()
+        assert one is not None and two is not None and two is not one and one.writer._closed
+        # the idle timeout stops it and releases the lock
+        assert two.timer is not None
+        two.timer.function(*two.timer.args)  # what the timer does when it fires
+        assert _parked() is None and two.writer._closed
+        assert not (tmp_path / "t" / LOCK_PATH).exists()
+        assert sorted(hr.read(path).column("id").to_pylist()) == ["a", "b", "c", "d", "e", "f"]
+    finally:
+        stream.release_warm_writers()
+
+
+def test_zero_idle_stops_after_each_call_and_a_failed_call_stops_it(
+    ray_session, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "t")
+    try:
+        hr.write(_rows(["a"], 1), path, {**OPTIONS, "write.warm_idle_s": "0"})
+        assert _parked() is None and not (tmp_path / "t" / LOCK_PATH).exists()
+        hr.write(_rows(["a"], 2), path, OPTIONS)
+        assert _parked() is not None
+        with pytest.raises(hr.HoodieSchemaError):
+            hr.write(pa.table({"nokey": [1]}), path, OPTIONS)
+        assert _parked() is None and not (tmp_path / "t" / LOCK_PATH).exists()
+        with pytest.raises(hr.HoodieOptionError):
+            hr.write(_rows(["a"], 3), path, {**OPTIONS, "write.warm_idle_s": "-1"})
+    finally:
+        stream.release_warm_writers()
