@@ -139,6 +139,33 @@ def ensure_ray(address: str | None = None, **kw: Any) -> None:
             if dropped:
                 log.info("joining Ray at %s: ignoring local-only arguments %s", address, dropped)
         ray.init(address=address, job_config=job_config, **kw)
+        if address is None and not _started_here():
+            log.warning(
+                "RAY_ADDRESS is unset and a Ray cluster was already running on this machine: "
+                "joined it (GCS %s) instead of starting an embedded one; set RAY_ADDRESS=local "
+                "to start one for this process",
+                _gcs_address(),
+            )
+
+
+def _started_here() -> bool:
+    """Whether ``ray.init`` started the head node in this process (else it joined one)."""
+    try:
+        from ray._private import worker
+
+        node = getattr(worker, "_global_node", None)
+        return node is None or bool(getattr(node, "head", True))
+    except Exception:  # a Ray without these internals: say nothing rather than guess
+        return True
+
+
+def _gcs_address() -> str:
+    import ray
+
+    try:
+        return str(ray.get_runtime_context().gcs_address)
+    except Exception:
+        return "?"
 
 
 # ---------------------------------------------------------------------------------------------

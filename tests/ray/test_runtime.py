@@ -225,3 +225,29 @@ def test_topology_places_next_to_a_spark_executor(spark_session: Any, ray_sessio
     finally:
         for a in actors:
             ray.kill(a)
+
+
+def test_joining_a_running_local_cluster_is_logged(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With RAY_ADDRESS unset Ray joins a cluster already running on the machine: the user is
+    told which (faked here: ray.init only records that it joined)."""
+    import types
+
+    import ray
+    from ray._private import worker
+
+    from hoodie_ray.ray import runtime
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    for head, said in ((False, True), (True, False)):
+        node = types.SimpleNamespace(head=head)
+        monkeypatch.setattr(
+            ray, "init", lambda *a, _n=node, **k: setattr(worker, "_global_node", _n)
+        )
+        monkeypatch.setattr(worker, "_global_node", None, raising=False)
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="hoodie_ray"):
+            runtime.ensure_ray()
+        assert ("joined it" in caplog.text) is said, caplog.text
