@@ -10,6 +10,7 @@ Ray, the compaction and the upgrade code are imported only by the subcommands th
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import inspect
 import io
@@ -701,6 +702,17 @@ def write(
         "seconds": round(seconds, 3),
         "rows_per_s": round(total / seconds, 1) if seconds > 0 else None,
     }
+    services = getattr(result, "services", None)
+    said: list[str] = []
+    if services is not None:
+        doc["table_services"] = dataclasses.asdict(services)
+        said += [f"compaction {c} committed" for c in services.compacted]
+        if services.compaction_started:
+            said.append(f"compaction {services.compaction_started} started in the background")
+        if services.cleaned:
+            said.append(f"clean {services.cleaned}")
+        if services.archived:
+            said.append(f"{plural(services.archived, 'instant')} archived")
     title = (
         f"committed {result.instant} to {display_path(path)}"
         if result.instant
@@ -718,6 +730,8 @@ def write(
             f"{seconds:.2f} s" + (f" ({rate(total, seconds)})" if rate(total, seconds) else ""),
         ),
     ]
+    if said:
+        pairs.append(("table services", "; ".join(said)))
     emit(output, doc, [kv_view(title, pairs)])
 
 

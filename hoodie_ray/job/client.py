@@ -7,6 +7,7 @@ and what users call when they do not want Ray (``hr.write(..., engine="local")``
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pyarrow as pa
@@ -143,6 +144,6 @@ class HoodieWriteClient:
             assigner.checkpoint_done()
             self._assigner_timeline = self._timeline_state(coord, True)
             self._assigner = assigner
-            return result
+            return dataclasses.replace(result, services=coord.last_services)
         finally:
             coord.close()

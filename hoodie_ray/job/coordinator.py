@@ -64,8 +64,20 @@ OPERATION_TYPES = {
 
 
 @dataclass(frozen=True)
+class TableServices:
+    """What the table services did after a commit: compactions committed (inline, or a
+    background one that finished) and started in the background, the clean, the instants
+    archived."""
+
+    compacted: tuple[str, ...] = ()
+    compaction_started: str | None = None
+    cleaned: str | None = None
+    archived: int = 0
+
+
+@dataclass(frozen=True)
 class CommitResult:
-    """What one commit wrote."""
+    """What one commit wrote (and the table services it set off, once they ran)."""
 
     instant: str | None
     num_inserts: int = 0
@@ -73,6 +85,7 @@ class CommitResult:
     num_deletes: int = 0
     num_files: int = 0
     num_writes: int = 0
+    services: TableServices = TableServices()
 
     @classmethod
     def from_stats(cls, instant: str | None, stats: list[HoodieWriteStat]) -> CommitResult:
@@ -173,6 +186,9 @@ class Coordinator:
         self._compaction: CompactionService | None = None
         self._running: tuple[str, Any] | None = None  # background compaction: instant, handle
         self._started: dict[str, float] = {}
+        self._done: list[str] = []  # compactions committed by the current after_commit
+        self._cleaned: str | None = None
+        self.last_services = TableServices()  # what the last after_commit did
 
     # -- setup ---------------------------------------------------------------------------------
     def open(self, input_schema: pa.Schema | None) -> TableSetup:
@@ -344,6 +360,7 @@ class Coordinator:
         """Commit an executed compaction (between checkpoints), then clean."""
         self.lock.check()
         self.compaction_service().commit(instant, stats)
+        self._done.append(instant)
         self.clean()
 
     def rollback_compaction(self, instant: str) -> None:
@@ -353,12 +370,15 @@ class Coordinator:
         """Execute and commit a compaction in this process (inline compaction), then clean."""
         self.lock.check()
         self.compaction_service().run(instant, local_executor)
+        self._done.append(instant)
         self.clean()
 
     def clean(self) -> str | None:
         if not self.wc.clean_enabled:
             return None
-        return self.compaction_service().clean()
+        cleaned = self.compaction_service().clean()
+        self._cleaned = cleaned or self._cleaned
+        return cleaned
 
     def after_commit(
         self, runner: CompactionRunner | None = None, *, run_pending: bool = True
@@ -373,8 +393,17 @@ class Coordinator:
         compactions still pending. Errors propagate: the caller decides whether a failed table
         service fails the write.
         """
+        self._done, self._cleaned = [], None
+        started = self._running[0] if self._running is not None else None
         pending = self._compaction_step(runner, run_pending)
-        self.archive()
+        archived = self.archive()
+        now = self._running[0] if self._running is not None else None
+        self.last_services = TableServices(
+            compacted=tuple(self._done),
+            compaction_started=now if now != started else None,
+            cleaned=self._cleaned,
+            archived=len(archived),
+        )
         return pending
 
     def _compaction_step(self, runner: CompactionRunner | None, run_pending: bool) -> int:

@@ -10,6 +10,7 @@ as the one it replaces; the driver replays the input of the open checkpoint afte
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from typing import Any
@@ -119,9 +120,9 @@ class CoordinatorActor:
             pending = self.core.after_commit(self._runner())
         except Exception as e:  # a table-service failure never fails the write; it is retried
             logging.getLogger("hoodie_ray").warning("table services failed: %s", e)
-        else:
-            metrics.gauge_pending_compactions(self.table, pending)
-        return result
+            return result
+        metrics.gauge_pending_compactions(self.table, pending)
+        return dataclasses.replace(result, services=self.core.last_services)
 
     def _runner(self) -> CompactorPool:
         if self._pool is None:

@@ -692,3 +692,24 @@ def test_compactions_drop_a_corrupt_plan(
     assert hr.read(str(path)).num_rows == 5
     rc, out, _ = run(capsys, "compactions", "drop", str(path), fresh)
     assert rc == 1
+
+
+def test_write_reports_the_compaction_it_set_off(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(tmp_path / "t")
+    opts = {**OPTIONS, "compaction.delta_commits": "2"}
+    args = [f"--option={k}={v}" for k, v in opts.items()]
+    docs = []
+    for i in range(3):
+        src = tmp_path / f"in{i}.parquet"
+        pq.write_table(_rows(["a", "b"], ["sf", "la"], i, 1.0), src)
+        docs.append(
+            run_json(capsys, "write", path, "--input", str(src), "--engine", "local", *args)
+        )
+    compacted = [c for d in docs for c in d["table_services"]["compacted"]]
+    assert len(compacted) == 1
+    src = tmp_path / "in3.parquet"
+    pq.write_table(_rows(["a"], ["sf"], 9, 1.0), src)
+    rc, out, err = run(capsys, "write", path, "--input", str(src), "--engine", "local", *args)
+    assert rc == 0 and "table services" in out and "compaction" in out, out
