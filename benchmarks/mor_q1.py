@@ -104,6 +104,29 @@ EXTRA_FIGURES = (
     "client_efficiency_avro_vs_fastavro",
 )
 
+#: What each key figure means, as the report prints it (the JSON keeps the keys).
+FIGURE_LABELS: dict[str, str] = {
+    "rows_per_cpu_s_parquet": "Ray topology, Parquet log blocks: rows per CPU-second",
+    "rows_per_cpu_s_avro": "Ray topology, Avro log blocks: rows per CPU-second",
+    "efficiency_parquet": "Ray topology vs writing the rows as Parquet (Parquet blocks)",
+    "efficiency_avro_vs_fastavro": "Ray topology vs encoding the rows with fastavro (Avro blocks)",
+    "speedup_vs_delta_merge": "ingest speed vs delta-rs merge of the same commits",
+    "speedup_vs_iceberg_upsert": "ingest speed vs pyiceberg upsert of the same commits",
+    "commit_latency_p95_s": "commit latency, 95th percentile (s)",
+    "scaling_efficiency": "2 writers vs 1: speed-up per writer",
+    "compaction_efficiency": "compaction vs writing its output as Parquet",
+    "read_vs_hudi_rs": "snapshot read speed vs hudi-rs",
+    "peak_rss_mb_writer": "largest writer actor memory (MB)",
+    "efficiency_parquet_vs_plain_floor": "Ray topology vs Parquet without dictionary encoding",
+    "compaction_efficiency_vs_plain_floor": "compaction vs Parquet without dictionary encoding",
+    "compaction_efficiency_bound": "compaction vs the I/O any compaction must do",
+    "efficiency_parquet_vs_hudi_layout_floor": "Ray topology vs writing Hudi's file layout",
+    "client_rows_per_cpu_s_parquet": "single-process client, Parquet blocks: rows per CPU-s",
+    "client_efficiency_parquet": "single-process client vs writing the rows as Parquet",
+    "client_rows_per_cpu_s_avro": "single-process client, Avro blocks: rows per CPU-second",
+    "client_efficiency_avro_vs_fastavro": "single-process client vs fastavro (Avro blocks)",
+}
+
 #: Log block formats, in the order they run; the first is the one the single-valued
 #: figures (speedups, latency, compaction, reads) are taken from.
 LOG_FORMATS = ("parquet", "avro")
@@ -1259,7 +1282,7 @@ def render_report(res: Results) -> str:
         ]
     lines += ["", "key figures"]
     lines += [
-        f"  {k:40s} {'-' if figs.get(k) is None else figs[k]}"
+        f"  {FIGURE_LABELS.get(k, k):62s} {'-' if figs.get(k) is None else figs[k]}"
         for k in (*JSON_KEYS[1:], *EXTRA_FIGURES)
     ]
     return "\n".join(lines)
