@@ -8,6 +8,7 @@ fresh clone has no ../shared).
 from __future__ import annotations
 
 import os
+import sys
 import zipfile
 from pathlib import Path
 
@@ -61,6 +62,16 @@ def sample_table(tmp_path: Path):
         return extract_sample_table(name, tmp_path / name)
 
     return _make
+
+
+@pytest.fixture(autouse=True)
+def _no_warm_topology_between_tests():
+    """A topology hr.write keeps warm holds its actors' CPUs and its table's lock: tests start
+    without one (the warm-writer tests check the warm behaviour itself)."""
+    yield
+    stream = sys.modules.get("hoodie_ray.ray.stream")
+    if stream is not None:
+        stream.release_warm_writers()
 
 
 def hudi_rs_read(path: str | Path, **read_options: str) -> pa.Table:
