@@ -147,3 +147,61 @@ def test_record_counters_exported(ray_session: Any, tmp_path: Any) -> None:
         time.sleep(0.5)
     assert seen["writer_in"] == n
     assert seen["assigner_in"] == n
+
+
+def readme_metrics() -> list[tuple[str, str, list[str]]]:
+    """(exported name, kind, roles) of every metric the README's table lists."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = text.split("<!-- metrics -->", 1)[1].split("<!-- /metrics -->", 1)[0]
+    out = []
+    for line in block.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 4 or not cells[0].startswith("`ray_"):
+            continue
+        out.append((cells[0].strip("`"), cells[1], [r.strip() for r in cells[2].split(",")]))
+    return out
+
+
+def test_every_metric_the_readme_lists_is_exported_with_its_tags(
+    ray_session: Any, tmp_path: Any
+) -> None:
+    urls = metrics_endpoints(ray_session)
+    if not urls:
+        pytest.skip("Ray's metrics agent is not running (see test_record_counters_exported)")
+    listed = readme_metrics()
+    assert len(listed) >= 9, listed
+    table = f"readme_{uuid.uuid4().hex[:8]}"
+    options = {
+        "hoodie.table.name": table,
+        "hoodie.datasource.write.recordkey.field": "id",
+        "precombine.field": "ts",
+        "write.tasks": "1",
+        "compaction.delta_commits": "1",
+    }
+    data = pa.table({"id": [f"k{i}" for i in range(500)], "ts": list(range(500))})
+    missing: list[str] = []
+    with hr.HoodieStreamWriter(str(tmp_path / table), options) as w:
+        w.write(data)
+        w.checkpoint()
+        w.write(data)  # the writer is open and buffering while the endpoint is read
+        deadline = time.monotonic() + POLL_TIMEOUT_S
+        while True:
+            samples = [s for s in scrape(urls) if s[1].get("table") == table]
+            missing = []
+            for name, kind, roles in listed:
+                names = (
+                    {f"{name}_bucket", f"{name}_sum", f"{name}_count"}
+                    if kind.startswith("histogram")
+                    else {name}
+                )
+                for role in roles:
+                    if not any(
+                        n in names and labels.get("role") == role for n, labels, _ in samples
+                    ):
+                        missing.append(f"{name}{{role={role}}}")
+            if not missing or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+    assert not missing, f"not exported with table={table}: {missing}"
