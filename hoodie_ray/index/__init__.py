@@ -241,9 +241,6 @@ def unknown_ordering(n: int, dtype: np.dtype) -> np.ndarray:
     return np.full(n, ORDERING_NULL_INT, dtype=np.int64)
 
 
-_null_ordering = unknown_ordering
-
-
 def _as_float_ordering(values: np.ndarray) -> np.ndarray:
     if values.dtype == np.float64:
         return values
@@ -401,11 +398,11 @@ class KeyIndex:
     def _ordering_store(self, ords: np.ndarray | None, n: int) -> np.ndarray | None:
         """``ords`` in the store's dtype (starting or widening the store as needed)."""
         if ords is None:
-            return None if self._ord_dtype is None else _null_ordering(n, self._ord_dtype)
+            return None if self._ord_dtype is None else unknown_ordering(n, self._ord_dtype)
         if self._ord_dtype is None:
             self._ord_dtype = ords.dtype
             for s in self._segments:
-                s.ords = _null_ordering(len(s.locs), ords.dtype)
+                s.ords = unknown_ordering(len(s.locs), ords.dtype)
         elif ords.dtype != self._ord_dtype:
             # integers met floats (a widened column): floats from now on; anything else
             # (never for one column type) falls back to objects
@@ -422,7 +419,7 @@ class KeyIndex:
         """The stored ordering value of each probed key (``(segment, position)`` from
         :meth:`probe`); unknown where the key is not indexed or the index keeps none."""
         dtype = self._ord_dtype if self._ord_dtype is not None else np.dtype(np.int64)
-        out = _null_ordering(len(seg_of), dtype)
+        out = unknown_ordering(len(seg_of), dtype)
         if self._ord_dtype is None:
             return out
         for si in np.unique(seg_of[seg_of >= 0]):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import json
 import logging
 import threading
@@ -585,15 +586,8 @@ def _park(p: _Parked, idle_s: float) -> None:
     p.timer.daemon = True
     p.timer.start()
 
-    def release() -> None:
-        with _parked_lock:
-            if _parked.get(p.uri) is not p:
-                return
-            del _parked[p.uri]
-        _stop_parked(p)
-
-    p.release = release
-    register_idle_holder(p.uri, release)
+    p.release = functools.partial(_expire, p)  # what the timer does, asked for by a lock
+    register_idle_holder(p.uri, p.release)
 
 
 def _options_key(

@@ -308,16 +308,12 @@ def _check_not_archived(tbl: HoodieTable, begin: str | None) -> None:
     if first is None or (begin is not None and begin >= first):
         return
     arch = tbl.archived_timeline
-    # the archived instants' range is known from the LSM file names; a version 6 archive
-    # holds everything before the first active commit
-    newest = (
-        max((hi for _, hi in arch.file_ranges()), default=None)
-        if isinstance(arch, LSMTimeline)
-        else None
-    )
-    if newest is not None and begin is not None and begin >= newest:
-        return
-    if not tbl.has_archived_instants():
+    if isinstance(arch, LSMTimeline):
+        # the archived range is in the history's file names (one manifest read)
+        newest = max((hi for _, hi in arch.file_ranges()), default=None)
+        if newest is None or (begin is not None and begin >= newest):
+            return
+    elif not arch.file_names():  # a version 6 archive holds everything before `first`
         return
     raise HoodieTimelineError(
         f"incremental query from {begin or 'the first commit'} reaches archived instants of "

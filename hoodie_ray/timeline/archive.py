@@ -627,6 +627,7 @@ class ArchivedLogTimeline:
     def records(self) -> list[dict[str, Any]]:
         """Every archived entry (corrupt blocks skipped), in file order."""
         out: list[dict[str, Any]] = []
+        schemas: dict[str, Any] = {}  # every block of an archive carries the same schema
         for name in self.file_names():
             rel = join(self.path, name)
             for block in LogReader.from_storage(self.storage, rel):
@@ -635,7 +636,10 @@ class ArchivedLogTimeline:
                 content = block.content
                 if content is None:
                     continue
-                schema = fastavro.parse_schema(json.loads(block.header[HeaderMetadataType.SCHEMA]))
+                text = block.header[HeaderMetadataType.SCHEMA]
+                schema = schemas.get(text)
+                if schema is None:
+                    schema = schemas[text] = fastavro.parse_schema(json.loads(text))
                 buf = io.BytesIO(bytes(content))
                 _version, count = struct.unpack(">ii", buf.read(8))
                 for _ in range(count):

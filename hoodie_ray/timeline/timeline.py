@@ -478,12 +478,12 @@ class ActiveTimeline:
         Oldest instant first, and each instant's requested and inflight files before its
         completed file: a kill at any point leaves the active timeline a contiguous suffix of
         the history in which no archived instant looks pending (a pending-looking instant
-        would be rolled back by the next writer).
+        would be rolled back by the next writer). The files are those of the last listing
+        (:meth:`load` first when others may have written).
 
         Raises:
             HoodieTimelineError: one of ``instants`` is not completed.
         """
-        self.load()
         files: dict[tuple[str, str], list[tuple[int, str]]] = {}
         for name, inst in self._names.items():
             if inst is not None:
