@@ -49,6 +49,9 @@ _LAZY = {
     "init_spark": ("hoodie_ray.spark", "init_spark"),
     "compact": ("hoodie_ray.api", "compact"),
     "upgrade": ("hoodie_ray.upgrade_table", "upgrade"),
+    "init_metadata": ("hoodie_ray.job.maintenance", "init_metadata"),
+    "drop_metadata": ("hoodie_ray.job.maintenance", "drop_metadata"),
+    "validate_metadata": ("hoodie_ray.job.maintenance", "validate_metadata"),
 }
 
 
@@ -85,11 +88,14 @@ __all__ = [
     "HoodieWriteClient",
     "HoodieWriteError",
     "compact",
+    "drop_metadata",
+    "init_metadata",
     "init_spark",
     "read",
     "read_ray",
     "read_spark",
     "rollback",
     "upgrade",
+    "validate_metadata",
     "write",
 ]

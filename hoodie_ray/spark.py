@@ -12,10 +12,18 @@ pyspark and raydp are imported inside the functions only: ``import hoodie_ray`` 
   the JVM through the driver: int widths, decimals, NaN vs null and timestamps are kept).
   :func:`ray_to_spark` is the distributed path (``Dataset.to_spark``), which goes through pandas
   in Spark's Python workers: NaN becomes null and small int columns stay exact only when null-free.
+
+Console output of a healthy start is kept to what matters (see :func:`init_spark`): the Spark
+driver JVM gets a real log4j2 configuration (:data:`LOG4J2_PROPERTIES`; RayDP's default names a
+file that does not exist, and Ray's Java runtime then prints ``ERROR StatusConsoleListener
+Reconfiguration failed``) and ``SPARK_LOCAL_IP`` (the address RayDP binds it to), and the INFO
+line Ray's C++ GCS client prints when each RayDP JVM (driver, app master, executors) connects to
+Ray is dropped; every other line is left as it is.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import math
 import os
@@ -23,8 +31,12 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 import time
+import warnings
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from hoodie_ray.exceptions import HoodieError, HoodieInputError, HoodieUnsupportedError
@@ -57,6 +69,63 @@ DEFAULT_SPARK_CONFIGS: Mapping[str, str] = {
     "spark.ray.raydp_spark_master.actor.resource.CPU": "0",
 }
 _MAX_BATCH_BYTES = 64 * 2**20
+
+# RayDP's key for the driver JVM's -Dlog4j2.configurationFile (raydp.spark.ray_cluster_master.
+# SPARK_LOG4J_CONFIG_FILE_NAME); the environment variable of the same meaning wins over ours.
+_SPARK_LOG4J_CONF = "spark.log4j.config.file.name"
+_SPARK_LOG4J_ENV = "SPARK_LOG4J_CONFIG_FILE_NAME"
+
+LOG4J2_PROPERTIES = """\
+# hoodie_ray: log4j2 configuration of the RayDP Spark driver JVM (see hoodie_ray.spark).
+# Spark's own defaults (org/apache/spark/log4j2-defaults.properties) at the level pyspark uses
+# (WARN), plus the Hadoop native-library notice, which every start on a plain JVM prints.
+status = error
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+# The file descriptor, not System.err: RayDP's Java agent points System.err at a log file (closed
+# after) while this configuration loads, and an appender on System.err would keep that stream.
+appender.console.direct = true
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+
+logger.jetty.name = org.sparkproject.jetty
+logger.jetty.level = warn
+logger.jetty2.name = org.sparkproject.jetty.util.component.AbstractLifeCycle
+logger.jetty2.level = error
+logger.metastore.name = org.apache.hadoop.hive.metastore.RetryingHMSHandler
+logger.metastore.level = fatal
+logger.hive_functionregistry.name = org.apache.hadoop.hive.ql.exec.FunctionRegistry
+logger.hive_functionregistry.level = error
+logger.parquet.name = org.apache.parquet.CorruptStatistics
+logger.parquet.level = error
+logger.parquet2.name = parquet.CorruptStatistics
+logger.parquet2.level = error
+logger.native.name = org.apache.hadoop.util.NativeCodeLoader
+logger.native.level = error
+"""
+"""The Spark driver JVM's log4j2 configuration (``spark.log4j.config.file.name``).
+
+RayDP 1.6.5 starts the driver JVM with ``-Dlog4j2.configurationFile=log4j2-default.properties``
+(appended after any ``spark.driver.extraJavaOptions``, so it wins over one given there), a file
+that exists nowhere; when the driver JVM then connects to Ray, Ray's Java runtime reconfigures
+log4j2 from that property and log4j prints ``ERROR StatusConsoleListener Reconfiguration failed:
+No configuration found for 'Default' at 'null' in 'null'`` to stdout."""
+
+# Ray's C++ GCS client, at INFO, when a JVM (RayDP's driver, app master and executors) connects
+# to Ray: printed to the JVM's stderr before Ray's logging of that process is set up, so no Ray
+# log level reaches it.
+_GCS_CLIENT_INFO = (
+    r"^\[[^\]]* I \d+ \d+\] gcs_client\.cc:\d+: "
+    r"GcsClient has no Cluster ID set, and won't fetch from GCS\.\s*$"
+)
+_GCS_CLIENT_INFO_RE = re.compile(_GCS_CLIENT_INFO.encode())
+_SQL_CTX_WARNING = r"DataFrame\.sql_ctx is an internal property"
+_log4j_file: str | None = None
+_log4j_lock = threading.Lock()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -167,6 +236,146 @@ def _registered_executors(spark: SparkSession) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
+def _log4j2_config_file() -> str:
+    """The absolute path of a file holding :data:`LOG4J2_PROPERTIES` (written once a process,
+    removed at exit)."""
+    global _log4j_file
+    with _log4j_lock:
+        if _log4j_file is None or not os.path.isfile(_log4j_file):
+            fd, path = tempfile.mkstemp(prefix="hoodie_ray-log4j2-", suffix=".properties")
+            with os.fdopen(fd, "w") as f:
+                f.write(LOG4J2_PROPERTIES)
+            atexit.register(_remove_quietly, path)
+            _log4j_file = path
+        return _log4j_file
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _pump_stderr(read_fd: int, out_fd: int) -> None:
+    """Copy the driver JVM's stderr to ours as it comes, minus Ray's GCS-client INFO lines.
+
+    Lines are filtered only when whole in one read (Ray writes each log line in one call);
+    anything else passes unchanged and at once (Spark's ``\\r`` progress bar included). Reading
+    goes on when writing fails, so the JVM never blocks on a full pipe.
+    """
+    writable = True
+    try:
+        while True:
+            try:
+                chunk = os.read(read_fd, 65536)
+            except InterruptedError:
+                continue
+            except OSError:
+                break
+            if not chunk:
+                break
+            if b"GcsClient" in chunk:
+                chunk = b"".join(
+                    line
+                    for line in chunk.splitlines(keepends=True)
+                    if not _GCS_CLIENT_INFO_RE.match(line)
+                )
+            while writable and chunk:
+                try:
+                    chunk = chunk[os.write(out_fd, chunk) :]
+                except InterruptedError:
+                    continue
+                except OSError:
+                    writable = False
+    finally:
+        os.close(read_fd)
+        os.close(out_fd)
+
+
+@contextmanager
+def _filtered_driver_stderr() -> Iterator[None]:
+    """While RayDP starts the Spark session: the driver JVM pyspark launches writes its stderr
+    through :func:`_pump_stderr` (pyspark's ``launch_gateway(popen_kwargs=...)``, which RayDP
+    does not expose), to this process's stderr as before."""
+    import pyspark.context as pyspark_context
+
+    launch = pyspark_context.launch_gateway
+
+    def launch_filtered(conf: Any = None, popen_kwargs: dict[str, Any] | None = None) -> Any:
+        if popen_kwargs and "stderr" in popen_kwargs:
+            return launch(conf, popen_kwargs)
+        try:
+            out_fd = os.dup(2)
+        except OSError:  # no stderr to copy to: leave the JVM's as it is
+            return launch(conf, popen_kwargs)
+        read_fd, write_fd = os.pipe()
+        pump = threading.Thread(
+            target=_pump_stderr,
+            args=(read_fd, out_fd),
+            name="hoodie_ray-spark-driver-stderr",
+            daemon=True,
+        )
+        pump.start()
+        try:
+            return launch(conf, {**(popen_kwargs or {}), "stderr": write_fd})
+        except BaseException:
+            os.close(write_fd)
+            write_fd = -1
+            pump.join(5.0)  # the JVM's last words before the error is raised
+            raise
+        finally:
+            if write_fd >= 0:
+                os.close(write_fd)  # the JVM holds its own end
+
+    pyspark_context.launch_gateway = launch_filtered  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        pyspark_context.launch_gateway = launch  # type: ignore[attr-defined]
+
+
+@contextmanager
+def _driver_local_ip(host: str | None) -> Iterator[None]:
+    """``SPARK_LOCAL_IP`` (unless set) for the driver JVM launched meanwhile: the address RayDP
+    binds the driver to (``spark.driver.host``, by default Ray's node IP). Without it, Spark warns
+    "Your hostname ... resolves to a loopback address" on machines where the hostname resolves to
+    127.0.0.1, though the driver uses the configured address anyway."""
+    if os.environ.get("SPARK_LOCAL_IP"):
+        yield
+        return
+    if not host:
+        import ray
+
+        host = ray.util.get_node_ip_address()
+    os.environ["SPARK_LOCAL_IP"] = host
+    try:
+        yield
+    finally:
+        os.environ.pop("SPARK_LOCAL_IP", None)
+
+
+def _skip_forwarded_gcs_client_info() -> None:
+    """Drop Ray's GCS-client INFO line from the worker output Ray forwards to this driver (RayDP's
+    app master JVM prints it on its actor's stderr, each executor JVM on the raylet's): Ray's
+    ``RAY_DEDUP_LOGS_SKIP_REGEX``, which Ray reads once at import, extended in place."""
+    try:
+        from ray._private import ray_logging
+    except ImportError:
+        return
+    for name in ("stdout_deduplicator", "stderr_deduplicator"):
+        dedup = getattr(ray_logging, name, None)
+        if dedup is None or not hasattr(dedup, "skip_re"):
+            continue
+        current = dedup.skip_re
+        if current is not None and _GCS_CLIENT_INFO in current.pattern:
+            continue
+        pattern = (
+            _GCS_CLIENT_INFO if current is None else f"(?:{current.pattern})|(?:{_GCS_CLIENT_INFO})"
+        )
+        dedup.skip_re = re.compile(pattern)
+
+
 def init_spark(
     app_name: str = "hoodie_ray",
     num_executors: int = 1,
@@ -188,6 +397,10 @@ def init_spark(
         executor_memory: per executor, ``"1g"``/``"512m"`` or bytes (Ray ``memory`` resource).
         configs: extra Spark configs. ``*.extraJavaOptions`` given here are kept and the
             ``--add-opens`` flags appended; :data:`DEFAULT_SPARK_CONFIGS` apply unless set.
+            The driver JVM's log4j2 file is :data:`LOG4J2_PROPERTIES` (WARN and up, on stderr)
+            unless ``spark.log4j.config.file.name`` (an absolute path; a ``log4j2.configurationFile``
+            in ``spark.driver.extraJavaOptions`` is overridden by RayDP) or the
+            ``SPARK_LOG4J_CONFIG_FILE_NAME`` environment variable names another.
         executor_timeout_s: how long to wait for the executors to register before failing.
         check_resources: refuse up front when Ray has not the CPUs/memory for the executors
             (turn off on an autoscaling cluster that grows on demand).
@@ -217,20 +430,24 @@ def init_spark(
     for key in _JAVA_OPTION_KEYS:
         have = conf.get(key, "").strip()
         conf[key] = f"{have} {opts}".strip()
+    if _SPARK_LOG4J_CONF not in conf and not os.environ.get(_SPARK_LOG4J_ENV):
+        conf[_SPARK_LOG4J_CONF] = _log4j2_config_file()
     mem = _parse_memory(executor_memory)
     if check_resources:
         _check_spark_resources(num_executors, executor_cores, mem)
     # A master of a session stopped a moment ago may still hold the name.
     _wait_actor_gone(app_name + _MASTER_SUFFIX, 30.0)
+    _skip_forwarded_gcs_client_info()
     t0 = time.monotonic()
-    spark = raydp.init_spark(
-        app_name,
-        num_executors,
-        executor_cores,
-        executor_memory,
-        configs=conf,
-        **raydp_kwargs,
-    )
+    with _filtered_driver_stderr(), _driver_local_ip(conf.get("spark.driver.host")):
+        spark = raydp.init_spark(
+            app_name,
+            num_executors,
+            executor_cores,
+            executor_memory,
+            configs=conf,
+            **raydp_kwargs,
+        )
     deadline = time.monotonic() + executor_timeout_s
     while _registered_executors(spark) < num_executors:
         if time.monotonic() > deadline:
@@ -330,7 +547,17 @@ def spark_to_ray(df: DataFrame, *, num_blocks: int | None = None) -> ray.data.Da
     _import_spark()
     from raydp.spark import dataset as raydp_dataset
 
-    return raydp_dataset.spark_dataframe_to_ray_dataset(df, num_blocks)
+    with _no_sql_ctx_warning():
+        return raydp_dataset.spark_dataframe_to_ray_dataset(df, num_blocks)
+
+
+@contextmanager
+def _no_sql_ctx_warning() -> Iterator[None]:
+    """RayDP 1.6.5 reads ``DataFrame.sql_ctx``, which pyspark 3.5 flags with a UserWarning
+    (nothing the caller can act on); that one warning is dropped, others are kept."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_SQL_CTX_WARNING, category=UserWarning)
+        yield
 
 
 def _is_classic(df: Any) -> bool:
@@ -343,7 +570,8 @@ def release_spark_df(df: DataFrame) -> None:
     _import_spark()
     from raydp.spark import dataset as raydp_dataset
 
-    raydp_dataset.release_spark_recoverable(df)
+    with _no_sql_ctx_warning():
+        raydp_dataset.release_spark_recoverable(df)
 
 
 def spark_to_arrow(df: DataFrame) -> pa.Table:

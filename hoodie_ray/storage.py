@@ -114,6 +114,10 @@ class Storage:
 
     base_uri: str
 
+    def sub(self, rel: str) -> Storage:
+        """Storage rooted at ``rel`` below this one (the metadata table under ``.hoodie``)."""
+        raise NotImplementedError
+
     # -- reading -------------------------------------------------------------------------------
     def read_bytes(self, rel: str) -> bytes:
         raise NotImplementedError
@@ -217,6 +221,10 @@ class LocalStorage(Storage):
         self.root = os.path.abspath(base_path)
         self.base_uri = self.root
         self._real_root = os.path.realpath(self.root)
+
+    def sub(self, rel: str) -> Storage:
+        self._abs(rel)  # validated: stays inside this table
+        return LocalStorage(os.path.join(self.root, check_relative(rel)))
 
     def _abs(self, rel: str) -> str:
         rel = check_relative(rel)
@@ -498,6 +506,14 @@ class ArrowStorage(Storage):
                 f"cannot open storage for {self.base_uri}: {type(e).__name__}"
             ) from None
         self.fs = fs
+
+    def sub(self, rel: str) -> Storage:
+        child = object.__new__(ArrowStorage)
+        child.base_uri = self.uri(check_relative(rel))
+        child._options_redacted = self._options_redacted
+        child._root = self._abs(rel)
+        child.fs = self.fs
+        return child
 
     def _abs(self, rel: str) -> str:
         rel = check_relative(rel)

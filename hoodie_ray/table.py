@@ -20,6 +20,8 @@ from hoodie_ray.config.table_config import HoodieTableConfig
 from hoodie_ray.exceptions import HoodieError, HoodiePathError, HoodieTableNotFoundError
 from hoodie_ray.file_group.view import FileSlice, FileSystemView
 from hoodie_ray.meta import META_FIELDS
+from hoodie_ray.metadata.layout import completed_partitions, has_metadata_table
+from hoodie_ray.metadata.reader import MetadataListing, MetadataTable
 from hoodie_ray.storage import Storage, join, open_storage
 from hoodie_ray.timeline.archive import ArchivedLogTimeline, ArchivedTimeline, LSMTimeline
 from hoodie_ray.timeline.instant import Instant
@@ -56,6 +58,7 @@ class HoodieTable:
         self.storage_options = storage_options
         self._timeline = active_timeline
         self._archived: ArchivedTimeline | None = None
+        self._mdt: MetadataTable | None = None
         self._metadata: dict[str, HoodieCommitMetadata] = {}
         self._schema: pa.Schema | None = None
         self._schema_at: tuple[str, ...] | None = None
@@ -208,9 +211,44 @@ class HoodieTable:
                 return schema
         return None
 
+    # -- metadata table ------------------------------------------------------------------------
+    @property
+    def uses_metadata_table(self) -> bool:
+        """True if listings come from the metadata table's ``files`` partition: table version
+        8+ and ``files`` listed complete in ``hoodie.table.metadata.partitions`` (hudi-rs's
+        rule; version 6 metadata tables are not read)."""
+        return self.table_version >= 8 and has_metadata_table(self.table_config)
+
+    @property
+    def metadata_partitions(self) -> list[str]:
+        """Metadata-table partitions listed complete (``hoodie.table.metadata.partitions``)."""
+        return completed_partitions(self.table_config)
+
+    @property
+    def metadata_table(self) -> MetadataTable:
+        """The metadata table's read side (``.hoodie/metadata``), kept with this handle."""
+        if self._mdt is None:
+            self._mdt = MetadataTable(self.storage, self.active_timeline)
+        return self._mdt
+
+    def set_table_config(self, config: HoodieTableConfig) -> None:
+        """Adopt properties this process just saved (metadata partitions, upgrades)."""
+        self.table_config = config
+
     # -- file system view ----------------------------------------------------------------------
     def view(self) -> FileSystemView:
-        """The file-system view of the table at its current timeline."""
+        """The file-system view of the table at its current timeline (listed through the
+        metadata table when the table keeps one)."""
+        listing = None
+        if self.uses_metadata_table:
+            listing = MetadataListing(self.metadata_table.refresh())
+        return FileSystemView.for_table(
+            self.storage, self.table_config, self.active_timeline, listing
+        )
+
+    def storage_view(self) -> FileSystemView:
+        """A view listed from storage even when the table keeps a metadata table: for finding
+        files no commit lists (what an interrupted run left behind)."""
         return FileSystemView.for_table(self.storage, self.table_config, self.active_timeline)
 
     def latest_file_slices(self, as_of: str | None = None) -> list[FileSlice]:

@@ -1,24 +1,49 @@
-"""Upgrading a table from version 6 to version 8 (Hudi 1.x), the way Hudi's upgrade does it.
+"""Upgrading a table to version 8 or 9 (Hudi 1.0 / 1.1), the way Hudi's upgrade does it.
 
-No pending instant may exist. The active timeline moves to ``.hoodie/timeline/`` (layout 2):
-completed instants get a completion time in their names (their requested time: unique and
-increasing, so a version-6 log named by its slice's base instant attaches to the same slice
-under the completion-time rule), commit metadata is rewritten as Avro, requested and inflight
-files are copied. Then ``hoodie.properties`` switches atomically (readers see the whole old
-table or the whole new one), and the old instant files are removed.
+No pending instant may exist (Java's upgrade to 8 and to 9 first rolls back failed writes and
+runs a compaction, ``UpgradeDowngrade.UPGRADE_HANDLERS_REQUIRING_ROLLBACK_AND_COMPACT``;
+hoodie_ray leaves both to the caller and refuses a table with pending instants).
+
+Version 6 -> 8: the active timeline moves to ``.hoodie/timeline/`` (layout 2): completed
+instants get a completion time in their names (their requested time: unique and increasing, so
+a version-6 log named by its slice's base instant attaches to the same slice under the
+completion-time rule), commit metadata is rewritten as Avro, requested and inflight files are
+copied. Then ``hoodie.properties`` switches atomically (readers see the whole old table or the
+whole new one), and the old instant files are removed.
+
+Version 8 -> 9 changes ``hoodie.properties`` only (``EightToNineUpgradeHandler``): the timeline,
+the log format and the commit metadata of version 9 are those of version 8. Version 6 -> 9 is
+both steps with one switch of ``hoodie.properties``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from hoodie_ray.config.table_config import (
     COMMIT_TIME_STRATEGY_ID,
+    DEFAULT_PAYLOAD,
+    EVENT_TIME_PAYLOAD,
     EVENT_TIME_STRATEGY_ID,
+    LEGACY_PAYLOAD_KEY,
+    ORDERING_FIELDS_KEY,
+    OVERWRITE_PAYLOAD,
+    PAYLOAD_KEY,
+    PRECOMBINE_FIELD_KEY,
+    PROPERTIES_FILE,
     HoodieTableConfig,
     MergeMode,
 )
 from hoodie_ray.exceptions import HoodieTimelineError, HoodieUnsupportedError
+from hoodie_ray.metadata.layout import (
+    METADATA_TABLE_PATH,
+    completed_partitions,
+    has_metadata_table,
+    inflight_partitions,
+)
+from hoodie_ray.metadata.reader import load_metadata_config
+from hoodie_ray.metadata.writer import MAINTAINED_PARTITIONS, metadata_writer
 from hoodie_ray.storage import join
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant, State
@@ -26,35 +51,46 @@ from hoodie_ray.timeline.metadata import HoodieCommitMetadata
 from hoodie_ray.write.lock import WriterLock
 
 _JSON_ACTIONS = {Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT}
+UPGRADE_TARGETS = (8, 9)
+_STRATEGY_KEYS = ("hoodie.record.merge.strategy.id", "hoodie.compaction.record.merger.strategy")
 
 
 def upgrade(
     path: str, *, storage_options: dict[str, Any] | None = None, to_version: int = 8
 ) -> int:
-    """Upgrade the table at ``path`` to table version 8; returns the new version.
+    """Upgrade the table at ``path`` to table version ``to_version`` (8 or 9); returns the
+    table's version afterwards (a table already at ``to_version`` is left as it is).
 
     Raises:
-        HoodieUnsupportedError: a target other than 8, or a table that is not version 6 or 8.
+        HoodieUnsupportedError: a target other than 8 or 9, a table that is not version 6 or 8
+            (or 9, for ``to_version=9``), a downgrade, or (to 9) merge settings, a metadata table
+            or a key generator the version 9 upgrade cannot carry over.
         HoodieTimelineError: the table has pending instants (finish or roll them back first).
 
     Example::
 
-        hr.upgrade("/data/trips")
+        hr.upgrade("/data/trips")                 # 6 -> 8
+        hr.upgrade("/data/trips", to_version=9)   # 6 or 8 -> 9
     """
-    if to_version != 8:
+    if to_version not in UPGRADE_TARGETS:
         raise HoodieUnsupportedError(
-            f"upgrade to table version {to_version} is not supported (8 only)"
+            f"upgrade to table version {to_version} is not supported (8 or 9)"
         )
     table = HoodieTable.load(path, storage_options)
     storage = table.storage
     with WriterLock(storage):
         table = HoodieTable.from_storage(storage, storage_options, path)  # read under the lock
         cfg = table.table_config
-        if cfg.table_version == 8:
-            return 8
-        if cfg.table_version != 6:
+        version = cfg.table_version
+        if version == to_version:
+            return version
+        if version > to_version:
             raise HoodieUnsupportedError(
-                f"cannot upgrade table version {cfg.table_version} of {path} to 8"
+                f"{path} is table version {version}: hoodie_ray does not downgrade tables"
+            )
+        if version not in (6, 8):
+            raise HoodieUnsupportedError(
+                f"cannot upgrade table version {version} of {path} to {to_version}"
             )
         old = table.active_timeline
         pending = [i for i in old.instants if i.state is not State.COMPLETED]
@@ -63,54 +99,156 @@ def upgrade(
                 f"cannot upgrade {path}: pending instants {', '.join(str(i) for i in pending)}; "
                 "finish or roll them back first"
             )
-        new_dir = join(".hoodie", "timeline")
-        storage.makedirs(new_dir)
-        moved: list[str] = []
-        for inst in old.instants:
-            requested = Instant(inst.timestamp, inst.action, State.REQUESTED)
-            inflight = Instant(inst.timestamp, inst.action, State.INFLIGHT)
-            for aux in (requested, inflight):
-                name1 = old.file_name(aux)
-                if storage.exists(join(".hoodie", name1)):
-                    content = storage.read_bytes(join(".hoodie", name1))
-                    if (
-                        aux.state is State.INFLIGHT
-                        and Action.comparable(inst.action) in _JSON_ACTIONS
-                    ):
-                        content = b""  # layout 2 inflight metadata is Avro; empty is accepted
-                    storage.write_atomic(join(new_dir, aux.file_name(2)), content)
-                    moved.append(name1)
-            data = old.read_details(inst)
-            if Action.comparable(inst.action) in _JSON_ACTIONS:
-                meta = HoodieCommitMetadata.from_bytes(data, 1, inst)
-                data = meta.to_avro()
-            done = Instant(
-                inst.timestamp, inst.action, State.COMPLETED, completion_time=inst.timestamp
-            )
-            storage.write_atomic(join(new_dir, done.file_name(2)), data)
-            moved.append(old.file_name(inst))
         props = dict(cfg.props)
-        props.update(
-            {
-                "hoodie.table.version": "8",
-                "hoodie.timeline.layout.version": "2",
-                "hoodie.timeline.path": "timeline",
-                "hoodie.timeline.history.path": "history",
-                "hoodie.table.initial.version": props.get("hoodie.table.initial.version", "6"),
-            }
-        )
-        kg = cfg.keygen_type
-        if kg and kg != "UNKNOWN":
-            props["hoodie.table.keygenerator.type"] = kg
-        mode = cfg.merge_mode
-        props["hoodie.record.merge.mode"] = mode.value
-        props["hoodie.record.merge.strategy.id"] = (
-            EVENT_TIME_STRATEGY_ID
-            if mode is MergeMode.EVENT_TIME_ORDERING
-            else COMMIT_TIME_STRATEGY_ID
-        )
-        props.pop("hoodie.compaction.record.merger.strategy", None)
+        if to_version == 9:
+            check_eight_to_nine(cfg, path)
+        moved: list[str] = []
+        if version == 6:
+            moved = _move_timeline_to_layout_2(table)
+            props = six_to_eight_props(cfg)
+        if to_version == 9:
+            props = eight_to_nine_props(props)
+            mdt = storage.sub(METADATA_TABLE_PATH)
+            if mdt.exists(PROPERTIES_FILE):  # the metadata table moves first (spec 1.2)
+                mcfg = load_metadata_config(mdt)
+                HoodieTableConfig({**mcfg.props, "hoodie.table.version": "9"}).save(mdt)
         HoodieTableConfig(props).save(storage)  # the switch: one atomic rename
         for name in moved:
             storage.delete(join(".hoodie", name))
-        return 8
+        if to_version == 9 and has_metadata_table(HoodieTableConfig(props)):
+            upgraded = HoodieTable.from_storage(storage, storage_options, path)
+            metadata_writer(upgraded).compact(force=True)
+        return to_version
+
+
+def _move_timeline_to_layout_2(table: HoodieTable) -> list[str]:
+    """Copy every instant of a layout-1 timeline into ``.hoodie/timeline/`` (layout 2);
+    returns the names of the old files (deleted once ``hoodie.properties`` has switched)."""
+    storage = table.storage
+    old = table.active_timeline
+    new_dir = join(".hoodie", "timeline")
+    storage.makedirs(new_dir)
+    moved: list[str] = []
+    for inst in old.instants:
+        requested = Instant(inst.timestamp, inst.action, State.REQUESTED)
+        inflight = Instant(inst.timestamp, inst.action, State.INFLIGHT)
+        for aux in (requested, inflight):
+            name1 = old.file_name(aux)
+            if storage.exists(join(".hoodie", name1)):
+                content = storage.read_bytes(join(".hoodie", name1))
+                if aux.state is State.INFLIGHT and Action.comparable(inst.action) in _JSON_ACTIONS:
+                    content = b""  # layout 2 inflight metadata is Avro; empty is accepted
+                storage.write_atomic(join(new_dir, aux.file_name(2)), content)
+                moved.append(name1)
+        data = old.read_details(inst)
+        if Action.comparable(inst.action) in _JSON_ACTIONS:
+            meta = HoodieCommitMetadata.from_bytes(data, 1, inst)
+            data = meta.to_avro()
+        done = Instant(inst.timestamp, inst.action, State.COMPLETED, completion_time=inst.timestamp)
+        storage.write_atomic(join(new_dir, done.file_name(2)), data)
+        moved.append(old.file_name(inst))
+    return moved
+
+
+def six_to_eight_props(cfg: HoodieTableConfig) -> dict[str, str]:
+    """The ``hoodie.properties`` of a version 6 table once upgraded to version 8."""
+    props = dict(cfg.props)
+    props.update(
+        {
+            "hoodie.table.version": "8",
+            "hoodie.timeline.layout.version": "2",
+            "hoodie.timeline.path": "timeline",
+            "hoodie.timeline.history.path": "history",
+            "hoodie.table.initial.version": props.get("hoodie.table.initial.version", "6"),
+        }
+    )
+    kg = cfg.keygen_type
+    if kg and kg != "UNKNOWN":
+        props["hoodie.table.keygenerator.type"] = kg
+    mode = cfg.merge_mode
+    props["hoodie.record.merge.mode"] = mode.value
+    props["hoodie.record.merge.strategy.id"] = (
+        EVENT_TIME_STRATEGY_ID if mode is MergeMode.EVENT_TIME_ORDERING else COMMIT_TIME_STRATEGY_ID
+    )
+    props.pop("hoodie.compaction.record.merger.strategy", None)
+    return props
+
+
+def _payload(props: Mapping[str, str]) -> str:
+    return (
+        props.get(PAYLOAD_KEY) or props.get("hoodie.datasource.write.payload.class") or ""
+    ).strip()
+
+
+def check_eight_to_nine(cfg: HoodieTableConfig, path: str) -> None:
+    """Refuse what hoodie_ray's version 9 upgrade does not carry over.
+
+    Java's ``EightToNineUpgradeHandler`` also maps the payload classes of CDC and partial
+    updates (AWS DMS, Debezium, ``PartialUpdateAvroPayload``, ``OverwriteNonDefaults...``)
+    onto merge properties and partial-update modes, and versions the index definitions of
+    the metadata table; hoodie_ray reads and writes neither, so such tables are refused. So
+    is (as Java does by default) a complex key generator with a single record key field:
+    Java 0.14.1 to 1.0.2 wrote its keys without the ``field:`` prefix that version 9 requires
+    (HUDI-7001, ``KeyGenUtils.encodeSingleKeyFieldNameForComplexKeyGen``).
+    """
+    payload = _payload(cfg.props)
+    if payload and payload not in (DEFAULT_PAYLOAD, EVENT_TIME_PAYLOAD, OVERWRITE_PAYLOAD):
+        raise HoodieUnsupportedError(
+            f"cannot upgrade {path} to table version 9: payload class {payload} is not "
+            "supported (DefaultHoodieRecordPayload, EventTimeAvroPayload, "
+            "OverwriteWithLatestAvroPayload)"
+        )
+    mode = (cfg.props.get("hoodie.record.merge.mode") or "").strip().upper()
+    if mode and mode not in MergeMode.__members__:
+        raise HoodieUnsupportedError(
+            f"cannot upgrade {path} to table version 9: hoodie.record.merge.mode={mode}"
+        )
+    listed = completed_partitions(cfg) + inflight_partitions(cfg)
+    foreign = [p for p in listed if p not in MAINTAINED_PARTITIONS]
+    if foreign or (cfg.props.get("hoodie.table.index.defs.path") or "").strip():
+        raise HoodieUnsupportedError(
+            f"cannot upgrade {path} to table version 9: its metadata table has indexes "
+            f"hoodie_ray does not maintain ({', '.join(foreign) or 'index definitions'}); "
+            f"drop them first (`hoodie-ray metadata drop {path} --partition NAME`)"
+        )
+    if cfg.keygen_type == "COMPLEX" and len(cfg.record_key_fields) == 1:
+        raise HoodieUnsupportedError(
+            f"cannot upgrade {path} to table version 9: a complex key generator with a single "
+            "record key field may hold keys without the 'field:' prefix version 9 requires "
+            "(HUDI-7001); Java refuses this upgrade too"
+        )
+
+
+def eight_to_nine_props(props: Mapping[str, str]) -> dict[str, str]:
+    """``hoodie.properties`` of a version 8 table once upgraded to version 9, as Java's
+    ``EightToNineUpgradeHandler`` changes them (for the merge settings hoodie_ray supports,
+    :func:`check_eight_to_nine`):
+
+    * a built-in merge mode (not CUSTOM) keeps ``hoodie.record.merge.mode`` and loses
+      ``hoodie.record.merge.strategy.id`` (``reconcileMergeModeConfig``); an
+      ``EventTimeAvroPayload`` table gets ``EVENT_TIME_ORDERING``;
+    * the payload class moves from ``hoodie.compaction.payload.class`` to
+      ``hoodie.table.legacy.payload.class`` (``reconcilePayloadClassConfig``, for the classes
+      of ``UpgradeDowngradeUtils.PAYLOAD_CLASSES_TO_HANDLE``);
+    * the ordering field moves from ``hoodie.table.precombine.field`` to
+      ``hoodie.table.ordering.fields`` (``reconcileOrderingFieldsConfig``);
+    * ``hoodie.table.version=9``; the timeline layout stays 2.
+    """
+    out = dict(props)
+    payload = _payload(props)
+    mode = (props.get("hoodie.record.merge.mode") or "").strip().upper()
+    if payload == EVENT_TIME_PAYLOAD:
+        out["hoodie.record.merge.mode"] = MergeMode.EVENT_TIME_ORDERING.value
+    if mode != "CUSTOM":
+        for key in _STRATEGY_KEYS:
+            out.pop(key, None)
+    if payload in (DEFAULT_PAYLOAD, EVENT_TIME_PAYLOAD, OVERWRITE_PAYLOAD):
+        out[LEGACY_PAYLOAD_KEY] = payload
+        out.pop(PAYLOAD_KEY, None)
+    ordering = (props.get(ORDERING_FIELDS_KEY) or props.get(PRECOMBINE_FIELD_KEY) or "").strip()
+    if ordering:
+        out[ORDERING_FIELDS_KEY] = ordering
+        out.pop(PRECOMBINE_FIELD_KEY, None)
+    out["hoodie.table.version"] = "9"
+    out["hoodie.timeline.layout.version"] = "2"
+    return out

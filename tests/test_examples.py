@@ -80,6 +80,21 @@ def test_spark_to_hudi() -> None:
         check_java()
     except (ImportError, HoodieError) as e:
         pytest.skip(f"the Spark example needs Java 17, raydp and pyspark: {e}")
-    out = run_example("spark_to_hudi.py").stdout
+    proc = run_example("spark_to_hudi.py")
+    out = proc.stdout
     assert "wrote 1000 trips from Spark" in out
     assert "ok: 1000 trips, 100 upserted" in out
+    # A healthy run prints only what matters: no log4j "ERROR StatusConsoleListener" from the
+    # Spark driver JVM, no Ray C++ INFO lines from RayDP's JVMs, no Ray Data "will hang"
+    # warning, no pyspark sql_ctx deprecation warning from RayDP.
+    printed = (proc.stdout + proc.stderr).splitlines()
+    noise = [
+        line
+        for line in printed
+        if "ERROR" in line
+        or "Traceback" in line
+        or "will hang" in line
+        or "sql_ctx" in line
+        or "GcsClient" in line
+    ]
+    assert not noise, "\n".join(noise)

@@ -1,6 +1,9 @@
-"""Upgrading version 6 tables to version 8: hudi-rs reads the model before, after, and on."""
+"""Upgrading version 6 and 8 tables to version 8 or 9: hudi-rs reads the model before, after,
+and on."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -15,7 +18,7 @@ from tests.write.test_commit_failures import snapshot_files
 
 
 def _upserts(wl, n):
-    rows = []
+    rows: list[dict] = []
     while len(rows) < n:
         kind, more = wl.next_commit()
         if kind == "upsert":
@@ -59,11 +62,14 @@ def test_upgrade_refuses_pending_instants_and_changes_nothing(tmp_path):
     with pytest.raises(hr.HoodieTimelineError, match="pending"):
         hr.upgrade(str(path))
     assert snapshot_files(path) == before
-    with pytest.raises(hr.HoodieUnsupportedError):
+    with pytest.raises(hr.HoodieTimelineError, match="pending"):
         hr.upgrade(str(path), to_version=9)
+    assert snapshot_files(path) == before
+    with pytest.raises(hr.HoodieUnsupportedError):
+        hr.upgrade(str(path), to_version=10)
 
 
-@pytest.mark.parametrize("version", ["7", "10", "9"])
+@pytest.mark.parametrize("version", ["7", "10"])
 def test_unsupported_write_versions(tmp_path, version):
     with pytest.raises(hr.HoodieOptionError, match="hoodie.write.table.version"):
         HoodieWriteClient(
@@ -81,3 +87,95 @@ def test_existing_table_keeps_its_version(tmp_path):
     assert (
         HoodieTableConfig.load(LocalStorage(str(path))).table_version == 6
     )  # never upgraded silently
+
+
+# -- to table version 9 (EightToNineUpgradeHandler) ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("from_version", "table_type"),
+    [("6", "MERGE_ON_READ"), ("8", "MERGE_ON_READ"), ("6", "COPY_ON_WRITE")],
+)
+def test_upgrade_to_version_9_then_write(tmp_path, from_version, table_type):
+    path = tmp_path / "t"
+    opts = {
+        **OPTIONS,
+        "table.type": table_type,
+        "hoodie.write.table.version": from_version,
+        "compaction.delta_commits": "3",
+    }
+    model, wl = TableModel(), Workload(seed=19)
+    for i in range(5):
+        rows = [wl._row(k) for k in wl.keys[:30]] if i == 0 else _upserts(wl, 12)
+        HoodieWriteClient(str(path), opts).write(to_arrow(rows, True))
+        model.upsert(rows)
+    before_props = HoodieTableConfig.load(LocalStorage(str(path))).props
+    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+    assert hr.upgrade(str(path), to_version=9) == 9
+    props = dict(HoodieTableConfig.load(LocalStorage(str(path))).props)
+    assert props["hoodie.table.version"] == "9"
+    assert props["hoodie.timeline.layout.version"] == "2"
+    assert props["hoodie.table.initial.version"] == from_version
+    # EightToNineUpgradeHandler: the ordering field under its version 9 name, the payload class
+    # kept as the legacy one, no merge strategy id beside a built-in merge mode
+    assert props["hoodie.table.ordering.fields"] == "ts"
+    assert "hoodie.table.precombine.field" not in props
+    assert props["hoodie.table.legacy.payload.class"] == (
+        "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+    )
+    assert "hoodie.compaction.payload.class" not in props
+    assert "hoodie.record.merge.strategy.id" not in props
+    assert "hoodie.compaction.record.merger.strategy" not in props
+    assert props["hoodie.record.merge.mode"] == "EVENT_TIME_ORDERING"
+    # everything else is as it was (version 6: plus the timeline keys of the layout-2 move)
+    untouched = set(before_props) - {
+        "hoodie.table.version",
+        "hoodie.timeline.layout.version",
+        "hoodie.table.precombine.field",
+        "hoodie.compaction.payload.class",
+        "hoodie.record.merge.strategy.id",
+        "hoodie.compaction.record.merger.strategy",
+        "hoodie.table.checksum",
+    }
+    assert {k: props[k] for k in untouched} == {k: before_props[k] for k in untouched}
+    assert not list((path / ".hoodie").glob("*.deltacommit"))
+    assert not list((path / ".hoodie").glob("*.commit"))
+    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+    for i in range(6):  # written in version 9 now; compactions and cleans run on
+        rows = _upserts(wl, 12)
+        HoodieWriteClient(str(path), opts).write(to_arrow(rows, True))
+        model.upsert(rows)
+        assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), (
+            f"commit {i} after upgrade"
+        )
+    assert HoodieTableConfig.load(LocalStorage(str(path))).table_version == 9
+    assert hr.upgrade(str(path), to_version=9) == 9  # idempotent
+    with pytest.raises(hr.HoodieUnsupportedError, match="downgrade"):
+        hr.upgrade(str(path), to_version=8)
+
+
+def test_upgrade_to_version_9_refuses_a_complex_key_with_one_field(tmp_path):
+    """Java refuses it too (HUDI-7001: such keys may lack the 'field:' prefix v9 needs)."""
+    path = tmp_path / "t"
+    HoodieWriteClient(
+        str(path), {**OPTIONS, "hoodie.datasource.write.keygenerator.type": "COMPLEX"}
+    ).write(to_arrow([Workload(1)._row("a")], True))
+    before = snapshot_files(path)
+    with pytest.raises(hr.HoodieUnsupportedError, match="HUDI-7001"):
+        hr.upgrade(str(path), to_version=9)
+    assert snapshot_files(path) == before
+
+
+def test_cli_upgrade_to_version_9(tmp_path, capsys):
+    from hoodie_ray.cli import main
+
+    path = tmp_path / "t"
+    HoodieWriteClient(str(path), {**OPTIONS, "hoodie.write.table.version": "8"}).write(
+        to_arrow([Workload(1)._row(k) for k in ("a", "b")], True)
+    )
+    before = hudi_rs_snapshot(path).to_pylist()
+    capsys.readouterr()
+    assert main(["upgrade", str(path), "--to", "9", "--output", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["from_version"], doc["to_version"]) == (8, 9)
+    assert hudi_rs_snapshot(path).to_pylist() == before

@@ -305,6 +305,77 @@ def compactions_drop(path: str, instant: str, storage_kv: tuple[str, ...], outpu
     emit(output, doc, [View(lines=[line])])
 
 
+# -- metadata ------------------------------------------------------------------------------------
+
+
+@cli.group("metadata")
+def metadata_group() -> None:
+    """The metadata table (.hoodie/metadata): file listings readers use instead of listing."""
+
+
+@metadata_group.command("init")
+@click.argument("path")
+@storage_option
+@output_option
+def metadata_init(path: str, storage_kv: tuple[str, ...], output: str) -> None:
+    """Build the metadata table from a listing of the table's files (rebuilds an existing
+    one), under the writer lock."""
+    load_table(path, storage_kv)
+    fn = lazy_feature("hoodie_ray.job.maintenance", "init_metadata", "the metadata table")
+    parts = fn(path, storage_options=storage_options_from(storage_kv))
+    doc = {"table": table_doc(path, storage_kv), "partitions": parts}
+    emit(output, doc, [View(lines=[f"metadata table built: {', '.join(parts)}"])])
+
+
+@metadata_group.command("validate")
+@click.argument("path")
+@storage_option
+@output_option
+def metadata_validate(path: str, storage_kv: tuple[str, ...], output: str) -> None:
+    """Compare the metadata table with the table's files; exits 1 naming each difference."""
+    t = load_table(path, storage_kv)
+    fn = lazy_feature("hoodie_ray.job.maintenance", "validate_metadata", "the metadata table")
+    diffs = fn(path, storage_options=storage_options_from(storage_kv))
+    parts = t.config.get("hoodie.table.metadata.partitions", "")
+    doc = {
+        "table": table_doc(path, storage_kv),
+        "partitions": [p for p in parts.split(",") if p],
+        "differences": [
+            {"partition": d.partition, "key": d.key, "problem": d.problem} for d in diffs
+        ],
+    }
+    if not parts:
+        lines = ["the table has no metadata table"]
+    elif diffs:
+        lines = [str(d) for d in diffs] + [f"{len(diffs)} difference{'s' * (len(diffs) != 1)}"]
+    else:
+        lines = [f"metadata table in sync ({parts})"]
+    emit(output, doc, [View(lines=lines)])
+    if diffs:
+        raise click.exceptions.Exit(1)
+
+
+@metadata_group.command("drop")
+@click.argument("path")
+@click.option(
+    "--partition",
+    default=None,
+    help="Drop only this metadata-table partition (an index such as column_stats).",
+)
+@storage_option
+@output_option
+def metadata_drop(
+    path: str, partition: str | None, storage_kv: tuple[str, ...], output: str
+) -> None:
+    """Delete the metadata table (or one of its partitions), under the writer lock."""
+    load_table(path, storage_kv)
+    fn = lazy_feature("hoodie_ray.job.maintenance", "drop_metadata", "the metadata table")
+    left = fn(path, partition=partition, storage_options=storage_options_from(storage_kv))
+    doc = {"table": table_doc(path, storage_kv), "dropped": partition or "all", "partitions": left}
+    what = f"metadata partition {partition}" if partition else "metadata table"
+    emit(output, doc, [View(lines=[f"{what} dropped"])])
+
+
 # -- fsview --------------------------------------------------------------------------------------
 
 
@@ -462,7 +533,9 @@ def compact(
 
 @cli.command("upgrade")
 @click.argument("path")
-@click.option("--to", "to_version", type=int, default=None, help="Target table version.")
+@click.option(
+    "--to", "to_version", type=int, default=None, help="Target table version (8 or 9; default 8)."
+)
 @storage_option
 @output_option
 def upgrade(path: str, to_version: int | None, storage_kv: tuple[str, ...], output: str) -> None:

@@ -19,6 +19,7 @@ from hoodie_ray.config.options import WriteConfig, resolve_options
 from hoodie_ray.config.table_config import HoodieTableConfig
 from hoodie_ray.exceptions import HoodieCompactionError, HoodieError
 from hoodie_ray.file_group.naming import log_file_name, parse_base_file_name, parse_log_file_name
+from hoodie_ray.metadata.writer import metadata_writer
 from hoodie_ray.storage import Storage, join
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant, State
@@ -154,7 +155,10 @@ class CompactionService:
             operation_type="COMPACT",
         )
         content = self.table.commit_metadata_bytes(meta)
+        mdt = metadata_writer(self.table)
+        mdt.update_commit(instant, meta)
         self.timeline.complete(Instant(instant, Action.COMPACTION, State.INFLIGHT), content)
+        mdt.run_table_services()
         return meta
 
     def _carry_over_logs(self, instant: str, plan: HoodieCompactionPlan) -> None:
@@ -194,6 +198,7 @@ class CompactionService:
                     lf is not None and lf.instant == instant
                 ):
                     self.storage.delete(join(part, info.name))
+        metadata_writer(self.table).rollback_instant(instant)
         if inst.state is State.INFLIGHT:
             inflight = Instant(instant, Action.COMPACTION, State.INFLIGHT)
             self.storage.delete(self.timeline.instant_path(inflight))
@@ -240,7 +245,7 @@ class CompactionService:
             )
         if inst is None or inst.action != Action.COMPACTION:
             raise HoodieCompactionError(f"no pending compaction {instant} on {self.path}")
-        view = self.table.view()
+        view = self.table.storage_view()  # files of an interrupted run are in no listing
         bases: list[str] = []
         logs: list[str] = []
         for part in view.list_partitions():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+from hoodie_ray.metadata.writer import metadata_writer
 from hoodie_ray.storage import join
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant, State, new_instant_time
@@ -91,6 +92,7 @@ def finish_pending_cleans(table: HoodieTable) -> list[str]:
             last_completed_commit_timestamp=commits[-1].timestamp if commits else "",
             partition_metadata=partitions,
         )
+        metadata_writer(table).update_clean(inst.timestamp, meta)
         tl.complete(Instant(inst.timestamp, Action.CLEAN, State.INFLIGHT), meta.to_bytes())
         done.append(inst.timestamp)
     return done
@@ -147,5 +149,6 @@ def clean_table(table: HoodieTable, retain: int) -> str | None:
         last_completed_commit_timestamp=last_commit,
         partition_metadata=partitions,
     )
+    metadata_writer(table).update_clean(instant, meta)
     tl.complete(Instant(instant, Action.CLEAN, State.INFLIGHT), meta.to_bytes())
     return instant

@@ -466,15 +466,42 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "hoodie.write.table.version",
         "write_table_version",
         "6",
-        _choice("6", "8"),
-        "Table version of new tables (6 or 8).",
+        _choice("6", "8", "9"),
+        "Table version of new tables (6, 8 or 9).",
     ),
     ConfigOption(
         "hoodie.metadata.enable",
         "metadata_enable",
+        None,
+        _parse_bool,
+        "Keep the metadata table (.hoodie/metadata: file listings for readers). Default: "
+        "true for table versions 8 and 9 (Hudi 1.x's default), false for 6 (not supported "
+        "there). false on a table that has one drops it.",
+        ("metadata.enabled",),
+    ),
+    ConfigOption(
+        "hoodie.metadata.record.index.enable",
+        "metadata_record_index_enable",
         False,
         _parse_bool,
-        "The metadata table is not maintained by hoodie_ray; must be false.",
+        "Keep the record index in the metadata table (record key -> file group): writers "
+        "then load their key index from it instead of reading every data file. false on a "
+        "table that has one drops it.",
+    ),
+    ConfigOption(
+        "hoodie.metadata.compact.max.delta.commits",
+        "metadata_compact_max_delta_commits",
+        10,
+        _positive(_parse_int),
+        "Compact the metadata table after this many delta commits since its last compaction.",
+    ),
+    ConfigOption(
+        "hoodie.metadata.cleaner.commits.retained",
+        "metadata_clean_retain_commits",
+        3,
+        _positive(_parse_int),
+        "Metadata-table delta commits after a compaction before the slices it replaced are "
+        "cleaned (readers that listed the metadata table before keep their files).",
     ),
     ConfigOption(
         "hoodie.write.lock.heartbeat_interval_ms",
@@ -603,7 +630,10 @@ class WriteConfig:
     allow_non_empty_dir: bool = _default("allow_non_empty_dir")
     warm_idle_s: float = _default("warm_idle_s")
     write_table_version: str = _default("write_table_version")
-    metadata_enable: bool = _default("metadata_enable")
+    metadata_enable: bool | None = _default("metadata_enable")
+    metadata_record_index_enable: bool = _default("metadata_record_index_enable")
+    metadata_compact_max_delta_commits: int = _default("metadata_compact_max_delta_commits")
+    metadata_clean_retain_commits: int = _default("metadata_clean_retain_commits")
     lock_heartbeat_ms: int = _default("lock_heartbeat_ms")
     lock_expire_ms: int = _default("lock_expire_ms")
     coordinator_cpus: float | None = _default("coordinator_cpus")
@@ -689,11 +719,6 @@ def resolve_options(options: Mapping[str, Any] | WriteConfig | None) -> WriteCon
             )
         values[opt.attr] = value
         seen_from[opt.attr] = key
-    if values.get("metadata_enable"):
-        raise HoodieOptionError(
-            "option hoodie.metadata.enable=true is not supported: hoodie_ray does not maintain "
-            "the metadata table"
-        )
     wc = WriteConfig(**values, explicit=frozenset(values))
     _check_retention(wc, seen_from)
     return wc

@@ -26,7 +26,7 @@ DEFAULT_HISTORY_FOLDER = "history"
 DEFAULT_ARCHIVE_FOLDER = "archived"
 PROPERTIES_FILE = ".hoodie/hoodie.properties"
 SUPPORTED_READ_VERSIONS = (6, 8, 9)
-SUPPORTED_WRITE_VERSIONS = (6, 8)
+SUPPORTED_WRITE_VERSIONS = (6, 8, 9)
 # Hudi keeps the bucket count in writer options only; hoodie_ray also records it in the
 # properties of a table it creates with the bucket index, so a changed count is refused.
 BUCKET_NUM_PROPERTY = "hoodie.bucket.index.num.buckets"
@@ -39,6 +39,13 @@ CUSTOM_STRATEGY_ID = "1897ef5f-18bc-4557-939c-9d6a8afd1519"
 DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 EVENT_TIME_PAYLOAD = "org.apache.hudi.common.model.EventTimeAvroPayload"
 OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+# Table version 9 (Hudi 1.1) renames the ordering field and retires the payload class of the
+# built-in merge modes (HoodieTableConfig.ORDERING_FIELDS / LEGACY_PAYLOAD_CLASS_NAME).
+ORDERING_FIELDS_KEY = "hoodie.table.ordering.fields"
+PRECOMBINE_FIELD_KEY = "hoodie.table.precombine.field"
+LEGACY_PAYLOAD_KEY = "hoodie.table.legacy.payload.class"
+PAYLOAD_KEY = "hoodie.compaction.payload.class"
+MERGE_PROPERTY_PREFIX = "hoodie.record.merge.property."
 
 # Key generator classes (v6) and types (v8+); a fixed list, nothing is ever imported by name.
 KEYGEN_CLASSES = {
@@ -287,13 +294,34 @@ class HoodieTableConfig:
         return _split_fields(self.props.get("hoodie.table.partition.fields"))
 
     @property
+    def ordering_fields(self) -> list[str]:
+        """``hoodie.table.ordering.fields`` (table version 9), else the older name
+        ``hoodie.table.precombine.field``; Java compares several fields in order."""
+        v = self.props.get(ORDERING_FIELDS_KEY) or self.props.get(PRECOMBINE_FIELD_KEY)
+        return [f.strip() for f in (v or "").split(",") if f.strip()]
+
+    @property
     def ordering_field(self) -> str | None:
-        v = self.props.get("hoodie.table.ordering.fields") or self.props.get(
-            "hoodie.table.precombine.field"
-        )
-        if not v or not v.strip():
-            return None
-        return v.split(",")[0].strip()
+        fields = self.ordering_fields
+        return fields[0] if fields else None
+
+    def write_unsupported_reason(self) -> str | None:
+        """Why hoodie_ray cannot write this table's merge rules, or None.
+
+        Table version 9 can record merge behaviour hoodie_ray's writer and compactor do not
+        apply (``HoodieTableConfig`` 1.1: ``hoodie.table.partial.update.mode``, the
+        ``hoodie.record.merge.property.*`` delete markers, several ordering fields); Java
+        readers would merge the rows hoodie_ray writes differently from hoodie_ray's own model.
+        """
+        partial = (self.props.get("hoodie.table.partial.update.mode") or "NONE").strip()
+        if partial.upper() != "NONE":
+            return f"hoodie.table.partial.update.mode={partial} (partial updates)"
+        merge_props = sorted(k for k in self.props if k.startswith(MERGE_PROPERTY_PREFIX))
+        if merge_props:
+            return f"merge properties {', '.join(merge_props)} (custom delete markers)"
+        if len(self.ordering_fields) > 1:
+            return f"several ordering fields ({','.join(self.ordering_fields)})"
+        return None
 
     @property
     def hive_style(self) -> bool:
@@ -331,8 +359,10 @@ class HoodieTableConfig:
             if mode.upper() in MergeMode.__members__:
                 return MergeMode(mode.upper())
             raise HoodieUnsupportedError(f"hoodie.record.merge.mode={mode} is not supported")
-        payload = self.props.get("hoodie.compaction.payload.class") or self.props.get(
-            "hoodie.datasource.write.payload.class"
+        payload = (
+            self.props.get(PAYLOAD_KEY)
+            or self.props.get("hoodie.datasource.write.payload.class")
+            or self.props.get(LEGACY_PAYLOAD_KEY)
         )
         strategy = self.props.get("hoodie.record.merge.strategy.id") or self.props.get(
             "hoodie.compaction.record.merger.strategy"
@@ -463,10 +493,30 @@ def new_table_props(
     database: str = "default",
     extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The property set of a new table (spec §1.4, the full set Java writes)."""
+    """The property set of a new table (spec §1.4, the full set Java writes).
+
+    Version 9 follows what Java 1.1 writes (``HoodieTableMetaClient.TableBuilder.build`` and
+    ``HoodieTableConfig.inferMergingConfigsForV9TableCreation``, checked key by key against
+    the Java-written sample tables in ``tests/job/test_table_version_9.py``).
+    """
     if table_version not in SUPPORTED_WRITE_VERSIONS:
         raise HoodieUnsupportedError(
-            f"hoodie.write.table.version={table_version} is not supported for new tables (6 or 8)"
+            f"hoodie.write.table.version={table_version} is not supported for new tables "
+            "(6, 8 or 9)"
+        )
+    if table_version >= 9:
+        return _new_table_props_v9(
+            table_name=table_name,
+            table_type=table_type,
+            record_key_fields=record_key_fields,
+            partition_fields=partition_fields,
+            ordering_field=ordering_field,
+            keygen_type=keygen_type,
+            hive_style=hive_style,
+            url_encode=url_encode,
+            create_schema=create_schema,
+            database=database,
+            extra=extra,
         )
     props = {
         "hoodie.table.name": table_name,
@@ -480,24 +530,24 @@ def new_table_props(
         "hoodie.datasource.write.drop.partition.columns": "false",
         "hoodie.table.base.file.format": "PARQUET",
         "hoodie.populate.meta.fields": "true",
-        "hoodie.compaction.payload.class": DEFAULT_PAYLOAD,
+        PAYLOAD_KEY: DEFAULT_PAYLOAD,
         "hoodie.archivelog.folder": "archived",
         "hoodie.table.timeline.timezone": "UTC",
         "hoodie.database.name": database,
     }
     if ordering_field:
-        props["hoodie.table.precombine.field"] = ordering_field
+        props[PRECOMBINE_FIELD_KEY] = ordering_field
     if table_version == 6:
         props["hoodie.table.keygenerator.class"] = KEYGEN_CLASSES[keygen_type]
         props["hoodie.compaction.record.merger.strategy"] = EVENT_TIME_STRATEGY_ID
         if not ordering_field:
             # No ordering field: the latest write wins (commit-time ordering) in every reader.
-            props["hoodie.compaction.payload.class"] = OVERWRITE_PAYLOAD
+            props[PAYLOAD_KEY] = OVERWRITE_PAYLOAD
     else:
         props["hoodie.table.keygenerator.type"] = keygen_type
         props["hoodie.table.initial.version"] = str(table_version)
-        props["hoodie.timeline.path"] = "timeline"
-        props["hoodie.timeline.history.path"] = "history"
+        props["hoodie.timeline.path"] = DEFAULT_TIMELINE_FOLDER
+        props["hoodie.timeline.history.path"] = DEFAULT_HISTORY_FOLDER
         props["hoodie.record.merge.mode"] = (
             MergeMode.EVENT_TIME_ORDERING.value
             if ordering_field
@@ -507,7 +557,74 @@ def new_table_props(
             EVENT_TIME_STRATEGY_ID if ordering_field else COMMIT_TIME_STRATEGY_ID
         )
         if not ordering_field:
-            props["hoodie.compaction.payload.class"] = OVERWRITE_PAYLOAD
+            props[PAYLOAD_KEY] = OVERWRITE_PAYLOAD
+    if create_schema:
+        props["hoodie.table.create.schema"] = create_schema
+    props.update(extra or {})
+    props["hoodie.table.checksum"] = table_checksum(props)
+    return props
+
+
+def _new_table_props_v9(
+    *,
+    table_name: str,
+    table_type: str,
+    record_key_fields: list[str],
+    partition_fields: list[str],
+    ordering_field: str | None,
+    keygen_type: str,
+    hive_style: bool,
+    url_encode: bool,
+    create_schema: str | None,
+    database: str,
+    extra: Mapping[str, str] | None,
+) -> dict[str, str]:
+    """Table version 9: the keys Java 1.1 writes for a table with a built-in merge mode.
+
+    Differences from versions 6 and 8, each as Java 1.1 does it:
+
+    * ``hoodie.table.ordering.fields`` replaces ``hoodie.table.precombine.field``
+      (``TableBuilder.build`` sets ``ORDERING_FIELDS``; ``EightToNineUpgradeHandler``
+      moves the old key);
+    * no ``hoodie.compaction.payload.class`` and no ``hoodie.record.merge.strategy.id``: a
+      built-in merge mode is recorded by ``hoodie.record.merge.mode`` alone (the payload
+      classes of those modes are deprecated; ``EightToNineUpgradeHandler`` removes the
+      strategy id of non-CUSTOM modes);
+    * ``hoodie.table.format=native`` (``HoodieTableConfig.TABLE_FORMAT``);
+    * ``hoodie.table.partition.fields`` only for a partitioned table, and no
+      ``hoodie.table.base.file.format`` / ``hoodie.populate.meta.fields``: Java writes them
+      only when set, and their defaults (PARQUET, true) are what hoodie_ray writes.
+
+    One key Java leaves out is kept: ``hoodie.table.timeline.timezone=UTC``. Java's default
+    is LOCAL; hoodie_ray makes its instant times in UTC and says so.
+    """
+    props = {
+        "hoodie.table.name": table_name,
+        "hoodie.table.type": table_type,
+        "hoodie.table.version": "9",
+        "hoodie.table.initial.version": "9",
+        "hoodie.timeline.layout.version": "2",
+        "hoodie.timeline.path": DEFAULT_TIMELINE_FOLDER,
+        "hoodie.timeline.history.path": DEFAULT_HISTORY_FOLDER,
+        "hoodie.archivelog.folder": DEFAULT_ARCHIVE_FOLDER,
+        "hoodie.table.format": "native",
+        "hoodie.table.recordkey.fields": ",".join(record_key_fields),
+        "hoodie.table.keygenerator.type": keygen_type,
+        "hoodie.datasource.write.hive_style_partitioning": str(hive_style).lower(),
+        "hoodie.datasource.write.partitionpath.urlencode": str(url_encode).lower(),
+        "hoodie.datasource.write.drop.partition.columns": "false",
+        "hoodie.record.merge.mode": (
+            MergeMode.EVENT_TIME_ORDERING.value
+            if ordering_field
+            else MergeMode.COMMIT_TIME_ORDERING.value
+        ),
+        "hoodie.table.timeline.timezone": "UTC",
+        "hoodie.database.name": database,
+    }
+    if partition_fields:
+        props["hoodie.table.partition.fields"] = ",".join(partition_fields)
+    if ordering_field:
+        props[ORDERING_FIELDS_KEY] = ordering_field
     if create_schema:
         props["hoodie.table.create.schema"] = create_schema
     props.update(extra or {})

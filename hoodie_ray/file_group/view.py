@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from hoodie_ray.config.table_config import uses_completion_time
 from hoodie_ray.file_group.naming import (
@@ -37,10 +37,18 @@ from hoodie_ray.storage import FileInfo, Storage, check_relative, join
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata
 from hoodie_ray.timeline.timeline import ActiveTimeline
 
-__all__ = ["FileGroup", "FileSlice", "FileSystemView"]
+__all__ = ["FileGroup", "FileListing", "FileSlice", "FileSystemView"]
 
 _EXCLUDED_TOP_DIRS = frozenset({"_delta_log"})
 MAX_PARTITION_DEPTH = 32
+
+
+class FileListing(Protocol):
+    """A source of partitions and their files other than storage listings."""
+
+    def list_partitions(self) -> list[str]: ...
+
+    def list_files(self, partition: str) -> list[FileInfo]: ...
 
 
 @dataclass(frozen=True)
@@ -155,6 +163,9 @@ class FileSystemView:
         merge_pending_compaction_logs: table version 6: keep logs named with a pending
             compaction's instant and merge them into the previous slice (Java); False drops
             them (hudi-rs 0.5.0).
+        listing: where partitions and files come from instead of storage listings (an object
+            with ``list_partitions()`` and ``list_files(partition)``: the metadata table's
+            ``files`` partition).
 
     Example:
         >>> view = FileSystemView(storage, timeline, 6, ["city"])        # doctest: +SKIP
@@ -170,6 +181,7 @@ class FileSystemView:
         *,
         base_file_extensions: Sequence[str] | None = None,
         merge_pending_compaction_logs: bool = True,
+        listing: FileListing | None = None,
     ) -> None:
         self.storage = storage
         self.timeline = timeline
@@ -177,13 +189,18 @@ class FileSystemView:
         self.partition_fields = list(partition_fields)
         self.base_file_extensions = tuple(base_file_extensions or BASE_FILE_EXTENSIONS)
         self.merge_pending_compaction_logs = merge_pending_compaction_logs
+        self.listing = listing
         self._partitions: list[str] | None = None
         self._listing: dict[str, list[FileInfo]] = {}
         self._replace_meta: dict[str, HoodieCommitMetadata] = {}
 
     @classmethod
     def for_table(
-        cls, storage: Storage, table_config: Any, timeline: ActiveTimeline
+        cls,
+        storage: Storage,
+        table_config: Any,
+        timeline: ActiveTimeline,
+        listing: FileListing | None = None,
     ) -> FileSystemView:
         """A view from a ``HoodieTableConfig`` (uses ``table_version``, ``partition_fields`` and
         ``base_file_format``)."""
@@ -195,6 +212,7 @@ class FileSystemView:
             table_config.table_version,
             list(table_config.partition_fields),
             base_file_extensions=exts,
+            listing=listing,
         )
 
     @property
@@ -220,6 +238,8 @@ class FileSystemView:
         if self._partitions is None:
             if not self.partition_fields:
                 self._partitions = [""]
+            elif self.listing is not None:
+                self._partitions = sorted(self.listing.list_partitions())
             else:
                 out: list[str] = []
                 self._walk("", 0, out)
@@ -246,7 +266,10 @@ class FileSystemView:
         rel = check_relative(partition_path)
         infos = self._listing.get(rel)
         if infos is None:
-            infos = self._listing[rel] = self.storage.list_dir(rel)
+            if self.listing is not None:
+                infos = self._listing[rel] = self.listing.list_files(rel)
+            else:
+                infos = self._listing[rel] = self.storage.list_dir(rel)
         return list(infos) if include_dirs else [i for i in infos if not i.is_dir]
 
     # -- timeline-derived ----------------------------------------------------------------------

@@ -38,6 +38,13 @@ from hoodie_ray.job.setup import (
     table_exists,
 )
 from hoodie_ray.meta import META_PREFIX
+from hoodie_ray.metadata.layout import RECORD_INDEX
+from hoodie_ray.metadata.writer import (
+    MetadataWriteConfig,
+    check_metadata_table_writable,
+    metadata_writer,
+)
+from hoodie_ray.reader.index_bootstrap import bootstrap_entries
 from hoodie_ray.storage import Storage, open_storage
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.metadata import HoodieWriteStat
@@ -203,6 +210,27 @@ class Coordinator:
             self.lock.release()
             raise
 
+    def _sync_record_index(self, table: HoodieTable, wc: WriteConfig) -> None:
+        """Build the record index from the latest file slices when asked for and missing; drop
+        it when explicitly turned off."""
+        w = metadata_writer(table)
+        if not w.enabled:
+            return
+        has = RECORD_INDEX in w.partitions
+        if wc.metadata_record_index_enable and not has:
+            slices = table.latest_file_slices()
+            found = {(p, f): k for p, f, k in bootstrap_entries(table, slices)}
+            w.initialize_record_index(
+                (s.partition_path, s.file_id, s.base_instant, found.get(s.file_group_id, []))
+                for s in slices
+            )
+        elif (
+            has
+            and wc.is_set("metadata_record_index_enable")
+            and not wc.metadata_record_index_enable
+        ):
+            w.drop_partition(RECORD_INDEX)
+
     def _open(self, input_schema: pa.Schema | None) -> TableSetup:
         wc = self.wc
         if not table_exists(self.storage):
@@ -217,21 +245,22 @@ class Coordinator:
         self.table = table
         cfg = table.table_config
         check_options_match_table(cfg, wc)
-        if cfg.table_version == 9:
+        unsupported = cfg.write_unsupported_reason()
+        if unsupported:
             raise HoodieUnsupportedError(
-                f"table version 9 is read-only in hoodie_ray (writes support 6 and 8): {self.path}"
+                f"{self.path}: hoodie_ray cannot write a table with {unsupported}"
             )
-        if cfg.props.get("hoodie.table.metadata.partitions"):
-            raise HoodieUnsupportedError(
-                f"{self.path} has a metadata table (hoodie.table.metadata.partitions); hoodie_ray "
-                "does not maintain it, so writing would leave it stale"
-            )
+        check_metadata_table_writable(cfg, wc.metadata_enable, self.path)
         if not cfg.populate_meta_fields:
             raise HoodieUnsupportedError(
                 f"{self.path}: writes to tables without meta fields are not supported"
             )
         self.protocol = CommitProtocol(table)
+        metadata_writer(table, MetadataWriteConfig.of(wc))
         self.protocol.rollback_pending_writes()
+        metadata_writer(table).sync_with_config()
+        self._sync_record_index(table, wc)
+        cfg = table.table_config  # the metadata partitions may have changed
         stored_buckets = cfg.props.get(BUCKET_NUM_PROPERTY)
         if stored_buckets is not None:
             wc = self.wc = bucket_options_for_table(wc, stored_buckets, self.path)

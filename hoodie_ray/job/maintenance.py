@@ -10,10 +10,33 @@ from typing import Any
 
 from hoodie_ray.compaction.api import CompactionService, Executor, local_executor
 from hoodie_ray.compaction.execute import CompactionTask
+from hoodie_ray.metadata.layout import FILES, RECORD_INDEX
+from hoodie_ray.metadata.validate import (
+    MetadataDifference,
+    record_index_differences,
+    validate_metadata_table,
+)
+from hoodie_ray.metadata.writer import (
+    MetadataWriteConfig,
+    check_metadata_table_writable,
+    metadata_writer,
+)
+from hoodie_ray.reader.index_bootstrap import bootstrap_entries
+from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
+from hoodie_ray.write.commit import CommitProtocol
 from hoodie_ray.write.lock import WriterLock
 
-__all__ = ["clean", "compact", "drop_compaction", "run_compaction", "schedule_compaction"]
+__all__ = [
+    "clean",
+    "compact",
+    "drop_compaction",
+    "drop_metadata",
+    "init_metadata",
+    "run_compaction",
+    "schedule_compaction",
+    "validate_metadata",
+]
 
 
 def schedule_compaction(
@@ -112,3 +135,64 @@ def clean(
     svc = CompactionService.open(path, options, storage_options)
     with WriterLock(svc.storage):
         return svc.clean()
+
+
+def init_metadata(path: str, *, storage_options: dict[str, Any] | None = None) -> list[str]:
+    """Build the metadata table of the table at ``path`` from a listing of its files (an
+    existing one is rebuilt), under the writer lock; the MDT partitions it now holds.
+
+    Example::
+
+        hr.init_metadata("/data/trips")
+    """
+    table = HoodieTable.load(path, storage_options)
+    check_metadata_table_writable(table.table_config, True, path)
+    with WriterLock(table.storage):
+        CommitProtocol(table).rollback_pending_writes()
+        w = metadata_writer(table, MetadataWriteConfig(enable=True))
+        w.drop()
+        w.initialize()
+        return w.partitions
+
+
+def drop_metadata(
+    path: str,
+    *,
+    partition: str | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> list[str]:
+    """Delete the metadata table of the table at ``path`` (or only its MDT ``partition``, an
+    index such as ``column_stats``), under the writer lock; the MDT partitions left.
+
+    Example::
+
+        hr.drop_metadata("/data/trips")
+    """
+    table = HoodieTable.load(path, storage_options)
+    with WriterLock(table.storage):
+        w = metadata_writer(table)
+        if partition is None or partition == FILES:
+            w.drop()
+        else:
+            w.drop_partition(partition)
+        return w.partitions
+
+
+def validate_metadata(
+    path: str, *, storage_options: dict[str, Any] | None = None
+) -> list[MetadataDifference]:
+    """Compare the metadata table of the table at ``path`` with the table itself; every
+    difference found (empty: in sync). Reads only; takes no lock.
+
+    Example::
+
+        assert not hr.validate_metadata("/data/trips")
+    """
+    table = HoodieTable.load(path, storage_options)
+    out = validate_metadata_table(table)
+    if RECORD_INDEX in table.metadata_partitions and table.metadata_table.exists():
+        slices = table.latest_file_slices()
+        out += record_index_differences(
+            table, bootstrap_entries(table, slices, use_record_index=False)
+        )
+    return out

@@ -8,6 +8,9 @@ commits the instant; ``on_write_failed`` rolls it back, so a failed write commit
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import ray
@@ -134,8 +137,49 @@ def write_dataset(
 
     release_warm_writers()  # its resources (and maybe this table's lock) are needed now
     ensure_ray()
-    schema = ds.schema()
-    base = getattr(schema, "base_schema", schema) if schema is not None else None
-    sink = HoodieDatasink(path, options, storage_options, schema=base)
-    ds.write_datasink(sink)
+    with _quiet_ray_data_console():
+        schema = ds.schema()
+        base = getattr(schema, "base_schema", schema) if schema is not None else None
+        sink = HoodieDatasink(path, options, storage_options, schema=base)
+        ds.write_datasink(sink)
     return sink.result or CommitResult(None)
+
+
+class _RayDataConsoleFilter(logging.Filter):
+    """Ray Data console records hoodie_ray's write keeps off the console (the log file keeps them):
+
+    * INFO chatter ("Dataset ... execution finished", "Data sink Hudi finished. N rows"): the
+      commit result says it;
+    * "The Ray cluster currently does not have any available CPUs. The Dataset job will hang":
+      wrong here, the write's actors hold the CPUs on purpose and the write tasks run beside them;
+    * "Progress bars disabled. To enable, ...": a hint about the caller's own setting.
+
+    Every other warning and error passes.
+    """
+
+    _DROPPED = ("does not have any available CPUs", "Progress bars disabled.")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return False
+        msg = record.msg if isinstance(record.msg, str) else ""
+        return not any(d in msg for d in self._DROPPED)
+
+
+@contextmanager
+def _quiet_ray_data_console() -> Iterator[None]:
+    """:class:`_RayDataConsoleFilter` on the console handlers of Ray Data's ``ray.data`` logger
+    (not its ``ray-data.log`` file handler) for the duration of one write."""
+    handlers = [
+        h
+        for h in logging.getLogger("ray.data").handlers
+        if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
+    ]
+    flt = _RayDataConsoleFilter()
+    for h in handlers:
+        h.addFilter(flt)
+    try:
+        yield
+    finally:
+        for h in handlers:
+            h.removeFilter(flt)

@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from hoodie_ray.metadata.layout import RECORD_INDEX
 from hoodie_ray.reader.file_slice_reader import ReadContext, SliceSpec, iter_file_slice
 from hoodie_ray.reader.log_scan import CommitGate
 from hoodie_ray.reader.merger import RECORD_KEY, DeleteMarker
@@ -27,11 +28,16 @@ def bootstrap_entries(
     slices: Iterable[Any],
     *,
     batch_rows: int | None = None,
+    use_record_index: bool = True,
 ) -> Iterator[tuple[str, str, pa.Array]]:
     """``(partition path, file id, live record keys)`` of each file slice in ``slices`` (see
     :func:`bootstrap_entries_with_ordering`)."""
     for part, fid, keys, _ in bootstrap_entries_with_ordering(
-        table, slices, batch_rows=batch_rows, with_ordering=False
+        table,
+        slices,
+        batch_rows=batch_rows,
+        with_ordering=False,
+        use_record_index=use_record_index,
     ):
         yield part, fid, keys
 
@@ -42,6 +48,7 @@ def bootstrap_entries_with_ordering(
     *,
     batch_rows: int | None = None,
     with_ordering: bool = True,
+    use_record_index: bool = True,
 ) -> Iterator[tuple[str, str, pa.Array, pa.Array | None]]:
     """``(partition path, file id, live record keys, their ordering values or None)`` of each
     file slice in ``slices``.
@@ -53,6 +60,9 @@ def bootstrap_entries_with_ordering(
         batch_rows: rows per base-file batch (default: the reader's).
         with_ordering: read the ordering values too (None when the table has no ordering
             field, or when False).
+        use_record_index: take the keys from the metadata table's record index when the table
+            keeps one and no ordering values are wanted (no data file is read); False reads
+            the files (what the validator compares the index with).
 
     Keys come out as one ``pa.Array`` of strings per file slice (empty arrays included), in the
     order of ``slices``. Tables without meta fields have no record keys to read: nothing is
@@ -94,6 +104,18 @@ def bootstrap_entries_with_ordering(
         **kwargs,
     )
     ord_type = schema.field(ordering).type if keep_ordering and ordering else None
+    if (
+        use_record_index
+        and ord_type is None
+        and table.uses_metadata_table
+        and RECORD_INDEX in table.metadata_partitions
+    ):
+        # The record index knows every live key's file group: no data file is read.
+        located = table.metadata_table.refresh().record_index_by_file_group()
+        for s in slices:
+            keys = located.get((s.partition_path, s.file_id))
+            yield s.partition_path, s.file_id, pa.array(keys or [], pa.string()), None
+        return
     for s in slices:
         spec = SliceSpec.of(s)
         tables = [t for t in iter_file_slice(ctx, spec, storage) if t.num_rows]

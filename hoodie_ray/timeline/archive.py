@@ -15,7 +15,10 @@ requested before every one of:
 * the earliest commit the latest clean retains (cleaning and time travel still need it);
 * the first savepoint;
 * the first replacecommit at or after that retained commit (its replaced file groups may not
-  be cleaned yet: archiving it would bring them back);
+  be cleaned yet: archiving it would bring them back), or older but with files of a replaced
+  file group still in storage (hoodie_ray's cleaner deletes old slices, not the replaced file
+  groups Java's ``CleanPlanner.getReplacedFilesEligibleToClean`` deletes: a Java-written
+  clustering stays on the active timeline until they are gone);
 * merge-on-read: the latest compaction while fewer than ``compaction.delta_commits`` delta
   commits follow it (the scheduler counts them on the active timeline).
 
@@ -48,7 +51,7 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieTimelineError
+from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieError, HoodieTimelineError
 from hoodie_ray.log_format.blocks import (
     BLOCK_CONTENT_VERSION,
     AvroDataBlock,
@@ -56,7 +59,7 @@ from hoodie_ray.log_format.blocks import (
     serialize_block,
 )
 from hoodie_ray.log_format.reader import LogReader
-from hoodie_ray.storage import Storage, join
+from hoodie_ray.storage import Storage, check_relative, join
 from hoodie_ray.timeline.avro_io import is_avro_container, read_single_record
 from hoodie_ray.timeline.instant import Action, Instant, State
 from hoodie_ray.timeline.metadata import (
@@ -165,6 +168,24 @@ def _latest_clean_retains(tl: ActiveTimeline) -> str | None:
     return None
 
 
+def _replaced_files_remain(tl: ActiveTimeline, inst: Instant) -> bool:
+    """Whether a file group the completed replacecommit ``inst`` replaced still has a base or
+    log file in storage (unreadable metadata counts as yes: archival then keeps the instant)."""
+    try:
+        data = tl.read_details(inst)
+        if not data:
+            return False
+        replaced = HoodieCommitMetadata.from_bytes(data, tl.layout_version, inst)
+        for partition, ids in replaced.replaced_file_ids().items():
+            for name in tl.storage.list_file_names(check_relative(partition)):
+                fid = name[1:] if name.startswith(".") else name  # log files start with "."
+                if fid.split("_", 1)[0] in ids:
+                    return True
+    except HoodieError:
+        return True
+    return False
+
+
 def instants_to_archive(
     tl: ActiveTimeline,
     keep_min: int,
@@ -194,7 +215,11 @@ def instants_to_archive(
         i.timestamp
         for i in tl.instants
         if i.comparable_action == Action.REPLACE_COMMIT
-        and (retained is None or i.timestamp >= retained)
+        and (
+            retained is None
+            or i.timestamp >= retained
+            or (i.state is State.COMPLETED and _replaced_files_remain(tl, i))
+        )
     ]
     if replaces:
         bounds.append(replaces[0])

@@ -457,6 +457,23 @@ class ActiveTimeline:
         self._by_key.pop((instant.timestamp, instant.comparable_action), None)
         self._forget(gone)
 
+    def delete_instant(self, instant: Instant) -> None:
+        """Delete every file of ``instant`` seen by the last listing, the completed file first
+        (readers stop seeing it before its pending states go): how a metadata table drops a
+        delta commit of a rolled-back data instant."""
+        key = (instant.timestamp, instant.comparable_action)
+        files = [
+            i
+            for i in self._names.values()
+            if i is not None and (i.timestamp, i.comparable_action) == key
+        ]
+        order = {State.COMPLETED: 0, State.INFLIGHT: 1, State.REQUESTED: 2}
+        gone = []
+        for f in sorted(files, key=lambda i: order[i.state]):
+            self.storage.delete(self.instant_path(f))
+            gone.append(self.file_name(f))
+        self._forget(gone)
+
     def pending_files_of(self, instant: Instant) -> list[Instant]:
         """The requested and inflight files of ``instant`` seen by the last listing (an
         instant's states are merged into one on the timeline; archival needs each file)."""

@@ -284,7 +284,9 @@ class BucketAssigner:
             # the merge would drop it); the index keeps the winner's ordering value
             stored = self.index.ordering_at(seg_of, pos_of)
             newer = ordering_at_least(ords, stored)
-            older = moved & ~deleted & ~newer
+            # a delete older than the stored copy loses the merge: a no-op, dropped here so
+            # that nothing downstream (the record index) counts the key as deleted
+            older = (moved & ~deleted & ~newer) | (found & deleted & ~newer)
             moved = moved & ~older
             # a winning delete leaves no ordering value: the next record of the key is an
             # insert, whatever its ordering value (the stored copy is gone)

@@ -21,6 +21,7 @@ from hoodie_ray.exceptions import (
     HoodieTimelineError,
 )
 from hoodie_ray.file_group.naming import parse_base_file_name, parse_log_file_name
+from hoodie_ray.metadata.writer import metadata_writer
 from hoodie_ray.storage import Storage, join
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant, State, new_instant_time
@@ -103,6 +104,8 @@ class CommitProtocol:
         )
         inst = Instant(instant, action, State.INFLIGHT)
         content = self.table.commit_metadata_bytes(meta)
+        mdt = metadata_writer(self.table)
+        mdt.update_commit(instant, meta)  # the metadata table first (spec 5.1)
         try:
             self.timeline.complete(inst, content)
         except OSError as e:  # the rename may or may not have happened
@@ -110,6 +113,7 @@ class CommitProtocol:
                 f"commit of {instant} on {self.storage.base_uri} failed while completing: {e}"
             ) from e
         self.storage.delete_dir(join(TEMP_DIR, instant))
+        mdt.run_table_services()
         return meta
 
     # -- rollback ------------------------------------------------------------------------------
@@ -176,6 +180,7 @@ class CommitProtocol:
                 partition_deleted_files=per_part,
                 instants_rollback=[HoodieInstantInfo(target, plan.action)],
             )
+            metadata_writer(self.table).update_rollback(inst.timestamp, meta)
             self.timeline.complete(
                 Instant(inst.timestamp, Action.ROLLBACK, State.INFLIGHT), meta.to_bytes()
             )
@@ -247,6 +252,7 @@ class CommitProtocol:
             partition_deleted_files=per_part,
             instants_rollback=[HoodieInstantInfo(instant, action)],
         )
+        metadata_writer(self.table).update_rollback(rb_ts, meta)
         self.timeline.complete(Instant(rb_ts, Action.ROLLBACK, State.INFLIGHT), meta.to_bytes())
         if inst is not None:
             self.timeline.delete_pending(inst)

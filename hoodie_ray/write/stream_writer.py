@@ -32,7 +32,8 @@ from hoodie_ray.file_group.naming import (
 from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.log_format.writer import ends_on_block
 from hoodie_ray.merge import apply_updates
-from hoodie_ray.meta import FILE_NAME, META_FIELDS
+from hoodie_ray.meta import FILE_NAME, META_FIELDS, RECORD_KEY
+from hoodie_ray.metadata.layout import RECORD_INDEX, completed_partitions
 from hoodie_ray.storage import join
 from hoodie_ray.timeline.metadata import HoodieWriteStat
 from hoodie_ray.write import logs
@@ -233,6 +234,8 @@ class StreamWriteFunction:
         )
         g.base_instant, g.base_file, g.log_files, g.created_now = self.instant, name, [], True
         st = self._stat(rel, file_id=fid, path=rel, partition_path=part, prev_commit="null")
+        if self._keeps_record_index:
+            _note_keys(st, live.column(RECORD_KEY), None)
         st.num_writes += live.num_rows
         st.num_inserts += live.num_rows
         st.total_write_bytes = size
@@ -279,6 +282,9 @@ class StreamWriteFunction:
         n_new = 0
         if IS_NEW in upserts.column_names and n_up:
             n_new = int(pc.sum(upserts.column(IS_NEW)).as_py() or 0)
+        if self._keeps_record_index:
+            new_keys = upserts.filter(upserts.column(IS_NEW)).column(RECORD_KEY) if n_new else None
+            _note_keys(st, new_keys, None if deletes is None else deletes.column(RECORD_KEY))
         st.num_writes += n_up
         st.num_inserts += n_new
         st.num_update_writes += n_up - n_new
@@ -375,14 +381,47 @@ class StreamWriteFunction:
             partition_path=part,
             prev_commit=prev if prev and prev != self.instant else "null",
         )
+        if self._keeps_record_index:
+            fresh = ~deleted
+            if IS_NEW in rows.column_names:
+                fresh &= rows.column(IS_NEW).to_numpy(zero_copy_only=False).astype(bool)
+            else:
+                fresh[:] = False
+            _note_keys(
+                st,
+                rows.filter(pa.array(fresh)).column(RECORD_KEY) if fresh.any() else None,
+                rows.filter(pa.array(deleted)).column(RECORD_KEY) if deleted.any() else None,
+            )
         st.num_writes = merged.num_rows
         st.num_update_writes += int((~deleted).sum())
         st.num_deletes += int(deleted.sum())
         st.total_write_bytes = size
         st.file_size_in_bytes = size
 
+    @property
+    def _keeps_record_index(self) -> bool:
+        return RECORD_INDEX in completed_partitions(self.ctx.table_config)
+
     def _ensure_partition(self, part: str) -> None:
         from hoodie_ray.file_group.naming import write_partition_metadata
 
         assert self.instant is not None
         write_partition_metadata(self.ctx.storage, part, self.instant)
+
+
+def _note_keys(st: HoodieWriteStat, added: Any, deleted: Any) -> None:
+    """Collect the record keys a file group gained and lost in this instant (record index)."""
+    if added is not None and len(added):
+        prior = st.new_record_keys
+        st.new_record_keys = (
+            added if prior is None else pa.concat_arrays([_flat(prior), _flat(added)])
+        )
+    if deleted is not None and len(deleted):
+        prior = st.deleted_record_keys
+        st.deleted_record_keys = (
+            deleted if prior is None else pa.concat_arrays([_flat(prior), _flat(deleted)])
+        )
+
+
+def _flat(a: Any) -> pa.Array:
+    return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a

@@ -711,5 +711,5 @@ def test_write_reports_the_compaction_it_set_off(
     assert len(compacted) == 1
     src = tmp_path / "in3.parquet"
     pq.write_table(_rows(["a"], ["sf"], 9, 1.0), src)
-    rc, out, err = run(capsys, "write", path, "--input", str(src), "--engine", "local", *args)
+    rc, out, _err = run(capsys, "write", path, "--input", str(src), "--engine", "local", *args)
     assert rc == 0 and "table services" in out and "compaction" in out, out

@@ -46,7 +46,7 @@ def test_unknown_option_names_key_and_suggests():
         ("hoodie.datasource.write.operation", "merge"),
         ("index.type", "BLOOM"),
         ("hoodie.write.table.version", "7"),
-        ("hoodie.metadata.enable", "true"),
+        ("hoodie.metadata.enable", "sometimes"),
         ("compaction.async.enabled", "maybe"),
     ],
 )

@@ -1,0 +1,223 @@
+"""Constants and small codecs shared by the HFile reader and writer (metadata-table spec section 2).
+
+Integers in HFiles are big-endian. Two variable-length integer encodings occur: protobuf base-128
+varints (trailer and file-info length prefixes, protobuf messages) and Hadoop ``WritableUtils``
+VLongs (key lengths in root index entries, MVCC versions after each key-value).
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterator
+
+# -- block magics (spec 2.1) ---------------------------------------------------------------------
+DATA_MAGIC = b"DATABLK*"
+ENCODED_DATA_MAGIC = b"DATABLKE"
+META_MAGIC = b"METABLKc"
+ROOT_INDEX_MAGIC = b"IDXROOT2"
+LEAF_INDEX_MAGIC = b"IDXLEAF2"
+INTERMEDIATE_INDEX_MAGIC = b"IDXINTE2"
+FILE_INFO_MAGIC = b"FILEINF2"
+TRAILER_MAGIC = b'TRABLK"$'
+
+# -- block header (spec 2.2) ---------------------------------------------------------------------
+#: magic, onDiskSizeWithoutHeader, uncompressedSizeWithoutHeader, prevBlockOffset, checksumType,
+#: bytesPerChecksum, onDiskDataSizeWithHeader
+BLOCK_HEADER = struct.Struct(">8siiqBii")
+HEADER_SIZE = BLOCK_HEADER.size  # 33
+BYTES_PER_CHECKSUM = 16384
+CHECKSUM_SIZE = 4
+CHECKSUM_NULL = 0
+
+# -- trailer (spec 2.7) --------------------------------------------------------------------------
+TRAILER_SIZE = 4096
+MAJOR_VERSION = 3
+COMPARATOR_CLASS_NAME = b"org.apache.hudi.io.storage.HoodieHBaseKVComparator"
+
+#: TrailerProto field numbers
+T_FILE_INFO_OFFSET = 1
+T_LOAD_ON_OPEN_OFFSET = 2
+T_UNCOMPRESSED_DATA_INDEX_SIZE = 3
+T_TOTAL_UNCOMPRESSED_BYTES = 4
+T_DATA_INDEX_COUNT = 5
+T_META_INDEX_COUNT = 6
+T_ENTRY_COUNT = 7
+T_NUM_DATA_INDEX_LEVELS = 8
+T_FIRST_DATA_BLOCK_OFFSET = 9
+T_LAST_DATA_BLOCK_OFFSET = 10
+T_COMPARATOR_CLASS_NAME = 11
+T_COMPRESSION_CODEC = 12
+T_ENCRYPTION_KEY = 13
+
+# -- compression codecs (trailer ids) ------------------------------------------------------------
+CODEC_GZ = 1
+CODEC_NONE = 2
+CODEC_NAMES = {0: "LZO", 1: "GZ", 2: "NONE", 3: "SNAPPY", 4: "LZ4", 5: "BZIP2", 6: "ZSTD"}
+
+# -- key-values (spec 2.3) -----------------------------------------------------------------------
+#: keyLength, valueLength, rowLength
+KV_HEAD = struct.Struct(">IIH")
+#: familyLength 0, timestamp Long.MAX_VALUE, key type 4 (Put)
+KEY_TAIL = b"\x00" + struct.pack(">q", 0x7FFFFFFFFFFFFFFF) + b"\x04"
+#: keyLength - rowLength for a key with no family and no qualifier
+KEY_OVERHEAD = 2 + len(KEY_TAIL)  # 12
+
+# -- file info keys (spec 2.6) -------------------------------------------------------------------
+PBUF_MAGIC = b"PBUF"
+FI_MAX_MEMSTORE_TS = b"MAX_MEMSTORE_TS_KEY"
+FI_KEY_VALUE_VERSION = b"KEY_VALUE_VERSION"
+FI_LAST_KEY = b"hfile.LASTKEY"
+FI_AVG_KEY_LEN = b"hfile.AVG_KEY_LEN"
+FI_AVG_VALUE_LEN = b"hfile.AVG_VALUE_LEN"
+FI_CREATE_TIME = b"hfile.CREATE_TIME_TS"
+FI_MAX_TAGS_LEN = b"hfile.MAX_TAGS_LEN"
+WRITER_FILE_INFO_KEYS = (
+    FI_MAX_MEMSTORE_TS,
+    FI_KEY_VALUE_VERSION,
+    FI_LAST_KEY,
+    FI_AVG_KEY_LEN,
+    FI_AVG_VALUE_LEN,
+    FI_CREATE_TIME,
+)
+#: KEY_VALUE_VERSION value meaning "every key-value ends with an MVCC VLong"
+KEY_VALUE_VERSION_WITH_MVCC = 1
+
+I32 = struct.Struct(">i")
+I64 = struct.Struct(">q")
+U16 = struct.Struct(">H")
+OFFSET_SIZE = struct.Struct(">qi")
+
+#: A gzip member header as Java's GZIPOutputStream writes it (no name, mtime 0, OS 0).
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x00"
+#: zlib level of GZ payloads: 1 deflates several times faster than the default 6 for a few
+#: percent more bytes (the MDT record index can hold millions of keys).
+GZIP_LEVEL = 6
+
+
+class FormatError(Exception):
+    """Internal: bytes that do not decode (the reader turns it into HoodieCorruptedDataError)."""
+
+
+def checksum_bytes(on_disk_data_size_with_header: int) -> int:
+    """Checksum bytes after a block: 4 per started ``BYTES_PER_CHECKSUM`` chunk."""
+    chunks = -(-on_disk_data_size_with_header // BYTES_PER_CHECKSUM)
+    return CHECKSUM_SIZE * chunks
+
+
+def gzip_compress(payload: bytes) -> bytes:
+    """One gzip member holding ``payload`` (header bytes as Java writes them)."""
+    comp = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -15)
+    body = comp.compress(payload) + comp.flush()
+    tail = struct.pack("<II", zlib.crc32(payload), len(payload) & 0xFFFFFFFF)
+    return b"".join((GZIP_HEADER, body, tail))
+
+
+def gzip_decompress(data: bytes | memoryview, size: int) -> bytes:
+    """Inflate one gzip (or zlib) stream expected to hold exactly ``size`` bytes."""
+    try:
+        d = zlib.decompressobj(47)
+        out = d.decompress(data, size + 1)
+    except zlib.error as e:
+        raise FormatError(f"gzip payload does not inflate: {e}") from None
+    if len(out) != size or not d.eof:
+        raise FormatError(f"gzip payload inflates to a size other than the header's {size}")
+    return out
+
+
+# -- protobuf varints ----------------------------------------------------------------------------
+def encode_varint(value: int) -> bytes:
+    """Protobuf base-128 varint of a non-negative integer."""
+    if value < 0:
+        raise ValueError("varint of a negative number")
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def decode_varint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
+    """(value, next position) of the varint at ``pos``; never reads at or past ``end``."""
+    result = 0
+    shift = 0
+    while True:
+        if pos >= end:
+            raise FormatError("truncated varint")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+        if shift > 63:
+            raise FormatError("varint longer than 10 bytes")
+
+
+def proto_fields(buf: bytes | memoryview) -> Iterator[tuple[int, int | bytes]]:
+    """(field number, value) of each field of a protobuf message: ints for varint fields,
+    bytes for length-delimited ones; fixed32/fixed64 fields come back as ints too."""
+    pos = 0
+    end = len(buf)
+    while pos < end:
+        tag, pos = decode_varint(buf, pos, end)
+        field, wire = tag >> 3, tag & 7
+        if wire == 0:
+            value, pos = decode_varint(buf, pos, end)
+            yield field, value
+        elif wire == 2:
+            n, pos = decode_varint(buf, pos, end)
+            if pos + n > end:
+                raise FormatError("length-delimited protobuf field overruns its message")
+            yield field, bytes(buf[pos : pos + n])
+            pos += n
+        elif wire == 1 or wire == 5:
+            width = 8 if wire == 1 else 4
+            if pos + width > end:
+                raise FormatError("truncated fixed-width protobuf field")
+            yield field, int.from_bytes(buf[pos : pos + width], "little")
+            pos += width
+        else:
+            raise FormatError(f"protobuf wire type {wire} is not supported")
+
+
+def proto_varint_field(field: int, value: int) -> bytes:
+    """A varint field; a negative value is written as protobuf writes an int64 (two's complement
+    in 64 bits, ten bytes), as Java does for ``firstDataBlockOffset`` -1."""
+    return encode_varint(field << 3) + encode_varint(value & 0xFFFFFFFFFFFFFFFF)
+
+
+def proto_bytes_field(field: int, value: bytes) -> bytes:
+    return b"".join((encode_varint((field << 3) | 2), encode_varint(len(value)), value))
+
+
+# -- Hadoop VLongs (WritableUtils) ---------------------------------------------------------------
+def encode_vlong(value: int) -> bytes:
+    """Hadoop ``WritableUtils.writeVLong``: -112..127 in one byte, else a length byte (giving
+    sign and byte count) followed by the big-endian magnitude bytes."""
+    if -112 <= value <= 127:
+        return struct.pack(">b", value)
+    first = -112
+    if value < 0:
+        value = ~value
+        first = -120
+    n = (value.bit_length() + 7) // 8
+    return struct.pack(">b", first - n) + value.to_bytes(n, "big")
+
+
+def decode_vlong(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
+    """(value, next position) of the Hadoop VLong at ``pos``; never reads at or past ``end``."""
+    if pos >= end:
+        raise FormatError("truncated VLong")
+    first = buf[pos]
+    if first >= 0x80:
+        first -= 0x100
+    if first >= -112:
+        return first, pos + 1
+    negative = first < -120
+    n = -(first + 120) if negative else -(first + 112)
+    if pos + 1 + n > end:
+        raise FormatError("truncated VLong")
+    value = int.from_bytes(buf[pos + 1 : pos + 1 + n], "big")
+    return (~value if negative else value), pos + 1 + n

@@ -1,0 +1,226 @@
+"""The ``bloomFilter`` META block of MDT base files: Hudi's ``DYNAMIC_V0`` bloom filter.
+
+Hudi's ``HoodieDynamicBoundedBloomFilter`` (a copy of Hadoop's ``DynamicBloomFilter`` whose number
+of rows is bounded) is a list of standard bloom filters ("rows") of ``vectorSize`` bits each. A key
+(its UTF-8 bytes) sets ``nbHash`` bits of one row: hash ``i`` is ``MurmurHash2(key, seed)`` with the
+seed chained from hash ``i - 1`` (0 first), reduced to ``abs(h % vectorSize)`` with Java's signed
+arithmetic. Keys fill row 0 up to ``nr`` keys, then a new row, up to ``ceil(maxNr / nr)`` rows;
+past that they go round-robin over the rows. A key might be present if any row has all its bits.
+
+Serialized (``DataOutput``, big-endian), then Base64-encoded, and stored as that ASCII text in
+the META block (file info ``bloomFilterTypeCode`` = ``DYNAMIC_V0``):
+``int32 -1 (version) | int32 nbHash | byte hashType (1 = murmur) | int32 vectorSize`` (the
+filter), ``int32 nr | int32 currentNbRecord | int32 rows``, then per row the same 13-byte filter
+header followed by ``ceil(vectorSize / 8)`` bytes, bit ``i`` in byte ``i // 8`` at ``1 << (i % 8)``.
+The sizes follow ``BloomFilterUtils``: ``vectorSize = ceil(-n * ln(fpp) / ln(2)^2)``,
+``nbHash = ceil(vectorSize / n * ln(2))``; the v9 sample's MDT base files use n = 10000 and
+fpp = 1e-9 (431328 bits, 30 hashes).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import math
+import struct
+from collections.abc import Sequence
+
+import numpy as np
+
+from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieInputError, HoodieUnsupportedError
+
+__all__ = [
+    "BLOOM_FILTER_META_BLOCK",
+    "BLOOM_FILTER_TYPE_CODE",
+    "bloom_might_contain",
+    "build_bloom_filter",
+]
+
+#: Name of the META block and the file info value that types it.
+BLOOM_FILTER_META_BLOCK = "bloomFilter"
+BLOOM_FILTER_TYPE_CODE = b"DYNAMIC_V0"
+
+_VERSION = -1
+_MURMUR = 1
+_FILTER_HEAD = struct.Struct(">iiBi")  # version, nbHash, hashType, vectorSize
+_DYNAMIC_HEAD = struct.Struct(">iii")  # nr, currentNbRecord, number of rows
+_M = np.uint32(0x5BD1E995)
+
+
+def build_bloom_filter(
+    keys: Sequence[bytes],
+    *,
+    num_entries: int = 10000,
+    fpp: float = 1e-9,
+    max_entries: int = 100000,
+) -> bytes:
+    """The ``bloomFilter`` META block content (Base64 text as bytes) of a bloom filter holding
+    ``keys`` added in the given order, as Hudi's ``HoodieDynamicBoundedBloomFilter`` with
+    ``num_entries`` keys per row, false-positive rate ``fpp`` and at most ``max_entries`` keys
+    before rows are reused (defaults: the v9 sample's row size; ``max_entries`` is Hudi's
+    default ``hoodie.bloom.index.filter.dynamic.max.entries``)."""
+    if num_entries <= 0 or not 0 < fpp < 1 or max_entries <= 0:
+        raise HoodieInputError("bloom filter sizes must be positive and fpp within (0, 1)")
+    vector_size = math.ceil(-num_entries * math.log(fpp) / (math.log(2) ** 2))
+    nb_hash = math.ceil(vector_size / num_entries * math.log(2))
+    n = len(keys)
+    max_rows = max(1, -(-max_entries // num_entries))
+    # row of each key, as InternalDynamicBloomFilter.add assigns them
+    j = np.arange(n, dtype=np.int64)
+    filled = max_rows * num_entries
+    rows_of = np.where(j < filled, j // num_entries, 0)
+    past = j > filled
+    rows_of[past] = (j[past] - filled - 1) % max_rows
+    n_rows = max(1, min(max_rows, -(-n // num_entries)))
+    current = n - (n_rows - 1) * num_entries if n else 0
+    bits = np.zeros((n_rows, vector_size), dtype=bool)
+    if n:
+        positions = _bit_positions(keys, nb_hash, vector_size)  # (n, nb_hash)
+        for r in range(n_rows):
+            bits[r, (positions if n_rows == 1 else positions[rows_of == r]).ravel()] = True
+    head = _FILTER_HEAD.pack(_VERSION, nb_hash, _MURMUR, vector_size)
+    parts = [head, _DYNAMIC_HEAD.pack(num_entries, current, n_rows)]
+    for row in bits:
+        parts += (head, np.packbits(row, bitorder="little").tobytes())
+    return base64.b64encode(b"".join(parts))
+
+
+def bloom_might_contain(serialized: bytes, key: bytes) -> bool:
+    """Whether the ``DYNAMIC_V0`` bloom filter ``serialized`` (the META block content, Base64
+    text, or the decoded binary) might hold ``key``; False means it certainly does not. The
+    last few filters asked about are kept decoded."""
+    if not key:
+        raise HoodieInputError("bloom filter keys must not be empty")
+    nb_hash, vector_size, rows = _parsed(bytes(serialized))
+    tests = [(p >> 3, 1 << (p & 7)) for p in _positions_of(bytes(key), nb_hash, vector_size)]
+    return any(all(row[i] & bit for i, bit in tests) for row in rows)
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(serialized: bytes) -> tuple[int, int, tuple[bytes, ...]]:
+    """(nbHash, vectorSize, bit bytes of each row) of a serialized filter."""
+    raw = _decode(serialized)
+    try:
+        version, nb_hash, hash_type, vector_size = _FILTER_HEAD.unpack_from(raw, 0)
+        _nr, _current, n_rows = _DYNAMIC_HEAD.unpack_from(raw, _FILTER_HEAD.size)
+    except struct.error:
+        raise HoodieCorruptedDataError("bloom filter is truncated") from None
+    if version != _VERSION or nb_hash <= 0 or vector_size <= 0 or n_rows < 0:
+        raise HoodieCorruptedDataError(
+            f"bloom filter header is not a DYNAMIC_V0 filter ({version})"
+        )
+    if hash_type != _MURMUR:
+        raise HoodieUnsupportedError(f"bloom filter hash type {hash_type} (only murmur, 1)")
+    n_bytes = (vector_size + 7) // 8
+    row_size = _FILTER_HEAD.size + n_bytes
+    start = _FILTER_HEAD.size + _DYNAMIC_HEAD.size
+    if len(raw) != start + n_rows * row_size:
+        raise HoodieCorruptedDataError("bloom filter size does not match its header")
+    at = start + _FILTER_HEAD.size
+    rows = tuple(raw[at + r * row_size : at + r * row_size + n_bytes] for r in range(n_rows))
+    return nb_hash, vector_size, rows
+
+
+def _decode(serialized: bytes) -> bytes:
+    raw = bytes(serialized)
+    if raw[:4] == b"\xff\xff\xff\xff":
+        return raw
+    try:
+        return base64.b64decode(raw, validate=True)
+    except (binascii.Error, ValueError):
+        raise HoodieCorruptedDataError("bloom filter is neither Base64 nor binary") from None
+
+
+def _bit_positions(keys: Sequence[bytes], nb_hash: int, vector_size: int) -> np.ndarray:
+    """(len(keys), nb_hash) bit positions, keys of one length hashed together with numpy."""
+    out = np.empty((len(keys), nb_hash), dtype=np.int64)
+    lengths = np.array(list(map(len, keys)), dtype=np.int64)
+    if len(keys) and int(lengths.min()) == 0:
+        raise HoodieInputError("bloom filter keys must not be empty")
+    for length in np.unique(lengths).tolist():
+        if lengths[0] == length and (lengths == length).all():
+            idx = None
+            joined = b"".join(keys)
+        else:
+            idx = np.flatnonzero(lengths == length)
+            joined = b"".join([keys[i] for i in idx.tolist()])
+        mat = np.frombuffer(joined, np.uint8).reshape(-1, length)
+        block = np.empty((mat.shape[0], nb_hash), dtype=np.int64)
+        seed = np.zeros(mat.shape[0], dtype=np.uint32)
+        for h in range(nb_hash):
+            seed = _murmur2(mat, seed)
+            # Java: Math.abs(initval % maxValue) on ints
+            block[:, h] = np.abs(seed.view(np.int32).astype(np.int64)) % vector_size
+        if idx is None:
+            return block
+        out[idx] = block
+    return out
+
+
+def _positions_of(key: bytes, nb_hash: int, vector_size: int) -> list[int]:
+    """The bit positions of one key (plain Python; the same as :func:`_bit_positions`)."""
+    out = []
+    seed = 0
+    for _ in range(nb_hash):
+        seed = _murmur2_one(key, seed)
+        signed = seed - (1 << 32) if seed >= 1 << 31 else seed
+        out.append(abs(signed) % vector_size)
+    return out
+
+
+def _murmur2_one(data: bytes, seed: int) -> int:
+    """``MurmurHash.hash(data, seed)`` of one key, as the uint32 bit pattern of the Java int."""
+    m = 0x5BD1E995
+    mask = 0xFFFFFFFF
+    length = len(data)
+    h = (seed ^ length) & mask
+    n4 = length >> 2
+    for (k,) in struct.iter_unpack("<I", data[: 4 * n4]):
+        k = (k * m) & mask
+        k ^= k >> 24
+        k = (k * m) & mask
+        h = ((h * m) & mask) ^ k
+    left = length - 4 * n4
+    if left:
+        tail = [b - 256 if b >= 128 else b for b in data[4 * n4 :]]  # Java bytes are signed
+        if left >= 3:
+            h ^= (tail[left - 3] << 16) & mask
+        if left >= 2:
+            h ^= (tail[left - 2] << 8) & mask
+        h ^= tail[left - 1] & mask
+        h = (h * m) & mask
+    h ^= h >> 13
+    h = (h * m) & mask
+    h ^= h >> 15
+    return h
+
+
+def _murmur2(mat: np.ndarray, seed: np.ndarray) -> np.ndarray:
+    """Hudi's (Hadoop's) ``MurmurHash.hash`` of each row of ``mat`` (uint8, one key per row)
+    with the given seeds, as uint32 bit patterns of the Java ints."""
+    length = mat.shape[1]
+    h = seed ^ np.uint32(length)
+    n4 = length >> 2
+    if n4:
+        words = np.ascontiguousarray(mat[:, : 4 * n4]).view("<u4")
+        for i in range(n4):
+            k = words[:, i] * _M
+            k ^= k >> np.uint32(24)
+            k *= _M
+            h = h * _M
+            h ^= k
+    left = length - 4 * n4
+    if left:
+        # Java: h ^= data[len - 3] << 16; data[len - 2] << 8; data[len - 1], bytes sign-extended
+        signed = mat[:, 4 * n4 :].view(np.int8).astype(np.int32).view(np.uint32)
+        if left >= 3:
+            h ^= signed[:, left - 3] << np.uint32(16)
+        if left >= 2:
+            h ^= signed[:, left - 2] << np.uint32(8)
+        h ^= signed[:, left - 1]
+        h = h * _M
+    h ^= h >> np.uint32(13)
+    h = h * _M
+    h ^= h >> np.uint32(15)
+    return h

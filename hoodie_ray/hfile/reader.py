@@ -1,0 +1,526 @@
+"""Reading HFile v3, native ``hudi-io`` and HBase dialects (metadata-table spec section 2).
+
+The reader parses the trailer, then the load-on-open section it points to: the root data index
+(followed down through intermediate and leaf index blocks when ``numDataIndexLevels > 1``), the
+meta index and the file info. Data blocks are found through the index, decompressed one at a
+time and split into rows and values with one ``struct.unpack_from`` and two slices per entry.
+Index keys may be row-only (``int16 len | row``, native) or full HBase KeyValue keys (HBase
+dialect, possibly shortened "fake" keys between blocks); only their row part is compared.
+"""
+
+from __future__ import annotations
+
+import struct
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieUnsupportedError
+from hoodie_ray.hfile._format import (
+    BLOCK_HEADER,
+    CODEC_GZ,
+    CODEC_NAMES,
+    CODEC_NONE,
+    DATA_MAGIC,
+    ENCODED_DATA_MAGIC,
+    FI_KEY_VALUE_VERSION,
+    FI_LAST_KEY,
+    FI_MAX_MEMSTORE_TS,
+    FI_MAX_TAGS_LEN,
+    FILE_INFO_MAGIC,
+    HEADER_SIZE,
+    I32,
+    INTERMEDIATE_INDEX_MAGIC,
+    KEY_VALUE_VERSION_WITH_MVCC,
+    KV_HEAD,
+    LEAF_INDEX_MAGIC,
+    MAJOR_VERSION,
+    META_MAGIC,
+    OFFSET_SIZE,
+    PBUF_MAGIC,
+    ROOT_INDEX_MAGIC,
+    T_COMPARATOR_CLASS_NAME,
+    T_COMPRESSION_CODEC,
+    T_DATA_INDEX_COUNT,
+    T_ENTRY_COUNT,
+    T_FILE_INFO_OFFSET,
+    T_FIRST_DATA_BLOCK_OFFSET,
+    T_LAST_DATA_BLOCK_OFFSET,
+    T_LOAD_ON_OPEN_OFFSET,
+    T_META_INDEX_COUNT,
+    T_NUM_DATA_INDEX_LEVELS,
+    T_TOTAL_UNCOMPRESSED_BYTES,
+    T_UNCOMPRESSED_DATA_INDEX_SIZE,
+    TRAILER_MAGIC,
+    TRAILER_SIZE,
+    U16,
+    FormatError,
+    decode_varint,
+    decode_vlong,
+    gzip_decompress,
+    proto_fields,
+)
+
+__all__ = ["HFileReader", "HFileTrailer"]
+
+_MAX_INDEX_LEVELS = 16
+_DECODE_ERRORS = (FormatError, struct.error, IndexError, ValueError, OverflowError)
+
+
+@dataclass(frozen=True)
+class HFileTrailer:
+    """The fields of an HFile's ``TrailerProto`` (spec 2.7), plus the version bytes."""
+
+    major_version: int
+    minor_version: int
+    file_info_offset: int
+    load_on_open_data_offset: int
+    uncompressed_data_index_size: int | None
+    total_uncompressed_bytes: int | None
+    data_index_count: int
+    meta_index_count: int
+    entry_count: int
+    num_data_index_levels: int
+    first_data_block_offset: int | None
+    last_data_block_offset: int | None
+    comparator_class_name: str | None
+    compression_codec: int
+
+
+class HFileReader:
+    """Random and sequential access to the entries of one HFile held in memory.
+
+    ``data`` is the whole file. Opening parses the trailer, the data and meta indexes and the
+    file info; entries are decoded one data block at a time when asked for (the last decoded
+    block is kept for the next lookup). Bytes that do not decode raise
+    :class:`HoodieCorruptedDataError` naming the file; a compression codec other than NONE or
+    GZ raises :class:`HoodieUnsupportedError`.
+    """
+
+    name: str
+    file_info: dict[bytes, bytes]
+    entry_count: int
+    trailer: HFileTrailer
+
+    def __init__(self, data: bytes | memoryview, name: str = "<hfile>") -> None:
+        self.name = name
+        view = memoryview(data)
+        if view.ndim != 1 or view.format not in ("B", "b", "c"):
+            view = view.cast("B")
+        self._data = view
+        self._cached: tuple[int, list[bytes], list[bytes]] | None = None
+        self._last_key: bytes | None = None
+        try:
+            self._open()
+        except _DECODE_ERRORS as e:
+            raise self._corrupt(str(e) or type(e).__name__) from None
+
+    # -- public API ------------------------------------------------------------------------
+    @property
+    def first_key(self) -> bytes | None:
+        """The smallest row key, or None for a file without entries."""
+        # the first index entry always holds the first block's real first key (the HBase writer
+        # only shortens the keys of later blocks)
+        return self._index_rows[0] if self._index_rows else None
+
+    @property
+    def last_key(self) -> bytes | None:
+        """The largest row key, or None for a file without entries."""
+        if not self._index_rows:
+            return None
+        if self._last_key is None:
+            rows, _ = self._block(len(self._index_rows) - 1)
+            self._last_key = rows[-1] if rows else None
+        return self._last_key
+
+    def items(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every ``(row key, value)`` in key (file) order."""
+        for b in range(len(self._index_rows)):
+            rows, values = self._block(b, keep=False)
+            yield from zip(rows, values, strict=True)
+
+    def get(self, key: bytes) -> bytes | None:
+        """The value of ``key``, or None; reads (at most) the one data block that may hold it."""
+        b = self._block_for(key)
+        if b < 0:
+            return None
+        rows, values = self._block(b)
+        i = bisect_left(rows, key)
+        return values[i] if i < len(rows) and rows[i] == key else None
+
+    def get_many(self, keys: Iterable[bytes]) -> dict[bytes, bytes]:
+        """``{key: value}`` for each of ``keys`` present in the file; each data block read once."""
+        out: dict[bytes, bytes] = {}
+        wanted = sorted(set(keys))
+        b_prev = -2
+        rows: list[bytes] = []
+        values: list[bytes] = []
+        for key in wanted:
+            b = self._block_for(key)
+            if b < 0:
+                continue
+            if b != b_prev:
+                rows, values = self._block(b)
+                b_prev = b
+            i = bisect_left(rows, key)
+            if i < len(rows) and rows[i] == key:
+                out[key] = values[i]
+        return out
+
+    def scan_prefix(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """Every ``(row key, value)`` whose row key starts with ``prefix``, in key order."""
+        n_blocks = len(self._index_rows)
+        # the last block starting below the prefix may end with matching rows (bisect_left, so
+        # that copies of a row repeated across a block boundary are not skipped)
+        first = max(bisect_left(self._index_rows, prefix) - 1, 0)
+        for b in range(first, n_blocks):
+            rows, values = self._block(b, keep=b == first)
+            i = bisect_left(rows, prefix) if b == first else 0
+            for j in range(i, len(rows)):
+                row = rows[j]
+                if not row.startswith(prefix):
+                    return
+                yield row, values[j]
+
+    def meta_block(self, name: str) -> bytes | None:
+        """The raw bytes of the META block called ``name``, or None if there is none."""
+        where = self._meta_index.get(name.encode("utf-8"))
+        if where is None:
+            return None
+        try:
+            return self._read_block(where[0], (META_MAGIC,), f"meta block {name!r}")
+        except _DECODE_ERRORS as e:
+            raise self._corrupt(str(e)) from None
+
+    @property
+    def meta_block_names(self) -> list[str]:
+        """Names of the file's META blocks, in index order."""
+        return [n.decode("utf-8", "replace") for n in self._meta_index]
+
+    @property
+    def data_block_count(self) -> int:
+        """Number of data blocks (entries of the bottom index level)."""
+        return len(self._index_rows)
+
+    def __repr__(self) -> str:
+        return f"HFileReader({self.name!r}, entries={self.entry_count})"
+
+    # -- opening -----------------------------------------------------------------------------
+    def _open(self) -> None:
+        self.trailer = t = self._read_trailer()
+        if t.compression_codec not in (CODEC_GZ, CODEC_NONE):
+            codec = CODEC_NAMES.get(t.compression_codec, f"unknown ({t.compression_codec})")
+            raise HoodieUnsupportedError(
+                f"HFile {self.name} uses compression codec {codec} "
+                f"(id {t.compression_codec}); only NONE and GZ are supported"
+            )
+        self._codec = t.compression_codec
+        self.entry_count = t.entry_count
+        self._limit = len(self._data) - TRAILER_SIZE  # blocks end before the trailer
+        # load-on-open: root data index, meta index, file info
+        pos = t.load_on_open_data_offset
+        payload, size = self._read_block_sized(pos, (ROOT_INDEX_MAGIC,), "root data index")
+        keys, offsets, _sizes, _ = _root_entries(payload, t.data_index_count)
+        if not 1 <= t.num_data_index_levels <= _MAX_INDEX_LEVELS:
+            raise FormatError(f"implausible numDataIndexLevels {t.num_data_index_levels}")
+        for level in range(t.num_data_index_levels - 1):
+            keys, offsets, _ = self._descend(offsets, level)
+        self._index_rows = [_row_of(k) for k in keys]
+        self._index_offsets = offsets
+        payload, _ = self._read_block_sized(pos + size, (ROOT_INDEX_MAGIC,), "meta index")
+        names, m_offsets, m_sizes, _ = _root_entries(payload, t.meta_index_count)
+        self._meta_index = {n: (o, s) for n, o, s in zip(names, m_offsets, m_sizes, strict=True)}
+        payload, _ = self._read_block_sized(t.file_info_offset, (FILE_INFO_MAGIC,), "file info")
+        self.file_info = _file_info(payload)
+        self._configure_kv_layout()
+        last = self.file_info.get(FI_LAST_KEY)
+        self._last_key = _row_of(last) if last else None
+        if self.entry_count and not self._index_rows:
+            raise FormatError(f"trailer counts {self.entry_count} entries but no data block")
+
+    def _read_trailer(self) -> HFileTrailer:
+        data = self._data
+        if len(data) < TRAILER_SIZE:
+            raise FormatError(f"{len(data)} bytes, shorter than the {TRAILER_SIZE}-byte trailer")
+        start = len(data) - TRAILER_SIZE
+        if bytes(data[start : start + 8]) != TRAILER_MAGIC:
+            raise FormatError("no trailer magic 4096 bytes before the end")
+        minor = data[-4]
+        major = int.from_bytes(data[-3:], "big")
+        if major != MAJOR_VERSION:
+            raise HoodieUnsupportedError(
+                f"HFile {self.name} has format version {major}.{minor}; only version 3 is supported"
+            )
+        end = len(data) - 4
+        n, pos = decode_varint(data, start + 8, end)
+        if pos + n > end:
+            raise FormatError("trailer protobuf overruns the trailer")
+        f: dict[int, int | bytes] = dict(proto_fields(data[pos : pos + n]))
+
+        def num(field: int, default: int | None = None) -> int:
+            v = f.get(field, default)
+            if not isinstance(v, int):
+                raise FormatError(f"trailer field {field} is missing or not a number")
+            return v
+
+        def opt(field: int) -> int | None:
+            v = f.get(field)
+            if not isinstance(v, int):
+                return None
+            return v - (1 << 64) if v >= 1 << 63 else v  # int64 -1 is stored as 2**64 - 1
+
+        comparator = f.get(T_COMPARATOR_CLASS_NAME)
+        return HFileTrailer(
+            major_version=major,
+            minor_version=minor,
+            file_info_offset=num(T_FILE_INFO_OFFSET),
+            load_on_open_data_offset=num(T_LOAD_ON_OPEN_OFFSET),
+            uncompressed_data_index_size=opt(T_UNCOMPRESSED_DATA_INDEX_SIZE),
+            total_uncompressed_bytes=opt(T_TOTAL_UNCOMPRESSED_BYTES),
+            data_index_count=num(T_DATA_INDEX_COUNT, 0),
+            meta_index_count=num(T_META_INDEX_COUNT, 0),
+            entry_count=num(T_ENTRY_COUNT, 0),
+            num_data_index_levels=num(T_NUM_DATA_INDEX_LEVELS, 1),
+            first_data_block_offset=opt(T_FIRST_DATA_BLOCK_OFFSET),
+            last_data_block_offset=opt(T_LAST_DATA_BLOCK_OFFSET),
+            comparator_class_name=(
+                comparator.decode("utf-8", "replace") if isinstance(comparator, bytes) else None
+            ),
+            compression_codec=num(T_COMPRESSION_CODEC, CODEC_NONE),
+        )
+
+    def _descend(self, offsets: list[int], level: int) -> tuple[list[bytes], list[int], list[int]]:
+        """The entries of the index blocks at ``offsets`` (one level down the index)."""
+        keys: list[bytes] = []
+        out_offsets: list[int] = []
+        out_sizes: list[int] = []
+        for off in offsets:
+            payload = self._read_block(
+                off,
+                (INTERMEDIATE_INDEX_MAGIC, LEAF_INDEX_MAGIC),
+                f"index block (level {level + 2})",
+            )
+            k, o, s = _non_root_entries(payload)
+            keys += k
+            out_offsets += o
+            out_sizes += s
+            if len(keys) > len(self._data) // HEADER_SIZE:  # blocks cannot be that many
+                raise FormatError(f"index level {level + 2} has more entries than the file blocks")
+        return keys, out_offsets, out_sizes
+
+    def _configure_kv_layout(self) -> None:
+        """How each key-value ends: optional tags (if ``hfile.MAX_TAGS_LEN`` is present), then
+        an MVCC VLong unless ``KEY_VALUE_VERSION`` says otherwise (Hudi's readers assume one)."""
+        version = self.file_info.get(FI_KEY_VALUE_VERSION)
+        self._mvcc = version is None or (
+            len(version) == 4 and I32.unpack(version)[0] == KEY_VALUE_VERSION_WITH_MVCC
+        )
+        self._tags = FI_MAX_TAGS_LEN in self.file_info
+        max_ts = self.file_info.get(FI_MAX_MEMSTORE_TS, b"")
+        zero_ts = not any(max_ts)  # all MVCC versions 0 -> each is the single byte 0x00
+        self._fast_extra = 1 if self._mvcc else 0
+        self._fast = not self._tags and (zero_ts or not self._mvcc)
+
+    # -- blocks ------------------------------------------------------------------------------
+    def _corrupt(self, why: str) -> HoodieCorruptedDataError:
+        return HoodieCorruptedDataError(f"HFile {self.name} is corrupt: {why}")
+
+    def _read_block_sized(
+        self, offset: int, magics: tuple[bytes, ...], what: str
+    ) -> tuple[bytes, int]:
+        """(uncompressed payload, on-disk size with header) of the block at ``offset``."""
+        data = self._data
+        if offset < 0 or offset + HEADER_SIZE > self._limit:
+            raise FormatError(f"{what} at offset {offset} lies outside the file's blocks")
+        magic, on_disk, size, _prev, _ck_type, _bpc, data_end = BLOCK_HEADER.unpack_from(
+            data, offset
+        )
+        if magic not in magics:
+            if magic == ENCODED_DATA_MAGIC:
+                raise HoodieUnsupportedError(
+                    f"HFile {self.name} uses a data block encoding, which is not supported"
+                )
+            raise FormatError(
+                f"{what} at offset {offset}: block magic {magic!r}, not {magics[0]!r}"
+            )
+        total = HEADER_SIZE + on_disk
+        if (
+            on_disk < 0
+            or size < 0
+            or data_end < HEADER_SIZE
+            or data_end > total
+            or offset + total > self._limit
+        ):
+            raise FormatError(f"{what} at offset {offset}: block sizes do not fit the file")
+        stored = data[offset + HEADER_SIZE : offset + data_end]
+        if self._codec == CODEC_GZ:
+            try:
+                payload = gzip_decompress(stored, size)
+            except FormatError as e:
+                raise FormatError(f"{what} at offset {offset}: {e}") from None
+        else:
+            if len(stored) != size:
+                raise FormatError(
+                    f"{what} at offset {offset}: stored size {len(stored)} is not the "
+                    f"uncompressed size {size} of an uncompressed file"
+                )
+            payload = bytes(stored)
+        return payload, total
+
+    def _read_block(self, offset: int, magics: tuple[bytes, ...], what: str) -> bytes:
+        return self._read_block_sized(offset, magics, what)[0]
+
+    def _block_for(self, key: bytes) -> int:
+        """The data block that holds ``key`` if the file has it (-1: before the first key)."""
+        return bisect_right(self._index_rows, key) - 1
+
+    def _block(self, b: int, keep: bool = True) -> tuple[list[bytes], list[bytes]]:
+        """Rows and values of data block ``b`` (the last one asked for with ``keep`` is cached)."""
+        cached = self._cached
+        if cached is not None and cached[0] == b:
+            return cached[1], cached[2]
+        offset = self._index_offsets[b]
+        try:
+            payload = self._read_block(offset, (DATA_MAGIC,), f"data block {b}")
+            if self._fast:
+                rows, values = _split_fast(payload, self._fast_extra)
+            else:
+                rows, values = _split_general(payload, self._tags, self._mvcc)
+        except FormatError as e:
+            raise self._corrupt(str(e)) from None
+        except _DECODE_ERRORS as e:
+            raise self._corrupt(f"data block {b} at offset {offset}: {e}") from None
+        if keep:
+            self._cached = (b, rows, values)
+        return rows, values
+
+
+# -- payload decoders ----------------------------------------------------------------------------
+def _split_fast(payload: bytes, extra: int) -> tuple[list[bytes], list[bytes]]:
+    """Rows and values of a data block whose key-values end with ``extra`` fixed bytes."""
+    rows: list[bytes] = []
+    values: list[bytes] = []
+    add_row = rows.append
+    add_value = values.append
+    unpack = KV_HEAD.unpack_from
+    pos = 0
+    end = len(payload)
+    while pos < end:
+        key_len, value_len, row_len = unpack(payload, pos)
+        if key_len < row_len + 2:
+            raise FormatError(f"key-value at block position {pos}: row longer than its key")
+        start = pos + 10
+        add_row(payload[start : start + row_len])
+        start = pos + 8 + key_len
+        pos = start + value_len
+        add_value(payload[start:pos])
+        pos += extra
+    if pos != end:
+        raise FormatError("the last key-value overruns its data block")
+    return rows, values
+
+
+def _split_general(payload: bytes, tags: bool, mvcc: bool) -> tuple[list[bytes], list[bytes]]:
+    """Rows and values of a data block with tags and/or multi-byte MVCC VLongs."""
+    rows: list[bytes] = []
+    values: list[bytes] = []
+    unpack = KV_HEAD.unpack_from
+    pos = 0
+    end = len(payload)
+    while pos < end:
+        key_len, value_len, row_len = unpack(payload, pos)
+        if key_len < row_len + 2:
+            raise FormatError(f"key-value at block position {pos}: row longer than its key")
+        rows.append(payload[pos + 10 : pos + 10 + row_len])
+        start = pos + 8 + key_len
+        pos = start + value_len
+        values.append(payload[start:pos])
+        if tags:
+            (n_tags,) = U16.unpack_from(payload, pos)
+            pos += 2 + n_tags
+        if mvcc:
+            _, pos = decode_vlong(payload, pos, end)
+    if pos != end:
+        raise FormatError("the last key-value overruns its data block")
+    return rows, values
+
+
+def _root_entries(payload: bytes, count: int) -> tuple[list[bytes], list[int], list[int], int]:
+    """Keys, block offsets, block sizes of the first ``count`` entries of a root index block,
+    and the position after them (HBase may append mid-key metadata, which is skipped)."""
+    keys: list[bytes] = []
+    offsets: list[int] = []
+    sizes: list[int] = []
+    end = len(payload)
+    if count < 0 or count * 13 > end:
+        raise FormatError(f"root index block cannot hold {count} entries")
+    pos = 0
+    for _ in range(count):
+        if pos + 12 > end:
+            raise FormatError("root index block is truncated")
+        off, size = OFFSET_SIZE.unpack_from(payload, pos)
+        n, pos = decode_vlong(payload, pos + 12, end)
+        if n < 0 or pos + n > end or off < 0 or size < HEADER_SIZE:
+            raise FormatError("root index entry does not fit its block")
+        keys.append(payload[pos : pos + n])
+        offsets.append(off)
+        sizes.append(size)
+        pos += n
+    return keys, offsets, sizes, pos
+
+
+def _non_root_entries(payload: bytes) -> tuple[list[bytes], list[int], list[int]]:
+    """Entries of a leaf or intermediate index block: ``int32 n``, ``n + 1`` int32 entry
+    positions (relative to the end of that list), then ``int64 offset | int32 size | key``."""
+    end = len(payload)
+    (n,) = I32.unpack_from(payload, 0)
+    base = 4 + 4 * (n + 1)
+    if n < 0 or base > end:
+        raise FormatError(f"index block cannot hold {n} entries")
+    rel = struct.unpack_from(f">{n + 1}i", payload, 4)
+    keys: list[bytes] = []
+    offsets: list[int] = []
+    sizes: list[int] = []
+    for i in range(n):
+        start = base + rel[i]
+        stop = base + rel[i + 1]
+        if not (base <= start and start + 12 <= stop <= end):
+            raise FormatError("index block entry positions are inconsistent")
+        off, size = OFFSET_SIZE.unpack_from(payload, start)
+        if off < 0 or size < HEADER_SIZE:
+            raise FormatError("index block entry points outside the file")
+        keys.append(payload[start + 12 : stop])
+        offsets.append(off)
+        sizes.append(size)
+    return keys, offsets, sizes
+
+
+def _row_of(key: bytes) -> bytes:
+    """The row of an index or last key: ``int16 rowLength | row | ...`` (the rest, HBase's
+    family, qualifier, timestamp and type, is ignored)."""
+    if len(key) < 2:
+        raise FormatError(f"key {key!r} is shorter than its row length prefix")
+    (n,) = U16.unpack_from(key, 0)
+    if 2 + n > len(key):
+        raise FormatError(f"key {key[:40]!r} is shorter than its row length {n}")
+    return key[2 : 2 + n]
+
+
+def _file_info(payload: bytes) -> dict[bytes, bytes]:
+    """``PBUF`` + varint length + ``InfoProto {repeated BytesBytesPair map_entry = 1}``."""
+    if payload[:4] != PBUF_MAGIC:
+        raise FormatError("file info block does not start with PBUF")
+    n, pos = decode_varint(payload, 4, len(payload))
+    if pos + n > len(payload):
+        raise FormatError("file info protobuf overruns its block")
+    out: dict[bytes, bytes] = {}
+    for field, entry in proto_fields(payload[pos : pos + n]):
+        if field != 1 or not isinstance(entry, bytes):
+            continue
+        pair = dict(proto_fields(entry))
+        first = pair.get(1, b"")
+        second = pair.get(2, b"")
+        if not isinstance(first, bytes) or not isinstance(second, bytes):
+            raise FormatError("file info entry is not a pair of byte strings")
+        out[first] = second
+    return out

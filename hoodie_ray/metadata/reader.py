@@ -1,0 +1,284 @@
+"""Reading the metadata table (Hudi's ``HoodieBackedTableMetadata``).
+
+An MDT partition is read as Hudi reads it: the latest file slice of each of its file groups
+(the MDT's own timeline and file-system view), the base HFile first, then the HFile data blocks
+and delete blocks of its log files in order. Blocks and files of MDT delta commits whose data
+instant has not completed on the data timeline are skipped (a failed data write's listing is
+never seen), except the MDT's own instants: partition initialisations (``00000000000000xyz``)
+and its compactions. Values are decoded with the writer schema the block or file carries.
+
+``files`` records merge as ``HoodieMetadataPayload.combineFileSystemMetadata``: a tombstone
+removes an entry (or is kept when there is none), otherwise the larger size wins. Every other
+partition keeps the newest record of a key; a delete block removes keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from hoodie_ray.config.table_config import (
+    PROPERTIES_FILE,
+    HoodieTableConfig,
+    parse_java_properties,
+)
+from hoodie_ray.exceptions import HoodieTableNotFoundError
+from hoodie_ray.file_group.naming import parse_log_file_name
+from hoodie_ray.file_group.view import FileSlice, FileSystemView
+from hoodie_ray.hfile import HFileReader
+from hoodie_ray.log_format.blocks import (
+    CommandBlock,
+    DeleteBlock,
+    HeaderMetadataType,
+    HFileDataBlock,
+)
+from hoodie_ray.log_format.reader import read_log_file
+from hoodie_ray.metadata.layout import (
+    FILES,
+    HFILE_EXTENSION,
+    METADATA_TABLE_PATH,
+    RECORD_INDEX,
+    is_init_instant,
+)
+from hoodie_ray.metadata.records import (
+    ALL_PARTITIONS_KEY,
+    NON_PARTITIONED_NAME,
+    decode_record_index,
+    decode_value,
+)
+from hoodie_ray.storage import FileInfo, Storage, join
+from hoodie_ray.timeline.instant import Action
+from hoodie_ray.timeline.timeline import ActiveTimeline
+
+__all__ = [
+    "MetadataListing",
+    "MetadataTable",
+    "load_metadata_config",
+]
+
+
+def partition_key(partition: str) -> str:
+    """The ``files`` key of a data partition (``.`` for a non-partitioned table)."""
+    return partition or NON_PARTITIONED_NAME
+
+
+def partition_of_key(key: str) -> str:
+    return "" if key == NON_PARTITIONED_NAME else key
+
+
+def load_metadata_config(storage: Storage) -> HoodieTableConfig:
+    """The MDT's ``hoodie.properties`` (HFile base files: not a data-table config)."""
+    if not storage.exists(PROPERTIES_FILE):
+        raise HoodieTableNotFoundError(f"no metadata table at {storage.base_uri}")
+    props = parse_java_properties(storage.read_bytes(PROPERTIES_FILE).decode("utf-8", "replace"))
+    return HoodieTableConfig(props)
+
+
+@dataclass
+class _FileMap:
+    """Merged ``filesystemMetadata`` of one key: name -> (size, is_deleted)."""
+
+    entries: dict[str, tuple[int, bool]] = field(default_factory=dict)
+
+    def apply(self, fsm: dict[str, Any] | None) -> None:
+        for name, info in (fsm or {}).items():
+            size, deleted = int(info.get("size") or 0), bool(info.get("isDeleted"))
+            old = self.entries.get(name)
+            if deleted:
+                if old is not None and not old[1]:
+                    del self.entries[name]
+                else:
+                    self.entries[name] = (0, True)
+            elif old is None or old[1]:
+                self.entries[name] = (size, False)
+            else:
+                self.entries[name] = (max(old[0], size), False)
+
+    def live(self) -> dict[str, int]:
+        return {n: s for n, (s, d) in self.entries.items() if not d}
+
+
+class MetadataTable:
+    """The metadata table of one data table, read side.
+
+    Args:
+        data_storage: storage rooted at the data table's base path.
+        data_timeline: the data table's loaded active timeline (decides which MDT delta
+            commits count).
+    """
+
+    def __init__(self, data_storage: Storage, data_timeline: ActiveTimeline) -> None:
+        self.data_storage = data_storage
+        self.data_timeline = data_timeline
+        self.storage = data_storage.sub(METADATA_TABLE_PATH)
+        self._config: HoodieTableConfig | None = None
+        self._timeline: ActiveTimeline | None = None
+        self._files: dict[str, _FileMap] | None = None
+        self._files_at: tuple[Any, ...] | None = None
+
+    # -- the MDT as a table -------------------------------------------------------------------
+    def exists(self) -> bool:
+        return self.storage.exists(PROPERTIES_FILE)
+
+    @property
+    def config(self) -> HoodieTableConfig:
+        if self._config is None:
+            self._config = load_metadata_config(self.storage)
+        return self._config
+
+    @property
+    def timeline(self) -> ActiveTimeline:
+        if self._timeline is None:
+            self._timeline = ActiveTimeline.of_table(self.storage, self.config).load()
+        return self._timeline
+
+    def refresh(self) -> MetadataTable:
+        self.timeline.reload()
+        self._files = None
+        return self
+
+    def view(self) -> FileSystemView:
+        """The MDT's file-system view (its partitions are the MDT partition folders)."""
+        return FileSystemView(
+            self.storage,
+            self.timeline,
+            self.config.table_version,
+            ["partition"],
+            base_file_extensions=(HFILE_EXTENSION,),
+        )
+
+    def file_slices(self, partition: str) -> list[FileSlice]:
+        """The latest slice of every file group of MDT partition ``partition``."""
+        return self.view().latest_file_slices(partitions=[partition])
+
+    def valid_instant(self, ts: str) -> bool:
+        """True if MDT data written at ``ts`` counts: its data instant completed (or was
+        archived), or ``ts`` is one of the MDT's own instants (an initialisation, or an
+        instant the data timeline never had: MDT compactions, cleans)."""
+        if is_init_instant(ts):
+            return True
+        dt = self.data_timeline
+        if dt.is_committed(ts) or dt.completion_time(ts) is not None:
+            return True
+        if dt.contains(ts):
+            return False  # pending on the data timeline
+        inst = self.timeline.get(ts)
+        return inst is not None and inst.action != Action.DELTA_COMMIT
+
+    # -- records ------------------------------------------------------------------------------
+    def _slice_records(
+        self, fs: FileSlice, keys: set[str] | None
+    ) -> Iterator[tuple[str, bytes | None, str]]:
+        """(key, value or None for a delete, schema json) in the order they apply."""
+        if fs.base_file:
+            rel = join(fs.partition_path, fs.base_file)
+            reader = HFileReader(self.storage.read_bytes(rel), self.storage.uri(rel))
+            schema = reader.file_info.get(b"schema", b"").decode()
+            if keys is None:
+                items: Iterable[tuple[bytes, bytes]] = reader.items()
+            else:
+                items = reader.get_many(k.encode() for k in keys).items()
+            for k, v in items:
+                yield k.decode(), v, schema
+        for name in fs.log_files:
+            log = parse_log_file_name(name)
+            if log is None or not self.valid_instant(log.instant):
+                continue
+            rel = join(fs.partition_path, name)
+            blocks = read_log_file(self.storage, rel)
+            rolled_back = {
+                b.header.get(HeaderMetadataType.TARGET_INSTANT_TIME)
+                for b in blocks
+                if isinstance(b, CommandBlock)
+            }
+            for b in blocks:
+                ts = b.instant_time
+                if ts is None or ts in rolled_back or not self.valid_instant(ts):
+                    continue
+                if isinstance(b, HFileDataBlock):
+                    schema = b.header.get(HeaderMetadataType.SCHEMA, "")
+                    reader = HFileReader(b.content, f"{self.storage.uri(rel)}@{b.offset}")
+                    if not schema:
+                        schema = reader.file_info.get(b"schema", b"").decode()
+                    if keys is None:
+                        items = reader.items()
+                    else:
+                        items = reader.get_many(k.encode() for k in keys).items()
+                    for k, v in items:
+                        yield k.decode(), v, schema
+                elif isinstance(b, DeleteBlock):
+                    for k in b.record_keys.to_pylist():
+                        if keys is None or k in keys:
+                            yield k, None, ""
+
+    def raw_records(
+        self, partition: str, keys: Iterable[str] | None = None
+    ) -> dict[str, tuple[bytes, str]]:
+        """Newest (value, schema json) of every live key of an MDT partition (or of ``keys``)."""
+        wanted = None if keys is None else set(keys)
+        out: dict[str, tuple[bytes, str]] = {}
+        for fs in self.file_slices(partition):
+            for k, v, schema in self._slice_records(fs, wanted):
+                if v is None:
+                    out.pop(k, None)
+                else:
+                    out[k] = (v, schema)
+        return out
+
+    def records(self, partition: str, keys: Iterable[str] | None = None) -> dict[str, dict]:
+        """Newest decoded record of every live key (types other than ``files``)."""
+        return {k: decode_value(v, s) for k, (v, s) in self.raw_records(partition, keys).items()}
+
+    def record_index_by_file_group(self) -> dict[tuple[str, str], list[str]]:
+        """``(data partition, file id) -> record keys`` from the ``record_index`` partition."""
+        out: dict[tuple[str, str], list[str]] = {}
+        for key, (value, schema) in self.raw_records(RECORD_INDEX).items():
+            part, fid, _ = decode_record_index(decode_value(value, schema))
+            out.setdefault((part or "", fid), []).append(key)
+        return out
+
+    def _files_maps(self) -> dict[str, _FileMap]:
+        at = (len(self.timeline.instants), len(self.data_timeline.instants))
+        if self._files is None or self._files_at != at:
+            maps: dict[str, _FileMap] = {}
+            for fs in self.file_slices(FILES):
+                for k, v, schema in self._slice_records(fs, None):
+                    if v is None:
+                        maps.pop(k, None)
+                        continue
+                    rec = decode_value(v, schema)
+                    maps.setdefault(k, _FileMap()).apply(rec.get("filesystemMetadata"))
+            self._files, self._files_at = maps, at
+        return self._files
+
+    def all_partitions(self) -> list[str]:
+        """Data partitions the ``files`` partition lists, sorted (``""`` if non-partitioned)."""
+        m = self._files_maps().get(ALL_PARTITIONS_KEY)
+        return sorted(partition_of_key(p) for p in (m.live() if m else {}))
+
+    def partition_files(self, partition: str) -> dict[str, int]:
+        """File name -> size of one data partition, as the ``files`` partition lists it."""
+        m = self._files_maps().get(partition_key(partition))
+        return m.live() if m else {}
+
+    def files_listing(self) -> dict[str, dict[str, int]]:
+        """Data partition -> (file name -> size), every partition."""
+        maps = self._files_maps()
+        return {partition_of_key(k): m.live() for k, m in maps.items() if k != ALL_PARTITIONS_KEY}
+
+
+class MetadataListing:
+    """A file-system view's listing through the MDT's ``files`` partition."""
+
+    def __init__(self, mdt: MetadataTable) -> None:
+        self.mdt = mdt
+
+    def list_partitions(self) -> list[str]:
+        return self.mdt.all_partitions()
+
+    def list_files(self, partition: str) -> list[FileInfo]:
+        return [
+            FileInfo(name, size, False)
+            for name, size in sorted(self.mdt.partition_files(partition).items())
+        ]

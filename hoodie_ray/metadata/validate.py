@@ -1,0 +1,132 @@
+"""Checking the metadata table against the data table (``hoodie-ray metadata validate``).
+
+Every difference is named: the MDT partition, the key (data partition or file) and what
+differs. The ``files`` partition is compared with a storage listing of the data table, file by
+file, counting only files whose instant is committed on the data timeline (the files readers
+would keep); sizes must match (base and version 8+ log files are immutable).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from hoodie_ray.file_group.naming import parse_base_file_name, parse_log_file_name
+from hoodie_ray.metadata.layout import FILES, RECORD_INDEX, completed_partitions
+from hoodie_ray.table import HoodieTable
+
+__all__ = ["MetadataDifference", "record_index_differences", "validate_metadata_table"]
+
+
+@dataclass(frozen=True)
+class MetadataDifference:
+    """One way the metadata table differs from the data table."""
+
+    partition: str
+    """The MDT partition (``files``, ...)."""
+    key: str
+    """What differs: a data partition, or ``<partition>/<file>``."""
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.partition}: {self.key}: {self.problem}"
+
+
+def _committed(table: HoodieTable, name: str) -> bool:
+    tl = table.active_timeline
+    b = parse_base_file_name(name)
+    if b is not None:
+        return tl.is_committed(b.instant)
+    lg = parse_log_file_name(name)
+    if lg is None:
+        return False
+    return tl.is_committed(lg.instant) or tl.completion_time(lg.instant) is not None
+
+
+def validate_metadata_table(table: HoodieTable) -> list[MetadataDifference]:
+    """Differences between the metadata table and the data table (empty: in sync)."""
+    table.refresh()
+    out: list[MetadataDifference] = []
+    parts = completed_partitions(table.table_config)
+    if not parts:
+        return out
+    mdt = table.metadata_table.refresh()
+    if not mdt.exists():
+        return [MetadataDifference(FILES, ".hoodie/metadata", "the metadata table is missing")]
+    if FILES in parts:
+        out += _validate_files(table)
+    return out
+
+
+def _validate_files(table: HoodieTable) -> list[MetadataDifference]:
+    out: list[MetadataDifference] = []
+    mdt = table.metadata_table
+    listed = table.storage_view()
+    actual: dict[str, dict[str, int]] = {}
+    for part in listed.list_partitions():
+        files = {
+            i.name: i.size
+            for i in listed.list_files(part)
+            if (parse_base_file_name(i.name) or parse_log_file_name(i.name))
+            and _committed(table, i.name)
+        }
+        if files:
+            actual[part] = files
+    in_mdt = {
+        p: {n: s for n, s in files.items() if _committed(table, n)}
+        for p, files in mdt.files_listing().items()
+    }
+    mdt_parts = set(mdt.all_partitions())
+    for part in sorted(set(actual) | set(in_mdt)):
+        have, want = in_mdt.get(part, {}), actual.get(part, {})
+        shown = part or "."
+        if want and part not in mdt_parts and table.table_config.partition_fields:
+            out.append(
+                MetadataDifference(FILES, shown, "partition missing from __all_partitions__")
+            )
+        for n in sorted(set(want) - set(have)):
+            out.append(MetadataDifference(FILES, f"{shown}/{n}", "file not listed"))
+        for n in sorted(set(have) - set(want)):
+            out.append(MetadataDifference(FILES, f"{shown}/{n}", "listed file does not exist"))
+        for n in sorted(set(have) & set(want)):
+            if have[n] != want[n]:
+                out.append(
+                    MetadataDifference(
+                        FILES, f"{shown}/{n}", f"size {have[n]} listed, {want[n]} on storage"
+                    )
+                )
+    return out
+
+
+def record_index_differences(
+    table: HoodieTable, live: Iterable[tuple[str, str, Any]]
+) -> list[MetadataDifference]:
+    """Compare the ``record_index`` partition with ``live``: ``(partition, file id, keys)`` of
+    every latest file slice, read from the data files."""
+    want: dict[str, tuple[str, str]] = {}
+    for part, fid, keys in live:
+        for k in keys.to_pylist() if hasattr(keys, "to_pylist") else keys:
+            want[k] = (part, fid)
+    have = {
+        k: (p, f)
+        for (p, f), ks in table.metadata_table.record_index_by_file_group().items()
+        for k in ks
+    }
+    out: list[MetadataDifference] = []
+    for k in sorted(set(want) - set(have)):
+        out.append(MetadataDifference(RECORD_INDEX, k, f"key in {_loc(want[k])} not indexed"))
+    for k in sorted(set(have) - set(want)):
+        out.append(MetadataDifference(RECORD_INDEX, k, f"indexed at {_loc(have[k])}, not live"))
+    for k in sorted(set(have) & set(want)):
+        if have[k] != want[k]:
+            out.append(
+                MetadataDifference(
+                    RECORD_INDEX, k, f"indexed at {_loc(have[k])}, lives in {_loc(want[k])}"
+                )
+            )
+    return out
+
+
+def _loc(loc: tuple[str, str]) -> str:
+    return f"{loc[0] or '.'}/{loc[1]}"

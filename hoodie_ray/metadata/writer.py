@@ -1,0 +1,840 @@
+"""Keeping the metadata table in step with the data table (Hudi's
+``HoodieBackedTableMetadataWriter``).
+
+Every data action at instant ``T`` becomes an MDT delta commit at the same instant time,
+completed *before* the data instant completes (spec/metadata-table.md 5.1): a crash between the
+two leaves an MDT delta commit whose data instant is pending, which readers skip
+(:meth:`MetadataTable.valid_instant`) and the next writer rolls back with the data instant.
+Each MDT delta commit writes one new log file per touched MDT file group
+(``.<fileId>_<T>.log.1_<token>``) holding one HFile data block and, for keyed indexes, a
+delete block.
+
+After the data instant completes the MDT's own services run (5.3): a compaction once
+``hoodie.metadata.compact.max.delta.commits`` delta commits followed the last one (one base
+HFile per file group, merged), then a clean of the slices that compaction replaced once
+``hoodie.metadata.cleaner.commits.retained`` delta commits followed it.
+
+What each data action writes (5.2): commits, delta commits, compactions and replace commits
+list the files their write stats name (the larger size wins); a clean lists its deleted files
+as tombstones; a rollback first removes the rolled-back instant's MDT delta commit, then
+records the deleted files as tombstones at the rollback instant.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hoodie_ray.config.options import WriteConfig
+from hoodie_ray.config.table_config import PROPERTIES_FILE, HoodieTableConfig
+from hoodie_ray.exceptions import HoodieCommitStateUnknownError, HoodieUnsupportedError
+from hoodie_ray.file_group.naming import (
+    base_file_name,
+    log_file_name,
+    parse_base_file_name,
+    parse_log_file_name,
+    partition_metadata_bytes,
+)
+from hoodie_ray.hfile import write_hfile
+from hoodie_ray.log_format.blocks import DeleteBlock, HeaderMetadataType, HFileDataBlock
+from hoodie_ray.log_format.writer import LogWriter
+from hoodie_ray.metadata import records as rec
+from hoodie_ray.metadata.layout import (
+    FILES,
+    HFILE_EXTENSION,
+    INIT_INSTANT_PREFIX,
+    INIT_WRITE_TOKEN,
+    METADATA_TABLE_PATH,
+    PARTITIONS_INFLIGHT_PROPERTY,
+    PARTITIONS_PROPERTY,
+    RECORD_INDEX,
+    completed_partitions,
+    inflight_partitions,
+    join_partitions,
+    metadata_table_props,
+)
+from hoodie_ray.metadata.reader import MetadataTable, _FileMap
+from hoodie_ray.metadata.records import decode_value
+from hoodie_ray.storage import Storage, join
+from hoodie_ray.table import HoodieTable
+from hoodie_ray.timeline.instant import Action, Instant, State, new_instant_time
+from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
+from hoodie_ray.timeline.plans import (
+    HoodieCleanMetadata,
+    HoodieCleanPartitionMetadata,
+    HoodieCompactionOperation,
+    HoodieCompactionPlan,
+    HoodieRollbackMetadata,
+)
+from hoodie_ray.timeline.timeline import ActiveTimeline
+
+__all__ = [
+    "MetadataWriteConfig",
+    "MetadataWriter",
+    "metadata_enabled_for",
+    "metadata_writer",
+]
+
+#: Spark-style write tokens: any digits do for readers.
+LOG_WRITE_TOKEN = "0-1-0"
+BASE_WRITE_TOKEN = "0-2-0"
+#: The ``files`` partition's init instant (spec 5.5: the first init suffix on a base of zeros).
+FILES_INIT_INSTANT = "00000000000000000"
+UPSERT_PREPPED = "UPSERT_PREPPED"
+#: Record-index file groups: at least 10 (Java's min.filegroup.count), one more per 4M keys.
+RECORD_INDEX_MIN_GROUPS = 10
+RECORD_INDEX_KEYS_PER_GROUP = 4_000_000
+BULK_INSERT_PREPPED = "BULK_INSERT_PREPPED"
+
+
+@dataclass(frozen=True)
+class MetadataWriteConfig:
+    """What a writer decides about the metadata table (from the options registry)."""
+
+    enable: bool | None = None
+    compact_max_delta_commits: int = 10
+    clean_retain_commits: int = 3
+
+    @classmethod
+    def of(cls, wc: WriteConfig | None) -> MetadataWriteConfig:
+        if wc is None:
+            return cls()
+        return cls(
+            enable=wc.metadata_enable,
+            compact_max_delta_commits=wc.metadata_compact_max_delta_commits,
+            clean_retain_commits=wc.metadata_clean_retain_commits,
+        )
+
+
+def metadata_enabled_for(table_version: int, enable: bool | None) -> bool:
+    """``hoodie.metadata.enable`` resolved: Hudi 1.x's default (on) for table versions 8+;
+    version 6 metadata tables are not written."""
+    if enable is None:
+        return table_version >= 8
+    return enable
+
+
+#: MDT partitions this writer maintains.
+MAINTAINED_PARTITIONS = frozenset({FILES, RECORD_INDEX})
+
+
+def check_metadata_table_writable(cfg: HoodieTableConfig, enable: bool | None, path: str) -> None:
+    """Refuse a write that would leave a metadata table stale, before anything is written.
+
+    Raises:
+        HoodieUnsupportedError: a version 6 table with a metadata table (or asked for one), or
+            an MDT partition this writer does not maintain (named, with the command that
+            drops it).
+    """
+    listed = completed_partitions(cfg) + inflight_partitions(cfg)
+    if cfg.table_version < 8:
+        if listed:
+            raise HoodieUnsupportedError(
+                f"{path} (table version {cfg.table_version}) has a metadata table "
+                f"({', '.join(listed)}); hoodie_ray maintains metadata tables from table "
+                f"version 8: drop it with `hoodie-ray metadata drop {path}` or upgrade the "
+                f"table with `hoodie-ray upgrade {path}`"
+            )
+        if enable:
+            raise HoodieUnsupportedError(
+                f"hoodie.metadata.enable=true: hoodie_ray maintains metadata tables from table "
+                f"version 8 and {path} is version {cfg.table_version} (`hoodie-ray upgrade`)"
+            )
+        return
+    if enable is False:
+        return  # the writer drops it
+    for p in listed:
+        if p not in MAINTAINED_PARTITIONS:
+            raise HoodieUnsupportedError(
+                f"{path}: the metadata table's {p} index is not maintained by hoodie_ray, so "
+                f"writing would leave it stale; drop it with "
+                f"`hoodie-ray metadata drop {path} --partition {p}` (or write with "
+                "hoodie.metadata.enable=false to drop the whole metadata table)"
+            )
+
+
+@dataclass
+class _Changes:
+    """The records one data action adds to the MDT, by MDT partition."""
+
+    upserts: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    deletes: dict[str, set[str]] = field(default_factory=dict)
+
+    def put(self, partition: str, key: str, record: dict[str, Any]) -> None:
+        self.upserts.setdefault(partition, {})[key] = record
+
+    def is_empty(self) -> bool:
+        return not any(self.upserts.values()) and not any(self.deletes.values())
+
+
+def _file_name(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+class MetadataWriter:
+    """Writes the metadata table of one data table (the writer lock is the caller's).
+
+    Args:
+        table: the data table's handle.
+        config: compaction and cleaning thresholds of the MDT.
+    """
+
+    def __init__(self, table: HoodieTable, config: MetadataWriteConfig | None = None) -> None:
+        self.table = table
+        self.config = config or MetadataWriteConfig()
+        self.storage: Storage = table.storage.sub(METADATA_TABLE_PATH)
+        self._timeline: ActiveTimeline | None = None
+
+    # -- state --------------------------------------------------------------------------------
+    @property
+    def table_version(self) -> int:
+        return self.table.table_version
+
+    @property
+    def enabled(self) -> bool:
+        """True if the data table keeps a complete ``files`` partition."""
+        return FILES in completed_partitions(self.table.table_config)
+
+    @property
+    def partitions(self) -> list[str]:
+        return completed_partitions(self.table.table_config)
+
+    @property
+    def schema_json(self) -> str:
+        return rec.metadata_schema_json(self.table_version)
+
+    @property
+    def timeline(self) -> ActiveTimeline:
+        if self._timeline is None:
+            cfg = HoodieTableConfig(metadata_table_props(self.table.config, self.table_version))
+            self._timeline = ActiveTimeline.of_table(self.storage, cfg).load()
+        return self._timeline
+
+    def reader(self) -> MetadataTable:
+        mdt = self.table.metadata_table
+        mdt.refresh()
+        return mdt
+
+    def _save_data_props(self, **updates: str) -> None:
+        cfg = self.table.table_config.with_props(**updates)
+        cfg.save(self.table.storage)
+        self.table.set_table_config(cfg)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def sync_with_config(self) -> None:
+        """Bring the MDT in line with ``hoodie.metadata.enable`` for this writer: build it from
+        a listing when enabled and missing (or half-built), drop it when disabled."""
+        want = metadata_enabled_for(self.table_version, self.config.enable)
+        if want and not self.enabled:
+            self.initialize()
+        elif not want and (
+            self.enabled
+            or inflight_partitions(self.table.table_config)
+            or self.storage.exists(PROPERTIES_FILE)
+        ):
+            self.drop()
+
+    def drop(self) -> None:
+        """Delete the MDT: first the data table stops listing it, then its files go."""
+        cfg = self.table.table_config
+        if cfg.props.get(PARTITIONS_PROPERTY) or cfg.props.get(PARTITIONS_INFLIGHT_PROPERTY):
+            props = dict(cfg.props)
+            props.pop(PARTITIONS_PROPERTY, None)
+            props.pop(PARTITIONS_INFLIGHT_PROPERTY, None)
+            new = HoodieTableConfig(props)
+            new.save(self.table.storage)
+            self.table.set_table_config(new)
+        self.table.storage.delete_dir(METADATA_TABLE_PATH)
+        self._timeline = None
+        self.table._mdt = None
+
+    def drop_partition(self, partition: str) -> None:
+        """Stop maintaining MDT partition ``partition`` (an index) and delete its files; the
+        ``files`` partition stays."""
+        cfg = self.table.table_config
+        self._save_data_props(
+            **{
+                PARTITIONS_PROPERTY: join_partitions(
+                    [p for p in completed_partitions(cfg) if p != partition]
+                ),
+                PARTITIONS_INFLIGHT_PROPERTY: join_partitions(
+                    [p for p in inflight_partitions(cfg) if p != partition]
+                ),
+            }
+        )
+        if partition and "/" not in partition and not partition.startswith("."):
+            self.storage.delete_dir(partition)
+
+    def initialize(self) -> None:
+        """Build the ``files`` partition from a listing of the data table (spec 5.5).
+
+        A half-built MDT (a crash during an earlier initialisation) is deleted first. The data
+        table lists ``files`` as in flight while it is built and as complete once the init
+        delta commit completed."""
+        if self.storage.exists("") and not self.enabled:
+            self.table.storage.delete_dir(METADATA_TABLE_PATH)
+            self._timeline = None
+        self._save_data_props(**{PARTITIONS_INFLIGHT_PROPERTY: FILES})
+        props = metadata_table_props(self.table.config, self.table_version)
+        self.storage.makedirs(HoodieTableConfig(props).timeline_path)
+        HoodieTableConfig(props).save(self.storage)
+        self._timeline = None
+        listing = self._list_data_files()
+        ts = FILES_INIT_INSTANT
+        tl = self.timeline
+        inst = Instant(ts, Action.DELTA_COMMIT, State.REQUESTED)
+        tl.create_requested(inst)
+        tl.transition_to_inflight(inst)
+        self._partition_folder(FILES, ts)
+        records = [rec.all_partitions_record(listing.keys())]
+        records += [rec.files_record(p, files) for p, files in sorted(listing.items())]
+        fid = rec.file_group_id(FILES, 0)
+        name = base_file_name(fid, BASE_WRITE_TOKEN, ts, HFILE_EXTENSION)
+        data = self._hfile(dict(records), base=True)
+        self.storage.write_bytes(join(FILES, name), data)
+        stat = HoodieWriteStat(
+            file_id=fid,
+            path=join(FILES, name),
+            prev_commit="null",
+            num_writes=len(records),
+            num_inserts=len(records),
+            total_write_bytes=len(data),
+            partition_path=FILES,
+            file_size_in_bytes=len(data),
+        )
+        self._complete(ts, [stat], BULK_INSERT_PREPPED)
+        self._save_data_props(
+            **{PARTITIONS_PROPERTY: join_partitions([FILES]), PARTITIONS_INFLIGHT_PROPERTY: ""}
+        )
+
+    def initialize_record_index(self, entries: Iterable[tuple[str, str, str, Any]]) -> None:
+        """Build the ``record_index`` partition from ``(partition, file id, base instant, live
+        keys)`` of every latest file slice (spec 5.5: its own init delta commit, base HFiles
+        in ``max(10, keys / 4M)`` file groups by the Java key hash)."""
+        located = [
+            (p, f, ts, list(k.to_pylist() if hasattr(k, "to_pylist") else k))
+            for p, f, ts, k in entries
+        ]
+        total = sum(len(k) for *_, k in located)
+        groups = max(RECORD_INDEX_MIN_GROUPS, -(-total // RECORD_INDEX_KEYS_PER_GROUP))
+        self._save_data_props(
+            **{
+                PARTITIONS_INFLIGHT_PROPERTY: join_partitions(
+                    [*inflight_partitions(self.table.table_config), RECORD_INDEX]
+                )
+            }
+        )
+        tl = self.timeline.reload()
+        ts = next(
+            f"{INIT_INSTANT_PREFIX}{n:03d}"
+            for n in range(2, 1000)
+            if not tl.contains(f"{INIT_INSTANT_PREFIX}{n:03d}")
+        )
+        inst = Instant(ts, Action.DELTA_COMMIT, State.REQUESTED)
+        tl.create_requested(inst)
+        tl.transition_to_inflight(inst)
+        self._partition_folder(RECORD_INDEX, ts)
+        tz = self.table.table_config.props.get("hoodie.table.timeline.timezone", "LOCAL")
+        by_group: list[dict[str, dict[str, Any]]] = [{} for _ in range(groups)]
+        for part, fid, base_ts, keys in located:
+            ms = rec.instant_to_epoch_ms(base_ts, tz)
+            for key in keys:
+                k, r = rec.record_index_record(key, part, fid, ms)
+                by_group[rec.key_to_file_group_index(k, groups)][k] = r
+        stats = []
+        for idx, records in enumerate(by_group):
+            fid = rec.file_group_id(RECORD_INDEX, idx)
+            if records:
+                name = base_file_name(fid, BASE_WRITE_TOKEN, ts, HFILE_EXTENSION)
+                data = self._hfile(records, base=True)
+                self.storage.write_bytes(join(RECORD_INDEX, name), data)
+            else:  # an empty group exists through an empty delete block (spec 4.3)
+                name = log_file_name(fid, ts, 1, INIT_WRITE_TOKEN)
+                block = DeleteBlock({HeaderMetadataType.INSTANT_TIME: ts}, [], RECORD_INDEX)
+                res = LogWriter(
+                    self.storage, RECORD_INDEX, name, table_version=self.table_version, append=False
+                ).append_blocks([block])
+                data = b"x" * res.size
+            stats.append(
+                HoodieWriteStat(
+                    file_id=fid,
+                    path=join(RECORD_INDEX, name),
+                    prev_commit="null",
+                    num_writes=len(records),
+                    num_inserts=len(records),
+                    total_write_bytes=len(data),
+                    partition_path=RECORD_INDEX,
+                    file_size_in_bytes=len(data),
+                )
+            )
+        self._complete(ts, stats, BULK_INSERT_PREPPED)
+        cfg = self.table.table_config
+        self._save_data_props(
+            **{
+                PARTITIONS_PROPERTY: join_partitions([*completed_partitions(cfg), RECORD_INDEX]),
+                PARTITIONS_INFLIGHT_PROPERTY: join_partitions(
+                    [p for p in inflight_partitions(cfg) if p != RECORD_INDEX]
+                ),
+            }
+        )
+
+    def _list_data_files(self) -> dict[str, dict[str, int]]:
+        """Every data file of every partition, from storage (the table's own listing rules)."""
+        view = self.table.storage_view()
+        out: dict[str, dict[str, int]] = {}
+        for part in view.list_partitions():
+            files = {}
+            for info in view.list_files(part):
+                n = info.name
+                if parse_base_file_name(n) is not None or parse_log_file_name(n) is not None:
+                    files[n] = info.size
+            if files or part:
+                out[part] = files
+        return out
+
+    def _partition_folder(self, partition: str, ts: str) -> None:
+        from hoodie_ray.file_group.naming import PARTITION_METAFILE
+
+        rel = join(partition, PARTITION_METAFILE)
+        if not self.storage.exists(rel):
+            self.storage.create_new(rel, partition_metadata_bytes(ts, 1))
+
+    # -- records of data actions ----------------------------------------------------------------
+    def _files_changes(
+        self,
+        added: Mapping[str, Mapping[str, int]],
+        deleted: Mapping[str, Iterable[str]] | None = None,
+    ) -> _Changes:
+        ch = _Changes()
+        deleted = deleted or {}
+        parts = sorted(set(added) | set(deleted))
+        if not parts:
+            return ch
+        key, record = rec.all_partitions_record(parts)
+        ch.put(FILES, key, record)
+        for p in parts:
+            key, record = rec.files_record(p, added.get(p, {}), deleted.get(p, ()))
+            ch.put(FILES, key, record)
+        return ch
+
+    def commit_changes(self, instant: str, meta: HoodieCommitMetadata) -> _Changes:
+        """The MDT records of a commit, delta commit, compaction or replace commit."""
+        added: dict[str, dict[str, int]] = {}
+        for part, stat in meta.iter_write_stats():
+            path = stat.path or ""
+            if not path:
+                continue
+            names = added.setdefault(part or "", {})
+            n = _file_name(path)
+            size = int(stat.file_size_in_bytes or stat.total_write_bytes or 0)
+            if size > 0:
+                names[n] = max(size, names.get(n, 0))
+        ch = self._files_changes(added)
+        if RECORD_INDEX in self.partitions:
+            self._record_index_changes(instant, meta, ch)
+        return ch
+
+    def _record_index_changes(self, instant: str, meta: HoodieCommitMetadata, ch: _Changes) -> None:
+        """Keys new to a file group get their location; deleted keys leave the index unless
+        the same instant put them somewhere else (a partition move)."""
+        tz = self.table.table_config.props.get("hoodie.table.timeline.timezone", "LOCAL")
+        ms = rec.instant_to_epoch_ms(instant, tz)
+        placed: set[str] = set()
+        gone: set[str] = set()
+        for part, stat in meta.iter_write_stats():
+            if stat.new_record_keys is not None and stat.file_id:
+                for key in stat.new_record_keys.to_pylist():
+                    k, r = rec.record_index_record(key, part or "", stat.file_id, ms)
+                    ch.put(RECORD_INDEX, k, r)
+                    placed.add(key)
+            if stat.deleted_record_keys is not None:
+                gone.update(stat.deleted_record_keys.to_pylist())
+        if gone - placed:
+            ch.deletes[RECORD_INDEX] = gone - placed
+
+    # -- the MDT delta commit -------------------------------------------------------------------
+    def update_commit(self, instant: str, meta: HoodieCommitMetadata) -> None:
+        """Write MDT delta commit ``instant`` for a data commit about to complete."""
+        if self.enabled:
+            self._write_delta_commit(instant, self.commit_changes(instant, meta))
+
+    def update_clean(self, instant: str, meta: HoodieCleanMetadata) -> None:
+        """Record a clean: every deleted file becomes a tombstone."""
+        if not self.enabled:
+            return
+        deleted = {
+            p: [_file_name(f) for f in pm.success_delete_files]
+            for p, pm in meta.partition_metadata.items()
+            if pm.success_delete_files
+        }
+        self._write_delta_commit(instant, self._files_changes({}, deleted))
+
+    def update_rollback(self, instant: str, meta: HoodieRollbackMetadata) -> None:
+        """Record a rollback: remove the rolled-back instants' MDT delta commits, then list the
+        deleted files as tombstones (and appended rollback blocks' log sizes) at ``instant``."""
+        if not self.enabled:
+            return
+        for ts in meta.commits_rollback:
+            self.rollback_instant(ts)
+        deleted: dict[str, list[str]] = {}
+        added: dict[str, dict[str, int]] = {}
+        for p, pm in meta.partition_metadata.items():
+            if pm.success_delete_files:
+                deleted[p] = [_file_name(f) for f in pm.success_delete_files]
+            for f, size in pm.rollback_log_files.items():
+                if size > 0:
+                    added.setdefault(p, {})[_file_name(f)] = int(size)
+        self._write_delta_commit(instant, self._files_changes(added, deleted))
+
+    def rollback_instant(self, ts: str) -> None:
+        """Remove MDT delta commit ``ts`` (pending or completed) and the logs it wrote.
+
+        Safe after an MDT compaction too: compactions merge only delta commits whose data
+        instant completed, and a completed data instant is never rolled back."""
+        tl = self.timeline.reload()
+        inst = tl.get(ts, Action.DELTA_COMMIT)
+        if inst is None:
+            return
+        for part in self._mdt_partition_dirs():
+            for n in self.storage.list_file_names(part):
+                log = parse_log_file_name(n)
+                if log is not None and log.instant == ts:
+                    self.storage.delete(join(part, n))
+        tl.delete_instant(inst)
+
+    def _mdt_partition_dirs(self) -> list[str]:
+        return [
+            i.name for i in self.storage.list_dir("") if i.is_dir and not i.name.startswith(".")
+        ]
+
+    def _rollback_failed_writes(self) -> None:
+        """Eager rollback of what a writer that died left pending in the MDT: delta commits
+        (their logs), compactions (their base files), cleans (the slices they were deleting
+        are superseded; the next clean takes what is left)."""
+        tl = self.timeline.reload()
+        for inst in tl.pending():
+            if inst.action == Action.DELTA_COMMIT:
+                self.rollback_instant(inst.timestamp)
+            elif inst.action in (Action.COMPACTION, Action.CLEAN):
+                if inst.action == Action.COMPACTION:
+                    for part in self._mdt_partition_dirs():
+                        for n in self.storage.list_file_names(part):
+                            b = parse_base_file_name(n)
+                            if b is not None and b.instant == inst.timestamp:
+                                self.storage.delete(join(part, n))
+                tl.delete_instant(inst)
+
+    def _write_delta_commit(self, instant: str, changes: _Changes) -> None:
+        tl = self.timeline.reload()
+        self._rollback_failed_writes()
+        if tl.contains(instant):
+            self.rollback_instant(instant)  # a retry of this instant
+        inst = Instant(instant, Action.DELTA_COMMIT, State.REQUESTED)
+        tl.create_requested(inst)
+        tl.transition_to_inflight(inst)
+        stats = []
+        for part in sorted(set(changes.upserts) | set(changes.deletes)):
+            self._partition_folder(part, instant)
+            stats += self._write_logs(part, instant, changes)
+        self._complete(instant, stats, UPSERT_PREPPED)
+
+    def _write_logs(self, part: str, instant: str, changes: _Changes) -> list[HoodieWriteStat]:
+        groups = self._file_group_count(part)
+        by_group: dict[int, tuple[dict[str, dict[str, Any]], list[str]]] = {}
+        for key, record in changes.upserts.get(part, {}).items():
+            idx = 0 if groups == 1 else rec.key_to_file_group_index(key, groups)
+            by_group.setdefault(idx, ({}, []))[0][key] = record
+        for key in sorted(changes.deletes.get(part, ())):
+            idx = 0 if groups == 1 else rec.key_to_file_group_index(key, groups)
+            by_group.setdefault(idx, ({}, []))[1].append(key)
+        stats = []
+        for idx, (upserts, deletes) in sorted(by_group.items()):
+            fid = rec.file_group_id(part, idx)
+            header = {
+                HeaderMetadataType.INSTANT_TIME: instant,
+                HeaderMetadataType.SCHEMA: self.schema_json,
+            }
+            blocks: list[Any] = []
+            if upserts:
+                blocks.append(HFileDataBlock(header, content=self._hfile(upserts, base=False)))
+            if deletes:
+                blocks.append(DeleteBlock(header, deletes, part))
+            name = log_file_name(fid, instant, 1, LOG_WRITE_TOKEN)
+            writer = LogWriter(
+                self.storage, part, name, table_version=self.table_version, append=False
+            )
+            res = writer.append_blocks(blocks)
+            stats.append(
+                HoodieWriteStat(
+                    file_id=fid,
+                    path=res.path,
+                    prev_commit=self._prev_commit(part, fid),
+                    num_writes=len(upserts) + len(deletes),
+                    num_update_writes=len(upserts),
+                    num_deletes=len(deletes),
+                    total_write_bytes=res.size,
+                    partition_path=part,
+                    file_size_in_bytes=res.file_size,
+                    log_version=res.version,
+                    log_offset=0,
+                    base_file="",
+                    log_files=[res.file_name],
+                    total_log_blocks=len(blocks),
+                )
+            )
+        return stats
+
+    def _prev_commit(self, part: str, fid: str) -> str:
+        # the latest base instant of the group, as Java's log writes name their slice
+        best = "null"
+        for n in self.storage.list_file_names(part):
+            b = parse_base_file_name(n)
+            if b is not None and b.file_id == fid and (best == "null" or b.instant > best):
+                best = b.instant
+        return best
+
+    def _file_group_count(self, part: str) -> int:
+        if part == FILES:
+            return 1
+        ids = {
+            (parse_base_file_name(n) or parse_log_file_name(n)).file_id  # type: ignore[union-attr]
+            for n in self.storage.list_file_names(part)
+            if parse_base_file_name(n) or parse_log_file_name(n)
+        }
+        return max(1, len(ids))
+
+    def _hfile(self, records: Mapping[str, dict[str, Any]], *, base: bool) -> bytes:
+        keys = sorted(records, key=lambda k: k.encode())
+        values = rec.encode_records(
+            [records[k] for k in keys], rec.metadata_schema(self.table_version)
+        )
+        info = {b"schema": self.schema_json.encode()}
+        if base and keys:
+            info[b"minRecordKey"] = keys[0].encode()
+            info[b"maxRecordKey"] = keys[-1].encode()
+        return write_hfile(
+            [(k.encode(), v) for k, v in zip(keys, values, strict=True)], file_info=info
+        )
+
+    def _complete(self, instant: str, stats: Sequence[HoodieWriteStat], op: str) -> None:
+        by_part: dict[str, list[HoodieWriteStat]] = {}
+        for st in stats:
+            by_part.setdefault(st.partition_path or "", []).append(st)
+        meta = HoodieCommitMetadata(
+            partition_to_write_stats=by_part,
+            extra_metadata={"schema": self.schema_json},
+            operation_type=op,
+        )
+        try:
+            self.timeline.complete(
+                Instant(instant, Action.DELTA_COMMIT, State.INFLIGHT), meta.to_bytes(2)
+            )
+        except OSError as e:
+            raise HoodieCommitStateUnknownError(
+                f"metadata table delta commit {instant} failed while completing: {e}"
+            ) from e
+
+    # -- table services of the MDT ------------------------------------------------------------
+    def run_table_services(self) -> None:
+        """Compact the MDT when due, then clean slices compactions replaced."""
+        if not self.enabled:
+            return
+        tl = self.timeline.reload()
+        self._rollback_failed_writes()
+        if self._delta_commits_since_compaction() >= self.config.compact_max_delta_commits:
+            self.compact()
+        self.clean()
+        del tl
+
+    def _last_compaction(self) -> Instant | None:
+        done = [
+            i
+            for i in self.timeline.find([Action.COMMIT], [State.COMPLETED])
+            if i.action == Action.COMMIT
+        ]
+        return max(done, key=lambda i: i.completion_time or i.timestamp) if done else None
+
+    def _delta_commits_since_compaction(self) -> int:
+        last = self._last_compaction()
+        floor = (last.completion_time or last.timestamp) if last else ""
+        return sum(
+            1
+            for i in self.timeline.find([Action.DELTA_COMMIT], [State.COMPLETED])
+            if (i.completion_time or i.timestamp) > floor
+        )
+
+    def compact(self, force: bool = False) -> str | None:
+        """Merge the latest slice of every MDT file group into a new base HFile; the
+        compaction instant, or None when there is nothing to compact. ``force`` rewrites
+        slices without log files too (an upgrade re-encodes the MDT with the new version's
+        record schema: hudi-rs cannot merge a slice whose base and logs differ there)."""
+        mdt = self.reader()
+        tl = self.timeline.reload()
+        last = max([i.timestamp for i in tl.instants] + [tl.max_completion_time() or ""])
+        ts = new_instant_time(last or None)
+        ops: list[tuple[str, Any]] = []
+        for part in self.partitions:
+            for fs in mdt.file_slices(part):
+                if fs.log_files or force:
+                    ops.append((part, fs))
+        if not ops:
+            return None
+        plan = HoodieCompactionPlan(
+            operations=[
+                HoodieCompactionOperation(
+                    base_instant_time=fs.base_instant,
+                    delta_file_paths=list(fs.log_files),
+                    data_file_path=fs.base_file,
+                    file_id=fs.file_id,
+                    partition_path=part,
+                )
+                for part, fs in ops
+            ]
+        )
+        req = Instant(ts, Action.COMPACTION, State.REQUESTED)
+        tl.create_requested(req, plan.to_bytes())
+        tl.transition_to_inflight(req)
+        stats = []
+        for part, fs in ops:
+            merged = self._merged_slice(mdt, part, fs)
+            name = base_file_name(fs.file_id, BASE_WRITE_TOKEN, ts, HFILE_EXTENSION)
+            for r in merged.values():
+                r["_hoodie_file_name"] = name
+            data = self._hfile(merged, base=True)
+            self.storage.write_bytes(join(part, name), data)
+            stats.append(
+                HoodieWriteStat(
+                    file_id=fs.file_id,
+                    path=join(part, name),
+                    prev_commit=fs.base_instant,
+                    num_writes=len(merged),
+                    total_write_bytes=len(data),
+                    partition_path=part,
+                    file_size_in_bytes=len(data),
+                    total_log_files_compacted=len(fs.log_files),
+                )
+            )
+        by_part: dict[str, list[HoodieWriteStat]] = {}
+        for st in stats:
+            by_part.setdefault(st.partition_path or "", []).append(st)
+        meta = HoodieCommitMetadata(
+            partition_to_write_stats=by_part,
+            compacted=True,
+            extra_metadata={"schema": self.schema_json},
+            operation_type="COMPACT",
+        )
+        tl.complete(Instant(ts, Action.COMPACTION, State.INFLIGHT), meta.to_bytes(2))
+        return ts
+
+    def _merged_slice(self, mdt: MetadataTable, part: str, fs: Any) -> dict[str, dict[str, Any]]:
+        """Live records of one MDT file slice, merged (tombstones dropped)."""
+        out: dict[str, dict[str, Any]] = {}
+        if part == FILES:
+            maps: dict[str, _FileMap] = {}
+            protos: dict[str, dict[str, Any]] = {}
+            for k, v, schema in mdt._slice_records(fs, None):
+                if v is None:
+                    maps.pop(k, None)
+                    continue
+                r = decode_value(v, schema)
+                maps.setdefault(k, _FileMap()).apply(r.get("filesystemMetadata"))
+                protos[k] = r
+            for k, m in maps.items():
+                r = dict(protos[k])
+                r["filesystemMetadata"] = {
+                    n: {"size": s, "isDeleted": False} for n, s in sorted(m.live().items())
+                }
+                out[k] = r
+            return out
+        for k, v, schema in mdt._slice_records(fs, None):
+            if v is None:
+                out.pop(k, None)
+            else:
+                out[k] = decode_value(v, schema)
+        return {k: r for k, r in out.items() if not rec.is_deleted_record(r)}
+
+    def clean(self) -> str | None:
+        """Delete the files of MDT slices older than the latest compaction once
+        ``clean_retain_commits`` delta commits completed after it; the clean instant or None."""
+        last = self._last_compaction()
+        if last is None:
+            return None
+        floor = last.completion_time or last.timestamp
+        after = sum(
+            1
+            for i in self.timeline.find([Action.DELTA_COMMIT], [State.COMPLETED])
+            if (i.completion_time or i.timestamp) > floor
+        )
+        if after < self.config.clean_retain_commits:
+            return None
+        mdt = self.reader()
+        doomed: dict[str, list[str]] = {}
+        for part in self._mdt_partition_dirs():
+            for fg in mdt.view().all_file_groups([part]):
+                slices = fg.all_slices()
+                for s in slices:
+                    if s.base_instant < last.timestamp:
+                        names = ([s.base_file] if s.base_file else []) + list(s.log_files)
+                        if names:
+                            doomed.setdefault(part, []).extend(names)
+        if not doomed:
+            return None
+        tl = self.timeline
+        start = time.monotonic()
+        stamp = max([i.timestamp for i in tl.instants] + [tl.max_completion_time() or ""])
+        ts = new_instant_time(stamp or None)
+        req = Instant(ts, Action.CLEAN, State.REQUESTED)
+        from hoodie_ray.timeline.plans import (
+            HoodieActionInstant,
+            HoodieCleanerPlan,
+            HoodieCleanFileInfo,
+        )
+
+        plan = HoodieCleanerPlan(
+            policy="KEEP_LATEST_COMMITS",
+            earliest_instant_to_retain=HoodieActionInstant(
+                last.timestamp, Action.COMMIT, State.COMPLETED.value
+            ),
+            file_paths_to_be_deleted_per_partition={
+                p: [HoodieCleanFileInfo(self.storage.uri(join(p, n)), False) for n in names]
+                for p, names in doomed.items()
+            },
+        )
+        tl.create_requested(req, plan.to_bytes())
+        tl.transition_to_inflight(req)
+        parts: dict[str, HoodieCleanPartitionMetadata] = {}
+        for p, names in doomed.items():
+            pm = parts[p] = HoodieCleanPartitionMetadata(p, "KEEP_LATEST_COMMITS")
+            for n in names:
+                self.storage.delete(join(p, n))
+                pm.success_delete_files.append(n)
+            pm.delete_path_patterns = list(names)
+        meta = HoodieCleanMetadata(
+            start_clean_time=ts,
+            earliest_commit_to_retain=last.timestamp,
+            policy="KEEP_LATEST_COMMITS",
+            time_taken_in_millis=int((time.monotonic() - start) * 1000),
+            total_files_deleted=sum(len(v) for v in doomed.values()),
+            last_completed_commit_timestamp=last.timestamp,
+            partition_metadata=parts,
+        )
+        tl.complete(Instant(ts, Action.CLEAN, State.INFLIGHT), meta.to_bytes())
+        return ts
+
+
+_WRITERS: weakref.WeakKeyDictionary[HoodieTable, MetadataWriter] = weakref.WeakKeyDictionary()
+
+
+def metadata_writer(
+    table: HoodieTable, config: MetadataWriteConfig | None = None
+) -> MetadataWriter:
+    """The one MDT writer of a table handle (``config`` replaces the kept one when given)."""
+    w = _WRITERS.get(table)
+    if w is None:
+        w = _WRITERS[table] = MetadataWriter(table, config)
+    elif config is not None:
+        w.config = config
+    return w

@@ -1,0 +1,282 @@
+"""The metadata table kept by every write action, checked by hudi-rs (which lists version 8+
+tables through its ``files`` partition) and by the validator after every step."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+import hoodie_ray as hr
+from hoodie_ray.exceptions import HoodieUnsupportedError
+from hoodie_ray.job import maintenance
+from hoodie_ray.job.client import HoodieWriteClient
+from hoodie_ray.metadata.layout import METADATA_TABLE_PATH, PARTITIONS_PROPERTY
+from hoodie_ray.table import HoodieTable
+from tests.write.model import (
+    OPTIONS,
+    SMALL_FILES,
+    TableModel,
+    Workload,
+    hudi_rs_snapshot,
+    keys_table,
+    to_arrow,
+)
+
+
+def _check(path: str, model: TableModel, step: str) -> None:
+    diffs = maintenance.validate_metadata(path)
+    assert not diffs, f"{step}: " + "; ".join(map(str, diffs))
+    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), f"{step} differs"
+
+
+def _listing_through_mdt(path: str) -> bool:
+    t = HoodieTable.load(path)
+    return t.uses_metadata_table and t.view().listing is not None
+
+
+@pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
+def test_every_action_keeps_the_metadata_table(tmp_path: Path, table_type: str) -> None:
+    """Inserts, upserts, deletes, compactions, cleans, a rolled-back failed write and the
+    metadata table's own compaction and clean: after each, hudi-rs equals the model and the
+    validator finds nothing."""
+    path = str(tmp_path / "t")
+    opts = {
+        **OPTIONS,
+        "table.type": table_type,
+        "hoodie.write.table.version": "8",
+        **SMALL_FILES,
+        "compaction.delta_commits": "3",
+        "clean.retain_commits": "2",
+        "hoodie.metadata.compact.max.delta.commits": "4",
+        "hoodie.metadata.cleaner.commits.retained": "2",
+    }
+    client = HoodieWriteClient(path, opts)
+    model, wl = TableModel(), Workload(7)
+    rows = [wl._row(k) for k in wl.keys[:40]]
+    client.write(to_arrow(rows, True))
+    model.upsert(rows)
+    assert _listing_through_mdt(path)
+    assert HoodieTable.load(path).config[PARTITIONS_PROPERTY] == "files"
+    _check(path, model, "first commit")
+    for i in range(12):
+        kind, rows = wl.next_commit()
+        if kind == "delete":
+            HoodieWriteClient(path, {**opts, "write.operation": "delete"}).write(keys_table(rows))
+            model.delete_keys([r["key"] for r in rows])
+        else:
+            rows = [r if "p" in r else wl._row(r["key"]) for r in rows]
+            client.write(to_arrow(rows, True))
+            model.upsert(rows)
+        _check(path, model, f"commit {i} ({kind})")
+    maintenance.clean(path, {"clean.retain_commits": "1"})  # COW: cleans run only on demand
+    _check(path, model, "clean")
+    t = HoodieTable.load(path)
+    mdt = t.metadata_table
+    actions = {i.action for i in mdt.timeline.instants}
+    assert {"deltacommit", "commit", "clean"} <= actions, actions
+    data_actions = {i.action for i in t.timeline}
+    assert "clean" in data_actions
+    if table_type == "MERGE_ON_READ":
+        assert "commit" in data_actions  # a data compaction went through the MDT too
+
+
+def test_failed_write_is_rolled_back_in_the_metadata_table(tmp_path: Path, monkeypatch) -> None:
+    """A writer that dies after its MDT delta commit completed and before its data instant
+    did: readers ignore that delta commit, the next writer rolls both back."""
+    from hoodie_ray.timeline.timeline import ActiveTimeline
+
+    path = str(tmp_path / "t")
+    opts = {**OPTIONS, "table.type": "MERGE_ON_READ", "hoodie.write.table.version": "8"}
+    model, wl = TableModel(), Workload(3)
+    rows = [wl._row(k) for k in wl.keys[:20]]
+    HoodieWriteClient(path, opts).write(to_arrow(rows, True))
+    model.upsert(rows)
+
+    real = ActiveTimeline.complete
+
+    def die_on_data_completion(self, instant, content, completion_time=None):  # type: ignore[no-untyped-def]
+        if METADATA_TABLE_PATH not in self.storage.base_uri and instant.action == "deltacommit":
+            raise KeyboardInterrupt("writer killed")
+        return real(self, instant, content, completion_time)
+
+    monkeypatch.setattr(ActiveTimeline, "complete", die_on_data_completion)
+    more = [wl._row(k) for k in wl.keys[20:30]]
+    with pytest.raises(KeyboardInterrupt):
+        HoodieWriteClient(path, opts).write(to_arrow(more, True))
+    monkeypatch.setattr(ActiveTimeline, "complete", real)
+    mdt = HoodieTable.load(path).metadata_table
+    assert len(mdt.timeline.completed()) == 3  # init, first commit, the orphan
+    _check(path, model, "after the crash")  # hudi-rs and the validator skip the orphan
+    HoodieWriteClient(path, opts).write(to_arrow(more, True))
+    model.upsert(more)
+    _check(path, model, "after the next write")
+    t = HoodieTable.load(path)
+    rolled = [i for i in t.metadata_table.timeline.instants if i.action == "deltacommit"]
+    assert len(rolled) == 4  # init, first, the rollback's, the retried write
+
+
+def test_enable_false_drops_and_init_rebuilds(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    opts = {**OPTIONS, "table.type": "MERGE_ON_READ", "hoodie.write.table.version": "8"}
+    model, wl = TableModel(), Workload(5)
+    rows = [wl._row(k) for k in wl.keys[:20]]
+    HoodieWriteClient(path, {**opts, "hoodie.metadata.enable": "false"}).write(to_arrow(rows, True))
+    model.upsert(rows)
+    assert not (tmp_path / "t" / ".hoodie" / "metadata").exists()
+    assert maintenance.init_metadata(path) == ["files"]
+    _check(path, model, "after init")
+    more = [wl._row(k) for k in wl.keys[10:30]]
+    HoodieWriteClient(path, opts).write(to_arrow(more, True))
+    model.upsert(more)
+    _check(path, model, "write after init")
+    HoodieWriteClient(path, {**opts, "hoodie.metadata.enable": "false"}).write(
+        to_arrow(more[:3], True)
+    )
+    model.upsert(more[:3])
+    assert not (tmp_path / "t" / ".hoodie" / "metadata").exists()
+    assert PARTITIONS_PROPERTY not in HoodieTable.load(path).config
+    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+
+
+def test_validator_names_each_difference(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    opts = {**OPTIONS, "hoodie.write.table.version": "8"}
+    wl = Workload(9)
+    HoodieWriteClient(path, opts).write(to_arrow([wl._row(k) for k in wl.keys[:10]], True))
+    assert hr.validate_metadata(path) == []
+    t = HoodieTable.load(path)
+    part = t.latest_file_slices()[0].partition_path
+    fs = t.latest_file_slices()[0]
+    victim = fs.base_file or fs.log_files[0]
+    (tmp_path / "t" / part / victim).unlink()
+    diffs = [str(d) for d in hr.validate_metadata(path)]
+    assert diffs == [f"files: {part}/{victim}: listed file does not exist"]
+
+
+def test_version_6_metadata_tables_are_refused(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    rows = to_arrow([Workload(1)._row("k1")], True)
+    with pytest.raises(HoodieUnsupportedError, match="hoodie-ray upgrade"):
+        HoodieWriteClient(path, {**OPTIONS, "hoodie.metadata.enable": "true"}).write(rows)
+    HoodieWriteClient(path, OPTIONS).write(rows)  # version 6: no metadata table by default
+    assert not (tmp_path / "t" / ".hoodie" / "metadata").exists()
+
+
+def test_a_random_walk_matches_with_the_metadata_table(tmp_path: Path) -> None:
+    """Random upserts and deletes with frequent MDT compactions (every 2 delta commits)."""
+    path = str(tmp_path / "t")
+    opts = {
+        **OPTIONS,
+        "hoodie.write.table.version": "8",
+        **SMALL_FILES,
+        "hoodie.metadata.compact.max.delta.commits": "2",
+        "hoodie.metadata.cleaner.commits.retained": "1",
+    }
+    model, wl, rnd = TableModel(), Workload(11), random.Random(2)
+    client = HoodieWriteClient(path, opts)
+    for _ in range(8):
+        rows = [wl._row(k) for k in rnd.sample(wl.keys, 15)]
+        client.write(to_arrow(rows, True))
+        model.upsert(rows)
+    _check(path, model, "random walk")
+
+
+def test_record_index_is_kept_and_loads_the_key_index(tmp_path: Path, monkeypatch) -> None:
+    """The record index is built for a table that had none, kept by upserts and deletes
+    (checked key by key against the data files), and a new writer loads its key index from it
+    without reading a data file."""
+    import hoodie_ray.reader.index_bootstrap as ib
+
+    path = str(tmp_path / "t")
+    opts = {**OPTIONS, "hoodie.write.table.version": "8", **SMALL_FILES}
+    model, wl = TableModel(), Workload(13)
+    rows = [wl._row(k) for k in wl.keys[:30]]
+    HoodieWriteClient(path, opts).write(to_arrow(rows, True))
+    model.upsert(rows)
+    ri = {**opts, "hoodie.metadata.record.index.enable": "true"}
+    client = HoodieWriteClient(path, ri)
+    for i in range(6):
+        kind, rows = wl.next_commit()
+        if kind == "delete":
+            HoodieWriteClient(path, {**ri, "write.operation": "delete"}).write(keys_table(rows))
+            model.delete_keys([r["key"] for r in rows])
+        else:
+            rows = [r if "p" in r else wl._row(r["key"]) for r in rows]
+            client.write(to_arrow(rows, True))
+            model.upsert(rows)
+        _check(path, model, f"commit {i} ({kind})")
+    assert "record_index" in HoodieTable.load(path).metadata_partitions
+    table = HoodieTable.load(path)
+    slices = table.latest_file_slices()
+    from_files = {
+        (p, f): sorted(k.to_pylist())
+        for p, f, k in ib.bootstrap_entries(table, slices, use_record_index=False)
+    }
+
+    def no_file_reads(*a, **k):  # type: ignore[no-untyped-def]
+        raise AssertionError("the key index was loaded from data files")
+
+    monkeypatch.setattr(ib, "iter_file_slice", no_file_reads)
+    from_index = {(p, f): sorted(k.to_pylist()) for p, f, k in ib.bootstrap_entries(table, slices)}
+    assert from_index == from_files
+    monkeypatch.undo()
+    HoodieWriteClient(path, {**ri, "hoodie.metadata.record.index.enable": "false"}).write(
+        to_arrow(rows[:2], True)
+    )
+    assert "record_index" not in HoodieTable.load(path).metadata_partitions
+    model.upsert(rows[:2])
+    _check(path, model, "record index dropped")
+
+
+def test_a_restarted_writer_loads_its_key_index_from_the_record_index(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Commit-time ordering (no ordering field): a new writer's key index comes from the record
+    index alone, and upserts after the restart stay updates (no duplicate keys)."""
+    import hoodie_ray.reader.index_bootstrap as ib
+
+    path = str(tmp_path / "t")
+    opts = {k: v for k, v in OPTIONS.items() if k != "precombine.field"}
+    opts.update({"hoodie.write.table.version": "8", "hoodie.metadata.record.index.enable": "true"})
+    wl = Workload(17)
+    model = TableModel()
+    rows = [{**wl._row(k), "ts": None} for k in wl.keys[:30]]
+    HoodieWriteClient(path, opts).write(to_arrow(rows, True))
+    model.upsert(rows)
+
+    def no_file_reads(*a, **k):  # type: ignore[no-untyped-def]
+        raise AssertionError("the key index was loaded from data files")
+
+    monkeypatch.setattr(ib, "iter_file_slice", no_file_reads)
+    again = [
+        {**wl._row(k), "ts": None, "p": r["p"]}
+        for k, r in zip(wl.keys[10:30], rows[10:30], strict=True)
+    ]
+    HoodieWriteClient(path, opts).write(to_arrow(again, True))
+    model.upsert(again)
+    monkeypatch.undo()
+    _check(path, model, "after the restart")
+
+
+def test_cli_metadata_commands(tmp_path: Path, capsys) -> None:
+    import json
+
+    from hoodie_ray.cli import main
+
+    path = str(tmp_path / "t")
+    opts = {**OPTIONS, "hoodie.write.table.version": "8", "hoodie.metadata.enable": "false"}
+    HoodieWriteClient(path, opts).write(to_arrow([Workload(2)._row("k1")], True))
+    capsys.readouterr()
+    assert main(["metadata", "init", path]) == 0
+    assert "metadata table built: files" in capsys.readouterr().out
+    assert main(["metadata", "validate", path, "--output", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["partitions"] == ["files"] and doc["differences"] == []
+    victim = next((tmp_path / "t").glob("*/*.parquet"))
+    victim.unlink()
+    assert main(["metadata", "validate", path]) == 1
+    assert "listed file does not exist" in capsys.readouterr().out
+    assert main(["metadata", "drop", path]) == 0
+    assert not (tmp_path / "t" / ".hoodie" / "metadata").exists()
