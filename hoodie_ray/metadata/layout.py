@@ -20,6 +20,7 @@ from hoodie_ray.config.table_config import (
 METADATA_TABLE_PATH = ".hoodie/metadata"
 PARTITIONS_PROPERTY = "hoodie.table.metadata.partitions"
 PARTITIONS_INFLIGHT_PROPERTY = "hoodie.table.metadata.partitions.inflight"
+INDEX_DEFS_PROPERTY = "hoodie.table.index.defs.path"
 METADATA_PAYLOAD = "org.apache.hudi.metadata.HoodieMetadataPayload"
 METADATA_KEYGEN_TYPE = "HOODIE_TABLE_METADATA"
 METADATA_RECORD_KEY = "key"

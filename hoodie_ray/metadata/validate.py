@@ -13,7 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from hoodie_ray.file_group.naming import parse_base_file_name, parse_log_file_name
-from hoodie_ray.metadata.layout import FILES, RECORD_INDEX, completed_partitions
+from hoodie_ray.metadata.column_stats import partition_stats_records
+from hoodie_ray.metadata.layout import (
+    COLUMN_STATS,
+    FILES,
+    PARTITION_STATS,
+    RECORD_INDEX,
+    completed_partitions,
+)
+from hoodie_ray.metadata.records import encode_records, is_deleted_record
 from hoodie_ray.table import HoodieTable
 
 __all__ = ["MetadataDifference", "record_index_differences", "validate_metadata_table"]
@@ -56,7 +64,88 @@ def validate_metadata_table(table: HoodieTable) -> list[MetadataDifference]:
         return [MetadataDifference(FILES, ".hoodie/metadata", "the metadata table is missing")]
     if FILES in parts:
         out += _validate_files(table)
+    if COLUMN_STATS in parts:
+        out += _validate_column_stats(table)
+    if PARTITION_STATS in parts:
+        out += _validate_partition_stats(table)
     return out
+
+
+def _encoded(records: dict[str, dict[str, Any]], version: int) -> dict[str, bytes]:
+    """The records' bytes, without the meta fields (an MDT compaction sets
+    ``_hoodie_file_name``; it says nothing about the data)."""
+    keys = sorted(records)
+    plain = [{k: v for k, v in records[key].items() if not k.startswith("_hoodie")} for key in keys]
+    return dict(zip(keys, encode_records(plain, version), strict=True))
+
+
+def _stats_differences(
+    partition: str, want: dict[str, dict[str, Any]], have: dict[str, dict[str, Any]], version: int
+) -> list[MetadataDifference]:
+    """Records compared as the bytes this table version encodes them to."""
+    out = []
+    a, b = _encoded(want, version), _encoded(have, version)
+    for k in sorted(set(a) | set(b)):
+        what = (want.get(k) or have.get(k) or {}).get("ColumnStatsMetadata") or {}
+        label = f"{k} ({what.get('fileName')}, {what.get('columnName')})"
+        if k not in b:
+            out.append(MetadataDifference(partition, label, "missing"))
+        elif k not in a:
+            out.append(MetadataDifference(partition, label, "not expected"))
+        elif a[k] != b[k]:
+            out.append(
+                MetadataDifference(
+                    partition,
+                    label,
+                    f"{have[k]['ColumnStatsMetadata']} != computed "
+                    f"{want[k]['ColumnStatsMetadata']}",
+                )
+            )
+    return out
+
+
+def _validate_column_stats(table: HoodieTable) -> list[MetadataDifference]:
+    """Every committed file the ``files`` partition lists has the statistics Java would
+    compute for it, and no other file has any."""
+    from hoodie_ray.metadata.writer import metadata_writer  # the writer imports this module
+
+    w = metadata_writer(table)
+    cols = w.indexed_columns()
+    want: dict[str, dict[str, Any]] = {}
+    for part, files in table.metadata_table.files_listing().items():
+        for name in files:
+            if _committed(table, name):
+                want.update(w.file_column_stats(part, name, cols))
+    have = {
+        k: r
+        for k, r in table.metadata_table.records(COLUMN_STATS).items()
+        if not is_deleted_record(r)
+    }
+    return _stats_differences(COLUMN_STATS, want, have, table.table_version)
+
+
+def _validate_partition_stats(table: HoodieTable) -> list[MetadataDifference]:
+    """Each partition's statistics aggregate those of its latest file slices."""
+    from hoodie_ray.metadata.writer import partition_stats_files
+
+    mdt = table.metadata_table
+    stats = mdt.records(COLUMN_STATS)
+    by_file: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in stats.values():
+        cs = r.get("ColumnStatsMetadata") or {}
+        by_file.setdefault((str(cs.get("fileName")), str(cs.get("columnName"))), []).append(r)
+    want: dict[str, dict[str, Any]] = {}
+    by_part: dict[str, list[dict[str, Any]]] = {}
+    view = table.view()
+    for part in view.list_partitions():
+        for name in partition_stats_files(view, part):
+            for (fname, _), recs in by_file.items():
+                if fname == name:
+                    by_part.setdefault(part, []).extend(recs)
+    for part, recs in by_part.items():
+        want.update(partition_stats_records(part, recs, table.table_version))
+    have = mdt.records(PARTITION_STATS)
+    return _stats_differences(PARTITION_STATS, want, have, table.table_version)
 
 
 def _validate_files(table: HoodieTable) -> list[MetadataDifference]:

@@ -22,15 +22,23 @@ records the deleted files as tombstones at the rollback instant.
 
 from __future__ import annotations
 
+import json
 import time
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from hoodie_ray.config.options import WriteConfig
 from hoodie_ray.config.table_config import PROPERTIES_FILE, HoodieTableConfig
-from hoodie_ray.exceptions import HoodieCommitStateUnknownError, HoodieUnsupportedError
+from hoodie_ray.exceptions import (
+    HoodieCommitStateUnknownError,
+    HoodieCorruptedDataError,
+    HoodieUnsupportedError,
+)
 from hoodie_ray.file_group.naming import (
     base_file_name,
     log_file_name,
@@ -38,16 +46,31 @@ from hoodie_ray.file_group.naming import (
     parse_log_file_name,
     partition_metadata_bytes,
 )
-from hoodie_ray.hfile import write_hfile
-from hoodie_ray.log_format.blocks import DeleteBlock, HeaderMetadataType, HFileDataBlock
+from hoodie_ray.hfile import build_bloom_filter, write_hfile
+from hoodie_ray.log_format.blocks import (
+    DataBlock,
+    DeleteBlock,
+    HeaderMetadataType,
+    HFileDataBlock,
+)
+from hoodie_ray.log_format.reader import read_log_file
 from hoodie_ray.log_format.writer import LogWriter
 from hoodie_ray.metadata import records as rec
+from hoodie_ray.metadata.column_stats import (
+    column_stats_records,
+    column_stats_tombstones,
+    columns_to_index,
+    partition_stats_records,
+)
 from hoodie_ray.metadata.layout import (
+    COLUMN_STATS,
     FILES,
     HFILE_EXTENSION,
+    INDEX_DEFS_PROPERTY,
     INIT_INSTANT_PREFIX,
     INIT_WRITE_TOKEN,
     METADATA_TABLE_PATH,
+    PARTITION_STATS,
     PARTITIONS_INFLIGHT_PROPERTY,
     PARTITIONS_PROPERTY,
     RECORD_INDEX,
@@ -84,6 +107,8 @@ BASE_WRITE_TOKEN = "0-2-0"
 #: The ``files`` partition's init instant (spec 5.5: the first init suffix on a base of zeros).
 FILES_INIT_INSTANT = "00000000000000000"
 UPSERT_PREPPED = "UPSERT_PREPPED"
+BLOOM_META_BLOCK = "bloomFilter"
+BLOOM_TYPE_CODE = b"DYNAMIC_V0"
 #: Record-index file groups: at least 10 (Java's min.filegroup.count), one more per 4M keys.
 RECORD_INDEX_MIN_GROUPS = 10
 RECORD_INDEX_KEYS_PER_GROUP = 4_000_000
@@ -118,7 +143,7 @@ def metadata_enabled_for(table_version: int, enable: bool | None) -> bool:
 
 
 #: MDT partitions this writer maintains.
-MAINTAINED_PARTITIONS = frozenset({FILES, RECORD_INDEX})
+MAINTAINED_PARTITIONS = frozenset({FILES, RECORD_INDEX, COLUMN_STATS, PARTITION_STATS})
 
 
 def check_metadata_table_writable(cfg: HoodieTableConfig, enable: bool | None, path: str) -> None:
@@ -267,6 +292,13 @@ class MetadataWriter:
         )
         if partition and "/" not in partition and not partition.startswith("."):
             self.storage.delete_dir(partition)
+        rel = cfg.props.get(INDEX_DEFS_PROPERTY, "").strip()
+        if rel and self.table.storage.exists(rel):
+            doc = json.loads(self.table.storage.read_bytes(rel))
+            defs = doc.get("indexDefinitions") if isinstance(doc, dict) else None
+            if isinstance(defs, dict) and partition in defs:
+                del defs[partition]
+                self.table.storage.write_atomic(rel, json.dumps(doc, indent=2).encode())
 
     def initialize(self) -> None:
         """Build the ``files`` partition from a listing of the data table (spec 5.5).
@@ -435,7 +467,90 @@ class MetadataWriter:
         ch = self._files_changes(added)
         if RECORD_INDEX in self.partitions:
             self._record_index_changes(instant, meta, ch)
+        if COLUMN_STATS in self.partitions:
+            written = {(p, n) for p, names in added.items() for n in names}
+            self._column_stats_changes(instant, written, ch)
         return ch
+
+    # -- column and partition statistics --------------------------------------------------------
+    def indexed_columns(self) -> list[str]:
+        """The columns ``column_stats`` covers: the index definition's source fields when the
+        table has one (Java 1.x writes ``.hoodie/.index_defs/index.json``), else Java's
+        default choice over the table schema."""
+        cs = self.index_definitions().get(COLUMN_STATS) or {}
+        fields = cs.get("sourceFields") if isinstance(cs, dict) else None
+        if fields:
+            return [str(f) for f in fields]
+        schema = self.table.schema
+        return columns_to_index(schema) if schema is not None else []
+
+    def index_definitions(self) -> dict[str, Any]:
+        """``indexDefinitions`` of the table's index definitions file ({} without one)."""
+        rel = self.table.table_config.props.get(INDEX_DEFS_PROPERTY, "").strip()
+        if not rel or not self.table.storage.exists(rel):
+            return {}
+        try:
+            doc = json.loads(self.table.storage.read_bytes(rel))
+        except ValueError as e:
+            raise HoodieCorruptedDataError(f"{self.table.storage.uri(rel)}: {e}") from None
+        defs = doc.get("indexDefinitions") if isinstance(doc, dict) else None
+        return defs if isinstance(defs, dict) else {}
+
+    def file_column_stats(
+        self, part: str, name: str, columns: Sequence[str]
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """``column_stats`` records of one data file, computed as Java does: a base file's
+        from its Parquet footer, a log file's over the records of its data blocks."""
+        rel = join(part, name)
+        storage = self.table.storage
+        if parse_base_file_name(name) is not None:
+            with storage.open_input(rel) as f:
+                md = pq.read_metadata(f)
+            return column_stats_records(
+                part, name, parquet_metadata=md, table_version=self.table_version, columns=columns
+            )
+        tables = [b.records for b in read_log_file(storage, rel) if isinstance(b, DataBlock)]
+        schema = self.table.schema
+        if tables:
+            data = pa.concat_tables(tables, promote_options="permissive")
+        else:
+            data = (schema or pa.schema([])).empty_table()
+        return column_stats_records(
+            part, name, table=data, table_version=self.table_version, columns=columns
+        )
+
+    def _column_stats_changes(
+        self, instant: str, written: set[tuple[str, str]], ch: _Changes
+    ) -> None:
+        cols = self.indexed_columns()
+        for part, name in sorted(written):
+            for k, r in self.file_column_stats(part, name, cols):
+                ch.put(COLUMN_STATS, k, r)
+        if PARTITION_STATS in self.partitions:
+            self._partition_stats_changes(instant, {p for p, _ in written}, cols, ch)
+
+    def _partition_stats_changes(
+        self, instant: str, parts: set[str], cols: Sequence[str], ch: _Changes
+    ) -> None:
+        """Partition statistics of the touched partitions, over the files of their latest file
+        slices as they are once ``instant`` completes."""
+        from hoodie_ray.file_group.view import FileSystemView
+
+        tl = self.table.active_timeline.reload()
+        pending = tl.get(instant)
+        if pending is not None and not pending.is_completed:
+            tl = tl.as_if_completed(pending)
+        view = FileSystemView.for_table(self.table.storage, self.table.table_config, tl)
+        new = ch.upserts.get(COLUMN_STATS, {})
+        mdt = self.reader()
+        for part in sorted(parts):
+            names = partition_stats_files(view, part)
+            keys = [rec.column_stats_key(c, part, n) for n in names for c in cols]
+            have = {k: new[k] for k in keys if k in new}
+            have.update(mdt.records(COLUMN_STATS, [k for k in keys if k not in have]))
+            stats = [have[k] for k in keys if k in have]
+            for k, r in partition_stats_records(part, stats, self.table_version):
+                ch.put(PARTITION_STATS, k, r)
 
     def _record_index_changes(self, instant: str, meta: HoodieCommitMetadata, ch: _Changes) -> None:
         """Keys new to a file group get their location; deleted keys leave the index unless
@@ -470,7 +585,16 @@ class MetadataWriter:
             for p, pm in meta.partition_metadata.items()
             if pm.success_delete_files
         }
-        self._write_delta_commit(instant, self._files_changes({}, deleted))
+        ch = self._files_changes({}, deleted)
+        if COLUMN_STATS in self.partitions:
+            cols = self.indexed_columns()
+            for p, names in deleted.items():
+                for n in names:
+                    for k, r in column_stats_tombstones(
+                        p, n, cols, table_version=self.table_version
+                    ):
+                        ch.put(COLUMN_STATS, k, r)
+        self._write_delta_commit(instant, ch)
 
     def update_rollback(self, instant: str, meta: HoodieRollbackMetadata) -> None:
         """Record a rollback: remove the rolled-back instants' MDT delta commits, then list the
@@ -612,11 +736,20 @@ class MetadataWriter:
             [records[k] for k in keys], rec.metadata_schema(self.table_version)
         )
         info = {b"schema": self.schema_json.encode()}
-        if base and keys:
-            info[b"minRecordKey"] = keys[0].encode()
-            info[b"maxRecordKey"] = keys[-1].encode()
+        rows = [k.encode() for k in keys]
+        meta: dict[str, bytes] = {}
+        if base:
+            # base files carry Java's bloom filter of their keys and key range (spec 2.5, 2.6)
+            meta[BLOOM_META_BLOCK] = build_bloom_filter(rows)
+            info[b"bloomFilterTypeCode"] = BLOOM_TYPE_CODE
+            if keys:
+                info[b"minRecordKey"] = rows[0]
+                info[b"maxRecordKey"] = rows[-1]
         return write_hfile(
-            [(k.encode(), v) for k, v in zip(keys, values, strict=True)], file_info=info
+            list(zip(rows, values, strict=True)),
+            file_info=info,
+            meta_blocks=meta,
+            allow_empty=base,  # a compacted group may hold no live record (Java's too)
         )
 
     def _complete(self, instant: str, stats: Sequence[HoodieWriteStat], op: str) -> None:
@@ -823,6 +956,17 @@ class MetadataWriter:
         )
         tl.complete(Instant(ts, Action.CLEAN, State.INFLIGHT), meta.to_bytes())
         return ts
+
+
+def partition_stats_files(view: Any, part: str) -> list[str]:
+    """The files a partition's statistics aggregate: those of the latest slice of every file
+    group not replaced. (Java computes them while a replace commit is still pending, so its
+    partition stats written by a clustering also count the groups it replaced, until the
+    partition is written again.)"""
+    names: list[str] = []
+    for fs in view.latest_file_slices(partitions=[part]):
+        names += ([fs.base_file] if fs.base_file else []) + list(fs.log_files)
+    return names
 
 
 _WRITERS: weakref.WeakKeyDictionary[HoodieTable, MetadataWriter] = weakref.WeakKeyDictionary()

@@ -457,6 +457,21 @@ class ActiveTimeline:
         self._by_key.pop((instant.timestamp, instant.comparable_action), None)
         self._forget(gone)
 
+    def as_if_completed(self, instant: Instant) -> ActiveTimeline:
+        """A copy of this timeline on which pending ``instant`` is completed (in memory only,
+        completion time after everything): the file-system view a commit is about to make,
+        for what must be written before it completes (the metadata table's statistics)."""
+        import copy
+
+        out = copy.copy(self)
+        out._by_key = dict(self._by_key)
+        out._names = dict(self._names)
+        floor = max(t for t in (self.max_completion_time(), self._max_timestamp(), "0") if t)
+        done = instant.with_state(State.COMPLETED, self._new_time(floor))
+        out._names[f"<pending completion of {instant.timestamp}>"] = done
+        out._note(done)
+        return out
+
     def delete_instant(self, instant: Instant) -> None:
         """Delete every file of ``instant`` seen by the last listing, the completed file first
         (readers stop seeing it before its pending states go): how a metadata table drops a
