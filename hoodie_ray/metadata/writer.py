@@ -83,6 +83,7 @@ from hoodie_ray.metadata.reader import MetadataTable, _FileMap
 from hoodie_ray.metadata.records import decode_value
 from hoodie_ray.storage import Storage, join
 from hoodie_ray.table import HoodieTable
+from hoodie_ray.timeline.archive import LSMTimeline, archive_instants, instants_to_archive
 from hoodie_ray.timeline.instant import Action, Instant, State, new_instant_time
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
 from hoodie_ray.timeline.plans import (
@@ -122,15 +123,22 @@ class MetadataWriteConfig:
     enable: bool | None = None
     compact_max_delta_commits: int = 10
     clean_retain_commits: int = 3
+    archive: bool = True
+    keep_min_commits: int = 40
+    keep_max_commits: int = 50
+    timeline_compaction_batch_size: int = 10
 
     @classmethod
     def of(cls, wc: WriteConfig | None) -> MetadataWriteConfig:
-        if wc is None:
-            return cls()
+        wc = wc or WriteConfig()
         return cls(
             enable=wc.metadata_enable,
             compact_max_delta_commits=wc.metadata_compact_max_delta_commits,
             clean_retain_commits=wc.metadata_clean_retain_commits,
+            archive=wc.archive_automatic,
+            keep_min_commits=wc.keep_min_commits,
+            keep_max_commits=wc.keep_max_commits,
+            timeline_compaction_batch_size=wc.timeline_compaction_batch_size,
         )
 
 
@@ -780,7 +788,34 @@ class MetadataWriter:
         if self._delta_commits_since_compaction() >= self.config.compact_max_delta_commits:
             self.compact()
         self.clean()
+        if self.config.archive:
+            self.archive()
         del tl
+
+    def archive(self) -> list[str]:
+        """Archive the MDT's oldest instants (its LSM history, as the data table's) once past
+        ``hoodie.keep.max.commits``, down to ``keep.min``; only instants before its latest
+        compaction (their logs are merged into base files) and before the data table's
+        earliest active instant (readers judge MDT delta commits by the data timeline)."""
+        tl = self.timeline.reload()
+        cfg = self.config
+        chosen = instants_to_archive(tl, cfg.keep_min_commits, cfg.keep_max_commits, is_mor=True)
+        last = self._last_compaction()
+        data_first = self.table.active_timeline.earliest_active()
+        if last is None or data_first is None:
+            return []
+        bound = min(last.timestamp, data_first)
+        chosen = [i for i in chosen if i.timestamp < bound]
+        if not chosen:
+            return []
+        mcfg = HoodieTableConfig(metadata_table_props(self.table.config, self.table_version))
+        archive_instants(
+            tl,
+            LSMTimeline(self.storage, mcfg.archive_path),
+            chosen,
+            cfg.timeline_compaction_batch_size,
+        )
+        return [i.timestamp for i in chosen]
 
     def _last_compaction(self) -> Instant | None:
         done = [

@@ -36,16 +36,21 @@ def _listing_through_mdt(path: str) -> bool:
     return t.uses_metadata_table and t.view().listing is not None
 
 
+@pytest.mark.parametrize("version", ["8", "9"])
 @pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
-def test_every_action_keeps_the_metadata_table(tmp_path: Path, table_type: str) -> None:
-    """Inserts, upserts, deletes, compactions, cleans, a rolled-back failed write and the
-    metadata table's own compaction and clean: after each, hudi-rs equals the model and the
+def test_every_action_keeps_the_metadata_table(
+    tmp_path: Path, table_type: str, version: str
+) -> None:
+    """Inserts, upserts, deletes, compactions, cleans, archival, and the metadata table's own
+    compaction, clean and archival: after each commit hudi-rs equals the model and the
     validator finds nothing."""
     path = str(tmp_path / "t")
     opts = {
         **OPTIONS,
         "table.type": table_type,
-        "hoodie.write.table.version": "8",
+        "hoodie.write.table.version": version,
+        "hoodie.keep.min.commits": "3",
+        "hoodie.keep.max.commits": "5",
         **SMALL_FILES,
         "compaction.delta_commits": "3",
         "clean.retain_commits": "2",
@@ -78,6 +83,9 @@ def test_every_action_keeps_the_metadata_table(tmp_path: Path, table_type: str) 
     assert {"deltacommit", "commit", "clean"} <= actions, actions
     data_actions = {i.action for i in t.timeline}
     assert "clean" in data_actions
+    assert t.has_archived_instants()
+    assert (tmp_path / "t" / ".hoodie" / "metadata" / ".hoodie" / "timeline" / "history").is_dir()
+    assert len(mdt.timeline.instants) < 20  # the MDT archives its own timeline too
     if table_type == "MERGE_ON_READ":
         assert "commit" in data_actions  # a data compaction went through the MDT too
 
