@@ -35,6 +35,7 @@ from hoodie_ray.log_format.blocks import (
 )
 from hoodie_ray.log_format.reader import read_log_file
 from hoodie_ray.metadata.layout import (
+    COLUMN_STATS,
     FILES,
     HFILE_EXTENSION,
     METADATA_TABLE_PATH,
@@ -44,6 +45,7 @@ from hoodie_ray.metadata.layout import (
 from hoodie_ray.metadata.records import (
     ALL_PARTITIONS_KEY,
     NON_PARTITIONED_NAME,
+    column_stats_key,
     decode_record_index,
     decode_value,
 )
@@ -65,6 +67,33 @@ def partition_key(partition: str) -> str:
 
 def partition_of_key(key: str) -> str:
     return "" if key == NON_PARTITIONED_NAME else key
+
+
+class _Empty:
+    """The range of a column with no values: no comparison with it holds."""
+
+    def __lt__(self, other: Any) -> bool:
+        return False
+
+    __le__ = __gt__ = __ge__ = __lt__
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    def __hash__(self) -> int:
+        return 0
+
+
+_EMPTY = _Empty()
+
+
+def _unwrap(v: Any) -> Any:
+    """The Python value of a stats wrapper (``(name, {"value": x})`` or ``{"value": x}``)."""
+    if isinstance(v, tuple) and len(v) == 2:
+        v = v[1]
+    if isinstance(v, dict):
+        return v.get("value")
+    return v
 
 
 def load_metadata_config(storage: Storage) -> HoodieTableConfig:
@@ -236,6 +265,26 @@ class MetadataTable:
         for key, (value, schema) in self.raw_records(RECORD_INDEX).items():
             part, fid, _ = decode_record_index(decode_value(value, schema))
             out.setdefault((part or "", fid), []).append(key)
+        return out
+
+    def column_ranges(
+        self, wanted: Iterable[tuple[str, str, str]]
+    ) -> dict[tuple[str, str, str], tuple[Any, Any]]:
+        """``(partition, file, column) -> (min, max)`` (Python values, None when unknown) from
+        ``column_stats``, for the triples it has statistics of (tombstones left out); a file
+        whose column holds no value gets an empty range that matches nothing."""
+        keys = {column_stats_key(c, p, n): (p, n, c) for p, n, c in wanted}
+        out: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+        for k, r in self.records(COLUMN_STATS, keys).items():
+            cs = r.get("ColumnStatsMetadata")
+            if not isinstance(cs, dict) or cs.get("isDeleted"):
+                continue
+            if cs.get("valueCount") == 0 or (
+                cs.get("valueCount") is not None and cs.get("valueCount") == cs.get("nullCount")
+            ):
+                out[keys[k]] = (_EMPTY, _EMPTY)
+                continue
+            out[keys[k]] = (_unwrap(cs.get("minValue")), _unwrap(cs.get("maxValue")))
         return out
 
     def _files_maps(self) -> dict[str, _FileMap]:

@@ -34,7 +34,7 @@ from hoodie_ray.exceptions import (
     HoodieTimelineError,
 )
 from hoodie_ray.file_group.naming import parse_base_file_name, parse_log_file_name
-from hoodie_ray.file_group.view import FileSystemView
+from hoodie_ray.metadata.layout import COLUMN_STATS
 from hoodie_ray.reader.file_slice_reader import (
     ReadContext,
     SliceSpec,
@@ -251,6 +251,7 @@ def plan_file_slices(
         return ReadPlan(qt, ctx, [], None)
     slices = _snapshot_slices(tbl, query_instant, check_cleaned=as_of is not None)
     slices = _prune_partitions(tbl, slices, parsed_filters, schema)
+    slices = _prune_by_column_stats(tbl, slices, parsed_filters)
     if qt == "read_optimized":
         slices = [
             SliceSpec(s.partition_path, s.file_id, s.base_instant, s.base_file, ())
@@ -465,11 +466,45 @@ def _prune_partitions(
     return out
 
 
+def _prune_by_column_stats(
+    tbl: HoodieTable, slices: list[SliceSpec], filters: list[Filter]
+) -> list[SliceSpec]:
+    """Drop file slices the metadata table's column statistics rule out: a merged record comes
+    from one of the slice's files, so a slice none of whose files (base or log) holds a value
+    a filter accepts holds no matching record. Files without statistics are kept."""
+    if not filters or not slices or not tbl.uses_metadata_table:
+        return slices
+    if COLUMN_STATS not in tbl.metadata_partitions:
+        return slices
+    wanted = [
+        (s.partition_path, n, f.field)
+        for s in slices
+        for n in ([s.base_file] if s.base_file else []) + list(s.log_files)
+        for f in filters
+    ]
+    ranges = tbl.metadata_table.column_ranges(wanted)
+    out = []
+    for s in slices:
+        names = ([s.base_file] if s.base_file else []) + list(s.log_files)
+        keep = True
+        for f in filters:
+            if not any(
+                (s.partition_path, n, f.field) not in ranges
+                or f.may_match(*ranges[(s.partition_path, n, f.field)])
+                for n in names
+            ):
+                keep = False
+                break
+        if keep:
+            out.append(s)
+    return out
+
+
 # -- snapshot slices -----------------------------------------------------------------------------
 
 
 def _view_slices(tbl: HoodieTable, query_instant: str) -> list[SliceSpec]:
-    view = FileSystemView.for_table(tbl.storage, tbl.table_config, tbl.active_timeline)
+    view = tbl.view()  # listed through the metadata table when the table keeps one
     return [SliceSpec.of(s) for s in view.latest_file_slices(as_of=query_instant)]
 
 
@@ -574,7 +609,7 @@ def _listed_slices(
     """
     if not keys or end is None:
         return {}
-    view = FileSystemView.for_table(tbl.storage, tbl.table_config, tbl.active_timeline)
+    view = tbl.view()
     parts = sorted({p for p, _ in keys})
     wanted = set(keys)
     out: dict[tuple[str, str], SliceSpec] = {}
