@@ -23,6 +23,7 @@ records the deleted files as tombstones at the rollback instant.
 from __future__ import annotations
 
 import json
+import logging
 import time
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -101,6 +102,8 @@ __all__ = [
     "metadata_enabled_for",
     "metadata_writer",
 ]
+
+log = logging.getLogger("hoodie_ray")
 
 #: Spark-style write tokens: any digits do for readers.
 LOG_WRITE_TOKEN = "0-1-0"
@@ -780,9 +783,22 @@ class MetadataWriter:
 
     # -- table services of the MDT ------------------------------------------------------------
     def run_table_services(self) -> None:
-        """Compact the MDT when due, then clean slices compactions replaced."""
+        """Compact the MDT when due, clean slices compactions replaced, archive. Runs after
+        the data instant completed: a failure is logged, not raised (the write is committed;
+        what it left pending is rolled back before the next MDT write)."""
         if not self.enabled:
             return
+        try:
+            self._run_table_services()
+        except Exception as e:
+            log.warning(
+                "metadata table services of %s failed (the commit stands; retried after the "
+                "next one): %s",
+                self.table.base_uri,
+                e,
+            )
+
+    def _run_table_services(self) -> None:
         tl = self.timeline.reload()
         self._rollback_failed_writes()
         if self._delta_commits_since_compaction() >= self.config.compact_max_delta_commits:

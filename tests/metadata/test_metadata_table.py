@@ -288,3 +288,52 @@ def test_cli_metadata_commands(tmp_path: Path, capsys) -> None:
     assert "listed file does not exist" in capsys.readouterr().out
     assert main(["metadata", "drop", path]) == 0
     assert not (tmp_path / "t" / ".hoodie" / "metadata").exists()
+
+
+@pytest.mark.parametrize("where", ["mdt_delta_commit", "mdt_compaction", "mdt_init"])
+def test_a_crash_at_each_metadata_step_heals(tmp_path: Path, monkeypatch, where: str) -> None:
+    """A writer killed while writing the metadata table (mid delta commit, mid compaction,
+    mid initialisation): the next writer rolls back or rebuilds what it left, and every reader
+    sees the committed data."""
+    import hoodie_ray.metadata.writer as mw
+
+    path = str(tmp_path / "t")
+    opts = {
+        **OPTIONS,
+        "hoodie.write.table.version": "8",
+        "hoodie.metadata.compact.max.delta.commits": "3",
+    }
+    model, wl = TableModel(), Workload(23)
+    first = [wl._row(k) for k in wl.keys[:20]]
+    init_opts = {**opts, "hoodie.metadata.enable": "false"} if where == "mdt_init" else opts
+    HoodieWriteClient(path, init_opts).write(to_arrow(first, True))
+    model.upsert(first)
+
+    real_complete = mw.MetadataWriter._complete
+    real_compact = mw.MetadataWriter.compact
+
+    def killed(*a, **k):  # type: ignore[no-untyped-def]
+        raise KeyboardInterrupt("writer killed")
+
+    if where == "mdt_compaction":
+
+        def compact_then_die(self, force=False):  # type: ignore[no-untyped-def]
+            monkeypatch.setattr(mw, "write_hfile", killed)
+            return real_compact(self, force)
+
+        monkeypatch.setattr(mw.MetadataWriter, "compact", compact_then_die)
+    else:
+        monkeypatch.setattr(mw.MetadataWriter, "_complete", killed)
+    more = [wl._row(k) for k in wl.keys[10:30]]
+    with pytest.raises(KeyboardInterrupt):
+        HoodieWriteClient(path, opts).write(to_arrow(more, True))
+    monkeypatch.setattr(mw.MetadataWriter, "_complete", real_complete)
+    monkeypatch.setattr(mw.MetadataWriter, "compact", real_compact)
+    monkeypatch.undo()
+    if where == "mdt_compaction":
+        model.upsert(more)  # the data instant had completed
+    again = [wl._row(k) for k in wl.keys[25:35]]
+    HoodieWriteClient(path, opts).write(to_arrow(again, True))
+    model.upsert(again)
+    _check(path, model, f"after a crash in {where}")
+    assert not HoodieTable.load(path).metadata_table.timeline.pending()
