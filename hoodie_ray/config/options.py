@@ -439,6 +439,25 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "Archive the oldest instants after commits, once past archive.max_commits.",
     ),
     ConfigOption(
+        "hoodie.datasource.write.schema.allow.auto.evolution",
+        "schema_auto_evolution",
+        True,
+        _parse_bool,
+        "Let a write evolve the table schema as Hudi's write path does: new nullable columns "
+        "and struct fields are added, int -> long -> float -> double widened. false keeps the "
+        "schema fixed: such a batch is refused (hoodie_ray's option; Hudi Java has no switch "
+        "and always evolves). A narrower batch type is written in the table's type either way.",
+        ("write.schema.auto_evolution",),
+    ),
+    ConfigOption(
+        "hoodie.write.set.null.for.missing.columns",
+        "set_null_for_missing_columns",
+        False,
+        _parse_bool,
+        "Write nulls for nullable table columns a batch lacks (Hudi's option and default: "
+        "false refuses such a batch). A non-null column is never dropped.",
+    ),
+    ConfigOption(
         "write.warm_idle_s",
         "warm_idle_s",
         60.0,
@@ -487,6 +506,22 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "Keep the record index in the metadata table (record key -> file group): writers "
         "then load their key index from it instead of reading every data file. false on a "
         "table that has one drops it.",
+    ),
+    ConfigOption(
+        "hoodie.metadata.index.column.stats.enable",
+        "metadata_column_stats_enable",
+        False,
+        _parse_bool,
+        "Keep per-file column statistics in the metadata table (filtered reads skip file "
+        "slices they rule out). false on a table that has them drops them.",
+    ),
+    ConfigOption(
+        "hoodie.metadata.index.partition.stats.enable",
+        "metadata_partition_stats_enable",
+        False,
+        _parse_bool,
+        "Keep per-partition column statistics in the metadata table (needs the column "
+        "statistics). false on a table that has them drops them.",
     ),
     ConfigOption(
         "hoodie.metadata.compact.max.delta.commits",
@@ -628,10 +663,14 @@ class WriteConfig:
     archive_automatic: bool = _default("archive_automatic")
     timeline_compaction_batch_size: int = _default("timeline_compaction_batch_size")
     allow_non_empty_dir: bool = _default("allow_non_empty_dir")
+    schema_auto_evolution: bool = _default("schema_auto_evolution")
+    set_null_for_missing_columns: bool = _default("set_null_for_missing_columns")
     warm_idle_s: float = _default("warm_idle_s")
     write_table_version: str = _default("write_table_version")
     metadata_enable: bool | None = _default("metadata_enable")
     metadata_record_index_enable: bool = _default("metadata_record_index_enable")
+    metadata_column_stats_enable: bool = _default("metadata_column_stats_enable")
+    metadata_partition_stats_enable: bool = _default("metadata_partition_stats_enable")
     metadata_compact_max_delta_commits: int = _default("metadata_compact_max_delta_commits")
     metadata_clean_retain_commits: int = _default("metadata_clean_retain_commits")
     lock_heartbeat_ms: int = _default("lock_heartbeat_ms")

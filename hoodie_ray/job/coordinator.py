@@ -38,7 +38,7 @@ from hoodie_ray.job.setup import (
     table_exists,
 )
 from hoodie_ray.meta import META_PREFIX
-from hoodie_ray.metadata.layout import RECORD_INDEX
+from hoodie_ray.metadata.layout import COLUMN_STATS, PARTITION_STATS, RECORD_INDEX
 from hoodie_ray.metadata.writer import (
     MetadataWriteConfig,
     check_metadata_table_writable,
@@ -211,8 +211,8 @@ class Coordinator:
             raise
 
     def _sync_record_index(self, table: HoodieTable, wc: WriteConfig) -> None:
-        """Build the record index from the latest file slices when asked for and missing; drop
-        it when explicitly turned off."""
+        """Build the record index and the column / partition statistics when asked for and
+        missing; drop them when explicitly turned off."""
         w = metadata_writer(table)
         if not w.enabled:
             return
@@ -230,6 +230,19 @@ class Coordinator:
             and not wc.metadata_record_index_enable
         ):
             w.drop_partition(RECORD_INDEX)
+        for part, attr in (
+            (PARTITION_STATS, "metadata_partition_stats_enable"),
+            (COLUMN_STATS, "metadata_column_stats_enable"),
+        ):
+            if part in w.partitions and wc.is_set(attr) and not getattr(wc, attr):
+                w.drop_partition(part)
+        wants_partition_stats = wc.metadata_partition_stats_enable  # needs column stats
+        wants_column_stats = wc.metadata_column_stats_enable or wants_partition_stats
+        if COLUMN_STATS not in w.partitions and wants_column_stats:
+            w.initialize_column_stats(wants_partition_stats)
+        elif wants_partition_stats and PARTITION_STATS not in w.partitions:
+            w.drop_partition(COLUMN_STATS)  # rebuilt with the partition statistics
+            w.initialize_column_stats(True)
 
     def _open(self, input_schema: pa.Schema | None) -> TableSetup:
         wc = self.wc
@@ -282,12 +295,13 @@ class Coordinator:
         return self.setup
 
     def refix_schema(self, data_schema: pa.Schema) -> TableSetup:
-        """Before the first commit of a new table, the first batch decides the schema."""
+        """The data schema the next commit records: before the first commit of a new table
+        the first batch decides it; a later batch may evolve it (``prepare_input``)."""
         assert self.setup is not None
         ctx = self.setup.context
         avro = arrow_to_avro_schema(data_schema, ctx.table_config.name, with_meta=True)
         new_ctx = WriteContext(ctx.storage, ctx.table_config, ctx.write_config, data_schema, avro)
-        self.setup = TableSetup(new_ctx, self.setup.keygen, False)
+        self.setup = TableSetup(new_ctx, self.setup.keygen, self.setup.schema_fixed)
         return self.setup
 
     # -- per checkpoint ------------------------------------------------------------------------

@@ -116,6 +116,8 @@ BLOOM_TYPE_CODE = b"DYNAMIC_V0"
 #: Record-index file groups: at least 10 (Java's min.filegroup.count), one more per 4M keys.
 RECORD_INDEX_MIN_GROUPS = 10
 RECORD_INDEX_KEYS_PER_GROUP = 4_000_000
+#: Java's hoodie.metadata.index.column.stats.file.group.count default.
+COLUMN_STATS_GROUPS = 2
 BULK_INSERT_PREPPED = "BULK_INSERT_PREPPED"
 
 
@@ -355,71 +357,114 @@ class MetadataWriter:
 
     def initialize_record_index(self, entries: Iterable[tuple[str, str, str, Any]]) -> None:
         """Build the ``record_index`` partition from ``(partition, file id, base instant, live
-        keys)`` of every latest file slice (spec 5.5: its own init delta commit, base HFiles
-        in ``max(10, keys / 4M)`` file groups by the Java key hash)."""
+        keys)`` of every latest file slice, in ``max(10, keys / 4M)`` file groups."""
         located = [
             (p, f, ts, list(k.to_pylist() if hasattr(k, "to_pylist") else k))
             for p, f, ts, k in entries
         ]
         total = sum(len(k) for *_, k in located)
         groups = max(RECORD_INDEX_MIN_GROUPS, -(-total // RECORD_INDEX_KEYS_PER_GROUP))
+        tz = self.table.table_config.props.get("hoodie.table.timeline.timezone", "LOCAL")
+        records: dict[str, dict[str, Any]] = {}
+        for part, fid, base_ts, keys in located:
+            ms = rec.instant_to_epoch_ms(base_ts, tz)
+            for key in keys:
+                k, r = rec.record_index_record(key, part, fid, ms)
+                records[k] = r
+        self._initialize_partition(RECORD_INDEX, records, groups, first_suffix=2)
+
+    def initialize_column_stats(self, with_partition_stats: bool) -> None:
+        """Build ``column_stats`` (every committed file's statistics, as Java computes them,
+        in 2 file groups) and, if asked, ``partition_stats`` (one group) for a table that has
+        neither."""
+        cols = self.indexed_columns()
+        mdt = self.reader()
+        records: dict[str, dict[str, Any]] = {}
+        for part, files in sorted(mdt.files_listing().items()):
+            for name in sorted(files):
+                if self.table.active_timeline.is_committed(
+                    (parse_base_file_name(name) or parse_log_file_name(name)).instant  # type: ignore[union-attr]
+                ):
+                    records.update(self.file_column_stats(part, name, cols))
+        self._initialize_partition(COLUMN_STATS, records, COLUMN_STATS_GROUPS, first_suffix=1)
+        if with_partition_stats:
+            view = self.table.view()
+            stats: dict[str, dict[str, Any]] = {}
+            for part in view.list_partitions():
+                names = partition_stats_files(view, part)
+                keys = [rec.column_stats_key(c, part, n) for n in names for c in cols]
+                found = [records[k] for k in keys if k in records]
+                stats.update(partition_stats_records(part, found, self.table_version))
+            self._initialize_partition(PARTITION_STATS, stats, 1, first_suffix=3)
+
+    def _initialize_partition(
+        self, partition: str, records: Mapping[str, dict[str, Any]], groups: int, first_suffix: int
+    ) -> None:
+        """One MDT partition built in its own init delta commit (spec 5.5): listed in flight,
+        base HFiles per file group by the Java key hash (an empty group exists through an
+        empty delete block, 4.3), then listed complete."""
+        cfg = self.table.table_config
         self._save_data_props(
             **{
                 PARTITIONS_INFLIGHT_PROPERTY: join_partitions(
-                    [*inflight_partitions(self.table.table_config), RECORD_INDEX]
+                    [*inflight_partitions(cfg), partition]
                 )
             }
         )
         tl = self.timeline.reload()
         ts = next(
             f"{INIT_INSTANT_PREFIX}{n:03d}"
-            for n in range(2, 1000)
+            for n in range(first_suffix, 1000)
             if not tl.contains(f"{INIT_INSTANT_PREFIX}{n:03d}")
         )
         inst = Instant(ts, Action.DELTA_COMMIT, State.REQUESTED)
         tl.create_requested(inst)
         tl.transition_to_inflight(inst)
-        self._partition_folder(RECORD_INDEX, ts)
-        tz = self.table.table_config.props.get("hoodie.table.timeline.timezone", "LOCAL")
+        self._partition_folder(partition, ts)
         by_group: list[dict[str, dict[str, Any]]] = [{} for _ in range(groups)]
-        for part, fid, base_ts, keys in located:
-            ms = rec.instant_to_epoch_ms(base_ts, tz)
-            for key in keys:
-                k, r = rec.record_index_record(key, part, fid, ms)
-                by_group[rec.key_to_file_group_index(k, groups)][k] = r
+        for k, r in records.items():
+            by_group[0 if groups == 1 else rec.key_to_file_group_index(k, groups)][k] = r
         stats = []
-        for idx, records in enumerate(by_group):
-            fid = rec.file_group_id(RECORD_INDEX, idx)
-            if records:
+        for idx, part_records in enumerate(by_group):
+            fid = rec.file_group_id(partition, idx)
+            if part_records:
                 name = base_file_name(fid, BASE_WRITE_TOKEN, ts, HFILE_EXTENSION)
-                data = self._hfile(records, base=True)
-                self.storage.write_bytes(join(RECORD_INDEX, name), data)
-            else:  # an empty group exists through an empty delete block (spec 4.3)
+                data = self._hfile(part_records, base=True)
+                self.storage.write_bytes(join(partition, name), data)
+                size = len(data)
+            else:
                 name = log_file_name(fid, ts, 1, INIT_WRITE_TOKEN)
-                block = DeleteBlock({HeaderMetadataType.INSTANT_TIME: ts}, [], RECORD_INDEX)
-                res = LogWriter(
-                    self.storage, RECORD_INDEX, name, table_version=self.table_version, append=False
-                ).append_blocks([block])
-                data = b"x" * res.size
+                block = DeleteBlock({HeaderMetadataType.INSTANT_TIME: ts}, [], partition)
+                size = (
+                    LogWriter(
+                        self.storage,
+                        partition,
+                        name,
+                        table_version=self.table_version,
+                        append=False,
+                    )
+                    .append_blocks([block])
+                    .size
+                )
             stats.append(
                 HoodieWriteStat(
                     file_id=fid,
-                    path=join(RECORD_INDEX, name),
+                    path=join(partition, name),
                     prev_commit="null",
-                    num_writes=len(records),
-                    num_inserts=len(records),
-                    total_write_bytes=len(data),
-                    partition_path=RECORD_INDEX,
-                    file_size_in_bytes=len(data),
+                    num_writes=len(part_records),
+                    num_inserts=len(part_records),
+                    total_write_bytes=size,
+                    partition_path=partition,
+                    file_size_in_bytes=size,
                 )
             )
         self._complete(ts, stats, BULK_INSERT_PREPPED)
         cfg = self.table.table_config
         self._save_data_props(
             **{
-                PARTITIONS_PROPERTY: join_partitions([*completed_partitions(cfg), RECORD_INDEX]),
+                PARTITIONS_PROPERTY: join_partitions([*completed_partitions(cfg), partition]),
                 PARTITIONS_INFLIGHT_PROPERTY: join_partitions(
-                    [p for p in inflight_partitions(cfg) if p != RECORD_INDEX]
+                    [p for p in inflight_partitions(cfg) if p != partition]
                 ),
             }
         )

@@ -337,3 +337,47 @@ def test_a_crash_at_each_metadata_step_heals(tmp_path: Path, monkeypatch, where:
     model.upsert(again)
     _check(path, model, f"after a crash in {where}")
     assert not HoodieTable.load(path).metadata_table.timeline.pending()
+
+
+def test_column_and_partition_stats_are_built_kept_and_prune_reads(tmp_path: Path) -> None:
+    """Turned on for a table that has a metadata table: both indexes are built from the files,
+    kept by upserts, deletes and compactions (checked against the files each time), filtered
+    reads skip slices, and turning them off drops them."""
+    path = str(tmp_path / "t")
+    opts = {
+        **OPTIONS,
+        "hoodie.write.table.version": "9",
+        **SMALL_FILES,
+        "compaction.delta_commits": "2",
+    }
+    model, wl = TableModel(), Workload(29)
+    rows = [wl._row(k) for k in wl.keys[:30]]
+    HoodieWriteClient(path, opts).write(to_arrow(rows, True))
+    model.upsert(rows)
+    stats = {**opts, "hoodie.metadata.index.partition.stats.enable": "true"}
+    client = HoodieWriteClient(path, stats)
+    for i in range(5):
+        kind, rows = wl.next_commit()
+        if kind == "delete":
+            HoodieWriteClient(path, {**stats, "write.operation": "delete"}).write(keys_table(rows))
+            model.delete_keys([r["key"] for r in rows])
+        else:
+            rows = [r if "p" in r else wl._row(r["key"]) for r in rows]
+            client.write(to_arrow(rows, True))
+            model.upsert(rows)
+        _check(path, model, f"commit {i} ({kind})")
+    t = HoodieTable.load(path)
+    assert {"column_stats", "partition_stats"} <= set(t.metadata_partitions)
+    top = max(r["v"] for r in model.rows.values() if r["v"] is not None)
+    got = hr.read(path, filters=[("v", ">", top)])
+    assert got.num_rows == 0
+    last = [wl._row("k001")]
+    off = {
+        **opts,
+        "hoodie.metadata.index.column.stats.enable": "false",
+        "hoodie.metadata.index.partition.stats.enable": "false",
+    }
+    HoodieWriteClient(path, off).write(to_arrow(last, True))
+    model.upsert(last)
+    assert not {"column_stats", "partition_stats"} & set(HoodieTable.load(path).metadata_partitions)
+    _check(path, model, "statistics dropped")
