@@ -284,9 +284,15 @@ class BucketAssigner:
             # the merge would drop it); the index keeps the winner's ordering value
             stored = self.index.ordering_at(seg_of, pos_of)
             newer = ordering_at_least(ords, stored)
-            # a delete older than the stored copy loses the merge: a no-op, dropped here so
-            # that nothing downstream (the record index) counts the key as deleted
-            older = (moved & ~deleted & ~newer) | (found & deleted & ~newer)
+            # A delete older than the stored copy loses the merge: a no-op, dropped here so
+            # that nothing downstream (the record index) counts the key as deleted. Except an
+            # int ordering value of 0: a log reader takes it for Java's default and lets the
+            # delete win (merge.py); a copy-on-write merge decides those itself.
+            field = self.config.ordering_field
+            int_zero = np.zeros(n, dtype=bool)
+            if field and pa.types.is_int32(batch.schema.field(field).type):
+                int_zero = np.asarray(ords == 0, dtype=bool)
+            older = (moved & ~deleted & ~newer) | (found & deleted & ~newer & ~int_zero)
             moved = moved & ~older
             # a winning delete leaves no ordering value: the next record of the key is an
             # insert, whatever its ordering value (the stored copy is gone)
