@@ -163,8 +163,9 @@ class MetadataTable:
         return self._timeline
 
     def refresh(self) -> MetadataTable:
+        """Pick up new MDT instants (the merged ``files`` listing is kept while neither
+        timeline changed)."""
         self.timeline.reload()
-        self._files = None
         return self
 
     def view(self) -> FileSystemView:
@@ -288,7 +289,7 @@ class MetadataTable:
         return out
 
     def _files_maps(self) -> dict[str, _FileMap]:
-        at = (len(self.timeline.instants), len(self.data_timeline.instants))
+        at = (_state(self.timeline), _state(self.data_timeline))
         if self._files is None or self._files_at != at:
             maps: dict[str, _FileMap] = {}
             for fs in self.file_slices(FILES):
@@ -315,6 +316,17 @@ class MetadataTable:
         """Data partition -> (file name -> size), every partition."""
         maps = self._files_maps()
         return {partition_of_key(k): m.live() for k, m in maps.items() if k != ALL_PARTITIONS_KEY}
+
+
+def _state(tl: ActiveTimeline) -> tuple[Any, ...]:
+    """What identifies a timeline's state cheaply: its size, newest instants and latest
+    completion (an older instant completing changes that)."""
+    last = tl.instants[-3:]
+    return (
+        len(tl.instants),
+        tl.max_completion_time(),
+        tuple((i.timestamp, i.action, i.state) for i in last),
+    )
 
 
 class MetadataListing:
