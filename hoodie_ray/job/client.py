@@ -16,7 +16,8 @@ from hoodie_ray.config.options import WriteConfig, resolve_options
 from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.job.coordinator import CommitResult, Coordinator
 from hoodie_ray.job.setup import TableSetup
-from hoodie_ray.reader.index_bootstrap import bootstrap_entries_with_ordering
+from hoodie_ray.metadata.layout import RECORD_INDEX
+from hoodie_ray.reader.index_bootstrap import bootstrap_entries, bootstrap_entries_with_ordering
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.bucket_assigner import AssignerConfig, BucketAssigner, WriteProfile
 from hoodie_ray.write.records import PreparedBatch, precombine, prepare_batch, to_arrow
@@ -34,10 +35,38 @@ def build_assigner(
     if config.index_type == "BUCKET":
         assigner.set_bucket_file_ids((s.partition_path, s.file_id) for s in slices)
     elif not config.append_mode and config.index_bootstrap and slices:
-        assigner.bootstrap(
-            bootstrap_entries_with_ordering(table, slices, with_ordering=config.compares_moves)
-        )
+        ordering = table.table_config.ordering_field
+        schema = table.schema
+        if (
+            config.compares_moves
+            and table.uses_metadata_table
+            and RECORD_INDEX in table.metadata_partitions
+            and schema is not None
+            and ordering in schema.names
+        ):
+            # keys from the record index; ordering values read per file group when needed
+            assigner.bootstrap_without_ordering(
+                bootstrap_entries(table, slices),
+                schema.field(ordering).type,
+                lambda part, fid: _group_ordering(table, part, fid),
+            )
+        else:
+            assigner.bootstrap(
+                bootstrap_entries_with_ordering(table, slices, with_ordering=config.compares_moves)
+            )
     return assigner
+
+
+def _group_ordering(table: HoodieTable, part: str, fid: str) -> tuple[pa.Array, pa.Array]:
+    """Live keys of one file group and their ordering values, read from its latest slice."""
+    fs = table.refresh().view().latest_file_slice(part, fid)
+    if fs is not None:
+        for _, _, keys, ords in bootstrap_entries_with_ordering(
+            table, [fs], use_record_index=False
+        ):
+            if ords is not None:
+                return keys, ords
+    return pa.array([], pa.string()), pa.array([], pa.int64())
 
 
 def prepare_input(setup: TableSetup, table: pa.Table, wc: WriteConfig) -> PreparedBatch:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import uuid
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,7 @@ from hoodie_ray.index import (
     bucket_ids,
     hash_keys,
     ordering_at_least,
+    ordering_nulls,
     ordering_numbers,
     unknown_ordering,
 )
@@ -207,6 +208,62 @@ class BucketAssigner:
                 ords=ordering_numbers(ords) if ords is not None else None,
             )
 
+    def bootstrap_without_ordering(
+        self,
+        entries: Iterable[tuple[str, str, pa.Array]],
+        ordering_type: pa.DataType,
+        loader: Callable[[str, str], tuple[pa.Array, pa.Array]],
+    ) -> None:
+        """Load the key index from keys and locations only (the metadata table's record index),
+        when moves compare ordering values: those are read per file group, from ``loader``
+        (``(partition, file id) -> (keys, ordering values)`` of its live records), the first
+        time a record arrives for one of its keys in another partition, or a delete -- as
+        Java's record index reads the old location of a key that changes partition."""
+        dtype = ordering_numbers(pa.array([], ordering_type))
+        if dtype is None:  # the index keeps no ordering values for this type
+            self.bootstrap(entries)
+            return
+        self._ordering_loader = loader
+        self._ordering_loaded: set[int] = set()
+        for part, fid, keys in entries:
+            if len(keys):
+                self.bootstrap([(part, fid, keys, pa.nulls(len(keys), ordering_type))])
+
+    def _load_orderings(
+        self,
+        need: np.ndarray,
+        loc_ids: np.ndarray,
+        seg_of: np.ndarray,
+        pos_of: np.ndarray,
+        stored: np.ndarray,
+    ) -> np.ndarray:
+        """``stored`` with the unknown ordering values of the ``need`` rows read from their
+        file groups (each group once per job: later records set the values in memory)."""
+        loader = getattr(self, "_ordering_loader", None)
+        if loader is None:
+            return stored
+        missing = need & ordering_nulls(stored)
+        lids = [int(x) for x in np.unique(loc_ids[missing]) if int(x) not in self._ordering_loaded]
+        if not lids:
+            return stored
+        parts, fids = self.index.location_arrays()
+        for lid in lids:
+            self._ordering_loaded.add(lid)
+            keys, ords = loader(str(parts[lid]), str(fids[lid]))
+            if not len(keys):
+                continue
+            part = str(parts[lid])
+            ikeys = self._index_keys(keys, pa.repeat(pa.scalar(part), len(keys)))
+            ids, seg, pos = self.index.probe(ikeys)
+            values = ordering_numbers(ords)
+            if values is None:
+                continue
+            now = self.index.ordering_at(seg, pos)
+            # only where still unknown and the key still lives in this group
+            take = (ids == lid) & ordering_nulls(now)
+            self.index.set_ordering(np.where(take, seg, -1), pos, np.where(take, values, now))
+        return self.index.ordering_at(seg_of, pos_of)
+
     def _index_keys(
         self, keys: pa.Array | pa.ChunkedArray, parts: pa.Array | pa.ChunkedArray | str
     ) -> pa.Array:
@@ -283,6 +340,9 @@ class BucketAssigner:
             # compare with the stored copy: an older record moves nothing (it is dropped, as
             # the merge would drop it); the index keeps the winner's ordering value
             stored = self.index.ordering_at(seg_of, pos_of)
+            stored = self._load_orderings(
+                moved | (found & deleted), safe_ids, seg_of, pos_of, stored
+            )
             newer = ordering_at_least(ords, stored)
             # A delete older than the stored copy loses the merge: a no-op, dropped here so
             # that nothing downstream (the record index) counts the key as deleted. Except an
