@@ -75,6 +75,7 @@ from hoodie_ray.metadata.layout import (
     PARTITIONS_INFLIGHT_PROPERTY,
     PARTITIONS_PROPERTY,
     RECORD_INDEX,
+    SECONDARY_INDEX_PREFIX,
     completed_partitions,
     inflight_partitions,
     join_partitions,
@@ -708,6 +709,19 @@ class MetadataWriter:
                 tl.delete_instant(inst)
 
     def _write_delta_commit(self, instant: str, changes: _Changes) -> None:
+        # Secondary indexes change only with record values (writes refuse them up front);
+        # any other index this writer does not keep would go stale: refuse before writing.
+        stale = [
+            p
+            for p in self.partitions
+            if p not in MAINTAINED_PARTITIONS and not p.startswith(SECONDARY_INDEX_PREFIX)
+        ]
+        if stale:
+            raise HoodieUnsupportedError(
+                f"{self.table.base_uri}: the metadata table's {', '.join(stale)} index is not "
+                f"maintained by hoodie_ray; drop it with `hoodie-ray metadata drop "
+                f"{self.table.base_uri} --partition {stale[0]}`"
+            )
         tl = self.timeline.reload()
         self._rollback_failed_writes()
         if tl.contains(instant):
