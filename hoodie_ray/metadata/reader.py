@@ -145,6 +145,7 @@ class MetadataTable:
         self._timeline: ActiveTimeline | None = None
         self._files: dict[str, _FileMap] | None = None
         self._files_at: tuple[Any, ...] | None = None
+        self._files_slice: tuple[str | None, tuple[str, ...]] | None = None
 
     # -- the MDT as a table -------------------------------------------------------------------
     def exists(self) -> bool:
@@ -289,18 +290,55 @@ class MetadataTable:
         return out
 
     def _files_maps(self) -> dict[str, _FileMap]:
+        """The merged ``files`` partition. Kept between calls; when only new log files joined
+        the slice (a delta commit per data commit) and every log read before was valid, only
+        the new ones are merged in."""
         at = (_state(self.timeline), _state(self.data_timeline))
-        if self._files is None or self._files_at != at:
-            maps: dict[str, _FileMap] = {}
-            for fs in self.file_slices(FILES):
-                for k, v, schema in self._slice_records(fs, None):
-                    if v is None:
-                        maps.pop(k, None)
-                        continue
-                    rec = decode_value(v, schema)
-                    maps.setdefault(k, _FileMap()).apply(rec.get("filesystemMetadata"))
-            self._files, self._files_at = maps, at
-        return self._files
+        if self._files is not None and self._files_at == at:
+            return self._files
+        slices = self.file_slices(FILES)
+        fs = slices[0] if len(slices) == 1 else None
+        done = self._files_slice
+        maps: dict[str, _FileMap] | None = None
+        if (
+            fs is not None
+            and done is not None
+            and self._files is not None
+            and done[0] == fs.base_file
+            and tuple(fs.log_files[: len(done[1])]) == done[1]
+            and all(self._log_valid(n) for n in done[1])
+        ):
+            maps = self._files
+            todo = FileSlice(
+                fs.partition_path,
+                fs.file_id,
+                fs.base_instant,
+                None,
+                list(fs.log_files[len(done[1]) :]),
+            )
+            self._merge_files(maps, todo)
+        if maps is None:
+            maps = {}
+            for one in slices:
+                self._merge_files(maps, one)
+        if fs is not None and all(self._log_valid(n) for n in fs.log_files):
+            self._files_slice = (fs.base_file, tuple(fs.log_files))
+        else:
+            self._files_slice = None
+        self._files, self._files_at = maps, at
+        return maps
+
+    def _log_valid(self, name: str) -> bool:
+        log = parse_log_file_name(name)
+        return log is not None and self.valid_instant(log.instant)
+
+    def _merge_files(self, maps: dict[str, _FileMap], fs: FileSlice) -> None:
+        for k, v, schema in self._slice_records(fs, None):
+            if v is None:
+                maps.pop(k, None)
+                continue
+            rec = decode_value(v, schema)
+            maps.setdefault(k, _FileMap()).apply(rec.get("filesystemMetadata"))
 
     def all_partitions(self) -> list[str]:
         """Data partitions the ``files`` partition lists, sorted (``""`` if non-partitioned)."""
