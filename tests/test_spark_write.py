@@ -18,16 +18,13 @@ def test_spark_dataframe_round_trip(spark_session, tmp_path):
     df = spark_session.createDataFrame(
         rows, "key string, p int, ts long, name string, score double"
     )
-    res = hr.write(
-        df,
-        path,
-        {
-            "hoodie.table.name": "sparky",
-            "hoodie.datasource.write.recordkey.field": "key",
-            "hoodie.datasource.write.partitionpath.field": "p",
-            "precombine.field": "ts",
-        },
-    )
+    options = {
+        "hoodie.table.name": "sparky",
+        "hoodie.datasource.write.recordkey.field": "key",
+        "hoodie.datasource.write.partitionpath.field": "p",
+        "precombine.field": "ts",
+    }
+    res = hr.write(df, path, options)
     assert res.instant is not None and res.num_inserts == 300
     got = hr.read(path, columns=["key", "p", "ts", "name", "score"]).sort_by("key").to_pylist()
     want = sorted(
@@ -39,3 +36,20 @@ def test_spark_dataframe_round_trip(spark_session, tmp_path):
     sdf = hr.read_spark(spark_session, path, columns=["key", "ts"])
     assert sdf.count() == 300
     assert sorted(r["key"] for r in sdf.collect())[:2] == ["k0", "k1"]
+
+    # a DataFrame with a new column (and score as a float where the table has a double):
+    # the table schema evolves, the other rows read it as null
+    df2 = spark_session.createDataFrame(
+        [("k1", 1, 99, "renamed", 2.5, "gold"), ("k300", 0, 99, None, None, "new")],
+        "key string, p int, ts long, name string, score float, tier string",
+    )
+    res2 = hr.write(df2, path, options)
+    assert res2.num_inserts == 1 and res2.num_updates == 1
+    cols = ["key", "ts", "name", "score", "tier"]
+    got = {r["key"]: r for r in hr.read(path, columns=cols).to_pylist()}
+    assert len(got) == 301 and got["k0"]["tier"] is None
+    assert got["k1"] == {"key": "k1", "ts": 99, "name": "renamed", "score": 2.5, "tier": "gold"}
+    assert got["k300"]["tier"] == "new"
+    assert hudi_rs_read(path).column("tier").null_count == 299
+    tiers = hr.read_spark(spark_session, path, columns=["key", "tier"]).collect()
+    assert sorted(r["tier"] for r in tiers if r["tier"]) == ["gold", "new"]

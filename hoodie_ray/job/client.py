@@ -21,6 +21,7 @@ from hoodie_ray.reader.index_bootstrap import bootstrap_entries, bootstrap_entri
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.bucket_assigner import AssignerConfig, BucketAssigner, WriteProfile
 from hoodie_ray.write.records import PreparedBatch, precombine, prepare_batch, to_arrow
+from hoodie_ray.write.schema_evolution import EvolutionPolicy
 from hoodie_ray.write.stream_writer import StreamWriteFunction
 
 
@@ -69,8 +70,24 @@ def _group_ordering(table: HoodieTable, part: str, fid: str) -> tuple[pa.Array, 
     return pa.array([], pa.string()), pa.array([], pa.int64())
 
 
+def evolution_policy(setup: TableSetup, wc: WriteConfig) -> EvolutionPolicy:
+    """What a batch may change in the table schema: Hudi's schema evolution on write, except
+    for the types of the record key, partition and ordering fields."""
+    cfg = setup.table_config
+    fixed = [*cfg.record_key_fields, *cfg.partition_fields]
+    if cfg.ordering_field:
+        fixed.append(cfg.ordering_field)
+    return EvolutionPolicy.of(wc, fixed)
+
+
 def prepare_input(setup: TableSetup, table: pa.Table, wc: WriteConfig) -> PreparedBatch:
-    """Keys, partitions and delete flags of an input batch, checked against the table schema."""
+    """Keys, partitions and delete flags of an input batch, checked against the table schema.
+
+    The batch's :attr:`~hoodie_ray.write.records.PreparedBatch.data_schema` is the schema it
+    is written with: when it differs from ``setup.context.data_schema`` the batch evolves the
+    table schema, and the caller hands the new schema to the coordinator
+    (``Coordinator.refix_schema``) and to the writers before the batch reaches them.
+    """
     ctx = setup.context
     return prepare_batch(
         table,
@@ -78,6 +95,7 @@ def prepare_input(setup: TableSetup, table: pa.Table, wc: WriteConfig) -> Prepar
         ordering_field=ctx.ordering_field,
         operation=wc.operation,
         data_schema=ctx.data_schema if setup.schema_fixed or wc.operation == "delete" else None,
+        evolution=evolution_policy(setup, wc),
     )
 
 
@@ -139,12 +157,9 @@ class HoodieWriteClient:
         self._table = coord.table
         try:
             prepared = prepare_input(setup, table, wc)
-            if not setup.schema_fixed:
-                setup = coord.refix_schema(
-                    pa.schema(
-                        [f for f in prepared.table.schema if f.name in prepared.data_columns()]
-                    )
-                )
+            if not prepared.data_schema.equals(setup.context.data_schema):
+                # a new table's first batch decides its schema; a later one may evolve it
+                setup = coord.refix_schema(prepared.data_schema)
             if prepared.num_rows == 0:
                 return CommitResult(None)
             rows = prepared.table

@@ -201,6 +201,10 @@ class WriterActor:
     ) -> None:
         self.core.start_instant(instant, {(s.partition_path, s.file_id): s for s in slices}, frozen)
 
+    def set_context(self, context: WriteContext) -> None:
+        """The table schema evolved (see ``HoodieStreamWriter._evolve``)."""
+        self.core.set_context(context)
+
     def write(self, *tables: pa.Table) -> int:
         n = 0
         for t in tables:

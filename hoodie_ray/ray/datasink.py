@@ -8,6 +8,7 @@ commits the instant; ``on_write_failed`` rolls it back, so a failed write commit
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -66,8 +67,14 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
 
     def on_write_start(self, schema: Any = None) -> None:
         w = HoodieStreamWriter(self.path, self.options, storage_options=self.storage_options)
-        w._start(self._schema if self._schema is not None else schema)
-        w._begin_instant()
+        schema = self._schema if self._schema is not None else schema
+        w._start(schema)
+        try:
+            w._evolve_to(schema)  # a dataset with new columns evolves the table schema, up front
+            w._begin_instant()
+        except BaseException:
+            w.abort()
+            raise
         self._writer = w
         self.table = w._setup.table_config.name if w._setup else ""
 
@@ -85,12 +92,11 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
             t = to_arrow(block)
             if t.num_rows == 0:
                 continue
-            batch = prepare_input(setup, t, self.wc)
-            if not setup.schema_fixed:
-                # A new table: every block must carry the schema the write started with.
-                check_schema_compatible(
-                    batch.table.select(batch.data_columns()).schema, setup.context.data_schema
-                )
+            # The dataset's schema decided the table schema when the write started (a new
+            # table's, or the one it evolved the table's to): every block is written with it.
+            batch = prepare_input(dataclasses.replace(setup, schema_fixed=True), t, self.wc)
+            if not batch.data_schema.equals(setup.context.data_schema):
+                check_schema_compatible(batch.data_schema, setup.context.data_schema)
             prepared = batch.table
             parts = split_rows(prepared, key_task(prepared.column(RECORD_KEY), na), na)
             for i, part in enumerate(parts):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
@@ -30,7 +31,7 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from hoodie_ray.config.options import resolve_options
 from hoodie_ray.exceptions import HoodieCommitConflictError, HoodieError, HoodieWriteError
-from hoodie_ray.job.client import prepare_input
+from hoodie_ray.job.client import evolution_policy, prepare_input
 from hoodie_ray.job.coordinator import CommitResult
 from hoodie_ray.job.setup import TableSetup
 from hoodie_ray.ray.actors import AssignerActor, CoordinatorActor, WriterActor, split_rows
@@ -38,7 +39,8 @@ from hoodie_ray.ray.runtime import actor_resources, ensure_ray
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.bucket_assigner import key_task
 from hoodie_ray.write.lock import new_owner_id, register_idle_holder, unregister_idle_holder
-from hoodie_ray.write.records import RECORD_KEY, to_arrow
+from hoodie_ray.write.records import RECORD_KEY, normalise_schema, to_arrow
+from hoodie_ray.write.schema_evolution import evolve_schema
 
 log = logging.getLogger("hoodie_ray")
 NAMESPACE = "hoodie_ray"
@@ -140,17 +142,46 @@ class HoodieStreamWriter:
         if self._setup is None:
             self._start(table.schema)
         assert self._setup is not None
-        prepared = prepare_input(self._setup, table, self.wc)  # bad input fails here, on the driver
-        if not self._setup.schema_fixed and self._instant is None and not self._inputs:
-            data_schema = pa.schema(
-                [f for f in prepared.table.schema if f.name in prepared.data_columns()]
-            )
-            if data_schema != self._setup.context.data_schema:
+        # A new table's first batch decides its schema; every later batch is written with the
+        # schema it evolves the table's to (columns added, types widened), or is refused.
+        decides = not self._setup.schema_fixed and self._instant is None and not self._inputs
+        setup = self._setup if decides else dataclasses.replace(self._setup, schema_fixed=True)
+        prepared = prepare_input(setup, table, self.wc)  # bad input fails here, on the driver
+        data_schema = prepared.data_schema
+        if not data_schema.equals(self._setup.context.data_schema):
+            if decides:
                 self._setup = ray.get(self._coord.refix_schema.remote(data_schema))
                 self._restart_workers()
+            else:
+                self._evolve(data_schema)
         ref = ray.put(prepared.table)
         self._inputs.append(ref)
         self._run(lambda: self._send(ref))
+
+    def _evolve(self, data_schema: pa.Schema) -> None:
+        """The table schema evolves: the coordinator records it at the next commit, the
+        writers write everything from now on in it (rows they buffered already, and replayed
+        rows of the old schema, get nulls for the new columns). Each writer gets it before any
+        row of the new schema: one caller's calls to an actor run in order."""
+        assert self._setup is not None
+        self._setup = ray.get(self._coord.refix_schema.remote(data_schema))
+        ray.get([w.set_context.remote(self._setup.context) for w in self._writers])
+
+    def _evolve_to(self, input_schema: pa.Schema | None) -> None:
+        """Before a write whose input schema is known up front (a Ray Dataset's): evolve the
+        table schema to it now, so that every write task writes into that schema."""
+        setup = self._setup
+        if setup is None or not isinstance(input_schema, pa.Schema) or not setup.schema_fixed:
+            return
+        if self.wc.operation == "delete":
+            return
+        target = evolve_schema(
+            setup.context.data_schema,
+            normalise_schema(input_schema, keep_null=True),
+            evolution_policy(setup, self.wc),
+        )
+        if not target.equals(setup.context.data_schema):
+            self._evolve(target)
 
     def checkpoint(self) -> str | None:
         """Commit everything written since the last checkpoint; the instant, or None if empty."""
@@ -424,7 +455,10 @@ class HoodieStreamWriter:
             ray.kill(self._coord, no_restart=True)
             self._coord = self._new_coordinator()
             setup = ray.get(self._coord.open.remote(None))  # rolls back what was pending
-            if self._setup is not None and not setup.schema_fixed:
+            if self._setup is not None and not setup.context.data_schema.equals(
+                self._setup.context.data_schema
+            ):
+                # the first batch's schema, or one the open checkpoint evolved the table to
                 setup = ray.get(self._coord.refix_schema.remote(self._setup.context.data_schema))
             self._setup = setup
         elif instant is not None:

@@ -5,9 +5,12 @@ fields) with the five meta fields prepended (spec §2.4; hudi-rs ``schema/resolv
 Fallbacks, in order: the schema of a base file the latest commit wrote, then
 ``hoodie.table.create.schema``.
 
-Files of older commits, and log blocks whose Avro decoder picks other Arrow types, are cast to
-this schema column by column (:func:`reconcile`): missing columns become nulls, extra columns
-are dropped, nested structs are reconciled field by field.
+Files of older commits (the table schema evolves on write: columns and struct fields added,
+``int -> long -> float -> double`` widened, see :mod:`hoodie_ray.write.schema_evolution`), and
+log blocks whose Avro decoder picks other Arrow types, are cast to this schema column by column
+(:func:`reconcile`): missing columns and struct fields become nulls, extra columns are dropped,
+widened numbers are cast (a long read as a float rounds, as Avro's resolution does), nested
+structs, lists and maps are reconciled inside.
 """
 
 from __future__ import annotations
@@ -39,17 +42,63 @@ def _cast_array(arr: pa.Array, target: pa.DataType, where: str) -> pa.Array:
             return arr
     if pa.types.is_struct(target) and pa.types.is_struct(arr.type):
         return _cast_struct(arr, target, where)
+    if arr.type == pa.float32() and target == pa.float64():
+        return _float_to_double(arr)
+    if pa.types.is_list(target) and pa.types.is_list(arr.type):
+        offsets, lo, hi = _rebased_offsets(arr)
+        values = _cast_array(arr.values.slice(lo, hi - lo), target.value_type, f"{where}.element")
+        return pa.ListArray.from_arrays(offsets, values, type=target, mask=_mask(arr))
+    if pa.types.is_map(target) and pa.types.is_map(arr.type):
+        offsets, lo, hi = _rebased_offsets(arr)
+        keys = _cast_array(arr.keys.slice(lo, hi - lo), target.key_type, f"{where}.key")
+        items = _cast_array(arr.items.slice(lo, hi - lo), target.item_type, f"{where}.value")
+        return pa.MapArray.from_arrays(offsets, keys, items, type=target, mask=_mask(arr))
     try:
-        return arr.cast(target, safe=False) if _lossless_ok(arr.type, target) else arr.cast(target)
+        return arr.cast(target, safe=False) if _unchecked_ok(arr.type, target) else arr.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         raise HoodieSchemaError(
             f"column {where!r}: cannot read {arr.type} as the table's type {target}: {e}"
         ) from None
 
 
-def _lossless_ok(src: pa.DataType, dst: pa.DataType) -> bool:
-    """Casts that are safe by construction but that pyarrow's checked cast may refuse."""
-    return pa.types.is_timestamp(src) and pa.types.is_timestamp(dst) and src.unit == dst.unit
+def _rebased_offsets(arr: pa.ListArray) -> tuple[pa.Array, int, int]:
+    """A list array's offsets starting at 0 (its child is sliced to match): a sliced array's
+    offsets point into its whole child, which ``from_arrays`` with a null mask refuses."""
+    offsets = arr.offsets
+    lo, hi = offsets[0].as_py(), offsets[-1].as_py()
+    return (pc.subtract(offsets, lo) if lo else offsets), lo, hi
+
+
+def _mask(arr: pa.Array) -> pa.Array | None:
+    return arr.is_null() if arr.null_count else None
+
+
+def _float_to_double(arr: pa.Array) -> pa.Array:
+    """A float read as a double the way Java's readers do (``HoodieAvroUtils
+    .rewritePrimaryType``: ``Double.valueOf(String.valueOf(f))``; hudi-rs
+    ``schema/batch_evolution.rs`` too): through the float's shortest decimal, so 0.1f reads
+    as 0.1, not 0.10000000149011612."""
+    return arr.cast(pa.string()).cast(pa.float64())
+
+
+_NUMERIC_RANK = {
+    pa.int8(): 0,
+    pa.int16(): 0,
+    pa.int32(): 0,
+    pa.int64(): 1,
+    pa.float32(): 2,
+    pa.float64(): 3,
+}
+
+
+def _unchecked_ok(src: pa.DataType, dst: pa.DataType) -> bool:
+    """Casts that are right by construction but that pyarrow's checked cast may refuse: a
+    timestamp's time zone, and Avro's numeric promotions (``int -> long -> float ->
+    double``: a long read as a float rounds, as Java's reader does)."""
+    if pa.types.is_timestamp(src) and pa.types.is_timestamp(dst):
+        return bool(src.unit == dst.unit)
+    a, b = _NUMERIC_RANK.get(src), _NUMERIC_RANK.get(dst)
+    return a is not None and b is not None and a <= b
 
 
 def _cast_struct(arr: pa.Array, target: pa.StructType, where: str) -> pa.Array:

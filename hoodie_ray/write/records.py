@@ -18,6 +18,8 @@ from hoodie_ray.exceptions import HoodieInputError, HoodieSchemaError
 from hoodie_ray.index import group_keys
 from hoodie_ray.keygen import KeyGenerator
 from hoodie_ray.meta import IS_DELETED, META_PREFIX, PARTITION_PATH, RECORD_KEY
+from hoodie_ray.reader.schema import reconcile
+from hoodie_ray.write.schema_evolution import EvolutionPolicy, evolve_schema
 
 ROUTING_COLUMNS = (RECORD_KEY, PARTITION_PATH, IS_DELETED)
 
@@ -45,32 +47,35 @@ def to_arrow(data: Any) -> pa.Table:
     )
 
 
-def _normalise_type(t: pa.DataType, name: str) -> pa.DataType:
+def _normalise_type(t: pa.DataType, name: str, keep_null: bool = False) -> pa.DataType:
     if pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return pa.string()
     if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
         return pa.binary()
     if pa.types.is_dictionary(t):
-        return _normalise_type(t.value_type, name)
+        return _normalise_type(t.value_type, name, keep_null)
     if pa.types.is_timestamp(t):
         # Avro timestamp-micros, stored as UTC-adjusted INT64 micros like Java writes.
         return pa.timestamp("us", tz="UTC")
     if pa.types.is_date64(t):
         return pa.date32()
     if pa.types.is_null(t):
-        return pa.string()
-    if pa.types.is_large_list(t) or pa.types.is_list_view(t):
-        return pa.list_(_normalise_field(t.value_field, name))
-    if pa.types.is_list(t):
-        return pa.list_(_normalise_field(t.value_field, name))
+        # an all-null column: a string in a new table; the table's type in an existing one
+        return t if keep_null else pa.string()
+    if pa.types.is_large_list(t) or pa.types.is_list_view(t) or pa.types.is_list(t):
+        return pa.list_(_normalise_field(t.value_field, name, keep_null))
     if pa.types.is_struct(t):
-        return pa.struct([_normalise_field(t.field(i), name) for i in range(t.num_fields)])
+        return pa.struct(
+            [_normalise_field(t.field(i), name, keep_null) for i in range(t.num_fields)]
+        )
     if pa.types.is_map(t):
-        return pa.map_(_normalise_type(t.key_type, name), _normalise_field(t.item_field, name))
+        return pa.map_(
+            _normalise_type(t.key_type, name), _normalise_field(t.item_field, name, keep_null)
+        )
     if pa.types.is_float16(t):
         return pa.float32()
-    if pa.types.is_uint8(t) or pa.types.is_uint16(t):
-        return pa.int32()
+    if pa.types.is_uint8(t) or pa.types.is_uint16(t) or pa.types.is_int8(t) or pa.types.is_int16(t):
+        return pa.int32()  # Avro int
     if pa.types.is_uint32(t):
         return pa.int64()
     if (
@@ -87,12 +92,15 @@ def _normalise_type(t: pa.DataType, name: str) -> pa.DataType:
     return t
 
 
-def _normalise_field(f: pa.Field, parent: str) -> pa.Field:
-    return pa.field(f.name, _normalise_type(f.type, f"{parent}.{f.name}"), nullable=True)
+def _normalise_field(f: pa.Field, parent: str, keep_null: bool = False) -> pa.Field:
+    return pa.field(f.name, _normalise_type(f.type, f"{parent}.{f.name}", keep_null), nullable=True)
 
 
-def normalise_schema(schema: pa.Schema) -> pa.Schema:
-    """The schema Hudi stores for this input: every field nullable, Avro-representable types."""
+def normalise_schema(schema: pa.Schema, *, keep_null: bool = False) -> pa.Schema:
+    """The schema Hudi stores for this input: every field nullable, Avro-representable types.
+
+    ``keep_null``: all-null columns (type ``null``) keep that type (they take the table's type
+    when written into an existing table) instead of becoming strings."""
     fields = []
     seen: set[str] = set()
     for f in schema:
@@ -103,13 +111,13 @@ def normalise_schema(schema: pa.Schema) -> pa.Schema:
             # Meta columns of a table read back are recomputed, never trusted; the delete
             # flag is taken out before normalisation and is not stored.
             continue
-        fields.append(pa.field(f.name, _normalise_type(f.type, f.name), nullable=True))
+        fields.append(pa.field(f.name, _normalise_type(f.type, f.name, keep_null), nullable=True))
     return pa.schema(fields)
 
 
-def normalise_table(table: pa.Table) -> pa.Table:
+def normalise_table(table: pa.Table, *, keep_null: bool = False) -> pa.Table:
     """Cast the input to :func:`normalise_schema` and drop incoming ``_hoodie_`` meta columns."""
-    target = normalise_schema(table.schema)
+    target = normalise_schema(table.schema, keep_null=keep_null)
     cols = []
     for f in target:
         col = table.column(f.name)
@@ -125,7 +133,8 @@ def normalise_table(table: pa.Table) -> pa.Table:
 
 
 def check_schema_compatible(batch_schema: pa.Schema, table_schema: pa.Schema) -> None:
-    """A later batch must carry the table's columns with the same types (order may differ).
+    """The batch carries exactly the table's data columns with the same types (order may
+    differ): what a write into a schema fixed for the whole write must bring.
 
     Raises:
         HoodieSchemaError: naming the first dropped, added or retyped column.
@@ -140,8 +149,7 @@ def check_schema_compatible(batch_schema: pa.Schema, table_schema: pa.Schema) ->
     for name in have:
         if name not in want:
             raise HoodieSchemaError(
-                f"the batch adds column {name}, which the table schema does not have "
-                "(schema evolution is not supported yet)"
+                f"the batch adds column {name}, which the table schema does not have"
             )
 
 
@@ -170,6 +178,11 @@ class PreparedBatch:
     def data_columns(self) -> list[str]:
         return [n for n in self.table.column_names if n not in ROUTING_COLUMNS]
 
+    @property
+    def data_schema(self) -> pa.Schema:
+        """The data columns' schema: the table schema this batch is written with."""
+        return pa.schema([f for f in self.table.schema if f.name not in ROUTING_COLUMNS])
+
 
 def prepare_batch(
     data: pa.Table,
@@ -178,12 +191,19 @@ def prepare_batch(
     ordering_field: str | None,
     operation: str,
     data_schema: pa.Schema | None = None,
+    evolution: EvolutionPolicy | None = None,
 ) -> PreparedBatch:
     """Normalise a batch and compute its routing columns.
 
-    ``data_schema``: the table's data schema; the batch must match it (order is taken from it).
+    ``data_schema``: the table's data schema (None for a new table: the batch decides it).
+    The batch is written with the schema :func:`~hoodie_ray.write.schema_evolution
+    .evolve_schema` derives from it and the batch's (``evolution``: what it may change; by
+    default only what Hudi's write path allows, without nulls for missing columns): its data
+    columns come out in that schema's order and types (:attr:`PreparedBatch.data_schema`),
+    which differs from ``data_schema`` when the batch evolves the table schema.
     ``operation=delete`` marks every row deleted (only key, partition and ordering fields are
-    needed). A boolean ``_hoodie_is_deleted`` column marks deletes in upserts.
+    needed, the other columns are nulls; a delete never changes the schema). A boolean
+    ``_hoodie_is_deleted`` column marks deletes in upserts.
     """
     is_deleted_col = None
     if IS_DELETED in data.column_names:
@@ -191,7 +211,7 @@ def prepare_batch(
         if not pa.types.is_boolean(raw.type):
             raise HoodieSchemaError(f"column {IS_DELETED} must be boolean, got {raw.type}")
         is_deleted_col = pc.fill_null(raw, False).combine_chunks()
-    table = normalise_table(data)
+    table = normalise_table(data, keep_null=data_schema is not None)
     n = table.num_rows
     if operation == "delete":
         deleted = pa.array(np.ones(n, dtype=bool))
@@ -202,10 +222,9 @@ def prepare_batch(
             is_deleted_col if is_deleted_col is not None else pa.array(np.zeros(n, dtype=bool))
         )
         if data_schema is not None:
-            check_schema_compatible(table.schema, data_schema)
-            table = table.select(
-                [f.name for f in data_schema if not f.name.startswith(META_PREFIX)]
-            )
+            data_schema = pa.schema([f for f in data_schema if not f.name.startswith(META_PREFIX)])
+            target = evolve_schema(data_schema, table.schema, evolution or EvolutionPolicy())
+            table = reconcile(table, target)
     if ordering_field is not None and ordering_field not in table.column_names:
         raise HoodieSchemaError(
             f"ordering (precombine) field {ordering_field} is missing from the batch"
@@ -243,19 +262,8 @@ def _check_partition_segments(parts: pa.Array | pa.ChunkedArray) -> None:
 
 
 def _fill_missing(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Deletes may carry only key columns: pad the other columns of the table schema with nulls."""
-    cols, n = [], table.num_rows
-    for f in schema:
-        if f.name.startswith(META_PREFIX):
-            continue
-        if f.name in table.column_names:
-            col = table.column(f.name)
-            cols.append(col.cast(f.type) if col.type != f.type else col)
-        else:
-            cols.append(pa.nulls(n, f.type))
-    return pa.Table.from_arrays(
-        cols, names=[f.name for f in schema if not f.name.startswith(META_PREFIX)]
-    )
+    """Deletes may carry only key columns: the table schema's columns, nulls where absent."""
+    return reconcile(table, pa.schema([f for f in schema if not f.name.startswith(META_PREFIX)]))
 
 
 def precombine(

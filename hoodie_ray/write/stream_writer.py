@@ -32,8 +32,9 @@ from hoodie_ray.file_group.naming import (
 from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.log_format.writer import ends_on_block
 from hoodie_ray.merge import apply_updates
-from hoodie_ray.meta import FILE_NAME, META_FIELDS, RECORD_KEY
+from hoodie_ray.meta import FILE_NAME, META_FIELDS, META_PREFIX, RECORD_KEY
 from hoodie_ray.metadata.layout import RECORD_INDEX, completed_partitions
+from hoodie_ray.reader.schema import reconcile
 from hoodie_ray.storage import join
 from hoodie_ray.timeline.metadata import HoodieWriteStat
 from hoodie_ray.write import logs
@@ -117,10 +118,40 @@ class StreamWriteFunction:
     def write_token(self) -> str:
         return f"{self.task_id}-{self._flushes % 1000}-{self.attempt}"
 
+    def set_context(self, ctx: WriteContext) -> None:
+        """Adopt the write context of an evolved table schema (columns added, types widened):
+        rows buffered already, and rows of the old schema still arriving (a replay), are
+        written in it, nulls for the new columns."""
+        old, self.ctx = self.ctx, ctx
+        if old.data_schema.equals(ctx.data_schema):
+            return
+        for bucket in self.buffer.buckets.values():
+            bucket.tables = [self._conform(t) for t in bucket.tables]
+
+    def _conform(self, tagged: pa.Table) -> pa.Table:
+        """``tagged`` with its data columns in the context's data schema (routing and tag
+        columns kept after them)."""
+        schema = self.ctx.data_schema
+        names = tagged.schema.names
+        if all(f.name in names and tagged.schema.field(f.name).type == f.type for f in schema):
+            return tagged
+        extra = [n for n in names if not n.startswith(META_PREFIX) and n not in schema.names]
+        if extra:
+            raise HoodieWriteError(
+                f"rows with columns {extra} reached a writer whose table schema lacks them "
+                "(the schema change was not handed to the writers)"
+            )
+        data = reconcile(tagged.select([n for n in names if n in schema.names]), schema)
+        rest = [n for n in names if n.startswith(META_PREFIX)]
+        return pa.Table.from_arrays(
+            [*data.columns, *(tagged.column(n) for n in rest)], names=[*schema.names, *rest]
+        )
+
     def write(self, tagged: pa.Table) -> None:
         """Buffer tagged rows; flush the buckets the policy selects."""
         if self.instant is None:
             raise HoodieWriteError("write before start_instant")
+        tagged = self._conform(tagged)
         self.records_in += tagged.num_rows
         for bid in self.buffer.add(tagged):
             bucket = self.buffer.take(bid)
@@ -347,7 +378,8 @@ class StreamWriteFunction:
         )
         base = read_base_file(storage, old_rel) if old_rel else upd.slice(0, 0)
         if base.schema != upd.schema:
-            base = base.select(upd.schema.names).cast(upd.schema)
+            # an older schema (columns added since, types widened): nulls, casts
+            base = reconcile(base, upd.schema)
         merged = apply_updates(
             base,
             upd,
@@ -382,16 +414,11 @@ class StreamWriteFunction:
             prev_commit=prev if prev and prev != self.instant else "null",
         )
         if self._keeps_record_index:
-            fresh = ~deleted
-            if IS_NEW in rows.column_names:
-                fresh &= rows.column(IS_NEW).to_numpy(zero_copy_only=False).astype(bool)
-            else:
-                fresh[:] = False
-            _note_keys(
-                st,
-                rows.filter(pa.array(fresh)).column(RECORD_KEY) if fresh.any() else None,
-                rows.filter(pa.array(deleted)).column(RECORD_KEY) if deleted.any() else None,
-            )
+            # exact: the keys the merge added to and removed from this file group
+            before, after = base.column(RECORD_KEY), merged.column(RECORD_KEY)
+            added = pc.filter(after, pc.invert(pc.is_in(after, value_set=before)))
+            gone = pc.filter(before, pc.invert(pc.is_in(before, value_set=after)))
+            _note_keys(st, added if len(added) else None, gone if len(gone) else None)
         st.num_writes = merged.num_rows
         st.num_update_writes += int((~deleted).sum())
         st.num_deletes += int(deleted.sum())

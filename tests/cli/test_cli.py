@@ -406,6 +406,33 @@ def test_write_parquet_then_csv(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert fares["k0"] == 99.0 and fares["new"] == 101.0
 
 
+def test_write_evolves_the_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A CSV with a new column evolves the table schema; one without a column writes nulls
+    with hoodie.write.set.null.for.missing.columns; an incompatible type is one error line."""
+    path = tmp_path / "t"
+    opts = [a for k, v in OPTIONS.items() for a in ("--option", f"{k}={v}")]
+    src = tmp_path / "in.parquet"
+    pq.write_table(_rows(["a", "b"], ["sf", "la"], 1, 1.0), src)
+    assert run(capsys, "write", path, "-i", src, *opts, "--engine", "local")[0] == 0
+    up = tmp_path / "up.csv"
+    pacsv.write_csv(_rows(["a"], ["sf"], 2, 5.0).append_column("tier", pa.array(["gold"])), up)
+    rc, _, err = run(capsys, "write", path, "-i", up, "--engine", "local", "--no-progress")
+    assert rc == 0, err
+    less = tmp_path / "less.csv"
+    pacsv.write_csv(_rows(["b"], ["la"], 3, 7.0).drop_columns(["fare"]), less)
+    set_null = ("--option", "hoodie.write.set.null.for.missing.columns=true")
+    rc, _, err = run(capsys, "write", path, "-i", less, *set_null, "--engine", "local")
+    assert rc == 0, err
+    got = {r["id"]: r for r in _read(str(path)).to_pylist()}
+    assert (got["a"]["fare"], got["a"]["tier"]) == (5.0, "gold")
+    assert (got["b"]["fare"], got["b"]["tier"], got["b"]["ts"]) == (None, None, 3)
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(_rows(["c"], ["sf"], 4, 1.0).set_column(3, "fare", pa.array(["x"])), bad)
+    rc, out, err = run(capsys, "write", path, "-i", bad, "--engine", "local")
+    assert rc == 1 and out == "" and err.count("\n") == 1, err
+    assert "column fare" in err and "double" in err and "string" in err
+
+
 def test_write_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "in.parquet"
     pq.write_table(_rows(["a"], ["sf"], 1, 1.0), src)

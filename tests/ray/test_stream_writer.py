@@ -173,3 +173,54 @@ def test_late_records_that_move_partition_lose_on_ray(ray_session, tmp_path, ver
     hr.write(deletes(("j", "p1", 5)), path, opts)
     hr.write(rows(("k", "p3", 5000, "newer")), path, opts)
     assert both(path) == [("j", "p3", 11, "j moves"), ("k", "p3", 5000, "newer")]
+
+
+def test_schema_evolves_on_every_ray_entry_point(ray_session, tmp_path):
+    """A new column mid-checkpoint (the writers take the new schema before its rows reach
+    them) and between checkpoints, int -> long, a missing column as nulls, a Ray Dataset with a
+    new column (evolved before its write tasks start) and a warm hr.write with another: hudi-rs,
+    hr.read and hr.read_ray read the model."""
+    path = str(tmp_path / "t")
+    opts = {**OPTIONS, **TOPOLOGY, "hoodie.write.set.null.for.missing.columns": "true"}
+
+    def rows(keys, ts, **cols):
+        return pa.table({"key": keys, "p": ["a"] * len(keys), "ts": [ts] * len(keys), **cols})
+
+    want: dict[str, dict] = {}
+
+    def expect(t: pa.Table) -> None:
+        for r in t.to_pylist():
+            want[r["key"]] = r
+
+    batches = [
+        rows(["k1", "k2", "k3"], 1, v=pa.array([1, 2, 3], pa.int32())),
+        rows(["k4"], 2, v=pa.array([4], pa.int32())),  # same checkpoint, first schema ...
+        rows(["k1", "k5"], 2, v=pa.array([2**40, 5]), extra=["e1", "e5"]),  # ... then evolved
+    ]
+    with hr.HoodieStreamWriter(path, opts) as w:
+        w.write(batches[0])
+        w.checkpoint()
+        w.write(batches[1])
+        w.write(batches[2])
+        w.checkpoint()
+        w.write(rows(["k2"], 3, more=[1.5]))  # v and extra missing: nulls; more is new
+    for b in (*batches, rows(["k2"], 3, more=[1.5])):
+        expect(b)
+    import ray
+
+    ds = ray.data.from_arrow(rows(["k6"], 4, v=pa.array([6]), tag=["t6"]))
+    hr.write(ds, path, opts)
+    expect(rows(["k6"], 4, v=pa.array([6]), tag=["t6"]))
+    hr.write(rows(["k3"], 5, v=pa.array([30]), last=[True]), path, opts)  # warm topology
+    expect(rows(["k3"], 5, v=pa.array([30]), last=[True]))
+    cols = ["key", "p", "ts", "v", "extra", "more", "tag", "last"]
+    model = [{c: want[k].get(c) for c in cols} for k in sorted(want)]
+    assert hr.read(path, columns=cols).sort_by("key").to_pylist() == model
+    blocks = ray.get(hr.read_ray(path, columns=cols).to_arrow_refs())
+    assert pa.concat_tables(blocks).sort_by("key").to_pylist() == model
+    from tests.conftest import hudi_rs_read
+
+    assert hudi_rs_read(path).select(cols).sort_by("key").to_pylist() == model
+    schema = hr.HoodieTable.load(path).schema
+    assert schema is not None and schema.field("v").type == pa.int64()
+    _no_pending(path)
