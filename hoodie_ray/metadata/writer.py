@@ -33,6 +33,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hoodie_ray.avro.schema import avro_to_arrow_schema
 from hoodie_ray.config.options import WriteConfig
 from hoodie_ray.config.table_config import PROPERTIES_FILE, HoodieTableConfig
 from hoodie_ray.exceptions import (
@@ -526,19 +527,20 @@ class MetadataWriter:
             self._record_index_changes(instant, meta, ch)
         if COLUMN_STATS in self.partitions:
             written = {(p, n) for p, names in added.items() for n in names}
-            self._column_stats_changes(instant, written, ch)
+            self._column_stats_changes(instant, written, ch, meta.extra_metadata.get("schema"))
         return ch
 
     # -- column and partition statistics --------------------------------------------------------
-    def indexed_columns(self) -> list[str]:
+    def indexed_columns(self, schema_json: str | None = None) -> list[str]:
         """The columns ``column_stats`` covers: the index definition's source fields when the
         table has one (Java 1.x writes ``.hoodie/.index_defs/index.json``), else Java's
-        default choice over the table schema."""
+        default choice over the table schema (``schema_json``: the schema a commit about to
+        complete writes, which may add columns)."""
         cs = self.index_definitions().get(COLUMN_STATS) or {}
         fields = cs.get("sourceFields") if isinstance(cs, dict) else None
         if fields:
             return [str(f) for f in fields]
-        schema = self.table.schema
+        schema = avro_to_arrow_schema(schema_json) if schema_json else self.table.schema
         return columns_to_index(schema) if schema is not None else []
 
     def index_definitions(self) -> dict[str, Any]:
@@ -577,9 +579,9 @@ class MetadataWriter:
         )
 
     def _column_stats_changes(
-        self, instant: str, written: set[tuple[str, str]], ch: _Changes
+        self, instant: str, written: set[tuple[str, str]], ch: _Changes, schema_json: str | None
     ) -> None:
-        cols = self.indexed_columns()
+        cols = self.indexed_columns(schema_json)
         for part, name in sorted(written):
             for k, r in self.file_column_stats(part, name, cols):
                 ch.put(COLUMN_STATS, k, r)

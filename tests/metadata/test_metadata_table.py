@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 import hoodie_ray as hr
@@ -424,3 +425,28 @@ def test_restart_with_event_time_moves_reads_only_the_groups_it_needs(
     model.upsert(batch)
     _check(path, model, "moves after a restart")
     assert 1 <= len(set(reads)) <= 2 < len(slices), reads
+
+
+def test_an_added_column_gets_column_statistics(tmp_path: Path) -> None:
+    """A commit that adds a column (and widens another) indexes the new column in the files
+    it writes; the validator, which recomputes from the files, agrees."""
+    path = str(tmp_path / "t")
+    opts = {
+        "hoodie.table.name": "e",
+        "hoodie.datasource.write.recordkey.field": "k",
+        "hoodie.datasource.write.partitionpath.field": "p",
+        "precombine.field": "ts",
+        "hoodie.write.table.version": "9",
+        "hoodie.metadata.index.partition.stats.enable": "true",
+    }
+    first = pa.table(
+        {"k": ["a", "b"], "p": ["x", "y"], "ts": [1, 1], "v": pa.array([1, 2], pa.int32())}
+    )
+    HoodieWriteClient(path, opts).write(first)
+    more = pa.table(
+        {"k": ["a", "c"], "p": ["x", "y"], "ts": [2, 2], "v": [3, 4], "extra": ["e1", "e2"]}
+    )
+    HoodieWriteClient(path, opts).write(more)
+    assert maintenance.validate_metadata(path) == []
+    got = hr.read(path, filters=[("extra", "=", "e2")]).column("k").to_pylist()
+    assert got == ["c"]
