@@ -265,6 +265,7 @@ class CompactionService:
             )
         for rel in bases:
             self.storage.delete(rel)
+        metadata_writer(self.table).rollback_instant(instant)  # a crash may have left one
         self.timeline.delete_pending(inst)
         self.timeline.reload()
         return bases

@@ -33,6 +33,9 @@ def build_assigner(
 ) -> BucketAssigner:
     """A bucket assigner with its key index loaded from the table (Flink index bootstrap)."""
     assigner = BucketAssigner(config, profile)
+    assigner.forget_deleted_keys = (
+        table.uses_metadata_table and RECORD_INDEX in table.metadata_partitions
+    )
     if config.index_type == "BUCKET":
         assigner.set_bucket_file_ids((s.partition_path, s.file_id) for s in slices)
     elif not config.append_mode and config.index_bootstrap and slices:

@@ -217,6 +217,20 @@ class Coordinator:
         if not w.enabled:
             return
         has = RECORD_INDEX in w.partitions
+        dropping = wc.is_set("metadata_record_index_enable") and not wc.metadata_record_index_enable
+        if (
+            (has or wc.metadata_record_index_enable)
+            and not dropping
+            and (not wc.index_global or wc.index_type == "BUCKET")
+        ):
+            # one location per key: a non-global index may hold a key in two partitions, and
+            # bucket writes do not tell new keys from updates
+            raise HoodieUnsupportedError(
+                f"{self.path}: the metadata table's record index needs the global index "
+                f"(index.global.enabled=true, index.type=FLINK_STATE); drop it with "
+                f"`hoodie-ray metadata drop {self.path} --partition record_index` to write "
+                "with this index"
+            )
         if wc.metadata_record_index_enable and not has:
             slices = table.latest_file_slices()
             found = {(p, f): k for p, f, k in bootstrap_entries(table, slices)}

@@ -79,6 +79,7 @@ from hoodie_ray.metadata.layout import (
     SECONDARY_INDEX_PREFIX,
     completed_partitions,
     inflight_partitions,
+    is_init_instant,
     join_partitions,
     metadata_table_props,
 )
@@ -619,13 +620,19 @@ class MetadataWriter:
         placed: set[str] = set()
         gone: set[str] = set()
         for part, stat in meta.iter_write_stats():
-            if stat.new_record_keys is not None and stat.file_id:
-                for key in stat.new_record_keys.to_pylist():
+            ops = stat.record_key_ops or []
+            if not ops or not stat.file_id:
+                continue
+            keys = pa.concat_arrays([k for k, _ in ops]).to_pylist()
+            flags = [g for k, g in ops for _ in range(len(k))]
+            last = dict(zip(keys, flags, strict=True))  # each key's last change in this group
+            for key, gained in last.items():
+                if gained:
                     k, r = rec.record_index_record(key, part or "", stat.file_id, ms)
                     ch.put(RECORD_INDEX, k, r)
                     placed.add(key)
-            if stat.deleted_record_keys is not None:
-                gone.update(stat.deleted_record_keys.to_pylist())
+                else:
+                    gone.add(key)
         if gone - placed:
             ch.deletes[RECORD_INDEX] = gone - placed
 
@@ -698,6 +705,18 @@ class MetadataWriter:
         (their logs), compactions (their base files), cleans (the slices they were deleting
         are superseded; the next clean takes what is left)."""
         tl = self.timeline.reload()
+        data = self.table.active_timeline
+        first = data.earliest_active()
+        for inst in tl.find([Action.DELTA_COMMIT], [State.COMPLETED]):
+            # a delta commit whose data instant vanished (rolled back or dropped elsewhere)
+            ts = inst.timestamp
+            if (
+                not is_init_instant(ts)
+                and first is not None
+                and ts >= first
+                and not data.contains(ts)
+            ):
+                self.rollback_instant(ts)
         for inst in tl.pending():
             if inst.action == Action.DELTA_COMMIT:
                 self.rollback_instant(inst.timestamp)
@@ -882,7 +901,13 @@ class MetadataWriter:
         if last is None or data_first is None:
             return []
         bound = min(last.timestamp, data_first)
-        chosen = [i for i in chosen if i.timestamp < bound]
+        # by completion time too: a delta commit requested before the compaction but completed
+        # after it (a long async data compaction) belongs to the compaction's slice
+        chosen = [
+            i
+            for i in chosen
+            if i.timestamp < bound and (i.completion_time or i.timestamp) < last.timestamp
+        ]
         if not chosen:
             return []
         mcfg = HoodieTableConfig(metadata_table_props(self.table.config, self.table_version))
@@ -1020,7 +1045,8 @@ class MetadataWriter:
         for part in self._mdt_partition_dirs():
             for fg in mdt.view().all_file_groups([part]):
                 slices = fg.all_slices()
-                for s in slices:
+                # a group the compaction skipped (no logs) keeps its only, newest slice
+                for s in slices[:-1]:
                     if s.base_instant < last.timestamp:
                         names = ([s.base_file] if s.base_file else []) + list(s.log_files)
                         if names:

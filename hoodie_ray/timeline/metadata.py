@@ -378,10 +378,10 @@ class HoodieWriteStat:
     total_log_size_compacted: int = 0
     temp_path: str | None = None
     num_updates: int = 0
-    # Not serialized: what the metadata table's record index needs from the writer (keys new
-    # to this file group, keys deleted from it), kept only while the table has one.
-    new_record_keys: Any = field(default=None, compare=False, repr=False)
-    deleted_record_keys: Any = field(default=None, compare=False, repr=False)
+    # Not serialized: what the metadata table's record index needs from the writer, in write
+    # order: (record keys, True) for keys this file group gained, (keys, False) for keys it
+    # lost; kept only while the table has a record index.
+    record_key_ops: Any = field(default=None, compare=False, repr=False)
 
     @property
     def is_delta(self) -> bool:

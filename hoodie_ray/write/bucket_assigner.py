@@ -156,6 +156,10 @@ class AssignerConfig:
 class BucketAssigner:
     """Tags records with their file group; holds the key index state of one task."""
 
+    #: Drop a key from the index once its delete wins for certain (the job sets it when the
+    #: table keeps a record index: a later record of the key must count as an insert).
+    forget_deleted_keys: bool = False
+
     def __init__(self, config: AssignerConfig, profile: WriteProfile | None = None) -> None:
         self.config = config
         self.index = KeyIndex()
@@ -290,7 +294,18 @@ class BucketAssigner:
 
         With the global index, a key whose partition changed yields a delete row for its old
         location and an insert into the new partition. Deletes of unknown keys are dropped.
+        With :attr:`forget_deleted_keys` (the table keeps a record index), a key whose delete
+        wins for certain leaves the index once its delete row is routed: its next record is
+        a new key, counted as one (``IS_NEW``), so the record index gets it back.
         """
+        self._won_deletes: pa.Array | None = None
+        out = self._assign(batch, key_hashes=key_hashes)
+        if self._won_deletes is not None and len(self._won_deletes):
+            self.index.remove(self._won_deletes)
+        self._won_deletes = None
+        return out
+
+    def _assign(self, batch: pa.Table, *, key_hashes: np.ndarray | None = None) -> pa.Table:
         if batch.num_rows == 0:
             return (
                 batch.append_column(FILE_ID, pa.array([], pa.string()))
@@ -340,9 +355,8 @@ class BucketAssigner:
             # compare with the stored copy: an older record moves nothing (it is dropped, as
             # the merge would drop it); the index keeps the winner's ordering value
             stored = self.index.ordering_at(seg_of, pos_of)
-            stored = self._load_orderings(
-                moved | (found & deleted), safe_ids, seg_of, pos_of, stored
-            )
+            # every known key: a plain update must not set a value below the stored one's
+            stored = self._load_orderings(found, safe_ids, seg_of, pos_of, stored)
             newer = ordering_at_least(ords, stored)
             # A delete older than the stored copy loses the merge: a no-op, dropped here so
             # that nothing downstream (the record index) counts the key as deleted. Except an
@@ -354,12 +368,21 @@ class BucketAssigner:
                 int_zero = np.asarray(ords == 0, dtype=bool)
             older = (moved & ~deleted & ~newer) | (found & deleted & ~newer & ~int_zero)
             moved = moved & ~older
+            if self.forget_deleted_keys:
+                self._won_deletes = ikeys.filter(pa.array(found & deleted & newer))
             # a winning delete leaves no ordering value: the next record of the key is an
             # insert, whatever its ordering value (the stored copy is gone)
             kept_ord = np.where(deleted, unknown_ordering(len(ords), ords.dtype), ords)
             self.index.set_ordering(
                 np.where(found & ~older, seg_of, -1), pos_of, np.where(newer, kept_ord, stored)
             )
+
+        deletes_win = (
+            self.config.ordering_field is None
+            or self.config.merge_mode is MergeMode.COMMIT_TIME_ORDERING
+        )
+        if self.forget_deleted_keys and ords is None and deletes_win:
+            self._won_deletes = ikeys.filter(pa.array(found & deleted))
 
         row_lid = safe_ids.copy()  # location of each row's file group (found rows for now)
         is_insert = np.zeros(n, dtype=bool)

@@ -437,17 +437,13 @@ class StreamWriteFunction:
 
 
 def _note_keys(st: HoodieWriteStat, added: Any, deleted: Any) -> None:
-    """Collect the record keys a file group gained and lost in this instant (record index)."""
-    if added is not None and len(added):
-        prior = st.new_record_keys
-        st.new_record_keys = (
-            added if prior is None else pa.concat_arrays([_flat(prior), _flat(added)])
-        )
-    if deleted is not None and len(deleted):
-        prior = st.deleted_record_keys
-        st.deleted_record_keys = (
-            deleted if prior is None else pa.concat_arrays([_flat(prior), _flat(deleted)])
-        )
+    """Record, in write order, the keys a file group gained and lost in this instant (the
+    record index takes each key's last change)."""
+    ops = st.record_key_ops if st.record_key_ops is not None else []
+    for keys, gained in ((added, True), (deleted, False)):
+        if keys is not None and len(keys):
+            ops.append((_flat(keys), gained))
+    st.record_key_ops = ops or None
 
 
 def _flat(a: Any) -> pa.Array:

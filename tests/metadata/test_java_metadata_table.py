@@ -82,12 +82,7 @@ def test_append_upserts_deletes_and_compaction_keep_javas_metadata_table(tmp_pat
     ri = mdt.records("record_index", [new_key])[new_key]["recordIndexMetadata"]
     java_ri = next(iter(mdt.records("record_index").values()))["recordIndexMetadata"]
     assert set(ri) == set(java_ri) and ri["fileIdEncoding"] == 0
-    ours = [
-        (p, n)
-        for p, files in mdt.files_listing().items()
-        for n in files
-        if res.instant in n
-    ]
+    ours = [(p, n) for p, files in mdt.files_listing().items() for n in files if res.instant in n]
     assert {p for p, _ in ours} == {f"region={r}" for r in regions}
     stats = mdt.records("column_stats")
     by_file: dict[str, dict] = {}
