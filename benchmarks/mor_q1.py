@@ -102,6 +102,11 @@ EXTRA_FIGURES = (
     "client_efficiency_parquet",
     "client_rows_per_cpu_s_avro",
     "client_efficiency_avro_vs_fastavro",
+    "assigner_cpu_share",
+    "writer_balance",
+    "topology_efficiency",
+    "compaction_vs_io_bound",
+    "compaction_vs_io_bound_avro",
 )
 
 #: What each key figure means, as the report prints it (the JSON keeps the keys).
@@ -125,6 +130,11 @@ FIGURE_LABELS: dict[str, str] = {
     "client_efficiency_parquet": "single-process client vs writing the rows as Parquet",
     "client_rows_per_cpu_s_avro": "single-process client, Avro blocks: rows per CPU-second",
     "client_efficiency_avro_vs_fastavro": "single-process client vs fastavro (Avro blocks)",
+    "assigner_cpu_share": "bucket assigners' CPU / writers' CPU (Parquet blocks)",
+    "writer_balance": "least-loaded writer's CPU / most-loaded writer's",
+    "topology_efficiency": "Ray topology vs the single-process client, rows per CPU-s",
+    "compaction_vs_io_bound": "compaction vs its I/O bound, rows per CPU-s (Parquet blocks)",
+    "compaction_vs_io_bound_avro": "compaction vs its I/O bound, rows per CPU-s (Avro blocks)",
 }
 
 #: Log block formats, in the order they run; the first is the one the single-valued
@@ -621,6 +631,15 @@ class HoodieRun:
         pool = writers or [p for p in procs if p.cpu_s > 0]
         return max((p.peak_rss_mb for p in pool), default=None)
 
+    def role_cpu_s(self, prefix: str) -> list[float]:
+        """CPU-seconds of each actor whose role starts with ``prefix`` during the ingest
+        (``writer``, ``assigner``), in role order."""
+        if self.ingest is None or self.ingest.usage is None:
+            return []
+        by_pid = {p.pid: p.cpu_s for p in self.ingest.usage.processes}
+        roles = sorted(r for r in self.actor_pids if r.startswith(prefix))
+        return [by_pid[self.actor_pids[r]] for r in roles if self.actor_pids[r] in by_pid]
+
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready figures of the run."""
         procs = self.ingest.usage.processes if self.ingest and self.ingest.usage else ()
@@ -659,6 +678,29 @@ class HoodieRun:
                 if p.cpu_s > 0 or p.title != "ray::IDLE"
             ],
         }
+
+
+def _share(run: HoodieRun | None, part: str, whole: str) -> float | None:
+    """CPU-s of the ``part`` actors / CPU-s of the ``whole`` actors of a run's ingest."""
+    if run is None:
+        return None
+    den = sum(run.role_cpu_s(whole))
+    return sum(run.role_cpu_s(part)) / den if den > 0 else None
+
+
+def _balance(run: HoodieRun | None) -> float | None:
+    """Least-loaded writer's CPU-s / most-loaded writer's (None with fewer than 2 writers)."""
+    cpu = run.role_cpu_s("writer") if run else []
+    if len(cpu) < 2 or max(cpu) <= 0:
+        return None
+    return min(cpu) / max(cpu)
+
+
+def _vs_bound(run: HoodieRun | None) -> float | None:
+    """Compaction rows per CPU-s / the compaction I/O bound's, same run and format."""
+    if run is None or run.compaction is None or run.compaction_bound is None:
+        return None
+    return ratio(run.compaction.rows_per_cpu_s, run.compaction_bound.rows_per_cpu_s)
 
 
 def _gate(path: Path, expected: pa.Table, workload: Workload, when: str) -> GateResult:
@@ -1030,6 +1072,12 @@ class Results:
                 ratio(clients.get("avro"), base_rate(avro_floor_m))
             ),
             "figures_from_format": primary.fmt if primary else None,
+            # speed at scale (issue #23): where the topology's CPU goes
+            "assigner_cpu_share": _r(_share(rp, "assigner", "writer")),
+            "writer_balance": _r(_balance(rp)),
+            "topology_efficiency": _r(ratio(cpu_rate(rp), clients.get("parquet"))),
+            "compaction_vs_io_bound": _r(_vs_bound(rp)),
+            "compaction_vs_io_bound_avro": _r(_vs_bound(ra)),
         }
 
     def to_json(self) -> dict[str, Any]:

@@ -16,7 +16,6 @@ import os
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import ray
 
@@ -28,7 +27,7 @@ from hoodie_ray.ray import metrics
 from hoodie_ray.ray.compactor import CompactorPool
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.metadata import HoodieWriteStat
-from hoodie_ray.write.bucket_assigner import AssignerConfig, WriteProfile
+from hoodie_ray.write.bucket_assigner import AssignerConfig, WriteProfile, writer_of_groups
 from hoodie_ray.write.buffer import file_group_codes
 from hoodie_ray.write.context import WriteContext
 from hoodie_ray.write.stream_writer import StreamWriteFunction
@@ -43,13 +42,7 @@ def split_by_writer(tagged: pa.Table, num_writers: int) -> list[pa.Table]:
     if n == 0:
         return [tagged] * num_writers
     codes, groups = file_group_codes(tagged)
-    if num_writers == 1:
-        per_group = np.zeros(len(groups), dtype=np.int64)
-    else:
-        names = np.asarray([f"{p}\x00{f}" for p, f in groups], dtype=object)
-        per_group = (pd.util.hash_array(names, categorize=False) % np.uint64(num_writers)).astype(
-            np.int64
-        )
+    per_group = writer_of_groups(groups, num_writers)
     if len(groups) == 1:
         w = int(per_group[0])
         return [tagged if i == w else tagged.slice(0, 0) for i in range(num_writers)]

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import uuid
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -63,6 +64,15 @@ def new_file_id_for_task(task_id: int, num_tasks: int) -> str:
         fid = f"{uuid.uuid4()}-0"
         if file_id_task(fid, num_tasks) == task_id:
             return fid
+
+
+def writer_of_groups(groups: Sequence[tuple[str, str]], num_writers: int) -> np.ndarray:
+    """The writer task of each file group ``(partition, file id)``: a hash of both, so a file
+    group always lands on the same writer whichever assigner routes it (HUDI-4397)."""
+    if num_writers <= 1 or not groups:
+        return np.zeros(len(groups), dtype=np.int64)
+    names = np.asarray([f"{p}\x00{f}" for p, f in groups], dtype=object)
+    return (pd.util.hash_array(names, categorize=False) % np.uint64(num_writers)).astype(np.int64)
 
 
 def key_task(keys: pa.Array | pa.ChunkedArray, num_tasks: int) -> np.ndarray:
@@ -112,6 +122,7 @@ class AssignerConfig:
     ordering_field: str | None
     index_bootstrap: bool  # load the key index from the table at start
     merge_mode: MergeMode  # the table's: event time compares ordering values
+    num_writers: int = 1  # writer tasks new file groups are spread over
 
     @property
     def compares_moves(self) -> bool:
@@ -148,6 +159,7 @@ class AssignerConfig:
             ordering_field=ordering_field,
             index_bootstrap=wc.index_bootstrap,
             merge_mode=merge_mode,
+            num_writers=wc.write_tasks,
         )
         values.update(overrides)
         return cls(**values)
@@ -167,6 +179,7 @@ class BucketAssigner:
         self._small: dict[str, list[SmallFile]] = {}
         self._capacity: dict[tuple[str, str], int] = {}
         self._bucket_file_ids: dict[tuple[str, int], str] = {}
+        self._next_writer = config.task_id  # assigners start their turns apart
         self.reset_profile(self.profile)
 
     # -- state ---------------------------------------------------------------------------------
@@ -570,13 +583,29 @@ class BucketAssigner:
             self._capacity[(part, f.file_id)] = cap - take
             done += take
         while done < count:
-            fid = new_file_id_for_task(cfg.task_id, cfg.num_tasks)
+            fid = self._new_file_id(part)
             take = min(per_bucket, count - done)
             runs.append((fid, True, take))
             self._small[part].append(SmallFile(fid, 0, is_new=True))
             self._capacity[(part, fid)] = per_bucket - take
             done += take
         return runs
+
+    def _new_file_id(self, part: str) -> str:
+        """A new file id this task owns whose writer (the hash :func:`writer_of_groups`
+        routes by) is the next one in turn: new file groups spread evenly over the writers
+        whatever the ids (a hash of a few ids can put them all on one writer), while rows of
+        a file group still reach one writer from any assigner."""
+        cfg = self.config
+        if cfg.num_writers <= 1:
+            return new_file_id_for_task(cfg.task_id, cfg.num_tasks)
+        target = self._next_writer % cfg.num_writers
+        self._next_writer += 1
+        for _ in range(64 * cfg.num_writers):
+            fid = new_file_id_for_task(cfg.task_id, cfg.num_tasks)
+            if int(writer_of_groups([(part, fid)], cfg.num_writers)[0]) == target:
+                return fid
+        return fid
 
     # -- bucket index --------------------------------------------------------------------------
     def set_bucket_file_ids(self, existing: Iterable[tuple[str, str]]) -> None:

@@ -15,6 +15,7 @@ from hoodie_ray.write.bucket_assigner import (
     file_id_task,
     key_task,
     new_file_id_for_task,
+    writer_of_groups,
 )
 from hoodie_ray.write.records import IS_DELETED, PARTITION_PATH, prepare_batch
 
@@ -113,3 +114,20 @@ def test_bootstrap_filters_by_task():
     mine = key_task(keys, 2) == 0
     assert ((a.index.lookup(keys) >= 0) == mine).all()
     assert np.count_nonzero(mine) == len(a.index)
+
+
+def test_new_file_groups_take_turns_over_the_writers():
+    """New file ids are drawn so that the writer hash routes them round-robin: four groups
+    over two writers are two and two (a plain hash of four ids often is not), from each of
+    two assigners."""
+    for task in (0, 1):
+        a = BucketAssigner(
+            AssignerConfig.of(WriteConfig(), task, 2, max_file_size=1000, num_writers=2),
+            WriteProfile(avg_record_size=100),
+        )
+        out = a.assign(_batch([f"k{i}" for i in range(40)], ["a"] * 40))
+        groups = sorted({("a", f) for f in out.column(FILE_ID).to_pylist()})
+        assert len(groups) == 4
+        writers = writer_of_groups(groups, 2)
+        assert sorted(np.bincount(writers, minlength=2).tolist()) == [2, 2]
+        assert all(file_id_task(f, 2) == task for _, f in groups)
