@@ -452,10 +452,11 @@ OPTIONS: tuple[ConfigOption, ...] = (
     ConfigOption(
         "hoodie.write.set.null.for.missing.columns",
         "set_null_for_missing_columns",
-        False,
+        True,
         _parse_bool,
-        "Write nulls for nullable table columns a batch lacks (Hudi's option and default: "
-        "false refuses such a batch). A non-null column is never dropped.",
+        "Write nulls for nullable table columns a batch lacks (Hudi's option; its Spark "
+        "writer defaults to false, hoodie_ray to true, as a Flink table fills absent columns); "
+        "false refuses such a batch. A non-null column is never dropped.",
     ),
     ConfigOption(
         "write.warm_idle_s",

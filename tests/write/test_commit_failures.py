@@ -132,7 +132,6 @@ def test_crash_leaves_pending_instant_rolled_back_by_next_writer(tmp_path, monke
             ),
         ),
         ("missing ordering field", pa.table({"key": ["a"], "p": ["a"], "v": [1], "s": ["x"]})),
-        ("dropped column", pa.table({"key": ["a"], "p": ["a"], "ts": [1], "v": [1]})),
         ("changed type", pa.table({"key": ["a"], "p": ["a"], "ts": [1], "v": ["one"], "s": ["x"]})),
         (
             "unsupported key type",
