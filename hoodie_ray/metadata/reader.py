@@ -15,7 +15,6 @@ partition keeps the newest record of a key; a delete block removes keys.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from hoodie_ray.config.table_config import (
@@ -24,7 +23,7 @@ from hoodie_ray.config.table_config import (
     parse_java_properties,
 )
 from hoodie_ray.exceptions import HoodieTableNotFoundError
-from hoodie_ray.file_group.naming import parse_log_file_name
+from hoodie_ray.file_group.naming import parse_base_file_name, parse_log_file_name
 from hoodie_ray.file_group.view import FileSlice, FileSystemView
 from hoodie_ray.hfile import HFileReader
 from hoodie_ray.log_format.blocks import (
@@ -45,9 +44,11 @@ from hoodie_ray.metadata.layout import (
 from hoodie_ray.metadata.records import (
     ALL_PARTITIONS_KEY,
     NON_PARTITIONED_NAME,
+    FileListing,
     column_stats_key,
     decode_record_index,
     decode_value,
+    partition_identifier,
 )
 from hoodie_ray.storage import FileInfo, Storage, join
 from hoodie_ray.timeline.instant import Action
@@ -60,12 +61,8 @@ __all__ = [
 ]
 
 
-def partition_key(partition: str) -> str:
-    """The ``files`` key of a data partition (``.`` for a non-partitioned table)."""
-    return partition or NON_PARTITIONED_NAME
-
-
 def partition_of_key(key: str) -> str:
+    """The data partition of a ``files`` key (inverse of ``partition_identifier``)."""
     return "" if key == NON_PARTITIONED_NAME else key
 
 
@@ -104,30 +101,6 @@ def load_metadata_config(storage: Storage) -> HoodieTableConfig:
     return HoodieTableConfig(props)
 
 
-@dataclass
-class _FileMap:
-    """Merged ``filesystemMetadata`` of one key: name -> (size, is_deleted)."""
-
-    entries: dict[str, tuple[int, bool]] = field(default_factory=dict)
-
-    def apply(self, fsm: dict[str, Any] | None) -> None:
-        for name, info in (fsm or {}).items():
-            size, deleted = int(info.get("size") or 0), bool(info.get("isDeleted"))
-            old = self.entries.get(name)
-            if deleted:
-                if old is not None and not old[1]:
-                    del self.entries[name]
-                else:
-                    self.entries[name] = (0, True)
-            elif old is None or old[1]:
-                self.entries[name] = (size, False)
-            else:
-                self.entries[name] = (max(old[0], size), False)
-
-    def live(self) -> dict[str, int]:
-        return {n: s for n, (s, d) in self.entries.items() if not d}
-
-
 class MetadataTable:
     """The metadata table of one data table, read side.
 
@@ -143,7 +116,7 @@ class MetadataTable:
         self.storage = data_storage.sub(METADATA_TABLE_PATH)
         self._config: HoodieTableConfig | None = None
         self._timeline: ActiveTimeline | None = None
-        self._files: dict[str, _FileMap] | None = None
+        self._files: dict[str, FileListing] | None = None
         self._files_at: tuple[Any, ...] | None = None
         self._files_slice: tuple[str | None, tuple[str, ...]] | None = None
 
@@ -250,12 +223,26 @@ class MetadataTable:
         wanted = None if keys is None else set(keys)
         out: dict[str, tuple[bytes, str]] = {}
         for fs in self.file_slices(partition):
-            for k, v, schema in self._slice_records(fs, wanted):
-                if v is None:
-                    out.pop(k, None)
-                else:
-                    out[k] = (v, schema)
+            out.update(self.slice_records(fs, wanted))
         return out
+
+    def slice_records(
+        self, fs: FileSlice, keys: set[str] | None = None
+    ) -> dict[str, tuple[bytes, str]]:
+        """Newest (value, schema json) of every live key of one MDT file slice."""
+        out: dict[str, tuple[bytes, str]] = {}
+        for k, v, schema in self._slice_records(fs, keys):
+            if v is None:
+                out.pop(k, None)
+            else:
+                out[k] = (v, schema)
+        return out
+
+    def merged_files(self, fs: FileSlice) -> dict[str, FileListing]:
+        """The ``files`` records of one MDT file slice, merged per key."""
+        maps: dict[str, FileListing] = {}
+        self._merge_files(maps, fs)
+        return maps
 
     def records(self, partition: str, keys: Iterable[str] | None = None) -> dict[str, dict]:
         """Newest decoded record of every live key (types other than ``files``)."""
@@ -289,7 +276,7 @@ class MetadataTable:
             out[keys[k]] = (_unwrap(cs.get("minValue")), _unwrap(cs.get("maxValue")))
         return out
 
-    def _files_maps(self) -> dict[str, _FileMap]:
+    def _files_maps(self) -> dict[str, FileListing]:
         """The merged ``files`` partition. Kept between calls; when only new log files joined
         the slice (a delta commit per data commit) and every log read before was valid, only
         the new ones are merged in."""
@@ -299,7 +286,7 @@ class MetadataTable:
         slices = self.file_slices(FILES)
         fs = slices[0] if len(slices) == 1 else None
         done = self._files_slice
-        maps: dict[str, _FileMap] | None = None
+        maps: dict[str, FileListing] | None = None
         if (
             fs is not None
             and done is not None
@@ -332,13 +319,13 @@ class MetadataTable:
         log = parse_log_file_name(name)
         return log is not None and self.valid_instant(log.instant)
 
-    def _merge_files(self, maps: dict[str, _FileMap], fs: FileSlice) -> None:
+    def _merge_files(self, maps: dict[str, FileListing], fs: FileSlice) -> None:
         for k, v, schema in self._slice_records(fs, None):
             if v is None:
                 maps.pop(k, None)
                 continue
             rec = decode_value(v, schema)
-            maps.setdefault(k, _FileMap()).apply(rec.get("filesystemMetadata"))
+            maps.setdefault(k, FileListing()).apply(rec.get("filesystemMetadata"))
 
     def all_partitions(self) -> list[str]:
         """Data partitions the ``files`` partition lists, sorted (``""`` if non-partitioned)."""
@@ -347,7 +334,7 @@ class MetadataTable:
 
     def partition_files(self, partition: str) -> dict[str, int]:
         """File name -> size of one data partition, as the ``files`` partition lists it."""
-        m = self._files_maps().get(partition_key(partition))
+        m = self._files_maps().get(partition_identifier(partition))
         return m.live() if m else {}
 
     def files_listing(self) -> dict[str, dict[str, int]]:
@@ -365,6 +352,22 @@ def _state(tl: ActiveTimeline) -> tuple[Any, ...]:
         tl.max_completion_time(),
         tuple((i.timestamp, i.action, i.state) for i in last),
     )
+
+
+def list_data_files(view: FileSystemView) -> dict[str, dict[str, int]]:
+    """Data partition -> (base and log file name -> size) as ``view`` lists them (a storage
+    view: what the ``files`` partition is built from, and checked against); a partition
+    without data files is kept, the non-partitioned table's ``""`` only when it has some."""
+    out: dict[str, dict[str, int]] = {}
+    for part in view.list_partitions():
+        files = {
+            i.name: i.size
+            for i in view.list_files(part)
+            if parse_base_file_name(i.name) is not None or parse_log_file_name(i.name) is not None
+        }
+        if files or part:
+            out[part] = files
+    return out
 
 
 class MetadataListing:

@@ -59,6 +59,7 @@ __all__ = [
     "RECORD_INDEX_MISSING_FILEINDEX_FALLBACK",
     "RECORD_TYPE_ALL_PARTITIONS",
     "RECORD_TYPE_SECONDARY_INDEX",
+    "FileListing",
     "MetadataPartitionType",
     "all_partitions_record",
     "bloom_filter_key",
@@ -850,44 +851,58 @@ def files_record(
     return partition_identifier(partition), rec
 
 
-def merge_files_records(older: Mapping[str, Any], newer: Mapping[str, Any]) -> dict[str, Any]:
-    """Combine two ``files`` records of one key, ``newer`` taking precedence
-    (``HoodieTableMetadataUtil.combineFileSystemMetadata``, spec 6.1):
+class FileListing:
+    """The merged ``filesystemMetadata`` of one ``files`` key, record after record
+    (``HoodieTableMetadataUtil.combineFileSystemMetadata``, spec 6.1): a tombstone drops a
+    live entry (and is kept when there is none, so merging logs before the base stays right);
+    a live entry over another keeps the larger size."""
 
-    * a file only in one record is kept as it is (a tombstone with no earlier entry is kept,
-      so that merging log records first and the base file after stays correct);
-    * newer tombstone over an older live entry: the file is dropped; over an older tombstone:
-      the tombstone stays;
-    * newer live entry: ``size = max(old, new)``, not deleted.
+    __slots__ = ("entries",)
 
-    Returns a new record (``newer``'s key and type) whose map holds ``older``'s entries, then
-    ``newer``'s new ones (Java's order comes from its ``HashMap`` and merge path; no reader
-    depends on it). Raises :class:`HoodieInputError` if
-    ``newer`` is a file list (type 2) with a live entry of size <= 0 (Java's ``validatePayload``).
-    """
-    old_map: Mapping[str, Any] = older.get("filesystemMetadata") or {}
-    new_map: Mapping[str, Any] | None = newer.get("filesystemMetadata")
-    combined: dict[str, dict[str, Any]] = {k: dict(v) for k, v in old_map.items()}
-    if new_map is not None:
-        if newer.get("type") == MetadataPartitionType.FILES.record_type:
-            for name, fi in new_map.items():
-                if not fi["isDeleted"] and fi["size"] <= 0:
-                    raise HoodieInputError(
-                        f"files record for {name!r}: existing files should have size > 0"
-                    )
-        for name, fi in new_map.items():
-            old = combined.get(name)
-            if old is None:
-                combined[name] = dict(fi)
-            elif fi["isDeleted"]:
-                if old["isDeleted"]:
-                    combined[name] = dict(fi)
+    def __init__(self) -> None:
+        self.entries: dict[str, tuple[int, bool]] = {}  # name -> (size, is_deleted)
+
+    def apply(self, fsm: Mapping[str, Any] | None) -> None:
+        """Merge one newer record's map into this listing."""
+        for name, info in (fsm or {}).items():
+            size, deleted = int(info.get("size") or 0), bool(info.get("isDeleted"))
+            old = self.entries.get(name)
+            if deleted:
+                if old is not None and not old[1]:
+                    del self.entries[name]
                 else:
-                    del combined[name]
+                    self.entries[name] = (0, True)
+            elif old is None or old[1]:
+                self.entries[name] = (size, False)
             else:
-                combined[name] = {"size": max(fi["size"], old["size"]), "isDeleted": False}
+                self.entries[name] = (max(old[0], size), False)
+
+    def live(self) -> dict[str, int]:
+        """File name -> size of the entries that are not tombstones."""
+        return {n: s for n, (s, d) in self.entries.items() if not d}
+
+
+def merge_files_records(older: Mapping[str, Any], newer: Mapping[str, Any]) -> dict[str, Any]:
+    """Combine two ``files`` records of one key, ``newer`` taking precedence, by the rules of
+    :class:`FileListing`. Returns a new record (``newer``'s key and type) whose map holds
+    ``older``'s entries, then ``newer``'s new ones (Java's order comes from its ``HashMap``
+    and merge path; no reader depends on it). Raises :class:`HoodieInputError` if ``newer`` is
+    a file list (type 2) with a live entry of size <= 0 (Java's ``validatePayload``).
+    """
+    new_map: Mapping[str, Any] | None = newer.get("filesystemMetadata")
+    if new_map is not None and newer.get("type") == MetadataPartitionType.FILES.record_type:
+        for name, fi in new_map.items():
+            if not fi["isDeleted"] and fi["size"] <= 0:
+                raise HoodieInputError(
+                    f"files record for {name!r}: existing files should have size > 0"
+                )
+    listing = FileListing()
+    listing.apply(older.get("filesystemMetadata"))
+    listing.apply(new_map)
     out = dict(newer)
-    out["filesystemMetadata"] = combined
+    out["filesystemMetadata"] = {
+        n: {"size": size, "isDeleted": deleted} for n, (size, deleted) in listing.entries.items()
+    }
     return out
 
 

@@ -21,6 +21,7 @@ from hoodie_ray.metadata.layout import (
     RECORD_INDEX,
     completed_partitions,
 )
+from hoodie_ray.metadata.reader import list_data_files
 from hoodie_ray.metadata.records import encode_records, is_deleted_record
 from hoodie_ray.table import HoodieTable
 
@@ -151,15 +152,9 @@ def _validate_partition_stats(table: HoodieTable) -> list[MetadataDifference]:
 def _validate_files(table: HoodieTable) -> list[MetadataDifference]:
     out: list[MetadataDifference] = []
     mdt = table.metadata_table
-    listed = table.storage_view()
     actual: dict[str, dict[str, int]] = {}
-    for part in listed.list_partitions():
-        files = {
-            i.name: i.size
-            for i in listed.list_files(part)
-            if (parse_base_file_name(i.name) or parse_log_file_name(i.name))
-            and _committed(table, i.name)
-        }
+    for part, listed in list_data_files(table.storage_view()).items():
+        files = {n: size for n, size in listed.items() if _committed(table, n)}
         if files:
             actual[part] = files
     in_mdt = {

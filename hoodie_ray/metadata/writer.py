@@ -83,7 +83,7 @@ from hoodie_ray.metadata.layout import (
     join_partitions,
     metadata_table_props,
 )
-from hoodie_ray.metadata.reader import MetadataTable, _FileMap
+from hoodie_ray.metadata.reader import MetadataTable, list_data_files, partition_of_key
 from hoodie_ray.metadata.records import decode_value
 from hoodie_ray.storage import Storage, join
 from hoodie_ray.table import HoodieTable
@@ -330,7 +330,7 @@ class MetadataWriter:
         self.storage.makedirs(HoodieTableConfig(props).timeline_path)
         HoodieTableConfig(props).save(self.storage)
         self._timeline = None
-        listing = self._list_data_files()
+        listing = list_data_files(self.table.storage_view())
         ts = FILES_INIT_INSTANT
         tl = self.timeline
         inst = Instant(ts, Action.DELTA_COMMIT, State.REQUESTED)
@@ -471,20 +471,6 @@ class MetadataWriter:
                 ),
             }
         )
-
-    def _list_data_files(self) -> dict[str, dict[str, int]]:
-        """Every data file of every partition, from storage (the table's own listing rules)."""
-        view = self.table.storage_view()
-        out: dict[str, dict[str, int]] = {}
-        for part in view.list_partitions():
-            files = {}
-            for info in view.list_files(part):
-                n = info.name
-                if parse_base_file_name(n) is not None or parse_log_file_name(n) is not None:
-                    files[n] = info.size
-            if files or part:
-                out[part] = files
-        return out
 
     def _partition_folder(self, partition: str, ts: str) -> None:
         from hoodie_ray.file_group.naming import PARTITION_METAFILE
@@ -757,7 +743,7 @@ class MetadataWriter:
         self._complete(instant, stats, UPSERT_PREPPED)
 
     def _write_logs(self, part: str, instant: str, changes: _Changes) -> list[HoodieWriteStat]:
-        groups = self._file_group_count(part)
+        groups, base_instants = self._file_groups(part)
         by_group: dict[int, tuple[dict[str, dict[str, Any]], list[str]]] = {}
         for key, record in changes.upserts.get(part, {}).items():
             idx = 0 if groups == 1 else rec.key_to_file_group_index(key, groups)
@@ -786,7 +772,7 @@ class MetadataWriter:
                 HoodieWriteStat(
                     file_id=fid,
                     path=res.path,
-                    prev_commit=self._prev_commit(part, fid),
+                    prev_commit=base_instants.get(fid, "null"),
                     num_writes=len(upserts) + len(deletes),
                     num_update_writes=len(upserts),
                     num_deletes=len(deletes),
@@ -802,24 +788,21 @@ class MetadataWriter:
             )
         return stats
 
-    def _prev_commit(self, part: str, fid: str) -> str:
-        # the latest base instant of the group, as Java's log writes name their slice
-        best = "null"
+    def _file_groups(self, part: str) -> tuple[int, dict[str, str]]:
+        """From one listing of an MDT partition: how many file groups it has (1 for
+        ``files``) and each group's latest base instant (what a log write names as its
+        ``prevCommit``, as Java's do)."""
+        ids: set[str] = set()
+        bases: dict[str, str] = {}
         for n in self.storage.list_file_names(part):
             b = parse_base_file_name(n)
-            if b is not None and b.file_id == fid and (best == "null" or b.instant > best):
-                best = b.instant
-        return best
-
-    def _file_group_count(self, part: str) -> int:
-        if part == FILES:
-            return 1
-        ids = {
-            (parse_base_file_name(n) or parse_log_file_name(n)).file_id  # type: ignore[union-attr]
-            for n in self.storage.list_file_names(part)
-            if parse_base_file_name(n) or parse_log_file_name(n)
-        }
-        return max(1, len(ids))
+            if b is not None:
+                ids.add(b.file_id)
+                if b.instant > bases.get(b.file_id, ""):
+                    bases[b.file_id] = b.instant
+            elif (lg := parse_log_file_name(n)) is not None:
+                ids.add(lg.file_id)
+        return (1 if part == FILES else max(1, len(ids))), bases
 
     def _hfile(self, records: Mapping[str, dict[str, Any]], *, base: bool) -> bytes:
         keys = sorted(records, key=lambda k: k.encode())
@@ -879,14 +862,12 @@ class MetadataWriter:
             )
 
     def _run_table_services(self) -> None:
-        tl = self.timeline.reload()
-        self._rollback_failed_writes()
+        self._rollback_failed_writes()  # reloads the MDT timeline
         if self._delta_commits_since_compaction() >= self.config.compact_max_delta_commits:
             self.compact()
         self.clean()
         if self.config.archive:
             self.archive()
-        del tl
 
     def archive(self) -> list[str]:
         """Archive the MDT's oldest instants (its LSM history, as the data table's) once past
@@ -1001,30 +982,17 @@ class MetadataWriter:
 
     def _merged_slice(self, mdt: MetadataTable, part: str, fs: Any) -> dict[str, dict[str, Any]]:
         """Live records of one MDT file slice, merged (tombstones dropped)."""
-        out: dict[str, dict[str, Any]] = {}
         if part == FILES:
-            maps: dict[str, _FileMap] = {}
-            protos: dict[str, dict[str, Any]] = {}
-            for k, v, schema in mdt._slice_records(fs, None):
-                if v is None:
-                    maps.pop(k, None)
-                    continue
-                r = decode_value(v, schema)
-                maps.setdefault(k, _FileMap()).apply(r.get("filesystemMetadata"))
-                protos[k] = r
-            for k, m in maps.items():
-                r = dict(protos[k])
-                r["filesystemMetadata"] = {
-                    n: {"size": s, "isDeleted": False} for n, s in sorted(m.live().items())
-                }
-                out[k] = r
+            out: dict[str, dict[str, Any]] = {}
+            for k, listing in mdt.merged_files(fs).items():
+                live = listing.live()
+                if k == rec.ALL_PARTITIONS_KEY:
+                    out[k] = rec.all_partitions_record(partition_of_key(p) for p in live)[1]
+                else:
+                    out[k] = rec.files_record(partition_of_key(k), live)[1]
             return out
-        for k, v, schema in mdt._slice_records(fs, None):
-            if v is None:
-                out.pop(k, None)
-            else:
-                out[k] = decode_value(v, schema)
-        return {k: r for k, r in out.items() if not rec.is_deleted_record(r)}
+        merged = {k: decode_value(v, schema) for k, (v, schema) in mdt.slice_records(fs).items()}
+        return {k: r for k, r in merged.items() if not rec.is_deleted_record(r)}
 
     def clean(self) -> str | None:
         """Delete the files of MDT slices older than the latest compaction once
@@ -1032,12 +1000,7 @@ class MetadataWriter:
         last = self._last_compaction()
         if last is None:
             return None
-        floor = last.completion_time or last.timestamp
-        after = sum(
-            1
-            for i in self.timeline.find([Action.DELTA_COMMIT], [State.COMPLETED])
-            if (i.completion_time or i.timestamp) > floor
-        )
+        after = self._delta_commits_since_compaction()
         if after < self.config.clean_retain_commits:
             return None
         mdt = self.reader()
