@@ -293,6 +293,23 @@ class KeyIndex:
     def __len__(self) -> int:
         return int(sum((s.locs >= 0).sum() for s in self._segments))
 
+    def nbytes(self) -> int:
+        """Memory the per-key state holds, in bytes: each segment's hashes with the hash table
+        pandas builds over them, its key bytes (Arrow buffers, offsets included), location ids
+        and ordering values (strings counted with their Python objects). Tombstoned keys count
+        until a merge drops them; the interned locations (one per file group) do not count."""
+        total = 0
+        for s in self._segments:
+            total += int(s.hashes.memory_usage())  # values + the engine's hash table
+            total += s.keys.get_total_buffer_size()
+            total += s.locs.nbytes
+            if s.ords is not None:
+                if s.ords.dtype.kind == "O":
+                    total += int(pd.Series(s.ords, copy=False).memory_usage(index=False, deep=True))
+                else:
+                    total += s.ords.nbytes
+        return total
+
     def location_id(self, partition_path: str, file_id: str) -> int:
         loc = Location(partition_path, file_id)
         lid = self._loc_ids.get(loc)

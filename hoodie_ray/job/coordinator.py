@@ -53,6 +53,7 @@ from hoodie_ray.write.bucket_assigner import (
     AssignerConfig,
     SmallFile,
     WriteProfile,
+    plan_writers,
 )
 from hoodie_ray.write.commit import CommitProtocol
 from hoodie_ray.write.context import WriteContext
@@ -127,7 +128,34 @@ def write_profile(
         size = sizes.get((s.partition_path, s.file_id), 0)
         if size < wc.small_file_limit:
             small.setdefault(s.partition_path, []).append(SmallFile(s.file_id, size))
-    return WriteProfile(avg_record_size=avg, small_files=small)
+    plan = plan_writers(group_loads(table, slices), wc.write_tasks) if wc.write_tasks > 1 else {}
+    return WriteProfile(avg_record_size=avg, small_files=small, writer_plan=plan)
+
+
+LOAD_COMMITS = 3  # recent write commits whose per-group records predict the next checkpoint's
+_SERVICE_OPERATIONS = frozenset({"COMPACT", "LOG_COMPACT", "CLUSTER"})
+
+
+def group_loads(table: HoodieTable, slices: list[FileSlice]) -> dict[tuple[str, str], float]:
+    """Records each live file group took in the last :data:`LOAD_COMMITS` write commits,
+    halving per commit back (table services excluded): the load the writer plan packs.
+    Read from the timeline, so a restarted coordinator plans as the lost one did."""
+    live = {(s.partition_path, s.file_id) for s in slices}
+    loads: dict[tuple[str, str], float] = {}
+    weight = 1.0
+    for inst in reversed(table.commits()):
+        if weight < 0.5 ** (LOAD_COMMITS - 1):
+            break
+        meta = table.metadata(inst)
+        if (meta.operation_type or "").upper() in _SERVICE_OPERATIONS:
+            continue
+        for stats in meta.partition_to_write_stats.values():
+            for st in stats:
+                g = (st.partition_path or "", st.file_id)
+                if g in live:
+                    loads[g] = loads.get(g, 0.0) + weight * (st.num_writes + st.num_deletes)
+        weight /= 2
+    return loads
 
 
 def slice_sizes(storage: Storage, slices: list[FileSlice]) -> dict[tuple[str, str], int]:

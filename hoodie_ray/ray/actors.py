@@ -13,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import time
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -33,16 +35,18 @@ from hoodie_ray.write.context import WriteContext
 from hoodie_ray.write.stream_writer import StreamWriteFunction
 
 
-def split_by_writer(tagged: pa.Table, num_writers: int) -> list[pa.Table]:
-    """Tagged rows, one table per writer task (``hash(partition path + file id) % writers``,
-    so a file group always lands on the same writer: HUDI-4397), each with the rows of a file
-    group together (arrival order kept within a group), so the writer's buffer needs no sort.
-    One ``take`` at most."""
+def split_by_writer(
+    tagged: pa.Table, num_writers: int, plan: Mapping[tuple[str, str], int] | None = None
+) -> list[pa.Table]:
+    """Tagged rows, one table per writer task (:func:`writer_of_groups`: the checkpoint's
+    writer plan, else a hash, so a file group lands on one writer: HUDI-4397), each with the
+    rows of a file group together (arrival order kept within a group), so the writer's buffer
+    needs no sort. One ``take`` at most."""
     n = tagged.num_rows
     if n == 0:
         return [tagged] * num_writers
     codes, groups = file_group_codes(tagged)
-    per_group = writer_of_groups(groups, num_writers)
+    per_group = writer_of_groups(groups, num_writers, plan)
     if len(groups) == 1:
         w = int(per_group[0])
         return [tagged if i == w else tagged.slice(0, 0) for i in range(num_writers)]
@@ -160,7 +164,9 @@ class AssignerActor:
     ) -> None:
         ctx = setup.context
         table = HoodieTable(ctx.storage.base_uri, ctx.storage, ctx.table_config)
+        t0 = time.perf_counter()
         self.core = build_assigner(table, config, profile, slices)
+        self.bootstrap_s = time.perf_counter() - t0  # the key index loaded from the table
         self.table = ctx.table_config.name
         metrics.gauge_index_size(self.table, config.task_id, len(self.core.index))
 
@@ -168,7 +174,7 @@ class AssignerActor:
         """Tagged rows, one table per writer (``num_returns=num_writers``)."""
         tagged = self.core.assign_batch(batch)
         metrics.count_records(self.table, "assigner", batch.num_rows, tagged.num_rows)
-        parts = split_by_writer(tagged, num_writers)
+        parts = split_by_writer(tagged, num_writers, self.core.profile.writer_plan)
         return parts[0] if num_writers == 1 else tuple(parts)
 
     def start_checkpoint(self, profile: WriteProfile) -> None:
@@ -176,6 +182,15 @@ class AssignerActor:
 
     def checkpoint_done(self) -> None:
         self.core.checkpoint_done()
+
+    def index_stats(self) -> dict[str, int]:
+        """Keys in this task's key index, the bytes they take (``KeyIndex.nbytes``) and the
+        milliseconds this actor took to build its assigner (index bootstrap included)."""
+        return {
+            "keys": len(self.core.index),
+            "bytes": self.core.index.nbytes(),
+            "bootstrap_ms": round(self.bootstrap_s * 1000),
+        }
 
     def pid(self) -> int:
         return os.getpid()

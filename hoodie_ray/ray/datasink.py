@@ -25,8 +25,8 @@ from hoodie_ray.ray.actors import split_rows
 from hoodie_ray.ray.runtime import NAMESPACE, ensure_ray
 from hoodie_ray.ray.stream import HoodieStreamWriter
 from hoodie_ray.table import HoodieTable
-from hoodie_ray.write.bucket_assigner import key_task
-from hoodie_ray.write.records import RECORD_KEY, check_schema_compatible, to_arrow
+from hoodie_ray.write.bucket_assigner import record_tasks
+from hoodie_ray.write.records import check_schema_compatible, to_arrow
 
 
 class HoodieDatasink(Datasink):  # type: ignore[type-arg]
@@ -98,7 +98,7 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
             if not batch.data_schema.equals(setup.context.data_schema):
                 check_schema_compatible(batch.data_schema, setup.context.data_schema)
             prepared = batch.table
-            parts = split_rows(prepared, key_task(prepared.column(RECORD_KEY), na), na)
+            parts = split_rows(prepared, record_tasks(prepared, na, setup.context.write_config), na)
             for i, part in enumerate(parts):
                 if part.num_rows == 0:
                     continue

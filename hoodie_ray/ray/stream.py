@@ -37,9 +37,9 @@ from hoodie_ray.job.setup import TableSetup
 from hoodie_ray.ray.actors import AssignerActor, CoordinatorActor, WriterActor, split_rows
 from hoodie_ray.ray.runtime import actor_resources, ensure_ray
 from hoodie_ray.table import HoodieTable
-from hoodie_ray.write.bucket_assigner import key_task
+from hoodie_ray.write.bucket_assigner import record_tasks
 from hoodie_ray.write.lock import new_owner_id, register_idle_holder, unregister_idle_holder
-from hoodie_ray.write.records import RECORD_KEY, normalise_schema, to_arrow
+from hoodie_ray.write.records import normalise_schema, to_arrow
 from hoodie_ray.write.schema_evolution import evolve_schema
 
 log = logging.getLogger("hoodie_ray")
@@ -223,6 +223,12 @@ class HoodieStreamWriter:
             out[f"writer-{i}"] = ray.get(w.pid.remote())
         return out
 
+    def index_stats(self) -> list[dict[str, int]]:
+        """Per assigner task: the keys in its key index, their bytes in memory and the
+        milliseconds its bootstrap took (``keys``, ``bytes``, ``bootstrap_ms``); empty before
+        the actors start. For monitoring and benchmarks."""
+        return list(ray.get([a.index_stats.remote() for a in self._assigners]))
+
     @property
     def actors(self) -> dict[str, Any]:
         """The actor handles by role name, e.g. ``writer-0`` (fault tests use these)."""
@@ -364,11 +370,12 @@ class HoodieStreamWriter:
             parts = [ref]
         else:
             table: pa.Table = ray.get(ref)
+            assert self._setup is not None
             parts = [
                 p if p.num_rows else None
                 for p in split_rows(
                     table,
-                    key_task(table.column(RECORD_KEY), self.num_assigners),
+                    record_tasks(table, self.num_assigners, self._setup.context.write_config),
                     self.num_assigners,
                 )
             ]

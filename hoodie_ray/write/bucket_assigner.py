@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import uuid
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,13 +66,43 @@ def new_file_id_for_task(task_id: int, num_tasks: int) -> str:
             return fid
 
 
-def writer_of_groups(groups: Sequence[tuple[str, str]], num_writers: int) -> np.ndarray:
-    """The writer task of each file group ``(partition, file id)``: a hash of both, so a file
-    group always lands on the same writer whichever assigner routes it (HUDI-4397)."""
+def writer_of_groups(
+    groups: Sequence[tuple[str, str]],
+    num_writers: int,
+    plan: Mapping[tuple[str, str], int] | None = None,
+) -> np.ndarray:
+    """The writer task of each file group ``(partition, file id)``: the checkpoint's writer
+    plan (:func:`plan_writers`) where it names the group, else a hash of both; every assigner
+    of a checkpoint holds the same plan, so a file group always lands on one writer whichever
+    assigner routes it (HUDI-4397)."""
     if num_writers <= 1 or not groups:
         return np.zeros(len(groups), dtype=np.int64)
     names = np.asarray([f"{p}\x00{f}" for p, f in groups], dtype=object)
-    return (pd.util.hash_array(names, categorize=False) % np.uint64(num_writers)).astype(np.int64)
+    out = (pd.util.hash_array(names, categorize=False) % np.uint64(num_writers)).astype(np.int64)
+    if plan:
+        for i, g in enumerate(groups):
+            w = plan.get(g)
+            if w is not None and 0 <= w < num_writers:
+                out[i] = w
+    return out
+
+
+def plan_writers(
+    loads: Mapping[tuple[str, str], float], num_writers: int
+) -> dict[tuple[str, str], int]:
+    """A writer for each file group with a known load, packed longest first onto the writer
+    with the least load so far (LPT: within 4/3 of the best split), ties by group name so
+    every process computes the same plan. With few file groups a hash leaves writers idle:
+    the oldest groups collect most updates, so loads differ several-fold between groups."""
+    if num_writers <= 1 or not loads:
+        return {}
+    totals = [0.0] * num_writers
+    plan: dict[tuple[str, str], int] = {}
+    for g, load in sorted(loads.items(), key=lambda kv: (-kv[1], kv[0])):
+        w = min(range(num_writers), key=lambda i: (totals[i], i))
+        plan[g] = w
+        totals[w] += load
+    return plan
 
 
 def key_task(keys: pa.Array | pa.ChunkedArray, num_tasks: int) -> np.ndarray:
@@ -87,6 +117,26 @@ def key_task(keys: pa.Array | pa.ChunkedArray, num_tasks: int) -> np.ndarray:
         np.asarray(keys.to_numpy(zero_copy_only=False), dtype=object), categorize=False
     )
     return (h % np.uint64(num_tasks)).astype(np.int32)
+
+
+def record_tasks(batch: pa.Table, num_tasks: int, wc: WriteConfig) -> np.ndarray:
+    """The assigner task of each prepared record: :func:`key_task` of its key; with the bucket
+    index, of its ``(partition, bucket)``, so that one task makes each bucket's file group
+    (Flink keys the bucket stream write by bucket likewise)."""
+    keys = batch.column(RECORD_KEY)
+    if num_tasks == 1 or wc.index_type != "BUCKET":
+        return key_task(keys, num_tasks)
+    parts = batch.column(PARTITION_PATH)
+    penc = pc.dictionary_encode(
+        parts.combine_chunks() if isinstance(parts, pa.ChunkedArray) else parts
+    )
+    phash = pd.util.hash_array(
+        np.asarray(penc.dictionary.to_pylist(), dtype=object), categorize=False
+    ) % np.uint64(num_tasks)
+    codes = penc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return ((phash.astype(np.int64)[codes] + bucket_ids(keys, wc.bucket_num)) % num_tasks).astype(
+        np.int32
+    )
 
 
 @dataclass
@@ -104,6 +154,8 @@ class WriteProfile:
 
     avg_record_size: int
     small_files: dict[str, list[SmallFile]] = field(default_factory=dict)
+    # file group -> writer task for this checkpoint (the same in every assigner)
+    writer_plan: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -141,3 +141,20 @@ def test_ordering_values_follow_their_keys_through_updates_and_merges() -> None:
     assert ordering_numbers(ts)[1] == ORDERING_NULL_INT
     assert ordering_numbers(pa.array(["a", None])).tolist() == ["a", None]
     assert ordering_numbers(pa.array([[1]])) is None  # nested: no ordering kept
+
+
+def test_nbytes_counts_every_per_key_array():
+    idx = KeyIndex()
+    assert idx.nbytes() == 0
+    n = 10_000
+    keys = pa.array([f"key{i:06d}" for i in range(n)])  # 9 bytes a key
+    idx.put(keys, np.zeros(n, np.int32), ords=np.arange(n, dtype=np.int64))
+    got = idx.nbytes()
+    # at least: 8 B hash + 9 B key + 8 B offset + 4 B location + 8 B ordering value a key,
+    # plus the hash table over the hashes; not absurdly more
+    assert 37 * n < got < 200 * n
+    idx.put(pa.array([f"new{i}" for i in range(n)]), np.ones(n, np.int32))
+    assert len(idx) == 2 * n and idx.nbytes() > got
+    s = KeyIndex()  # string ordering values count with their Python objects
+    s.put(keys, np.zeros(n, np.int32), ords=np.array([f"v{i}" for i in range(n)], dtype=object))
+    assert s.nbytes() > got + 30 * n

@@ -224,3 +224,48 @@ def test_schema_evolves_on_every_ray_entry_point(ray_session, tmp_path):
     schema = hr.HoodieTable.load(path).schema
     assert schema is not None and schema.field("v").type == pa.int64()
     _no_pending(path)
+
+
+def test_writers_share_file_groups_of_uneven_load(ray_session, tmp_path):
+    """Four bucket file groups taking 40/30/20/10% of the updates: every assigner holds the
+    longest-first writer plan of the previous checkpoints' loads, so, once the plan has seen
+    an update, both writers take half the records (a hash may put 70% on one). Also: one
+    assigner task per bucket (two would each make a file group for the same bucket)."""
+    import ray
+
+    from hoodie_ray.index import bucket_ids
+    from hoodie_ray.job.coordinator import group_loads
+    from hoodie_ray.write.bucket_assigner import plan_writers
+
+    path = tmp_path / "t"
+    options = {
+        "hoodie.table.name": "skew",
+        "hoodie.datasource.write.recordkey.field": "key",
+        "precombine.field": "ts",
+        "hoodie.index.type": "BUCKET",
+        "hoodie.bucket.index.num.buckets": "4",
+        **TOPOLOGY,
+    }
+    keys = pa.array([f"k{i}" for i in range(400)])
+    by_bucket = [keys.filter(pa.array(bucket_ids(keys, 4) == b)) for b in range(4)]
+    updates = pa.concat_arrays([by_bucket[b][: 4 * (4 - b)] for b in range(4)])  # 16/12/8/4
+    ts, per_writer, plan, before = 0, [], {}, [0, 0]
+    with hr.HoodieStreamWriter(str(path), options) as w:
+        for i, batch_keys in enumerate((keys, updates, updates, updates)):
+            n = len(batch_keys)
+            w.write(pa.table({"key": batch_keys, "ts": pa.array(range(ts, ts + n), pa.int64())}))
+            ts += n
+            held = ray.get(
+                [a.__ray_call__.remote(lambda s: s.core.profile.writer_plan) for a in w._assigners]
+            )
+            assert held == [plan, plan], i
+            assert w.checkpoint() is not None
+            after = ray.get(
+                [x.__ray_call__.remote(lambda s: s.core.records_in) for x in w._writers]
+            )
+            per_writer.append(sorted(a - b for a, b in zip(after, before, strict=True)))
+            before = after
+            table = hr.HoodieTable.load(str(path))
+            plan = plan_writers(group_loads(table, table.view().latest_file_slices()), 2)
+            assert len(plan) == 4
+    assert per_writer[2:] == [[20, 20], [20, 20]], per_writer  # the first plan: inserts

@@ -15,6 +15,7 @@ from hoodie_ray.write.bucket_assigner import (
     file_id_task,
     key_task,
     new_file_id_for_task,
+    plan_writers,
     writer_of_groups,
 )
 from hoodie_ray.write.records import IS_DELETED, PARTITION_PATH, prepare_batch
@@ -131,3 +132,24 @@ def test_new_file_groups_take_turns_over_the_writers():
         writers = writer_of_groups(groups, 2)
         assert sorted(np.bincount(writers, minlength=2).tolist()) == [2, 2]
         assert all(file_id_task(f, 2) == task for _, f in groups)
+
+
+def test_writer_plan_packs_the_largest_loads_first():
+    """Longest-first packing: loads 40, 30, 20, 10 over two writers split 50/50 (a hash or a
+    turn by creation order can put 40 and 30 together); the plan is the same in any order."""
+    loads = {("", "a"): 40.0, ("", "b"): 30.0, ("", "c"): 20.0, ("", "d"): 10.0}
+    plan = plan_writers(loads, 2)
+    totals = [sum(v for g, v in loads.items() if plan[g] == w) for w in (0, 1)]
+    assert totals == [50.0, 50.0]
+    assert plan_writers(dict(reversed(list(loads.items()))), 2) == plan
+    assert plan_writers(loads, 1) == {}
+    assert plan_writers({}, 2) == {}
+
+
+def test_writer_plan_overrides_the_hash():
+    groups = [("p", f"f{i}") for i in range(8)]
+    hashed = writer_of_groups(groups, 3)
+    plan = {groups[0]: (int(hashed[0]) + 1) % 3, groups[1]: 7}  # an out-of-range entry: hash
+    routed = writer_of_groups(groups, 3, plan)
+    assert routed[0] == (hashed[0] + 1) % 3
+    assert routed[1:].tolist() == hashed[1:].tolist()
