@@ -2,10 +2,12 @@
 
 :class:`KeyIndex` maps record keys to locations (partition path, file id) with vectorised
 lookups. Keys are never turned into Python objects: each key's bytes are hashed to 64 bits
-column-wise (numpy over the Arrow buffers), the hashes sit in frozen ``pandas.Index`` segments
-(C hash tables over ``uint64``), and every hit is verified against the stored key bytes with one
-Arrow comparison, so a hash collision can never return another key's location. A batch of 100K
-keys costs one hash probe per key in C.
+column-wise (numpy over the Arrow buffers, or a numba kernel), the hashes sit in frozen
+segments with an open-addressing table over them (numba; a ``pandas.Index`` where numba is
+off), and every hit is verified against a second, independent 64-bit hash of the key (its
+fingerprint): a wrong location would need two keys equal in 128 hash bits. The key bytes are
+not kept, which holds an index at ~20-30 bytes per key. A batch of 100K keys costs one table
+probe per key in compiled code.
 """
 
 from __future__ import annotations
@@ -38,7 +40,26 @@ def _as_large_string(keys: pa.Array | pa.ChunkedArray) -> pa.Array:
     return keys
 
 
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+# the fingerprint: the same hash from another offset basis and length multiplier
+_FP_OFFSET = np.uint64(0x84222325CBF29CE4)
+_FP_GOLDEN = np.uint64(0xD6E8FEB86659FD93)
+
+
 def hash_keys(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """64-bit hashes of string keys (FNV-1a over the bytes, then a splitmix64 finaliser);
+    see :func:`_fnv_hash`. Deterministic across processes; nulls hash like empty strings."""
+    return _fnv_hash(keys, _FNV_OFFSET, _GOLDEN)
+
+
+def fingerprint_keys(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A second 64-bit hash of string keys, independent of :func:`hash_keys` (another FNV
+    offset basis and length multiplier, so the finaliser decorrelates them): what the key
+    index keeps of a key to verify a hit."""
+    return _fnv_hash(keys, _FP_OFFSET, _FP_GOLDEN)
+
+
+def _fnv_hash(keys: pa.Array | pa.ChunkedArray, offset: np.uint64, golden: np.uint64) -> np.ndarray:
     """64-bit hashes of string keys (FNV-1a over the bytes, then a splitmix64 finaliser).
 
     Column-wise: one numpy step per byte position, over the keys at least that long, so the
@@ -53,9 +74,11 @@ def hash_keys(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
         from hoodie_ray.index import _jit
 
         out = np.empty(n, dtype=np.uint64)
-        _jit.fnv_splitmix(data if data is not None else np.zeros(1, np.uint8), starts, lens, out)
+        _jit.fnv_splitmix(
+            data if data is not None else np.zeros(1, np.uint8), starts, lens, offset, golden, out
+        )
         return out
-    h = np.full(n, _FNV_OFFSET, dtype=np.uint64)
+    h = np.full(n, offset, dtype=np.uint64)
     if n == 0:
         return h
     maxlen = int(lens.max()) if data is not None else 0
@@ -85,7 +108,7 @@ def hash_keys(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
                     part ^= data[s_starts[:k] + j]  # type: ignore[index]
                     part *= _FNV_PRIME
             h[order] = hs
-        h ^= lens.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        h ^= lens.astype(np.uint64) * golden
         h ^= h >> np.uint64(30)
         h *= np.uint64(0xBF58476D1CE4E5B9)
         h ^= h >> np.uint64(27)
@@ -257,13 +280,72 @@ def _as_object_ordering(values: np.ndarray) -> np.ndarray:
     return out
 
 
+#: Largest share of a table's slots in use (a table has a power-of-two number of slots).
+_TABLE_LOAD = 0.7
+
+
+def _use_compiled_table() -> bool:
+    from hoodie_ray import jit
+
+    return jit.enabled()
+
+
+class _HashTable:
+    """Positions of distinct 64-bit hashes: an open-addressing table of int32 slots (numba,
+    4-11 bytes per hash), or a ``pandas.Index`` (about 30 bytes per hash) where numba is off."""
+
+    def __init__(self, hashes: np.ndarray, slots: np.ndarray | None) -> None:
+        self.hashes = hashes
+        self._slots = slots
+        self._pd: pd.Index | None = None if slots is not None else pd.Index(hashes)
+
+    @classmethod
+    def build(cls, hashes: np.ndarray) -> tuple[_HashTable, np.ndarray | None]:
+        """A table over the first occurrence of each hash, and the mask of the later
+        occurrences left out (None when every hash is distinct)."""
+        n = len(hashes)
+        if _use_compiled_table():
+            from hoodie_ray.index import _jit
+
+            cap = 1 << max(3, int(np.ceil(np.log2(max(n, 1) / _TABLE_LOAD))))
+            slots = np.full(cap, -1, dtype=np.int32)
+            dup = np.zeros(n, dtype=bool)
+            if _jit.table_build(hashes, slots, dup) == 0:
+                return cls(hashes, slots), None
+            return cls.build(hashes[~dup])[0], dup
+        idx = pd.Index(hashes)
+        if idx.is_unique:
+            return cls(hashes, None), None
+        dup = np.asarray(idx.duplicated(keep="first"))
+        return cls(hashes[~dup], None), dup
+
+    def find(self, probe: np.ndarray) -> np.ndarray:
+        """Position of each probed hash, -1 where absent."""
+        if self._slots is None:
+            assert self._pd is not None
+            return self._pd.get_indexer(probe)
+        from hoodie_ray.index import _jit
+
+        out = np.empty(len(probe), dtype=np.int64)
+        _jit.table_find(self._slots, self.hashes, probe, out)
+        return out
+
+    @property
+    def nbytes(self) -> int:
+        """The hashes and the table over them."""
+        if self._slots is None:
+            assert self._pd is not None
+            return int(self._pd.memory_usage())
+        return self.hashes.nbytes + self._slots.nbytes
+
+
 @dataclass
 class _Segment:
-    """Distinct keys with unique hashes: hash table, key bytes and location ids (aligned), and
-    each key's last ordering value when the index keeps them."""
+    """Distinct keys with unique hashes: their hash table, fingerprints and location ids
+    (aligned), and each key's last ordering value when the index keeps them."""
 
-    hashes: pd.Index  # uint64, unique
-    keys: pa.Array  # large_string
+    table: _HashTable  # over the uint64 hashes, unique
+    fps: np.ndarray  # uint64 fingerprints (fingerprint_keys)
     locs: np.ndarray  # int32; -1 = tombstone
     ords: np.ndarray | None = None  # int64 or float64 (see ordering_numbers)
 
@@ -274,7 +356,7 @@ class KeyIndex:
     Keys live in a few immutable hash segments; a location change or a delete rewrites the
     segment's location array in place (-1 is a tombstone), new keys form a new segment, and
     segments are merged when there are too many. A key is in at most one segment. Every
-    operation is vectorised; a lookup hit counts only when the stored key bytes equal the
+    operation is vectorised; a lookup hit counts only when the stored fingerprint equals the
     probe's (two keys with one hash live in different segments).
     """
 
@@ -294,15 +376,13 @@ class KeyIndex:
         return int(sum((s.locs >= 0).sum() for s in self._segments))
 
     def nbytes(self) -> int:
-        """Memory the per-key state holds, in bytes: each segment's hashes with the hash table
-        pandas builds over them, its key bytes (Arrow buffers, offsets included), location ids
-        and ordering values (strings counted with their Python objects). Tombstoned keys count
-        until a merge drops them; the interned locations (one per file group) do not count."""
+        """Memory the per-key state holds, in bytes: each segment's hashes with the table over
+        them, fingerprints, location ids and ordering values (strings counted with their
+        Python objects). Tombstoned keys count until a merge drops them; the interned
+        locations (one per file group) do not count."""
         total = 0
         for s in self._segments:
-            total += int(s.hashes.memory_usage())  # values + the engine's hash table
-            total += s.keys.get_total_buffer_size()
-            total += s.locs.nbytes
+            total += s.table.nbytes + s.fps.nbytes + s.locs.nbytes
             if s.ords is not None:
                 if s.ords.dtype.kind == "O":
                     total += int(pd.Series(s.ords, copy=False).memory_usage(index=False, deep=True))
@@ -352,9 +432,10 @@ class KeyIndex:
         return self._columns
 
     def _probe(
-        self, keys: pa.Array, hashes: np.ndarray
+        self, fps: np.ndarray, hashes: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(location id or -1, segment number or -1, position in segment) of each key."""
+        """(location id or -1, segment number or -1, position in segment) of each key, given
+        its hash and fingerprint."""
         n = len(hashes)
         out = np.full(n, -1, dtype=np.int32)
         seg_of = np.full(n, -1, dtype=np.int32)
@@ -363,18 +444,17 @@ class KeyIndex:
         for si in range(len(self._segments) - 1, -1, -1):
             seg = self._segments[si]
             if todo is None:
-                pos = seg.hashes.get_indexer(hashes)
+                pos = seg.table.find(hashes)
                 hit = np.flatnonzero(pos >= 0)
                 rows, p = hit, pos[hit]
             else:
                 if not len(todo):
                     break
-                pos = seg.hashes.get_indexer(hashes[todo])
+                pos = seg.table.find(hashes[todo])
                 hit = np.flatnonzero(pos >= 0)
                 rows, p = todo[hit], pos[hit]
             if len(rows):
-                same = pc.equal(seg.keys.take(pa.array(p)), keys.take(pa.array(rows)))
-                same_np = np.asarray(same.to_numpy(zero_copy_only=False), dtype=bool)
+                same_np = seg.fps[p] == fps[rows]
                 if not same_np.all():  # a hash collision: not this key
                     rows, p = rows[same_np], p[same_np]
                 seg_of[rows], pos_of[rows] = si, p
@@ -405,7 +485,7 @@ class KeyIndex:
                 np.full(n, -1, dtype=np.int32),
                 np.full(n, -1, dtype=np.int64),
             )
-        return self._probe(arr, hash_keys(arr) if hashes is None else hashes)
+        return self._probe(fingerprint_keys(arr), hash_keys(arr) if hashes is None else hashes)
 
     @property
     def keeps_ordering(self) -> bool:
@@ -479,14 +559,14 @@ class KeyIndex:
         loc_ids = np.asarray(loc_ids, dtype=np.int32)
         ords = self._ordering_store(ords, len(arr))
         hashes = hash_keys(arr) if hashes is None else hashes
-        if not unique and not pd.Index(hashes).is_unique:
+        fps = fingerprint_keys(arr)
+        if not unique and _HashTable.build(hashes)[1] is not None:
             # Keep the last occurrence of each key (equal hashes may still be distinct keys).
             enc = pc.dictionary_encode(arr).indices.to_numpy(zero_copy_only=False)
             rev = enc[::-1]
             _, first_rev = np.unique(rev, return_index=True)
             keep = np.sort(len(arr) - 1 - first_rev)
-            arr = arr.take(pa.array(keep))
-            hashes, loc_ids = hashes[keep], loc_ids[keep]
+            hashes, fps, loc_ids = hashes[keep], fps[keep], loc_ids[keep]
             if ords is not None:
                 ords = ords[keep]
             if probed is not None:
@@ -495,7 +575,7 @@ class KeyIndex:
             if probed is not None:
                 seg_of, pos_of = probed
             else:
-                _, seg_of, pos_of = self._probe(arr, hashes)
+                _, seg_of, pos_of = self._probe(fps, hashes)
             found = seg_of >= 0
             for si in np.unique(seg_of[found]):
                 sel = seg_of == si
@@ -508,36 +588,25 @@ class KeyIndex:
             new = loc_ids >= 0
         if new.any():
             if new.all():
-                self._add(arr, hashes, loc_ids.copy(), None if ords is None else ords.copy())
+                self._add(hashes, fps, loc_ids.copy(), None if ords is None else ords.copy())
             else:
-                self._add(
-                    arr.filter(pa.array(new)),
-                    hashes[new],
-                    loc_ids[new],
-                    None if ords is None else ords[new],
-                )
+                self._add(hashes[new], fps[new], loc_ids[new], None if ords is None else ords[new])
             self._compact_segments()
 
     def _add(
-        self, keys: pa.Array, hashes: np.ndarray, locs: np.ndarray, ords: np.ndarray | None
+        self, hashes: np.ndarray, fps: np.ndarray, locs: np.ndarray, ords: np.ndarray | None
     ) -> None:
         """Append segments for distinct new keys (keys sharing a hash go to separate ones)."""
         while len(hashes):
-            idx = pd.Index(hashes)
-            if idx.is_unique:
-                self._segments.append(_Segment(idx, keys, locs, ords))
+            table, dup = _HashTable.build(hashes)
+            if dup is None:
+                self._segments.append(_Segment(table, fps, locs, ords))
                 return
-            dup = np.asarray(idx.duplicated(keep="first"))
             first = ~dup
             self._segments.append(
-                _Segment(
-                    pd.Index(hashes[first]),
-                    keys.filter(pa.array(first)),
-                    locs[first],
-                    None if ords is None else ords[first],
-                )
+                _Segment(table, fps[first], locs[first], None if ords is None else ords[first])
             )
-            keys, hashes, locs = keys.filter(pa.array(dup)), hashes[dup], locs[dup]
+            hashes, fps, locs = hashes[dup], fps[dup], locs[dup]
             ords = None if ords is None else ords[dup]
 
     def _compact_segments(self) -> None:
@@ -563,48 +632,29 @@ class KeyIndex:
         """Merge the newest ``tail`` segments (all by default) into one, dropping tombstones."""
         k = len(self._segments) if tail is None else min(tail, len(self._segments))
         merging = self._segments[len(self._segments) - k :]
-        keys, hashes, locs, ords = [], [], [], []
+        hashes, fps, locs, ords = [], [], [], []
         for s in merging:
             live = s.locs >= 0
             if live.all():
-                keys.append(s.keys)
-                hashes.append(s.hashes.to_numpy())
+                hashes.append(s.table.hashes)
+                fps.append(s.fps)
                 locs.append(s.locs)
                 if s.ords is not None:
                     ords.append(s.ords)
             elif live.any():
-                keys.append(s.keys.filter(pa.array(live)))
-                hashes.append(s.hashes.to_numpy()[live])
+                hashes.append(s.table.hashes[live])
+                fps.append(s.fps[live])
                 locs.append(s.locs[live])
                 if s.ords is not None:
                     ords.append(s.ords[live])
         self._segments = self._segments[: len(self._segments) - k]
-        if keys:
-            merged = pa.concat_arrays(keys) if len(keys) > 1 else keys[0]
+        if hashes:
             self._add(
-                merged,
                 np.concatenate(hashes),
+                np.concatenate(fps),
                 np.concatenate(locs),
                 np.concatenate(ords) if self._ord_dtype is not None else None,
             )
-
-    def items(self) -> tuple[pd.Index, np.ndarray]:
-        """All (key, location id) pairs currently indexed."""
-        if len(self._segments) != 1:
-            if not self._segments:
-                return pd.Index([], dtype=object), np.empty(0, dtype=np.int32)
-            self._merge()
-        keys: list[pa.Array] = []
-        locs: list[np.ndarray] = []
-        for s in self._segments:
-            live = s.locs >= 0
-            keys.append(s.keys.filter(pa.array(live)))
-            locs.append(s.locs[live])
-        if not keys:
-            return pd.Index([], dtype=object), np.empty(0, dtype=np.int32)
-        arr = pa.concat_arrays(keys) if len(keys) > 1 else keys[0]
-        obj = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=object)
-        return pd.Index(obj, dtype=object), np.concatenate(locs)
 
     def remap_locations(self, mapping: np.ndarray) -> None:
         """Replace every live location id ``l`` by ``mapping[l]`` (for callers that use the

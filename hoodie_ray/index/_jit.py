@@ -1,30 +1,70 @@
-"""numba kernel of :func:`hoodie_ray.index.hash_keys` (imported only when it is used)."""
+"""numba kernels of :mod:`hoodie_ray.index` (imported only when they are used): the key hash
+of :func:`hoodie_ray.index.hash_keys` and the open-addressing table of the key index."""
 
 # mypy: ignore-errors
 
 import numba
 import numpy as np
 
-_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 
 
 @numba.njit(cache=True, nogil=True)
-def fnv_splitmix(data, starts, lens, out):
-    # FNV-1a over each key's bytes, the length folded in, then the splitmix64 finaliser.
+def fnv_splitmix(data, starts, lens, offset, golden, out):
+    # FNV-1a over each key's bytes from ``offset``, the length folded in with ``golden``,
+    # then the splitmix64 finaliser.
     for i in range(starts.shape[0]):
-        h = _FNV_OFFSET
+        h = offset
         s = starts[i]
         for j in range(lens[i]):
             h ^= np.uint64(data[s + j])
             h *= _FNV_PRIME
-        h ^= np.uint64(lens[i]) * _GOLDEN
+        h ^= np.uint64(lens[i]) * golden
         h ^= h >> np.uint64(30)
         h *= _MIX1
         h ^= h >> np.uint64(27)
         h *= _MIX2
         h ^= h >> np.uint64(31)
         out[i] = h
+
+
+@numba.njit(cache=True, nogil=True)
+def table_build(hashes, table, dup):
+    # Linear probing: each slot holds the position of a hash in ``hashes`` (-1 empty); a hash
+    # met again is flagged in ``dup`` and not inserted. Returns the number of duplicates.
+    mask = np.uint64(table.shape[0] - 1)
+    n_dup = 0
+    for i in range(hashes.shape[0]):
+        h = hashes[i]
+        s = h & mask
+        while True:
+            p = table[s]
+            if p < 0:
+                table[s] = i
+                break
+            if hashes[p] == h:
+                dup[i] = True
+                n_dup += 1
+                break
+            s = (s + np.uint64(1)) & mask
+    return n_dup
+
+
+@numba.njit(cache=True, nogil=True)
+def table_find(table, hashes, probe, out):
+    # Position of each probed hash in ``hashes`` via ``table``, or -1.
+    mask = np.uint64(table.shape[0] - 1)
+    for i in range(probe.shape[0]):
+        h = probe[i]
+        s = h & mask
+        out[i] = -1
+        while True:
+            p = table[s]
+            if p < 0:
+                break
+            if hashes[p] == h:
+                out[i] = p
+                break
+            s = (s + np.uint64(1)) & mask

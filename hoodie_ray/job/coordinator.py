@@ -363,8 +363,16 @@ class Coordinator:
         cfg = self.table.table_config if self.table is not None else None
         if cfg is None:
             return AssignerConfig.of(self.wc, task_id, num_tasks)
+        assert self.table is not None
         return AssignerConfig.of(
-            self.wc, task_id, num_tasks, cfg.ordering_field, merge_mode=cfg.merge_mode
+            self.wc,
+            task_id,
+            num_tasks,
+            cfg.ordering_field,
+            merge_mode=cfg.merge_mode,
+            partitioned=bool(cfg.partition_fields),
+            record_index=self.wc.metadata_record_index_enable
+            or RECORD_INDEX in self.table.metadata_partitions,
         )
 
     def start_instant(self) -> str:

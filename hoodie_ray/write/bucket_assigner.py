@@ -175,17 +175,22 @@ class AssignerConfig:
     index_bootstrap: bool  # load the key index from the table at start
     merge_mode: MergeMode  # the table's: event time compares ordering values
     num_writers: int = 1  # writer tasks new file groups are spread over
+    partitioned: bool = True  # the table has partition fields (keys can move)
+    record_index: bool = False  # the table keeps (or is to keep) a record index
 
     @property
     def compares_moves(self) -> bool:
         """A key arriving in another partition is compared with its stored copy first (global
-        index, event-time ordering on an ordering field)."""
+        index, event-time ordering on an ordering field), so the index keeps each key's
+        ordering value. Not on a non-partitioned table, where no key can move, unless a
+        record index must not drop a key for a delete that loses to its stored copy."""
         return (
             self.global_index
             and self.index_type != "BUCKET"
             and not self.append_mode
             and self.ordering_field is not None
             and self.merge_mode is MergeMode.EVENT_TIME_ORDERING
+            and (self.partitioned or self.record_index)
         )
 
     @classmethod
@@ -350,8 +355,10 @@ class BucketAssigner:
         if not self.config.append_mode:
             hashes = hash_keys(batch.column(RECORD_KEY))
             rows = precombine_rows(batch, self.config.ordering_field, key_hashes=hashes)
-            if rows is not None:
-                batch, hashes = batch.take(pa.array(rows)), hashes[rows]
+            if rows is not None:  # a few repeated keys: a filter copies less than a take
+                keep = np.zeros(batch.num_rows, dtype=bool)
+                keep[rows] = True
+                batch, hashes = batch.filter(pa.array(keep)), hashes[rows]
         return self.assign(batch, key_hashes=hashes)
 
     def assign(self, batch: pa.Table, *, key_hashes: np.ndarray | None = None) -> pa.Table:
