@@ -339,6 +339,16 @@ class _HashTable:
         return self.hashes.nbytes + self._slots.nbytes
 
 
+def warm_up() -> None:
+    """Load the compiled kernels of the key index now (numba's import and its cached
+    machine code take a few hundred ms), so that an actor pays it at start, not in its first
+    batch."""
+    idx = KeyIndex()
+    keys = pa.array([f"warm{i}" for i in range(2 * _JIT_MIN_KEYS)])
+    idx.put(keys, np.zeros(len(keys), dtype=np.int32))
+    idx.lookup(keys)
+
+
 @dataclass
 class _Segment:
     """Distinct keys with unique hashes: their hash table, fingerprints and location ids

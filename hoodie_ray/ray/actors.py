@@ -22,6 +22,7 @@ import pyarrow as pa
 import ray
 
 from hoodie_ray.file_group.view import FileSlice
+from hoodie_ray.index import warm_up
 from hoodie_ray.job.client import build_assigner
 from hoodie_ray.job.coordinator import Coordinator
 from hoodie_ray.job.setup import TableSetup
@@ -163,6 +164,7 @@ class AssignerActor:
         slices: list[FileSlice],
     ) -> None:
         ctx = setup.context
+        warm_up()  # compiled index kernels loaded at start, not in the first batch
         table = HoodieTable(ctx.storage.base_uri, ctx.storage, ctx.table_config)
         t0 = time.perf_counter()
         self.core = build_assigner(table, config, profile, slices)
