@@ -19,12 +19,13 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import pandas as pd
 import psutil
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -33,8 +34,9 @@ import pyarrow.compute as pc
 # Workloads
 # ---------------------------------------------------------------------------------------------
 
-#: The variants of mor-q1 (``--variant``).
-VARIANTS = ("base", "partitioned", "zipf", "s20", "append")
+#: The variants of mor-q1 (``--variant``); ``scale`` is made commit by commit
+#: (:class:`ScaleWorkload`), the others at once (:func:`generate_workload`).
+VARIANTS = ("base", "partitioned", "zipf", "s20", "append", "scale")
 
 #: Full-size key space and record count of mor-q1 (2M keys, 6M records in 12 commits).
 FULL_KEYS = 2_000_000
@@ -132,6 +134,8 @@ def workload_sizes(variant: str, *, quick: bool, scale: float = 1.0) -> tuple[in
     """
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; expected one of {', '.join(VARIANTS)}")
+    if variant == "scale":
+        raise ValueError("the scale variant is made commit by commit: see ScaleWorkload")
     keys = QUICK_KEYS if quick else FULL_KEYS
     commits = QUICK_COMMITS if quick else FULL_COMMITS
     if variant == "zipf":
@@ -351,6 +355,188 @@ def avro_schema_for(schema: pa.Schema, name: str = "q1_record") -> dict[str, Any
         else:
             fields.append({"name": f.name, "type": types[f.type]})
     return {"type": "record", "name": name, "fields": fields}
+
+
+# ---------------------------------------------------------------------------------------------
+# The scale variant: commits made one at a time
+# ---------------------------------------------------------------------------------------------
+
+#: Scale variant (issue 23), full size: a bulk load of 20M keys, then 8 upsert commits of 1M
+#: records each, compared with the same commits on a 2M-key table. ``--quick``: a tenth of
+#: each; ``--scale`` multiplies all three.
+SCALE_KEYS = 20_000_000
+SCALE_REFERENCE_KEYS = 2_000_000
+SCALE_UPSERT_ROWS = 1_000_000
+SCALE_COMMITS = 8
+SCALE_QUICK_FACTOR = 0.1
+#: Share of an upsert commit's records that update an existing key (the rest insert new keys).
+SCALE_UPDATE_SHARE = 2 / 3
+#: Bulk-load rows made (and held) at a time.
+SCALE_CHUNK_ROWS = 1_000_000
+
+
+def scale_sizes(*, quick: bool, scale: float = 1.0) -> tuple[int, int, int]:
+    """``(bulk keys, bulk keys of the reference table, records per upsert commit)``."""
+    f = scale * (SCALE_QUICK_FACTOR if quick else 1.0)
+    return (
+        max(round(SCALE_KEYS * f), 30),
+        max(round(SCALE_REFERENCE_KEYS * f), 3),
+        max(round(SCALE_UPSERT_ROWS * f), 3),
+    )
+
+
+@dataclass(frozen=True)
+class ScaleWorkload:
+    """The scale variant's rows (shape q1), each commit made from the seed when asked for.
+
+    - Bulk load: keys ``0 .. bulk_keys - 1``, made ``chunk_rows`` at a time (each chunk a
+      shuffled run of consecutive keys), so it is never held whole unless a caller joins it.
+    - Upsert commit ``j`` (0-based): ``upsert_rows`` records in random order,
+      ``round(upsert_rows * 2/3)`` of them updates of distinct keys drawn uniformly from every
+      key written before the commit, the rest inserts of the next unused keys.
+    - ``ts`` grows by one per record over the bulk load and then the commits, so a key's last
+      record is the one that must win.
+
+    Every chunk and commit has its own random stream (seeded by ``(seed, kind, number)``), so
+    the same sizes and seed give the same rows whichever commits are made, in any order.
+    """
+
+    bulk_keys: int
+    upsert_rows: int
+    num_upserts: int = SCALE_COMMITS
+    seed: int = 20240601
+    chunk_rows: int = SCALE_CHUNK_ROWS
+    key_field: str = "key"
+    precombine_field: str = "ts"
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The q1 schema of every commit."""
+        empty = np.zeros(0, dtype=np.int64)
+        return make_q1_table(empty, empty, np.random.default_rng(0)).schema
+
+    @staticmethod
+    def updates_in(rows: int) -> int:
+        """Updates among ``rows`` records of an upsert commit."""
+        return round(rows * SCALE_UPDATE_SHARE)
+
+    def keys_before(self, j: int) -> int:
+        """Keys written before upsert commit ``j`` (``j = num_upserts``: after all of them)."""
+        return self.bulk_keys + j * (self.upsert_rows - self.updates_in(self.upsert_rows))
+
+    @property
+    def num_keys(self) -> int:
+        """Distinct keys after the bulk load and every upsert commit."""
+        return self.keys_before(self.num_upserts)
+
+    @property
+    def upsert_records(self) -> int:
+        """Records in all upsert commits."""
+        return self.num_upserts * self.upsert_rows
+
+    @property
+    def num_chunks(self) -> int:
+        """Chunks of the bulk load."""
+        return -(-self.bulk_keys // self.chunk_rows)
+
+    def bulk_chunk(self, i: int) -> pa.Table:
+        """Chunk ``i`` of the bulk load."""
+        start = i * self.chunk_rows
+        stop = min(start + self.chunk_rows, self.bulk_keys)
+        rng = np.random.default_rng([self.seed, 0, i])
+        keys = rng.permutation(np.arange(start, stop, dtype=np.int64))
+        ts = np.arange(TS_BASE + start, TS_BASE + stop, dtype=np.int64)
+        return make_q1_table(keys, ts, rng)
+
+    def bulk(self) -> Iterator[pa.Table]:
+        """The bulk load, chunk by chunk."""
+        for i in range(self.num_chunks):
+            yield self.bulk_chunk(i)
+
+    def upsert(self, j: int, rows: int | None = None) -> pa.Table:
+        """Upsert commit ``j``; ``rows`` makes one of another size with the same mix, e.g. a
+        check commit after the last one (``j = num_upserts``)."""
+        n = self.upsert_rows if rows is None else rows
+        rng = np.random.default_rng([self.seed, 1, j])
+        existing = self.keys_before(j)
+        n_upd = min(self.updates_in(n), existing)
+        updates = rng.choice(existing, size=n_upd, replace=False).astype(np.int64)
+        inserts = np.arange(existing, existing + n - n_upd, dtype=np.int64)
+        keys = rng.permutation(np.concatenate([updates, inserts]))
+        ts0 = TS_BASE + self.bulk_keys + j * self.upsert_rows
+        return make_q1_table(keys, np.arange(ts0, ts0 + n, dtype=np.int64), rng)
+
+    @property
+    def description(self) -> str:
+        n_upd = self.updates_in(self.upsert_rows)
+        return (
+            f"bulk load of {self.bulk_keys} keys, then {self.num_upserts} upsert commits of "
+            f"{self.upsert_rows} records ({n_upd} updates uniform over the existing keys, "
+            f"{self.upsert_rows - n_upd} inserts), made per commit"
+        )
+
+    def as_workload(self) -> Workload:
+        """The bulk load (as one commit) and the upsert commits as a :class:`Workload`, for
+        code that takes one (the peers). Its commits are made when indexed and only the last
+        one made is kept; ``num_rows`` and ``schema`` make none."""
+        commits = LazyCommits(1 + self.num_upserts, self._commit)
+        return _LazyWorkload(
+            variant="scale",
+            shape="q1",
+            num_keys=self.num_keys,
+            commits=cast("tuple[pa.Table, ...]", commits),
+            description=self.description,
+            rows=self.bulk_keys + self.upsert_records,
+            lazy_schema=self.schema,
+        )
+
+    def _commit(self, i: int) -> pa.Table:
+        if i == 0:
+            return pa.concat_tables(list(self.bulk()))
+        return self.upsert(i - 1)
+
+
+class LazyCommits:
+    """``count`` tables made by ``make(i)`` when indexed; the last one made is kept (indexing
+    it again, or iterating from it, makes nothing twice)."""
+
+    def __init__(self, count: int, make: Callable[[int], pa.Table]) -> None:
+        self._count = count
+        self._make = make
+        self._last: tuple[int, pa.Table] | None = None
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, i: int) -> pa.Table:
+        if i < 0:
+            i += self._count
+        if not 0 <= i < self._count:
+            raise IndexError(i)
+        if self._last is None or self._last[0] != i:
+            self._last = None  # the previous one goes before the next is made
+            self._last = (i, self._make(i))
+        return self._last[1]
+
+    def __iter__(self) -> Iterator[pa.Table]:
+        for i in range(self._count):
+            yield self[i]
+
+
+@dataclass(frozen=True)
+class _LazyWorkload(Workload):
+    """A :class:`Workload` over :class:`LazyCommits`: row count and schema given, not made."""
+
+    rows: int = 0
+    lazy_schema: pa.Schema | None = None
+
+    @property
+    def num_rows(self) -> int:
+        return self.rows
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.lazy_schema if self.lazy_schema is not None else self.commits[0].schema
 
 
 # ---------------------------------------------------------------------------------------------
@@ -797,6 +983,182 @@ def check_gate(actual: pa.Table, expected: pa.Table, key: str = "key") -> GateRe
                 f"got {act[name][first].as_py()!r}, expected {exp[name][first].as_py()!r}"
             )
     return fail("snapshot differs from the expected table (nulls or types)")
+
+
+_FP_PRIME = np.uint64(0x100000001B3)
+
+
+def _column_words(col: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray | None]:
+    """A column as rows of 64-bit words that equal values share and unequal ones (almost
+    never) do, and how many of each row's words count (None: all). Integers are themselves;
+    strings and binaries their byte length, then their bytes in little-endian words (a row's
+    words past its length do not count, so a row's words do not depend on the other rows);
+    anything else pandas' hash of the value. Each row ends with its validity."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    n = len(arr)
+    valid = np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), dtype=np.uint64)
+    t = arr.type
+    if pa.types.is_integer(t) or pa.types.is_temporal(t) or pa.types.is_boolean(t):
+        ints = pc.fill_null(arr.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
+        return np.column_stack([ints.view(np.uint64), valid]), None
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t):
+        arr = arr.cast(pa.large_binary())
+        offsets = np.frombuffer(
+            arr.buffers()[1], dtype=np.int64, count=n + 1, offset=arr.offset * 8
+        )
+        lens = np.where(valid.astype(bool), np.diff(offsets), 0)
+        data_buf = arr.buffers()[2]
+        nwords = (lens + 7) // 8
+        words = [lens.astype(np.uint64), valid]
+        if data_buf is not None and int(nwords.max(initial=0)):
+            # the bytes, padded, read as 8-byte words starting at any byte (stride 1)
+            size = data_buf.size
+            padded = np.zeros(-(-(size + 8) // 8) * 8, dtype=np.uint8)
+            padded[:size] = np.frombuffer(data_buf, dtype=np.uint8)
+            at = np.lib.stride_tricks.as_strided(
+                padded.view(np.uint64), shape=(size + 1,), strides=(1,)
+            )
+            for w in range(int(nwords.max())):
+                rest = lens - 8 * w
+                live = rest > 0
+                word = at[np.where(live, offsets[:-1] + 8 * w, 0)]
+                keep = np.clip(rest, 0, 7).astype(np.uint64) * np.uint64(8)
+                mask = np.where(rest >= 8, ~np.uint64(0), (np.uint64(1) << keep) - np.uint64(1))
+                words.append(np.where(live, word & mask, np.uint64(0)))
+        return np.column_stack(words), 2 + nwords
+    hashed = pd.util.hash_array(np.asarray(arr.to_numpy(zero_copy_only=False), dtype=object))
+    return np.column_stack([hashed, valid]), None
+
+
+def repeats(values: np.ndarray) -> int:
+    """How many entries repeat an earlier one (by sorting: numpy's ``unique`` is slower)."""
+    s = np.sort(values)
+    return int(np.count_nonzero(s[1:] == s[:-1]))
+
+
+def row_fingerprints(table: pa.Table, columns: Sequence[str]) -> np.ndarray:
+    """A 64-bit fingerprint of each row over ``columns``: every value's words
+    (:func:`_column_words`) folded in with FNV-style multiply-xorshift steps, then a
+    splitmix64 finaliser. Vectorised (numpy over Arrow buffers)."""
+    h = np.full(table.num_rows, 0xCBF29CE484222325, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for name in columns:
+            words, counts = _column_words(table[name])
+            for j in range(words.shape[1]):
+                step = (h ^ words[:, j]) * _FP_PRIME
+                step ^= step >> np.uint64(29)
+                h = step if counts is None else np.where(counts > j, step, h)
+        h ^= h >> np.uint64(30)
+        h *= np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(27)
+        h *= np.uint64(0x94D049BB133111EB)
+        h ^= h >> np.uint64(31)
+    return h
+
+
+class LastWriterWins:
+    """The expected snapshot of a table whose record keys are the integers ``0 .. capacity-1``,
+    kept per key instead of per row: the winning record's ordering value (largest wins; ties go
+    to the later record) and a fingerprint of its other columns (:func:`row_fingerprints`),
+    16 bytes a key. Adding commits and checking a snapshot are vectorised and take a snapshot
+    batch by batch, so a table of tens of millions of keys is checked without materialising
+    either side.
+    """
+
+    def __init__(self, capacity: int, key: str = "key", order: str = "ts") -> None:
+        self.key, self.order = key, order
+        self.ts = np.full(capacity, _INT64_MIN, dtype=np.int64)
+        self.fp = np.zeros(capacity, dtype=np.uint64)
+        self.schema: pa.Schema | None = None
+
+    @property
+    def columns(self) -> list[str]:
+        """The columns a snapshot must have (those of the commits added)."""
+        return self.schema.names if self.schema is not None else [self.key, self.order]
+
+    @property
+    def num_keys(self) -> int:
+        """Keys the snapshot must hold."""
+        return int(np.count_nonzero(self.ts != _INT64_MIN))
+
+    def _values(self) -> list[str]:
+        return [c for c in self.columns if c not in (self.key, self.order)]
+
+    def add(self, commit: pa.Table) -> None:
+        """Apply one commit: each of its keys takes the record with the largest ordering value
+        unless the key holds a larger one already."""
+        if self.schema is None:
+            self.schema = commit.schema
+        keys = commit[self.key].to_numpy()
+        if len(keys) and (keys.min() < 0 or keys.max() >= len(self.ts)):
+            raise ValueError(f"keys outside 0..{len(self.ts) - 1}")
+        if repeats(keys):
+            commit = lww_dedup(commit, self.key, self.order)
+            keys = commit[self.key].to_numpy()
+        ts = commit[self.order].to_numpy()
+        newer = ts >= self.ts[keys]
+        self.ts[keys[newer]] = ts[newer]
+        self.fp[keys[newer]] = row_fingerprints(commit, self._values())[newer]
+
+    def check(self, batches: Iterable[pa.RecordBatch | pa.Table]) -> GateResult:
+        """Compare a snapshot, batch by batch, with the expected one: every expected key once,
+        no other key, each key's ordering value equal and the fingerprint of its other columns
+        equal. Meta and extra columns are ignored; types are cast to the commits'."""
+        if self.schema is None:
+            raise ValueError("no commit added")
+        n_exp = self.num_keys
+        seen = np.zeros(len(self.ts), dtype=np.uint8)
+        n_act = unexpected = repeated = wrong_ts = wrong_fp = 0
+        example: str | None = None
+        for batch in batches:
+            t = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+            missing = [c for c in self.columns if c not in t.column_names]
+            if missing:
+                return GateResult(False, f"snapshot lacks columns {missing}", n_exp, n_act)
+            try:
+                t = pa.Table.from_arrays(
+                    [pc.cast(t[f.name], f.type) for f in self.schema], schema=self.schema
+                )
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                return GateResult(False, f"snapshot columns do not cast: {e}", n_exp, n_act)
+            n_act += t.num_rows
+            keys = t[self.key].to_numpy()
+            known = (keys >= 0) & (keys < len(self.ts))
+            known[known] = self.ts[keys[known]] != _INT64_MIN
+            unexpected += int(np.count_nonzero(~known))
+            if not known.all():
+                t, keys = t.filter(pa.array(known)), keys[known]
+            repeated += repeats(keys)
+            seen[keys] = np.minimum(seen[keys], 1) + 1
+            bad_ts = t[self.order].to_numpy() != self.ts[keys]
+            bad_fp = row_fingerprints(t, self._values()) != self.fp[keys]
+            wrong_ts += int(np.count_nonzero(bad_ts))
+            wrong_fp += int(np.count_nonzero(bad_fp & ~bad_ts))
+            if example is None and (bad_ts.any() or bad_fp.any()):
+                k = int(keys[np.flatnonzero(bad_ts | bad_fp)[0]])
+                example = f"key {k}"
+        lost = int(np.count_nonzero((self.ts != _INT64_MIN) & (seen == 0)))
+        repeated += int(np.count_nonzero(seen > 1))
+        problems = [
+            f"{n} {what}"
+            for n, what in (
+                (lost, "keys missing"),
+                (unexpected, "unexpected keys"),
+                (repeated, "keys more than once"),
+                (wrong_ts, f"rows with another {self.order} (an older record won)"),
+                (wrong_fp, "rows whose other columns differ"),
+            )
+            if n
+        ]
+        if problems:
+            more = f", e.g. {example}" if example else ""
+            return GateResult(False, f"{n_act} rows: " + "; ".join(problems) + more, n_exp, n_act)
+        return GateResult(
+            True,
+            "snapshot equals the last-writer-wins dedup (per-key ts and row fingerprints)",
+            n_exp,
+            n_act,
+        )
 
 
 # ---------------------------------------------------------------------------------------------

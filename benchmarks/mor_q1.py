@@ -6,7 +6,8 @@ The benchmark is specified in ``../shared/bench/mor-q1.md``. One run generates t
 1. the Parquet floor (``pq.write_table`` of each commit, split like the writers split it),
 2. the Avro floor (``Table.to_pylist()`` + ``fastavro.writer``),
 3. the compaction floor (pyarrow: read base, read updates, anti-join on key, concat, write),
-4. peers: delta-rs merge, and Ray Data + pyiceberg upsert when pyiceberg is installed,
+4. peers: delta-rs merge, and Ray Data + pyiceberg upsert when pyiceberg is installed
+   (``pip install -e ".[bench]"``),
 5. hoodie_ray: ``HoodieStreamWriter`` with each log block format (avro, parquet), one commit
    per ``checkpoint()``, compaction off; then ``hr.compact`` and snapshot reads with
    ``hr.read`` and hudi-rs; and the same ingest with one writer for the scaling figure.
@@ -21,6 +22,11 @@ Usage::
 
     python -m benchmarks.mor_q1 --quick [--json] [--variant base|partitioned|zipf|s20|append]
                                 [--writers 1|2] [--skip-peers]
+    python -m benchmarks.mor_q1 --variant scale [--quick] [--json] [--skip-peers]
+
+The scale variant (issue 23, :func:`run_scale`) is a run of its own: a 20M-key table and a
+2M-key one take the same upsert commits, made one at a time; it reports how the upsert cost,
+the key index and its bootstrap scale, against delta-rs (and pyiceberg) fed the same commits.
 
 With ``--json`` the last line of stdout is one JSON object (keys in :data:`JSON_KEYS`, more
 beside them); progress goes to stderr.
@@ -29,23 +35,27 @@ beside them); progress goes to stderr.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import importlib
 import importlib.util
 import json
 import logging
+import multiprocessing
 import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -54,8 +64,12 @@ from benchmarks.common import (
     LOG_FILE_RE,
     VARIANTS,
     CpuMeter,
+    CpuUsage,
     GateResult,
+    LastWriterWins,
     Measurement,
+    ProcessUsage,
+    ScaleWorkload,
     Timer,
     Workload,
     avro_schema_for,
@@ -69,6 +83,7 @@ from benchmarks.common import (
     machine_info,
     percentile,
     ratio,
+    scale_sizes,
     split_rows,
     table_file_stats,
     text_table,
@@ -435,22 +450,36 @@ def delta_merge_peer(workload: Workload, outdir: Path) -> Measurement:
             "final_rows": final_rows,
             "commit_p50_s": _r(percentile(latencies, 50)),
             "commit_max_s": _r(max(latencies, default=None)),
+            "commit_s": [_r(s) for s in latencies],
         },
     )
 
 
-def iceberg_upsert_peer(workload: Workload, outdir: Path) -> Measurement:
-    """Ray Data ``write_iceberg(mode=UPSERT)`` into a pyiceberg SQL catalog on sqlite.
+def iceberg_upsert_peer(workload: Workload, outdir: Path, blocks: int = 2) -> Measurement:
+    """Ray Data ``Dataset.write_iceberg`` into a pyiceberg SQL catalog on sqlite (a file).
 
-    The first commit is appended, every later one upserted on the key (copy-on-write).
-    Measured with Ray workers. Needs pyiceberg (not installed on the project machine: this
-    path has not been run there).
+    The first commit is appended (``SaveMode.APPEND``), every later one upserted on the key
+    with ``mode=SaveMode.UPSERT, upsert_kwargs={"join_cols": [key]}`` (the append variant
+    appends every commit). In Ray 2.60 that upsert is Ray's own copy-on-write merge, not
+    pyiceberg's ``Table.upsert``: Ray tasks write the batch as new data files, the driver
+    plans the files whose key range overlaps the batch's, one Ray task per such file rewrites
+    the rows whose key is not in the batch, and one Iceberg overwrite snapshot swaps them.
+
+    Each commit is deduplicated by (key, max ts) inside the measurement (Ray's upsert would
+    keep every source row of a key) and handed to Ray Data as ``blocks`` blocks, so that the
+    writes run as that many tasks (the Hudi writers' count). The variant ``partitioned`` gets
+    an identity partition on its partition column. Rows = all input records (N); CPU = this
+    process and every Ray worker process. Needs pyiceberg (``pip install -e ".[bench]"``).
+
+    The table is checked afterwards, outside the measurement: it must hold one row per
+    distinct key of the input, else this raises (a wrong table has no speed worth reporting).
     """
+    import pyarrow.compute as pc
     import ray
     from pyiceberg.catalog import load_catalog
     from ray.data import SaveMode
 
-    key, order = workload.key_field, workload.precombine_field
+    key, order, part = workload.key_field, workload.precombine_field, workload.partition_field
     warehouse = outdir / "iceberg"
     warehouse.mkdir(parents=True, exist_ok=True)
     catalog_kwargs = {
@@ -462,12 +491,28 @@ def iceberg_upsert_peer(workload: Workload, outdir: Path) -> Measurement:
     catalog = load_catalog(**catalog_kwargs)
     catalog.create_namespace("bench")
     ident = "bench.mor_q1"
-    catalog.create_table(ident, schema=workload.schema)
+    table = catalog.create_table(ident, schema=workload.schema)
+    if part:
+        with table.update_spec() as spec:
+            spec.add_identity(part)
+    # Not timed, like the Hudi writers' start-up: Ray Data's first execution and the workers'
+    # pyiceberg imports, on a scratch table (an append and an upsert of a few rows).
+    catalog.create_table("bench.warmup", schema=workload.schema)
+    sample = ray.data.from_arrow(split_rows(workload.commits[0].slice(0, 4), max(blocks, 1)))
+    sample.write_iceberg("bench.warmup", catalog_kwargs=catalog_kwargs, mode=SaveMode.APPEND)
+    sample.write_iceberg(
+        "bench.warmup",
+        catalog_kwargs=catalog_kwargs,
+        mode=SaveMode.UPSERT,
+        upsert_kwargs={"join_cols": [key]},
+    )
+    settle_s = wait_for_ray_idle()
     latencies: list[float] = []
     with CpuMeter(ray_workers=True) as meter:
         for i, commit in enumerate(workload.commits):
             t0 = time.perf_counter()
-            ds = ray.data.from_arrow(lww_dedup(commit, key, order))
+            rows = commit if workload.operation == "insert" else lww_dedup(commit, key, order)
+            ds = ray.data.from_arrow(split_rows(rows, max(blocks, 1)))
             if i == 0 or workload.operation == "insert":
                 ds.write_iceberg(ident, catalog_kwargs=catalog_kwargs, mode=SaveMode.APPEND)
             else:
@@ -478,13 +523,25 @@ def iceberg_upsert_peer(workload: Workload, outdir: Path) -> Measurement:
                     upsert_kwargs={"join_cols": [key]},
                 )
             latencies.append(time.perf_counter() - t0)
+    keys = catalog.load_table(ident).scan(selected_fields=(key,)).to_arrow()[key]
+    final_rows, final_keys = len(keys), pc.count_distinct(keys).as_py()
+    if final_rows != workload.num_keys or final_keys != workload.num_keys:
+        raise RuntimeError(
+            f"iceberg table has {final_rows} rows over {final_keys} keys; "
+            f"expected one row per key, {workload.num_keys}"
+        )
     return Measurement(
         "ray data + pyiceberg upsert",
         workload.num_rows,
         meter.usage,
         extra={
+            "final_rows": final_rows,
+            "blocks": max(blocks, 1),
+            "settle_s": _r(settle_s),
             "commit_p50_s": _r(percentile(latencies, 50)),
+            "commit_p95_s": _r(percentile(latencies, 95)),
             "commit_max_s": _r(max(latencies, default=None)),
+            "commit_s": [_r(s) for s in latencies],
         },
     )
 
@@ -1337,6 +1394,834 @@ def render_report(res: Results) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# The scale variant (issue 23): upserts into a 20M-key table, against a 2M-key one
+# ---------------------------------------------------------------------------------------------
+
+#: The scale variant's key figures and what the report calls them (goals from issue 23).
+SCALE_FIGURES: dict[str, str] = {
+    "scale_rate_ratio": "upsert rows/CPU-s, big table / reference table (goal >= 0.8)",
+    "index_bytes_per_key": "key index bytes per key, upsert job after its commits (goal <= 32)",
+    "bootstrap_s": "restarted job: start until its key index is loaded (s)",
+    "index_load_s": "restarted job: the assigner's index load alone (s)",
+    "speedup_vs_delta_merge_scale": "upsert speed vs delta-rs merge, same commits (goal >= 5)",
+    "speedup_vs_iceberg_upsert": "upsert speed vs Ray Data + pyiceberg upsert, same commits",
+    "upsert_rows_per_cpu_s": "big table: upsert rows per CPU-second",
+    "upsert_rows_per_cpu_s_reference": "reference table: upsert rows per CPU-second",
+    "upsert_rows_per_s": "big table: upsert rows per second (wall)",
+    "upsert_rows_per_s_reference": "reference table: upsert rows per second (wall)",
+    "commit_latency_p95_s": "big table: upsert commit latency, 95th percentile (s)",
+    "bootstrap_after_bulk_s": "upsert job on the bulk-loaded table: start until index loaded (s)",
+    "index_bytes_per_key_bootstrapped": "key index bytes per key, restarted job",
+    "peak_rss_mb_writer": "big table, upsert job: largest writer actor memory (MB)",
+    "peak_rss_mb_assigner": "big table, upsert job: largest assigner actor memory (MB)",
+    "peak_machine_memory_gb": "machine memory in use, peak over the run (GB)",
+}
+
+#: Log block format of the scale variant's tables.
+SCALE_FORMAT = "parquet"
+#: Records of the restarted job's check commit, as a share of an upsert commit's.
+RESTART_CHECK_SHARE = 0.01
+#: Time limit of the pyiceberg peer at scale (``--peer-timeout``); delta-rs gets
+#: :data:`DELTA_TIMEOUT_FACTOR` times as long.
+SCALE_PEER_TIMEOUT_S = 600.0
+DELTA_TIMEOUT_FACTOR = 6
+
+
+def hudi_rs_batches(path: str | Path, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
+    """The snapshot of a table as hudi-rs streams it, batch by batch, only ``columns``."""
+    from hudi import HudiReadOptions, HudiTable
+
+    yield from HudiTable(str(path)).read_stream(HudiReadOptions(projection=list(columns)))
+
+
+def combine_usage(usages: Sequence[CpuUsage]) -> CpuUsage:
+    """Several measured sections as one: times added up, each process's CPU added up and its
+    peak RSS the largest seen."""
+    procs: dict[int, ProcessUsage] = {}
+    for u in usages:
+        for p in u.processes:
+            q = procs.get(p.pid)
+            if q is None:
+                procs[p.pid] = ProcessUsage(
+                    p.pid, p.title, 0.0, p.cpu_s, p.peak_rss_bytes, p.exited
+                )
+                continue
+            q.cpu_last_s += p.cpu_s
+            q.peak_rss_bytes = max(q.peak_rss_bytes, p.peak_rss_bytes)
+            q.exited = p.exited
+            if p.title != "ray::IDLE":
+                q.title = p.title
+    return CpuUsage(
+        wall_s=sum(u.wall_s for u in usages),
+        driver_cpu_s=sum(u.driver_cpu_s for u in usages),
+        workers_cpu_s=sum(u.workers_cpu_s for u in usages),
+        sampler_cpu_s=sum(u.sampler_cpu_s for u in usages),
+        samples=sum(u.samples for u in usages),
+        processes=tuple(procs.values()),
+    )
+
+
+def role_peaks(usage: CpuUsage | None, pids: dict[str, int]) -> dict[str, float]:
+    """Peak RSS (MB) of each actor role (``writer-0``...) that ``usage`` watched."""
+    if usage is None:
+        return {}
+    by_pid = {p.pid: p for p in usage.processes}
+    return {
+        r: round(by_pid[pid].peak_rss_mb, 1) for r, pid in sorted(pids.items()) if pid in by_pid
+    }
+
+
+class MemoryWatch:
+    """Peak memory in use on the machine (total - available, so the object store's shared
+    memory counts) over a ``with`` block, sampled every ``poll_s`` seconds."""
+
+    def __init__(self, poll_s: float = 0.5) -> None:
+        self.poll_s = poll_s
+        self.peak_bytes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="memory-watch", daemon=True)
+
+    def _sample(self) -> None:
+        vm = psutil.virtual_memory()
+        self.peak_bytes = max(self.peak_bytes, vm.total - vm.available)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.poll_s):
+            self._sample()
+
+    def __enter__(self) -> MemoryWatch:
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+    @property
+    def peak_gb(self) -> float:
+        return self.peak_bytes / 2**30
+
+
+@dataclass
+class ScaleTable:
+    """One table of the scale variant: a bulk load (an ``insert`` job), the upsert commits
+    (an ``upsert`` job, which bootstraps its key index from the bulk-loaded table), and, for
+    the big table, a restarted upsert job with one check commit; then the gate."""
+
+    label: str
+    workload: ScaleWorkload
+    path: str
+    bulk: Measurement | None = None
+    bulk_start: CpuUsage | None = None
+    bulk_actor_pids: dict[str, int] = field(default_factory=dict)
+    bootstrap_after_bulk: Measurement | None = None
+    settle_s: float | None = None
+    upserts: Measurement | None = None
+    commit_s: list[float] = field(default_factory=list)
+    actor_pids: dict[str, int] = field(default_factory=dict)
+    index: list[dict[str, int]] = field(default_factory=list)
+    restart: Measurement | None = None
+    restart_actor_pids: dict[str, int] = field(default_factory=dict)
+    restart_index: list[dict[str, int]] = field(default_factory=list)
+    restart_commit_s: float | None = None
+    restart_check_rows: int | None = None
+    files: dict[str, Any] = field(default_factory=dict)
+    gate: GateResult | None = None
+    expected_s: float | None = None
+    gate_s: float | None = None
+    error: str | None = None
+
+    def gate_failures(self) -> list[str]:
+        """Why this table fails the gate (empty when it passes)."""
+        out = []
+        if self.error:
+            out.append(f"{self.label} table: hoodie_ray did not complete ({self.error})")
+        if self.gate is not None and not self.gate.passed:
+            out.append(f"{self.label} table: {self.gate.reason}")
+        return out
+
+    @staticmethod
+    def index_load_s(stats: list[dict[str, int]]) -> float | None:
+        """The slowest assigner's key index bootstrap (s), when hoodie_ray tells."""
+        ms = [s["bootstrap_ms"] for s in stats if "bootstrap_ms" in s]
+        return max(ms) / 1000 if ms else None
+
+    @staticmethod
+    def bytes_per_key(stats: list[dict[str, int]]) -> float | None:
+        """Index bytes / keys over all assigner tasks."""
+        keys = sum(s.get("keys", 0) for s in stats)
+        return sum(s.get("bytes", 0) for s in stats) / keys if keys else None
+
+    def peaks(self, job: str) -> dict[str, float]:
+        """Peak RSS (MB) by actor role of one job: ``bulk``, ``upsert`` or ``restart``."""
+        if job == "bulk":
+            usages = [m.usage for m in (self.bulk,) if m and m.usage]
+            if self.bulk_start is not None:
+                usages.append(self.bulk_start)
+            return role_peaks(combine_usage(usages) if usages else None, self.bulk_actor_pids)
+        if job == "upsert":
+            usages = [m.usage for m in (self.bootstrap_after_bulk, self.upserts) if m and m.usage]
+            return role_peaks(combine_usage(usages) if usages else None, self.actor_pids)
+        return role_peaks(self.restart.usage if self.restart else None, self.restart_actor_pids)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready figures of the table."""
+        sw = self.workload
+
+        def m(x: Measurement | None) -> dict[str, Any] | None:
+            return x.as_dict() if x else None
+
+        return {
+            "label": self.label,
+            "error": self.error,
+            "bulk_keys": sw.bulk_keys,
+            "keys_after": sw.num_keys,
+            "upsert_commits": sw.num_upserts,
+            "upsert_rows": sw.upsert_rows,
+            "bulk": m(self.bulk),
+            "bulk_start_s": _r(self.bulk_start.wall_s) if self.bulk_start else None,
+            "bootstrap_after_bulk": m(self.bootstrap_after_bulk),
+            "settle_s": _r(self.settle_s),
+            "upserts": m(self.upserts),
+            "commit_s": [_r(s) for s in self.commit_s],
+            "commit_latency_s": _latency(self.commit_s),
+            "index": self.index,
+            "index_bytes_per_key": _r(self.bytes_per_key(self.index), 1),
+            "restart": m(self.restart),
+            "restart_index": self.restart_index,
+            "restart_index_bytes_per_key": _r(self.bytes_per_key(self.restart_index), 1),
+            "restart_check_rows": self.restart_check_rows,
+            "restart_commit_s": _r(self.restart_commit_s),
+            "files": self.files,
+            "gate": self.gate.reason if self.gate else None,
+            "expected_s": _r(self.expected_s),
+            "gate_s": _r(self.gate_s),
+            "actor_pids": {
+                "bulk": self.bulk_actor_pids,
+                "upsert": self.actor_pids,
+                "restart": self.restart_actor_pids,
+            },
+            "peak_rss_mb": {job: self.peaks(job) for job in ("bulk", "upsert", "restart")},
+        }
+
+
+def _start_job(
+    hr: ModuleType, path: str, options: dict[str, str], schema: pa.Schema
+) -> tuple[Any, CpuUsage | None, dict[str, int]]:
+    """A new ``HoodieStreamWriter`` with its actors up, measured from its creation until every
+    actor is constructed (the assigners load their key index from the table in their
+    constructor). Returns (writer, usage, actor pids)."""
+    w = hr.HoodieStreamWriter(path, options)
+    try:
+        with CpuMeter(ray_workers=True) as meter:
+            w.start(schema)
+            pids = dict(w.actor_pids())
+    except BaseException:
+        w.abort()
+        raise
+    return w, meter.usage, pids
+
+
+def _index_stats(w: Any) -> list[dict[str, int]]:
+    """The writer's key index sizes per assigner (empty when hoodie_ray does not tell)."""
+    return list(w.index_stats()) if hasattr(w, "index_stats") else []
+
+
+def _scale_bulk(hr: ModuleType, run: ScaleTable, options: dict[str, str], batch_rows: int) -> None:
+    sw = run.workload
+    log(f"scale {run.label}: bulk insert of {sw.bulk_keys:,} keys ({sw.num_chunks} chunks) ...")
+    w, run.bulk_start, run.bulk_actor_pids = _start_job(hr, run.path, options, sw.schema)
+    with w:
+        wait_for_ray_idle()
+        with CpuMeter(ray_workers=True) as meter:
+            for chunk in sw.bulk():
+                for batch in iter_batches(chunk, batch_rows):
+                    w.write(batch)
+            if w.checkpoint() is None:
+                raise RuntimeError("checkpoint() returned None after the bulk insert")
+    run.bulk = Measurement("bulk insert (incl. making the rows)", sw.bulk_keys, meter.usage)
+    log(f"scale {run.label}: bulk insert {fmt_num(run.bulk.rows_per_s)} rows/s")
+
+
+def _scale_upserts(
+    hr: ModuleType,
+    run: ScaleTable,
+    options: dict[str, str],
+    batch_rows: int,
+    expect: LastWriterWins,
+) -> None:
+    sw = run.workload
+    log(f"scale {run.label}: upsert job start (key index bootstrap) ...")
+    w, usage, run.actor_pids = _start_job(hr, run.path, options, sw.schema)
+    run.bootstrap_after_bulk = Measurement(
+        "upsert job start (key index bootstrap)", sw.bulk_keys, usage
+    )
+    usages: list[CpuUsage] = []
+    with w:
+        run.settle_s = wait_for_ray_idle()
+        for j in range(sw.num_upserts):
+            commit = sw.upsert(j)  # made and added to the expectation outside the measurement
+            expect.add(commit)
+            with CpuMeter(ray_workers=True) as meter:
+                for batch in iter_batches(commit, batch_rows):
+                    w.write(batch)
+                instant = w.checkpoint()
+            if instant is None or meter.usage is None:
+                raise RuntimeError("checkpoint() returned None after a non-empty commit")
+            usages.append(meter.usage)
+            run.commit_s.append(meter.usage.wall_s)
+            log(f"scale {run.label}: upsert {j + 1}/{sw.num_upserts} in {meter.usage.wall_s:.1f} s")
+        run.index = _index_stats(w)
+    run.upserts = Measurement("upsert commits", sw.upsert_records, combine_usage(usages))
+
+
+def _scale_restart(
+    hr: ModuleType,
+    run: ScaleTable,
+    options: dict[str, str],
+    batch_rows: int,
+    expect: LastWriterWins,
+) -> None:
+    sw = run.workload
+    check = sw.upsert(sw.num_upserts, max(round(sw.upsert_rows * RESTART_CHECK_SHARE), 3))
+    expect.add(check)
+    log(f"scale {run.label}: restarted job start (key index bootstrap) ...")
+    w, usage, run.restart_actor_pids = _start_job(hr, run.path, options, sw.schema)
+    with w:
+        run.restart_index = _index_stats(w)
+        loaded = sum(s["keys"] for s in run.restart_index) if run.restart_index else sw.num_keys
+        run.restart = Measurement("restarted job start (key index bootstrap)", loaded, usage)
+        c0 = time.perf_counter()
+        for batch in iter_batches(check, batch_rows):
+            w.write(batch)
+        if w.checkpoint() is None:
+            raise RuntimeError("checkpoint() returned None after the check commit")
+        run.restart_commit_s = time.perf_counter() - c0
+        run.restart_check_rows = check.num_rows
+    log(f"scale {run.label}: restart bootstrap {usage.wall_s if usage else 0:.1f} s")
+
+
+def run_scale_table(
+    hr: ModuleType,
+    sw: ScaleWorkload,
+    path: Path,
+    args: argparse.Namespace,
+    label: str,
+    *,
+    restart: bool,
+) -> ScaleTable:
+    """One scale table through the Ray topology (``hr.HoodieStreamWriter``, Parquet log blocks,
+    ``args.writers`` writers, compaction off), then the gate: the hudi-rs snapshot, streamed
+    batch by batch, against :class:`benchmarks.common.LastWriterWins` of every record written.
+
+    Jobs, in order: a bulk ``insert`` job (one commit, written ``args.batch_rows`` rows per
+    ``write()`` as the rows are made, chunk by chunk); an ``upsert`` job, its start (index
+    bootstrap from the bulk-loaded table) measured apart, then one commit per upsert commit,
+    each measured alone (rows made outside the measurement) and summed; with ``restart``, a
+    new upsert job on the table (start measured: ``bootstrap_s``) and one small check commit.
+    """
+    run = ScaleTable(label, sw, str(path))
+    name = f"mor_q1_scale_{label}"
+    opts = hoodie_options(
+        sw.as_workload(), SCALE_FORMAT, args.writers, name, args.table_version, args.assigners
+    )
+    bulk_opts = {**opts, "hoodie.datasource.write.operation": "insert"}
+    check_keys = max(round(sw.upsert_rows * RESTART_CHECK_SHARE), 3) if restart else 0
+    expect = LastWriterWins(sw.num_keys + check_keys, sw.key_field, sw.precombine_field)
+    try:
+        _scale_bulk(hr, run, bulk_opts, args.batch_rows)
+        with Timer() as t:
+            for chunk in sw.bulk():  # made again: the bulk measurement keeps only the writes
+                expect.add(chunk)
+        run.expected_s = t.seconds
+        _scale_upserts(hr, run, opts, args.batch_rows, expect)
+        if restart:
+            _scale_restart(hr, run, opts, args.batch_rows, expect)
+    except Exception as e:
+        _ingest_failed(run, e)
+        return run
+    run.files = table_file_stats(path)
+    log(f"scale {label}: gate ({expect.num_keys:,} keys) ...")
+    with Timer() as t:
+        try:
+            run.gate = expect.check(hudi_rs_batches(path, expect.columns))
+        except Exception as e:
+            run.gate = GateResult(False, f"hudi-rs cannot read the table: {_err(e)}", 0, 0)
+    run.gate_s = t.seconds
+    log(f"gate ({label} table): {run.gate.reason}")
+    return run
+
+
+def _scale_peer_child(
+    peer: str, sizes: dict[str, Any], outdir: str, ray_address: str | None, blocks: int, conn: Any
+) -> None:
+    """Body of a peer's child process: the peer on the scale commits; sends a Measurement (its
+    extra with the child's peak RSS) or an error string."""
+    import resource
+
+    try:
+        sw = ScaleWorkload(**sizes)
+        if peer == "iceberg":
+            import ray
+
+            ray.init(address=ray_address, logging_level=logging.WARNING)
+            m = iceberg_upsert_peer(sw.as_workload(), Path(outdir), blocks)
+        else:
+            m = delta_merge_peer(sw.as_workload(), Path(outdir))
+        m.extra["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        conn.send(m)
+    except BaseException as e:
+        traceback.print_exc(file=sys.stderr)
+        conn.send(_err(e))
+    finally:
+        conn.close()
+
+
+def run_scale_peer(
+    peer: str,
+    sw: ScaleWorkload,
+    outdir: Path,
+    timeout_s: float,
+    *,
+    ray_address: str | None = None,
+    blocks: int = 2,
+) -> Measurement:
+    """A peer (``delta``: :func:`delta_merge_peer`, ``iceberg``: :func:`iceberg_upsert_peer`)
+    fed the scale commits -- the bulk load as its first commit, then the upsert commits -- in a
+    child process (its memory goes when it ends), stopped after ``timeout_s`` seconds.
+
+    Returns the peer's measurement (over all its commits) with ``bulk_s``, ``upsert_wall_s``
+    and ``upsert_rows_per_s`` (upsert records / the summed wall time of its upsert commits)
+    added to ``extra``; or one whose ``error`` says why there is none.
+    """
+    label = "delta-rs merge" if peer == "delta" else "ray data + pyiceberg upsert"
+    log(f"scale peer {label} (child process, time limit {timeout_s:.0f} s) ...")
+    ctx = multiprocessing.get_context("spawn")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(
+        target=_scale_peer_child,
+        args=(peer, dataclasses.asdict(sw), str(outdir), ray_address, blocks, send),
+        name=f"mor-q1-{peer}",
+    )
+    got: Measurement | str
+    t0 = time.perf_counter()
+    proc.start()
+    send.close()
+    try:
+        if recv.poll(timeout_s):
+            got = recv.recv()
+        else:
+            got = f"stopped after the time limit of {timeout_s:.0f} s"
+    except EOFError:
+        got = "its process ended without a result"
+    finally:
+        proc.join(timeout=0 if isinstance(got, str) else 60)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+        recv.close()
+    if isinstance(got, str):
+        log(f"scale peer {label}: {got}")
+        return Measurement(label, sw.upsert_records, None, error=got)
+    commit_s = got.extra.get("commit_s")
+    if got.ok and isinstance(commit_s, list) and len(commit_s) == 1 + sw.num_upserts:
+        upsert_wall = float(sum(commit_s[1:]))
+        got.extra["bulk_s"] = commit_s[0]
+        got.extra["upsert_wall_s"] = _r(upsert_wall)
+        got.extra["upsert_rows_per_s"] = (
+            _r(sw.upsert_records / upsert_wall, 0) if upsert_wall > 0 else None
+        )
+    got.extra["process_s"] = _r(time.perf_counter() - t0)
+    log(f"scale peer {label}: {fmt_num(got.extra.get('upsert_rows_per_s'))} upsert rows/s")
+    return got
+
+
+def _peer_rate(m: Measurement | None) -> float | None:
+    v = m.extra.get("upsert_rows_per_s") if m is not None and m.ok else None
+    return float(v) if v is not None else None
+
+
+@dataclass
+class ScaleResults:
+    """Everything one run of the scale variant measured."""
+
+    args: argparse.Namespace
+    big: ScaleWorkload
+    reference: ScaleWorkload
+    machine: dict[str, Any]
+    hoodie_error: str | None = None
+    tables: dict[str, ScaleTable] = field(default_factory=dict)
+    peers: dict[str, Measurement] = field(default_factory=dict)
+    peer_status: dict[str, str] = field(default_factory=dict)
+    ray_init_s: float | None = None
+    wall_s: float | None = None
+    peak_machine_memory_gb: float | None = None
+    peak_rss_mb_driver: float | None = None
+
+    def gate(self) -> tuple[bool, str, bool]:
+        """(passed, reason, figures_trusted), as :meth:`Results.gate`."""
+        if self.hoodie_error:
+            return False, f"hoodie_ray unavailable ({self.hoodie_error})", True
+        if set(self.tables) != {"big", "reference"}:
+            return False, "hoodie_ray did not run", True
+        failures = [f for t in self.tables.values() for f in t.gate_failures()]
+        wrong = [t for t in self.tables.values() if t.gate is not None and not t.gate.passed]
+        if failures:
+            return False, "; ".join(failures), not wrong
+        return True, "both tables, read back by hudi-rs, equal the last-writer-wins dedup", True
+
+    def figures(self) -> dict[str, Any]:
+        """The scale variant's figures (None where not measured)."""
+        big, ref = self.tables.get("big"), self.tables.get("reference")
+
+        def cpu_rate(t: ScaleTable | None) -> float | None:
+            return t.upserts.rows_per_cpu_s if t and t.upserts else None
+
+        def wall_rate(t: ScaleTable | None) -> float | None:
+            return t.upserts.rows_per_s if t and t.upserts else None
+
+        upsert_peaks = big.peaks("upsert") if big else {}
+
+        def largest(prefix: str) -> float | None:
+            vals = [v for r, v in upsert_peaks.items() if r.startswith(prefix)]
+            return max(vals) if vals else None
+
+        restart = big.restart if big else None
+        boot = big.bootstrap_after_bulk if big else None
+        return {
+            "scale_rate_ratio": _r(ratio(cpu_rate(big), cpu_rate(ref))),
+            "index_bytes_per_key": _r(ScaleTable.bytes_per_key(big.index) if big else None, 1),
+            "bootstrap_s": _r(restart.usage.wall_s if restart and restart.usage else None, 2),
+            "index_load_s": _r(ScaleTable.index_load_s(big.restart_index) if big else None),
+            "index_load_after_bulk_s": _r(ScaleTable.index_load_s(big.index) if big else None),
+            "speedup_vs_delta_merge_scale": _r(
+                ratio(wall_rate(big), _peer_rate(self.peers.get("delta")))
+            ),
+            "speedup_vs_iceberg_upsert": _r(
+                ratio(wall_rate(big), _peer_rate(self.peers.get("iceberg")))
+            ),
+            "peak_rss_mb_actors": upsert_peaks or None,
+            "upsert_rows_per_cpu_s": _r(cpu_rate(big), 0),
+            "upsert_rows_per_cpu_s_reference": _r(cpu_rate(ref), 0),
+            "upsert_rows_per_s": _r(wall_rate(big), 0),
+            "upsert_rows_per_s_reference": _r(wall_rate(ref), 0),
+            "commit_latency_p95_s": _r(percentile(big.commit_s, 95)) if big else None,
+            "commit_latency_p95_s_reference": _r(percentile(ref.commit_s, 95)) if ref else None,
+            "bootstrap_after_bulk_s": _r(boot.usage.wall_s if boot and boot.usage else None, 2),
+            "bootstrap_keys": restart.rows if restart else None,
+            "bootstrap_keys_per_s": _r(restart.rows_per_s, 0) if restart else None,
+            "index_keys": sum(s.get("keys", 0) for s in big.index) if big else None,
+            "index_bytes": sum(s.get("bytes", 0) for s in big.index) if big else None,
+            "index_bytes_per_key_bootstrapped": _r(
+                ScaleTable.bytes_per_key(big.restart_index) if big else None, 1
+            ),
+            "index_bytes_per_key_reference": _r(
+                ScaleTable.bytes_per_key(ref.index) if ref else None, 1
+            ),
+            "peak_rss_mb_writer": largest("writer"),
+            "peak_rss_mb_assigner": largest("assigner"),
+            "peak_rss_mb_actors_bulk": (big.peaks("bulk") or None) if big else None,
+            "peak_rss_mb_actors_restart": (big.peaks("restart") or None) if big else None,
+            "peak_rss_mb_actors_reference": (ref.peaks("upsert") or None) if ref else None,
+            "peak_rss_mb_driver": _r(self.peak_rss_mb_driver, 1),
+            "peak_machine_memory_gb": _r(self.peak_machine_memory_gb, 2),
+            "bulk_rows_per_s": _r(big.bulk.rows_per_s, 0) if big and big.bulk else None,
+            "delta_upsert_rows_per_s": _peer_rate(self.peers.get("delta")),
+            "iceberg_upsert_rows_per_s": _peer_rate(self.peers.get("iceberg")),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """The machine-readable result (figures null when the gate withholds them)."""
+        passed, reason, trusted = self.gate()
+        out: dict[str, Any] = {"gate": "pass" if passed else "fail", "gate_reason": reason}
+        figs = self.figures() if trusted else {}
+        for k in JSON_KEYS[1:]:  # mor-q1's keys; most are the base variant's figures
+            out[k] = figs.get(k)
+        for k in SCALE_FIGURES:
+            out[k] = figs.get(k)
+        for k, v in figs.items():
+            out.setdefault(k, v)
+        big, ref = self.big, self.reference
+        out.update(
+            {
+                "benchmark": "mor-q1",
+                "variant": "scale",
+                "shape": "q1",
+                "columns": len(big.schema),
+                "K": big.bulk_keys,
+                "K_final": big.num_keys,
+                "K_reference": ref.bulk_keys,
+                "upsert_commits": big.num_upserts,
+                "upsert_rows": big.upsert_rows,
+                "N": big.upsert_records,
+                "quick": bool(self.args.quick),
+                "scale": self.args.scale,
+                "seed": self.args.seed,
+                "writers": self.args.writers,
+                "table_version": self.args.table_version,
+                "assigners": self.args.assigners,
+                "log_block_format": SCALE_FORMAT,
+                "bulk_operation": "insert",
+                "machine": {k: v for k, v in self.machine.items() if k != "date"},
+                "cores": self.machine.get("cores"),
+                "cpu_model": self.machine.get("cpu_model"),
+                "date": self.machine.get("date"),
+                "commit": git_commit(_REPO),
+                "hoodie_ray": "unavailable" if self.hoodie_error else "ran",
+                "hoodie_ray_error": self.hoodie_error,
+                "delta_merge": self.peer_status.get("delta"),
+                "iceberg_upsert": self.peer_status.get("iceberg"),
+                "ray_init_s": _r(self.ray_init_s),
+                "wall_s": _r(self.wall_s, 1),
+            }
+        )
+        if trusted:
+            out["tables"] = {k: t.as_dict() for k, t in self.tables.items()}
+            out["peers"] = {k: m.as_dict() for k, m in self.peers.items()}
+        return out
+
+
+def render_scale_report(res: ScaleResults) -> str:
+    """The scale variant's human-readable report (stdout)."""
+    big, ref, m = res.big, res.reference, res.machine
+    passed, reason, trusted = res.gate()
+    lines = [
+        f"mor-q1  variant=scale  shape=q1 ({len(big.schema)} columns)  big table: "
+        f"{big.bulk_keys:,} keys bulk-loaded, then {big.num_upserts} upsert commits of "
+        f"{big.upsert_rows:,}; reference table: {ref.bulk_keys:,} keys, the same commits"
+        f"{'  [--quick]' if res.args.quick else ''}"
+        f"{f'  scale={res.args.scale}' if res.args.scale != 1.0 else ''}",
+        f"hoodie_ray: table version {res.args.table_version}, {res.args.writers} writers, "
+        f"{res.args.assigners} assigner(s), {SCALE_FORMAT} log blocks, bulk load with "
+        "operation=insert, compaction off",
+        f"machine: {m['cores']} cores ({m['cpu_model']}), {m['memory_gb']} GB; python "
+        f"{m['python']}; {m['date']}; commit {git_commit(_REPO)}",
+        f"data: {big.description}",
+        "",
+        f"correctness gate: {'PASS' if passed else 'FAIL'} - {reason}",
+    ]
+    if not trusted:
+        lines.append("figures withheld: a table hoodie_ray wrote is wrong")
+        return "\n".join(lines)
+    if res.hoodie_error:
+        lines += ["", f"hoodie_ray: unavailable ({res.hoodie_error})"]
+    figs = res.figures()
+    rows = []
+    for t in res.tables.values():
+        u = t.upserts.usage if t.upserts else None
+        if u is None or t.upserts is None:
+            rows.append([t.label, t.error or "-", *["-"] * 10])
+            continue
+        lat = _latency(t.commit_s)
+        rows.append(
+            [
+                t.label,
+                fmt_num(t.workload.bulk_keys),
+                fmt_num(t.workload.num_keys),
+                fmt_num(u.wall_s, 2),
+                fmt_num(u.total_cpu_s, 2),
+                fmt_num(t.upserts.rows_per_s),
+                fmt_num(t.upserts.rows_per_cpu_s),
+                fmt_num(lat["p50"], 2),
+                fmt_num(lat["p95"], 2),
+                fmt_num(lat["max"], 2),
+                f"{t.files.get('file_groups', '-')}/{t.files.get('log_files', '-')}",
+                fmt_num(ScaleTable.bytes_per_key(t.index), 1),
+            ]
+        )
+    lines += [
+        "",
+        f"upsert commits ({big.num_upserts} x {big.upsert_rows:,} records; each measured from "
+        "its first write to checkpoint() returning, the rows made beforehand)",
+        text_table(
+            [
+                "table",
+                "keys before",
+                "keys after",
+                "wall s",
+                "CPU s",
+                "rows/s",
+                "rows/CPU-s",
+                "p50 s",
+                "p95 s",
+                "max s",
+                "groups/logs",
+                "index B/key",
+            ],
+            rows,
+        ),
+    ]
+    jobs = []
+    for t in res.tables.values():
+        b, boot = t.bulk, t.bootstrap_after_bulk
+        jobs.append(
+            [
+                f"{t.label}: bulk insert job",
+                fmt_num(t.bulk_start.wall_s, 2) if t.bulk_start else "-",
+                "",
+                fmt_num(b.usage.wall_s, 2) if b and b.usage else "-",
+                fmt_num(b.rows_per_s) if b else "-",
+                fmt_num(b.rows_per_cpu_s) if b else "-",
+            ]
+        )
+        jobs.append(
+            [
+                f"{t.label}: upsert job ({t.workload.bulk_keys:,} keys to load)",
+                fmt_num(boot.usage.wall_s, 2) if boot and boot.usage else "-",
+                fmt_num(ScaleTable.index_load_s(t.index), 2),
+                "",
+                "",
+                "",
+            ]
+        )
+        if t.restart is not None and t.restart.usage is not None:
+            jobs.append(
+                [
+                    f"{t.label}: restarted job ({t.restart.rows:,} keys to load)",
+                    fmt_num(t.restart.usage.wall_s, 2),
+                    fmt_num(ScaleTable.index_load_s(t.restart_index), 2),
+                    fmt_num(t.restart_commit_s, 2),
+                    "",
+                    "",
+                ]
+            )
+    check_rows = res.tables["big"].restart_check_rows if "big" in res.tables else None
+    lines += [
+        "",
+        "jobs (start: a new writer until every actor is up; index load: the assigner "
+        "building its key index from the table, part of the start; "
+        "the bulk insert's time includes making the rows; the restarted job's commit: a check "
+        f"commit of {fmt_num(check_rows)} records)",
+        text_table(["job", "start s", "index load s", "commit s", "rows/s", "rows/CPU-s"], jobs),
+    ]
+    peak_rows = []
+    if "big" in res.tables:
+        t = res.tables["big"]
+        by_job = {job: t.peaks(job) for job in ("bulk", "upsert", "restart")}
+        roles = sorted({r for p in by_job.values() for r in p})
+        peak_rows = [
+            [r, *(fmt_num(by_job[job].get(r), 0) for job in ("bulk", "upsert", "restart"))]
+            for r in roles
+        ]
+    lines += [
+        "",
+        "actor memory, big table (peak RSS, MB)",
+        text_table(["actor", "bulk job", "upsert job", "restarted job"], peak_rows),
+        f"driver peak RSS {fmt_num(res.peak_rss_mb_driver, 0)} MB; machine memory in use, "
+        f"peak {fmt_num(res.peak_machine_memory_gb, 1)} GB",
+    ]
+    peer_rows = []
+    for key, label in (("delta", "delta-rs merge"), ("iceberg", "ray data + pyiceberg upsert")):
+        p = res.peers.get(key)
+        if p is None:
+            peer_rows.append([label, res.peer_status.get(key, "-"), "-", "-", "-", "-"])
+            continue
+        peer_rows.append(
+            [
+                label,
+                p.error or "ran",
+                fmt_num(p.extra.get("bulk_s"), 2),
+                fmt_num(p.extra.get("upsert_wall_s"), 2),
+                fmt_num(p.extra.get("upsert_rows_per_s")),
+                fmt_num(p.extra.get("peak_rss_mb"), 0),
+            ]
+        )
+    lines += [
+        "",
+        "peers, big table's commits (in a child process; wall of the upsert commits only)",
+        text_table(["peer", "status", "bulk s", "upserts s", "rows/s", "peak RSS MB"], peer_rows),
+        "",
+        "key figures",
+    ]
+    for k, label in SCALE_FIGURES.items():
+        v = figs.get(k)
+        shown = fmt_num(v) if isinstance(v, float) and v >= 1000 else v
+        lines.append(f"  {label:70s} {'-' if v is None else shown}")
+    peaks = figs.get("peak_rss_mb_actors") or {}
+    lines.append(
+        f"  {'peak RSS by actor, upsert job (MB)':70s} "
+        + (", ".join(f"{r} {v:,.0f}" for r, v in peaks.items()) or "-")
+    )
+    return "\n".join(lines)
+
+
+def run_scale(args: argparse.Namespace, workdir: Path) -> int:
+    """The scale variant (issue 23): 0 when the gate passes, 1 otherwise.
+
+    Sizes from :func:`benchmarks.common.scale_sizes`: the big table is bulk-loaded with 20M
+    keys (``--quick``: 2M; ``--scale`` multiplies), then takes 8 upsert commits of 1M records
+    (100K; scaled alike); the reference table the same upsert commits' shape after a bulk load
+    of 2M keys (200K). Every commit is made when it is written. Then the peers, fed the big
+    table's commits (unless ``--skip-peers``): delta-rs merge, and Ray Data + pyiceberg upsert
+    when pyiceberg is installed, each in a child process with a time limit.
+    """
+    t_run = time.perf_counter()
+    machine = machine_info()
+    keys, ref_keys, rows = scale_sizes(quick=args.quick, scale=args.scale)
+    big = ScaleWorkload(keys, rows, seed=args.seed)
+    ref = ScaleWorkload(ref_keys, rows, seed=args.seed)
+    res = ScaleResults(args, big, ref, machine)
+    log(f"scale variant: {keys:,} keys (reference {ref_keys:,}), {big.num_upserts} x {rows:,}")
+    hr, res.hoodie_error = (None, "skipped (--skip-hoodie)") if args.skip_hoodie else load_hoodie()
+    if res.hoodie_error:
+        log(f"hoodie_ray: unavailable ({res.hoodie_error})")
+    timeout = args.peer_timeout if args.peer_timeout is not None else SCALE_PEER_TIMEOUT_S
+    peers: list[tuple[str, float]] = []
+    if args.skip_peers:
+        res.peer_status = {"delta": "skipped (--skip-peers)", "iceberg": "skipped (--skip-peers)"}
+    else:
+        for peer, module, limit in (
+            ("delta", "deltalake", timeout * DELTA_TIMEOUT_FACTOR),
+            ("iceberg", "pyiceberg", timeout),
+        ):
+            if importlib.util.find_spec(module) is None:
+                res.peer_status[peer] = "not installed"
+            else:
+                peers.append((peer, limit))
+    with MemoryWatch() as mem:
+        ray_started = False
+        try:
+            import ray
+
+            log("ray.init ...")
+            res.ray_init_s, ray_started = _init_ray()
+            if hr is not None:
+                for label, sw, restart in (("big", big, True), ("reference", ref, False)):
+                    path = workdir / f"hudi_scale_{label}"
+                    res.tables[label] = run_scale_table(hr, sw, path, args, label, restart=restart)
+                    if not args.keep:
+                        shutil.rmtree(path, ignore_errors=True)
+            address = ray.get_runtime_context().gcs_address if ray.is_initialized() else None
+            for peer, limit in peers:
+                outdir = workdir / f"scale_{peer}"
+                outdir.mkdir(parents=True, exist_ok=True)
+                m = run_scale_peer(
+                    peer, big, outdir, limit, ray_address=address, blocks=args.writers
+                )
+                res.peers[peer] = m
+                res.peer_status[peer] = m.error or "ran"
+                shutil.rmtree(outdir, ignore_errors=True)
+        finally:
+            if ray_started:
+                import ray
+
+                ray.shutdown()
+    import resource
+
+    res.peak_machine_memory_gb = mem.peak_gb
+    res.peak_rss_mb_driver = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    res.wall_s = time.perf_counter() - t_run
+    passed, _reason, _trusted = res.gate()
+    sys.stderr.flush()
+    print(render_scale_report(res), flush=True)
+    if args.json:
+        print(json.dumps(res.to_json(), default=str), flush=True)
+    return 0 if passed else 1
+
+
+# ---------------------------------------------------------------------------------------------
 # Main
 # ---------------------------------------------------------------------------------------------
 
@@ -1347,9 +2232,21 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         prog="python -m benchmarks.mor_q1",
         description="mor-q1: Hudi MOR upserts from Ray, as ratios against same-run baselines.",
     )
-    p.add_argument("--quick", action="store_true", help="K=200K, N=600K, 6 commits")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="K=200K, N=600K, 6 commits (scale: 2M keys, 8 x 100K upserts, vs 200K keys)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object as the last line")
-    p.add_argument("--variant", choices=VARIANTS, default="base")
+    p.add_argument(
+        "--variant",
+        choices=VARIANTS,
+        default="base",
+        help="row shape and commits (mor-q1.md); scale (issue 23): bulk-load 20M keys, then "
+        "8 upsert commits of 1M records (2/3 updates, 1/3 inserts) against the same on 2M keys, "
+        "Parquet log blocks; reports scale_rate_ratio, index_bytes_per_key, bootstrap_s, "
+        "speedup_vs_delta_merge_scale, peak_rss_mb_actors",
+    )
     p.add_argument("--writers", type=int, choices=(1, 2), default=2, help="write.tasks")
     p.add_argument("--skip-peers", action="store_true", help="skip delta-rs and pyiceberg")
     p.add_argument(
@@ -1378,6 +2275,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--skip-hoodie", action="store_true", help=hidden)
     p.add_argument("--no-client", action="store_true", help=hidden)
     p.add_argument("--no-full", action="store_true", help=hidden)
+    p.add_argument("--peer-timeout", type=float, default=None, help=hidden)
     args = p.parse_args(argv)
     args.formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     bad = [f for f in args.formats if f not in LOG_FORMATS]
@@ -1472,6 +2370,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace, workdir: Path) -> int:
+    if args.variant == "scale":
+        return run_scale(args, workdir)
     machine = machine_info()
     log(f"generating variant {args.variant} (quick={args.quick}, scale={args.scale}) ...")
     with Timer() as t:
@@ -1520,6 +2420,7 @@ def _main(args: argparse.Namespace, workdir: Path) -> int:
                 iceberg_upsert_peer,
                 workload,
                 workdir / "iceberg",
+                files,
             )
             res.baselines["iceberg"] = m
             res.iceberg_status = m.error or "ran"

@@ -20,12 +20,17 @@ import pytest
 from benchmarks.common import (
     PARTITIONS,
     CpuMeter,
+    CpuUsage,
     GateResult,
+    LastWriterWins,
+    ProcessUsage,
+    ScaleWorkload,
     check_gate,
     expected_snapshot,
     generate_workload,
     is_ray_worker_cmdline,
     lww_dedup,
+    scale_sizes,
     split_rows,
     table_file_stats,
 )
@@ -33,11 +38,15 @@ from benchmarks.mor_q1 import (
     JSON_KEYS,
     HoodieRun,
     Results,
+    combine_usage,
     compaction_floor,
+    iceberg_upsert_peer,
     main,
     parse_args,
     render_report,
+    role_peaks,
     run_baselines,
+    run_scale_peer,
 )
 
 TINY_KEYS = 300
@@ -339,3 +348,275 @@ def test_end_to_end_tiny_hoodie_ray_ingest_passes_the_gate(
     import ray
 
     assert ray.is_initialized()  # the session's Ray is reused, not shut down
+
+
+@pytest.mark.ray
+@pytest.mark.skipif(
+    importlib.util.find_spec("pyiceberg") is None,
+    reason="the iceberg peer needs pyiceberg: pip install -e '.[bench]' (CI has only .[dev])",
+)
+def test_iceberg_upsert_peer_tiny(tmp_path: Path, ray_session) -> None:
+    """The Ray Data + pyiceberg peer at a tiny size (300 keys x 3 commits): first commit
+    appended, the others upserted; the Iceberg table read back equals the last-writer-wins
+    dedup of the input. Correctness only, never a timing. Skipped before the session's Ray
+    starts when pyiceberg is absent."""
+    from pyiceberg.catalog import load_catalog
+
+    w = tiny()
+    m = iceberg_upsert_peer(w, tmp_path, blocks=2)
+    assert m.ok, m.error
+    assert m.rows == 3 * TINY_KEYS
+    assert m.extra["final_rows"] == TINY_KEYS
+    assert len(m.extra["commit_s"]) == 3
+    assert m.usage is not None and m.usage.total_cpu_s > 0
+    warehouse = tmp_path / "iceberg"
+    catalog = load_catalog(
+        "mor_q1",
+        type="sql",
+        uri=f"sqlite:///{warehouse / 'catalog.db'}",
+        warehouse=f"file://{warehouse}",
+    )
+    table = catalog.load_table("bench.mor_q1")
+    g = check_gate(table.scan().to_arrow(), expected_snapshot(w))
+    assert g.passed, g.reason
+
+
+# -- the scale variant (issue 23) -------------------------------------------------------------
+
+
+def tiny_scale(bulk: int = 60, rows: int = 9) -> ScaleWorkload:
+    return ScaleWorkload(bulk, rows, num_upserts=4, seed=5, chunk_rows=25)
+
+
+def test_scale_workload_commits() -> None:
+    sw = tiny_scale()
+    assert scale_sizes(quick=False) == (20_000_000, 2_000_000, 1_000_000)
+    assert scale_sizes(quick=True) == (2_000_000, 200_000, 100_000)
+    assert scale_sizes(quick=False, scale=0.01) == (200_000, 20_000, 10_000)
+    chunks = list(sw.bulk())
+    assert [c.num_rows for c in chunks] == [25, 25, 10] and sw.num_chunks == 3
+    bulk = pa.concat_tables(chunks)
+    assert sorted(bulk["key"].to_pylist()) == list(range(60))
+    seen = set(range(60))
+    ts_all = [bulk["ts"].to_numpy()]
+    for j in range(sw.num_upserts):
+        c = sw.upsert(j)
+        keys = c["key"].to_pylist()
+        assert c.schema == sw.schema and len(keys) == 9 == len(set(keys))
+        updates = [k for k in keys if k < sw.keys_before(j)]
+        assert len(updates) == 6 and set(updates) <= seen  # 2/3 updates of written keys
+        assert sorted(set(keys) - seen) == list(range(sw.keys_before(j), sw.keys_before(j) + 3))
+        seen.update(keys)
+        ts_all.append(c["ts"].to_numpy())
+    assert len(seen) == sw.num_keys == 72
+    assert (np.diff(np.concatenate(ts_all)) == 1).all()  # one ts per record, in commit order
+    # each commit from its own seed: made alone, in any order, it is the same
+    assert tiny_scale().upsert(2).equals(sw.upsert(2))
+    assert not sw.upsert(2).equals(sw.upsert(3))
+    # the peers' view: bulk load + upserts, made when indexed, sizes known without making any
+    view = sw.as_workload()
+    assert (view.num_rows, view.num_keys, len(view.commits)) == (60 + 36, 72, 5)
+    assert view.schema == sw.schema and view.operation == "upsert"
+    assert [c.num_rows for c in view.commits] == [60, 9, 9, 9, 9]
+    assert view.commits[-1].equals(sw.upsert(3))
+    with pytest.raises(ValueError, match="commit by commit"):
+        generate_workload("scale")
+
+
+def test_last_writer_wins_gate_agrees_with_check_gate() -> None:
+    sw = tiny_scale()
+    commits = [*sw.bulk(), *(sw.upsert(j) for j in range(sw.num_upserts))]
+    lw = LastWriterWins(sw.num_keys)
+    for c in commits:
+        lw.add(c)
+    exp = lww_dedup(pa.concat_tables(commits))
+    assert lw.num_keys == exp.num_rows == sw.num_keys
+    assert lw.columns == exp.column_names
+    snap = hudi_like(exp)  # meta columns, rows reversed, name as large_string
+    assert check_gate(snap, exp).passed
+    got = lw.check(snap.to_batches(max_chunksize=7))
+    assert got.passed, got.reason
+
+    def breaks(t: pa.Table) -> str:
+        g = lw.check([t])
+        assert not g.passed and not check_gate(t, exp).passed
+        return g.reason
+
+    c0 = exp["c0"].to_numpy().copy()
+    c0[5] += 1
+    assert "other columns differ" in breaks(exp.set_column(3, "c0", pa.array(c0)))
+    names = exp["name"].to_pylist()
+    names[4] = names[4] + "x"
+    assert "other columns differ" in breaks(exp.set_column(2, "name", pa.array(names)))
+    assert "1 keys missing" in breaks(exp.slice(1))
+    assert "more than once" in breaks(pa.concat_tables([exp, exp.slice(3, 1)]))
+    old = lww_dedup(pa.concat_tables(commits[:3]))  # the bulk load only: every update lost
+    assert "an older record won" in breaks(pa.concat_tables([old, exp.slice(60)]))
+    assert "unexpected keys" in breaks(
+        pa.concat_tables([exp, exp.slice(0, 1).set_column(0, "key", pa.array([999]))])
+    )
+
+
+def test_scale_usage_helpers() -> None:
+    def usage(wall: float, procs: tuple[ProcessUsage, ...]) -> CpuUsage:
+        return CpuUsage(wall, 1.0, sum(p.cpu_s for p in procs), 0.0, 1, procs)
+
+    a = usage(2.0, (ProcessUsage(10, "ray::WriterActor", 0.0, 1.5, 100 * 2**20),))
+    b = usage(3.0, (ProcessUsage(10, "ray::IDLE", 1.0, 2.0, 300 * 2**20),))
+    both = combine_usage([a, b])
+    assert (both.wall_s, both.driver_cpu_s, both.workers_cpu_s) == (5.0, 2.0, 2.5)
+    (p,) = both.processes
+    assert (p.cpu_s, p.peak_rss_mb, p.title) == (2.5, 300.0, "ray::WriterActor")
+    assert role_peaks(both, {"writer-0": 10, "writer-1": 11}) == {"writer-0": 300.0}
+    assert role_peaks(None, {"writer-0": 10}) == {}
+    args = parse_args(["--variant", "scale", "--quick", "--peer-timeout", "5"])
+    assert args.variant == "scale" and args.peer_timeout == 5.0
+
+
+def test_scale_peer_time_limit(tmp_path: Path) -> None:
+    """A peer that outlives its time limit is stopped and reported, never waited for."""
+    m = run_scale_peer("delta", tiny_scale(), tmp_path, 0.0)
+    assert not m.ok and "time limit" in (m.error or "")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("deltalake") is None, reason="needs deltalake")
+def test_scale_peer_delta_in_child_process(tmp_path: Path) -> None:
+    sw = tiny_scale()
+    m = run_scale_peer("delta", sw, tmp_path, 120.0)
+    assert m.ok, m.error
+    assert m.extra["final_rows"] == sw.num_keys
+    assert len(m.extra["commit_s"]) == 1 + sw.num_upserts
+    assert m.extra["upsert_rows_per_s"] > 0 and m.extra["peak_rss_mb"] > 0
+
+
+class _ClientWriter:
+    """``HoodieStreamWriter``'s surface over the single-process ``hr.HoodieWriteClient`` (one
+    commit per checkpoint): the scale harness end to end without the five Ray topologies a
+    real run starts (seconds each). No actors: no pids, and the index is bootstrapped at the
+    first write instead of at start."""
+
+    def __init__(self, path: str, options: dict[str, str]) -> None:
+        import hoodie_ray as hr
+
+        self.client = hr.HoodieWriteClient(path, options)
+        self.rows: list[pa.Table] = []
+
+    def __enter__(self) -> _ClientWriter:
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if exc_type is None:
+            self.checkpoint()
+
+    def start(self, schema: pa.Schema) -> None:
+        pass
+
+    def actor_pids(self) -> dict[str, int]:
+        return {}
+
+    def write(self, batch: pa.Table) -> None:
+        self.rows.append(batch)
+
+    def checkpoint(self) -> str | None:
+        if not self.rows:
+            return None
+        table, self.rows = pa.concat_tables(self.rows), []
+        return self.client.write(table).instant
+
+    def index_stats(self) -> list[dict[str, int]]:
+        a = self.client._assigner
+        return [] if a is None else [{"keys": len(a.index), "bytes": a.index.nbytes()}]
+
+    def abort(self) -> None:
+        self.rows = []
+
+
+def test_scale_variant_end_to_end_without_actors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--variant scale`` at a tiny size, its jobs run by the single-process client: bulk
+    insert, upserts, restart, the streaming hudi-rs gate on both tables, figures, report and
+    JSON. (The Ray path: the slow test below; ``index_stats``: tests/ray.)"""
+    pytest.importorskip("hudi")
+    import types
+
+    import benchmarks.mor_q1 as mor_q1
+
+    fake = types.ModuleType("client_writer")
+    fake.HoodieStreamWriter = _ClientWriter  # type: ignore[attr-defined]
+    monkeypatch.setattr(mor_q1, "load_hoodie", lambda: (fake, None))
+    monkeypatch.setattr(mor_q1, "_init_ray", lambda: (0.0, False))
+    monkeypatch.setattr(mor_q1, "wait_for_ray_idle", lambda: 0.0)  # no Ray workers of ours
+    argv = ["--variant", "scale", "--scale", "0.0001", "--skip-peers", "--json"]
+    rc = main([*argv, "--batch-rows", "500", "--workdir", str(tmp_path / "wd")])
+    out_text = capsys.readouterr().out
+    last = json.loads(out_text.strip().splitlines()[-1])
+    assert rc == 0, last.get("gate_reason")
+    assert last["gate"] == "pass" and last["variant"] == "scale"
+    assert (last["K"], last["K_reference"], last["N"], last["K_final"]) == (2000, 200, 800, 2264)
+    for k in ("scale_rate_ratio", "index_bytes_per_key", "upsert_rows_per_cpu_s"):
+        assert isinstance(last[k], float) and last[k] > 0, k
+    assert isinstance(last["bootstrap_s"], float)  # no actors here: about 0
+    assert last["speedup_vs_delta_merge_scale"] is None and last["delta_merge"].startswith("skip")
+    big, ref = last["tables"]["big"], last["tables"]["reference"]
+    assert big["index"][0]["keys"] == 2264 and ref["index"][0]["keys"] == 464
+    assert big["restart_check_rows"] == 3 and ref["restart"] is None
+    assert (
+        big["gate"]
+        == ref["gate"]
+        == "snapshot equals the last-writer-wins dedup " + ("(per-key ts and row fingerprints)")
+    )
+    assert "key figures" in out_text and "restarted job" in out_text
+    assert not (tmp_path / "wd").exists()
+
+    # a writer that loses a record: the gate fails and the figures are withheld
+    def lossy(self: _ClientWriter) -> str | None:
+        self.rows = [t.slice(1) for t in self.rows]
+        return _ClientWriter.checkpoint(self)
+
+    monkeypatch.setattr(fake, "HoodieStreamWriter", type("Lossy", (_ClientWriter,), {}))
+    monkeypatch.setattr(fake.HoodieStreamWriter, "checkpoint", lossy)
+    rc = main([*argv, "--workdir", str(tmp_path / "wd2")])
+    last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert rc == 1 and last["gate"] == "fail" and last["scale_rate_ratio"] is None
+    assert "keys missing" in last["gate_reason"] and "tables" not in last
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_end_to_end_tiny_scale_variant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], ray_session
+) -> None:
+    """The scale variant at a tiny size against the real writer (five Ray topologies, about
+    25 s: slow): bulk insert job, upsert job, restarted job, both tables through the streaming
+    hudi-rs gate; the figures exist (their values are not checked)."""
+    pytest.importorskip("hudi")
+    rc = main(
+        [
+            "--variant",
+            "scale",
+            "--scale",
+            "0.0001",  # 2,000 keys, 8 x 100 upserts; reference table 200 keys
+            "--skip-peers",
+            "--json",
+            "--batch-rows",
+            "500",
+            "--workdir",
+            str(tmp_path / "wd"),
+        ]
+    )
+    out_text = capsys.readouterr().out
+    last = json.loads(out_text.strip().splitlines()[-1])
+    assert rc == 0, last.get("gate_reason")
+    assert last["gate"] == "pass" and last["variant"] == "scale"
+    assert (last["K"], last["K_reference"], last["N"]) == (2000, 200, 800)
+    for k in ("scale_rate_ratio", "index_bytes_per_key", "bootstrap_s", "upsert_rows_per_cpu_s"):
+        assert isinstance(last[k], float) and last[k] > 0, k
+    assert last["speedup_vs_delta_merge_scale"] is None and last["delta_merge"].startswith("skip")
+    assert set(last["peak_rss_mb_actors"]) == {"coordinator", "assigner-0", "writer-0", "writer-1"}
+    big = last["tables"]["big"]
+    assert big["restart"]["rows"] == big["keys_after"] == last["K_final"]
+    assert big["restart_check_rows"] == 3
+    assert last["tables"]["reference"]["restart"] is None
+    assert "key figures" in out_text and "restarted job" in out_text
+    assert not (tmp_path / "wd").exists()

@@ -59,6 +59,10 @@ def test_stream_writer_model_many_checkpoints(ray_session, tmp_path):
                 f"checkpoint {i}"
             )
         assert w.checkpoint() is None  # nothing written since
+        # index_stats: each assigner's key index (every live key; deleted ones may stay)
+        stats = w.index_stats()
+        assert len(stats) == 2 and sum(s["keys"] for s in stats) >= len(model.rows)
+        assert all(s["bytes"] > 0 and s["bootstrap_ms"] >= 0 for s in stats)
     _no_pending(path)
 
 
