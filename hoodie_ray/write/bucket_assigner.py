@@ -359,9 +359,15 @@ class BucketAssigner:
                 keep = np.zeros(batch.num_rows, dtype=bool)
                 keep[rows] = True
                 batch, hashes = batch.filter(pa.array(keep)), hashes[rows]
-        return self.assign(batch, key_hashes=hashes)
+        return self.assign(batch, key_hashes=hashes, unique_keys=hashes is not None)
 
-    def assign(self, batch: pa.Table, *, key_hashes: np.ndarray | None = None) -> pa.Table:
+    def assign(
+        self,
+        batch: pa.Table,
+        *,
+        key_hashes: np.ndarray | None = None,
+        unique_keys: bool = False,
+    ) -> pa.Table:
         """Tag a batch of prepared records (routing columns present) with file id and bucket type.
 
         With the global index, a key whose partition changed yields a delete row for its old
@@ -369,8 +375,10 @@ class BucketAssigner:
         With :attr:`forget_deleted_keys` (the table keeps a record index), a key whose delete
         wins for certain leaves the index once its delete row is routed: its next record is
         a new key, counted as one (``IS_NEW``), so the record index gets it back.
+        ``unique_keys``: the caller made the batch one row per key (the index skips its check).
         """
         self._won_deletes: pa.Array | None = None
+        self._unique_keys = unique_keys
         out = self._assign(batch, key_hashes=key_hashes)
         if self._won_deletes is not None and len(self._won_deletes):
             self.index.remove(self._won_deletes)
@@ -479,6 +487,7 @@ class BucketAssigner:
                 ikeys.filter(pa.array(new_rows)),
                 new_lids,
                 hashes=hashes[new_rows],
+                unique=self._unique_keys,
                 probed=(seg_of[new_rows], pos_of[new_rows]),
                 ords=ords[new_rows] if ords is not None else None,
             )
