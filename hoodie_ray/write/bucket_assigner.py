@@ -640,7 +640,25 @@ class BucketAssigner:
         per_bucket = max(1, cfg.max_file_size // avg)
         runs: list[tuple[str, bool, int]] = []
         done = 0
-        for f in self._small.setdefault(part, []):
+        small = self._small.setdefault(part, [])
+        if cfg.num_writers > 1 and len(small) > 1 and count > 1:
+            # Each writer's small files take an even share first: packing every insert into
+            # the first small file would hand one writer all inserts and, as its group grows,
+            # most updates too (the writer plan cannot split one file group).
+            nw = cfg.num_writers
+            owners = writer_of_groups(
+                [(part, f.file_id) for f in small], nw, self.profile.writer_plan
+            ).tolist()
+            quota = [count // nw + (1 if w < count % nw else 0) for w in range(nw)]
+            for f, w in zip(small, owners, strict=True):
+                cap = self._capacity.get((part, f.file_id), 0)
+                take = min(cap, quota[w])
+                if take > 0:
+                    runs.append((f.file_id, f.is_new, take))
+                    self._capacity[(part, f.file_id)] = cap - take
+                    quota[w] -= take
+                    done += take
+        for f in small:
             if done >= count:
                 break
             cap = self._capacity.get((part, f.file_id), 0)

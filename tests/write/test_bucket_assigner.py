@@ -153,3 +153,22 @@ def test_writer_plan_overrides_the_hash():
     routed = writer_of_groups(groups, 3, plan)
     assert routed[0] == (hashed[0] + 1) % 3
     assert routed[1:].tolist() == hashed[1:].tolist()
+
+
+def test_inserts_spread_over_the_small_files_of_every_writer():
+    """Small files of two writers take half the inserts each (packing them all into the first
+    small file would give one writer every insert, and that group the most updates later)."""
+    plan = {("a", "f1"): 0, ("a", "f2"): 1, ("a", "f3"): 0}
+    profile = WriteProfile(
+        avg_record_size=100,
+        small_files={"a": [SmallFile("f1", 100), SmallFile("f2", 100), SmallFile("f3", 100)]},
+        writer_plan=plan,
+    )
+    a = BucketAssigner(
+        AssignerConfig.of(WriteConfig(), 0, 1, max_file_size=100_000, num_writers=2), profile
+    )
+    out = a.assign(_batch([f"k{i}" for i in range(41)], ["a"] * 41))
+    fids = out.column(FILE_ID).to_pylist()
+    per_writer = np.bincount([plan[("a", f)] for f in fids], minlength=2)
+    assert per_writer.tolist() == [21, 20]
+    assert set(fids) == {"f1", "f2"}  # f3 not needed: f1 holds writer 0's share
