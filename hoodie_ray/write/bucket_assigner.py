@@ -354,12 +354,26 @@ class BucketAssigner:
         hashes = None
         if not self.config.append_mode:
             hashes = hash_keys(batch.column(RECORD_KEY))
+            if self._routes_repeats(batch):
+                return self.assign(batch, key_hashes=hashes)
             rows = precombine_rows(batch, self.config.ordering_field, key_hashes=hashes)
             if rows is not None:  # a few repeated keys: a filter copies less than a take
                 keep = np.zeros(batch.num_rows, dtype=bool)
                 keep[rows] = True
                 batch, hashes = batch.filter(pa.array(keep)), hashes[rows]
         return self.assign(batch, key_hashes=hashes, unique_keys=hashes is not None)
+
+    def _routes_repeats(self, batch: pa.Table) -> bool:
+        """Can the rows of one key go on unfolded? The writers precombine each flush anyway,
+        and repeated rows of a key all reach its one group (a found key's, or the group its
+        first new row gets) as long as no key can move partition, no row is a delete (an
+        unknown key's delete is dropped here, which only the folded winner may decide) and
+        nothing compares ordering values or keeps a record index."""
+        cfg = self.config
+        if cfg.partitioned or cfg.compares_moves or self.forget_deleted_keys:
+            return False
+        deleted = batch.column(IS_DELETED)
+        return not (deleted.null_count < len(deleted) and pc.any(deleted).as_py())
 
     def assign(
         self,

@@ -172,3 +172,18 @@ def test_inserts_spread_over_the_small_files_of_every_writer():
     per_writer = np.bincount([plan[("a", f)] for f in fids], minlength=2)
     assert per_writer.tolist() == [21, 20]
     assert set(fids) == {"f1", "f2"}  # f3 not needed: f1 holds writer 0's share
+
+
+def test_repeated_keys_go_on_unfolded_where_they_cannot_diverge():
+    """On a non-partitioned table without deletes the assigner leaves the fold to the writers
+    (every row of a key reaches its one group); a batch with a delete is still folded first,
+    so an insert and its later delete in one batch leave nothing."""
+    cfg = AssignerConfig.of(WriteConfig(), partitioned=False)
+    a = BucketAssigner(cfg, WriteProfile(avg_record_size=100))
+    out = a.assign_batch(_batch(["a", "b", "a"], ["", "", ""]))
+    assert out.num_rows == 3
+    fids = out.column(FILE_ID).to_pylist()
+    assert fids[0] == fids[2] and len(a.index) == 2
+    b = BucketAssigner(cfg, WriteProfile(avg_record_size=100))
+    out = b.assign_batch(_batch(["x", "x"], ["", ""], deleted=[False, True]))
+    assert out.num_rows == 0 and len(b.index) == 0
