@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import stat
 import uuid
 from collections.abc import Iterator, Mapping
@@ -70,6 +71,10 @@ class FileInfo:
     is_dir: bool
 
 
+#: A backslash, or a control character (C0 or DEL).
+_REFUSED_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
+
+
 def check_relative(rel: str) -> str:
     """Return ``rel`` normalised (no leading ``./``) or raise :class:`HoodiePathError`.
 
@@ -82,7 +87,7 @@ def check_relative(rel: str) -> str:
         return ""
     if rel.startswith("/"):
         raise HoodiePathError(f"absolute path not allowed inside a table: {rel!r}")
-    if "\\" in rel or any(ord(c) < 32 or ord(c) == 127 for c in rel):
+    if _REFUSED_CHARS.search(rel):
         raise HoodiePathError(f"path with a backslash or control character refused: {rel!r}")
     parts = [p for p in rel.split("/") if p != "."]
     for p in parts:

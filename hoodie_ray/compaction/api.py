@@ -129,9 +129,9 @@ class CompactionService:
             self.timeline.transition_to_inflight(
                 Instant(instant, Action.COMPACTION, State.REQUESTED)
             )
-        ctx, avro_json = compaction_context(self.table, instant)
+        ctx, avro_json, output_schema = compaction_context(self.table, instant)
         return [
-            CompactionTask(ctx, instant, op, i, avro_json, self.wc.parquet_codec)
+            CompactionTask(ctx, instant, op, i, avro_json, self.wc.parquet_codec, output_schema)
             for i, op in enumerate(plan.operations or [])
         ]
 

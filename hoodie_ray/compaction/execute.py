@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-import io
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hoodie_ray.file_group.naming import base_file_name
 from hoodie_ray.log_format.blocks import dictionary_columns
 from hoodie_ray.meta import FILE_NAME as FILE_NAME_COL
-from hoodie_ray.meta import RECORD_KEY
 from hoodie_ray.reader.file_slice_reader import ReadContext, SliceSpec, iter_file_slice
 from hoodie_ray.storage import join
 from hoodie_ray.table import HoodieTable
@@ -24,7 +21,12 @@ from hoodie_ray.write.base_file import META_FIELDS, constant_strings
 
 @dataclass(frozen=True)
 class CompactionTask:
-    """Everything one operation needs (picklable, so a Ray task or actor can run it)."""
+    """Everything one operation needs (picklable, so a Ray task or actor can run it).
+
+    ``output_schema``: the base file's columns; ``_hoodie_file_name``, when one of them, is
+    written by the compaction and never read (the context leaves it out). None: the
+    context's output columns.
+    """
 
     context: ReadContext  # the read context, end instant = the compaction instant
     instant: str
@@ -32,13 +34,27 @@ class CompactionTask:
     task_id: int
     avro_schema_json: str
     codec: str = "snappy"
+    output_schema: pa.Schema | None = None
+
+
+#: Rows of the one ``_hoodie_file_name`` chunk an operation builds; its column in each output
+#: table is that chunk repeated (zero copy: the name is the same in every row).
+_NAME_CHUNK_ROWS = 1 << 16
+
+
+def _repeated(unit: pa.Array, n: int) -> pa.ChunkedArray:
+    """``n`` rows of the constant array ``unit``, as chunks that all share its buffers."""
+    full, rest = divmod(n, len(unit))
+    chunks = [unit] * full + ([unit.slice(0, rest)] if rest else [])
+    return pa.chunked_array(chunks, unit.type)
 
 
 def execute_operation(task: CompactionTask) -> HoodieWriteStat:
     """Merge the slice of ``task.operation`` into ``<fileId>_<token>_<instant>.parquet``.
 
-    The base file is streamed in batches and written with a ``ParquetWriter``, so memory is
-    bounded by the slice's log records plus one batch.
+    The slice's base file is read in batches and the merged rows go through a
+    ``ParquetWriter`` straight into the new file, so memory is bounded by the slice's log
+    records plus one batch.
     """
     op = task.operation
     ctx = task.context
@@ -49,46 +65,46 @@ def execute_operation(task: CompactionTask) -> HoodieWriteStat:
     slc = SliceSpec(
         part, op.file_id, op.base_instant_time, op.data_file_path, tuple(op.delta_file_paths or ())
     )
-    schema = pa.schema([ctx.read_schema.field(c) for c in ctx.output_columns])
+    schema = task.output_schema or ctx.output_schema
+    name_idx = schema.get_field_index(FILE_NAME_COL)
     md = {b"parquet.avro.schema": task.avro_schema_json.encode(), b"writer.model.name": b"avro"}
     schema = schema.with_metadata(md)
-    buf = io.BytesIO()
+    unit = constant_strings(name, _NAME_CHUNK_ROWS)
     rows = 0
-    min_key: str | None = None
-    max_key: str | None = None
     compression = None if task.codec in ("none", "uncompressed") else task.codec
-    w: pq.ParquetWriter | None = None
-    try:
-        for table in iter_file_slice(ctx, slc, storage):
-            if table.num_rows == 0:
-                continue
-            table = table.select(list(schema.names))
-            idx = table.schema.get_field_index(FILE_NAME_COL)
-            table = table.set_column(idx, FILE_NAME_COL, constant_strings(name, table.num_rows))
-            if table.schema != schema:
-                table = table.cast(schema)
+    # Streamed into the file (an in-memory copy first costs ~30% more, page faults mostly): a
+    # failed run leaves a partial file named by the instant, which the compaction's rollback
+    # deletes (never committed, so never read).
+    with storage.open_output(rel) as out:
+        w: pq.ParquetWriter | None = None
+        try:
+            for table in iter_file_slice(ctx, slc, storage):
+                if table.num_rows == 0:
+                    continue
+                if name_idx >= 0:
+                    file_names = _repeated(unit, table.num_rows)
+                    if FILE_NAME_COL in table.schema.names:
+                        table = table.drop_columns([FILE_NAME_COL])
+                    table = table.add_column(name_idx, schema.field(name_idx), file_names)
+                if table.schema != schema:
+                    table = table.cast(schema)
+                if w is None:
+                    # Dictionary encoding for the columns whose values repeat, judged on the
+                    # first batch (the writer fixes it for the file).
+                    w = pq.ParquetWriter(
+                        out,
+                        schema,
+                        compression=compression,
+                        use_dictionary=dictionary_columns(table),
+                    )
+                w.write_table(table)
+                rows += table.num_rows
             if w is None:
-                # Dictionary encoding for the columns whose values repeat, judged on the first
-                # batch (the writer fixes it for the file).
-                w = pq.ParquetWriter(
-                    buf,
-                    schema,
-                    compression=compression,
-                    use_dictionary=dictionary_columns(table),
-                )
-            w.write_table(table)
-            rows += table.num_rows
-            mm = pc.min_max(table.column(RECORD_KEY))
-            lo, hi = mm["min"].as_py(), mm["max"].as_py()
-            min_key = lo if min_key is None or (lo is not None and lo < min_key) else min_key
-            max_key = hi if max_key is None or (hi is not None and hi > max_key) else max_key
-        if w is None:
-            w = pq.ParquetWriter(buf, schema, compression=compression, use_dictionary=False)
-    finally:
-        if w is not None:
-            w.close()
-    data = buf.getvalue()
-    storage.write_bytes(rel, data)
+                w = pq.ParquetWriter(out, schema, compression=compression, use_dictionary=False)
+        finally:
+            if w is not None:
+                w.close()
+        size = out.tell()
     log_size = sum(
         storage.size(join(part, n))
         for n in op.delta_file_paths or []
@@ -101,9 +117,9 @@ def execute_operation(task: CompactionTask) -> HoodieWriteStat:
         num_writes=rows,
         num_inserts=0,
         num_update_writes=rows,
-        total_write_bytes=len(data),
+        total_write_bytes=size,
         partition_path=part,
-        file_size_in_bytes=len(data),
+        file_size_in_bytes=size,
         prev_base_file=op.data_file_path,
         total_log_files_compacted=len(op.delta_file_paths or []),
         total_log_size_compacted=log_size,
@@ -111,8 +127,10 @@ def execute_operation(task: CompactionTask) -> HoodieWriteStat:
     )
 
 
-def compaction_context(table: HoodieTable, instant: str) -> tuple[ReadContext, str]:
-    """The read context of a compaction: all columns, meta included, blocks up to ``instant``."""
+def compaction_context(table: HoodieTable, instant: str) -> tuple[ReadContext, str, pa.Schema]:
+    """The read context of a compaction (all columns but ``_hoodie_file_name``, which the
+    compaction rewrites, blocks up to ``instant``), the Avro schema JSON of the base file and
+    its Arrow schema (meta columns first)."""
     from hoodie_ray.avro.schema import arrow_to_avro_schema, schema_to_json
     from hoodie_ray.reader.query import plan_file_slices
 
@@ -120,7 +138,14 @@ def compaction_context(table: HoodieTable, instant: str) -> tuple[ReadContext, s
     ctx = plan.context
     meta = [f for f in ctx.read_schema if f.name in META_FIELDS]
     data = [f for f in ctx.read_schema if f.name not in META_FIELDS]
-    out_cols = tuple([f.name for f in meta] + [f.name for f in data])
-    ctx = dataclasses.replace(ctx, end_instant=instant, output_columns=out_cols, filters=())
+    output = pa.schema(meta + data)
+    read = pa.schema([f for f in ctx.read_schema if f.name != FILE_NAME_COL])
+    ctx = dataclasses.replace(
+        ctx,
+        read_schema=read,
+        end_instant=instant,
+        output_columns=tuple(n for n in output.names if n != FILE_NAME_COL),
+        filters=(),
+    )
     avro = arrow_to_avro_schema(pa.schema(data), table.name, with_meta=True)
-    return ctx, schema_to_json(avro)
+    return ctx, schema_to_json(avro), output

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from hoodie_ray.config.table_config import MergeMode
 from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieError, HoodieUnsupportedError
+from hoodie_ray.reader.compiled_merger import CompiledLogRecordBuffer, new_log_record_buffer
 from hoodie_ray.reader.filters import Filter, apply_filters
 from hoodie_ray.reader.log_scan import (
     DATA,
@@ -38,6 +39,7 @@ from hoodie_ray.reader.log_scan import (
 )
 from hoodie_ray.reader.merger import (
     COMMIT_TIME,
+    RECORD_KEY,
     DeleteMarker,
     LogRecordBuffer,
     ordering_class,
@@ -172,7 +174,7 @@ class _SliceReader:
     # -- the pipeline ----------------------------------------------------------------------------
     def run(self) -> Iterator[pa.Table]:
         ctx = self.ctx
-        buffer: LogRecordBuffer | None = None
+        buffer: LogRecordBuffer | CompiledLogRecordBuffer | None = None
         use_logs = bool(self.slc.log_files) and not ctx.read_optimized
         if use_logs:
             if not ctx.populate_meta_fields:
@@ -206,9 +208,10 @@ class _SliceReader:
                 if out.num_rows:
                     yield out
         if buffer is not None and not buffer.is_empty:
-            out = self._finish(buffer.remaining())
-            if out.num_rows:
-                yield out
+            for table in buffer.remaining_batches():
+                out = self._finish(table)
+                if out.num_rows:
+                    yield out
 
     def _finish(self, table: pa.Table) -> pa.Table:
         """Row filters, projection."""
@@ -220,7 +223,7 @@ class _SliceReader:
         return table
 
     # -- logs --------------------------------------------------------------------------------------
-    def _scan_logs(self) -> LogRecordBuffer:
+    def _scan_logs(self) -> LogRecordBuffer | CompiledLogRecordBuffer:
         ctx = self.ctx
         blocks: list[ScannedBlock] = []
         for name in self.slc.log_files:
@@ -239,10 +242,30 @@ class _SliceReader:
             commit_gate=ctx.commit_gate,
             instant_range=ctx.instant_range,
         )
-        buffer = LogRecordBuffer(self.schema, ctx.ordering_field, ctx.merge_mode)
+        buffer = new_log_record_buffer(
+            self.schema,
+            ctx.ordering_field,
+            ctx.merge_mode,
+            log_bytes=sum(b.size for b in admitted if b.kind == DATA),
+        )
+        # Blocks that decode column by column give the compiled buffer only the columns the
+        # merge needs now, the others when its winners are output (each decoded once).
+        head_names = {RECORD_KEY, ctx.ordering_field, *ctx.delete_marker.columns()}
+        head = pa.schema([f for f in self.schema if f.name in head_names])
+        rest = pa.schema([f for f in self.schema if f.name not in head_names])
+        split = isinstance(buffer, CompiledLogRecordBuffer) and len(rest) > 0
+        head_columns = [c for c in self._block_columns if c in head_names]
         for blk in admitted:
             try:
-                if blk.kind == DATA:
+                if blk.kind == DATA and split and blk.columnar:
+                    assert isinstance(buffer, CompiledLogRecordBuffer)
+                    raw = blk.data(head_columns)
+                    buffer.add_data_block(
+                        reconcile(raw, head),
+                        ctx.delete_marker.mask(raw),
+                        rest=self._rest_loader(blk, rest),
+                    )
+                elif blk.kind == DATA:
                     raw = blk.data(self._block_columns)
                     table = reconcile(raw, self.schema)
                     buffer.add_data_block(table, ctx.delete_marker.mask(raw))
@@ -257,7 +280,25 @@ class _SliceReader:
                 ) from e
         return buffer
 
-    def _add_deletes(self, buffer: LogRecordBuffer, recs: DeleteRecords) -> None:
+    def _rest_loader(self, blk: ScannedBlock, schema: pa.Schema) -> Callable[[], pa.Table]:
+        """Decodes the columns ``schema`` of a data block (reconciled), on call."""
+
+        def load() -> pa.Table:
+            try:
+                return reconcile(blk.data(schema.names), schema)
+            except HoodieError:
+                raise
+            except Exception as e:
+                raise HoodieCorruptedDataError(
+                    f"cannot decode a data block of instant {blk.instant} in log file "
+                    f"{self.storage.uri(self._rel(blk.file_name))}: {type(e).__name__}: {e}"
+                ) from e
+
+        return load
+
+    def _add_deletes(
+        self, buffer: LogRecordBuffer | CompiledLogRecordBuffer, recs: DeleteRecords
+    ) -> None:
         ordering, default, foreign = None, None, None
         of = buffer.ordering_field
         if of is not None:

@@ -51,13 +51,19 @@ class DeleteRecords:
 
 @dataclass
 class ScannedBlock:
-    """One block of a log file, content not yet decoded."""
+    """One block of a log file, content not yet decoded.
+
+    ``size``: its bytes in the file; ``columnar``: its columns decode one by one (Parquet), so
+    reading some columns now and the others later decodes each once.
+    """
 
     kind: str
     file_name: str
     instant: str | None = None
     target_instant: str | None = None
     command_type: str | None = None
+    size: int = 0
+    columnar: bool = False
     _load: Callable[..., Any] | None = field(default=None, repr=False)
 
     @property
@@ -202,6 +208,7 @@ def scan_log_file(storage: Storage, rel_path: str) -> Iterator[ScannedBlock]:
         DeleteBlock,
         HFileDataBlock,
         LogReader,
+        ParquetDataBlock,
     )
 
     name = rel_path.rsplit("/", 1)[-1]
@@ -219,7 +226,14 @@ def scan_log_file(storage: Storage, rel_path: str) -> Iterator[ScannedBlock]:
         elif isinstance(blk, DeleteBlock):
             yield ScannedBlock(DELETE, name, instant=blk.instant_time, _load=_delete_loader(blk))
         elif isinstance(blk, DataBlock) and not isinstance(blk, (CDCDataBlock, HFileDataBlock)):
-            yield ScannedBlock(DATA, name, instant=blk.instant_time, _load=_data_loader(blk))
+            yield ScannedBlock(
+                DATA,
+                name,
+                instant=blk.instant_time,
+                size=blk.size or 0,
+                columnar=isinstance(blk, ParquetDataBlock),
+                _load=_data_loader(blk),
+            )
         else:
             yield ScannedBlock(OTHER, name, instant=blk.instant_time)
 

@@ -20,6 +20,8 @@ per-record Python loop.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -522,6 +524,12 @@ class LogRecordBuffer:
         if emit.all():
             return table
         return table.filter(pa.array(emit))
+
+    def remaining_batches(self) -> Iterator[pa.Table]:
+        """:meth:`remaining`, as an iterator (one table)."""
+        table = self.remaining()
+        if table.num_rows:
+            yield table
 
     def live_keys(self) -> pa.Array:
         """Record keys of the non-delete entries (for a log-only file group)."""

@@ -115,6 +115,58 @@ def test_failed_compaction_rolls_back_and_retries(tmp_path, monkeypatch):
     assert CompactionService.open(str(path)).pending() == []
 
 
+def test_compacted_base_file_columns_and_file_names(tmp_path):
+    import pyarrow.parquet as pq
+
+    from hoodie_ray.meta import META_FIELDS
+
+    path = tmp_path / "t"
+    opts = {**OPTIONS, "compaction.schedule.enabled": "false"}
+    wl = Workload(seed=5)
+    HoodieWriteClient(str(path), opts).write(to_arrow([wl._row(k) for k in wl.keys], True))
+    HoodieWriteClient(str(path), opts).write(to_arrow(_upserts(wl, 30), True))
+    before = hudi_rs_snapshot(path).to_pylist()
+    instant = compact(str(path))
+    assert instant is not None
+    written = [p for p in path.rglob(f"*_{instant}.parquet") if ".hoodie" not in p.parts]
+    assert written
+    previous = pq.read_schema(next(p for p in path.rglob("*.parquet") if p not in written))
+    for p in written:
+        t = pq.read_table(p)
+        # the compaction never reads _hoodie_file_name, and writes it with the new name
+        assert t.schema.names == previous.names
+        assert t.schema.names[: len(META_FIELDS)] == list(META_FIELDS)
+        assert set(t.column("_hoodie_file_name").to_pylist()) == {p.name}
+    assert hudi_rs_snapshot(path).to_pylist() == before
+
+
+def test_compaction_failing_while_writing_leaves_nothing(tmp_path, monkeypatch):
+    import hoodie_ray.compaction.execute as execute
+
+    path = tmp_path / "t"
+    opts = {**OPTIONS, "compaction.schedule.enabled": "false"}
+    wl = Workload(seed=6)
+    HoodieWriteClient(str(path), opts).write(to_arrow([wl._row(k) for k in wl.keys], True))
+    HoodieWriteClient(str(path), opts).write(to_arrow(_upserts(wl, 30), True))
+    before = hudi_rs_snapshot(path).to_pylist()
+    real = execute.iter_file_slice
+
+    def failing(*args, **kwargs):
+        yield from real(*args, **kwargs)
+        raise OSError("injected failure after the rows")
+
+    monkeypatch.setattr(execute, "iter_file_slice", failing)
+    with pytest.raises(hr.HoodieCompactionError, match="injected"):
+        compact(str(path))
+    (pending,) = CompactionService.open(str(path)).pending()
+    # the file streamed so far is gone with the rollback
+    assert not [p for p in path.rglob(f"*{pending}*") if ".hoodie" not in p.parts]
+    assert hudi_rs_snapshot(path).to_pylist() == before
+    monkeypatch.setattr(execute, "iter_file_slice", real)
+    assert compact(str(path)) == pending
+    assert hudi_rs_snapshot(path).to_pylist() == before
+
+
 def test_clean_keeps_retained_slices_and_time_travel(tmp_path):
     path = tmp_path / "t"
     opts = {**OPTIONS, "compaction.delta_commits": "2", "clean.retain_commits": "3"}

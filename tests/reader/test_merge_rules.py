@@ -4,6 +4,8 @@ Two rules are Java's and deliberately not hudi-rs 0.5.0's (the brief asks for Ja
 a null ordering value lets the newer record win (hudi-rs sorts null lowest), and a delete whose
 ordering value is of another class than the field's wins as "newer" (hudi-rs compares an
 ``IntWrapper`` with a long field numerically).
+
+Every case runs on both buffers: the column-wise one and the compiled one.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 from hoodie_ray.config.table_config import MergeMode
+from hoodie_ray.reader.compiled_merger import CompiledLogRecordBuffer, new_log_record_buffer
 from hoodie_ray.reader.file_slice_reader import delete_ordering_values
 from hoodie_ray.reader.merger import RECORD_KEY, DeleteMarker, LogRecordBuffer, ordering_class
 
@@ -21,16 +24,34 @@ EVENT = MergeMode.EVENT_TIME_ORDERING
 COMMIT = MergeMode.COMMIT_TIME_ORDERING
 
 
+Buffer = LogRecordBuffer | CompiledLogRecordBuffer
+_compiled = {"on": False}
+
+
+@pytest.fixture(autouse=True, params=["column-wise", "compiled"])
+def _implementation(request: pytest.FixtureRequest) -> None:
+    _compiled["on"] = request.param == "compiled"
+    if _compiled["on"] and not isinstance(
+        new_log_record_buffer(SCHEMA, "ts", EVENT, compiled=True), CompiledLogRecordBuffer
+    ):
+        pytest.skip("numba is not available")
+
+
+def new_buffer(schema: pa.Schema, ordering_field: str | None, mode: MergeMode) -> Buffer:
+    """The buffer under test."""
+    return new_log_record_buffer(schema, ordering_field, mode, compiled=_compiled["on"])
+
+
 def recs(keys: list[str], ts: list[int | None], v: list[str]) -> pa.Table:
     return pa.table({RECORD_KEY: keys, "ts": ts, "v": v}, schema=SCHEMA)
 
 
-def deletes(buf: LogRecordBuffer, keys: list[str], kinds: list[str | None], vals: list) -> None:
+def deletes(buf: Buffer, keys: list[str], kinds: list[str | None], vals: list) -> None:
     ordering, default, foreign = delete_ordering_values(kinds, vals, pa.int64())
     buf.add_delete_block(pa.array(keys), None, ordering, default, foreign)
 
 
-def result(buf: LogRecordBuffer, base: pa.Table | None = None) -> dict[str, tuple]:
+def result(buf: Buffer, base: pa.Table | None = None) -> dict[str, tuple]:
     out = []
     if base is not None:
         out.append(buf.merge_base(base))
@@ -40,25 +61,25 @@ def result(buf: LogRecordBuffer, base: pa.Table | None = None) -> dict[str, tupl
 
 
 def test_event_time_newer_wins_on_ties_and_greater_values() -> None:
-    buf = LogRecordBuffer(SCHEMA, "ts", EVENT)
+    buf = new_buffer(SCHEMA, "ts", EVENT)
     buf.add_data_block(recs(["a", "b", "c"], [10, 10, 10], ["a1", "b1", "c1"]))
     buf.add_data_block(recs(["a", "b", "c"], [10, 11, 9], ["a2", "b2", "c2"]))
     assert result(buf) == {"a": (10, "a2"), "b": (11, "b2"), "c": (10, "c1")}
 
 
 def test_null_ordering_newer_wins_java_rule() -> None:
-    buf = LogRecordBuffer(SCHEMA, "ts", EVENT)
+    buf = new_buffer(SCHEMA, "ts", EVENT)
     buf.add_data_block(recs(["a", "b"], [10, None], ["a1", "b1"]))
     buf.add_data_block(recs(["a", "b"], [None, 5], ["a2", "b2"]))
     assert result(buf) == {"a": (None, "a2"), "b": (5, "b2")}
     # against the base record too: a null ordering value in the log wins
-    buf = LogRecordBuffer(SCHEMA, "ts", EVENT)
+    buf = new_buffer(SCHEMA, "ts", EVENT)
     buf.add_data_block(recs(["a"], [None], ["log"]))
     assert result(buf, recs(["a"], [100], ["base"])) == {"a": (None, "log")}
 
 
 def test_log_record_loses_to_greater_base_record() -> None:
-    buf = LogRecordBuffer(SCHEMA, "ts", EVENT)
+    buf = new_buffer(SCHEMA, "ts", EVENT)
     buf.add_data_block(recs(["a", "b", "new"], [50, 200, 1], ["a-log", "b-log", "n"]))
     base = recs(["a", "b", "c"], [100, 100, 100], ["a-base", "b-base", "c-base"])
     assert result(buf, base) == {
@@ -70,11 +91,11 @@ def test_log_record_loses_to_greater_base_record() -> None:
 
 
 def test_default_delete_always_wins_and_a_later_record_replaces_it() -> None:
-    buf = LogRecordBuffer(SCHEMA, "ts", EVENT)
+    buf = new_buffer(SCHEMA, "ts", EVENT)
     buf.add_data_block(recs(["a", "b"], [500, 500], ["a1", "b1"]))
     deletes(buf, ["a", "b"], ["int", None], [0, None])  # IntWrapper(0) and null: default
     assert result(buf, recs(["a", "b"], [900, 900], ["x", "y"])) == {}
-    buf = LogRecordBuffer(SCHEMA, "ts", EVENT)
+    buf = new_buffer(SCHEMA, "ts", EVENT)
     deletes(buf, ["a"], ["int"], [0])
     buf.add_data_block(recs(["a"], [1], ["again"]))
     # the record replaced the delete, then competes with the base record on ordering
@@ -82,34 +103,34 @@ def test_default_delete_always_wins_and_a_later_record_replaces_it() -> None:
 
 
 def test_real_ordered_delete_loses_only_to_strictly_greater() -> None:
-    buf = LogRecordBuffer(SCHEMA, "ts", EVENT)
+    buf = new_buffer(SCHEMA, "ts", EVENT)
     deletes(buf, ["a", "b", "c"], ["long", "long", "long"], [99, 100, 101])
     base = recs(["a", "b", "c"], [100, 100, 100], ["a", "b", "c"])
     assert result(buf, base) == {"a": (100, "a")}
-    buf = LogRecordBuffer(SCHEMA, "ts", EVENT)
+    buf = new_buffer(SCHEMA, "ts", EVENT)
     buf.add_data_block(recs(["a"], [300], ["a1"]))
     deletes(buf, ["a"], ["long"], [200])
     assert result(buf) == {"a": (300, "a1")}
 
 
 def test_delete_of_other_class_wins_as_newer_java_rule() -> None:
-    buf = LogRecordBuffer(SCHEMA, "ts", EVENT)
+    buf = new_buffer(SCHEMA, "ts", EVENT)
     deletes(buf, ["a"], ["string"], ["zzz"])
     assert result(buf, recs(["a"], [100], ["base"])) == {}
-    buf = LogRecordBuffer(SCHEMA, "ts", EVENT)
+    buf = new_buffer(SCHEMA, "ts", EVENT)
     deletes(buf, ["a"], ["int"], [5])  # IntWrapper(5) on a long field: another class
     assert result(buf, recs(["a"], [100], ["base"])) == {}
 
 
 def test_delete_block_keeps_a_buffered_default_delete() -> None:
-    buf = LogRecordBuffer(SCHEMA, "ts", EVENT)
+    buf = new_buffer(SCHEMA, "ts", EVENT)
     deletes(buf, ["a"], ["int"], [0])
     deletes(buf, ["a"], ["long"], [1])  # weaker delete does not replace the default one
     assert result(buf, recs(["a"], [100], ["base"])) == {}
 
 
 def test_commit_time_latest_always_wins() -> None:
-    buf = LogRecordBuffer(SCHEMA, "ts", COMMIT)
+    buf = new_buffer(SCHEMA, "ts", COMMIT)
     buf.add_data_block(recs(["a", "b"], [500, 500], ["a1", "b1"]))
     buf.add_data_block(recs(["a"], [1], ["a2"]))
     deletes(buf, ["b"], ["long"], [1])
@@ -120,17 +141,17 @@ def test_commit_time_latest_always_wins() -> None:
 
 
 def test_duplicates_inside_one_block_apply_in_order() -> None:
-    buf = LogRecordBuffer(SCHEMA, "ts", EVENT)
+    buf = new_buffer(SCHEMA, "ts", EVENT)
     buf.add_data_block(recs(["a", "a", "a", "b", "b"], [5, 3, 5, 1, 2], ["1", "2", "3", "4", "5"]))
     assert result(buf) == {"a": (5, "3"), "b": (2, "5")}
-    buf = LogRecordBuffer(SCHEMA, "ts", COMMIT)
+    buf = new_buffer(SCHEMA, "ts", COMMIT)
     buf.add_data_block(recs(["a", "a"], [5, 3], ["1", "2"]))
     assert result(buf) == {"a": (3, "2")}
 
 
 def test_is_deleted_records_are_deletes_with_their_ordering() -> None:
     schema = SCHEMA.append(pa.field("_hoodie_is_deleted", pa.bool_()))
-    buf = LogRecordBuffer(schema, "ts", EVENT)
+    buf = new_buffer(schema, "ts", EVENT)
     t = pa.table(
         {
             RECORD_KEY: ["a", "b", "c"],
@@ -199,7 +220,7 @@ def test_delete_ordering_values_conversion() -> None:
 def test_large_state_uses_hash_index() -> None:
     n = 50_000
     keys = [f"k{i:06d}" for i in range(n)]
-    buf = LogRecordBuffer(SCHEMA, "ts", EVENT)
+    buf = new_buffer(SCHEMA, "ts", EVENT)
     buf.add_data_block(recs(keys, list(range(n)), ["log"] * n))
     base = recs([*keys[::2], "zz"], [10**9] * (n // 2) + [0], ["base"] * (n // 2 + 1))
     kept = buf.merge_base(base)

@@ -15,10 +15,11 @@ and prints, flushed, one line per event:
 
 ``--crash-at JSON`` is a deterministic crash point: at the ``n``-th call of the storage
 operation ``op`` (``write_bytes``, ``append``, ``create_new``, ``write_atomic``, ``delete``,
-``delete_dir``) on a path matching ``glob``, with function ``func`` on the call stack, the
-operation is done only in part (``fraction`` of the bytes; for ``create_new`` and
+``delete_dir``, ``open_output``) on a path matching ``glob``, with function ``func`` on the call
+stack, the operation is done only in part (``fraction`` of the bytes; for ``create_new`` and
 ``write_atomic`` the temporary file is left half-written, as a crash there leaves it; deletes are
-done when ``fraction >= 1``) and the process sends itself SIGKILL.
+done when ``fraction >= 1``; a stream from ``open_output`` is written whole, then cut to
+``fraction`` of its bytes when it is closed) and the process sends itself SIGKILL.
 
 ``client`` writes each commit with :class:`~hoodie_ray.job.client.HoodieWriteClient` (one
 process, inline compaction); ``stream`` runs a :class:`hoodie_ray.HoodieStreamWriter` on an
@@ -39,7 +40,15 @@ import time
 from typing import Any
 
 LOCK_WAIT_LIMIT_S = 60.0
-HOOKED_OPS = ("write_bytes", "append", "create_new", "write_atomic", "delete", "delete_dir")
+HOOKED_OPS = (
+    "write_bytes",
+    "append",
+    "create_new",
+    "write_atomic",
+    "delete",
+    "delete_dir",
+    "open_output",
+)
 
 
 def _say(*parts: Any) -> None:
@@ -103,11 +112,35 @@ def install_crash_hook(spec: dict[str, Any]) -> None:
         elif fraction >= 1:
             real(self, rel, *args)
 
+    class CutStream:
+        """A stream whose close keeps ``fraction`` of the bytes written, then kills."""
+
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._inner, name)
+
+        def __enter__(self) -> CutStream:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.close()
+
+        def close(self) -> None:
+            f = self._inner
+            f.flush()
+            os.ftruncate(f.fileno(), int(f.tell() * max(fraction, 0.0)))
+            os.fsync(f.fileno())
+            os.kill(os.getpid(), signal.SIGKILL)
+
     def hooked(self: LocalStorage, rel: str, *args: Any, **kw: Any) -> Any:
         if fnmatch.fnmatch(rel, glob) and (func is None or on_stack(func)):
             calls[0] += 1
             if calls[0] == nth:
                 _say("CRASH", op, rel)
+                if op == "open_output":
+                    return CutStream(real(self, rel, *args, **kw))
                 partial(self, rel, args)
                 os.kill(os.getpid(), signal.SIGKILL)
         return real(self, rel, *args, **kw)

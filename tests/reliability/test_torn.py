@@ -68,9 +68,9 @@ SCENARIOS: dict[str, list] = {
         crash("write_atomic", 1, glob=".hoodie/*.deltacommit.inflight"),
     ],
     "completed instant never linked": [1, crash("create_new", 1, glob=".hoodie/*.deltacommit")],
-    "compaction base file half-written": [crash("write_bytes", 2, func="execute_operation")],
+    "compaction base file half-written": [crash("open_output", 2, func="execute_operation")],
     "compaction carry-over half-copied": [
-        crash("write_bytes", 1, func="execute_operation"),
+        crash("open_output", 1, func="execute_operation"),
         crash("write_bytes", 1, func="_carry_over_logs"),
     ],
     "compaction commit never linked": [crash("create_new", 1, glob=".hoodie/*.commit")],

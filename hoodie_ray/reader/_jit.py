@@ -1,0 +1,277 @@
+"""numba kernels of :class:`hoodie_ray.reader.compiled_merger.CompiledLogRecordBuffer`
+(imported only when it is used).
+
+The key table is open addressing with linear probing over ``slots``, a ``(capacity, 4)``
+uint64 array, one 32-byte row per distinct record key holding everything a merge decision
+needs, so a record costs one random memory access:
+
+* ``[0]`` the key's 64-bit hash (:func:`key_hashes`);
+* ``[1]`` ``(record number + 1) | key length << 32 | state << 56`` of the key's current
+  entry (its record number, and its state byte: the flag bits below); 0 = empty;
+* ``[2]`` a key of at most 8 bytes: its bytes, little-endian, zero-padded; a longer key: the
+  offset of its bytes in ``arena``;
+* ``[3]`` the entry's ordering value as an int64 that orders like it (``ord_keys`` in
+  ``compiled_merger``), stored as its bits.
+
+A probe matches only when hash, length and every byte are equal, so two keys sharing a hash
+are two entries. Each record also has a state byte in ``rec_state`` (by record number), where
+the kernels keep ``ALIVE`` (the record is its key's entry) and ``CONSUMED`` (it lost to its
+base record) for the caller.
+"""
+
+# mypy: ignore-errors
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+ALIVE = np.uint8(1)
+DELETE = np.uint8(2)
+DEFAULT = np.uint8(4)
+FOREIGN = np.uint8(8)
+NULL_ORD = np.uint8(16)
+CONSUMED = np.uint8(32)
+NAN_ORD = np.uint8(64)
+DEFAULT_DELETE = np.uint8(6)  # DELETE | DEFAULT
+WEAK_ORD = np.uint8(24)  # NULL_ORD | FOREIGN: compares as "the newer wins"
+NOT_ALIVE = np.uint8(254)
+
+INLINE = 8
+REC_MASK = np.uint64(0xFFFFFFFF)
+LEN_MASK = np.uint64(0xFFFFFF)
+LEN_SHIFT = np.uint64(32)
+STATE_SHIFT = np.uint64(56)
+
+
+#: Records ahead whose slot is prefetched: the table is far larger than the caches, and with
+#: the loads of 8 records in flight a record costs ~30 ns instead of ~65.
+PREFETCH = 8
+
+
+@intrinsic
+def _prefetch_row(typingctx, arr, row):
+    """Hint the CPU to fetch row ``row`` of the 2-d array ``arr`` for writing (LLVM prefetch,
+    high locality); no effect on the program's results."""
+    sig = types.void(arr, row)
+
+    def codegen(context, builder, signature, args):
+        arr_t = signature.args[0]
+        ary = context.make_array(arr_t)(context, builder, args[0])
+        zero = context.get_constant(types.intp, 0)
+        ptr = cgutils.get_item_pointer(context, builder, arr_t, ary, [args[1], zero])
+        if getattr(ptr.type, "is_opaque", False):
+            name = "llvm.prefetch.p0"
+        else:  # LLVM before opaque pointers
+            ptr = builder.bitcast(ptr, ir.IntType(8).as_pointer())
+            name = "llvm.prefetch.p0i8"
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [ptr.type, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, name)
+        builder.call(fn, [ptr, i32(1), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+@numba.njit(cache=True, nogil=True)
+def key_hashes(kdata, kstart, klen, hashes, words):
+    """``words[i]``: key ``i``'s bytes as a little-endian word when it has at most 8, else 0;
+    ``hashes[i]``: a 64-bit hash of its bytes and length (that word, or FNV-1a over longer
+    keys, then the splitmix64 finaliser)."""
+    last = kdata.shape[0] - 1
+    for i in range(kstart.shape[0]):
+        start = kstart[i]
+        length = klen[i]
+        w = np.uint64(0)
+        if length <= INLINE:
+            # a fixed trip count: no branch on the length
+            for j in range(8):
+                b = np.uint64(kdata[min(start + j, last)])
+                w |= (b if j < length else np.uint64(0)) << np.uint64(8 * j)
+            h = w
+        else:
+            h = _FNV_OFFSET
+            for j in range(length):
+                h ^= np.uint64(kdata[start + j])
+                h *= _FNV_PRIME
+        h ^= np.uint64(length) * _GOLDEN
+        h ^= h >> np.uint64(30)
+        h *= _MIX1
+        h ^= h >> np.uint64(27)
+        h *= _MIX2
+        h ^= h >> np.uint64(31)
+        hashes[i] = h
+        words[i] = w
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _find(slots, mask, arena, h, kdata, start, length, w):
+    # (slot, found): the key's slot, or the empty slot where it would go.
+    s = h & mask
+    ln = np.uint64(length)
+    while True:
+        meta = slots[s, 1]
+        if meta == 0:
+            return s, False
+        if slots[s, 0] == h and ((meta >> LEN_SHIFT) & LEN_MASK) == ln:
+            if length <= INLINE:
+                if slots[s, 2] == w:
+                    return s, True
+            else:
+                a = np.int64(slots[s, 2])
+                same = True
+                for j in range(length):
+                    if arena[a + j] != kdata[start + j]:
+                        same = False
+                        break
+                if same:
+                    return s, True
+        s = (s + np.uint64(1)) & mask
+
+
+@numba.njit(cache=True, nogil=True)
+def fold(
+    slots,
+    arena,
+    arena_used,
+    hashes,
+    words,
+    kdata,
+    kstart,
+    klen,
+    first_rec,
+    ords,
+    rec_state,
+    ordered,
+    commit_time,
+    from_delete_block,
+):
+    """Fold the records of one block (record numbers ``first_rec ..``, in order) into the
+    table (``words``: :func:`key_hashes` of their keys, computed apart: in this loop the byte
+    gathering stalls the table's memory accesses, 4x slower in all).
+
+    ``ords`` holds their ordering keys (int64; unused when ``ordered`` is false),
+    ``rec_state`` their states already (less ``ALIVE``). A record of a new key becomes
+    its entry; otherwise the rule of ``LogRecordBuffer._keep_newer`` decides whether it
+    replaces the entry. Returns ``(new keys, arena bytes used)``.
+    """
+    mask = np.uint64(slots.shape[0] - 1)
+    added = 0
+    n = hashes.shape[0]
+    for i in range(n):
+        if i + PREFETCH < n:
+            _prefetch_row(slots, np.int64(hashes[i + PREFETCH] & mask))
+        r = first_rec + i
+        h = hashes[i]
+        start = kstart[i]
+        length = klen[i]
+        w = words[i]
+        s, found = _find(slots, mask, arena, h, kdata, start, length, w)
+        new = rec_state[r] | ALIVE
+        word = np.uint64(ords[i]) if ordered else np.uint64(0)
+        meta = np.uint64(r + 1) | (np.uint64(length) << LEN_SHIFT) | (np.uint64(new) << STATE_SHIFT)
+        if not found:
+            if length > INLINE:
+                for j in range(length):
+                    arena[arena_used + j] = kdata[start + j]
+                w = np.uint64(arena_used)
+                arena_used += length
+            slots[s, 0] = h
+            slots[s, 1] = meta
+            slots[s, 2] = w
+            slots[s, 3] = word
+            rec_state[r] = new
+            added += 1
+            continue
+        old_meta = slots[s, 1]
+        wins = True
+        if not commit_time:
+            old = np.uint8(old_meta >> STATE_SHIFT)
+            old_default = (old & DEFAULT_DELETE) == DEFAULT_DELETE
+            if ordered:
+                wins = (
+                    ((old | new) & WEAK_ORD) != 0
+                    or old_default
+                    or (new & DEFAULT_DELETE) == DEFAULT_DELETE
+                    or (((old | new) & NAN_ORD) == 0 and ords[i] >= np.int64(slots[s, 3]))
+                )
+            if from_delete_block and old_default:
+                wins = False
+        if wins:
+            o = np.int64(old_meta & REC_MASK) - 1
+            rec_state[o] &= NOT_ALIVE
+            rec_state[r] = new
+            slots[s, 1] = meta
+            slots[s, 3] = word
+    return added, arena_used
+
+
+@numba.njit(cache=True, nogil=True)
+def merge_base(
+    slots,
+    arena,
+    hashes,
+    words,
+    kdata,
+    kstart,
+    klen,
+    base_ord,
+    base_state,
+    rec_state,
+    ordered,
+    commit_time,
+    keep,
+):
+    """Base records against the entries: ``keep[i]`` when base record ``i`` survives (no entry,
+    or its entry loses: that entry is then marked consumed). ``base_ord`` / ``base_state``:
+    the base records' ordering keys and their ``NULL_ORD`` / ``NAN_ORD`` bits."""
+    mask = np.uint64(slots.shape[0] - 1)
+    n = hashes.shape[0]
+    for i in range(n):
+        if i + PREFETCH < n:
+            _prefetch_row(slots, np.int64(hashes[i + PREFETCH] & mask))
+        start = kstart[i]
+        length = klen[i]
+        s, found = _find(slots, mask, arena, hashes[i], kdata, start, length, words[i])
+        if not found:
+            keep[i] = True
+            continue
+        meta = slots[s, 1]
+        log_wins = True
+        if ordered and not commit_time:
+            st = np.uint8(meta >> STATE_SHIFT)
+            bst = base_state[i]
+            log_wins = (
+                (bst & NULL_ORD) != 0
+                or (st & WEAK_ORD) != 0
+                or (st & DEFAULT_DELETE) == DEFAULT_DELETE
+                or (((st | bst) & NAN_ORD) == 0 and np.int64(slots[s, 3]) >= base_ord[i])
+            )
+        if log_wins:
+            keep[i] = False
+        else:
+            rec_state[np.int64(meta & REC_MASK) - 1] |= CONSUMED
+            keep[i] = True
+
+
+@numba.njit(cache=True, nogil=True)
+def rehash(old, new):
+    """Move every entry of ``old`` into the empty table ``new``."""
+    mask = np.uint64(new.shape[0] - 1)
+    for s in range(old.shape[0]):
+        if old[s, 1] != 0:
+            t = old[s, 0] & mask
+            while new[t, 1] != 0:
+                t = (t + np.uint64(1)) & mask
+            for c in range(4):
+                new[t, c] = old[s, c]
