@@ -85,36 +85,12 @@ def data_files(path: Path) -> dict[Path, str]:
 
 def io_bound(slice_files: list[Path], outputs: list[Path], workdir: Path) -> tuple[float, int]:
     """CPU-seconds of the compaction's input and output work without a merge, and the records
-    decoded (see the module docstring)."""
-    from hoodie_ray.log_format import DataBlock, LogReader, ParquetDataBlock
-    from hoodie_ray.log_format.blocks import dictionary_columns
+    decoded (mor-q1's :func:`~benchmarks.mor_q1.compaction_io_bound`)."""
+    from benchmarks.mor_q1 import compaction_io_bound
 
-    rows_out = [pq.read_table(p) for p in outputs]
-    logs = [p for p in slice_files if LOG_FILE_RE.match(p.name)]
-    bases = [p for p in slice_files if not LOG_FILE_RE.match(p.name)]
-    workdir.mkdir(parents=True, exist_ok=True)
-    decoded = 0
-    with CpuMeter() as meter:
-        for p in logs:
-            for blk in LogReader(p.read_bytes(), str(p)).blocks():
-                if not isinstance(blk, DataBlock):
-                    continue
-                if isinstance(blk, ParquetDataBlock) and blk.content is not None:
-                    decoded += pq.ParquetFile(pa.BufferReader(blk.content)).read().num_rows
-                else:
-                    decoded += blk.read().num_rows
-        for p in bases:
-            decoded += pq.read_table(p).num_rows
-        for j, t in enumerate(rows_out):
-            pq.write_table(
-                t,
-                workdir / f"out-{j:03d}.parquet",
-                compression="snappy",
-                use_dictionary=dictionary_columns(t),
-            )
-    shutil.rmtree(workdir, ignore_errors=True)
-    assert meter.usage is not None
-    return meter.usage.total_cpu_s, decoded
+    m = compaction_io_bound(slice_files, outputs, workdir)
+    assert m.usage is not None
+    return m.usage.total_cpu_s, int(m.extra["records_decoded"])
 
 
 @dataclass
