@@ -284,15 +284,10 @@ def _as_object_ordering(values: np.ndarray) -> np.ndarray:
 _TABLE_LOAD = 0.7
 
 
-def _use_compiled_table() -> bool:
-    from hoodie_ray import jit
-
-    return jit.enabled()
-
-
 class _HashTable:
     """Positions of distinct 64-bit hashes: an open-addressing table of int32 slots (numba,
-    4-11 bytes per hash), or a ``pandas.Index`` (about 30 bytes per hash) where numba is off."""
+    4-11 bytes per hash) where numba is loaded (:func:`warm_up`), else a ``pandas.Index``
+    (about 30 bytes per hash)."""
 
     def __init__(self, hashes: np.ndarray, slots: np.ndarray | None) -> None:
         self.hashes = hashes
@@ -304,7 +299,7 @@ class _HashTable:
         """A table over the first occurrence of each hash, and the mask of the later
         occurrences left out (None when every hash is distinct)."""
         n = len(hashes)
-        if _use_compiled_table():
+        if _jit_loaded():
             from hoodie_ray.index import _jit
 
             cap = 1 << max(3, int(np.ceil(np.log2(max(n, 1) / _TABLE_LOAD))))
@@ -340,9 +335,13 @@ class _HashTable:
 
 
 def warm_up() -> None:
-    """Load the compiled kernels of the key index now (numba's import and its cached
-    machine code take a few hundred ms), so that an actor pays it at start, not in its first
-    batch."""
+    """Load numba and the compiled kernels of the key index now (a few hundred ms), so that
+    this process's indexes use the compact compiled tables and an actor pays the load at
+    start, not in its first batch. Elsewhere an index uses them only where numba is loaded
+    already (it costs ~140 MB resident)."""
+    from hoodie_ray import jit
+
+    jit.enabled()  # imports numba unless it is switched off or missing
     idx = KeyIndex()
     keys = pa.array([f"warm{i}" for i in range(2 * _JIT_MIN_KEYS)])
     idx.put(keys, np.zeros(len(keys), dtype=np.int32))

@@ -34,6 +34,7 @@ from hoodie_ray.reader.merger import (
     _array,
     _as_string_keys,
     _bool_np,
+    default_ordering,
     ordering_class,
 )
 
@@ -310,7 +311,9 @@ class CompiledLogRecordBuffer:
             ords, state = ord_keys(table.column(self.ordering_field), self._ord_kind)
         if is_delete is not None and is_delete.any():
             state[is_delete] |= _DELETE
-            state[is_delete & self._default_ordering(table)] |= _DEFAULT
+            state[is_delete & default_ordering(table, self.ordering_field, self._ord_int32)] |= (
+                _DEFAULT
+            )
         self._fold(table.column(RECORD_KEY), _Piece(self._n, table, rest=rest), state, ords, False)
 
     def add_delete_block(
@@ -341,17 +344,6 @@ class CompiledLogRecordBuffer:
         state[default] |= _DEFAULT
         state[foreign] |= _FOREIGN
         self._fold(keys, _Piece(self._n, None), state, ords, True)
-
-    def _default_ordering(self, table: pa.Table) -> np.ndarray:
-        """Rows whose ordering value is the default one (null, or an int 0: Java Integer 0)."""
-        n = table.num_rows
-        if self.ordering_field is None:
-            return np.ones(n, dtype=bool)
-        col = table.column(self.ordering_field)
-        out = _bool_np(pc.is_null(col))
-        if self._ord_int32:
-            out |= _bool_np(pc.fill_null(pc.equal(col, 0), False))
-        return out
 
     def _fold(
         self,

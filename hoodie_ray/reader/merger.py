@@ -199,6 +199,18 @@ def occurrence_rank(keys: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     return pd.Series(codes).groupby(codes).cumcount().to_numpy()
 
 
+def default_ordering(table: pa.Table, ordering_field: str | None, int32: bool) -> np.ndarray:
+    """Rows whose ordering value is the default one: null, or an int 0 for an int field (Java's
+    Integer 0); every row when there is no ordering field."""
+    if ordering_field is None:
+        return np.ones(table.num_rows, dtype=bool)
+    col = table.column(ordering_field)
+    out = _bool_np(pc.is_null(col))
+    if int32:
+        out |= _bool_np(pc.fill_null(pc.equal(col, 0), False))
+    return out
+
+
 class LogRecordBuffer:
     """The merged log records of one file slice, keyed by ``_hoodie_record_key``.
 
@@ -266,7 +278,7 @@ class LogRecordBuffer:
         is_delete = np.zeros(n, dtype=bool) if is_delete is None else is_delete
         default = np.zeros(n, dtype=bool)
         if is_delete.any():
-            default = is_delete & self._default_ordering(table)
+            default = is_delete & default_ordering(table, self.ordering_field, self._ord_int32)
         self._fold(table, is_delete, default, np.zeros(n, dtype=bool), from_delete_block=False)
 
     def add_delete_block(
@@ -304,17 +316,6 @@ class LogRecordBuffer:
         self._fold(
             table, np.ones(n, dtype=bool), default.copy(), foreign.copy(), from_delete_block=True
         )
-
-    def _default_ordering(self, table: pa.Table) -> np.ndarray:
-        """Rows whose ordering value is the default one (null, or an int 0: Java Integer 0)."""
-        n = table.num_rows
-        if self.ordering_field is None:
-            return np.ones(n, dtype=bool)
-        col = table.column(self.ordering_field)
-        out = _bool_np(pc.is_null(col))
-        if self._ord_int32:
-            out |= _bool_np(pc.fill_null(pc.equal(col, 0), False))
-        return out
 
     def _fold(
         self,

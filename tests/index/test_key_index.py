@@ -157,3 +157,15 @@ def test_nbytes_counts_every_per_key_array():
     s = KeyIndex()  # string ordering values count with their Python objects
     s.put(keys, np.zeros(n, np.int32), ords=np.array([f"v{i}" for i in range(n)], dtype=object))
     assert s.nbytes() > got + 30 * n
+
+
+def test_compiled_tables_after_warm_up():
+    """After ``warm_up`` (assigner actors call it) segments use the compiled open-addressing
+    tables, with the same answers as the dict model."""
+    from hoodie_ray import jit
+    from hoodie_ray.index import warm_up
+
+    warm_up()
+    idx, _ = _run_against_dict(seed=3, rounds=20, key_space=300, batch=50)
+    if jit.enabled():
+        assert all(s.table._slots is not None for s in idx._segments)
