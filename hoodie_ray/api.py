@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 
-from hoodie_ray.exceptions import HoodieInputError, HoodieOptionError
+from hoodie_ray.exceptions import HoodieOptionError
 from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.job.coordinator import CommitResult
-
-
-def _is_ray_dataset(obj: Any) -> bool:
-    mod = sys.modules.get("ray.data")
-    return mod is not None and isinstance(obj, mod.Dataset)
-
-
-def _is_spark_dataframe(obj: Any) -> bool:
-    mod = sys.modules.get("pyspark.sql")
-    return mod is not None and isinstance(obj, mod.DataFrame)
+from hoodie_ray.write.records import is_ray_dataset, is_spark_dataframe
 
 
 def write(
@@ -52,32 +42,19 @@ def write(
     """
     if engine not in ("ray", "local"):
         raise HoodieOptionError(f"engine must be 'ray' or 'local', got {engine!r}")
-    if _is_spark_dataframe(data):
-        from hoodie_ray.spark import spark_to_ray
+    if engine == "ray":
+        from hoodie_ray.ray.stream import write_warm
 
-        data = spark_to_ray(data)
-    if _is_ray_dataset(data):
-        if engine == "local":
-            batches = list(data.iter_batches(batch_format="pyarrow"))
-            data = pa.concat_tables(batches) if batches else pa.table({})
-        else:
-            from hoodie_ray.ray.datasink import write_dataset
+        # every input kind goes through the warm topology; the driver hands over references
+        return write_warm(data, path, options, storage_options=storage_options)
+    if is_spark_dataframe(data):
+        from hoodie_ray.spark import spark_to_arrow
 
-            return write_dataset(data, path, options, storage_options=storage_options)
-    if not isinstance(data, (pa.Table, pa.RecordBatch)):
-        try:
-            import pandas as pd
-
-            if not isinstance(data, pd.DataFrame):
-                raise HoodieInputError(f"unsupported input type {type(data).__name__}")
-        except ImportError:
-            raise HoodieInputError(f"unsupported input type {type(data).__name__}") from None
-    if engine == "local":
-        return HoodieWriteClient(path, options, storage_options).write(data)
-    from hoodie_ray.ray.stream import write_arrow
-    from hoodie_ray.write.records import to_arrow
-
-    return write_arrow(to_arrow(data), path, options, storage_options=storage_options)
+        data = spark_to_arrow(data)
+    if is_ray_dataset(data):
+        batches = list(data.iter_batches(batch_format="pyarrow"))
+        data = pa.concat_tables(batches) if batches else pa.table({})
+    return HoodieWriteClient(path, options, storage_options).write(data)
 
 
 def compact(

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from hoodie_ray.exceptions import HoodieError, HoodieInputError, HoodieUnsupportedError
 from hoodie_ray.ray.runtime import JVM_OPTIONS, ensure_ray
+from hoodie_ray.write.records import is_spark_dataframe
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -516,16 +517,6 @@ def stop_spark(timeout_s: float = 30.0) -> None:
 # ---------------------------------------------------------------------------------------------
 # Conversions
 # ---------------------------------------------------------------------------------------------
-
-
-def is_spark_dataframe(obj: Any) -> bool:
-    """True for a pyspark DataFrame (classic or Spark Connect), never importing pyspark."""
-    for name in ("pyspark.sql.dataframe", "pyspark.sql.connect.dataframe"):
-        mod = sys.modules.get(name)
-        cls = getattr(mod, "DataFrame", None) if mod is not None else None
-        if cls is not None and isinstance(obj, cls):
-            return True
-    return False
 
 
 def spark_to_ray(df: DataFrame, *, num_blocks: int | None = None) -> ray.data.Dataset:

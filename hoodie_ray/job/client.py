@@ -16,12 +16,26 @@ from hoodie_ray.config.options import WriteConfig, resolve_options
 from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.job.coordinator import CommitResult, Coordinator
 from hoodie_ray.job.setup import TableSetup
+from hoodie_ray.meta import META_PREFIX
 from hoodie_ray.metadata.layout import RECORD_INDEX
 from hoodie_ray.reader.index_bootstrap import bootstrap_entries, bootstrap_entries_with_ordering
 from hoodie_ray.table import HoodieTable
-from hoodie_ray.write.bucket_assigner import AssignerConfig, BucketAssigner, WriteProfile
-from hoodie_ray.write.records import PreparedBatch, precombine, prepare_batch, to_arrow
-from hoodie_ray.write.schema_evolution import EvolutionPolicy
+from hoodie_ray.write.bucket_assigner import (
+    AssignerConfig,
+    BucketAssigner,
+    WriteProfile,
+    record_tasks,
+)
+from hoodie_ray.write.records import (
+    PreparedBatch,
+    check_schema_compatible,
+    normalise_schema,
+    precombine,
+    prepare_batch,
+    to_arrow,
+)
+from hoodie_ray.write.routing import split_rows
+from hoodie_ray.write.schema_evolution import EvolutionPolicy, evolve_schema
 from hoodie_ray.write.stream_writer import StreamWriteFunction
 
 
@@ -100,6 +114,49 @@ def prepare_input(setup: TableSetup, table: pa.Table, wc: WriteConfig) -> Prepar
         data_schema=ctx.data_schema if setup.schema_fixed or wc.operation == "delete" else None,
         evolution=evolution_policy(setup, wc),
     )
+
+
+def input_data_schema(
+    setup: TableSetup, input_schema: pa.Schema, wc: WriteConfig, *, decides: bool
+) -> pa.Schema:
+    """The data schema a batch of ``input_schema`` is written with, from its schema alone
+    (what :func:`prepare_input` gives as ``data_schema``, without touching a row).
+
+    ``decides``: the batch is a new table's first and decides its schema. Raises
+    :class:`~hoodie_ray.exceptions.HoodieSchemaError` for a batch the table schema refuses, so
+    a driver refuses it before any row is sent."""
+    ctx = setup.context
+    if wc.operation == "delete":
+        return ctx.data_schema
+    if decides:
+        return normalise_schema(input_schema)
+    table_schema = pa.schema([f for f in ctx.data_schema if not f.name.startswith(META_PREFIX)])
+    batch_schema = normalise_schema(input_schema, keep_null=True)
+    return evolve_schema(table_schema, batch_schema, evolution_policy(setup, wc))
+
+
+def route_input(
+    setup: TableSetup, block: Any, num_tasks: int, rows: tuple[int, int] | None = None
+) -> list[pa.Table]:
+    """An input block (Arrow, pandas, a Ray Data block; ``rows``: the ``[start, stop)`` slice
+    of it that is the input) prepared against the table schema ``setup`` fixes and split by
+    assigner task: what a write task does with its input before the bucket assigners see it.
+
+    The schema the batch evolves the table to was set up front (:func:`input_data_schema`);
+    a block whose columns disagree with it (another block of the same dataset, say) is refused.
+    """
+    table = to_arrow(block)
+    if rows is not None:
+        table = table.slice(rows[0], rows[1] - rows[0])
+    fixed = setup if setup.schema_fixed else dataclasses.replace(setup, schema_fixed=True)
+    wc = setup.context.write_config
+    prepared = prepare_input(fixed, table, wc)
+    if not prepared.data_schema.equals(setup.context.data_schema):
+        check_schema_compatible(prepared.data_schema, setup.context.data_schema)
+    out = prepared.table
+    if num_tasks == 1:
+        return [out]
+    return split_rows(out, record_tasks(out, num_tasks, wc), num_tasks)
 
 
 class HoodieWriteClient:

@@ -14,62 +14,24 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import ray
 
 from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.index import warm_up
-from hoodie_ray.job.client import build_assigner
+from hoodie_ray.job.client import build_assigner, route_input
 from hoodie_ray.job.coordinator import Coordinator
 from hoodie_ray.job.setup import TableSetup
 from hoodie_ray.ray import metrics
 from hoodie_ray.ray.compactor import CompactorPool
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.metadata import HoodieWriteStat
-from hoodie_ray.write.bucket_assigner import AssignerConfig, WriteProfile, writer_of_groups
-from hoodie_ray.write.buffer import file_group_codes
+from hoodie_ray.write.bucket_assigner import AssignerConfig, WriteProfile
 from hoodie_ray.write.context import WriteContext
+from hoodie_ray.write.routing import split_by_writer
 from hoodie_ray.write.stream_writer import StreamWriteFunction
-
-
-def split_by_writer(
-    tagged: pa.Table, num_writers: int, plan: Mapping[tuple[str, str], int] | None = None
-) -> list[pa.Table]:
-    """Tagged rows, one table per writer task (:func:`writer_of_groups`: the checkpoint's
-    writer plan, else a hash, so a file group lands on one writer: HUDI-4397), each with the
-    rows of a file group together (arrival order kept within a group), so the writer's buffer
-    needs no sort. One ``take`` at most."""
-    n = tagged.num_rows
-    if n == 0:
-        return [tagged] * num_writers
-    codes, groups = file_group_codes(tagged)
-    per_group = writer_of_groups(groups, num_writers, plan)
-    if len(groups) == 1:
-        w = int(per_group[0])
-        return [tagged if i == w else tagged.slice(0, 0) for i in range(num_writers)]
-    # rows by (writer, file group); stable, so arrival order holds within a group
-    order = np.argsort(per_group[codes] * len(groups) + codes, kind="stable")
-    return _slices(
-        tagged.take(pa.array(order)), np.bincount(per_group[codes], minlength=num_writers)
-    )
-
-
-def split_rows(table: pa.Table, targets: np.ndarray, n: int) -> list[pa.Table]:
-    """Split a table into ``n`` tables by target index (order kept within each)."""
-    if n == 1:
-        return [table]
-    order = np.argsort(targets, kind="stable")
-    return _slices(table.take(pa.array(order)), np.bincount(targets, minlength=n))
-
-
-def _slices(ordered: pa.Table, counts: np.ndarray) -> list[pa.Table]:
-    """Consecutive slices of ``ordered`` of the given lengths."""
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    return [ordered.slice(int(s), int(c)) for s, c in zip(starts, counts, strict=True)]
 
 
 @ray.remote
@@ -170,7 +132,24 @@ class AssignerActor:
         self.core = build_assigner(table, config, profile, slices)
         self.bootstrap_s = time.perf_counter() - t0  # the key index loaded from the table
         self.table = ctx.table_config.name
+        self.setup = setup
         metrics.gauge_index_size(self.table, config.task_id, len(self.core.index))
+
+    def set_setup(self, setup: TableSetup) -> None:
+        """The table schema evolved: input routed from now on is prepared against it."""
+        self.setup = setup
+
+    def route(self, block: Any, rows: tuple[int, int] | None, num_tasks: int) -> Any:
+        """An input block prepared and split by assigner task (``num_returns=num_tasks``):
+        the per-row work of the input (normalising, keys, partition paths) runs here, in the
+        assigners, never in the driver (:func:`~hoodie_ray.job.client.route_input`)."""
+        parts = route_input(self.setup, block, num_tasks, rows)
+        return parts[0] if num_tasks == 1 else tuple(parts)
+
+    def route_assign(self, block: Any, rows: tuple[int, int] | None, num_writers: int) -> Any:
+        """The one-assigner topology: an input block prepared and assigned in one call."""
+        (prepared,) = route_input(self.setup, block, 1, rows)
+        return self.assign(prepared, num_writers)
 
     def assign(self, batch: pa.Table, num_writers: int) -> Any:
         """Tagged rows, one table per writer (``num_returns=num_writers``)."""

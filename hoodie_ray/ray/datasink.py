@@ -8,10 +8,6 @@ commits the instant; ``on_write_failed`` rolls it back, so a failed write commit
 
 from __future__ import annotations
 
-import dataclasses
-import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import ray
@@ -19,14 +15,12 @@ from ray.data import Datasink
 
 from hoodie_ray.config.options import resolve_options
 from hoodie_ray.exceptions import HoodieWriteError
-from hoodie_ray.job.client import prepare_input
+from hoodie_ray.job.client import route_input
 from hoodie_ray.job.coordinator import CommitResult
-from hoodie_ray.ray.actors import split_rows
-from hoodie_ray.ray.runtime import NAMESPACE, ensure_ray
+from hoodie_ray.ray.runtime import NAMESPACE
 from hoodie_ray.ray.stream import HoodieStreamWriter
 from hoodie_ray.table import HoodieTable
-from hoodie_ray.write.bucket_assigner import record_tasks
-from hoodie_ray.write.records import check_schema_compatible, to_arrow
+from hoodie_ray.write.records import to_arrow
 
 
 class HoodieDatasink(Datasink):  # type: ignore[type-arg]
@@ -94,12 +88,7 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
                 continue
             # The dataset's schema decided the table schema when the write started (a new
             # table's, or the one it evolved the table's to): every block is written with it.
-            batch = prepare_input(dataclasses.replace(setup, schema_fixed=True), t, self.wc)
-            if not batch.data_schema.equals(setup.context.data_schema):
-                check_schema_compatible(batch.data_schema, setup.context.data_schema)
-            prepared = batch.table
-            parts = split_rows(prepared, record_tasks(prepared, na, setup.context.write_config), na)
-            for i, part in enumerate(parts):
+            for i, part in enumerate(route_input(setup, t, na)):
                 if part.num_rows == 0:
                     continue
                 out = assigners[i].assign.options(num_returns=nw).remote(part, nw)
@@ -129,63 +118,3 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
 
     def get_name(self) -> str:
         return "Hudi"
-
-
-def write_dataset(
-    ds: Any,
-    path: str,
-    options: dict[str, Any] | None,
-    storage_options: dict[str, Any] | None = None,
-) -> CommitResult:
-    """One commit of a Ray Dataset through :class:`~hoodie_ray.ray.datasink.HoodieDatasink`:
-    Ray Data's write tasks send their blocks straight to the assigner actors."""
-    from hoodie_ray.ray.stream import release_warm_writers
-
-    release_warm_writers()  # its resources (and maybe this table's lock) are needed now
-    ensure_ray()
-    with _quiet_ray_data_console():
-        schema = ds.schema()
-        base = getattr(schema, "base_schema", schema) if schema is not None else None
-        sink = HoodieDatasink(path, options, storage_options, schema=base)
-        ds.write_datasink(sink)
-    return sink.result or CommitResult(None)
-
-
-class _RayDataConsoleFilter(logging.Filter):
-    """Ray Data console records hoodie_ray's write keeps off the console (the log file keeps them):
-
-    * INFO chatter ("Dataset ... execution finished", "Data sink Hudi finished. N rows"): the
-      commit result says it;
-    * "The Ray cluster currently does not have any available CPUs. The Dataset job will hang":
-      wrong here, the write's actors hold the CPUs on purpose and the write tasks run beside them;
-    * "Progress bars disabled. To enable, ...": a hint about the caller's own setting.
-
-    Every other warning and error passes.
-    """
-
-    _DROPPED = ("does not have any available CPUs", "Progress bars disabled.")
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno < logging.WARNING:
-            return False
-        msg = record.msg if isinstance(record.msg, str) else ""
-        return not any(d in msg for d in self._DROPPED)
-
-
-@contextmanager
-def _quiet_ray_data_console() -> Iterator[None]:
-    """:class:`_RayDataConsoleFilter` on the console handlers of Ray Data's ``ray.data`` logger
-    (not its ``ray-data.log`` file handler) for the duration of one write."""
-    handlers = [
-        h
-        for h in logging.getLogger("ray.data").handlers
-        if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
-    ]
-    flt = _RayDataConsoleFilter()
-    for h in handlers:
-        h.addFilter(flt)
-    try:
-        yield
-    finally:
-        for h in handlers:
-            h.removeFilter(flt)

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import dataclasses
 import functools
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,16 +30,20 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from hoodie_ray.config.options import resolve_options
 from hoodie_ray.exceptions import HoodieCommitConflictError, HoodieError, HoodieWriteError
-from hoodie_ray.job.client import evolution_policy, prepare_input
+from hoodie_ray.job.client import input_data_schema
 from hoodie_ray.job.coordinator import CommitResult
 from hoodie_ray.job.setup import TableSetup
-from hoodie_ray.ray.actors import AssignerActor, CoordinatorActor, WriterActor, split_rows
+from hoodie_ray.ray.actors import AssignerActor, CoordinatorActor, WriterActor
 from hoodie_ray.ray.runtime import actor_resources, ensure_ray
 from hoodie_ray.table import HoodieTable
-from hoodie_ray.write.bucket_assigner import record_tasks
 from hoodie_ray.write.lock import new_owner_id, register_idle_holder, unregister_idle_holder
-from hoodie_ray.write.records import normalise_schema, to_arrow
-from hoodie_ray.write.schema_evolution import evolve_schema
+from hoodie_ray.write.records import (
+    is_pandas,
+    is_ray_dataset,
+    is_spark_dataframe,
+    pandas_schema,
+    to_arrow,
+)
 
 log = logging.getLogger("hoodie_ray")
 NAMESPACE = "hoodie_ray"
@@ -66,6 +69,38 @@ def _is_actor_loss(e: BaseException) -> bool:
         cause = getattr(e, "cause", None)
         return isinstance(cause, RayActorError)
     return False
+
+
+@dataclass(frozen=True)
+class _Input:
+    """One input block of the open checkpoint, kept (by reference) until its commit."""
+
+    ref: Any  # ObjectRef of an Arrow table, a pandas DataFrame or a Ray Data block
+    rows: tuple[int, int] | None  # the [start, stop) slice of the block that is input
+    num_rows: int
+
+
+def dataset_items(ds: Any) -> Iterator[tuple[pa.Schema, _Input]]:
+    """(schema, input) of each non-empty block of a Ray Dataset, as Ray Data produces them
+    (streaming: the dataset executes while its first blocks are written)."""
+    for bundle in ds.iter_internal_ref_bundles():
+        schema = getattr(bundle.schema, "base_schema", bundle.schema)
+        if not isinstance(schema, pa.Schema):
+            schema = getattr(ds.schema(), "base_schema", None)
+        slices = bundle.slices or [None] * len(bundle.blocks)
+        for entry, sl in zip(bundle.blocks, slices, strict=True):
+            rows = None if sl is None else (sl.start_offset, sl.end_offset)
+            n = entry.metadata.num_rows if sl is None else sl.num_rows
+            if n is None or n > 0:
+                yield schema, _Input(entry.ref, rows, n or 0)
+
+
+def _drain(refs: list[Any]) -> None:
+    """Wait for tasks of a failed checkpoint and take their errors (Ray logs an error no one
+    fetched as 'unhandled' when its reference goes)."""
+    for ref in refs:
+        with contextlib.suppress(Exception):
+            ray.get(ref, timeout=60)
 
 
 class HoodieStreamWriter:
@@ -102,7 +137,9 @@ class HoodieStreamWriter:
         self._assigners: list[Any] = []
         self._writers: list[Any] = []
         self._instant: str | None = None
-        self._inputs: list[Any] = []  # object refs of the open checkpoint's input
+        self._inputs: list[_Input] = []  # the open checkpoint's input (object refs)
+        self._spark_frames: list[Any] = []  # Spark DataFrames of the open checkpoint
+        self._next_router = 0  # the assigner that routes the next input block
         self._inflight: list[Any] = []
         self._attempt = 0
         self._closed = False
@@ -132,40 +169,71 @@ class HoodieStreamWriter:
         if self._setup is None:
             self._start(schema)
 
-    def write(self, batch: Any) -> None:
-        """Send a pyarrow Table/RecordBatch or pandas DataFrame into the open checkpoint."""
+    def write(self, data: Any) -> None:
+        """Send input into the open checkpoint: a pyarrow Table/RecordBatch, a pandas
+        DataFrame, a Ray Dataset or a Spark DataFrame of a RayDP session.
+
+        The driver only hands over object references: a Dataset's blocks go from Ray's object
+        store to the assigners as they are, an Arrow table or DataFrame is put there once. The
+        per-row work (normalising, record keys, partition paths, the split by assigner) runs
+        in the assigner actors. The schema is checked here, from the input's schema alone; a
+        row the table refuses (a null key, say) fails the open checkpoint: it is rolled back
+        and the error raised by this call or the next ``write``/``checkpoint``.
+        """
         if self._closed:
             raise HoodieWriteError("write after close")
-        table = to_arrow(batch)
-        if table.num_rows == 0:
+        for schema, item in self._input_items(data):
+            self._write_item(schema, item)
+
+    def _input_items(self, data: Any) -> Iterator[tuple[pa.Schema, _Input]]:
+        """(schema, input) of each block of ``data``, put into the object store where it is
+        not there yet; empty blocks are skipped."""
+        if is_spark_dataframe(data):
+            from hoodie_ray.spark import spark_to_ray
+
+            self._spark_frames.append(data)  # its cache is released once committed
+            data = spark_to_ray(data)
+        if is_ray_dataset(data):
+            yield from dataset_items(data)
             return
+        if is_pandas(data):
+            schema = pandas_schema(data)
+            if len(data):
+                yield schema, _Input(ray.put(data), None, len(data))
+            return
+        table = to_arrow(data)
+        if table.num_rows:
+            yield table.schema, _Input(ray.put(table), None, table.num_rows)
+
+    def _write_item(self, schema: pa.Schema, item: _Input) -> None:
         if self._setup is None:
-            self._start(table.schema)
+            self._start(schema)
         assert self._setup is not None
         # A new table's first batch decides its schema; every later batch is written with the
-        # schema it evolves the table's to (columns added, types widened), or is refused.
+        # schema it evolves the table's to (columns added, types widened), or is refused here.
         decides = not self._setup.schema_fixed and self._instant is None and not self._inputs
-        setup = self._setup if decides else dataclasses.replace(self._setup, schema_fixed=True)
-        prepared = prepare_input(setup, table, self.wc)  # bad input fails here, on the driver
-        data_schema = prepared.data_schema
+        data_schema = input_data_schema(self._setup, schema, self.wc, decides=decides)
         if not data_schema.equals(self._setup.context.data_schema):
             if decides:
                 self._setup = ray.get(self._coord.refix_schema.remote(data_schema))
                 self._restart_workers()
             else:
                 self._evolve(data_schema)
-        ref = ray.put(prepared.table)
-        self._inputs.append(ref)
-        self._run(lambda: self._send(ref))
+        self._inputs.append(item)
+        self._run(lambda: self._send(item))
 
     def _evolve(self, data_schema: pa.Schema) -> None:
         """The table schema evolves: the coordinator records it at the next commit, the
-        writers write everything from now on in it (rows they buffered already, and replayed
-        rows of the old schema, get nulls for the new columns). Each writer gets it before any
-        row of the new schema: one caller's calls to an actor run in order."""
+        assigners prepare and the writers write everything from now on in it (rows they
+        buffered already, and replayed rows of the old schema, get nulls for the new columns).
+        Each actor gets it before any row of the new schema: one caller's calls to an actor
+        run in order."""
         assert self._setup is not None
         self._setup = ray.get(self._coord.refix_schema.remote(data_schema))
-        ray.get([w.set_context.remote(self._setup.context) for w in self._writers])
+        ray.get(
+            [a.set_setup.remote(self._setup) for a in self._assigners]
+            + [w.set_context.remote(self._setup.context) for w in self._writers]
+        )
 
     def _evolve_to(self, input_schema: pa.Schema | None) -> None:
         """Before a write whose input schema is known up front (a Ray Dataset's): evolve the
@@ -173,13 +241,7 @@ class HoodieStreamWriter:
         setup = self._setup
         if setup is None or not isinstance(input_schema, pa.Schema) or not setup.schema_fixed:
             return
-        if self.wc.operation == "delete":
-            return
-        target = evolve_schema(
-            setup.context.data_schema,
-            normalise_schema(input_schema, keep_null=True),
-            evolution_policy(setup, self.wc),
-        )
+        target = input_data_schema(setup, input_schema, self.wc, decides=False)
         if not target.equals(setup.context.data_schema):
             self._evolve(target)
 
@@ -189,8 +251,19 @@ class HoodieStreamWriter:
             return None
         result = self._run(self._checkpoint_once)
         self._inputs = []
+        self._release_spark_frames()
         self.results.append(result)
         return result.instant
+
+    def _release_spark_frames(self) -> None:
+        """Spark DataFrames written are committed or dropped: their caches go."""
+        frames, self._spark_frames = self._spark_frames, []
+        if frames:
+            from hoodie_ray.spark import release_spark_df
+
+            for df in frames:
+                with contextlib.suppress(Exception):
+                    release_spark_df(df)
 
     def close(self) -> None:
         """Checkpoint what is left, then stop the actors and release the table."""
@@ -359,35 +432,32 @@ class HoodieStreamWriter:
             + [w.start_instant.remote(instant, slices, frozen) for w in self._writers]
         )
 
-    def _send(self, ref: Any) -> None:
-        """Shuffle one prepared batch through assigners to writers (non-blocking, bounded)."""
+    def _send(self, item: _Input) -> None:
+        """Route one input block through assigners to writers (non-blocking, bounded). The
+        driver passes references only; a block reaches the assigner that routes it (in turn)
+        straight from the object store."""
         if self._instant is None:
             self._begin_instant()
-        parts: list[Any]
-        if self.num_assigners == 1:
-            # The batch goes on by reference: the assigner maps it from the object store, the
-            # driver does not serialise it a second time.
-            parts = [ref]
+        na, nw = self.num_assigners, self.num_writers
+        tagged: list[list[Any]] = []
+        if na == 1:
+            out = (
+                self._assigners[0]
+                .route_assign.options(num_returns=nw)
+                .remote(item.ref, item.rows, nw)
+            )
+            tagged.append([out] if nw == 1 else list(out))
         else:
-            table: pa.Table = ray.get(ref)
-            assert self._setup is not None
-            parts = [
-                p if p.num_rows else None
-                for p in split_rows(
-                    table,
-                    record_tasks(table, self.num_assigners, self._setup.context.write_config),
-                    self.num_assigners,
-                )
-            ]
-        for i, part in enumerate(parts):
-            if part is None:
-                continue
-            nw = self.num_writers
-            out = self._assigners[i].assign.options(num_returns=nw).remote(part, nw)
-            outs = [out] if nw == 1 else list(out)
+            router = self._assigners[self._next_router]
+            self._next_router = (self._next_router + 1) % na
+            parts = list(router.route.options(num_returns=na).remote(item.ref, item.rows, na))
+            for i, part in enumerate(parts):
+                out = self._assigners[i].assign.options(num_returns=nw).remote(part, nw)
+                tagged.append([out] if nw == 1 else list(out))
+        for outs in tagged:
             for j, w in enumerate(self._writers):
                 self._inflight.append(w.write.remote(outs[j]))
-        limit = self.wc.max_inflight_batches * max(1, self.num_writers * self.num_assigners)
+        limit = self.wc.max_inflight_batches * max(1, nw * na)
         if len(self._inflight) > limit:
             done, self._inflight = ray.wait(self._inflight, num_returns=len(self._inflight) - limit)
             ray.get(done)
@@ -483,11 +553,12 @@ class HoodieStreamWriter:
                 self._inputs = []
                 return CommitResult(instant)
         self._restart_workers()
-        for ref in list(self._inputs):
-            self._send(ref)
+        for item in list(self._inputs):
+            self._send(item)
         return None
 
     def _fail_instant(self) -> None:
+        _drain(self._inflight)
         if self._instant is not None and self._coord is not None:
             try:
                 ray.get([w.abort.remote() for w in self._writers], timeout=60)
@@ -500,6 +571,7 @@ class HoodieStreamWriter:
         self._instant = None
         self._inputs = []
         self._inflight = []
+        self._release_spark_frames()
 
     def _shutdown(self, rollback: bool) -> None:
         if self._closed:
@@ -637,15 +709,16 @@ def _options_key(
     return json.dumps([options or {}, storage_options or {}, address], sort_keys=True, default=str)
 
 
-def write_arrow(
-    table: pa.Table,
+def write_warm(
+    data: Any,
     path: str,
     options: dict[str, Any] | None,
     storage_options: dict[str, Any] | None = None,
     ray_address: str | None = None,
 ) -> CommitResult:
-    """One commit of an in-memory table through the Ray topology (kept warm for the next call
-    from this process for ``write.warm_idle_s`` seconds)."""
+    """One commit of ``data`` (anything :meth:`HoodieStreamWriter.write` takes: Arrow, pandas,
+    a Ray Dataset, a Spark DataFrame) through the Ray topology, kept warm for the next call
+    from this process for ``write.warm_idle_s`` seconds: actors and key index live on."""
     from hoodie_ray.storage import open_storage
 
     idle_s = resolve_options(options).warm_idle_s
@@ -664,10 +737,15 @@ def write_arrow(
             path, options, storage_options=storage_options, ray_address=ray_address
         )
     try:
-        bs = writer.wc.write_batch_rows
-        for off in range(0, table.num_rows, bs):
-            writer.write(table.slice(off, bs))
-        instant = writer.checkpoint()
+        with _quiet_ray_data_console():
+            if isinstance(data, (pa.Table, pa.RecordBatch)):
+                table = to_arrow(data)
+                bs = writer.wc.write_batch_rows
+                for off in range(0, table.num_rows, bs):
+                    writer.write(table.slice(off, bs))
+            else:
+                writer.write(data)
+            instant = writer.checkpoint()
     except BaseException:
         writer.abort()
         raise
@@ -677,3 +755,43 @@ def write_arrow(
     else:
         writer.close()
     return result or CommitResult(None)
+
+
+class _RayDataConsoleFilter(logging.Filter):
+    """Ray Data console records hoodie_ray's write keeps off the console (the log file keeps them):
+
+    * INFO chatter ("Dataset ... execution finished", "Data sink Hudi finished. N rows"): the
+      commit result says it;
+    * "The Ray cluster currently does not have any available CPUs. The Dataset job will hang":
+      wrong here, the write's actors hold the CPUs on purpose and the write tasks run beside them;
+    * "Progress bars disabled. To enable, ...": a hint about the caller's own setting.
+
+    Every other warning and error passes.
+    """
+
+    _DROPPED = ("does not have any available CPUs", "Progress bars disabled.")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return False
+        msg = record.msg if isinstance(record.msg, str) else ""
+        return not any(d in msg for d in self._DROPPED)
+
+
+@contextlib.contextmanager
+def _quiet_ray_data_console() -> Iterator[None]:
+    """:class:`_RayDataConsoleFilter` on the console handlers of Ray Data's ``ray.data`` logger
+    (not its ``ray-data.log`` file handler) for the duration of one write."""
+    handlers = [
+        h
+        for h in logging.getLogger("ray.data").handlers
+        if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
+    ]
+    flt = _RayDataConsoleFilter()
+    for h in handlers:
+        h.addFilter(flt)
+    try:
+        yield
+    finally:
+        for h in handlers:
+            h.removeFilter(flt)

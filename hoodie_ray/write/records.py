@@ -7,6 +7,7 @@ and a boolean ``_hoodie_is_deleted`` column. All of it is column-wise; no per-re
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,36 @@ from hoodie_ray.reader.schema import reconcile
 from hoodie_ray.write.schema_evolution import EvolutionPolicy, evolve_schema
 
 ROUTING_COLUMNS = (RECORD_KEY, PARTITION_PATH, IS_DELETED)
+
+
+def is_ray_dataset(obj: Any) -> bool:
+    """True for a Ray Dataset (materialized or not), never importing Ray."""
+    mod = sys.modules.get("ray.data")
+    return mod is not None and isinstance(obj, mod.Dataset)
+
+
+def is_spark_dataframe(obj: Any) -> bool:
+    """True for a pyspark DataFrame (classic or Spark Connect), never importing pyspark."""
+    for name in ("pyspark.sql.dataframe", "pyspark.sql.connect.dataframe"):
+        mod = sys.modules.get(name)
+        cls = getattr(mod, "DataFrame", None) if mod is not None else None
+        if cls is not None and isinstance(obj, cls):
+            return True
+    return False
+
+
+def is_pandas(obj: Any) -> bool:
+    """True for a pandas DataFrame, never importing pandas."""
+    mod = sys.modules.get("pandas")
+    return mod is not None and isinstance(obj, mod.DataFrame)
+
+
+def pandas_schema(df: Any) -> pa.Schema:
+    """The Arrow schema :func:`to_arrow` gives a pandas DataFrame, without converting it."""
+    try:
+        return pa.Schema.from_pandas(df, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+        raise HoodieInputError(f"cannot convert the DataFrame to Arrow: {e}") from None
 
 
 def to_arrow(data: Any) -> pa.Table:
