@@ -1,0 +1,134 @@
+"""Ray Datasets into a live topology: HoodieStreamWriter.write(ds) over checkpoints and warm
+hr.write(ds) keep their actors and key index, give the table the driver path gives, lose
+nothing when an actor dies, and refuse bad input as the HoodieError itself."""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+import pytest
+
+import hoodie_ray as hr
+from tests.fixtures_ray import checkpoint_with_kill
+from tests.write.model import OPTIONS, TableModel, Workload, hudi_rs_snapshot, to_arrow
+
+pytestmark = pytest.mark.ray
+
+TOPOLOGY = {"write.tasks": "2", "write.bucket_assign.tasks": "2"}
+
+
+def _commits(seed: int, n: int) -> list[list[dict]]:
+    wl = Workload(seed=seed)
+    out = [[wl._row(k) for k in wl.keys[:30]]]
+    while len(out) < n:
+        rows: list[dict] = []
+        while len(rows) < 20:
+            kind, more = wl.next_commit()
+            if kind == "upsert":
+                rows += more
+        out.append(rows)
+    return out
+
+
+def _dataset(ray, rows: list[dict], blocks: int = 3):
+    """A dataset of several blocks made by Ray tasks (as a pipeline's would be)."""
+    t = to_arrow(rows, True)
+    step = max(1, -(-t.num_rows // blocks))
+    return ray.data.from_arrow_refs(
+        [ray.put(t.slice(i, step)) for i in range(0, t.num_rows, step)]
+    ).materialize()
+
+
+def test_dataset_stream_keeps_actors_and_matches_the_driver_path(ray_session, tmp_path):
+    ray = ray_session
+    commits = _commits(21, 5)
+    model = TableModel()
+    by_driver, by_dataset = tmp_path / "driver", tmp_path / "dataset"
+    with (
+        hr.HoodieStreamWriter(
+            str(by_driver), {**OPTIONS, **TOPOLOGY, "hoodie.table.name": "driver"}
+        ) as d,
+        hr.HoodieStreamWriter(str(by_dataset), {**OPTIONS, **TOPOLOGY}) as w,
+    ):
+        for i, rows in enumerate(commits):
+            d.write(to_arrow(rows, True))
+            d.checkpoint()
+            w.write(_dataset(ray, rows))
+            assert w.checkpoint() is not None
+            if i == 0:
+                pids, boot = w.actor_pids(), [s["bootstrap_ms"] for s in w.index_stats()]
+            model.upsert(rows)
+            want = model.as_table().to_pylist()
+            assert hudi_rs_snapshot(by_dataset).to_pylist() == want, f"checkpoint {i}"
+            assert hudi_rs_snapshot(by_driver).to_pylist() == want, f"checkpoint {i}"
+        # the same actors (no restart) and key index (no bootstrap after the first) throughout
+        assert w.actor_pids() == pids
+        assert [s["bootstrap_ms"] for s in w.index_stats()] == boot
+        assert sum(s["keys"] for s in w.index_stats()) >= len(model.rows)
+        empty = ray.data.from_arrow(to_arrow(commits[0], True).slice(0, 0))
+        w.write(empty)
+        assert w.checkpoint() is None  # nothing to write: no instant
+
+
+def test_warm_hr_write_of_datasets_keeps_the_topology(ray_session, tmp_path):
+    from hoodie_ray.ray.stream import _parked, release_warm_writers
+
+    ray = ray_session
+    path = str(tmp_path / "t")
+    model = TableModel()
+    pids = None
+    try:
+        for rows in _commits(22, 3):
+            assert hr.write(_dataset(ray, rows, 2), path, OPTIONS).instant is not None
+            model.upsert(rows)
+            (parked,) = _parked.values()
+            now = parked.writer.actor_pids()
+            assert pids is None or now == pids  # one topology for every write
+            pids = now
+        assert hudi_rs_snapshot(tmp_path / "t").to_pylist() == model.as_table().to_pylist()
+        n = len(hr.HoodieTable.load(path).timeline)
+        empty = ray.data.from_arrow(to_arrow(_commits(22, 1)[0], True).slice(0, 0))
+        assert hr.write(empty, path, OPTIONS).instant is None
+        assert len(hr.HoodieTable.load(path).timeline) == n  # no instant for zero rows
+    finally:
+        release_warm_writers()
+
+
+def test_actor_killed_mid_dataset_write_loses_nothing(ray_session, tmp_path):
+    ray = ray_session
+    path = tmp_path / "t"
+    rng = random.Random(5)
+    model = TableModel()
+    roles = ["assigner-1", "writer-0", "coordinator"]
+    with hr.HoodieStreamWriter(str(path), {**OPTIONS, **TOPOLOGY}) as w:
+        for i, rows in enumerate(_commits(23, 4)):
+            w.write(_dataset(ray, rows))
+            model.upsert(rows)
+            if i == 0:
+                w.checkpoint()
+                continue
+            checkpoint_with_kill(w, w.actors[roles[i - 1]], rng.choice(["before", "during"]), rng)
+            assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), i
+
+
+def test_bad_dataset_rows_fail_as_themselves(ray_session, tmp_path):
+    ray = ray_session
+    path = str(tmp_path / "t")
+    hr.write(to_arrow([Workload(1)._row("a")], False), path, OPTIONS)
+    before = hudi_rs_snapshot(tmp_path / "t").to_pylist()
+    good = to_arrow([Workload(1)._row("b")], False)
+    null_key = good.set_column(0, "key", pa.array([None], pa.string()))
+    ds = ray.data.from_arrow([good, null_key])
+    with pytest.raises(hr.HoodieInputError, match="key") as e:
+        hr.write(ds, path, OPTIONS)
+    assert type(e.value).__module__.startswith("hoodie_ray")
+    assert "Traceback" not in str(e.value) and len(str(e.value)) < 500
+    # blocks of one dataset whose column types conflict: the schema error names the column
+    s = good.set_column(4, "s", pa.array([1.5]))
+    with pytest.raises(hr.HoodieSchemaError, match=r"\bs\b"):
+        hr.write(ray.data.from_arrow([good, s]), path, OPTIONS)
+    assert hudi_rs_snapshot(tmp_path / "t").to_pylist() == before
+    with hr.HoodieStreamWriter(path, OPTIONS) as w:
+        w.write(ray.data.from_arrow(good).materialize())  # a MaterializedDataset is input too
+    assert len(hudi_rs_snapshot(tmp_path / "t")) == 2
