@@ -1,0 +1,512 @@
+"""Scaling: the mor-q1 base commits through every input path at 1, 2, 4, 8 (16) writers.
+
+    python -m benchmarks.scaling [--quick] [--writers 1,2,4,8] [--assigners N] [--json]
+
+Paths (``--paths``, all by default):
+
+* ``driver``: ``HoodieStreamWriter.write(pa.Table)`` from this process, batches of
+  ``--batch-rows``; the driver puts each batch into the object store and hands over the
+  reference.
+* ``dataset``: one Ray Dataset per commit into one live topology
+  (``HoodieStreamWriter.write(ds)``, one checkpoint per commit). The dataset's blocks are in the
+  object store before the commit is timed (a pipeline's upstream made them): the section
+  measures hoodie_ray, not how the blocks were made.
+* ``spark``: one Spark DataFrame per commit (``spark.read.parquet`` of the commit's rows,
+  written to Parquet before the run) through RayDP into the same kind of topology, at the
+  quick size (``--spark-rows`` per commit). Its time splits into RayDP's conversion
+  (``spark_to_ray``: Spark's Arrow conversion and the transfer into Ray's object store) and
+  hoodie_ray's write and commit.
+
+For each path and writer count (assigners = writers unless ``--assigners``): wall rows/s, the
+speed-up over 1 writer, each role's CPU-s (driver, coordinator, assigners, writers, other Ray
+workers: Ray Data and RayDP tasks), ``driver_cpu_share`` (driver CPU-s / all CPU-s of the
+section), ``assigner_cpu_share`` (assigners' CPU-s / writers'), rows per CPU-s, commit
+latency p50/p95 and the correctness gate (hudi-rs reads the last-writer-wins dedup of the
+input). Peers fed the same commits (``--peers``, optional; a missing peer never fails the
+run): delta-rs merge (one process) and pypaimon ``write_ray`` into a primary-key table with
+fixed buckets, at each writer count (its own virtual environment, made on first use, in a
+child process: :mod:`benchmarks.paimon_peer`).
+
+Runs unchanged on a larger machine: ``--writers 1,2,4,8,16``; no network needed (the pypaimon
+peer is skipped where its environment cannot be made).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from benchmarks.common import (
+    CpuMeter,
+    CpuUsage,
+    GateResult,
+    Workload,
+    expected_snapshot,
+    fmt_num,
+    generate_workload,
+    iter_batches,
+    machine_info,
+    percentile,
+    ratio,
+    split_rows,
+    text_table,
+    wait_for_ray_idle,
+)
+from benchmarks.mor_q1 import _gate, delta_merge_peer, hoodie_options, log
+
+PATHS = ("driver", "dataset", "spark")
+DEFAULT_WRITERS = (1, 2, 4, 8)
+DEFAULT_BATCH_ROWS = 100_000
+#: Spark's quick size: rows per commit (the Spark path is measured at this size only).
+SPARK_ROWS = 50_000
+
+GOALS = {
+    "dataset_vs_driver_cpu": ">= 0.9 (2 cores: Dataset path rows per CPU-s / driver path's)",
+    "driver_cpu_share": "<= 0.05 on the driver and Dataset paths",
+    "assigner_cpu_share": "<= 0.25",
+    "dataset_speedup_8": ">= 6 (16 cores: Dataset path at 8 writers / at 1)",
+    "dataset_rows_per_s_8": ">= 4M (16 cores)",
+}
+
+
+@dataclass
+class PathRun:
+    """One path at one writer count."""
+
+    path: str
+    writers: int
+    assigners: int
+    rows: int = 0
+    usage: CpuUsage | None = None
+    pids: dict[str, int] = field(default_factory=dict)
+    commit_s: list[float] = field(default_factory=list)
+    convert_s: list[float] = field(default_factory=list)  # Spark: spark_to_ray per commit
+    gate: GateResult | None = None
+    error: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.path} w{self.writers} a{self.assigners}"
+
+    def role_cpu_s(self) -> dict[str, float]:
+        """CPU-s by role in the measured section: driver, coordinator, assigner, writer and
+        other (Ray Data / RayDP tasks, any other worker)."""
+        out = {"driver": 0.0, "coordinator": 0.0, "assigner": 0.0, "writer": 0.0, "other": 0.0}
+        if self.usage is None:
+            return out
+        out["driver"] = self.usage.driver_cpu_s
+        role_of = {pid: role.rstrip("-0123456789") for role, pid in self.pids.items()}
+        for p in self.usage.processes:
+            out[role_of.get(p.pid, "other")] += p.cpu_s
+        return out
+
+    def figures(self) -> dict[str, Any]:
+        u = self.usage
+        cpu = self.role_cpu_s()
+        total = u.total_cpu_s if u else 0.0
+        out: dict[str, Any] = {
+            "path": self.path,
+            "writers": self.writers,
+            "assigners": self.assigners,
+            "rows": self.rows,
+            "gate": None if self.gate is None else ("pass" if self.gate.passed else "fail"),
+            "error": self.error,
+        }
+        if u is None or self.error:
+            return out
+        out.update(
+            wall_s=round(u.wall_s, 3),
+            rows_per_s=round(self.rows / u.wall_s) if u.wall_s else None,
+            rows_per_cpu_s=round(self.rows / total) if total else None,
+            cpu_s={k: round(v, 2) for k, v in cpu.items()},
+            driver_cpu_share=_r(cpu["driver"] / total if total else None),
+            assigner_cpu_share=_r(ratio(cpu["assigner"], cpu["writer"])),
+            commit_p50_s=_r(percentile(self.commit_s, 50)),
+            commit_p95_s=_r(percentile(self.commit_s, 95)),
+        )
+        if self.convert_s:
+            out["spark_to_ray_s"] = round(sum(self.convert_s), 3)
+            out["hoodie_write_s"] = round(sum(self.commit_s) - sum(self.convert_s), 3)
+        return out
+
+
+def _r(v: float | None, nd: int = 3) -> float | None:
+    return None if v is None else round(float(v), nd)
+
+
+def _table_name(path: str, writers: int) -> str:
+    return f"scaling_{path}_w{writers}"
+
+
+def _dataset_inputs(ray: Any, commits: Sequence[pa.Table], blocks: int) -> list[Any]:
+    """One materialized Dataset per commit, ``blocks`` blocks each, in the object store."""
+    return [
+        ray.data.from_arrow_refs([ray.put(p) for p in split_rows(c, blocks)]).materialize()
+        for c in commits
+    ]
+
+
+def _spark_inputs(commits: Sequence[pa.Table], workdir: Path) -> list[Any]:
+    """One Spark DataFrame per commit, read from Parquet (written here, before any timing)."""
+    from hoodie_ray.spark import init_spark
+
+    spark = init_spark("hoodie_ray_scaling")
+    frames = []
+    for i, c in enumerate(commits):
+        f = workdir / f"spark_commit_{i:03d}.parquet"
+        pq.write_table(c, f)
+        frames.append(spark.read.parquet(str(f)).cache())
+        frames[-1].count()  # Spark has the rows: the section measures the hand-off and write
+    return frames
+
+
+def run_path(
+    hr: Any,
+    ray: Any,
+    path_kind: str,
+    workload: Workload,
+    expected: pa.Table,
+    table_dir: Path,
+    writers: int,
+    assigners: int,
+    batch_rows: int,
+    workdir: Path,
+) -> PathRun:
+    """Ingest ``workload``'s commits through one input path; gate; figures."""
+    run = PathRun(path_kind, writers, assigners, rows=workload.num_rows)
+    options = hoodie_options(
+        workload, "parquet", writers, _table_name(path_kind, writers), 6, assigners
+    )
+    blocks = max(2, 2 * writers)
+    try:
+        if path_kind == "dataset":
+            inputs: list[Any] = _dataset_inputs(ray, workload.commits, blocks)
+        elif path_kind == "spark":
+            inputs = _spark_inputs(workload.commits, workdir)
+        else:
+            inputs = list(workload.commits)
+        log(f"{run.label}: {len(inputs)} commits of {workload.commits[0].num_rows} rows ...")
+        with hr.HoodieStreamWriter(str(table_dir), options) as w:
+            w.start(workload.schema)
+            wait_for_ray_idle()
+            run.pids = dict(w.actor_pids())
+            with CpuMeter(ray_workers=True) as meter:
+                for item in inputs:
+                    c0 = time.perf_counter()
+                    if path_kind == "driver":
+                        for batch in iter_batches(item, batch_rows):
+                            w.write(batch)
+                    elif path_kind == "spark":
+                        from hoodie_ray.spark import release_spark_df, spark_to_ray
+
+                        ds = spark_to_ray(item)
+                        run.convert_s.append(time.perf_counter() - c0)
+                        w.write(ds)
+                    else:
+                        w.write(item)
+                    if w.checkpoint() is None:
+                        raise RuntimeError("checkpoint() returned None after a non-empty commit")
+                    run.commit_s.append(time.perf_counter() - c0)
+                    if path_kind == "spark":
+                        release_spark_df(item)
+            run.usage = meter.usage
+    except Exception as e:
+        run.error = f"{type(e).__name__}: {e}"
+        log(f"{run.label} failed: {run.error}")
+        return run
+    finally:
+        if path_kind == "spark":
+            with contextlib.suppress(Exception):
+                for df in inputs:
+                    df.unpersist()
+    run.gate = _gate(table_dir, expected, workload, run.label)
+    f = run.figures()
+    log(
+        f"{run.label}: {fmt_num(f.get('rows_per_s'))} rows/s, "
+        f"{fmt_num(f.get('rows_per_cpu_s'))} rows/CPU-s, driver share {f.get('driver_cpu_share')}"
+    )
+    return run
+
+
+@dataclass
+class Results:
+    workload: dict[str, Any]
+    runs: list[PathRun] = field(default_factory=list)
+    peers: list[dict[str, Any]] = field(default_factory=list)
+    machine: dict[str, Any] = field(default_factory=dict)
+
+    def gate(self) -> bool:
+        return all(r.gate is not None and r.gate.passed for r in self.runs if not r.error)
+
+    def rows(self) -> list[dict[str, Any]]:
+        out = []
+        base: dict[str, float] = {}
+        for r in self.runs:
+            f = r.figures()
+            rate = f.get("rows_per_s")
+            if r.writers == 1 and rate:
+                base[r.path] = rate
+            f["speedup_vs_1"] = _r(ratio(rate, base.get(r.path)))
+            out.append(f)
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        rows = self.rows()
+
+        def pick(path: str, writers: int, key: str) -> Any:
+            for f in rows:
+                if f["path"] == path and f["writers"] == writers:
+                    return f.get(key)
+            return None
+
+        ws = sorted({f["writers"] for f in rows})
+        top = max(ws, default=None)
+        out: dict[str, Any] = {}
+        for w in ws:
+            out[f"dataset_vs_driver_cpu_w{w}"] = _r(
+                ratio(pick("dataset", w, "rows_per_cpu_s"), pick("driver", w, "rows_per_cpu_s"))
+            )
+        for path in PATHS:
+            shares = [pick(path, w, "driver_cpu_share") for w in ws]
+            shares = [s for s in shares if s is not None]
+            if shares:
+                out[f"driver_cpu_share_max_{path}"] = max(shares)
+            if top is not None:
+                out[f"speedup_{path}_w{top}"] = pick(path, top, "speedup_vs_1")
+                out[f"rows_per_s_{path}_w{top}"] = pick(path, top, "rows_per_s")
+            a = [pick(path, w, "assigner_cpu_share") for w in ws]
+            a = [s for s in a if s is not None]
+            if a:
+                out[f"assigner_cpu_share_max_{path}"] = max(a)
+        for p in self.peers:
+            if p.get("rows_per_s") and p.get("writers") == top:
+                mine = pick("dataset", top, "rows_per_s")
+                out[f"dataset_vs_{p['key']}_w{top}"] = _r(ratio(mine, p["rows_per_s"]))
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "benchmark": "scaling",
+            "gate": "pass" if self.gate() else "fail",
+            "workload": self.workload,
+            "machine": self.machine,
+            "goals": GOALS,
+            "summary": self.summary(),
+            "runs": self.rows(),
+            "peers": self.peers,
+        }
+
+
+def render(res: Results) -> str:
+    headers = [
+        "path",
+        "w",
+        "a",
+        "rows/s",
+        "x1",
+        "rows/CPU-s",
+        "driver",
+        "coord",
+        "assign",
+        "write",
+        "other",
+        "drv share",
+        "asg share",
+        "p95 s",
+        "gate",
+    ]
+    body = []
+    for f in res.rows():
+        c = f.get("cpu_s") or {}
+        body.append(
+            [
+                f["path"],
+                f["writers"],
+                f["assigners"],
+                fmt_num(f.get("rows_per_s")),
+                f.get("speedup_vs_1"),
+                fmt_num(f.get("rows_per_cpu_s")),
+                c.get("driver"),
+                c.get("coordinator"),
+                c.get("assigner"),
+                c.get("writer"),
+                c.get("other"),
+                f.get("driver_cpu_share"),
+                f.get("assigner_cpu_share"),
+                f.get("commit_p95_s"),
+                f.get("gate") or f.get("error"),
+            ]
+        )
+    lines = [text_table(headers, body)]
+    for p in res.peers:
+        lines.append(
+            f"peer {p.get('name')} w{p.get('writers', '-')}: {fmt_num(p.get('rows_per_s'))} rows/s"
+            + (f" ({p['error']})" if p.get("error") else f", gate {p.get('gate')}")
+        )
+    lines.append(json.dumps(res.summary(), indent=1))
+    return "\n".join(lines)
+
+
+def run_peers(
+    kinds: Sequence[str], workload: Workload, writers: Sequence[int], workdir: Path, timeout: float
+) -> list[dict[str, Any]]:
+    """The optional peers; each failure is reported in its entry, never raised."""
+    out: list[dict[str, Any]] = []
+    if "delta" in kinds:
+        try:
+            m = delta_merge_peer(workload, workdir)
+            out.append(
+                {
+                    "key": "delta_merge",
+                    "name": "delta-rs merge",
+                    "writers": 1,
+                    "rows_per_s": round(m.rows_per_s) if m.rows_per_s else None,
+                    "rows_per_cpu_s": round(m.rows_per_cpu_s) if m.rows_per_cpu_s else None,
+                    "final_rows": m.extra.get("final_rows"),
+                    "gate": "pass" if m.extra.get("final_rows") == workload.num_keys else "fail",
+                }
+            )
+        except Exception as e:
+            out.append({"key": "delta_merge", "name": "delta-rs merge", "error": str(e)})
+    if "paimon" in kinds:
+        try:
+            from benchmarks.paimon_peer import ensure_paimon_venv, run_paimon_peer
+        except ImportError as e:
+            out.append({"key": "paimon", "name": "pypaimon write_ray", "error": str(e)})
+            return out
+        if ensure_paimon_venv() is None:
+            out.append({"key": "paimon", "name": "pypaimon write_ray", "error": "no environment"})
+            return out
+        files = []
+        for i, c in enumerate(workload.commits):
+            f = workdir / f"paimon_commit_{i:03d}.parquet"
+            pq.write_table(c, f)
+            files.append(f)
+        for w in writers:
+            res = run_paimon_peer(
+                files,
+                workdir / f"paimon_w{w}",
+                writers=w,
+                buckets=max(w, 1) * 2,
+                expected_keys=workload.num_keys,
+                timeout_s=timeout,
+            )
+            out.append({"key": "paimon", "writers": w, **res})
+    return out
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.scaling",
+        description="Every input path at 1..N writers: rows/s, speed-up, CPU by role.",
+    )
+    p.add_argument("--quick", action="store_true", help="mor-q1 --quick sizes (200K keys)")
+    p.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    p.add_argument("--writers", default="1,2,4,8", help="writer counts, e.g. 1,2,4,8,16")
+    p.add_argument("--assigners", type=int, default=0, help="assigners (0: as many as writers)")
+    p.add_argument("--paths", default=",".join(PATHS), help="driver,dataset,spark")
+    p.add_argument("--peers", default="delta,paimon", help="delta,paimon ('' for none)")
+    p.add_argument("--spark-rows", type=int, default=SPARK_ROWS, help="rows per Spark commit")
+    p.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS)
+    p.add_argument("--peer-timeout", type=float, default=1800.0)
+    hidden = argparse.SUPPRESS
+    p.add_argument("--keys", type=int, default=None, help=hidden)
+    p.add_argument("--commits", type=int, default=None, help=hidden)
+    p.add_argument("--workdir", type=Path, default=None, help=hidden)
+    p.add_argument("--seed", type=int, default=20240601, help=hidden)
+    args = p.parse_args(argv)
+    args.writers = [int(x) for x in args.writers.split(",") if x.strip()]
+    args.paths = [x.strip() for x in args.paths.split(",") if x.strip()]
+    args.peers = [x.strip() for x in args.peers.split(",") if x.strip()]
+    bad = [x for x in args.paths if x not in PATHS]
+    if bad or not args.writers or min(args.writers) < 1:
+        p.error(f"--paths: unknown {bad}" if bad else "--writers must be positive")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    import ray
+
+    import hoodie_ray as hr
+
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="hoodie_scaling_"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    started = False
+    if not ray.is_initialized():
+        ray.init(
+            address=os.environ.get("RAY_ADDRESS") or "local",
+            include_dashboard=False,
+            logging_level=logging.WARNING,
+        )
+        started = True
+    try:
+        workload = generate_workload(
+            "base", quick=args.quick, seed=args.seed, num_keys=args.keys, num_commits=args.commits
+        )
+        expected = expected_snapshot(workload)
+        res = Results(workload.summary(), machine=machine_info())
+        for kind in args.paths:
+            wl, exp = workload, expected
+            if kind == "spark":
+                wl = _spark_workload(workload, args.spark_rows)
+                exp = expected_snapshot(wl)
+                res.workload["spark"] = wl.summary()
+            for w in args.writers:
+                table_dir = workdir / f"{kind}_w{w}"
+                run = run_path(
+                    hr,
+                    ray,
+                    kind,
+                    wl,
+                    exp,
+                    table_dir,
+                    w,
+                    args.assigners or w,
+                    args.batch_rows,
+                    workdir,
+                )
+                res.runs.append(run)
+                shutil.rmtree(table_dir, ignore_errors=True)
+        if args.peers:
+            res.peers = run_peers(args.peers, workload, args.writers, workdir, args.peer_timeout)
+        print(render(res))
+        if args.json:
+            print(json.dumps(res.to_json()))
+        return 0 if res.gate() else 1
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+        if started:
+            ray.shutdown()
+
+
+def _spark_workload(workload: Workload, rows_per_commit: int) -> Workload:
+    """The Spark path's quick size: the first ``rows_per_commit`` rows of each commit."""
+    import dataclasses
+
+    commits = tuple(c.slice(0, rows_per_commit) for c in workload.commits)
+    keys = pa.concat_tables(commits).column(workload.key_field)
+    import pyarrow.compute as pc
+
+    return dataclasses.replace(
+        workload, commits=commits, num_keys=len(pc.unique(keys)), description="spark quick size"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

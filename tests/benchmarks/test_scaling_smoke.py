@@ -1,0 +1,43 @@
+"""Smoke test of the scaling benchmark at a tiny size: every path, two writer counts, the
+figures and the gate in its JSON (no timing assertions)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks.scaling import main, parse_args
+
+pytestmark = [pytest.mark.ray, pytest.mark.spark]
+
+
+def test_parse_args_writer_lists_and_paths() -> None:
+    args = parse_args(["--writers", "1,2,4,8,16", "--paths", "driver,dataset", "--peers", ""])
+    assert args.writers == [1, 2, 4, 8, 16] and args.paths == ["driver", "dataset"]
+    assert args.peers == []
+    with pytest.raises(SystemExit):
+        parse_args(["--paths", "flink"])
+
+
+def test_every_path(spark_session, tmp_path, capsys) -> None:
+    rc = main(
+        [
+            "--keys", "600", "--commits", "2", "--writers", "2", "--spark-rows", "300",
+            "--peers", "delta", "--json", "--workdir", str(tmp_path),
+        ]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    doc = json.loads(out.strip().splitlines()[-1])
+    assert rc == 0 and doc["gate"] == "pass"
+    runs = {(r["path"], r["writers"]): r for r in doc["runs"]}
+    assert set(runs) == {(p, 2) for p in ("driver", "dataset", "spark")}
+    for r in runs.values():
+        assert r["error"] is None and r["gate"] == "pass"
+        assert 0 <= r["driver_cpu_share"] <= 1 and r["rows_per_s"] > 0
+        assert set(r["cpu_s"]) == {"driver", "coordinator", "assigner", "writer", "other"}
+        assert r["cpu_s"]["writer"] > 0
+    assert runs[("spark", 2)]["spark_to_ray_s"] >= 0
+    assert "dataset_vs_driver_cpu_w2" in doc["summary"]
+    (delta,) = doc["peers"]
+    assert delta["gate"] == "pass"
