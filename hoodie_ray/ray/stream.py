@@ -140,6 +140,7 @@ class HoodieStreamWriter:
         self._inputs: list[_Input] = []  # the open checkpoint's input (object refs)
         self._spark_frames: list[Any] = []  # Spark DataFrames of the open checkpoint
         self._next_router = 0  # the assigner that routes the next input block
+        self._workers_stale = False  # restart assigners and writers before the next instant
         self._inflight: list[Any] = []
         self._attempt = 0
         self._closed = False
@@ -366,6 +367,7 @@ class HoodieStreamWriter:
     def _restart_workers(self) -> None:
         """(Re)create assigners and writers from the table's current state."""
         self._pending_done = []  # calls to the assigners being replaced
+        self._workers_stale = False
         assert self._setup is not None
         for a in self._assigners + self._writers:
             ray.kill(a, no_restart=True)
@@ -421,6 +423,9 @@ class HoodieStreamWriter:
         return name
 
     def _begin_instant(self) -> None:
+        if self._workers_stale:
+            # a failed checkpoint left rows in the assigners' key indexes and writers' buffers
+            self._restart_workers()
         instant, slices, profile, frozen = ray.get(self._coord.start_checkpoint.remote())
         # Known before the actors hear of it: if one of them is lost now, recovery rolls the
         # instant back (else it stays pending, and a pending write blocks compaction).
@@ -559,6 +564,7 @@ class HoodieStreamWriter:
 
     def _fail_instant(self) -> None:
         _drain(self._inflight)
+        self._workers_stale = bool(self._assigners)
         if self._instant is not None and self._coord is not None:
             try:
                 ray.get([w.abort.remote() for w in self._writers], timeout=60)

@@ -132,3 +132,22 @@ def test_bad_dataset_rows_fail_as_themselves(ray_session, tmp_path):
     with hr.HoodieStreamWriter(path, OPTIONS) as w:
         w.write(ray.data.from_arrow(good).materialize())  # a MaterializedDataset is input too
     assert len(hudi_rs_snapshot(tmp_path / "t")) == 2
+
+
+def test_a_refused_row_fails_its_checkpoint_and_the_stream_goes_on(ray_session, tmp_path):
+    path = tmp_path / "t"
+    first, second = _commits(24, 2)
+    model = TableModel()
+    with hr.HoodieStreamWriter(str(path), {**OPTIONS, **TOPOLOGY}) as w:
+        w.write(to_arrow(first, True))
+        bad = to_arrow(first[:2], True)
+        bad = bad.set_column(0, "key", pa.array([None, "x"], pa.string()))
+        with pytest.raises(hr.HoodieInputError, match="key"):
+            w.write(bad)
+            w.checkpoint()
+        assert not path.exists() or hudi_rs_snapshot(path).num_rows == 0
+        # the stream goes on from the table as it is: the failed checkpoint left nothing
+        w.write(to_arrow(second, True))
+        assert w.checkpoint() is not None
+        model.upsert(second)
+    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
