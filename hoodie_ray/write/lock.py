@@ -107,7 +107,13 @@ class WriterLock:
             return self
         release_idle_holder(self.storage.base_uri)
         for _ in range(3):
-            if self.storage.create_new(LOCK_PATH, self._payload()):
+            try:
+                created = self.storage.create_new(LOCK_PATH, self._payload())
+            except HoodieIOError as e:  # e.g. a user who may not write the table's folder
+                raise HoodieIOError(
+                    f"cannot take the writer lock of {self.storage.base_uri}: {e}"
+                ) from e
+            if created:
                 break
             cur = self._load()
             if cur is _MISSING:
