@@ -153,8 +153,11 @@ class WriterLock:
     def _beat(self) -> None:
         while not self._stop.wait(self.heartbeat_s):
             try:
-                cur = self._read()
-                if cur is not None and cur.get("owner") != self.owner:
+                cur = self._load()
+                gone = cur is _MISSING and not self.storage.exists(LOCK_PATH)
+                if gone or (isinstance(cur, dict) and cur.get("owner") != self.owner):
+                    # released for us (release_owned: our job's driver saw us gone), or taken
+                    # over: never write a lock back that is not ours any more
                     self.held = False
                     return
                 self.storage.write_atomic(LOCK_PATH, self._payload())
@@ -178,6 +181,18 @@ class WriterLock:
             if cur is not None and cur.get("owner") == self.owner:
                 self.storage.delete(LOCK_PATH)
         self.held = False
+
+    def release_owned(self) -> bool:
+        """Delete the lock file if :attr:`owner` holds it, without having taken it in this
+        process: the job's driver releases the lock of its coordinator, a process that is gone
+        (Ray was shut down), instead of leaving the table refused until the heartbeat expires.
+        True when a lock was deleted."""
+        cur = self._read()
+        if cur is None or cur.get("owner") != self.owner:
+            return False
+        self.storage.delete(LOCK_PATH)
+        self.held = False
+        return True
 
     def __enter__(self) -> WriterLock:
         return self.acquire()
