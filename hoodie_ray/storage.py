@@ -49,6 +49,14 @@ _SECRET_KEY_PARTS = (
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _O_OPEN = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
 
+# Errors that say "this process may not write here" (permissions, a read-only or immutable
+# file system, no space left): a write that meets one is a HoodieIOError. Other OSErrors of a
+# write (a missing or non-directory parent, an existing file) stay as they are: callers tell
+# a concurrent writer or a bad path from them.
+_CANNOT_WRITE = frozenset(
+    getattr(errno, n) for n in ("EACCES", "EPERM", "EROFS", "ENOSPC", "EDQUOT") if hasattr(errno, n)
+)
+
 
 def _file_kind(mode: int) -> str:
     if stat.S_ISFIFO(mode):
@@ -377,8 +385,23 @@ class LocalStorage(Storage):
         except OSError as e:
             raise HoodieIOError(f"cannot list {self.uri(rel)}: {e.strerror}") from e
 
+    @contextlib.contextmanager
+    def _writing(self, what: str, rel: str) -> Iterator[None]:
+        """Turn a "may not write here" error of the block into a :class:`HoodieIOError` naming
+        what was tried, the path, and the file the system refused when it is another one (a
+        temporary file, a parent folder)."""
+        try:
+            yield
+        except OSError as e:
+            if e.errno not in _CANNOT_WRITE:
+                raise
+            path = self._abs(rel)
+            refused = f" ({e.filename})" if e.filename and e.filename != path else ""
+            raise HoodieIOError(f"cannot {what} {self.uri(rel)}: {e.strerror or e}{refused}") from e
+
     def makedirs(self, rel: str) -> None:
-        os.makedirs(self._abs(rel), exist_ok=True)
+        with self._writing("create the folder", rel):
+            os.makedirs(self._abs(rel), exist_ok=True)
 
     def _parent(self, path: str) -> None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -397,7 +420,7 @@ class LocalStorage(Storage):
             raise
 
     def write_bytes(self, rel: str, data: bytes) -> None:
-        with self._rewrite(rel) as f:
+        with self._writing("write", rel), self._rewrite(rel) as f:
             f.write(data)
 
     def _temp_for(self, path: str) -> str:
@@ -406,35 +429,37 @@ class LocalStorage(Storage):
 
     def write_atomic(self, rel: str, data: bytes) -> None:
         path = self._abs(rel)
-        self._parent(path)
-        tmp = self._temp_for(path)
-        try:
-            with open(tmp, "xb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+        with self._writing("write", rel):
+            self._parent(path)
+            tmp = self._temp_for(path)
+            try:
+                with open(tmp, "xb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, path)
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
 
     def create_new(self, rel: str, data: bytes) -> bool:
         path = self._abs(rel)
-        self._parent(path)
-        tmp = self._temp_for(path)
-        try:
-            with open(tmp, "xb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
+        with self._writing("create", rel):
+            self._parent(path)
+            tmp = self._temp_for(path)
             try:
-                os.link(tmp, path)  # fails if path exists: put-if-absent, and atomic
-            except FileExistsError:
-                return False
-            return True
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+                with open(tmp, "xb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                try:
+                    os.link(tmp, path)  # fails if path exists: put-if-absent, and atomic
+                except FileExistsError:
+                    return False
+                return True
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
 
     @property
     def supports_append(self) -> bool:
@@ -458,20 +483,23 @@ class LocalStorage(Storage):
         """Append to a regular file with a single link (created if absent); anything else is
         a :class:`HoodiePathError` naming the path."""
         path = self._abs(rel)
-        self._parent(path)
-        fd = self._open_fd(rel, path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, in_place=True)
-        with os.fdopen(fd, "ab") as f:
-            offset = f.tell()
-            f.write(data)
-            f.flush()
+        with self._writing("append to", rel):
+            self._parent(path)
+            fd = self._open_fd(rel, path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, in_place=True)
+            with os.fdopen(fd, "ab") as f:
+                offset = f.tell()
+                f.write(data)
+                f.flush()
         return offset
 
     def open_output(self, rel: str) -> IO[bytes]:
-        return self._rewrite(rel)
+        with self._writing("write", rel):
+            return self._rewrite(rel)
 
     def delete(self, rel: str, missing_ok: bool = True) -> None:
         try:
-            os.unlink(self._abs(rel))
+            with self._writing("delete", rel):
+                os.unlink(self._abs(rel))
         except FileNotFoundError:
             if not missing_ok:
                 raise HoodieIOError(f"cannot delete, not found: {self.uri(rel)}") from None
@@ -486,8 +514,9 @@ class LocalStorage(Storage):
 
     def rename(self, src: str, dst: str) -> None:
         d = self._abs(dst)
-        self._parent(d)
-        os.replace(self._abs(src), d)
+        with self._writing(f"rename {self.uri(src)} to", dst):
+            self._parent(d)
+            os.replace(self._abs(src), d)
 
 
 class ArrowStorage(Storage):

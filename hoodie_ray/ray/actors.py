@@ -133,7 +133,17 @@ class AssignerActor:
         self.bootstrap_s = time.perf_counter() - t0  # the key index loaded from the table
         self.table = ctx.table_config.name
         self.setup = setup
-        metrics.gauge_index_size(self.table, config.task_id, len(self.core.index))
+        self.task_id = config.task_id
+        self._gauge_at = 0.0
+        self._gauge_index()
+
+    def _gauge_index(self, every_s: float = 0.0) -> None:
+        """The index-size gauge set to the index's key count (counting walks the index: after
+        a batch, at most once every ``every_s`` seconds)."""
+        now = time.monotonic()
+        if now - self._gauge_at >= every_s:
+            self._gauge_at = now
+            metrics.gauge_index_size(self.table, self.task_id, len(self.core.index))
 
     def set_setup(self, setup: TableSetup) -> None:
         """The table schema evolved: input routed from now on is prepared against it."""
@@ -154,7 +164,8 @@ class AssignerActor:
     def assign(self, batch: pa.Table, num_writers: int) -> Any:
         """Tagged rows, one table per writer (``num_returns=num_writers``)."""
         tagged = self.core.assign_batch(batch)
-        metrics.count_records(self.table, "assigner", batch.num_rows, tagged.num_rows)
+        metrics.count_records(self.table, "assigner", batch.num_rows, tagged.num_rows, self.task_id)
+        self._gauge_index(every_s=1.0)
         parts = split_by_writer(tagged, num_writers, self.core.profile.writer_plan)
         return parts[0] if num_writers == 1 else tuple(parts)
 
@@ -163,6 +174,7 @@ class AssignerActor:
 
     def checkpoint_done(self) -> None:
         self.core.checkpoint_done()
+        self._gauge_index()
 
     def index_stats(self) -> dict[str, int]:
         """Keys in this task's key index, the bytes they take (``KeyIndex.nbytes``) and the
@@ -200,13 +212,14 @@ class WriterActor:
             if t.num_rows:
                 self.core.write(t)
                 n += t.num_rows
-        metrics.count_records(self.table, "writer", n, 0)
+        metrics.count_records(self.table, "writer", n, 0, self.core.task_id)
         metrics.gauge_buffered(self.table, self.core.task_id, self.core.buffered_bytes)
         return n
 
     def flush(self) -> list[HoodieWriteStat]:
         stats = self.core.flush_all()
         metrics.record_flush(self.table, self.core.task_id, stats)
+        metrics.gauge_buffered(self.table, self.core.task_id, self.core.buffered_bytes)
         return stats
 
     def abort(self) -> None:

@@ -1,16 +1,33 @@
-"""Ray metrics of the write topology (``ray.util.metrics``), tagged by table and role only.
+"""Ray metrics of the write topology (``ray.util.metrics``), tagged by table, role and actor.
 
 Ray prefixes every name with ``ray_`` when it exports them (Prometheus endpoint of each node,
-the dashboard's Metrics view). Metric objects are created lazily, once per process.
+the dashboard's Metrics view). Metric objects are created lazily, once per process. Every
+series carries ``table``, ``role`` (``coordinator``, ``assigner``, ``writer``) and ``actor``:
+the actor's name within its table's topology (``coordinator``, ``assigner-1``, ``writer-0``),
+as the dashboard's Actors view names it (``<table>/writer-0``).
+
+Gauges: Ray exports a gauge's value only for a while after it was set (the metrics agent drops
+a series that was not set again within two report intervals; measured: a value set once is gone
+from the endpoint after ~30 s), so a gauge that is set once and then stays true (an idle warm
+topology's index size) would vanish. Each process keeps the last value of its gauges and a
+daemon thread sets them again every half report interval, for as long as the actor lives.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from typing import Any
 
-_TAGS = ("table", "role")
+_TAGS = ("table", "role", "actor")
 _metrics: dict[str, Any] = {}
+
+# gauge series of this process -> (gauge, last value, tags), set again by the refresher
+_live: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[Any, float, dict[str, str]]] = {}
+_live_lock = threading.Lock()
+_refresher: threading.Thread | None = None
+DEFAULT_REPORT_INTERVAL_S = 10.0
+"""Ray's ``metrics_report_interval_ms`` default, used where Ray's config cannot be read."""
 
 
 def _get(kind: str, name: str, doc: str, **kw: Any) -> Any:
@@ -23,6 +40,13 @@ def _get(kind: str, name: str, doc: str, **kw: Any) -> Any:
     return m
 
 
+def tags(table: str, role: str, task_id: int | None = None) -> dict[str, str]:
+    """The tags of a series: ``actor`` is ``<role>-<task_id>``, or the role for the one
+    coordinator of a topology."""
+    actor = role if task_id is None else f"{role}-{task_id}"
+    return {"table": table, "role": role, "actor": actor}
+
+
 def _safe(fn: Any) -> Any:
     def wrapper(*args: Any, **kwargs: Any) -> None:
         try:
@@ -33,60 +57,113 @@ def _safe(fn: Any) -> Any:
     return wrapper
 
 
+def refresh_interval_s() -> float:
+    """How often the gauges of this process are set again: half Ray's report interval."""
+    try:
+        import ray
+
+        ms = float(ray._config.metrics_report_interval_ms())
+    except Exception:
+        ms = DEFAULT_REPORT_INTERVAL_S * 1000
+    return max(ms, 1000.0) / 2000.0
+
+
+def _set_gauge(name: str, doc: str, value: float, series: dict[str, str]) -> None:
+    global _refresher
+    gauge = _get("gauge", name, doc)
+    gauge.set(value, series)
+    with _live_lock:
+        _live[(name, tuple(sorted(series.items())))] = (gauge, value, series)
+        if _refresher is None:
+            _refresher = threading.Thread(
+                target=_refresh_forever, name="hoodie-ray-metrics-refresh", daemon=True
+            )
+            _refresher.start()
+
+
+def _refresh_forever() -> None:
+    wait = threading.Event().wait
+    interval = refresh_interval_s()
+    while not wait(interval):
+        refresh_gauges()
+
+
+def refresh_gauges() -> None:
+    """Set every gauge of this process to its last value again (the refresher's step)."""
+    with _live_lock:
+        live = list(_live.values())
+    for gauge, value, series in live:
+        try:
+            gauge.set(value, series)
+        except Exception:  # metrics must never fail a write
+            continue
+
+
 @_safe
-def count_records(table: str, role: str, records_in: int, records_out: int) -> None:
-    tags = {"table": table, "role": role}
+def count_records(
+    table: str, role: str, records_in: int, records_out: int, task_id: int | None = None
+) -> None:
+    series = tags(table, role, task_id)
     if records_in:
-        _get("counter", "hoodie_ray_records_in", "Records received").inc(records_in, tags)
+        _get("counter", "hoodie_ray_records_in", "Records received").inc(records_in, series)
     if records_out:
-        _get("counter", "hoodie_ray_records_out", "Records emitted").inc(records_out, tags)
+        _get("counter", "hoodie_ray_records_out", "Records emitted").inc(records_out, series)
 
 
 @_safe
 def gauge_buffered(table: str, task_id: int, nbytes: int) -> None:
-    _get("gauge", "hoodie_ray_buffered_bytes", "Bytes buffered in a writer").set(
-        nbytes, {"table": table, "role": "writer"}
+    _set_gauge(
+        "hoodie_ray_buffered_bytes",
+        "Bytes buffered in a writer",
+        nbytes,
+        tags(table, "writer", task_id),
     )
 
 
 @_safe
 def gauge_index_size(table: str, task_id: int, keys: int) -> None:
-    _get("gauge", "hoodie_ray_index_size", "Keys in an assigner's index").set(
-        keys, {"table": table, "role": "assigner"}
+    _set_gauge(
+        "hoodie_ray_index_size",
+        "Keys in an assigner's index",
+        keys,
+        tags(table, "assigner", task_id),
     )
 
 
 @_safe
 def record_flush(table: str, task_id: int, stats: Iterable[Any]) -> None:
     stats = list(stats)
-    tags = {"table": table, "role": "writer"}
+    series = tags(table, "writer", task_id)
     if stats:
-        _get("counter", "hoodie_ray_flushes", "Files written by a flush").inc(len(stats), tags)
+        _get("counter", "hoodie_ray_flushes", "Files written by a flush").inc(len(stats), series)
     nbytes = sum(int(getattr(s, "total_write_bytes", 0) or 0) for s in stats)
     nrec = sum(
         int(getattr(s, "num_writes", 0) or 0) + int(getattr(s, "num_deletes", 0) or 0)
         for s in stats
     )
     if nbytes:
-        _get("counter", "hoodie_ray_bytes_written", "Bytes written to storage").inc(nbytes, tags)
+        _get("counter", "hoodie_ray_bytes_written", "Bytes written to storage").inc(nbytes, series)
     if nrec:
-        _get("counter", "hoodie_ray_records_out", "Records emitted").inc(nrec, tags)
+        _get("counter", "hoodie_ray_records_out", "Records emitted").inc(nrec, series)
 
 
 @_safe
 def record_commit(table: str, latency_s: float) -> None:
-    tags = {"table": table, "role": "coordinator"}
-    _get("counter", "hoodie_ray_commits", "Commits completed").inc(1, tags)
+    series = tags(table, "coordinator")
+    _get("counter", "hoodie_ray_commits", "Commits completed").inc(1, series)
     _get(
         "histogram",
         "hoodie_ray_commit_latency_s",
         "Instant requested -> completed, seconds",
         boundaries=[0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60],
-    ).observe(latency_s, tags)
+    ).observe(latency_s, series)
 
 
 @_safe
 def gauge_pending_compactions(table: str, n: int) -> None:
-    _get("gauge", "hoodie_ray_pending_compactions", "Compactions scheduled, not yet committed").set(
-        n, {"table": table, "role": "coordinator"}
+    _set_gauge(
+        "hoodie_ray_pending_compactions",
+        "Compactions scheduled, not yet committed",
+        n,
+        tags(table, "coordinator"),
     )

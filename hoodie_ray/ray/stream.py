@@ -36,7 +36,12 @@ from hoodie_ray.job.setup import TableSetup
 from hoodie_ray.ray.actors import AssignerActor, CoordinatorActor, WriterActor
 from hoodie_ray.ray.runtime import actor_resources, ensure_ray
 from hoodie_ray.table import HoodieTable
-from hoodie_ray.write.lock import new_owner_id, register_idle_holder, unregister_idle_holder
+from hoodie_ray.write.lock import (
+    WriterLock,
+    new_owner_id,
+    register_idle_holder,
+    unregister_idle_holder,
+)
 from hoodie_ray.write.records import (
     is_pandas,
     is_ray_dataset,
@@ -624,7 +629,10 @@ class HoodieStreamWriter:
 # the topology of the last call is kept ("parked"), with the table's writer lock, for
 # ``write.warm_idle_s`` seconds: the next call from this process to the same table with the
 # same options is one checkpoint of it. At most one topology is parked per process. It is
-# stopped when it idles out, when the process exits, when a call with other options or to
+# stopped when it idles out, when the process exits, when ray.shutdown() is called (hooked: a
+# script that ends with it, as Ray's docs teach, must not leave the lock for its heartbeat to
+# expire; a Ray gone before the topology stopped has its lock deleted by this driver, which
+# knows the owner id), when a call with other options or to
 # another table comes, when this process starts any other topology, and when any other writer
 # of this process takes the table's lock (WriterLock asks it to). Another process is refused
 # by the lock while it is parked, as while a call runs.
@@ -662,7 +670,18 @@ def _session() -> str:
 def _stop_parked(p: _Parked) -> None:
     p.disarm()
     if not ray.is_initialized() or _session() != p.session:
-        return  # Ray was shut down or restarted: the actors are gone already
+        # Ray was shut down or restarted: the actors are gone already, but the lock file their
+        # coordinator held is still there, refusing every other writer until its heartbeat
+        # expires. This driver knows the lock's owner id: it releases the lock it owns.
+        from hoodie_ray.storage import open_storage
+
+        p.writer._closed = True
+        try:
+            storage = open_storage(p.writer.path, p.writer.storage_options)
+            WriterLock(storage, owner=p.writer.owner).release_owned()
+        except Exception as e:  # the heartbeat's expiry frees the table all the same
+            log.warning("releasing the writer lock of %s failed: %s", p.uri, e)
+        return
     try:
         p.writer.close()
     except Exception as e:  # nothing is open: a failure here loses no data
@@ -693,6 +712,22 @@ def _expire(p: _Parked) -> None:
     _stop_parked(p)
 
 
+def _hook_ray_shutdown() -> None:
+    """Make ``ray.shutdown()`` stop the parked topology first (it closes cleanly and releases
+    the table's lock), instead of taking its actors down with the lock left behind."""
+    original = ray.shutdown
+    if getattr(original, "_hoodie_ray_hook", False):
+        return
+
+    @functools.wraps(original)
+    def shutdown(*args: Any, **kwargs: Any) -> Any:
+        release_warm_writers()
+        return original(*args, **kwargs)
+
+    shutdown._hoodie_ray_hook = True  # type: ignore[attr-defined]
+    ray.shutdown = shutdown
+
+
 def _park(p: _Parked, idle_s: float) -> None:
     global _atexit_registered
     release_warm_writers()  # at most one parked topology per process
@@ -700,6 +735,7 @@ def _park(p: _Parked, idle_s: float) -> None:
         _parked[p.uri] = p
         if not _atexit_registered:
             atexit.register(release_warm_writers)
+            _hook_ray_shutdown()
             _atexit_registered = True
     p.timer = threading.Timer(idle_s, _expire, args=(p,))
     p.timer.daemon = True

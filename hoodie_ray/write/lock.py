@@ -107,7 +107,13 @@ class WriterLock:
             return self
         release_idle_holder(self.storage.base_uri)
         for _ in range(3):
-            if self.storage.create_new(LOCK_PATH, self._payload()):
+            try:
+                created = self.storage.create_new(LOCK_PATH, self._payload())
+            except HoodieIOError as e:  # e.g. a user who may not write the table's folder
+                raise HoodieIOError(
+                    f"cannot take the writer lock of {self.storage.base_uri}: {e}"
+                ) from e
+            if created:
                 break
             cur = self._load()
             if cur is _MISSING:
@@ -147,8 +153,11 @@ class WriterLock:
     def _beat(self) -> None:
         while not self._stop.wait(self.heartbeat_s):
             try:
-                cur = self._read()
-                if cur is not None and cur.get("owner") != self.owner:
+                cur = self._load()
+                gone = cur is _MISSING and not self.storage.exists(LOCK_PATH)
+                if gone or (isinstance(cur, dict) and cur.get("owner") != self.owner):
+                    # released for us (release_owned: our job's driver saw us gone), or taken
+                    # over: never write a lock back that is not ours any more
                     self.held = False
                     return
                 self.storage.write_atomic(LOCK_PATH, self._payload())
@@ -172,6 +181,18 @@ class WriterLock:
             if cur is not None and cur.get("owner") == self.owner:
                 self.storage.delete(LOCK_PATH)
         self.held = False
+
+    def release_owned(self) -> bool:
+        """Delete the lock file if :attr:`owner` holds it, without having taken it in this
+        process: the job's driver releases the lock of its coordinator, a process that is gone
+        (Ray was shut down), instead of leaving the table refused until the heartbeat expires.
+        True when a lock was deleted."""
+        cur = self._read()
+        if cur is None or cur.get("owner") != self.owner:
+            return False
+        self.storage.delete(LOCK_PATH)
+        self.held = False
+        return True
 
     def __enter__(self) -> WriterLock:
         return self.acquire()

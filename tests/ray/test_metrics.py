@@ -205,3 +205,97 @@ def test_every_metric_the_readme_lists_is_exported_with_its_tags(
                 break
             time.sleep(0.5)
     assert not missing, f"not exported with table={table}: {missing}"
+
+
+def gauge(samples: list[tuple[str, dict[str, str], float]], name: str, **tags: str) -> float | None:
+    """The value of gauge ``ray_<name>`` in the one series with ``tags``; None when absent."""
+    values = [
+        v
+        for n, labels, v in samples
+        if n == f"ray_{name}" and all(labels.get(k) == val for k, val in tags.items())
+    ]
+    assert len(values) <= 1, f"{len(values)} series of {name} with {tags}"
+    return values[0] if values else None
+
+
+def test_gauges_report_live_values_and_every_series_names_its_actor(
+    ray_session: Any, tmp_path: Any
+) -> None:
+    """The index-size gauge is each assigner's key count after the writes (not the 0 it read
+    when the assigner started on an empty table), and every series says which actor it is
+    (``assigner-1``, ``writer-0``), beyond Ray's WorkerId."""
+    urls = metrics_endpoints(ray_session)
+    if not urls:
+        pytest.skip("Ray's metrics agent is not running (see test_record_counters_exported)")
+    table = f"gauges_{uuid.uuid4().hex[:8]}"
+    n = 1_000
+    options = {
+        "hoodie.table.name": table,
+        "hoodie.datasource.write.recordkey.field": "id",
+        "precombine.field": "ts",
+        "write.tasks": "1",
+        "write.bucket_assign.tasks": "2",
+    }
+    data = pa.table({"id": [f"k{i}" for i in range(n)], "ts": list(range(n))})
+    path = str(tmp_path / table)
+    with hr.HoodieStreamWriter(path, options) as w:
+        w.write(data)
+        w.checkpoint()
+        keys = [s["keys"] for s in w.index_stats()]
+        assert sum(keys) == n and all(keys), keys  # both assigners hold keys
+        want = {f"assigner-{i}": float(k) for i, k in enumerate(keys)}
+        deadline = time.monotonic() + POLL_TIMEOUT_S
+        while True:
+            samples = [s for s in scrape(urls) if s[1].get("table") == table]
+            seen = {
+                actor: gauge(samples, "hoodie_ray_index_size", actor=actor, role="assigner")
+                for actor in want
+            }
+            records_in = {
+                actor: counter(samples, "hoodie_ray_records_in", actor=actor)
+                for actor in (*want, "writer-0")
+            }
+            buffered = gauge(samples, "hoodie_ray_buffered_bytes", actor="writer-0")
+            commits = counter(samples, "hoodie_ray_commits", actor="coordinator")
+            done = (
+                seen == want
+                and records_in == {**{a: float(k) for a, k in want.items()}, "writer-0": n}
+                and buffered == 0.0  # flushed by the checkpoint
+                and commits == 1
+            )
+            if done or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert seen == want, f"index_size by actor {seen}, index_stats {want}"
+        assert records_in["writer-0"] == n and buffered == 0.0 and commits == 1
+        untagged = sorted({name for name, labels, _ in samples if not labels.get("actor")})
+        assert not untagged, f"series of table {table} without an actor tag: {untagged}"
+    assert sorted(hr.read(path).column("id").to_pylist()) == sorted(data.column("id").to_pylist())
+
+
+def test_gauges_are_set_again_until_the_process_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray drops a gauge's series that was not set within two report intervals (a value set
+    once is gone after ~30 s): each process sets its gauges' last values again, from a daemon
+    thread, every half report interval."""
+    from hoodie_ray.ray import metrics
+
+    sets: list[tuple[float, dict[str, str]]] = []
+
+    class Gauge:
+        def set(self, value: float, tags: dict[str, str]) -> None:
+            sets.append((value, tags))
+
+    monkeypatch.setattr(metrics, "_metrics", {"hoodie_ray_index_size": Gauge()})
+    monkeypatch.setattr(metrics, "_live", {})
+    metrics.gauge_index_size("t", 1, 10)
+    metrics.gauge_index_size("t", 1, 12)  # the same series: its last value is kept
+    metrics.gauge_index_size("t", 0, 5)
+    assert metrics._refresher is not None and metrics._refresher.daemon
+    assert metrics._refresher.is_alive()
+    sets.clear()
+    metrics.refresh_gauges()
+    assert sorted(sets, key=lambda s: s[1]["actor"]) == [
+        (5, {"table": "t", "role": "assigner", "actor": "assigner-0"}),
+        (12, {"table": "t", "role": "assigner", "actor": "assigner-1"}),
+    ]
+    assert 0.5 <= metrics.refresh_interval_s() <= metrics.DEFAULT_REPORT_INTERVAL_S

@@ -5,14 +5,20 @@ or other options, stops it first."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pyarrow as pa
 import pytest
 
 import hoodie_ray as hr
 from hoodie_ray.ray import stream
-from hoodie_ray.write.lock import LOCK_PATH
+from hoodie_ray.storage import LocalStorage
+from hoodie_ray.write.lock import LOCK_PATH, WriterLock
+from tests.conftest import hudi_rs_read
 
 pytestmark = pytest.mark.ray
 
@@ -85,3 +91,63 @@ def test_zero_idle_stops_after_each_call_and_a_failed_call_stops_it(
             hr.write(_rows(["a"], 3), path, {**OPTIONS, "write.warm_idle_s": "-1"})
     finally:
         stream.release_warm_writers()
+
+
+CHILD = """
+import json, sys
+import pyarrow as pa
+import ray
+import hoodie_ray as hr
+
+path, options = sys.argv[1], json.loads(sys.argv[2])
+ray.init()  # RAY_ADDRESS: the tests' Ray
+hr.write(pa.table({"id": ["a", "b"], "ts": [1, 1]}), path, options)  # parked, with the lock
+assert hr.read(path).num_rows == 2
+ray.shutdown()  # as Ray's docs teach; then the script ends
+"""
+
+
+def test_a_script_that_shuts_ray_down_leaves_the_table_to_the_next_writer(
+    ray_session, tmp_path: Path
+) -> None:
+    """``hr.write`` on Ray, ``ray.shutdown()``, exit: the parked topology's lock went with it,
+    so the next writer (here one of another process, single-process) is not refused."""
+    path = tmp_path / "t"
+    env = {**os.environ, "RAY_ADDRESS": ray_session.get_runtime_context().gcs_address}
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")]
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(path), json.dumps(OPTIONS)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not (path / LOCK_PATH).exists()
+    hr.write(_rows(["b", "c"], 2), str(path), OPTIONS, engine="local")
+    got = hudi_rs_read(path)
+    assert sorted(zip(got["id"].to_pylist(), got["ts"].to_pylist(), strict=True)) == [
+        ("a", 1),
+        ("b", 2),
+        ("c", 2),
+    ]
+
+
+def test_a_parked_topology_whose_ray_is_gone_releases_the_lock_it_owned(tmp_path: Path) -> None:
+    """Ray went down without the parked topology being stopped first (``from ray import
+    shutdown``, a Ray that crashed or restarted): its coordinator's lock is released by the
+    driver, which knows the owner id, when the topology is stopped (idle timer, exit, another
+    writer of this process) -- only while the lock is still that owner's."""
+    storage = LocalStorage(str(tmp_path))
+    held = WriterLock(storage, heartbeat_ms=60_000).acquire()  # the dead coordinator's lock
+    held._stop.set()  # its heartbeat died with it
+    writer = SimpleNamespace(path=str(tmp_path), storage_options=None, owner="other", _closed=False)
+    gone = stream._Parked(writer, storage.base_uri, "key", session="a Ray shut down")  # type: ignore[arg-type]
+    stream._stop_parked(gone)
+    assert (tmp_path / LOCK_PATH).exists()  # not its owner's lock: left alone
+    writer.owner = held.owner
+    stream._stop_parked(gone)
+    assert not (tmp_path / LOCK_PATH).exists() and writer._closed
+    WriterLock(storage).acquire().release()

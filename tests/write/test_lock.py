@@ -68,3 +68,20 @@ def test_lock_released_and_retaken_while_another_writer_looks(storage, monkeypat
     assert retaken and retaken[0].held
     retaken[0].check()
     retaken[0].release()
+
+
+def test_release_owned_frees_a_dead_owners_lock_and_its_heartbeat_does_not_write_it_back(storage):
+    """A job's driver releases the lock of its coordinator (gone with Ray): a heartbeat that
+    still beats finds the lock gone and stops, instead of writing it back."""
+    a = WriterLock(storage, heartbeat_ms=10).acquire()
+    assert not WriterLock(storage, owner="someone else").release_owned()
+    assert WriterLock(storage, owner=a.owner).release_owned()
+    assert a._thread is not None
+    a._thread.join(timeout=30)
+    assert not a._thread.is_alive() and not a.held
+    assert not storage.exists(LOCK_PATH)
+    b = WriterLock(storage).acquire()
+    with pytest.raises(HoodieCommitConflictError, match="lost the writer lock"):
+        a.check()
+    b.release()
+    a.release()
