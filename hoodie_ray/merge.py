@@ -1,16 +1,46 @@
 """Record merging: which version of a record key survives (spec §6.2), column-wise.
 
-Event-time ordering (``EVENT_TIME_ORDERING``; DefaultHoodieRecordPayload, EventTimeAvroPayload):
-a newer record replaces an older one when its ordering value is ``>=`` the older one's, or when
-either is null. A delete with the default ordering value (none known) always wins; a delete with
-a real ordering value loses to an older record whose ordering value is strictly greater.
-Commit-time ordering (``COMMIT_TIME_ORDERING``; OverwriteWithLatestAvroPayload): the newer
-record always wins, deletes always win.
+THE ordering rule, defined here once and used by every place where two versions of a key meet:
+the write-time precombine (``write/records.py``), the copy-on-write merge
+(:func:`apply_updates`), the log readers (``reader/merger.py``; ``reader/_jit.py`` compiles the
+same rule) and so compaction, which reads through them.
 
-These are the copy-on-write rules, kept apart from ``reader/merger.py`` on purpose: a delete
-whose ordering value is an int 0 is compared like any other value here (Java's merge handle,
+Event-time ordering (``EVENT_TIME_ORDERING``; DefaultHoodieRecordPayload, EventTimeAvroPayload):
+
+* A newer version (record or delete) replaces an older one when its ordering value is ``>=``
+  the older one's (ties: the newer wins), or when the two values are of different classes.
+* **A null ordering value compares lowest**: below every value, two nulls tie (so the newer
+  wins). A record with a null ordering value therefore never replaces one with a value, and
+  any valued record replaces it. This is hudi-rs 0.5's rule; Hudi 1.x's readers turn a null
+  into the default ordering value ``Integer 0`` (``OrderingValues.create``), which compares
+  as 0 against an int field and throws ``ClassCastException`` against any other class. Hudi
+  1.x's writers never store such a record when they precombine (upserts): Spark's and
+  Flink's record creation refuse it (``HoodieAvroUtils.getNestedFieldVal``: "The value of
+  <field> can not be null"), and so does ours (``write/records.py``, ``prepare_batch``).
+* **A delete with the default ordering value** (null, or Java's ``Integer 0`` on an int field
+  where a log holds it: a delete that knows no ordering value, as a ``delete`` operation
+  writes) is commit-time ordered: it replaces whatever came before it, and whatever comes
+  after it replaces it (Java ``isCommitTimeOrderingDelete``). A delete with a real ordering
+  value is ordered like a record (it loses to an older record whose value is greater).
+* So that the result is the same however the versions are grouped before they meet (a log
+  folded before it meets its base file, a batch precombined before it is written, a slice
+  compacted between two writes), a merged version remembers that a default-ordered delete
+  came before it in its group (*reset*): it then replaces every older version, whatever their
+  ordering values. Java and hudi-rs do not: with a base record at 100 and a log holding a
+  default delete and then a record at 5, they return the base record (the log's fold forgets
+  the delete), though folding the same three versions one by one, or compacting after the
+  delete, gives the record at 5, as this rule does everywhere.
+
+With these rules the merge is a fold by an associative operation (the newest of the highest
+ordering values after the last default-ordered delete, or that delete), so the versions of a
+key give one result whatever the order in which their groups meet.
+
+Commit-time ordering (``COMMIT_TIME_ORDERING``; OverwriteWithLatestAvroPayload): the newer
+version always wins, deletes always win.
+
+The copy-on-write merge compares a delete's int 0 like any other value (Java's merge handle,
 ``combineAndGetUpdateValue``), while a log reader lets it win as the default ordering value
-(Java's and hudi-rs's log scanners). Same input, two table types, two outcomes, as in Hudi.
+(Java's and hudi-rs's log scanners): same input, two table types, two outcomes, as in Hudi.
 """
 
 from __future__ import annotations
@@ -24,28 +54,83 @@ from hoodie_ray.config.table_config import MergeMode
 from hoodie_ray.meta import RECORD_KEY
 
 
+def _np_bool(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def default_ordering(table: pa.Table, ordering_field: str | None, int32: bool) -> np.ndarray:
+    """Rows whose ordering value is the default one: null, or an int 0 for an int field
+    (``int32``: Java's ``Integer 0``, as log readers take it); every row when there is no
+    ordering field. A *delete* with the default ordering value is commit-time ordered."""
+    if ordering_field is None:
+        return np.ones(table.num_rows, dtype=bool)
+    col = table.column(ordering_field)
+    out = _np_bool(pc.is_null(col))
+    if int32:
+        out |= _np_bool(pc.fill_null(pc.equal(col, 0), False))
+    return out
+
+
+def ordering_at_least(new_ord: pa.Array, old_ord: pa.Array) -> np.ndarray:
+    """``new >= old`` with nulls lowest (two nulls tie: true). Values Arrow cannot compare
+    (e.g. NaN) give false, as Arrow's ``greater_equal`` does."""
+    if old_ord.type != new_ord.type:
+        try:
+            new_ord = new_ord.cast(old_ord.type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return np.ones(len(new_ord), dtype=bool)  # incomparable classes: the newer wins
+    old_null = _np_bool(pc.is_null(old_ord))
+    ge = _np_bool(pc.fill_null(pc.greater_equal(new_ord, old_ord), False))
+    return ge | old_null
+
+
+def keep_newer(
+    old_ord: pa.Array | None,
+    new_ord: pa.Array | None,
+    *,
+    old_default: np.ndarray,
+    new_reset: np.ndarray,
+    foreign: np.ndarray | None = None,
+    mode: MergeMode,
+) -> np.ndarray:
+    """For matched pairs (older, newer): does the newer version win? THE rule (module doc).
+
+    ``old_default``: the older version is a default-ordered delete. ``new_reset``: the newer
+    version is a default-ordered delete or follows one in its group. ``foreign``: either
+    ordering value is of another class than the field's (the newer wins). ``old_ord`` /
+    ``new_ord`` None: no ordering field (the newer wins).
+    """
+    n = len(new_reset)
+    if mode is MergeMode.COMMIT_TIME_ORDERING or old_ord is None or new_ord is None:
+        return np.ones(n, dtype=bool)
+    wins = ordering_at_least(new_ord, old_ord) | old_default | new_reset
+    if foreign is not None:
+        wins |= foreign
+    return wins
+
+
 def newer_wins(
     old_ord: pa.Array | None,
     new_ord: pa.Array | None,
     new_is_delete: np.ndarray,
     new_delete_is_default: np.ndarray,
     mode: MergeMode,
+    new_reset: np.ndarray | None = None,
 ) -> np.ndarray:
-    """For matched pairs (old, new): does the new version (record or delete) win?"""
-    n = len(new_is_delete)
-    if mode is MergeMode.COMMIT_TIME_ORDERING or old_ord is None or new_ord is None:
-        return np.ones(n, dtype=bool)
-    old_null = pc.is_null(old_ord).to_numpy(zero_copy_only=False)
-    new_null = pc.is_null(new_ord).to_numpy(zero_copy_only=False)
-    if old_ord.type != new_ord.type:
-        try:
-            new_ord = new_ord.cast(old_ord.type)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return np.ones(n, dtype=bool)  # incomparable classes: the later record wins
-    ge = pc.fill_null(pc.greater_equal(new_ord, old_ord), True).to_numpy(zero_copy_only=False)
-    wins = ge | old_null | new_null
-    # A default-ordered delete always wins.
-    return wins | (new_is_delete & new_delete_is_default)
+    """For matched pairs (old record, new version): does the new version win? (The old side
+    is a stored record, never a delete; ``new_reset`` as in :func:`keep_newer`.)"""
+    reset = new_is_delete & new_delete_is_default
+    if new_reset is not None:
+        reset = reset | new_reset
+    return keep_newer(
+        old_ord,
+        new_ord,
+        old_default=np.zeros(len(reset), dtype=bool),
+        new_reset=reset,
+        mode=mode,
+    )
 
 
 def key_positions(
@@ -68,17 +153,27 @@ def apply_updates(
     *,
     is_delete: np.ndarray,
     delete_is_default: np.ndarray | None = None,
+    reset: np.ndarray | None = None,
     ordering_field: str | None,
     mode: MergeMode,
 ) -> pa.Table:
-    """Merge unique-keyed ``updates`` into unique-keyed ``base`` (both with ``_hoodie_record_key``).
+    """Merge precombined ``updates`` into unique-keyed ``base`` (both with
+    ``_hoodie_record_key``).
 
-    ``updates`` has the columns of ``base`` (same schema). Returns the surviving rows: base rows
-    not replaced or deleted, then the winning update rows that are not deletes. Updates of keys
+    ``updates`` has the columns of ``base`` (same schema), one row per key, or two where the
+    precombine kept a default-ordered delete before the version that followed it (the later
+    row then has ``reset``). ``delete_is_default``: deletes with the default ordering value
+    (by default those whose ordering value is null). Returns the surviving rows: base rows not
+    replaced or deleted, then the winning update rows that are not deletes. Updates of keys
     not in ``base`` are inserts; deletes of such keys vanish.
     """
+    n = len(is_delete)
     if delete_is_default is None:
-        delete_is_default = np.zeros(len(is_delete), dtype=bool)
+        delete_is_default = np.zeros(n, dtype=bool)
+        if ordering_field is not None and ordering_field in updates.column_names:
+            delete_is_default = is_delete & default_ordering(updates, ordering_field, False)
+    if reset is None:
+        reset = np.zeros(n, dtype=bool)
     pos = key_positions(updates.column(RECORD_KEY), base.column(RECORD_KEY))
     matched = pos >= 0
     win = np.ones(len(pos), dtype=bool)
@@ -92,6 +187,7 @@ def apply_updates(
             is_delete[midx],
             delete_is_default[midx],
             mode,
+            new_reset=reset[midx],
         )
     drop_base = np.zeros(base.num_rows, dtype=bool)
     drop_base[pos[matched & win]] = True

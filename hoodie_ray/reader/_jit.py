@@ -35,8 +35,8 @@ FOREIGN = np.uint8(8)
 NULL_ORD = np.uint8(16)
 CONSUMED = np.uint8(32)
 NAN_ORD = np.uint8(64)
+RESET = np.uint8(128)  # a default-ordered delete, or a version that followed one
 DEFAULT_DELETE = np.uint8(6)  # DELETE | DEFAULT
-WEAK_ORD = np.uint8(24)  # NULL_ORD | FOREIGN: compares as "the newer wins"
 NOT_ALIVE = np.uint8(254)
 
 INLINE = 8
@@ -139,6 +139,16 @@ def _find(slots, mask, arena, h, kdata, start, length, w):
         s = (s + np.uint64(1)) & mask
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _at_least(new_state, new_ord, old_state, old_ord):
+    # ``new >= old`` with nulls lowest (two nulls tie), NaN never (merge.ordering_at_least)
+    if (old_state & NULL_ORD) != 0:
+        return True
+    if (new_state & NULL_ORD) != 0:
+        return False
+    return ((old_state | new_state) & NAN_ORD) == 0 and new_ord >= old_ord
+
+
 @numba.njit(cache=True, nogil=True)
 def fold(
     slots,
@@ -154,16 +164,16 @@ def fold(
     rec_state,
     ordered,
     commit_time,
-    from_delete_block,
 ):
     """Fold the records of one block (record numbers ``first_rec ..``, in order) into the
     table (``words``: :func:`key_hashes` of their keys, computed apart: in this loop the byte
     gathering stalls the table's memory accesses, 4x slower in all).
 
     ``ords`` holds their ordering keys (int64; unused when ``ordered`` is false),
-    ``rec_state`` their states already (less ``ALIVE``). A record of a new key becomes
-    its entry; otherwise the rule of ``LogRecordBuffer._keep_newer`` decides whether it
-    replaces the entry. Returns ``(new keys, arena bytes used)``.
+    ``rec_state`` their states already (less ``ALIVE``; ``RESET`` on default-ordered
+    deletes). A record of a new key becomes its entry; otherwise the rule of
+    :func:`hoodie_ray.merge.keep_newer` decides whether it replaces the entry (and takes its
+    ``RESET``). Returns ``(new keys, arena bytes used)``.
     """
     mask = np.uint64(slots.shape[0] - 1)
     added = 0
@@ -179,7 +189,6 @@ def fold(
         s, found = _find(slots, mask, arena, h, kdata, start, length, w)
         new = rec_state[r] | ALIVE
         word = np.uint64(ords[i]) if ordered else np.uint64(0)
-        meta = np.uint64(r + 1) | (np.uint64(length) << LEN_SHIFT) | (np.uint64(new) << STATE_SHIFT)
         if not found:
             if length > INLINE:
                 for j in range(length):
@@ -187,31 +196,36 @@ def fold(
                 w = np.uint64(arena_used)
                 arena_used += length
             slots[s, 0] = h
-            slots[s, 1] = meta
+            slots[s, 1] = (
+                np.uint64(r + 1)
+                | (np.uint64(length) << LEN_SHIFT)
+                | (np.uint64(new) << STATE_SHIFT)
+            )
             slots[s, 2] = w
             slots[s, 3] = word
             rec_state[r] = new
             added += 1
             continue
         old_meta = slots[s, 1]
+        old = np.uint8(old_meta >> STATE_SHIFT)
         wins = True
-        if not commit_time:
-            old = np.uint8(old_meta >> STATE_SHIFT)
-            old_default = (old & DEFAULT_DELETE) == DEFAULT_DELETE
-            if ordered:
-                wins = (
-                    ((old | new) & WEAK_ORD) != 0
-                    or old_default
-                    or (new & DEFAULT_DELETE) == DEFAULT_DELETE
-                    or (((old | new) & NAN_ORD) == 0 and ords[i] >= np.int64(slots[s, 3]))
-                )
-            if from_delete_block and old_default:
-                wins = False
+        if not commit_time and ordered:
+            wins = (
+                ((old | new) & FOREIGN) != 0
+                or (old & DEFAULT_DELETE) == DEFAULT_DELETE
+                or (new & RESET) != 0
+                or _at_least(new, ords[i], old, np.int64(slots[s, 3]))
+            )
         if wins:
             o = np.int64(old_meta & REC_MASK) - 1
             rec_state[o] &= NOT_ALIVE
+            new |= old & RESET
             rec_state[r] = new
-            slots[s, 1] = meta
+            slots[s, 1] = (
+                np.uint64(r + 1)
+                | (np.uint64(length) << LEN_SHIFT)
+                | (np.uint64(new) << STATE_SHIFT)
+            )
             slots[s, 3] = word
     return added, arena_used
 
@@ -250,12 +264,8 @@ def merge_base(
         log_wins = True
         if ordered and not commit_time:
             st = np.uint8(meta >> STATE_SHIFT)
-            bst = base_state[i]
-            log_wins = (
-                (bst & NULL_ORD) != 0
-                or (st & WEAK_ORD) != 0
-                or (st & DEFAULT_DELETE) == DEFAULT_DELETE
-                or (((st | bst) & NAN_ORD) == 0 and np.int64(slots[s, 3]) >= base_ord[i])
+            log_wins = (st & (FOREIGN | RESET)) != 0 or _at_least(
+                st, np.int64(slots[s, 3]), base_state[i], base_ord[i]
             )
         if log_wins:
             keep[i] = False

@@ -54,6 +54,7 @@ COMPILE_MIN_LOG_BYTES = 128 * 1024 * 1024
 
 # Record state bits and the slot layout (the kernels' constants, see reader/_jit.py).
 _ALIVE, _DELETE, _DEFAULT, _FOREIGN, _NULL_ORD, _CONSUMED, _NAN_ORD = 1, 2, 4, 8, 16, 32, 64
+_RESET = 128
 _INLINE = 8
 _REC_MASK = np.uint64(0xFFFFFFFF)
 _MAX_RECORDS = 0xFFFFFFFF - 1
@@ -93,9 +94,7 @@ def _smoke_test(kernels: Any) -> None:
     slots, state = np.zeros((16, 4), dtype=np.uint64), np.zeros(1, dtype=np.uint8)
     ords = _read_only(np.zeros(1, dtype=np.int64))
     arena = np.zeros(1, dtype=np.uint8)
-    kernels.fold(
-        slots, arena, 0, hashes, words, data, starts, lens, 0, ords, state, True, False, False
-    )
+    kernels.fold(slots, arena, 0, hashes, words, data, starts, lens, 0, ords, state, True, False)
     keep = np.zeros(1, dtype=bool)
     kernels.merge_base(
         slots, arena, hashes, words, data, starts, lens, ords, state, state, True, False, keep
@@ -312,9 +311,9 @@ class CompiledLogRecordBuffer:
         if is_delete is not None and is_delete.any():
             state[is_delete] |= _DELETE
             state[is_delete & default_ordering(table, self.ordering_field, self._ord_int32)] |= (
-                _DEFAULT
+                _DEFAULT | _RESET
             )
-        self._fold(table.column(RECORD_KEY), _Piece(self._n, table, rest=rest), state, ords, False)
+        self._fold(table.column(RECORD_KEY), _Piece(self._n, table, rest=rest), state, ords)
 
     def add_delete_block(
         self,
@@ -341,9 +340,9 @@ class CompiledLogRecordBuffer:
             else:
                 ords, state = ord_keys(_array(ordering).cast(self._ord_type), self._ord_kind)
         state |= _DELETE
-        state[default] |= _DEFAULT
+        state[default] |= _DEFAULT | _RESET
         state[foreign] |= _FOREIGN
-        self._fold(keys, _Piece(self._n, None), state, ords, True)
+        self._fold(keys, _Piece(self._n, None), state, ords)
 
     def _fold(
         self,
@@ -351,7 +350,6 @@ class CompiledLogRecordBuffer:
         piece: _Piece,
         state: np.ndarray,
         ords: np.ndarray | None,
-        from_delete_block: bool,
     ) -> None:
         arr = _as_string_keys(keys)
         if arr.null_count:
@@ -380,7 +378,6 @@ class CompiledLogRecordBuffer:
             self._state,
             self._ordered,
             self._commit_time,
-            from_delete_block,
         )
         self._keys += int(added)
         self._n += n

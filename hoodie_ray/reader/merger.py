@@ -1,15 +1,14 @@
 """The keyed log-record state of one file slice, folded block by block, column-wise.
 
-Merge rules (spec §6.2; Java ``BufferedRecordMergerFactory`` / hudi-rs ``record_merger.rs``):
-
-* ``COMMIT_TIME_ORDERING``: the later record always wins, deletes always win, and a log record
-  always wins over the base record.
-* ``EVENT_TIME_ORDERING``: a newer record (or delete) replaces an older one when its ordering
-  value is ``>=`` the older one's (ties: newer wins), when either ordering value is null, or
-  when the two values are of different classes. A delete with the *default* ordering value
-  (null, or Java ``Integer 0``) always wins and a record that follows it replaces it. A delete
-  from a delete block never replaces a buffered default-ordered delete (the older, default
-  delete is kept: it is the stronger of the two against the base record).
+Merge rules: :mod:`hoodie_ray.merge` (spec §6.2; Java ``BufferedRecordMergerFactory`` /
+hudi-rs ``record_merger.rs``), the one definition every merger uses. In short:
+``COMMIT_TIME_ORDERING``: the later version always wins (over the base record too).
+``EVENT_TIME_ORDERING``: a newer version wins when its ordering value is ``>=`` the older
+one's (nulls lowest, ties: the newer) or of another class; a delete with the default ordering
+value (null, or Java ``Integer 0``) is commit-time ordered (it wins, and the next version
+replaces it), and a log state that holds such a delete, or a version that followed one, wins
+over the base record whatever its ordering value (*reset*), so folding the log first gives
+what folding every version in order gives.
 
 Log records are merged into one keyed state (:class:`LogRecordBuffer`); the base file is then
 streamed batch by batch through :meth:`LogRecordBuffer.merge_base`, and
@@ -29,6 +28,7 @@ import pyarrow.compute as pc
 
 from hoodie_ray.config.table_config import MergeMode
 from hoodie_ray.exceptions import HoodieCorruptedDataError
+from hoodie_ray.merge import default_ordering, keep_newer
 
 __all__ = [
     "COMMIT_TIME",
@@ -39,6 +39,7 @@ __all__ = [
     "DeleteMarker",
     "KeyLookup",
     "LogRecordBuffer",
+    "default_ordering",
     "ordering_class",
 ]
 
@@ -199,18 +200,6 @@ def occurrence_rank(keys: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     return pd.Series(codes).groupby(codes).cumcount().to_numpy()
 
 
-def default_ordering(table: pa.Table, ordering_field: str | None, int32: bool) -> np.ndarray:
-    """Rows whose ordering value is the default one: null, or an int 0 for an int field (Java's
-    Integer 0); every row when there is no ordering field."""
-    if ordering_field is None:
-        return np.ones(table.num_rows, dtype=bool)
-    col = table.column(ordering_field)
-    out = _bool_np(pc.is_null(col))
-    if int32:
-        out |= _bool_np(pc.fill_null(pc.equal(col, 0), False))
-    return out
-
-
 class LogRecordBuffer:
     """The merged log records of one file slice, keyed by ``_hoodie_record_key``.
 
@@ -219,9 +208,11 @@ class LogRecordBuffer:
         ordering_field: the table's ordering (precombine) field, or None.
         mode: the table's merge mode.
 
-    Each entry carries three flags beside its columns: ``is_delete``, ``default_delete`` (a
-    delete whose ordering value is the default: it always wins) and ``foreign`` (an ordering
-    value of another class than the field's, stored as null in the ordering column).
+    Each entry carries four flags beside its columns: ``is_delete``, ``default_delete`` (a
+    delete whose ordering value is the default: it always wins), ``foreign`` (an ordering
+    value of another class than the field's, stored as null in the ordering column) and
+    ``reset`` (a default-ordered delete, or a version that followed one: it wins over the
+    base record).
 
     Layout: every folded block stays as it was decoded (a *piece*); records are numbered in
     fold order and a liveness flag says which ones are current entries. A hash index (record
@@ -250,11 +241,12 @@ class LogRecordBuffer:
         self._is_delete = np.zeros(0, dtype=bool)
         self._default = np.zeros(0, dtype=bool)
         self._foreign = np.zeros(0, dtype=bool)
+        self._reset = np.zeros(0, dtype=bool)
         self._index = KeyIndex()
         self._n_alive = 0
         # Materialised state (live entries in record order), built by freeze()/remaining().
         self._table: pa.Table | None = None
-        self._flags: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._flags: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._position: np.ndarray | None = None  # record number -> row of _table
         self._consumed: np.ndarray | None = None
         self.num_log_records = 0
@@ -279,7 +271,7 @@ class LogRecordBuffer:
         default = np.zeros(n, dtype=bool)
         if is_delete.any():
             default = is_delete & default_ordering(table, self.ordering_field, self._ord_int32)
-        self._fold(table, is_delete, default, np.zeros(n, dtype=bool), from_delete_block=False)
+        self._fold(table, is_delete, default, np.zeros(n, dtype=bool))
 
     def add_delete_block(
         self,
@@ -313,9 +305,7 @@ class LogRecordBuffer:
             else:
                 cols.append(pa.nulls(n, f.type))
         table = pa.Table.from_arrays(cols, schema=self.schema)
-        self._fold(
-            table, np.ones(n, dtype=bool), default.copy(), foreign.copy(), from_delete_block=True
-        )
+        self._fold(table, np.ones(n, dtype=bool), default.copy(), foreign.copy())
 
     def _fold(
         self,
@@ -323,8 +313,6 @@ class LogRecordBuffer:
         is_delete: np.ndarray,
         default: np.ndarray,
         foreign: np.ndarray,
-        *,
-        from_delete_block: bool,
     ) -> None:
         if table.column(RECORD_KEY).null_count:
             raise HoodieCorruptedDataError("a log block holds records without a record key")
@@ -335,11 +323,11 @@ class LogRecordBuffer:
         keys = _as_string_keys(table.column(RECORD_KEY))
         hashes = hash_keys(keys)
         if pd.Index(hashes).is_unique:  # distinct hashes: distinct keys
-            self._merge_unique(table, is_delete, default, foreign, from_delete_block, hashes)
+            self._merge_unique(table, is_delete, default, foreign, hashes)
             return
         gid, ngroups = group_keys(keys)
         if ngroups == table.num_rows:
-            self._merge_unique(table, is_delete, default, foreign, from_delete_block, hashes)
+            self._merge_unique(table, is_delete, default, foreign, hashes)
             return
         # Duplicate keys inside one block: apply them occurrence by occurrence, so each round
         # holds unique keys and the later duplicate is merged after the earlier one.
@@ -352,7 +340,6 @@ class LogRecordBuffer:
                 is_delete[sel],
                 default[sel],
                 foreign[sel],
-                from_delete_block,
                 hashes[sel],
             )
 
@@ -362,7 +349,6 @@ class LogRecordBuffer:
         is_delete: np.ndarray,
         default: np.ndarray,
         foreign: np.ndarray,
-        from_delete_block: bool,
         hashes: np.ndarray,
     ) -> None:
         """Fold records with distinct keys (``hashes``: their :func:`hash_keys`)."""
@@ -371,6 +357,8 @@ class LogRecordBuffer:
         keys = _as_string_keys(new.column(RECORD_KEY))
         ids = np.arange(self._n, self._n + n, dtype=np.int64)
         take_new = np.ones(n, dtype=bool)
+        # a default-ordered delete, or a version that replaces an entry holding a reset
+        reset = is_delete & default
         probed: tuple[np.ndarray, np.ndarray] | None = None
         if self._n_alive:
             loc, seg_of, pos_of = self._index.probe(keys, hashes=hashes)
@@ -380,18 +368,15 @@ class LogRecordBuffer:
             if matched.any():
                 midx = np.flatnonzero(matched)
                 spos = pos[midx]
-                old_default = self._is_delete[spos] & self._default[spos]
                 wins = self._keep_newer(
                     old_ord=self._ord_take_records(spos),
                     new_ord=self._ord_take(new, midx),
-                    old_default=old_default,
-                    new_default=is_delete[midx] & default[midx],
+                    old_default=self._is_delete[spos] & self._default[spos],
+                    new_reset=reset[midx],
                     foreign=self._foreign[spos] | foreign[midx],
                 )
-                if from_delete_block and self.mode is not MergeMode.COMMIT_TIME_ORDERING:
-                    # A delete never replaces a buffered default-ordered delete.
-                    wins &= ~old_default
                 self._alive[spos[wins]] = False
+                reset[midx[wins]] |= self._reset[spos[wins]]
                 take_new[midx[~wins]] = False
         self._pieces.append(new)
         self._n += n
@@ -399,6 +384,7 @@ class LogRecordBuffer:
         self._is_delete = np.concatenate([self._is_delete, is_delete])
         self._default = np.concatenate([self._default, default])
         self._foreign = np.concatenate([self._foreign, foreign])
+        self._reset = np.concatenate([self._reset, reset])
         if take_new.all():
             self._index.put(keys, ids.astype(np.int32), hashes=hashes, unique=True, probed=probed)
         elif take_new.any():
@@ -425,6 +411,7 @@ class LogRecordBuffer:
         self._is_delete = self._is_delete[alive]
         self._default = self._default[alive]
         self._foreign = self._foreign[alive]
+        self._reset = self._reset[alive]
         self._n = int(alive.sum())
         self._alive = np.ones(self._n, dtype=bool)
 
@@ -454,15 +441,18 @@ class LogRecordBuffer:
         old_ord: pa.Array | None,
         new_ord: pa.Array | None,
         old_default: np.ndarray,
-        new_default: np.ndarray,
+        new_reset: np.ndarray,
         foreign: np.ndarray,
     ) -> np.ndarray:
-        """Does the newer of each matched pair win (``shouldKeepNewerRecord``)?"""
-        n = len(old_default)
-        if self.mode is MergeMode.COMMIT_TIME_ORDERING or old_ord is None or new_ord is None:
-            return np.ones(n, dtype=bool)
-        ge = _bool_np(pc.fill_null(pc.greater_equal(new_ord, old_ord), True))
-        return ge | foreign | old_default | new_default
+        """Does the newer of each matched pair win (:func:`hoodie_ray.merge.keep_newer`)?"""
+        return keep_newer(
+            old_ord,
+            new_ord,
+            old_default=old_default,
+            new_reset=new_reset,
+            foreign=foreign,
+            mode=self.mode,
+        )
 
     # -- merging the base file -----------------------------------------------------------------
     def _materialise(self) -> pa.Table:
@@ -473,7 +463,12 @@ class LogRecordBuffer:
             if not alive.all():
                 table = table.filter(pa.array(alive))
             self._table = table
-            self._flags = (self._is_delete[alive], self._default[alive], self._foreign[alive])
+            self._flags = (
+                self._is_delete[alive],
+                self._default[alive],
+                self._foreign[alive],
+                self._reset[alive],
+            )
         return self._table
 
     def freeze(self) -> None:
@@ -500,12 +495,12 @@ class LogRecordBuffer:
             return batch
         midx = np.flatnonzero(matched)
         spos = self._position[records[midx]]
-        is_delete, default, foreign = self._flags
+        _, _, foreign, reset = self._flags
         log_wins = self._keep_newer(
             old_ord=self._ord_take(batch, midx),
             new_ord=self._ord_take(self._table, spos),
             old_default=np.zeros(len(midx), dtype=bool),
-            new_default=is_delete[spos] & default[spos],
+            new_reset=reset[spos],
             foreign=foreign[spos],
         )
         self._consumed[spos[~log_wins]] = True

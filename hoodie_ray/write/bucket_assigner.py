@@ -42,7 +42,7 @@ from hoodie_ray.index import (
     unknown_ordering,
 )
 from hoodie_ray.meta import IS_DELETED, PARTITION_PATH, RECORD_KEY
-from hoodie_ray.write.records import precombine_rows
+from hoodie_ray.write.records import precombine_plan
 
 FILE_ID = "_hoodie_file_id"
 IS_NEW = "_hoodie_is_new"  # a key the index did not hold: counted as an insert
@@ -356,11 +356,13 @@ class BucketAssigner:
             hashes = hash_keys(batch.column(RECORD_KEY))
             if self._routes_repeats(batch):
                 return self.assign(batch, key_hashes=hashes)
-            rows = precombine_rows(batch, self.config.ordering_field, key_hashes=hashes)
+            rows, unique = precombine_plan(batch, self.config.ordering_field, key_hashes=hashes)
             if rows is not None:  # a few repeated keys: a filter copies less than a take
                 keep = np.zeros(batch.num_rows, dtype=bool)
                 keep[rows] = True
                 batch, hashes = batch.filter(pa.array(keep)), hashes[rows]
+            if not unique:
+                return self.assign(batch, key_hashes=hashes)
         return self.assign(batch, key_hashes=hashes, unique_keys=hashes is not None)
 
     def _routes_repeats(self, batch: pa.Table) -> bool:

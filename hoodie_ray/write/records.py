@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from hoodie_ray.exceptions import HoodieInputError, HoodieSchemaError
 from hoodie_ray.index import group_keys
 from hoodie_ray.keygen import KeyGenerator
+from hoodie_ray.merge import default_ordering
 from hoodie_ray.meta import IS_DELETED, META_PREFIX, PARTITION_PATH, RECORD_KEY
 from hoodie_ray.reader.schema import reconcile
 from hoodie_ray.write.schema_evolution import EvolutionPolicy, evolve_schema
@@ -233,8 +234,14 @@ def prepare_batch(
     columns come out in that schema's order and types (:attr:`PreparedBatch.data_schema`),
     which differs from ``data_schema`` when the batch evolves the table schema.
     ``operation=delete`` marks every row deleted (only key, partition and ordering fields are
-    needed, the other columns are nulls; a delete never changes the schema). A boolean
-    ``_hoodie_is_deleted`` column marks deletes in upserts.
+    needed, the other columns are nulls; a delete never changes the schema): a delete without
+    an ordering value is default-ordered (commit-time: it replaces every older version). A
+    boolean ``_hoodie_is_deleted`` column marks deletes in upserts.
+
+    Raises:
+        HoodieInputError: a row of any other operation (a ``_hoodie_is_deleted`` row too) has
+            a null ordering value, as Hudi's Spark and Flink writers refuse it ("The value of
+            <field> can not be null"); nothing is written.
     """
     is_deleted_col = None
     if IS_DELETED in data.column_names:
@@ -267,11 +274,28 @@ def prepare_batch(
                 f"ordering field {ordering_field} of type {t} cannot be ordered"
             )
     keys = keygen.record_keys(table)
+    if ordering_field is not None and operation != "delete":
+        _check_ordering_values(table.column(ordering_field), ordering_field, keys)
     parts = keygen.partition_paths(table)
     _check_partition_segments(parts)
     out = table.append_column(RECORD_KEY, keys).append_column(PARTITION_PATH, parts)
     out = out.append_column(IS_DELETED, deleted)
     return PreparedBatch(out)
+
+
+def _check_ordering_values(
+    col: pa.ChunkedArray | pa.Array, field: str, keys: pa.ChunkedArray | pa.Array
+) -> None:
+    """Refuse null ordering values (module :mod:`hoodie_ray.merge`: the rule they would meet)."""
+    nulls = col.null_count
+    if not nulls:
+        return
+    first = pc.index(pc.is_null(col), True).as_py()
+    raise HoodieInputError(
+        f"the ordering (precombine) field {field} is null in {nulls} row(s) (the first: record "
+        f"key {keys[first].as_py()!r}); every record needs an ordering value, as in Hudi's "
+        "writers; a delete without one is written with write.operation=delete"
+    )
 
 
 MAX_PARTITION_SEGMENT_BYTES = 255
@@ -300,13 +324,15 @@ def _fill_missing(table: pa.Table, schema: pa.Schema) -> pa.Table:
 def precombine(
     table: pa.Table, ordering_field: str | None, *, key_hashes: np.ndarray | None = None
 ) -> pa.Table:
-    """Keep one row per record key, as Hudi's merge folds the rows of a key in arrival order.
+    """Fold the rows of each record key in arrival order by the merge rule
+    (:mod:`hoodie_ray.merge`), keeping what stands for the fold.
 
-    The fold: a newer row replaces the current one when its ordering value is ``>=`` the
-    current one's, or when either is null (so a default-ordered delete always wins, and a later
-    row replaces it). Without an ordering field the last row wins. Vectorised: for each key,
-    the winner is the highest-ordered row (ties: the later) after the key's last null-ordered
-    row, or that null-ordered row itself when nothing follows it.
+    Event time: the winner is the row with the highest ordering value (nulls lowest; ties:
+    the later) after the key's last default-ordered delete (a delete whose ordering value is
+    null), or that delete itself when nothing follows it. When something follows it, the
+    delete is kept too, just before the winner, so that what is written replaces every older
+    version of the key, as the delete did (:func:`precombine_reset` marks such winners).
+    Without an ordering field the last row wins. Vectorised, no per-row Python.
 
     ``key_hashes``: :func:`hoodie_ray.index.hash_keys` of the record keys, when the caller
     has them (they are not computed twice).
@@ -319,12 +345,20 @@ def precombine_rows(
     table: pa.Table, ordering_field: str | None, *, key_hashes: np.ndarray | None = None
 ) -> np.ndarray | None:
     """The rows :func:`precombine` keeps (ascending positions), or None when it keeps all."""
+    return precombine_plan(table, ordering_field, key_hashes=key_hashes)[0]
+
+
+def precombine_plan(
+    table: pa.Table, ordering_field: str | None, *, key_hashes: np.ndarray | None = None
+) -> tuple[np.ndarray | None, bool]:
+    """``(rows, unique)``: :func:`precombine_rows`, and whether they hold one row per key
+    (false when a default-ordered delete is kept before the version that followed it)."""
     n = table.num_rows
     if n <= 1:
-        return None
+        return None, True
     gid, ngroups = group_keys(table.column(RECORD_KEY), hashes=key_hashes)
     if ngroups == n:
-        return None
+        return None, True
     # Keys with a single row keep it; only the rows of repeated keys need the fold.
     counts = np.bincount(gid, minlength=ngroups)
     single = counts[gid] == 1
@@ -334,28 +368,52 @@ def precombine_rows(
     g = gid[rows]
     if ordering_field is None:
         np.maximum.at(winner, g, rows)
-        return np.sort(winner)
+        return np.sort(winner), True
     ordv = table.column(ordering_field)
-    is_null = pc.is_null(ordv.take(pa.array(rows))).to_numpy(zero_copy_only=False)
-    last_null = np.full(ngroups, -1, dtype=np.int64)
-    if is_null.any():
-        np.maximum.at(last_null, g[is_null], rows[is_null])
-    winner[g] = last_null[g]  # groups with no candidate keep their last null-ordered row
-    after = rows > last_null[g]  # candidates: rows after the key's last null-ordered row
+    ord_rows = ordv.take(pa.array(rows))
+    barrier = default_ordering(pa.table({"o": ord_rows}), "o", False)
+    if IS_DELETED in table.column_names:
+        deleted = pc.fill_null(table.column(IS_DELETED).take(pa.array(rows)), False)
+        barrier &= np.asarray(deleted.to_numpy(zero_copy_only=False), dtype=bool)
+    else:
+        barrier[:] = False
+    last_barrier = np.full(ngroups, -1, dtype=np.int64)
+    if barrier.any():
+        np.maximum.at(last_barrier, g[barrier], rows[barrier])
+    winner[g] = last_barrier[g]  # groups with no candidate keep their last barrier
+    after = rows > last_barrier[g]  # candidates: rows after the key's last barrier
     cand = rows[after]
+    keep_barrier = np.zeros(0, dtype=np.int64)
     if len(cand):
         gc = g[after]
-        helper = pa.table(
-            {"g": pa.array(gc), "o": pc.take(ordv, pa.array(cand)), "pos": pa.array(cand)}
-        )
-        order = pc.sort_indices(
-            helper, sort_keys=[("g", "ascending"), ("o", "ascending"), ("pos", "ascending")]
-        ).to_numpy()
+        o = pc.take(ordv, pa.array(cand))
+        # nulls lowest: "known" sorts them first, whatever the null placement of "o"
+        helper = pa.table({"g": pa.array(gc), "known": pc.is_valid(o), "o": o, "pos": cand})
+        keys = [("g", "ascending"), ("known", "ascending"), ("o", "ascending")]
+        order = pc.sort_indices(helper, sort_keys=[*keys, ("pos", "ascending")]).to_numpy()
         g_sorted = gc[order]
         is_last = np.ones(len(order), dtype=bool)
         is_last[:-1] = g_sorted[:-1] != g_sorted[1:]
-        winner[g_sorted[is_last]] = cand[order][is_last]
-    return np.sort(winner)
+        won = g_sorted[is_last]
+        lb = last_barrier[won]
+        keep_barrier = lb[lb >= 0]  # a barrier followed by a winner: both stay
+        winner[won] = cand[order][is_last]
+    out = np.sort(np.concatenate([winner, keep_barrier]))
+    return out, len(keep_barrier) == 0
+
+
+def precombine_reset(table: pa.Table) -> np.ndarray:
+    """For :func:`precombine`'s output: the rows that follow a kept default-ordered delete of
+    their key (they replace every older version of it)."""
+    keys = table.column(RECORD_KEY)
+    if len(keys) <= 1:
+        return np.zeros(len(keys), dtype=bool)
+    gid, ngroups = group_keys(keys)
+    if ngroups == len(keys):
+        return np.zeros(len(keys), dtype=bool)
+    first = np.full(ngroups, len(keys), dtype=np.int64)
+    np.minimum.at(first, gid, np.arange(len(keys)))
+    return np.arange(len(keys)) > first[gid]
 
 
 def _keep_rows(table: pa.Table, rows: np.ndarray) -> pa.Table:

@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -47,7 +46,7 @@ from hoodie_ray.write.base_file import (
 from hoodie_ray.write.bucket_assigner import IS_NEW
 from hoodie_ray.write.buffer import Bucket, BucketId, WriteBuffer
 from hoodie_ray.write.context import WriteContext
-from hoodie_ray.write.records import IS_DELETED, precombine
+from hoodie_ray.write.records import IS_DELETED, precombine, precombine_reset
 
 TEMP_DIR = ".hoodie/.temp"
 
@@ -280,6 +279,15 @@ class StreamWriteFunction:
         upserts = rows.filter(pa.array(~deleted)) if deleted.any() else rows
         deletes = rows.filter(pa.array(deleted)) if deleted.any() else None
         blocks: list[bytes] = []
+        folded = self.ctx.write_config.operation != "insert"  # _flush precombined the rows
+        if folded and deletes is not None and deletes.num_rows and upserts.num_rows:
+            # a default-ordered delete the precombine kept before a later version of its key
+            # goes first, so a reader folds the two in that order (hoodie_ray.merge)
+            up_keys = upserts.column(RECORD_KEY).combine_chunks()
+            first = pc.is_in(deletes.column(RECORD_KEY), value_set=up_keys)
+            if pc.any(first).as_py():
+                blocks.extend(logs.delete_blocks(self.ctx, self.instant, deletes.filter(first)))
+                deletes = deletes.filter(pc.invert(first))
         if upserts.num_rows:
             stored = with_meta_columns(
                 upserts,
@@ -384,7 +392,7 @@ class StreamWriteFunction:
             base,
             upd,
             is_delete=deleted,
-            delete_is_default=np.zeros(len(deleted), dtype=bool),
+            reset=precombine_reset(rows) if self.ctx.write_config.operation != "insert" else None,
             ordering_field=self.ctx.ordering_field,
             mode=self.ctx.merge_mode,
         )

@@ -1,9 +1,11 @@
 """The merge rules of spec §6.2 on the column-wise log buffer, case by case.
 
-Two rules are Java's and deliberately not hudi-rs 0.5.0's (the brief asks for Java's):
-a null ordering value lets the newer record win (hudi-rs sorts null lowest), and a delete whose
-ordering value is of another class than the field's wins as "newer" (hudi-rs compares an
-``IntWrapper`` with a long field numerically).
+The rules are :mod:`hoodie_ray.merge`'s. Two of them are not hudi-rs 0.5.0's: a delete whose
+ordering value is of another class than the field's wins as "newer" (Java's rule; hudi-rs
+compares an ``IntWrapper`` with a long field numerically), and a log that holds a
+default-ordered delete followed by a record wins over the base record (the *reset* that keeps
+the merge the same however versions are grouped; Java and hudi-rs compare that record with the
+base record's ordering value). A null ordering value compares lowest, as in hudi-rs.
 
 Every case runs on both buffers: the column-wise one and the compiled one.
 """
@@ -67,15 +69,31 @@ def test_event_time_newer_wins_on_ties_and_greater_values() -> None:
     assert result(buf) == {"a": (10, "a2"), "b": (11, "b2"), "c": (10, "c1")}
 
 
-def test_null_ordering_newer_wins_java_rule() -> None:
+def test_null_ordering_compares_lowest() -> None:
     buf = new_buffer(SCHEMA, "ts", EVENT)
-    buf.add_data_block(recs(["a", "b"], [10, None], ["a1", "b1"]))
-    buf.add_data_block(recs(["a", "b"], [None, 5], ["a2", "b2"]))
-    assert result(buf) == {"a": (None, "a2"), "b": (5, "b2")}
-    # against the base record too: a null ordering value in the log wins
+    buf.add_data_block(recs(["a", "b", "c"], [10, None, None], ["a1", "b1", "c1"]))
+    buf.add_data_block(recs(["a", "b", "c"], [None, 5, None], ["a2", "b2", "c2"]))
+    assert result(buf) == {"a": (10, "a1"), "b": (5, "b2"), "c": (None, "c2")}
+    # against the base record too: a null in the log loses, a null in the base loses
     buf = new_buffer(SCHEMA, "ts", EVENT)
-    buf.add_data_block(recs(["a"], [None], ["log"]))
-    assert result(buf, recs(["a"], [100], ["base"])) == {"a": (None, "log")}
+    buf.add_data_block(recs(["a", "b"], [None, -5], ["log", "log"]))
+    base = recs(["a", "b"], [100, None], ["base", "base"])
+    assert result(buf, base) == {"a": (100, "base"), "b": (-5, "log")}
+
+
+def test_a_reset_log_wins_over_the_base_record() -> None:
+    """Base a@100, then a default-ordered delete and a@5 in the log: the delete removed a@100
+    and a@5 came after it, as folding the three versions one by one gives (Java and hudi-rs
+    return a@100 here, and a@5 once a compaction ran between the delete and the record)."""
+    for delete_block in (True, False):
+        buf = new_buffer(SCHEMA, "ts", EVENT)
+        if delete_block:
+            deletes(buf, ["a"], [None], [None])
+        else:
+            buf.add_data_block(recs(["a"], [None], ["d"]), is_delete=np.ones(1, dtype=bool))
+        buf.add_data_block(recs(["a"], [5], ["later"]))
+        buf.add_data_block(recs(["a"], [3], ["older"]))  # still ordered after the delete
+        assert result(buf, recs(["a"], [100], ["base"])) == {"a": (5, "later")}
 
 
 def test_log_record_loses_to_greater_base_record() -> None:
@@ -122,10 +140,14 @@ def test_delete_of_other_class_wins_as_newer_java_rule() -> None:
     assert result(buf, recs(["a"], [100], ["base"])) == {}
 
 
-def test_delete_block_keeps_a_buffered_default_delete() -> None:
+def test_a_delete_after_a_default_delete_keeps_its_reset() -> None:
     buf = new_buffer(SCHEMA, "ts", EVENT)
     deletes(buf, ["a"], ["int"], [0])
-    deletes(buf, ["a"], ["long"], [1])  # weaker delete does not replace the default one
+    deletes(buf, ["a"], ["long"], [1])  # replaces the default delete, stays ahead of the base
+    assert result(buf, recs(["a"], [100], ["base"])) == {}
+    # and orders what follows: a record below its value loses to it (Java's delete-block
+    # special case kept the default delete here, which no grouping of the versions keeps)
+    buf.add_data_block(recs(["a"], [0], ["lower"]))
     assert result(buf, recs(["a"], [100], ["base"])) == {}
 
 

@@ -187,3 +187,20 @@ def test_repeated_keys_go_on_unfolded_where_they_cannot_diverge():
     b = BucketAssigner(cfg, WriteProfile(avg_record_size=100))
     out = b.assign_batch(_batch(["x", "x"], ["", ""], deleted=[False, True]))
     assert out.num_rows == 0 and len(b.index) == 0
+
+
+def test_a_kept_default_delete_and_its_successor_route_to_the_key_group():
+    """A delete batch whose precombine keeps a default-ordered delete before the next delete
+    of its key (hoodie_ray.merge): both rows reach the key's group; an unknown key's go."""
+    cfg = AssignerConfig.of(WriteConfig(), partitioned=False, ordering_field="ts")
+    a = BucketAssigner(cfg, WriteProfile(avg_record_size=100))
+    first = a.assign_batch(_batch(["a", "b"], ["", ""]))
+    group = first.column(FILE_ID)[0].as_py()
+    a.checkpoint_done()
+    t = pa.table({"id": ["a", "a", "c", "c"], "p": [""] * 4, "ts": [None, 5, None, 7]})
+    kg = choose_key_generator(t.schema, ["id"], ["p"])
+    rows = prepare_batch(t, kg, ordering_field="ts", operation="delete").table
+    out = a.assign_batch(rows)
+    assert out.column("id").to_pylist() == ["a", "a"]
+    assert out.column("ts").to_pylist() == [None, 5]
+    assert out.column(FILE_ID).to_pylist() == [group, group]

@@ -76,8 +76,9 @@ def test_a_late_record_in_another_partition_loses(tmp_path, kind, table_type, ve
     write(deletes(("k", "p2", 9000)))  # newer: deletes k where it is
     assert both(path) == [("j", "p1", 10, "j1")]
     write(rows(("k", "p2", 1, "after delete")))  # a deleted key comes back as an insert
-    write(rows(("j", "p2", None, "null ts")))  # an unknown ordering value: the arrival wins
-    assert both(path) == [("j", "p2", None, "null ts"), ("k", "p2", 1, "after delete")]
+    with pytest.raises(hr.HoodieInputError, match="field ts is null"):
+        write(rows(("j", "p2", None, "null ts")))  # refused, as Hudi's writers refuse it
+    assert both(path) == [("j", "p1", 10, "j1"), ("k", "p2", 1, "after delete")]
 
 
 @pytest.mark.parametrize("kind", WRITERS)

@@ -19,16 +19,24 @@ from hoodie_ray.write.records import (
 def test_precombine_highest_ordering_wins_ties_later():
     t = pa.table(
         {
-            "id": ["a", "a", "b", "a", "b", "c"],
+            RECORD_KEY: ["a", "a", "b", "a", "b", "c"],
             "ts": [1, 3, 5, 3, None, None],
             "v": [1, 2, 3, 4, 5, 6],
         }
     )
+    out = precombine(t, "ts").to_pydict()
+    # b: a null ordering value compares lowest (hoodie_ray.merge)
+    assert dict(zip(out[RECORD_KEY], out["v"], strict=True)) == {"a": 4, "b": 3, "c": 6}
+
+
+def test_null_ordering_values_are_refused_but_in_deletes():
+    t = pa.table({"id": ["a", "b", "c"], "ts": [1, None, None], IS_DELETED: [False, False, True]})
     kg = choose_key_generator(t.schema, ["id"], [])
-    pb = prepare_batch(t, kg, ordering_field="ts", operation="upsert")
-    out = precombine(pb.table, "ts").to_pydict()
-    # b: a null ordering value on the newer row lets it win (Hudi's merge rule)
-    assert dict(zip(out["id"], out["v"], strict=True)) == {"a": 4, "b": 5, "c": 6}
+    for op in ("upsert", "insert", "bulk_insert"):
+        with pytest.raises(HoodieInputError, match=r"field ts is null in 2 row.*key 'b'"):
+            prepare_batch(t, kg, ordering_field="ts", operation=op)
+    pb = prepare_batch(t, kg, ordering_field="ts", operation="delete")
+    assert pb.table.column("ts").to_pylist() == [1, None, None]
 
 
 def test_precombine_commit_time():
@@ -95,23 +103,26 @@ def test_normalisation_and_inputs():
 def test_precombine_is_the_sequential_fold():
     import random
 
-    def fold(rows):
-        cur = {}
-        for r in rows:
-            c = cur.get(r["id"])
-            if c is None or r["ts"] is None or c["ts"] is None or r["ts"] >= c["ts"]:
-                cur[r["id"]] = r
-        return cur
+    from tests.test_merge import fold_versions
 
     rng = random.Random(0)
     for _ in range(200):
         rows = [
-            {"id": rng.choice("abc"), "ts": rng.choice([None, 1, 2, 3]), "v": i}
+            {
+                RECORD_KEY: rng.choice("abc"),
+                "ts": rng.choice([None, 1, 2, 3]),
+                "v": i,
+                IS_DELETED: rng.random() < 0.3,
+            }
             for i in range(rng.randint(1, 12))
         ]
         t = pa.Table.from_pylist(rows)
-        kg = choose_key_generator(t.schema, ["id"], [])
-        out = precombine(
-            prepare_batch(t, kg, ordering_field="ts", operation="upsert").table, "ts"
-        ).to_pylist()
-        assert {r["id"]: r["v"] for r in out} == {k: r["v"] for k, r in fold(rows).items()}
+        out = precombine(t, "ts").to_pylist()
+        by_key: dict[str, list[dict]] = {}
+        for r in out:
+            by_key.setdefault(r[RECORD_KEY], []).append(r)
+        for k in {r[RECORD_KEY] for r in rows}:
+            mine = [r for r in rows if r[RECORD_KEY] == k]
+            # what the precombine keeps stands for its input, whatever came before it
+            for before in ([], [{"ts": 9, "v": -1, IS_DELETED: False}]):
+                assert fold_versions(before + by_key[k]) == fold_versions(before + mine)
