@@ -378,14 +378,12 @@ class HoodieStreamWriter:
             ray.kill(a, no_restart=True)
         self._assigners, self._writers = [], []
         self._attempt += 1
-        slices, profile = ray.get(
-            [self._coord.latest_slices.remote(), self._coord.profile.remote()]
-        )
+        slices, profile = self._coord.latest_slices.remote(), self._coord.profile.remote()
         # SPREAD: a multi-node cluster gets assigners and writers on every node.
         a_opts = {**actor_resources("assigner", self.wc), "scheduling_strategy": "SPREAD"}
         w_opts = {**actor_resources("writer", self.wc), "scheduling_strategy": "SPREAD"}
         for i in range(self.num_assigners):
-            cfg = ray.get(self._coord.assigner_config.remote(i, self.num_assigners))
+            cfg = self._coord.assigner_config.remote(i, self.num_assigners)
             self._assigners.append(
                 AssignerActor.options(  # type: ignore[attr-defined]
                     name=self._unique(f"assigner-{i}"), namespace=NAMESPACE, **a_opts
@@ -431,7 +429,12 @@ class HoodieStreamWriter:
         if self._workers_stale:
             # a failed checkpoint left rows in the assigners' key indexes and writers' buffers
             self._restart_workers()
-        instant, slices, profile, frozen = ray.get(self._coord.start_checkpoint.remote())
+        # The file slices and the write profile go from the coordinator to the actors by
+        # reference: the driver never holds them (their size grows with the table).
+        instant_ref, slices, profile, frozen = self._coord.start_checkpoint.options(
+            num_returns=4
+        ).remote()
+        instant = ray.get(instant_ref)
         # Known before the actors hear of it: if one of them is lost now, recovery rolls the
         # instant back (else it stays pending, and a pending write blocks compaction).
         self._instant = instant
