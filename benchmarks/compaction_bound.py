@@ -133,7 +133,7 @@ def measure(
     shutil.copytree(table, copy)
     before = data_files(copy)
     with CpuMeter() as meter:
-        instant = hr.compact(str(copy), engine="local")
+        instant = hr.compact(str(copy), engine="local").instant
     if instant is None:
         raise RuntimeError(f"nothing to compact in {table}")
     assert meter.usage is not None

@@ -887,7 +887,7 @@ def run_hoodie(
         with CpuMeter(ray_workers=True) as m:
             instant = hr.compact(
                 str(path), options={"compaction.tasks": str(writers)}, engine="local"
-            )
+            ).instant
         if instant is None:
             raise RuntimeError("hr.compact returned None on a table with log files")
         run.compaction = Measurement(

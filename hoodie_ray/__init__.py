@@ -7,6 +7,7 @@ The public surface (see docs/ and the README)::
     with hr.HoodieStreamWriter(path, options) as w:
         w.write(batch); w.checkpoint()            # one delta commit per checkpoint
     hr.read(path)                                 # merge-on-read snapshot as pyarrow.Table
+    hr.compact(path); hr.clean(path); hr.archive(path)   # table services (dry_run=True)
     hr.HoodieTable.load(path).latest_file_slices()
 
 Ray and Spark are imported only when a name that needs them is used.
@@ -48,6 +49,11 @@ _LAZY = {
     "read_spark": ("hoodie_ray.spark", "read_spark"),
     "init_spark": ("hoodie_ray.spark", "init_spark"),
     "compact": ("hoodie_ray.api", "compact"),
+    "clean": ("hoodie_ray.job.maintenance", "clean"),
+    "archive": ("hoodie_ray.job.maintenance", "archive"),
+    "CompactionResult": ("hoodie_ray.job.maintenance", "CompactionResult"),
+    "CleanResult": ("hoodie_ray.job.maintenance", "CleanResult"),
+    "ArchiveResult": ("hoodie_ray.job.maintenance", "ArchiveResult"),
     "upgrade": ("hoodie_ray.upgrade_table", "upgrade"),
     "init_metadata": ("hoodie_ray.job.maintenance", "init_metadata"),
     "drop_metadata": ("hoodie_ray.job.maintenance", "drop_metadata"),
@@ -67,7 +73,10 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ArchiveResult",
+    "CleanResult",
     "CommitResult",
+    "CompactionResult",
     "HoodieCommitConflictError",
     "HoodieCommitStateUnknownError",
     "HoodieCompactionError",
@@ -87,6 +96,8 @@ __all__ = [
     "HoodieUnsupportedError",
     "HoodieWriteClient",
     "HoodieWriteError",
+    "archive",
+    "clean",
     "compact",
     "drop_metadata",
     "init_metadata",

@@ -1,4 +1,5 @@
-"""Top-level functions of the public API: ``write``, ``compact``, ``rollback``."""
+"""Top-level functions of the public API: ``write``, ``compact``, ``rollback`` (``clean`` and
+``archive`` are the job layer's own, :mod:`hoodie_ray.job.maintenance`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pyarrow as pa
 from hoodie_ray.exceptions import HoodieOptionError
 from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.job.coordinator import CommitResult
+from hoodie_ray.job.maintenance import CompactionResult
 from hoodie_ray.write.records import is_ray_dataset, is_spark_dataframe
 
 
@@ -64,24 +66,26 @@ def compact(
     storage_options: dict[str, Any] | None = None,
     engine: str = "local",
     on_progress: Callable[[int, int], None] | None = None,
-) -> str | None:
+    dry_run: bool = False,
+) -> CompactionResult:
     """Compact the table now (offline): run the earliest pending plan, else schedule one and run it.
 
     Takes the table's writer lock, so it never runs beside a live writer. ``engine="ray"`` fans
     the operations out over Ray tasks (``compaction.tasks`` at a time). ``on_progress(done,
-    total)`` is called as file slices are compacted (for progress bars). Returns the compaction
-    instant, or None when no file slice has log files.
+    total)`` is called as file slices are compacted (for progress bars). ``dry_run``: only say
+    which plan would run (nothing is written). Returns a :class:`CompactionResult`: the
+    compaction instant (None when no file slice has log files) and the plan's file slices.
 
     Example::
 
-        hr.compact("/data/trips")
+        hr.compact("/data/trips").instant
     """
     from hoodie_ray.job import maintenance
 
     if engine not in ("ray", "local"):
         raise HoodieOptionError(f"engine must be 'ray' or 'local', got {engine!r}")
     executor = None
-    if engine == "ray":
+    if engine == "ray" and not dry_run:
         from hoodie_ray.config.options import resolve_options
         from hoodie_ray.ray.compactor import ray_executor
         from hoodie_ray.table import HoodieTable
@@ -89,7 +93,12 @@ def compact(
         name = HoodieTable.load(path, storage_options).name
         executor = ray_executor(resolve_options(options), name)
     return maintenance.compact(
-        path, options, storage_options=storage_options, executor=executor, on_progress=on_progress
+        path,
+        options,
+        storage_options=storage_options,
+        executor=executor,
+        on_progress=on_progress,
+        dry_run=dry_run,
     )
 
 

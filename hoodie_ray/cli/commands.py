@@ -1,7 +1,8 @@
 """The ``hoodie-ray`` subcommands (click). Entry point: :func:`hoodie_ray.cli.main`.
 
 Read-only views (``commits show``, ``compactions show``, ``fsview``, ``timeline``), the table
-services (``compact``, ``compactions drop``, ``upgrade``), one-commit writes from a file
+services (``compact``, ``clean``, ``archive``, each with ``--dry-run``; ``compactions drop``,
+``upgrade``), one-commit writes from a file
 (``write``) and the benchmark (``bench mor-q1``). Every subcommand takes ``--output
 table|json``; tables print sizes in human units, JSON prints one document with sizes in bytes.
 Ray, the compaction and the upgrade code are imported only by the subcommands that use them.
@@ -455,25 +456,50 @@ def timeline(path: str, archived: bool, storage_kv: tuple[str, ...], output: str
 # -- compact -------------------------------------------------------------------------------------
 
 
+def dry_run_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--dry-run``: say what a table service would do, change nothing."""
+    return click.option(
+        "--dry-run", is_flag=True, help="Only say what would be done; change nothing."
+    )(fn)
+
+
+def option_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--option KEY=VALUE`` (repeatable): Hudi options of a table service."""
+    return click.option(
+        "--option", "option_kv", multiple=True, metavar="KEY=VALUE", help="Repeatable."
+    )(fn)
+
+
+_SLICE_COLUMNS = [
+    Column("partition_path", "partition", lambda v: v or "(none)"),
+    Column("file_id", "file id"),
+    Column("base_file", "base file"),
+    count_col("num_log_files", "log files"),
+]
+
+
 @cli.command("compact")
 @click.argument("path")
-@click.option("--option", "option_kv", multiple=True, metavar="KEY=VALUE", help="Repeatable.")
+@option_option
 @click.option(
     "--engine",
     type=click.Choice(["local", "ray"]),
     default=None,
     help="Run the operations in this process (local) or as Ray tasks (hr.compact's default).",
 )
+@dry_run_option
 @storage_option
 @output_option
 def compact(
     path: str,
     option_kv: tuple[str, ...],
     engine: str | None,
+    dry_run: bool,
     storage_kv: tuple[str, ...],
     output: str,
 ) -> None:
-    """Schedule, run and commit a compaction now (hr.compact)."""
+    """Schedule, run and commit a compaction now (hr.compact): the earliest pending plan, else
+    a new one; with --dry-run only the plan and its file slices."""
     fn = lazy_feature("hoodie_ray.api", "compact", "compaction")
     params = inspect.signature(fn).parameters
     options = parse_key_values(option_kv, "--option") or None
@@ -487,9 +513,13 @@ def compact(
         if "engine" not in params:
             raise CliError("this version of hr.compact takes no engine; omit --engine")
         kwargs["engine"] = engine
+    if dry_run:
+        if "dry_run" not in params:
+            raise CliError("this version of hr.compact has no dry run; omit --dry-run")
+        kwargs["dry_run"] = True
     load_table(path, storage_kv)  # a bad path fails here, with the usual message
     bar: Any = None
-    if "on_progress" in params and sys.stderr.isatty():
+    if "on_progress" in params and sys.stderr.isatty() and not dry_run:
 
         def on_progress(done: int, total: int) -> None:
             nonlocal bar
@@ -503,18 +533,36 @@ def compact(
         kwargs["on_progress"] = on_progress
     t0 = time.perf_counter()
     try:
-        instant = fn(path, options, **kwargs)
+        result = fn(path, options, **kwargs)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
     seconds = round(time.perf_counter() - t0, 3)
+    instant = result if result is None or isinstance(result, str) else result.instant
+    slices = [] if result is None or isinstance(result, str) else list(result.slices)
+    rows = [{**dataclasses.asdict(sl), "num_log_files": len(sl.log_files)} for sl in slices]
     doc: dict[str, Any] = {
         "table": table_doc(path, storage_kv),
         "instant": instant,
         "seconds": seconds,
+        "dry_run": dry_run,
+        "scheduled": bool(getattr(result, "scheduled", False)),
+        "slices": [{k: v for k, v in r.items() if k != "num_log_files"} for r in rows],
     }
-    if not instant:
+    if not slices and not instant:
         emit(output, doc, [View(lines=["nothing to compact"])])
+        return
+    if dry_run or instant is None:
+        what = (
+            "a new compaction plan would be scheduled and run"
+            if instant is None
+            else f"pending compaction {instant} would run"
+        )
+        line = (
+            f"dry run: {what}: {plural(len(slices), 'file slice')} in "
+            f"{plural(len({sl.partition_path for sl in slices}), 'partition')}"
+        )
+        emit(output, doc, [View(lines=[line], columns=_SLICE_COLUMNS, rows=rows)])
         return
     done = info.compaction_result_doc(load_table(path, storage_kv), instant)
     doc.update(done)
@@ -525,7 +573,85 @@ def compact(
         f"{plural(done['records_written'], 'record')} written to new base files "
         f"({human_size(done['bytes_written'])})"
     )
-    emit(output, doc, [View(lines=[line])])
+    views = [View(lines=[line])]
+    if rows:
+        views.append(View(columns=_SLICE_COLUMNS, rows=rows))
+    emit(output, doc, views)
+
+
+# -- clean / archive -----------------------------------------------------------------------------
+
+
+@cli.command("clean")
+@click.argument("path")
+@option_option
+@dry_run_option
+@storage_option
+@output_option
+def clean(
+    path: str, option_kv: tuple[str, ...], dry_run: bool, storage_kv: tuple[str, ...], output: str
+) -> None:
+    """Delete the file slices the last clean.retain_commits commits do not read (hr.clean),
+    under the writer lock; with --dry-run only list them."""
+    fn = lazy_feature("hoodie_ray.job.maintenance", "clean", "cleaning")
+    options = parse_key_values(option_kv, "--option") or None
+    load_table(path, storage_kv)  # a bad path fails here, with the usual message
+    t0 = time.perf_counter()
+    result = fn(path, options, storage_options=storage_options_from(storage_kv), dry_run=dry_run)
+    seconds = round(time.perf_counter() - t0, 3)
+    doc: dict[str, Any] = {
+        "table": table_doc(path, storage_kv),
+        **dataclasses.asdict(result),
+        "num_files": result.num_files,
+        "seconds": seconds,
+    }
+    rows = [{"partition": p, "file": n} for p, names in result.files.items() for n in names]
+    parts = plural(len(result.files), "partition")
+    retained = result.earliest_commit_to_retain
+    keeps = f"commits from {retained} on keep their file slices" if retained else None
+    if not rows:
+        why = keeps or "no more commits than clean.retain_commits"
+        lines = [f"nothing to clean ({why})"]
+    elif dry_run:
+        lines = [f"dry run: {plural(len(rows), 'file')} in {parts} would be deleted ({keeps})"]
+    else:
+        lines = [
+            f"clean {result.instant}: {plural(len(rows), 'file')} in {parts} deleted ({keeps})"
+        ]
+        failed = sum(len(v) for v in result.failed.values())
+        if failed:
+            lines.append(f"{plural(failed, 'file')} could not be deleted (listed in the clean)")
+    if result.finished:
+        lines.append(f"finished {plural(len(result.finished), 'pending clean')} first")
+    cols = [Column("partition", "partition", lambda v: v or "(none)"), Column("file", "file")]
+    emit(output, doc, [View(lines=lines, columns=cols if rows else (), rows=rows)])
+
+
+@cli.command("archive")
+@click.argument("path")
+@option_option
+@dry_run_option
+@storage_option
+@output_option
+def archive(
+    path: str, option_kv: tuple[str, ...], dry_run: bool, storage_kv: tuple[str, ...], output: str
+) -> None:
+    """Move the oldest instants to the archived timeline once past hoodie.keep.max.commits
+    (hr.archive), under the writer lock; with --dry-run only list them."""
+    fn = lazy_feature("hoodie_ray.job.maintenance", "archive", "archival")
+    options = parse_key_values(option_kv, "--option") or None
+    load_table(path, storage_kv)  # a bad path fails here, with the usual message
+    result = fn(path, options, storage_options=storage_options_from(storage_kv), dry_run=dry_run)
+    rows = [{"instant": ts, "action": action} for ts, action in result.instants]
+    doc = {"table": table_doc(path, storage_kv), "instants": rows, "dry_run": dry_run}
+    if not rows:
+        line = "nothing to archive"
+    else:
+        span = f"{rows[0]['instant']} .. {rows[-1]['instant']}"
+        verb = "would be archived (dry run)" if dry_run else "archived"
+        line = f"{plural(len(rows), 'instant')} {verb}: {span}"
+    cols = [Column("instant", "instant"), Column("action", "action")]
+    emit(output, doc, [View(lines=[line], columns=cols if rows else (), rows=rows)])
 
 
 # -- upgrade -------------------------------------------------------------------------------------

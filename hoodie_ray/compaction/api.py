@@ -24,7 +24,7 @@ from hoodie_ray.storage import Storage, join
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant, State
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
-from hoodie_ray.timeline.plans import HoodieCompactionPlan
+from hoodie_ray.timeline.plans import HoodieCleanMetadata, HoodieCompactionPlan
 from hoodie_ray.timeline.timeline import ActiveTimeline
 
 #: Runs a list of tasks and returns their write stats (raises if any failed).
@@ -69,8 +69,10 @@ class CompactionService:
         return self.table.active_timeline
 
     # -- schedule ------------------------------------------------------------------------------
-    def schedule(self, force: bool = False) -> str | None:
-        """Write a compaction plan if the trigger fires (or ``force``); its instant, or None."""
+    def plan(self, force: bool = False) -> HoodieCompactionPlan | None:
+        """The plan :meth:`schedule` would write now (nothing is written), or None: not a MOR
+        table, the trigger does not fire (unless ``force``), a write is in flight, or no file
+        slice outside a pending plan has log files."""
         if not self.table_config.is_mor:
             return None
         self.timeline.reload()
@@ -85,7 +87,12 @@ class CompactionService:
         plan = build_plan(
             self.storage, view.latest_file_slices(), pending_file_groups(self.timeline)
         )
-        if not plan.operations:
+        return plan if plan.operations else None
+
+    def schedule(self, force: bool = False) -> str | None:
+        """Write a compaction plan if the trigger fires (or ``force``); its instant, or None."""
+        plan = self.plan(force)
+        if plan is None:
             return None
         from hoodie_ray.timeline.instant import new_instant_time
 
@@ -98,6 +105,14 @@ class CompactionService:
             Instant(instant, Action.COMPACTION, State.REQUESTED), plan.to_bytes()
         )
         return instant
+
+    def read_plan(self, instant: str) -> HoodieCompactionPlan:
+        """The plan of the compaction ``instant`` (pending or completed)."""
+        self.timeline.reload()
+        inst = self.timeline.get(instant, Action.COMPACTION)
+        if inst is None:
+            raise HoodieCompactionError(f"no compaction {instant} on {self.path}")
+        return read_plan(self.timeline, inst)
 
     def pending(self) -> list[str]:
         self.timeline.reload()
@@ -271,8 +286,9 @@ class CompactionService:
         return bases
 
     # -- clean ---------------------------------------------------------------------------------
-    def clean(self) -> str | None:
-        """Delete file slices older than the last ``clean.retain_commits`` commits need."""
+    def clean(self) -> HoodieCleanMetadata | None:
+        """Delete file slices older than the last ``clean.retain_commits`` commits need; what
+        was deleted (None: nothing)."""
         return clean_table(self.table, self.wc.clean_retain_commits)
 
 

@@ -25,15 +25,32 @@ from hoodie_ray.timeline.plans import (
 POLICY = "KEEP_LATEST_COMMITS"
 
 
-def files_to_clean(table: HoodieTable, retain: int) -> tuple[str | None, dict[str, list[str]]]:
-    """(earliest retained commit, partition -> file names to delete), keeping the slices the
-    last ``retain`` completed commits read."""
+def earliest_commit_to_retain(table: HoodieTable, retain: int) -> str | None:
+    """The earliest commit a clean keeping the last ``retain`` completed commits must retain
+    (None: no more than ``retain`` commits, nothing to clean).
+
+    As Hudi's ``CleanerUtils.getEarliestCommitToRetain`` (KEEP_LATEST_COMMITS): never later than
+    the earliest pending write or compaction, whose files and plan may need older slices; then
+    the last completed commit before it (None when there is none)."""
     tl = table.active_timeline
-    tl.reload()
     commits = tl.completed_commits()
     if len(commits) <= retain:
-        return None, {}
+        return None
     earliest = commits[-retain].timestamp
+    pending = tl.pending_commits()
+    if pending and earliest > pending[0].timestamp:
+        before = [c.timestamp for c in commits if c.timestamp < pending[0].timestamp]
+        return before[-1] if before else None
+    return earliest
+
+
+def files_to_clean(table: HoodieTable, retain: int) -> tuple[str | None, dict[str, list[str]]]:
+    """(earliest retained commit, partition -> file names to delete), keeping the slices the
+    last ``retain`` completed commits read (:func:`earliest_commit_to_retain`)."""
+    table.active_timeline.reload()
+    earliest = earliest_commit_to_retain(table, retain)
+    if earliest is None:
+        return None, {}
     view = table.view()
     out: dict[str, list[str]] = {}
     for group in view.all_file_groups():
@@ -98,10 +115,12 @@ def finish_pending_cleans(table: HoodieTable) -> list[str]:
     return done
 
 
-def clean_table(table: HoodieTable, retain: int) -> str | None:
-    """Plan, delete and record a clean; the clean instant, or None when nothing to delete.
+def clean_table(table: HoodieTable, retain: int) -> HoodieCleanMetadata | None:
+    """Plan, delete and record a clean; what it deleted (the completed clean instant's
+    metadata: ``start_clean_time`` is the instant), or None when there was nothing to delete.
 
-    Cleans left pending by a writer that died are finished first."""
+    Cleans left pending by a writer that died are finished first. The metadata table (table
+    versions 8+) records the deleted files before the clean instant completes."""
     finish_pending_cleans(table)
     earliest, files = files_to_clean(table, retain)
     if earliest is None or not files:
@@ -151,4 +170,4 @@ def clean_table(table: HoodieTable, retain: int) -> str | None:
     )
     metadata_writer(table).update_clean(instant, meta)
     tl.complete(Instant(instant, Action.CLEAN, State.INFLIGHT), meta.to_bytes())
-    return instant
+    return meta

@@ -404,7 +404,7 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "clean_enabled",
         True,
         _parse_bool,
-        "Clean old file slices after commits.",
+        "Clean after every commit: delete the file slices clean.retain_commits no longer keeps.",
         ("hoodie.clean.automatic",),
     ),
     ConfigOption(

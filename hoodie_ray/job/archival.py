@@ -5,37 +5,63 @@ from __future__ import annotations
 import logging
 
 from hoodie_ray.config.options import WriteConfig
+from hoodie_ray.metadata.writer import metadata_writer
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.archive import archive_instants, instants_to_archive
+from hoodie_ray.timeline.instant import Instant
 
-__all__ = ["archive_table"]
+__all__ = ["archivable_instants", "archive_table"]
 
 log = logging.getLogger("hoodie_ray")
 
 
-def archive_table(table: HoodieTable, wc: WriteConfig) -> list[str]:
-    """Archive ``table``'s oldest instants if its active timeline is past
-    ``hoodie.keep.max.commits`` (down to ``hoodie.keep.min.commits``, within the limits
-    :func:`~hoodie_ray.timeline.archive.instants_to_archive` keeps); the archived instant times.
-    """
+def archivable_instants(table: HoodieTable, wc: WriteConfig) -> list[Instant]:
+    """The instants :func:`archive_table` would archive now, oldest first: none while the
+    active timeline holds at most ``hoodie.keep.max.commits`` completed commits, else down to
+    ``hoodie.keep.min.commits`` within the limits
+    :func:`~hoodie_ray.timeline.archive.instants_to_archive` keeps.
+
+    With a metadata table (table versions 8+), as Hudi's ``TimelineArchiverV2``: nothing until
+    the metadata table has compacted once, then only instants before the first commit that
+    completed after its latest compaction (its log blocks name the data instants they
+    belong to, judged against the data table's active timeline)."""
     tl = table.active_timeline
+    tl.reload()
     if len(tl.completed_commits()) <= wc.keep_max_commits:
         return []
+    retain_from = None
+    if table.uses_metadata_table:
+        compacted = metadata_writer(table).latest_compaction_time()
+        if compacted is None:
+            return []
+        after = [
+            c for c in tl.completed_commits() if (c.completion_time or c.timestamp) > compacted
+        ]
+        retain_from = min(c.timestamp for c in after) if after else None
     delta_rule = (
         table.is_mor
         and wc.compaction_schedule
         and wc.compaction_trigger in ("num_commits", "num_and_time")
     )
-    chosen = instants_to_archive(
+    return instants_to_archive(
         tl,
         wc.keep_min_commits,
         wc.keep_max_commits,
         is_mor=table.is_mor,
         compaction_delta_commits=wc.compaction_delta_commits if delta_rule else None,
+        retain_from=retain_from,
     )
+
+
+def archive_table(table: HoodieTable, wc: WriteConfig) -> list[Instant]:
+    """Archive the instants :func:`archivable_instants` names (the archived timeline is
+    written before any instant file is deleted); those instants."""
+    chosen = archivable_instants(table, wc)
     if not chosen:
         return []
-    archive_instants(tl, table.archived_timeline, chosen, wc.timeline_compaction_batch_size)
+    archive_instants(
+        table.active_timeline, table.archived_timeline, chosen, wc.timeline_compaction_batch_size
+    )
     table.forget(chosen)
     log.info(
         "archived %d instants of %s (%s .. %s)",
@@ -44,4 +70,4 @@ def archive_table(table: HoodieTable, wc: WriteConfig) -> list[str]:
         chosen[0].timestamp,
         chosen[-1].timestamp,
     )
-    return [i.timestamp for i in chosen]
+    return chosen

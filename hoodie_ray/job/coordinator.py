@@ -450,26 +450,29 @@ class Coordinator:
         return self.compaction_service().tasks(instant)
 
     def commit_compaction(self, instant: str, stats: list[HoodieWriteStat]) -> None:
-        """Commit an executed compaction (between checkpoints), then clean."""
+        """Commit an executed compaction (between checkpoints)."""
         self.lock.check()
         self.compaction_service().commit(instant, stats)
         self._done.append(instant)
-        self.clean()
 
     def rollback_compaction(self, instant: str) -> None:
         self.compaction_service().rollback_inflight(instant)
 
     def run_compaction(self, instant: str) -> None:
-        """Execute and commit a compaction in this process (inline compaction), then clean."""
+        """Execute and commit a compaction in this process (inline compaction)."""
         self.lock.check()
         self.compaction_service().run(instant, local_executor)
         self._done.append(instant)
-        self.clean()
 
     def clean(self) -> str | None:
+        """Clean after a commit (``hoodie.clean.automatic``, as Hudi cleans after every
+        commit): the file slices the last ``clean.retain_commits`` commits do not read; the
+        clean instant, or None."""
         if not self.wc.clean_enabled:
             return None
-        cleaned = self.compaction_service().clean()
+        self.lock.check()
+        meta = self.compaction_service().clean()
+        cleaned = meta.start_clean_time if meta is not None else None
         self._cleaned = cleaned or self._cleaned
         return cleaned
 
@@ -477,8 +480,8 @@ class Coordinator:
         self, runner: CompactionRunner | None = None, *, run_pending: bool = True
     ) -> int:
         """The table services at a checkpoint barrier, after its commit (Hudi's post-commit):
-        commit a finished background compaction, run or start the next one (cleaning after
-        each), then archive.
+        commit a finished background compaction, run or start the next one, clean (after every
+        commit, as Hudi's ``hoodie.clean.automatic``), then archive.
 
         ``runner`` runs compactions in the background when ``compaction.async.enabled``
         (without one they run inline); ``run_pending=False`` leaves plans another process
@@ -489,6 +492,7 @@ class Coordinator:
         self._done, self._cleaned = [], None
         started = self._running[0] if self._running is not None else None
         pending = self._compaction_step(runner, run_pending)
+        self.clean()
         archived = self.archive()
         now = self._running[0] if self._running is not None else None
         self.last_services = TableServices(
@@ -543,7 +547,7 @@ class Coordinator:
         if not self.wc.archive_automatic:
             return []
         self.lock.check()
-        return archive_table(self.table, self.wc)
+        return [i.timestamp for i in archive_table(self.table, self.wc)]
 
     def close(self) -> None:
         self.lock.release()

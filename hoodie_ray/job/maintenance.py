@@ -1,15 +1,27 @@
-"""Table maintenance run on its own: compaction and cleaning outside a write job.
+"""Table maintenance run on its own: the table services (compaction, cleaning, archival) and
+the metadata table's, outside a write job.
 
-Each takes the table's writer lock, so it never runs beside a live writer.
+Each takes the table's writer lock, so it never runs beside a live writer. The services are
+the ones writers run after their commits (one definition: ``CompactionService``,
+``compaction/clean.py``, ``job/archival.py``); each returns a small result saying what it did,
+or with ``dry_run`` what it would do (then nothing is written).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from hoodie_ray.compaction.api import CompactionService, Executor, local_executor
+from hoodie_ray.compaction.clean import (
+    earliest_commit_to_retain,
+    files_to_clean,
+    finish_pending_cleans,
+)
 from hoodie_ray.compaction.execute import CompactionTask
+from hoodie_ray.config.options import resolve_options
+from hoodie_ray.job.archival import archivable_instants, archive_table
 from hoodie_ray.metadata.layout import FILES, RECORD_INDEX
 from hoodie_ray.metadata.validate import (
     MetadataDifference,
@@ -24,10 +36,16 @@ from hoodie_ray.metadata.writer import (
 from hoodie_ray.reader.index_bootstrap import bootstrap_entries
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
+from hoodie_ray.timeline.plans import HoodieCompactionPlan
 from hoodie_ray.write.commit import CommitProtocol
 from hoodie_ray.write.lock import WriterLock
 
 __all__ = [
+    "ArchiveResult",
+    "CleanResult",
+    "CompactionResult",
+    "CompactionSlice",
+    "archive",
     "clean",
     "compact",
     "drop_compaction",
@@ -37,6 +55,101 @@ __all__ = [
     "schedule_compaction",
     "validate_metadata",
 ]
+
+
+# -- results -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CompactionSlice:
+    """One file slice of a compaction plan: the base file (None for a log-only group) and the
+    log files merged into the group's new base file."""
+
+    partition_path: str
+    file_id: str
+    base_instant: str
+    base_file: str | None
+    log_files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    """What :func:`compact` did, or would do (``dry_run``).
+
+    Attributes:
+        instant: the compaction instant run (a pending plan's, or the one this call scheduled);
+            None when there was nothing to compact, and in a dry run that would schedule a new
+            plan (its instant is chosen when it is written).
+        slices: the plan's file slices (empty: nothing to compact).
+        scheduled: the plan is new (scheduled by this call, or in a dry run it would be), not a
+            pending one.
+        dry_run: nothing was written.
+    """
+
+    instant: str | None
+    slices: tuple[CompactionSlice, ...] = ()
+    scheduled: bool = False
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class CleanResult:
+    """What :func:`clean` deleted, or would delete (``dry_run``).
+
+    Attributes:
+        instant: the completed ``.clean`` instant; None when nothing was deleted, and in a
+            dry run.
+        earliest_commit_to_retain: the oldest commit whose file slices are kept (time travel
+            to it still works); None when the table has no more than ``clean.retain_commits``
+            commits.
+        files: partition -> file names deleted (or that would be).
+        failed: partition -> file names whose delete failed (they stay listed in the clean).
+        finished: cleans a writer that died left pending, finished first.
+        dry_run: nothing was deleted or written.
+    """
+
+    instant: str | None
+    earliest_commit_to_retain: str | None
+    files: dict[str, list[str]] = field(default_factory=dict)
+    failed: dict[str, list[str]] = field(default_factory=dict)
+    finished: tuple[str, ...] = ()
+    dry_run: bool = False
+
+    @property
+    def num_files(self) -> int:
+        """How many files were deleted (or would be)."""
+        return sum(len(v) for v in self.files.values())
+
+
+@dataclass(frozen=True)
+class ArchiveResult:
+    """What :func:`archive` moved, or would move (``dry_run``), from the active timeline to the
+    archived one: ``instants`` as (instant time, action) pairs, oldest first."""
+
+    instants: tuple[tuple[str, str], ...] = ()
+    dry_run: bool = False
+
+
+def _lock(svc: CompactionService) -> WriterLock:
+    return WriterLock(
+        svc.storage, heartbeat_ms=svc.wc.lock_heartbeat_ms, expire_ms=svc.wc.lock_expire_ms
+    )
+
+
+def _slices(plan: HoodieCompactionPlan) -> tuple[CompactionSlice, ...]:
+    return tuple(
+        CompactionSlice(
+            op.partition_path or "",
+            op.file_id,
+            op.base_instant_time,
+            op.data_file_path,
+            tuple(op.delta_file_paths or []),
+        )
+        for op in plan.operations or []
+    )
+
+
+# -- compaction ----------------------------------------------------------------------------------
 
 
 def schedule_compaction(
@@ -64,33 +177,47 @@ def compact(
     storage_options: dict[str, Any] | None = None,
     executor: Executor | None = None,
     on_progress: Callable[[int, int], None] | None = None,
-) -> str | None:
+    dry_run: bool = False,
+) -> CompactionResult:
     """Compact the table now (offline): run the earliest pending plan, else schedule one and run it.
 
     ``on_progress(done, total)`` is called as file slices are compacted (for progress bars).
 
     Takes the table's writer lock, so it never runs beside a live writer. ``executor`` runs
     the operations (default: one after another in this process; ``hr.compact(engine="ray")``
-    hands in a Ray one). Returns the compaction instant, or None when no file slice has log
-    files.
+    hands in a Ray one). ``dry_run``: only say which plan would run and its file slices (a
+    new plan is built, not written). A table with a write in flight (a writer that died:
+    its next writer rolls it back) gets no new plan, as after commits.
 
     Example::
 
-        hr.compact("/data/trips")
+        hr.compact("/data/trips").instant
     """
     svc = CompactionService.open(path, options, storage_options)
     executor = executor or local_executor
-    with WriterLock(
-        svc.storage, heartbeat_ms=svc.wc.lock_heartbeat_ms, expire_ms=svc.wc.lock_expire_ms
-    ):
+    with _lock(svc):
         pending = svc.pending()
-        instant = pending[0] if pending else svc.schedule(force=True)
-        if instant is None:
-            return None
+        if pending:
+            instant: str | None = pending[0]
+            plan = svc.read_plan(pending[0])
+        elif dry_run:
+            new_plan = svc.plan(force=True)
+            if new_plan is None:
+                return CompactionResult(None, dry_run=True)
+            return CompactionResult(None, _slices(new_plan), scheduled=True, dry_run=True)
+        else:
+            instant = svc.schedule(force=True)
+            if instant is None:
+                return CompactionResult(None)
+            plan = svc.read_plan(instant)
+        result = CompactionResult(instant, _slices(plan), scheduled=not pending, dry_run=dry_run)
+        if dry_run:
+            return result
+        assert instant is not None
         if on_progress is not None:
             executor = _reporting(executor, on_progress)
         svc.run(instant, executor)
-        return instant
+        return result
 
 
 def drop_compaction(
@@ -104,9 +231,7 @@ def drop_compaction(
         drop_compaction("/data/trips", "20250101000000000")
     """
     svc = CompactionService.open(path, options, storage_options)
-    with WriterLock(
-        svc.storage, heartbeat_ms=svc.wc.lock_heartbeat_ms, expire_ms=svc.wc.lock_expire_ms
-    ):
+    with _lock(svc):
         return svc.drop(instant)
 
 
@@ -125,16 +250,76 @@ def _reporting(executor: Executor, on_progress: Callable[[int, int], None]) -> E
     return run
 
 
+# -- cleaning and archival -----------------------------------------------------------------------
+
+
 def clean(
     path: str,
     options: dict[str, Any] | None = None,
     *,
     storage_options: dict[str, Any] | None = None,
-) -> str | None:
-    """Clean old file slices now; the clean instant, or None when nothing was deleted."""
+    dry_run: bool = False,
+) -> CleanResult:
+    """Clean the table now: delete the file slices the last ``clean.retain_commits`` (30)
+    completed commits do not read (Hudi's KEEP_LATEST_COMMITS; writers run the same clean
+    after every commit), recorded as a ``.clean`` instant (and in the metadata table, table
+    versions 8+, before that instant completes).
+
+    Takes the table's writer lock. The earliest retained commit is never later than the
+    earliest pending write or compaction. Cleans a writer that died left pending are finished
+    first. ``dry_run``: only say what would be deleted.
+
+    Example::
+
+        hr.clean("/data/trips", {"clean.retain_commits": "10"}).files
+    """
     svc = CompactionService.open(path, options, storage_options)
-    with WriterLock(svc.storage):
-        return svc.clean()
+    retain = svc.wc.clean_retain_commits
+    with _lock(svc):
+        if dry_run:
+            earliest, files = files_to_clean(svc.table, retain)
+            return CleanResult(None, earliest, files, dry_run=True)
+        finished = tuple(finish_pending_cleans(svc.table))
+        meta = svc.clean()
+        if meta is None:
+            earliest = earliest_commit_to_retain(svc.table, retain)
+            return CleanResult(None, earliest, finished=finished)
+        parts = meta.partition_metadata
+        return CleanResult(
+            meta.start_clean_time,
+            meta.earliest_commit_to_retain or None,
+            {p: list(m.success_delete_files) for p, m in parts.items() if m.success_delete_files},
+            {p: list(m.failed_delete_files) for p, m in parts.items() if m.failed_delete_files},
+            finished,
+        )
+
+
+def archive(
+    path: str,
+    options: dict[str, Any] | None = None,
+    *,
+    storage_options: dict[str, Any] | None = None,
+    dry_run: bool = False,
+) -> ArchiveResult:
+    """Archive the table now: past ``hoodie.keep.max.commits`` (50) completed commits on the
+    active timeline, move the oldest instants to the archived timeline down to
+    ``hoodie.keep.min.commits`` (40), keeping what cleaning, pending instants and the metadata
+    table still need (the rules writers apply after every commit).
+
+    Takes the table's writer lock. ``dry_run``: only say which instants would move.
+
+    Example::
+
+        hr.archive("/data/trips").instants
+    """
+    table = HoodieTable.load(path, storage_options)
+    wc = resolve_options(options)
+    with WriterLock(table.storage, heartbeat_ms=wc.lock_heartbeat_ms, expire_ms=wc.lock_expire_ms):
+        chosen = archivable_instants(table, wc) if dry_run else archive_table(table, wc)
+        return ArchiveResult(tuple((i.timestamp, i.action) for i in chosen), dry_run)
+
+
+# -- the metadata table ----------------------------------------------------------------------------
 
 
 def init_metadata(path: str, *, storage_options: dict[str, Any] | None = None) -> list[str]:

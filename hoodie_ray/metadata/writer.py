@@ -900,6 +900,17 @@ class MetadataWriter:
         )
         return [i.timestamp for i in chosen]
 
+    def latest_compaction_time(self) -> str | None:
+        """The instant of the MDT's latest completed compaction (Java's
+        ``getLatestCompactionTime``), or None: it never compacted."""
+        self.timeline.reload()
+        done = [
+            i.timestamp
+            for i in self.timeline.find([Action.COMMIT], [State.COMPLETED])
+            if i.action == Action.COMMIT
+        ]
+        return max(done) if done else None
+
     def _last_compaction(self) -> Instant | None:
         done = [
             i

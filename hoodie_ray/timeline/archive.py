@@ -193,13 +193,16 @@ def instants_to_archive(
     *,
     is_mor: bool = False,
     compaction_delta_commits: int | None = None,
+    retain_from: str | None = None,
 ) -> list[Instant]:
     """The completed instants to move to the archived timeline now, oldest first (see the
-    module docstring for the rules); empty while the commits stay within ``keep_max``."""
+    module docstring for the rules); empty while the commits stay within ``keep_max``.
+    ``retain_from``: an instant the caller needs kept, with every later one (the metadata
+    table's bound)."""
     commits = tl.completed_commits()
     if len(commits) <= keep_max:
         return []
-    bounds: list[str] = []
+    bounds: list[str] = [retain_from] if retain_from is not None else []
     pending = tl.pending_commits()
     if pending:
         first_pending = pending[0].timestamp

@@ -297,6 +297,57 @@ def test_compact_then_show(
     assert hr.read(str(path)).num_rows == 5
 
 
+def test_table_services_with_dry_run(
+    table: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``compact``, ``clean`` and ``archive`` with ``--dry-run`` say what would be done and
+    change nothing; without it they do it and say what they did (text and JSON)."""
+    path = tmp_path / "copy"
+    shutil.copytree(table["path"], path)
+    timeline = run_json(capsys, "timeline", str(path))
+
+    dry = run_json(capsys, "compact", str(path), "--dry-run")
+    assert dry["dry_run"] and dry["scheduled"] and dry["instant"] is None
+    slices = {(s["partition_path"], s["file_id"]) for s in dry["slices"]}
+    assert slices and all(s["log_files"] for s in dry["slices"])
+    rc, out, err = run(capsys, "compact", str(path), "--dry-run")
+    assert rc == 0 and err == ""
+    assert out.startswith("dry run: a new compaction plan would be scheduled and run: ")
+    assert "file id" in out and "log files" in out
+    assert run_json(capsys, "timeline", str(path)) == timeline  # nothing written
+
+    done = run_json(capsys, "compact", str(path))
+    assert done["instant"] and not done["dry_run"]
+    assert {(s["partition_path"], s["file_id"]) for s in done["slices"]} == slices
+    hr.write(_rows(["a", "c"], ["sf", "nyc"], 3, 30.0), str(path), OPTIONS, engine="local")
+
+    opt = ["--option", "clean.retain_commits=1"]
+    doc = run_json(capsys, "clean", str(path), "--dry-run", *opt)
+    assert doc["dry_run"] and doc["instant"] is None and doc["num_files"] > 0
+    before = {p.name for p in path.rglob("*") if p.is_file()}
+    assert all(n in before for names in doc["files"].values() for n in names)
+    rc, out, err = run(capsys, "clean", str(path), "--dry-run", *opt)
+    assert rc == 0 and out.startswith(f"dry run: {doc['num_files']} files in ")
+    assert {p.name for p in path.rglob("*") if p.is_file()} == before
+    rc, out, err = run(capsys, "clean", str(path), *opt)
+    assert rc == 0 and out.startswith("clean ") and "deleted" in out, out
+    after = {p.name for p in path.rglob("*") if p.is_file()}
+    assert not after & {n for names in doc["files"].values() for n in names}
+    rc, out, err = run(capsys, "clean", str(path), *opt)
+    assert out.startswith("nothing to clean (commits from ")
+    assert hr.read(str(path)).num_rows == 5
+
+    keep = ["--option", "archive.min_commits=2", "--option", "archive.max_commits=3", *opt]
+    doc = run_json(capsys, "archive", str(path), "--dry-run", *keep)
+    assert doc["dry_run"] and doc["instants"]
+    rc, out, err = run(capsys, "archive", str(path), *keep)
+    assert rc == 0 and out.startswith(f"{len(doc['instants'])} instants archived: "), out
+    active = {i["instant"] for i in run_json(capsys, "timeline", str(path))["instants"]}
+    assert not active & {i["instant"] for i in doc["instants"]}
+    assert run_json(capsys, "archive", str(path), *keep)["instants"] == []
+    assert hr.read(str(path)).num_rows == 5
+
+
 # -- compact / upgrade when the library lacks them -----------------------------------------------
 
 
@@ -468,6 +519,8 @@ def test_write_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
         ["fsview"],
         ["timeline"],
         ["compact"],
+        ["clean"],
+        ["archive"],
         ["upgrade"],
     ],
 )

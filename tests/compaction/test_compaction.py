@@ -76,13 +76,13 @@ def test_offline_compact_then_read_optimized_equals_snapshot(tmp_path):
     for _ in range(3):
         HoodieWriteClient(str(path), opts).write(to_arrow(_upserts(wl, 20), True))
     before = hudi_rs_snapshot(path)
-    instant = compact(str(path))
+    instant = compact(str(path)).instant
     assert instant is not None
     after = hudi_rs_snapshot(path)
     assert after.to_pylist() == before.to_pylist()
     ro = hudi_rs_read(path, **{"hoodie.read.use.read_optimized.mode": "true"})
     assert ro.num_rows == after.num_rows
-    assert compact(str(path)) is None  # nothing left to compact
+    assert compact(str(path)).instant is None  # nothing left to compact
 
 
 def test_failed_compaction_rolls_back_and_retries(tmp_path, monkeypatch):
@@ -110,7 +110,7 @@ def test_failed_compaction_rolls_back_and_retries(tmp_path, monkeypatch):
     assert len(pending) == 1  # back to requested, its files gone
     assert hudi_rs_snapshot(path).to_pylist() == before
     monkeypatch.setattr(api, "execute_operation", real)
-    assert compact(str(path)) == pending[0]  # the retry runs the same plan
+    assert compact(str(path)).instant == pending[0]  # the retry runs the same plan
     assert hudi_rs_snapshot(path).to_pylist() == before
     assert CompactionService.open(str(path)).pending() == []
 
@@ -126,7 +126,7 @@ def test_compacted_base_file_columns_and_file_names(tmp_path):
     HoodieWriteClient(str(path), opts).write(to_arrow([wl._row(k) for k in wl.keys], True))
     HoodieWriteClient(str(path), opts).write(to_arrow(_upserts(wl, 30), True))
     before = hudi_rs_snapshot(path).to_pylist()
-    instant = compact(str(path))
+    instant = compact(str(path)).instant
     assert instant is not None
     written = [p for p in path.rglob(f"*_{instant}.parquet") if ".hoodie" not in p.parts]
     assert written
@@ -163,7 +163,7 @@ def test_compaction_failing_while_writing_leaves_nothing(tmp_path, monkeypatch):
     assert not [p for p in path.rglob(f"*{pending}*") if ".hoodie" not in p.parts]
     assert hudi_rs_snapshot(path).to_pylist() == before
     monkeypatch.setattr(execute, "iter_file_slice", real)
-    assert compact(str(path)) == pending
+    assert compact(str(path)).instant == pending
     assert hudi_rs_snapshot(path).to_pylist() == before
 
 

@@ -166,3 +166,34 @@ def test_index_bootstrap_disabled_starts_with_an_empty_index(tmp_path):
     default = HoodieWriteClient(path, OPTIONS)
     default.write(to_arrow(fresh[:1], True))
     assert default._assigner is not None and len(default._assigner.index) == 35
+
+
+@pytest.mark.parametrize("version", ["6", "8"])
+@pytest.mark.parametrize("automatic", [True, False])
+def test_writes_clean_after_every_commit(tmp_path, version, automatic):
+    """As Hudi's ``hoodie.clean.automatic``: each commit is followed by a clean that keeps the
+    file slices of the last ``clean.retain_commits`` commits (here a copy-on-write table, where
+    every commit writes new slices and no compaction ever runs)."""
+    from hoodie_ray.table import HoodieTable
+
+    path = str(tmp_path / "t")
+    opts = {
+        **OPTIONS,
+        "table.type": "COPY_ON_WRITE",
+        "hoodie.write.table.version": version,
+        "clean.retain_commits": "2",
+        "hoodie.clean.automatic": str(automatic).lower(),
+    }
+    model, wl = TableModel(), Workload(3, keys=8, partitions=("a",))
+    cleans = []
+    for i in range(4):
+        rows = [wl._row(k) for k in wl.keys]
+        res = HoodieWriteClient(path, opts).write(to_arrow(rows, True))
+        model.upsert(rows)
+        assert hudi_rs_snapshot(path).equals(model.as_table()), f"hudi-rs after commit {i}"
+        cleans.append(res.services.cleaned)
+        groups = HoodieTable.load(path).view().all_file_groups()
+        slices = max(len(g.all_slices()) for g in groups)
+        assert slices == (min(i + 1, 2) if automatic else i + 1), f"slices after commit {i}"
+    assert (cleans[2] is not None and cleans[3] is not None) == automatic
+    assert cleans[:2] == [None, None]

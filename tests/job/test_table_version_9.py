@@ -307,7 +307,7 @@ def test_append_upserts_deletes_compaction_clean_archival_to_java_v9_table(tmp_p
     _check(root, expected, "late record")
 
     # 4. a compaction of everything
-    instant = compact(str(root), opts)
+    instant = compact(str(root), opts).instant
     assert instant is not None
     _check(root, expected, "compaction")
     ro = hudi_rs_read(root, **{"hoodie.read.use.read_optimized.mode": "true"})

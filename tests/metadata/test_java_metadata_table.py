@@ -119,7 +119,7 @@ def test_append_upserts_deletes_and_compaction_keep_javas_metadata_table(tmp_pat
     _check(root, expected, "deletes")
 
     # 3. a compaction of everything, then more upserts
-    assert maintenance.compact(str(root)) is not None
+    assert maintenance.compact(str(root)).instant is not None
     _check(root, expected, "compaction")
     again = upd.slice(1)
     again = again.set_column(

@@ -76,7 +76,7 @@ def test_every_action_keeps_the_metadata_table(
             client.write(to_arrow(rows, True))
             model.upsert(rows)
         _check(path, model, f"commit {i} ({kind})")
-    maintenance.clean(path, {"clean.retain_commits": "1"})  # COW: cleans run only on demand
+    maintenance.clean(path, {"clean.retain_commits": "1"})  # beyond what writers keep (30)
     _check(path, model, "clean")
     t = HoodieTable.load(path)
     mdt = t.metadata_table
