@@ -254,6 +254,7 @@ class HoodieStreamWriter:
     def checkpoint(self) -> str | None:
         """Commit everything written since the last checkpoint; the instant, or None if empty."""
         if not self._inputs:
+            self._release_spark_frames()  # DataFrames of zero rows
             return None
         result = self._run(self._checkpoint_once)
         self._inputs = []
@@ -607,6 +608,7 @@ class HoodieStreamWriter:
                 pass
             ray.kill(self._coord, no_restart=True)
         self._assigners, self._writers, self._coord = [], [], None
+        self._release_spark_frames()
         self._release_names()
 
     def _release_names(self, timeout: float = 30.0) -> None:
