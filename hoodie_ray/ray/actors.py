@@ -150,11 +150,13 @@ class AssignerActor:
         self.setup = setup
 
     def route(self, block: Any, rows: tuple[int, int] | None, num_tasks: int) -> Any:
-        """An input block prepared and split by assigner task (``num_returns=num_tasks``):
-        the per-row work of the input (normalising, keys, partition paths) runs here, in the
-        assigners, never in the driver (:func:`~hoodie_ray.job.client.route_input`)."""
+        """An input block prepared and split by assigner task, then its row count
+        (``num_returns=num_tasks + 1``; the count is what a driver waits on to learn that the
+        block was accepted without fetching it): the per-row work of the input (normalising,
+        keys, partition paths) runs here, in the assigners, never in the driver
+        (:func:`~hoodie_ray.job.client.route_input`)."""
         parts = route_input(self.setup, block, num_tasks, rows)
-        return parts[0] if num_tasks == 1 else tuple(parts)
+        return (*parts, sum(p.num_rows for p in parts))
 
     def route_assign(self, block: Any, rows: tuple[int, int] | None, num_writers: int) -> Any:
         """The one-assigner topology: an input block prepared and assigned in one call."""

@@ -194,6 +194,10 @@ class HoodieStreamWriter:
     def _input_items(self, data: Any) -> Iterator[tuple[pa.Schema, _Input]]:
         """(schema, input) of each block of ``data``, put into the object store where it is
         not there yet; empty blocks are skipped."""
+        if isinstance(data, list):
+            for part in data:
+                yield from self._input_items(part)
+            return
         if is_spark_dataframe(data):
             from hoodie_ray.spark import spark_to_ray
 
@@ -212,12 +216,68 @@ class HoodieStreamWriter:
             yield table.schema, _Input(ray.put(table), None, table.num_rows)
 
     def _write_item(self, schema: pa.Schema, item: _Input) -> None:
+        self._accept_schema(schema)
+        self._inputs.append(item)
+        self._run(lambda: self._send(item))
+
+    def _write_whole(self, data: Any) -> None:
+        """Write ``data`` into the open checkpoint, every block of it prepared before any is
+        assigned: a row the table refuses (a null key) fails this call before an instant is
+        opened for it, and nothing of ``data`` enters the checkpoint (``hr.write``'s path).
+        The prepared blocks wait in the object store meanwhile."""
+        if self._closed:
+            raise HoodieWriteError("write after close")
+        items: list[_Input] = []
+        for schema, item in self._input_items(data):
+            self._accept_schema(schema, pending=len(items))
+            items.append(item)
+        if not items:
+            return
+        na = self.num_assigners
+        routed: list[list[Any]] = []
+        counts = []
+        for k, item in enumerate(items):
+            router = self._assigners[(self._next_router + k) % na]
+            *parts, count = router.route.options(num_returns=na + 1).remote(item.ref, item.rows, na)
+            routed.append(parts)
+            counts.append(count)
+        self._next_router = (self._next_router + len(items)) % na
+        lost = False
+        try:
+            ray.get(counts)
+        except (RayActorError, RayTaskError) as e:
+            if not _is_actor_loss(e):
+                _drain(counts)
+                raise _unwrap(e) from None
+            lost = True  # an assigner died: the items go the way of any write (replayed)
+        self._inputs.extend(items)
+        if lost:
+            for item in items:
+                self._run(lambda item=item: self._send(item))
+        else:
+            self._run(lambda: self._send_routed(routed))
+
+    def _send_routed(self, routed: list[list[Any]]) -> None:
+        """Prepared parts (one per assigner, of each block) to the assigners and writers."""
+        if self._instant is None:
+            self._begin_instant()
+        for parts in routed:
+            self._assign_parts(parts)
+
+    def _accept_schema(self, schema: pa.Schema, pending: int = 0) -> None:
+        """Start the topology on the first input and fix or evolve the table schema for an
+        input of ``schema`` (``pending``: inputs accepted but not yet sent)."""
         if self._setup is None:
             self._start(schema)
         assert self._setup is not None
         # A new table's first batch decides its schema; every later batch is written with the
         # schema it evolves the table's to (columns added, types widened), or is refused here.
-        decides = not self._setup.schema_fixed and self._instant is None and not self._inputs
+        decides = (
+            not self._setup.schema_fixed
+            and self._instant is None
+            and not self._inputs
+            and not pending
+        )
         data_schema = input_data_schema(self._setup, schema, self.wc, decides=decides)
         if not data_schema.equals(self._setup.context.data_schema):
             if decides:
@@ -225,8 +285,6 @@ class HoodieStreamWriter:
                 self._restart_workers()
             else:
                 self._evolve(data_schema)
-        self._inputs.append(item)
-        self._run(lambda: self._send(item))
 
     def _evolve(self, data_schema: pa.Schema) -> None:
         """The table schema evolves: the coordinator records it at the next commit, the
@@ -453,24 +511,33 @@ class HoodieStreamWriter:
         if self._instant is None:
             self._begin_instant()
         na, nw = self.num_assigners, self.num_writers
-        tagged: list[list[Any]] = []
         if na == 1:
             out = (
                 self._assigners[0]
                 .route_assign.options(num_returns=nw)
                 .remote(item.ref, item.rows, nw)
             )
-            tagged.append([out] if nw == 1 else list(out))
+            self._to_writers([out] if nw == 1 else list(out))
         else:
             router = self._assigners[self._next_router]
             self._next_router = (self._next_router + 1) % na
-            parts = list(router.route.options(num_returns=na).remote(item.ref, item.rows, na))
-            for i, part in enumerate(parts):
-                out = self._assigners[i].assign.options(num_returns=nw).remote(part, nw)
-                tagged.append([out] if nw == 1 else list(out))
-        for outs in tagged:
-            for j, w in enumerate(self._writers):
-                self._inflight.append(w.write.remote(outs[j]))
+            *parts, _count = router.route.options(num_returns=na + 1).remote(
+                item.ref, item.rows, na
+            )
+            self._assign_parts(parts)
+
+    def _assign_parts(self, parts: list[Any]) -> None:
+        """Prepared parts of one input block, the i-th for assigner i, to the assigners."""
+        nw = self.num_writers
+        for i, part in enumerate(parts):
+            out = self._assigners[i].assign.options(num_returns=nw).remote(part, nw)
+            self._to_writers([out] if nw == 1 else list(out))
+
+    def _to_writers(self, outs: list[Any]) -> None:
+        """An assigner's output, the j-th part for writer j (bounded in flight)."""
+        for j, w in enumerate(self._writers):
+            self._inflight.append(w.write.remote(outs[j]))
+        na, nw = self.num_assigners, self.num_writers
         limit = self.wc.max_inflight_batches * max(1, nw * na)
         if len(self._inflight) > limit:
             done, self._inflight = ray.wait(self._inflight, num_returns=len(self._inflight) - limit)
@@ -788,10 +855,8 @@ def write_warm(
             if isinstance(data, (pa.Table, pa.RecordBatch)):
                 table = to_arrow(data)
                 bs = writer.wc.write_batch_rows
-                for off in range(0, table.num_rows, bs):
-                    writer.write(table.slice(off, bs))
-            else:
-                writer.write(data)
+                data = [table.slice(off, bs) for off in range(0, table.num_rows, bs)]
+            writer._write_whole(data)
             instant = writer.checkpoint()
     except BaseException:
         writer.abort()

@@ -117,6 +117,7 @@ def test_bad_dataset_rows_fail_as_themselves(ray_session, tmp_path):
     path = str(tmp_path / "t")
     hr.write(to_arrow([Workload(1)._row("a")], False), path, OPTIONS)
     before = hudi_rs_snapshot(tmp_path / "t").to_pylist()
+    instants = [(i.timestamp, i.action, i.state) for i in hr.HoodieTable.load(path).timeline]
     good = to_arrow([Workload(1)._row("b")], False)
     null_key = good.set_column(0, "key", pa.array([None], pa.string()))
     ds = ray.data.from_arrow([good, null_key])
@@ -129,6 +130,8 @@ def test_bad_dataset_rows_fail_as_themselves(ray_session, tmp_path):
     with pytest.raises(hr.HoodieSchemaError, match=r"\bs\b"):
         hr.write(ray.data.from_arrow([good, s]), path, OPTIONS)
     assert hudi_rs_snapshot(tmp_path / "t").to_pylist() == before
+    # refused before an instant was opened: not even a rollback in the timeline
+    assert [(i.timestamp, i.action, i.state) for i in hr.HoodieTable.load(path).timeline] == instants
     with hr.HoodieStreamWriter(path, OPTIONS) as w:
         w.write(ray.data.from_arrow(good).materialize())  # a MaterializedDataset is input too
     assert len(hudi_rs_snapshot(tmp_path / "t")) == 2
