@@ -28,6 +28,7 @@ from hoodie_ray.write.bucket_assigner import (
 )
 from hoodie_ray.write.records import (
     PreparedBatch,
+    check_ordering_field,
     check_schema_compatible,
     normalise_schema,
     precombine,
@@ -129,10 +130,13 @@ def input_data_schema(
     if wc.operation == "delete":
         return ctx.data_schema
     if decides:
-        return normalise_schema(input_schema)
-    table_schema = pa.schema([f for f in ctx.data_schema if not f.name.startswith(META_PREFIX)])
-    batch_schema = normalise_schema(input_schema, keep_null=True)
-    return evolve_schema(table_schema, batch_schema, evolution_policy(setup, wc))
+        target = normalise_schema(input_schema)
+    else:
+        table_schema = pa.schema([f for f in ctx.data_schema if not f.name.startswith(META_PREFIX)])
+        batch_schema = normalise_schema(input_schema, keep_null=True)
+        target = evolve_schema(table_schema, batch_schema, evolution_policy(setup, wc))
+    check_ordering_field(target, ctx.ordering_field)
+    return target
 
 
 def route_input(

@@ -263,16 +263,7 @@ def prepare_batch(
             data_schema = pa.schema([f for f in data_schema if not f.name.startswith(META_PREFIX)])
             target = evolve_schema(data_schema, table.schema, evolution or EvolutionPolicy())
             table = reconcile(table, target)
-    if ordering_field is not None and ordering_field not in table.column_names:
-        raise HoodieSchemaError(
-            f"ordering (precombine) field {ordering_field} is missing from the batch"
-        )
-    if ordering_field is not None:
-        t = table.schema.field(ordering_field).type
-        if pa.types.is_nested(t) or pa.types.is_binary(t):
-            raise HoodieSchemaError(
-                f"ordering field {ordering_field} of type {t} cannot be ordered"
-            )
+    check_ordering_field(table.schema, ordering_field)
     keys = keygen.record_keys(table)
     if ordering_field is not None and operation != "delete":
         _check_ordering_values(table.column(ordering_field), ordering_field, keys)
@@ -296,6 +287,23 @@ def _check_ordering_values(
         f"key {keys[first].as_py()!r}); every record needs an ordering value, as in Hudi's "
         "writers; a delete without one is written with write.operation=delete"
     )
+
+
+def check_ordering_field(schema: pa.Schema, ordering_field: str | None) -> None:
+    """The batch (of ``schema``, normalised) carries an orderable ordering field.
+
+    Raises:
+        HoodieSchemaError: naming the field, when it is missing or of a type without order.
+    """
+    if ordering_field is None:
+        return
+    if ordering_field not in schema.names:
+        raise HoodieSchemaError(
+            f"ordering (precombine) field {ordering_field} is missing from the batch"
+        )
+    t = schema.field(ordering_field).type
+    if pa.types.is_nested(t) or pa.types.is_binary(t):
+        raise HoodieSchemaError(f"ordering field {ordering_field} of type {t} cannot be ordered")
 
 
 MAX_PARTITION_SEGMENT_BYTES = 255
