@@ -154,3 +154,25 @@ def test_a_refused_row_fails_its_checkpoint_and_the_stream_goes_on(ray_session, 
         assert w.checkpoint() is not None
         model.upsert(second)
     assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+
+
+def test_a_lazy_dataset_runs_its_tasks_beside_the_topology(ray_session, tmp_path):
+    """A Dataset still to execute (a read, a map): its Ray Data tasks get CPUs while the
+    topology's actors hold theirs, and its blocks stream into the open checkpoint."""
+    ray = ray_session
+    rows = _commits(25, 1)[0]
+    table = to_arrow(rows, True)
+
+    def rows_of(batch: pa.Table) -> pa.Table:
+        ids = batch.column("id").to_pylist()
+        return table.take(pa.array(ids))
+
+    ds = ray.data.range(table.num_rows, override_num_blocks=3).map_batches(
+        rows_of, batch_format="pyarrow"
+    )
+    with hr.HoodieStreamWriter(str(tmp_path / "t"), {**OPTIONS, **TOPOLOGY}) as w:
+        w.write(ds)
+        assert w.checkpoint() is not None
+    model = TableModel()
+    model.upsert(rows)
+    assert hudi_rs_snapshot(tmp_path / "t").to_pylist() == model.as_table().to_pylist()
