@@ -180,6 +180,8 @@ def _ensure_paimon_venv(cache_dir: Path | None) -> Path | None:
                 "install",
                 "--quiet",
                 "--disable-pip-version-check",
+                "--retries",
+                "2",
                 *VENV_REQUIREMENTS,
             ],
         ]
@@ -304,7 +306,8 @@ def run_paimon_peer(
 
     Returns ``{"name", "rows", "wall_s", "cpu_s", "rows_per_s", "rows_per_cpu_s", "commit_s",
     "final_rows", "gate", "error"}`` plus details (``writers``, ``buckets``, ``expected_keys``,
-    ``ray_system_cpu_s``, ``driver_cpu_s``, ``worker_cpu_s``, ``python``). ``wall_s`` and
+    ``ray_system_cpu_s``, ``driver_cpu_s``, ``worker_cpu_s``, ``cpu_by_title``: the timed CPU
+    of the child's processes by their Ray title, ``python``). ``wall_s`` and
     ``cpu_s`` cover the timed writes only. Never raises: a missing venv, a child error or a
     timeout (the child and its Ray processes are killed) comes back as ``error`` text with
     ``gate = "fail"``.
@@ -336,8 +339,15 @@ def run_paimon_peer(
             "order": order,
         }
         spec_path = workdir / "paimon_peer_spec.json"
+        # The child's Ray keeps its session (logs, sockets) in a private, short temp dir (socket
+        # paths are limited to about 100 bytes), removed here even when the child was killed.
+        ray_tmp = tempfile.mkdtemp(prefix="hrpaimon_")
+        spec["ray_temp_dir"] = ray_tmp
         spec_path.write_text(json.dumps(spec))
-        child, err = _run_child(Path(python), spec_path, workdir, timeout_s)
+        try:
+            child, err = _run_child(Path(python), spec_path, workdir, timeout_s)
+        finally:
+            shutil.rmtree(ray_tmp, ignore_errors=True)
         extra = {"writers": writers, "buckets": buckets, "expected_keys": expected["keys"]}
         if child is None:
             return _failed(rows, err, **extra)
@@ -405,6 +415,7 @@ def _result_from_child(
         "driver_cpu_s": child["driver_cpu_s"],
         "worker_cpu_s": child["worker_cpu_s"],
         "ray_system_cpu_s": child["ray_system_cpu_s"],
+        "cpu_by_title": child.get("cpu_by_title"),
         "pypaimon": child.get("pypaimon"),
         "python": str(python),
     }
@@ -430,6 +441,7 @@ class _TreeCpu:
         self._me = psutil.Process()
         self._poll_s = poll_s
         self._seen: dict[tuple[int, float], tuple[bool, float]] = {}
+        self._titles: dict[tuple[int, float], str] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._sampler_cpu = 0.0
@@ -459,12 +471,17 @@ class _TreeCpu:
                     cpu = t.user + t.system
                     known = self._seen.get(ident)
                     worker = known[0] if known else self._is_worker(p.cmdline())
-                    # a worker renames itself after start: recheck until it looks like one
+                    # a worker renames itself after start (ray::IDLE, ray::<task>): recheck
+                    cmdline = p.cmdline()
                     if known and not worker:
-                        worker = self._is_worker(p.cmdline())
+                        worker = self._is_worker(cmdline)
                 except psutil.Error:
                     continue
                 self._seen[ident] = (worker, cpu)
+                if cmdline:
+                    title = cmdline[0] if cmdline[0].startswith("ray::") else Path(cmdline[0]).name
+                    if title != "ray::IDLE" or ident not in self._titles:
+                        self._titles[ident] = title[:60]
 
     def _loop(self) -> None:
         while not self._stop.wait(self._poll_s):
@@ -480,6 +497,16 @@ class _TreeCpu:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
+
+    def per_process(self) -> dict[tuple[int, float], float]:
+        """CPU seconds so far of every process seen, by (pid, create time)."""
+        with self._lock:
+            return {ident: cpu for ident, (_, cpu) in self._seen.items()}
+
+    def title(self, ident: tuple[int, float]) -> str:
+        """The last busy process title seen for ``ident`` (``ray::<task or actor>``)."""
+        with self._lock:
+            return self._titles.get(ident, "?")
 
     def mark(self) -> dict[str, float]:
         """Totals so far: ``driver`` (less the sampler), ``workers``, ``system``."""
@@ -517,7 +544,7 @@ def _child(spec_path: Path) -> dict[str, Any]:
         log_to_driver=False,
         logging_level=logging.WARNING,
         # a private temp dir: the parent's Ray session links (session_latest) stay its own
-        _temp_dir=tempfile.mkdtemp(prefix="hrpaimon_"),
+        _temp_dir=spec.get("ray_temp_dir") or tempfile.mkdtemp(prefix="hrpaimon_"),
     )
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
@@ -539,9 +566,11 @@ def _child(spec_path: Path) -> dict[str, Any]:
 
         commit_s: list[float] = []
         spent = {"driver": 0.0, "workers": 0.0, "system": 0.0}
+        by_process: dict[tuple[int, float], float] = {}
         for f in files:
             ds = ray.data.read_parquet(f).materialize()  # the input, given: not timed
             before = meter.mark()
+            procs_before = meter.per_process()
             t0 = time.perf_counter()
             table_write = table.new_batch_write_builder().new_write()
             try:
@@ -551,9 +580,17 @@ def _child(spec_path: Path) -> dict[str, Any]:
                 table_write.close()
             commit_s.append(time.perf_counter() - t0)
             after = meter.mark()
+            for ident, cpu in meter.per_process().items():
+                by_process[ident] = by_process.get(ident, 0.0) + cpu - procs_before.get(ident, 0.0)
             for k in spent:
                 spent[k] += after[k] - before[k]
             del ds
+
+        titles: dict[str, float] = {}
+        for ident, cpu in by_process.items():
+            name = meter.title(ident)
+            titles[name] = titles.get(name, 0.0) + cpu
+        by_title = {k: round(v, 2) for k, v in sorted(titles.items(), key=lambda kv: -kv[1]) if v}
 
         read_builder = catalog.get_table(f"{_DB}.{_TABLE}").new_read_builder()
         splits = read_builder.new_scan().plan().splits()
@@ -569,6 +606,7 @@ def _child(spec_path: Path) -> dict[str, Any]:
             "driver_cpu_s": spent["driver"],
             "worker_cpu_s": spent["workers"],
             "ray_system_cpu_s": spent["system"],
+            "cpu_by_title": by_title,
             "final_rows": final_rows,
             "final_keys": int(final_keys),
             "order_sum": int(order_sum),

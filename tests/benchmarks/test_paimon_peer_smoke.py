@@ -121,3 +121,24 @@ def test_peer_writes_and_reads_back(tmp_path: Path) -> None:
     assert r["final_rows"] == _expected_from_files(files, "key", "ts")["keys"]
     assert len(r["commit_s"]) == 2
     assert r["wall_s"] > 0 and r["cpu_s"] > 0
+
+
+@pytest.mark.slow
+def test_timeout_kills_the_child_and_its_ray(tmp_path: Path) -> None:
+    import psutil
+
+    python = ensure_paimon_venv()
+    if python is None:
+        pytest.skip("the pypaimon venv cannot be made here (offline?); see the log")
+    # six commits take well over 10 s (each starts Ray Data shuffle actors): killed mid-run,
+    # with the child's Ray node up
+    files = write_q1_commits(18_000, 6, tmp_path / "input")
+    workdir = (tmp_path / "peer").resolve()
+    r = run_paimon_peer(files, workdir, writers=1, buckets=1, timeout_s=10, python=python)
+    assert r["gate"] == "fail" and "timed out" in r["error"]
+    # the child and the Ray processes it started ran in workdir: none is left
+    left = []
+    for p in psutil.process_iter(["cwd"]):
+        if p.info.get("cwd") == str(workdir):
+            left.append(p)
+    assert not left, left
