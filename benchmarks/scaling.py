@@ -402,7 +402,6 @@ def run_peers(
                 workdir / f"paimon_w{w}",
                 writers=w,
                 buckets=max(w, 1) * 2,
-                expected_keys=workload.num_keys,
                 timeout_s=timeout,
             )
             out.append({"key": "paimon", "writers": w, **res})
