@@ -86,3 +86,20 @@ def test_spark_dataframes_through_one_stream_release_their_caches(spark_session,
     df = spark_session.createDataFrame(to_arrow(rows, False).to_pandas())
     hr.write(df, str(path), {**OPTIONS, "hoodie.table.name": "sparkstream"})
     assert _cached_rdds(spark_session) == cached
+
+
+def test_a_refused_spark_row_is_the_hoodie_error_itself(spark_session, tmp_path):
+    path = str(tmp_path / "t")
+    options = {
+        "hoodie.table.name": "sparkbad",
+        "hoodie.datasource.write.recordkey.field": "key",
+        "precombine.field": "ts",
+    }
+    hr.write(spark_session.createDataFrame([("a", 1)], "key string, ts long"), path, options)
+    instants = len(hr.HoodieTable.load(path).timeline)
+    bad = spark_session.createDataFrame([("b", 2), (None, 3)], "key string, ts long")
+    with pytest.raises(hr.HoodieInputError, match="key") as e:
+        hr.write(bad, path, options)
+    assert type(e.value).__module__ == "hoodie_ray.exceptions" and "Traceback" not in str(e.value)
+    assert len(hr.HoodieTable.load(path).timeline) == instants  # no instant, not even a rollback
+    assert hudi_rs_read(path).num_rows == 1

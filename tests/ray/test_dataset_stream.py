@@ -131,7 +131,9 @@ def test_bad_dataset_rows_fail_as_themselves(ray_session, tmp_path):
         hr.write(ray.data.from_arrow([good, s]), path, OPTIONS)
     assert hudi_rs_snapshot(tmp_path / "t").to_pylist() == before
     # refused before an instant was opened: not even a rollback in the timeline
-    assert [(i.timestamp, i.action, i.state) for i in hr.HoodieTable.load(path).timeline] == instants
+    assert [
+        (i.timestamp, i.action, i.state) for i in hr.HoodieTable.load(path).timeline
+    ] == instants
     with hr.HoodieStreamWriter(path, OPTIONS) as w:
         w.write(ray.data.from_arrow(good).materialize())  # a MaterializedDataset is input too
     assert len(hudi_rs_snapshot(tmp_path / "t")) == 2
