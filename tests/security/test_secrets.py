@@ -261,7 +261,8 @@ def test_redaction_rules(evidence: Evidence) -> None:
 
 
 def test_metrics_tags_are_table_and_role_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Metrics carry the table name and the actor role, nothing taken from options."""
+    """Metrics carry the table name, the actor role and the actor (role and task index),
+    nothing taken from options."""
     from hoodie_ray.ray import metrics
 
     seen: list[dict[str, str]] = []
@@ -280,7 +281,8 @@ def test_metrics_tags_are_table_and_role_only(monkeypatch: pytest.MonkeyPatch) -
     metrics.record_flush("trips", 0, [stat])
     metrics.record_commit("trips", 0.5)
     metrics.gauge_pending_compactions("trips", 1)
-    assert seen and all(set(t) == {"table", "role"} and t["table"] == "trips" for t in seen)
+    assert seen and all(set(t) == {"table", "role", "actor"} for t in seen)
+    assert all(t["table"] == "trips" and t["actor"].startswith(t["role"]) for t in seen)
 
 
 # -- the CLI ---------------------------------------------------------------------------------------
