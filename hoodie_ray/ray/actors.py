@@ -30,7 +30,7 @@ from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.metadata import HoodieWriteStat
 from hoodie_ray.write.bucket_assigner import AssignerConfig, WriteProfile
 from hoodie_ray.write.context import WriteContext
-from hoodie_ray.write.routing import split_by_writer
+from hoodie_ray.write.routing import WriterOutbox, outbox_rows, split_by_writer
 from hoodie_ray.write.stream_writer import StreamWriteFunction
 
 
@@ -116,7 +116,9 @@ class CoordinatorActor:
 
 @ray.remote
 class AssignerActor:
-    """Holds the key index of one assigner task; tags rows and splits them by writer."""
+    """Holds the key index of one assigner task; tags rows, splits them by writer and sends
+    them on to the writers itself (in batches: :class:`~hoodie_ray.write.routing.WriterOutbox`),
+    so the driver submits no call per writer."""
 
     def __init__(
         self,
@@ -124,6 +126,7 @@ class AssignerActor:
         config: AssignerConfig,
         profile: WriteProfile,
         slices: list[FileSlice],
+        writers: list[Any],
     ) -> None:
         ctx = setup.context
         warm_up()  # compiled index kernels loaded at start, not in the first batch
@@ -134,6 +137,12 @@ class AssignerActor:
         self.table = ctx.table_config.name
         self.setup = setup
         self.task_id = config.task_id
+        self.writers = writers
+        wc = ctx.write_config
+        self.outbox = WriterOutbox(len(writers), outbox_rows(wc.write_batch_rows, len(writers)))
+        self._sent: list[Any] = []  # write calls to the writers not yet known to be done
+        self._sent_rows = 0  # rows of write calls known done since the last barrier
+        self._max_sent = wc.max_inflight_batches * len(writers)
         self._gauge_at = 0.0
         self._gauge_index()
 
@@ -158,18 +167,34 @@ class AssignerActor:
         parts = route_input(self.setup, block, num_tasks, rows)
         return (*parts, sum(p.num_rows for p in parts))
 
-    def route_assign(self, block: Any, rows: tuple[int, int] | None, num_writers: int) -> Any:
+    def route_assign(self, block: Any, rows: tuple[int, int] | None) -> int:
         """The one-assigner topology: an input block prepared and assigned in one call."""
         (prepared,) = route_input(self.setup, block, 1, rows)
-        return self.assign(prepared, num_writers)
+        return self.assign(prepared)
 
-    def assign(self, batch: pa.Table, num_writers: int) -> Any:
-        """Tagged rows, one table per writer (``num_returns=num_writers``)."""
+    def assign(self, batch: pa.Table) -> int:
+        """Tag rows and send them on to the writers (when their outbox is full); the rows."""
         tagged = self.core.assign_batch(batch)
         metrics.count_records(self.table, "assigner", batch.num_rows, tagged.num_rows, self.task_id)
         self._gauge_index(every_s=1.0)
-        parts = split_by_writer(tagged, num_writers, self.core.profile.writer_plan)
-        return parts[0] if num_writers == 1 else tuple(parts)
+        parts = split_by_writer(tagged, len(self.writers), self.core.profile.writer_plan)
+        self._send(self.outbox.add(parts))
+        return batch.num_rows
+
+    def flush_writers(self) -> int:
+        """Send what the outbox holds and wait until every writer took all this task sent
+        (the checkpoint barrier: the writers flush next); the rows sent."""
+        self._send(self.outbox.drain())
+        sent, self._sent = self._sent, []
+        rows, self._sent_rows = self._sent_rows + sum(ray.get(sent)), 0
+        return rows
+
+    def _send(self, due: list[tuple[int, list[pa.Table]]]) -> None:
+        for j, tables in due:
+            self._sent.append(self.writers[j].write.remote(*tables))
+        if len(self._sent) > self._max_sent:  # backpressure: the writers lag behind
+            done, self._sent = ray.wait(self._sent, num_returns=len(self._sent) - self._max_sent)
+            self._sent_rows += sum(ray.get(done))
 
     def start_checkpoint(self, profile: WriteProfile) -> None:
         self.core.reset_profile(profile)

@@ -78,9 +78,8 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
         setup = ray.get(coord.setup.remote())
         if setup is None:
             raise HoodieWriteError(f"the write topology of {self.path} is not open")
-        na, nw = self.wc.assign_tasks, self.wc.write_tasks
+        na = self.wc.assign_tasks
         assigners = [ray.get_actor(f"{table}/assigner-{i}", namespace=NAMESPACE) for i in range(na)]
-        writers = [ray.get_actor(f"{table}/writer-{j}", namespace=NAMESPACE) for j in range(nw)]
         rows, refs = 0, []  # type: tuple[int, list[Any]]
         for block in blocks:
             t = to_arrow(block)
@@ -88,12 +87,10 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
                 continue
             # The dataset's schema decided the table schema when the write started (a new
             # table's, or the one it evolved the table's to): every block is written with it.
+            # The assigners send the tagged rows on to the writers.
             for i, part in enumerate(route_input(setup, t, na)):
-                if part.num_rows == 0:
-                    continue
-                out = assigners[i].assign.options(num_returns=nw).remote(part, nw)
-                outs = [out] if nw == 1 else list(out)
-                refs.extend(writers[j].write.remote(outs[j]) for j in range(nw))
+                if part.num_rows:
+                    refs.append(assigners[i].assign.remote(part))
             rows += t.num_rows
         ray.get(refs)
         return rows

@@ -60,19 +60,22 @@ class _TopologyLost(Exception):
 
 
 def _unwrap(e: BaseException) -> BaseException:
-    if isinstance(e, RayTaskError):
-        cause = e.cause if hasattr(e, "cause") else None
-        if isinstance(cause, HoodieError):
-            return cause
+    """The HoodieError a (possibly nested: writer -> assigner -> driver) task error carries."""
+    cause = getattr(e, "cause", None) if isinstance(e, RayTaskError) else None
+    if isinstance(cause, HoodieError):
+        return cause
+    if isinstance(cause, RayTaskError):
+        inner = _unwrap(cause)
+        return inner if isinstance(inner, HoodieError) else e
     return e
 
 
 def _is_actor_loss(e: BaseException) -> bool:
+    """An actor died, here or in a call an actor made (an assigner's call to a writer)."""
     if isinstance(e, RayActorError):
         return True
     if isinstance(e, RayTaskError):
-        cause = getattr(e, "cause", None)
-        return isinstance(cause, RayActorError)
+        return _is_actor_loss(getattr(e, "cause", None) or Exception())
     return False
 
 
@@ -441,18 +444,18 @@ class HoodieStreamWriter:
         # SPREAD: a multi-node cluster gets assigners and writers on every node.
         a_opts = {**actor_resources("assigner", self.wc), "scheduling_strategy": "SPREAD"}
         w_opts = {**actor_resources("writer", self.wc), "scheduling_strategy": "SPREAD"}
-        for i in range(self.num_assigners):
-            cfg = self._coord.assigner_config.remote(i, self.num_assigners)
-            self._assigners.append(
-                AssignerActor.options(  # type: ignore[attr-defined]
-                    name=self._unique(f"assigner-{i}"), namespace=NAMESPACE, **a_opts
-                ).remote(self._setup, cfg, profile, slices)
-            )
         for i in range(self.num_writers):
             self._writers.append(
                 WriterActor.options(  # type: ignore[attr-defined]
                     name=self._unique(f"writer-{i}"), namespace=NAMESPACE, **w_opts
                 ).remote(self._setup.context, i, self._attempt)
+            )
+        for i in range(self.num_assigners):
+            cfg = self._coord.assigner_config.remote(i, self.num_assigners)
+            self._assigners.append(
+                AssignerActor.options(  # type: ignore[attr-defined]
+                    name=self._unique(f"assigner-{i}"), namespace=NAMESPACE, **a_opts
+                ).remote(self._setup, cfg, profile, slices, self._writers)
             )
         self._instant = None
 
@@ -510,14 +513,9 @@ class HoodieStreamWriter:
         straight from the object store."""
         if self._instant is None:
             self._begin_instant()
-        na, nw = self.num_assigners, self.num_writers
+        na = self.num_assigners
         if na == 1:
-            out = (
-                self._assigners[0]
-                .route_assign.options(num_returns=nw)
-                .remote(item.ref, item.rows, nw)
-            )
-            self._to_writers([out] if nw == 1 else list(out))
+            self._track(self._assigners[0].route_assign.remote(item.ref, item.rows))
         else:
             router = self._assigners[self._next_router]
             self._next_router = (self._next_router + 1) % na
@@ -527,18 +525,16 @@ class HoodieStreamWriter:
             self._assign_parts(parts)
 
     def _assign_parts(self, parts: list[Any]) -> None:
-        """Prepared parts of one input block, the i-th for assigner i, to the assigners."""
-        nw = self.num_writers
+        """Prepared parts of one input block, the i-th for assigner i, to the assigners (which
+        send their tagged rows on to the writers themselves)."""
         for i, part in enumerate(parts):
-            out = self._assigners[i].assign.options(num_returns=nw).remote(part, nw)
-            self._to_writers([out] if nw == 1 else list(out))
+            self._track(self._assigners[i].assign.remote(part))
 
-    def _to_writers(self, outs: list[Any]) -> None:
-        """An assigner's output, the j-th part for writer j (bounded in flight)."""
-        for j, w in enumerate(self._writers):
-            self._inflight.append(w.write.remote(outs[j]))
-        na, nw = self.num_assigners, self.num_writers
-        limit = self.wc.max_inflight_batches * max(1, nw * na)
+    def _track(self, ref: Any) -> None:
+        """An assigner call in flight (bounded: the driver waits when too many are)."""
+        self._inflight.append(ref)
+        na = self.num_assigners
+        limit = self.wc.max_inflight_batches * max(1, na)
         if len(self._inflight) > limit:
             done, self._inflight = ray.wait(self._inflight, num_returns=len(self._inflight) - limit)
             ray.get(done)
@@ -548,6 +544,8 @@ class HoodieStreamWriter:
             self._begin_instant()
         ray.get(self._inflight)
         self._inflight = []
+        # the assigners' last rows to the writers, and every write they sent, done
+        ray.get([a.flush_writers.remote() for a in self._assigners])
         stats_lists = ray.get([w.flush.remote() for w in self._writers])
         stats = [s for ss in stats_lists for s in ss]
         instant = self._instant

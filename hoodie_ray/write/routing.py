@@ -46,3 +46,53 @@ def _slices(ordered: pa.Table, counts: np.ndarray) -> list[pa.Table]:
     """Consecutive slices of ``ordered`` of the given lengths."""
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     return [ordered.slice(int(s), int(c)) for s, c in zip(starts, counts, strict=True)]
+
+
+class WriterOutbox:
+    """Tagged rows an assigner task holds for each writer task until there are enough to send.
+
+    Every input block is split over ``num_writers`` writers (and, before that, over the
+    assigners): sent as they come, the parts shrink as the topology widens, and fixed per-call
+    costs (an object, a remote call, a buffer append) come to dominate. The outbox sends a
+    writer its rows once it holds ``min_rows`` of them, and everything at a checkpoint
+    (:meth:`drain`). Arrival order is kept per writer.
+    """
+
+    def __init__(self, num_writers: int, min_rows: int) -> None:
+        self.min_rows = max(1, min_rows)
+        self._tables: list[list[pa.Table]] = [[] for _ in range(num_writers)]
+        self._rows = [0] * num_writers
+
+    def add(self, parts: list[pa.Table]) -> list[tuple[int, list[pa.Table]]]:
+        """Hold one split (a table per writer); the (writer, tables) now due to be sent."""
+        due = []
+        for j, part in enumerate(parts):
+            if part.num_rows == 0:
+                continue
+            self._tables[j].append(part)
+            self._rows[j] += part.num_rows
+            if self._rows[j] >= self.min_rows:
+                due.append((j, self._take(j)))
+        return due
+
+    def drain(self) -> list[tuple[int, list[pa.Table]]]:
+        """Everything held, by writer (a checkpoint)."""
+        return [(j, self._take(j)) for j in range(len(self._rows)) if self._rows[j]]
+
+    @property
+    def held_rows(self) -> int:
+        return sum(self._rows)
+
+    def _take(self, j: int) -> list[pa.Table]:
+        tables, self._tables[j], self._rows[j] = self._tables[j], [], 0
+        return tables
+
+
+#: The fewest rows an assigner sends a writer at once (before a checkpoint drains it).
+MIN_OUTBOX_ROWS = 4096
+
+
+def outbox_rows(batch_rows: int, num_writers: int) -> int:
+    """Rows an assigner holds per writer before sending: an input batch's share of one writer,
+    at least :data:`MIN_OUTBOX_ROWS`, so parts stay large however wide the topology."""
+    return max(MIN_OUTBOX_ROWS, batch_rows // max(1, num_writers))
