@@ -90,7 +90,13 @@ class _Input:
 
 def dataset_items(ds: Any) -> Iterator[tuple[pa.Schema, _Input]]:
     """(schema, input) of each non-empty block of a Ray Dataset, as Ray Data produces them
-    (streaming: the dataset executes while its first blocks are written)."""
+    (streaming: the dataset executes while its first blocks are written; Ray Data's progress
+    lines stay in its log file)."""
+    with _quiet_ray_data_console():
+        yield from _bundle_items(ds)
+
+
+def _bundle_items(ds: Any) -> Iterator[tuple[pa.Schema, _Input]]:
     for bundle in ds.iter_internal_ref_bundles():
         schema = getattr(bundle.schema, "base_schema", bundle.schema)
         if not isinstance(schema, pa.Schema):
