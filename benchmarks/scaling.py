@@ -8,9 +8,10 @@ Paths (``--paths``, all by default):
   ``--batch-rows``; the driver puts each batch into the object store and hands over the
   reference.
 * ``dataset``: one Ray Dataset per commit into one live topology
-  (``HoodieStreamWriter.write(ds)``, one checkpoint per commit). The dataset's blocks are in the
-  object store before the commit is timed (a pipeline's upstream made them): the section
-  measures hoodie_ray, not how the blocks were made.
+  (``HoodieStreamWriter.write(ds)``, one checkpoint per commit), in blocks of ``--batch-rows``
+  (the driver path's batches). The dataset's blocks are in the object store before the commit
+  is timed (a pipeline's upstream made them): the section measures hoodie_ray, not how the
+  blocks were made.
 * ``spark``: one Spark DataFrame per commit (``spark.read.parquet`` of the commit's rows,
   written to Parquet before the run) through RayDP into the same kind of topology, at the
   quick size (``--spark-rows`` per commit). Its time splits into RayDP's conversion
@@ -191,7 +192,8 @@ def run_path(
     options = hoodie_options(
         workload, "parquet", writers, _table_name(path_kind, writers), 6, assigners
     )
-    blocks = max(2, 2 * writers)
+    # Dataset blocks of the driver path's batch size: both paths hand the topology the same pieces
+    blocks = max(1, -(-workload.commits[0].num_rows // batch_rows))
     try:
         if path_kind == "dataset":
             inputs: list[Any] = _dataset_inputs(ray, workload.commits, blocks)
