@@ -492,6 +492,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
+        if "spark" in args.paths:
+            from hoodie_ray.spark import stop_spark
+
+            with contextlib.suppress(Exception):
+                stop_spark()  # before Ray goes: RayDP's own exit hook needs Ray up
         if started:
             ray.shutdown()
 
