@@ -492,12 +492,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
-        if "spark" in args.paths:
-            from hoodie_ray.spark import stop_spark
-
-            with contextlib.suppress(Exception):
-                stop_spark()  # before Ray goes: RayDP's own exit hook needs Ray up
         if started:
+            if "spark" in args.paths:  # this run's Spark (on this run's Ray), before Ray goes
+                from hoodie_ray.spark import stop_spark
+
+                with contextlib.suppress(Exception):
+                    stop_spark()
             ray.shutdown()
 
 
