@@ -193,7 +193,7 @@ def test_clean_keeps_retained_slices_and_time_travel(tmp_path):
 
 
 @pytest.mark.ray
-@pytest.mark.parametrize("version", ["6", "8"])
+@pytest.mark.parametrize("version", [pytest.param("6", marks=pytest.mark.slow), "8"])
 def test_async_compaction_readers_always_see_the_model(ray_session, tmp_path, version):
     path = tmp_path / "t"
     opts = {

@@ -97,6 +97,7 @@ def test_parse_prometheus() -> None:
     assert counter(s, "hoodie_ray_records_in", table="t", role="writer") == 42.0
 
 
+@pytest.mark.slow  # the per-actor counters are read in test_gauges_report_live_values_...
 def test_record_counters_exported(ray_session: Any, tmp_path: Any) -> None:
     urls = metrics_endpoints(ray_session)
     if not urls:

@@ -66,7 +66,7 @@ def test_stream_writer_model_many_checkpoints(ray_session, tmp_path):
     _no_pending(path)
 
 
-@pytest.mark.parametrize("version", ["6", "8"])
+@pytest.mark.parametrize("version", [pytest.param("6", marks=pytest.mark.slow), "8"])
 def test_actor_faults_nothing_lost_nothing_twice(ray_session, tmp_path, version):
 
     path = tmp_path / "t"
@@ -147,7 +147,7 @@ def test_bad_table_paths_fail_as_themselves_on_ray(ray_session, tmp_path):
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["d", "data.parquet", "file"]
 
 
-@pytest.mark.parametrize("version", ["6", "8"])
+@pytest.mark.parametrize("version", [pytest.param("6", marks=pytest.mark.slow), "8"])
 def test_late_records_that_move_partition_lose_on_ray(ray_session, tmp_path, version):
     """Global index, event time: through HoodieStreamWriter (async compaction) and hr.write on
     Ray, a record older than its key's stored copy in another partition changes nothing."""
