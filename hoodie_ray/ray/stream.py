@@ -1,8 +1,12 @@
-"""The driver of the Ray write topology: :class:`HoodieStreamWriter` and :func:`write`.
+"""The driver of the Ray write topology: :class:`HoodieStreamWriter` and :func:`write_warm`.
 
-Rows go driver -> assigner actors (shuffled by hash(record key)) -> writer actors (shuffled by
-hash(partition + file id), object references passed straight from assigner to writer, never
-through the driver) -> write statuses -> coordinator, which commits at each checkpoint.
+Input blocks go by reference from the driver (or Ray's object store, for a Dataset) to one
+assigner actor in turn, which prepares them (keys, partition paths) and splits them by assigner
+(hash of the record key, or of the bucket) -> each assigner tags its rows and sends them on to
+the writer actors itself (by file group, in batches: the writer outbox), never through the
+driver -> write statuses -> coordinator, which commits at each checkpoint. The driver submits
+one call per block and assigner, and at a checkpoint waits for the assigners' last sends
+(``flush_writers``) before the writers flush.
 
 Exactly-once: the driver keeps the input of the open checkpoint (object references) until its
 commit is on disk. If any actor dies before or during a checkpoint, the whole topology is
