@@ -37,8 +37,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import logging
-import os
 import shutil
 import sys
 import tempfile
@@ -67,7 +65,7 @@ from benchmarks.common import (
     text_table,
     wait_for_ray_idle,
 )
-from benchmarks.mor_q1 import _gate, delta_merge_peer, hoodie_options, log
+from benchmarks.mor_q1 import _gate, _init_ray, delta_merge_peer, hoodie_options, log
 
 PATHS = ("driver", "dataset", "spark")
 DEFAULT_WRITERS = (1, 2, 4, 8)
@@ -447,14 +445,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="hoodie_scaling_"))
     workdir.mkdir(parents=True, exist_ok=True)
-    started = False
-    if not ray.is_initialized():
-        ray.init(
-            address=os.environ.get("RAY_ADDRESS") or "local",
-            include_dashboard=False,
-            logging_level=logging.WARNING,
-        )
-        started = True
+    _, started = _init_ray()
     try:
         workload = generate_workload(
             "base", quick=args.quick, seed=args.seed, num_keys=args.keys, num_commits=args.commits

@@ -70,6 +70,14 @@ def _file_kind(mode: int) -> str:
     return "a special file"
 
 
+def _write_synced(path: str, data: bytes) -> None:
+    """A new file (never an existing one) holding ``data``, on disk before this returns."""
+    with open(path, "xb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
 @dataclass(frozen=True)
 class FileInfo:
     """One directory entry: its name (no directory part), size in bytes, and kind."""
@@ -433,10 +441,7 @@ class LocalStorage(Storage):
             self._parent(path)
             tmp = self._temp_for(path)
             try:
-                with open(tmp, "xb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
+                _write_synced(tmp, data)
                 os.replace(tmp, path)
             finally:
                 with contextlib.suppress(FileNotFoundError):
@@ -448,10 +453,7 @@ class LocalStorage(Storage):
             self._parent(path)
             tmp = self._temp_for(path)
             try:
-                with open(tmp, "xb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
+                _write_synced(tmp, data)
                 try:
                     os.link(tmp, path)  # fails if path exists: put-if-absent, and atomic
                 except FileExistsError:
