@@ -23,7 +23,7 @@ def test_parse_args_writer_lists_and_paths() -> None:
 def test_every_path(spark_session, tmp_path, capsys) -> None:
     rc = main(
         [
-            "--keys", "600", "--commits", "2", "--writers", "2", "--spark-rows", "300",
+            "--keys", "600", "--commits", "2", "--writers", "1", "--spark-rows", "300",
             "--peers", "delta", "--json", "--workdir", str(tmp_path),
         ]
     )  # fmt: skip
@@ -31,13 +31,14 @@ def test_every_path(spark_session, tmp_path, capsys) -> None:
     doc = json.loads(out.strip().splitlines()[-1])
     assert rc == 0 and doc["gate"] == "pass"
     runs = {(r["path"], r["writers"]): r for r in doc["runs"]}
-    assert set(runs) == {(p, 2) for p in ("driver", "dataset", "spark")}
+    assert set(runs) == {(p, 1) for p in ("driver", "dataset", "spark")}
     for r in runs.values():
         assert r["error"] is None and r["gate"] == "pass"
         assert 0 <= r["driver_cpu_share"] <= 1 and r["rows_per_s"] > 0
         assert set(r["cpu_s"]) == {"driver", "coordinator", "assigner", "writer", "other"}
         assert r["cpu_s"]["writer"] > 0
-    assert runs[("spark", 2)]["spark_to_ray_s"] >= 0
-    assert "dataset_vs_driver_cpu_w2" in doc["summary"]
+    assert runs[("spark", 1)]["spark_to_ray_s"] >= 0
+    assert runs[("dataset", 1)]["speedup_vs_1"] == 1.0
+    assert "dataset_vs_driver_cpu_w1" in doc["summary"]
     (delta,) = doc["peers"]
     assert delta["gate"] == "pass"
