@@ -89,7 +89,6 @@ class _Input:
 
     ref: Any  # ObjectRef of an Arrow table, a pandas DataFrame or a Ray Data block
     rows: tuple[int, int] | None  # the [start, stop) slice of the block that is input
-    num_rows: int
 
 
 def dataset_items(ds: Any) -> Iterator[tuple[pa.Schema, _Input]]:
@@ -110,7 +109,7 @@ def _bundle_items(ds: Any) -> Iterator[tuple[pa.Schema, _Input]]:
             rows = None if sl is None else (sl.start_offset, sl.end_offset)
             n = entry.metadata.num_rows if sl is None else sl.num_rows
             if n is None or n > 0:
-                yield schema, _Input(entry.ref, rows, n or 0)
+                yield schema, _Input(entry.ref, rows)
 
 
 def _drain(refs: list[Any]) -> None:
@@ -222,11 +221,11 @@ class HoodieStreamWriter:
         if is_pandas(data):
             schema = pandas_schema(data)
             if len(data):
-                yield schema, _Input(ray.put(data), None, len(data))
+                yield schema, _Input(ray.put(data), None)
             return
         table = to_arrow(data)
         if table.num_rows:
-            yield table.schema, _Input(ray.put(table), None, table.num_rows)
+            yield table.schema, _Input(ray.put(table), None)
 
     def _write_item(self, schema: pa.Schema, item: _Input) -> None:
         self._accept_schema(schema)
