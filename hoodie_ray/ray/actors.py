@@ -141,7 +141,6 @@ class AssignerActor:
         wc = ctx.write_config
         self.outbox = WriterOutbox(len(writers), outbox_rows(wc.write_batch_rows, len(writers)))
         self._sent: list[Any] = []  # write calls to the writers not yet known to be done
-        self._sent_rows = 0  # rows of write calls known done since the last barrier
         self._max_sent = wc.max_inflight_batches * len(writers)
         self._gauge_at = 0.0
         self._gauge_index()
@@ -181,20 +180,19 @@ class AssignerActor:
         self._send(self.outbox.add(parts))
         return batch.num_rows
 
-    def flush_writers(self) -> int:
+    def flush_writers(self) -> None:
         """Send what the outbox holds and wait until every writer took all this task sent
-        (the checkpoint barrier: the writers flush next); the rows sent."""
+        (the checkpoint barrier: the writers flush next)."""
         self._send(self.outbox.drain())
         sent, self._sent = self._sent, []
-        rows, self._sent_rows = self._sent_rows + sum(ray.get(sent)), 0
-        return rows
+        ray.get(sent)
 
     def _send(self, due: list[tuple[int, list[pa.Table]]]) -> None:
         for j, tables in due:
             self._sent.append(self.writers[j].write.remote(*tables))
         if len(self._sent) > self._max_sent:  # backpressure: the writers lag behind
             done, self._sent = ray.wait(self._sent, num_returns=len(self._sent) - self._max_sent)
-            self._sent_rows += sum(ray.get(done))
+            ray.get(done)  # a writer's failure surfaces here
 
     def start_checkpoint(self, profile: WriteProfile) -> None:
         self.core.reset_profile(profile)
