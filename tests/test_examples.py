@@ -1,17 +1,23 @@
-"""The examples run as a user runs them: each one's ``--quick`` mode in its own process.
+"""The examples, each in its ``--quick`` mode. Every example checks what it read back and
+returns (exits) non-zero when it is wrong.
 
-Each example starts (or, with ``RAY_ADDRESS``, joins) its own Ray, so each pays Ray's start-up
-(a few seconds); the Spark one also starts a RayDP Spark session (tens of seconds). Every
-example checks what it read back and exits non-zero when it is wrong.
+The quickstart runs as a user runs it, in its own process (its own Ray). The others run in this
+process on the session's Ray (``ensure_ray`` and ``init_spark`` reuse what runs, as they do in a
+user's notebook): a process of their own would pay Ray's start-up again, and the Spark one a
+RayDP session (tens of seconds). The Spark example's own process, with its check that the JVMs
+print nothing alarming, is the ``slow`` test.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -42,6 +48,15 @@ def run_example(name: str, *args: str) -> subprocess.CompletedProcess[str]:
     return proc
 
 
+def load_example(name: str) -> ModuleType:
+    """``examples/<name>`` imported as a module (its ``main`` and ``run`` callable in-process)."""
+    spec = importlib.util.spec_from_file_location(f"example_{Path(name).stem}", EXAMPLES / name)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 @pytest.mark.ray
 def test_quickstart() -> None:
     out = run_example("quickstart.py").stdout
@@ -55,21 +70,35 @@ def test_quickstart() -> None:
 
 
 @pytest.mark.ray
-def test_streaming_upsert() -> None:
-    out = run_example("streaming_upsert.py").stdout
+def test_streaming_upsert(ray_session: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    assert load_example("streaming_upsert.py").main(["--quick"]) == 0
+    out = capsys.readouterr().out
     assert out.count("checkpoint ") >= 4
     assert "ok: the snapshot equals the stream's last-writer-wins result" in out
 
 
 @pytest.mark.ray
-def test_cluster_job() -> None:
-    out = run_example("cluster_job.py").stdout
+def test_cluster_job(ray_session: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    assert load_example("cluster_job.py").main(["--quick"]) == 0
+    out = capsys.readouterr().out
     assert "running on " in out
     assert "ok: 20,000 events, 4,000 upserted" in out
 
 
 @pytest.mark.spark
-def test_spark_to_hudi() -> None:
+def test_spark_to_hudi(
+    spark_session: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    example = load_example("spark_to_hudi.py")
+    assert example.run(spark_session, str(tmp_path / "spark_trips"), 1000) == 0
+    out = capsys.readouterr().out
+    assert "wrote 1000 trips from Spark" in out
+    assert "ok: 1000 trips, 100 upserted" in out
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_spark_to_hudi_process() -> None:
     from hoodie_ray.exceptions import HoodieError
     from hoodie_ray.spark import check_java
 
