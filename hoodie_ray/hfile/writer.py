@@ -99,15 +99,13 @@ def write_hfile(
     metas = _check_meta_blocks(meta_blocks)
     out = _HFileOutput(codec)
     data_index = out.data_blocks(kv, block_size)
-    last_data_block = out.last_block_offset if kv.rows else 0
     meta_index = [out.add(HFileBlockType.META, raw, name) for name, raw in metas]
     load_on_open = out.offset
     for index in (data_index, meta_index):
         out.add(HFileBlockType.ROOT_INDEX, b"".join(index))
     file_info_offset = out.offset
-    out.add(
-        HFileBlockType.FILE_INFO, _file_info_payload(_file_info(kv, extra_info, create_time_ms))
-    )
+    info = _file_info(kv, extra_info, create_time_ms)
+    out.add(HFileBlockType.FILE_INFO, _file_info_payload(info))
     out.blocks.append(
         _trailer(
             {
@@ -119,7 +117,7 @@ def write_hfile(
                 TrailerField.ENTRY_COUNT: len(kv.rows),
                 TrailerField.NUM_DATA_INDEX_LEVELS: 1,
                 TrailerField.FIRST_DATA_BLOCK_OFFSET: 0 if kv.rows else -1,
-                TrailerField.LAST_DATA_BLOCK_OFFSET: last_data_block,
+                TrailerField.LAST_DATA_BLOCK_OFFSET: out.last_data_block_offset,
                 TrailerField.COMPARATOR_CLASS_NAME: COMPARATOR_CLASS_NAME,
                 TrailerField.COMPRESSION_CODEC: codec,
             }
@@ -160,10 +158,9 @@ class _HFileOutput:
         self.codec = codec
         self.blocks: list[bytes] = []
         self.offset = 0
-        self.last_block_offset = 0
+        self.last_data_block_offset = 0  # Java's for a file without data blocks
 
     def append(self, block: bytes) -> None:
-        self.last_block_offset = self.offset
         self.blocks.append(block)
         self.offset += len(block)
 
@@ -182,6 +179,7 @@ class _HFileOutput:
             first_row = kv.rows[start]
             key = U16.pack(len(first_row)) + first_row
             index.append(_index_entry(self.offset, len(block), key))
+            self.last_data_block_offset = self.offset
             self.append(block)
         return index
 
