@@ -87,13 +87,11 @@ from hoodie_ray.metadata.reader import MetadataTable, list_data_files, partition
 from hoodie_ray.metadata.records import decode_value
 from hoodie_ray.storage import Storage, join
 from hoodie_ray.table import HoodieTable
+from hoodie_ray.timeline import plans
 from hoodie_ray.timeline.archive import LSMTimeline, archive_instants, instants_to_archive
 from hoodie_ray.timeline.instant import Action, Instant, State, new_instant_time
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
 from hoodie_ray.timeline.plans import (
-    HoodieActionInstant,
-    HoodieCleanerPlan,
-    HoodieCleanFileInfo,
     HoodieCleanMetadata,
     HoodieCleanPartitionMetadata,
     HoodieCompactionOperation,
@@ -1061,13 +1059,13 @@ def _compaction_plan(ops: Sequence[tuple[str, Any]]) -> bytes:
 
 def _cleaner_plan(last_compaction: str, doomed: Mapping[str, list[str]], storage: Storage) -> bytes:
     """The KEEP_LATEST_COMMITS cleaner plan deleting ``doomed``, serialized."""
-    plan = HoodieCleanerPlan(
+    plan = plans.HoodieCleanerPlan(
         policy="KEEP_LATEST_COMMITS",
-        earliest_instant_to_retain=HoodieActionInstant(
+        earliest_instant_to_retain=plans.HoodieActionInstant(
             last_compaction, Action.COMMIT, State.COMPLETED.value
         ),
         file_paths_to_be_deleted_per_partition={
-            p: [HoodieCleanFileInfo(storage.uri(join(p, n)), False) for n in names]
+            p: [plans.HoodieCleanFileInfo(storage.uri(join(p, n)), False) for n in names]
             for p, names in doomed.items()
         },
     )
