@@ -43,7 +43,7 @@ from hoodie_ray.metadata.layout import (
     inflight_partitions,
 )
 from hoodie_ray.metadata.reader import load_metadata_config
-from hoodie_ray.metadata.writer import MAINTAINED_PARTITIONS, metadata_writer
+from hoodie_ray.metadata_writer.writer import MAINTAINED_PARTITIONS, metadata_writer
 from hoodie_ray.storage import join
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant, State

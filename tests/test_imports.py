@@ -30,18 +30,19 @@ LAYERS: dict[str, int] = {
     "hfile": 3,
     "timeline": 4,
     "file_group": 5,
-    "table": 6,
-    "metadata": 6,
-    "reader": 7,
-    "write": 8,
-    "compaction": 9,
-    "job": 10,
-    "ray": 11,
-    "spark": 11,
-    "api": 12,
-    "upgrade_table": 12,
-    "cli": 12,
-    "": 13,  # hoodie_ray/__init__.py: the public surface
+    "metadata": 6,  # the metadata table's reading side: the table handle lists files through it
+    "table": 7,
+    "reader": 8,
+    "metadata_writer": 9,  # the metadata table's writing side: it opens the table handle
+    "write": 10,
+    "compaction": 11,
+    "job": 12,
+    "ray": 13,
+    "spark": 13,
+    "api": 14,
+    "upgrade_table": 14,
+    "cli": 14,
+    "": 15,  # hoodie_ray/__init__.py: the public surface
 }
 
 
@@ -147,3 +148,11 @@ def test_the_checker_sees_a_cycle_and_a_broken_rule() -> None:
     graph = {"hoodie_ray.write.a": {"hoodie_ray.job.b"}, "hoodie_ray.job.b": {"hoodie_ray.write.a"}}
     assert _cycles(graph) == [["hoodie_ray.job.b", "hoodie_ray.write.a"]]
     assert _layer("hoodie_ray.write.a") < _layer("hoodie_ray.job.b")
+
+
+def test_the_metadata_table_is_split_by_direction() -> None:
+    # the handle lists files through the MDT reader; the MDT writer opens tables through it
+    assert _layer("hoodie_ray.metadata.reader") < _layer("hoodie_ray.table")
+    assert _layer("hoodie_ray.table") < _layer("hoodie_ray.metadata_writer.writer")
+    assert _layer("hoodie_ray.reader.query") < _layer("hoodie_ray.metadata_writer.writer")
+    assert _layer("hoodie_ray.metadata_writer.writer") < _layer("hoodie_ray.write.commit")

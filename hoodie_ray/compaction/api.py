@@ -19,7 +19,7 @@ from hoodie_ray.config.options import WriteConfig, resolve_options
 from hoodie_ray.config.table_config import HoodieTableConfig
 from hoodie_ray.exceptions import HoodieCompactionError, HoodieError
 from hoodie_ray.file_group.naming import log_file_name, parse_base_file_name, parse_log_file_name
-from hoodie_ray.metadata.writer import metadata_writer
+from hoodie_ray.metadata_writer.writer import metadata_writer
 from hoodie_ray.storage import Storage, join
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant, State

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from hoodie_ray.metadata.writer import metadata_writer
+from hoodie_ray.metadata_writer.writer import metadata_writer
 from hoodie_ray.storage import join
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant, State, new_instant_time

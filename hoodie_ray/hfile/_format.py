@@ -10,16 +10,22 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterator
+from enum import Enum, IntEnum
 
-# -- block magics (spec 2.1) ---------------------------------------------------------------------
-DATA_MAGIC = b"DATABLK*"
-ENCODED_DATA_MAGIC = b"DATABLKE"
-META_MAGIC = b"METABLKc"
-ROOT_INDEX_MAGIC = b"IDXROOT2"
-LEAF_INDEX_MAGIC = b"IDXLEAF2"
-INTERMEDIATE_INDEX_MAGIC = b"IDXINTE2"
-FILE_INFO_MAGIC = b"FILEINF2"
-TRAILER_MAGIC = b'TRABLK"$'
+
+# -- block types and their magics (spec 2.1) -----------------------------------------------------
+class HFileBlockType(bytes, Enum):
+    """The kinds of HFile block, each its 8-byte magic (members are those bytes)."""
+
+    DATA = b"DATABLK*"
+    ENCODED_DATA = b"DATABLKE"
+    META = b"METABLKc"
+    ROOT_INDEX = b"IDXROOT2"
+    LEAF_INDEX = b"IDXLEAF2"
+    INTERMEDIATE_INDEX = b"IDXINTE2"
+    FILE_INFO = b"FILEINF2"
+    TRAILER = b'TRABLK"$'
+
 
 # -- block header (spec 2.2) ---------------------------------------------------------------------
 #: magic, onDiskSizeWithoutHeader, uncompressedSizeWithoutHeader, prevBlockOffset, checksumType,
@@ -35,20 +41,24 @@ TRAILER_SIZE = 4096
 MAJOR_VERSION = 3
 COMPARATOR_CLASS_NAME = b"org.apache.hudi.io.storage.HoodieHBaseKVComparator"
 
-#: TrailerProto field numbers
-T_FILE_INFO_OFFSET = 1
-T_LOAD_ON_OPEN_OFFSET = 2
-T_UNCOMPRESSED_DATA_INDEX_SIZE = 3
-T_TOTAL_UNCOMPRESSED_BYTES = 4
-T_DATA_INDEX_COUNT = 5
-T_META_INDEX_COUNT = 6
-T_ENTRY_COUNT = 7
-T_NUM_DATA_INDEX_LEVELS = 8
-T_FIRST_DATA_BLOCK_OFFSET = 9
-T_LAST_DATA_BLOCK_OFFSET = 10
-T_COMPARATOR_CLASS_NAME = 11
-T_COMPRESSION_CODEC = 12
-T_ENCRYPTION_KEY = 13
+
+class TrailerField(IntEnum):
+    """The field numbers of HBase's ``TrailerProto``."""
+
+    FILE_INFO_OFFSET = 1
+    LOAD_ON_OPEN_OFFSET = 2
+    UNCOMPRESSED_DATA_INDEX_SIZE = 3
+    TOTAL_UNCOMPRESSED_BYTES = 4
+    DATA_INDEX_COUNT = 5
+    META_INDEX_COUNT = 6
+    ENTRY_COUNT = 7
+    NUM_DATA_INDEX_LEVELS = 8
+    FIRST_DATA_BLOCK_OFFSET = 9
+    LAST_DATA_BLOCK_OFFSET = 10
+    COMPARATOR_CLASS_NAME = 11
+    COMPRESSION_CODEC = 12
+    ENCRYPTION_KEY = 13
+
 
 # -- compression codecs (trailer ids) ------------------------------------------------------------
 CODEC_GZ = 1

@@ -21,40 +21,22 @@ from hoodie_ray.hfile._format import (
     CODEC_GZ,
     CODEC_NAMES,
     CODEC_NONE,
-    DATA_MAGIC,
-    ENCODED_DATA_MAGIC,
     FI_KEY_VALUE_VERSION,
     FI_LAST_KEY,
     FI_MAX_MEMSTORE_TS,
     FI_MAX_TAGS_LEN,
-    FILE_INFO_MAGIC,
     HEADER_SIZE,
     I32,
-    INTERMEDIATE_INDEX_MAGIC,
     KEY_VALUE_VERSION_WITH_MVCC,
     KV_HEAD,
-    LEAF_INDEX_MAGIC,
     MAJOR_VERSION,
-    META_MAGIC,
     OFFSET_SIZE,
     PBUF_MAGIC,
-    ROOT_INDEX_MAGIC,
-    T_COMPARATOR_CLASS_NAME,
-    T_COMPRESSION_CODEC,
-    T_DATA_INDEX_COUNT,
-    T_ENTRY_COUNT,
-    T_FILE_INFO_OFFSET,
-    T_FIRST_DATA_BLOCK_OFFSET,
-    T_LAST_DATA_BLOCK_OFFSET,
-    T_LOAD_ON_OPEN_OFFSET,
-    T_META_INDEX_COUNT,
-    T_NUM_DATA_INDEX_LEVELS,
-    T_TOTAL_UNCOMPRESSED_BYTES,
-    T_UNCOMPRESSED_DATA_INDEX_SIZE,
-    TRAILER_MAGIC,
     TRAILER_SIZE,
     U16,
     FormatError,
+    HFileBlockType,
+    TrailerField,
     decode_varint,
     decode_vlong,
     gzip_decompress,
@@ -188,7 +170,7 @@ class HFileReader:
         if where is None:
             return None
         try:
-            return self._read_block(where[0], (META_MAGIC,), f"meta block {name!r}")
+            return self._read_block(where[0], (HFileBlockType.META,), f"meta block {name!r}")
         except _DECODE_ERRORS as e:
             raise self._corrupt(str(e)) from None
 
@@ -219,7 +201,7 @@ class HFileReader:
         self._limit = len(self._data) - TRAILER_SIZE  # blocks end before the trailer
         # load-on-open: root data index, meta index, file info
         pos = t.load_on_open_data_offset
-        payload, size = self._read_block_sized(pos, (ROOT_INDEX_MAGIC,), "root data index")
+        payload, size = self._read_block_sized(pos, (HFileBlockType.ROOT_INDEX,), "root data index")
         keys, offsets, _sizes, _ = _root_entries(payload, t.data_index_count)
         if not 1 <= t.num_data_index_levels <= _MAX_INDEX_LEVELS:
             raise FormatError(f"implausible numDataIndexLevels {t.num_data_index_levels}")
@@ -227,10 +209,12 @@ class HFileReader:
             keys, offsets, _ = self._descend(offsets, level)
         self._index_rows = [_row_of(k) for k in keys]
         self._index_offsets = offsets
-        payload, _ = self._read_block_sized(pos + size, (ROOT_INDEX_MAGIC,), "meta index")
+        payload, _ = self._read_block_sized(pos + size, (HFileBlockType.ROOT_INDEX,), "meta index")
         names, m_offsets, m_sizes, _ = _root_entries(payload, t.meta_index_count)
         self._meta_index = {n: (o, s) for n, o, s in zip(names, m_offsets, m_sizes, strict=True)}
-        payload, _ = self._read_block_sized(t.file_info_offset, (FILE_INFO_MAGIC,), "file info")
+        payload, _ = self._read_block_sized(
+            t.file_info_offset, (HFileBlockType.FILE_INFO,), "file info"
+        )
         self.file_info = _file_info(payload)
         self._configure_kv_layout()
         last = self.file_info.get(FI_LAST_KEY)
@@ -243,7 +227,7 @@ class HFileReader:
         if len(data) < TRAILER_SIZE:
             raise FormatError(f"{len(data)} bytes, shorter than the {TRAILER_SIZE}-byte trailer")
         start = len(data) - TRAILER_SIZE
-        if bytes(data[start : start + 8]) != TRAILER_MAGIC:
+        if bytes(data[start : start + 8]) != HFileBlockType.TRAILER:
             raise FormatError("no trailer magic 4096 bytes before the end")
         minor = data[-4]
         major = int.from_bytes(data[-3:], "big")
@@ -269,24 +253,24 @@ class HFileReader:
                 return None
             return v - (1 << 64) if v >= 1 << 63 else v  # int64 -1 is stored as 2**64 - 1
 
-        comparator = f.get(T_COMPARATOR_CLASS_NAME)
+        comparator = f.get(TrailerField.COMPARATOR_CLASS_NAME)
         return HFileTrailer(
             major_version=major,
             minor_version=minor,
-            file_info_offset=num(T_FILE_INFO_OFFSET),
-            load_on_open_data_offset=num(T_LOAD_ON_OPEN_OFFSET),
-            uncompressed_data_index_size=opt(T_UNCOMPRESSED_DATA_INDEX_SIZE),
-            total_uncompressed_bytes=opt(T_TOTAL_UNCOMPRESSED_BYTES),
-            data_index_count=num(T_DATA_INDEX_COUNT, 0),
-            meta_index_count=num(T_META_INDEX_COUNT, 0),
-            entry_count=num(T_ENTRY_COUNT, 0),
-            num_data_index_levels=num(T_NUM_DATA_INDEX_LEVELS, 1),
-            first_data_block_offset=opt(T_FIRST_DATA_BLOCK_OFFSET),
-            last_data_block_offset=opt(T_LAST_DATA_BLOCK_OFFSET),
+            file_info_offset=num(TrailerField.FILE_INFO_OFFSET),
+            load_on_open_data_offset=num(TrailerField.LOAD_ON_OPEN_OFFSET),
+            uncompressed_data_index_size=opt(TrailerField.UNCOMPRESSED_DATA_INDEX_SIZE),
+            total_uncompressed_bytes=opt(TrailerField.TOTAL_UNCOMPRESSED_BYTES),
+            data_index_count=num(TrailerField.DATA_INDEX_COUNT, 0),
+            meta_index_count=num(TrailerField.META_INDEX_COUNT, 0),
+            entry_count=num(TrailerField.ENTRY_COUNT, 0),
+            num_data_index_levels=num(TrailerField.NUM_DATA_INDEX_LEVELS, 1),
+            first_data_block_offset=opt(TrailerField.FIRST_DATA_BLOCK_OFFSET),
+            last_data_block_offset=opt(TrailerField.LAST_DATA_BLOCK_OFFSET),
             comparator_class_name=(
                 comparator.decode("utf-8", "replace") if isinstance(comparator, bytes) else None
             ),
-            compression_codec=num(T_COMPRESSION_CODEC, CODEC_NONE),
+            compression_codec=num(TrailerField.COMPRESSION_CODEC, CODEC_NONE),
         )
 
     def _descend(self, offsets: list[int], level: int) -> tuple[list[bytes], list[int], list[int]]:
@@ -297,7 +281,7 @@ class HFileReader:
         for off in offsets:
             payload = self._read_block(
                 off,
-                (INTERMEDIATE_INDEX_MAGIC, LEAF_INDEX_MAGIC),
+                (HFileBlockType.INTERMEDIATE_INDEX, HFileBlockType.LEAF_INDEX),
                 f"index block (level {level + 2})",
             )
             k, o, s = _non_root_entries(payload)
@@ -326,7 +310,7 @@ class HFileReader:
         return HoodieCorruptedDataError(f"HFile {self.name} is corrupt: {why}")
 
     def _read_block_sized(
-        self, offset: int, magics: tuple[bytes, ...], what: str
+        self, offset: int, magics: tuple[HFileBlockType, ...], what: str
     ) -> tuple[bytes, int]:
         """(uncompressed payload, on-disk size with header) of the block at ``offset``."""
         data = self._data
@@ -336,12 +320,12 @@ class HFileReader:
             data, offset
         )
         if magic not in magics:
-            if magic == ENCODED_DATA_MAGIC:
+            if magic == HFileBlockType.ENCODED_DATA:
                 raise HoodieUnsupportedError(
                     f"HFile {self.name} uses a data block encoding, which is not supported"
                 )
             raise FormatError(
-                f"{what} at offset {offset}: block magic {magic!r}, not {magics[0]!r}"
+                f"{what} at offset {offset}: block magic {magic!r}, not {bytes(magics[0])!r}"
             )
         total = HEADER_SIZE + on_disk
         if (
@@ -367,7 +351,7 @@ class HFileReader:
             payload = bytes(stored)
         return payload, total
 
-    def _read_block(self, offset: int, magics: tuple[bytes, ...], what: str) -> bytes:
+    def _read_block(self, offset: int, magics: tuple[HFileBlockType, ...], what: str) -> bytes:
         return self._read_block_sized(offset, magics, what)[0]
 
     def _block_for(self, key: bytes) -> int:
@@ -381,7 +365,7 @@ class HFileReader:
             return cached[1], cached[2]
         offset = self._index_offsets[b]
         try:
-            payload = self._read_block(offset, (DATA_MAGIC,), f"data block {b}")
+            payload = self._read_block(offset, (HFileBlockType.DATA,), f"data block {b}")
             if self._fast:
                 rows, values = _split_fast(payload, self._fast_extra)
             else:
@@ -421,20 +405,16 @@ def _split_fast(payload: bytes, extra: int) -> tuple[list[bytes], list[bytes]]:
 
 
 def _split_general(payload: bytes, tags: bool, mvcc: bool) -> tuple[list[bytes], list[bytes]]:
-    """Rows and values of a data block with tags and/or multi-byte MVCC VLongs."""
+    """Rows and values of a data block with tags and/or multi-byte MVCC VLongs (HBase's
+    dialect: one call per key-value, where :func:`_split_fast` inlines it)."""
     rows: list[bytes] = []
     values: list[bytes] = []
-    unpack = KV_HEAD.unpack_from
     pos = 0
     end = len(payload)
     while pos < end:
-        key_len, value_len, row_len = unpack(payload, pos)
-        if key_len < row_len + 2:
-            raise FormatError(f"key-value at block position {pos}: row longer than its key")
-        rows.append(payload[pos + 10 : pos + 10 + row_len])
-        start = pos + 8 + key_len
-        pos = start + value_len
-        values.append(payload[start:pos])
+        row, value, pos = _key_value_at(payload, pos)
+        rows.append(row)
+        values.append(value)
         if tags:
             (n_tags,) = U16.unpack_from(payload, pos)
             pos += 2 + n_tags
@@ -443,6 +423,16 @@ def _split_general(payload: bytes, tags: bool, mvcc: bool) -> tuple[list[bytes],
     if pos != end:
         raise FormatError("the last key-value overruns its data block")
     return rows, values
+
+
+def _key_value_at(payload: bytes, pos: int) -> tuple[bytes, bytes, int]:
+    """Row, value and end of the KeyValue at ``pos`` (before its tags and MVCC version)."""
+    key_len, value_len, row_len = KV_HEAD.unpack_from(payload, pos)
+    if key_len < row_len + 2:
+        raise FormatError(f"key-value at block position {pos}: row longer than its key")
+    value_start = pos + 8 + key_len
+    value_end = value_start + value_len
+    return payload[pos + 10 : pos + 10 + row_len], payload[value_start:value_end], value_end
 
 
 def _root_entries(payload: bytes, count: int) -> tuple[list[bytes], list[int], list[int], int]:

@@ -14,6 +14,7 @@ import struct
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from itertools import islice, repeat
 
 import numpy as np
@@ -26,39 +27,25 @@ from hoodie_ray.hfile._format import (
     CODEC_GZ,
     CODEC_NONE,
     COMPARATOR_CLASS_NAME,
-    DATA_MAGIC,
     FI_AVG_KEY_LEN,
     FI_AVG_VALUE_LEN,
     FI_CREATE_TIME,
     FI_KEY_VALUE_VERSION,
     FI_LAST_KEY,
     FI_MAX_MEMSTORE_TS,
-    FILE_INFO_MAGIC,
     HEADER_SIZE,
     I32,
     I64,
     KEY_OVERHEAD,
     KEY_TAIL,
     KEY_VALUE_VERSION_WITH_MVCC,
-    META_MAGIC,
     OFFSET_SIZE,
     PBUF_MAGIC,
-    ROOT_INDEX_MAGIC,
-    T_COMPARATOR_CLASS_NAME,
-    T_COMPRESSION_CODEC,
-    T_DATA_INDEX_COUNT,
-    T_ENTRY_COUNT,
-    T_FILE_INFO_OFFSET,
-    T_FIRST_DATA_BLOCK_OFFSET,
-    T_LAST_DATA_BLOCK_OFFSET,
-    T_LOAD_ON_OPEN_OFFSET,
-    T_META_INDEX_COUNT,
-    T_NUM_DATA_INDEX_LEVELS,
-    T_UNCOMPRESSED_DATA_INDEX_SIZE,
-    TRAILER_MAGIC,
     TRAILER_SIZE,
     U16,
     WRITER_FILE_INFO_KEYS,
+    HFileBlockType,
+    TrailerField,
     checksum_bytes,
     encode_varint,
     encode_vlong,
@@ -106,76 +93,115 @@ def write_hfile(
     record-index base files of the v9 sample): no data block, an empty data index,
     ``firstDataBlockOffset`` -1, ``lastDataBlockOffset`` 0 and an empty ``hfile.LASTKEY``.
     """
+    codec = _check_codec(compression, block_size)
+    kv = _KeyValues.of(entries, allow_empty)
+    extra_info = _check_file_info(file_info)
+    metas = _check_meta_blocks(meta_blocks)
+    out = _HFileOutput(codec)
+    data_index = out.data_blocks(kv, block_size)
+    meta_index = [out.add(HFileBlockType.META, raw, name) for name, raw in metas]
+    load_on_open = out.offset
+    for index in (data_index, meta_index):
+        out.add(HFileBlockType.ROOT_INDEX, b"".join(index))
+    file_info_offset = out.offset
+    info = _file_info(kv, extra_info, create_time_ms)
+    out.add(HFileBlockType.FILE_INFO, _file_info_payload(info))
+    out.blocks.append(
+        _trailer(
+            {
+                TrailerField.FILE_INFO_OFFSET: file_info_offset,
+                TrailerField.LOAD_ON_OPEN_OFFSET: load_on_open,
+                TrailerField.UNCOMPRESSED_DATA_INDEX_SIZE: kv.data_size(),
+                TrailerField.DATA_INDEX_COUNT: len(data_index),
+                TrailerField.META_INDEX_COUNT: len(meta_index),
+                TrailerField.ENTRY_COUNT: len(kv.rows),
+                TrailerField.NUM_DATA_INDEX_LEVELS: 1,
+                TrailerField.FIRST_DATA_BLOCK_OFFSET: 0 if kv.rows else -1,
+                TrailerField.LAST_DATA_BLOCK_OFFSET: out.last_data_block_offset,
+                TrailerField.COMPARATOR_CLASS_NAME: COMPARATOR_CLASS_NAME,
+                TrailerField.COMPRESSION_CODEC: codec,
+            }
+        )
+    )
+    return b"".join(out.blocks)
+
+
+@dataclass(frozen=True)
+class _KeyValues:
+    """The checked entries: row keys, values and their lengths (int64 arrays)."""
+
+    rows: list[bytes]
+    values: list[bytes]
+    row_lens: np.ndarray
+    value_lens: np.ndarray
+
+    @classmethod
+    def of(cls, entries: Sequence[tuple[bytes, bytes]], allow_empty: bool) -> _KeyValues:
+        rows, values = _split_entries(entries, allow_empty)
+        row_lens = np.array(list(map(len, rows)), dtype=np.int64)
+        value_lens = np.array(list(map(len, values)), dtype=np.int64)
+        _check_lengths(rows, values, row_lens, value_lens)
+        _check_sorted(rows)
+        return cls(rows, values, row_lens, value_lens)
+
+    def data_size(self) -> int:
+        """Bytes of all KeyValues (the trailer's uncompressedDataIndexSize, as Java fills it)."""
+        n = len(self.rows)
+        return int(self.row_lens.sum() + self.value_lens.sum()) + n * (KEY_OVERHEAD + 9)
+
+
+class _HFileOutput:
+    """The blocks written so far and the offset of the next one. Sections come in the order of
+    ``HFileWriterImpl``: data blocks, meta blocks, the load-on-open section, the trailer."""
+
+    def __init__(self, codec: int) -> None:
+        self.codec = codec
+        self.blocks: list[bytes] = []
+        self.offset = 0
+        self.last_data_block_offset = 0  # Java's for a file without data blocks
+
+    def append(self, block: bytes) -> None:
+        self.blocks.append(block)
+        self.offset += len(block)
+
+    def add(self, magic: bytes, payload: bytes, index_key: bytes = b"") -> bytes:
+        """Write one block; return its root-index entry under ``index_key``."""
+        block = _block(magic, payload, self.codec)
+        entry = _index_entry(self.offset, len(block), index_key)
+        self.append(block)
+        return entry
+
+    def data_blocks(self, kv: _KeyValues, block_size: int) -> list[bytes]:
+        """Write the data blocks; return the data index (each block under its first row)."""
+        bounds = _block_bounds(kv.row_lens + kv.value_lens + 9, block_size)
+        index = []
+        for (start, _), block in zip(bounds, _data_blocks(kv, bounds, self.codec), strict=True):
+            first_row = kv.rows[start]
+            key = U16.pack(len(first_row)) + first_row
+            index.append(_index_entry(self.offset, len(block), key))
+            self.last_data_block_offset = self.offset
+            self.append(block)
+        return index
+
+
+def _trailer(fields: Mapping[TrailerField, int | bytes]) -> bytes:
+    """The fixed-size trailer: magic, varint length, ``TrailerProto`` (fields in the order
+    given), zero padding, then the version (minor 0 in one byte, major 3 in three)."""
+    proto = b"".join(
+        proto_bytes_field(f, v) if isinstance(v, bytes) else proto_varint_field(f, v)
+        for f, v in fields.items()
+    )
+    head = HFileBlockType.TRAILER + encode_varint(len(proto)) + proto
+    return head + bytes(TRAILER_SIZE - 4 - len(head)) + b"\x00\x00\x00\x03"
+
+
+def _check_codec(compression: str, block_size: int) -> int:
     codec = _CODECS.get(compression.lower()) if isinstance(compression, str) else None
     if codec is None:
         raise HoodieInputError(f"HFile compression must be 'gz' or 'none', not {compression!r}")
     if not isinstance(block_size, int) or block_size <= 0:
         raise HoodieInputError(f"HFile block_size must be a positive integer, not {block_size!r}")
-    rows, values = _split_entries(entries, allow_empty)
-    extra_info = _check_file_info(file_info)
-    metas = _check_meta_blocks(meta_blocks)
-    n = len(rows)
-    row_lens = np.array(list(map(len, rows)), dtype=np.int64)
-    value_lens = np.array(list(map(len, values)), dtype=np.int64)
-    _check_lengths(rows, values, row_lens, value_lens)
-    _check_sorted(rows)
-
-    out: list[bytes] = []
-    offset = 0
-    # -- data blocks -----------------------------------------------------------------------
-    index_entries: list[bytes] = []
-    first_block_offset = 0 if rows else -1
-    last_block_offset = 0
-    bounds = _block_bounds(row_lens + value_lens + 9, block_size)
-    for (start, _), block in zip(
-        bounds, _data_blocks(rows, values, row_lens, value_lens, bounds, codec), strict=True
-    ):
-        first_row = rows[start]
-        index_entries.append(_index_entry(offset, len(block), U16.pack(len(first_row)) + first_row))
-        last_block_offset = offset
-        out.append(block)
-        offset += len(block)
-    # -- meta blocks -------------------------------------------------------------------------
-    meta_entries: list[bytes] = []
-    for name, raw in metas:
-        block = _block(META_MAGIC, raw, codec)
-        meta_entries.append(_index_entry(offset, len(block), name))
-        out.append(block)
-        offset += len(block)
-    # -- load-on-open section ----------------------------------------------------------------
-    load_on_open = offset
-    for entries_of_index in (index_entries, meta_entries):
-        block = _block(ROOT_INDEX_MAGIC, b"".join(entries_of_index), codec)
-        out.append(block)
-        offset += len(block)
-    file_info_offset = offset
-    # insertion order as in Java: MAX_MEMSTORE_TS_KEY at open, the caller's entries, the rest
-    # at close (it decides the order of colliding keys in the HashMap emulated below)
-    own = _writer_file_info(rows[-1] if rows else b"", row_lens, value_lens, create_time_ms)
-    info = {FI_MAX_MEMSTORE_TS: own.pop(FI_MAX_MEMSTORE_TS), **extra_info, **own}
-    block = _block(FILE_INFO_MAGIC, _file_info_payload(info), codec)
-    out.append(block)
-    # -- trailer -----------------------------------------------------------------------------
-    data_size = int(row_lens.sum() + value_lens.sum()) + n * (KEY_OVERHEAD + 9)
-    proto = b"".join(
-        (
-            proto_varint_field(T_FILE_INFO_OFFSET, file_info_offset),
-            proto_varint_field(T_LOAD_ON_OPEN_OFFSET, load_on_open),
-            proto_varint_field(T_UNCOMPRESSED_DATA_INDEX_SIZE, data_size),
-            proto_varint_field(T_DATA_INDEX_COUNT, len(index_entries)),
-            proto_varint_field(T_META_INDEX_COUNT, len(meta_entries)),
-            proto_varint_field(T_ENTRY_COUNT, n),
-            proto_varint_field(T_NUM_DATA_INDEX_LEVELS, 1),
-            proto_varint_field(T_FIRST_DATA_BLOCK_OFFSET, first_block_offset),
-            proto_varint_field(T_LAST_DATA_BLOCK_OFFSET, last_block_offset),
-            proto_bytes_field(T_COMPARATOR_CLASS_NAME, COMPARATOR_CLASS_NAME),
-            proto_varint_field(T_COMPRESSION_CODEC, codec),
-        )
-    )
-    head = TRAILER_MAGIC + encode_varint(len(proto)) + proto
-    # version: minor 0, major 3 (one byte, then three)
-    out.append(head + bytes(TRAILER_SIZE - 4 - len(head)) + b"\x00\x00\x00\x03")
-    return b"".join(out)
+    return codec
 
 
 # -- input checks --------------------------------------------------------------------------------
@@ -274,24 +300,18 @@ def _block_bounds(sizes: np.ndarray, block_size: int) -> list[tuple[int, int]]:
     return bounds
 
 
-def _data_blocks(
-    rows: list[bytes],
-    values: list[bytes],
-    row_lens: np.ndarray,
-    value_lens: np.ndarray,
-    bounds: list[tuple[int, int]],
-    codec: int,
-) -> list[bytes]:
+def _data_blocks(kv: _KeyValues, bounds: list[tuple[int, int]], codec: int) -> list[bytes]:
     """The serialized data blocks. GZ payloads are deflated on worker threads (zlib releases
     the GIL) while the next payloads are assembled; the bytes do not depend on the threads."""
     payloads = (
-        _data_payload(rows[a:b], values[a:b], row_lens[a:b], value_lens[a:b]) for a, b in bounds
+        _data_payload(kv.rows[a:b], kv.values[a:b], kv.row_lens[a:b], kv.value_lens[a:b])
+        for a, b in bounds
     )
     workers = min(_MAX_COMPRESS_THREADS, os.cpu_count() or 1)
     if codec != CODEC_GZ or len(bounds) < 2 or workers < 2:
-        return [_block(DATA_MAGIC, p, codec) for p in payloads]
+        return [_block(HFileBlockType.DATA, p, codec) for p in payloads]
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hfile-gz") as pool:
-        futures = [pool.submit(_block, DATA_MAGIC, p, codec) for p in payloads]
+        futures = [pool.submit(_block, HFileBlockType.DATA, p, codec) for p in payloads]
         return [f.result() for f in futures]
 
 
@@ -339,19 +359,24 @@ def _index_entry(offset: int, on_disk_size: int, key: bytes) -> bytes:
     return b"".join((OFFSET_SIZE.pack(offset, on_disk_size), encode_vlong(len(key)), key))
 
 
-def _writer_file_info(
-    last_row: bytes, row_lens: np.ndarray, value_lens: np.ndarray, create_time_ms: int | None
+def _file_info(
+    kv: _KeyValues, extra_info: Mapping[bytes, bytes], create_time_ms: int | None
 ) -> dict[bytes, bytes]:
-    n = len(row_lens)
+    """The file info in Java's insertion order: ``MAX_MEMSTORE_TS_KEY`` at open, the caller's
+    entries, the rest at close (it decides the order of colliding keys in the emulated
+    ``HashMap``, :func:`_java_hashmap_order`)."""
+    n = len(kv.rows)
+    last_row = kv.rows[-1] if n else b""
     if create_time_ms is None:
         create_time_ms = int(time.time() * 1000)
-    return {  # in the order HFileWriterImpl adds them
+    return {  # the writer's own in the order HFileWriterImpl adds them
         FI_MAX_MEMSTORE_TS: I64.pack(0),
+        **extra_info,
         # Java's addKeyLength: no length prefix for the empty last key of an empty file
         FI_LAST_KEY: U16.pack(len(last_row)) + last_row if n else b"",
-        FI_AVG_KEY_LEN: I32.pack(int(row_lens.sum()) // n if n else 0),
+        FI_AVG_KEY_LEN: I32.pack(int(kv.row_lens.sum()) // n if n else 0),
         FI_CREATE_TIME: I64.pack(create_time_ms),
-        FI_AVG_VALUE_LEN: I32.pack(int(value_lens.sum()) // n if n else 0),
+        FI_AVG_VALUE_LEN: I32.pack(int(kv.value_lens.sum()) // n if n else 0),
         FI_KEY_VALUE_VERSION: I32.pack(KEY_VALUE_VERSION_WITH_MVCC),
     }
 

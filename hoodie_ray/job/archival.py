@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from hoodie_ray.config.options import WriteConfig
-from hoodie_ray.metadata.writer import metadata_writer
+from hoodie_ray.metadata_writer.writer import metadata_writer
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.archive import archive_instants, instants_to_archive
 from hoodie_ray.timeline.instant import Instant

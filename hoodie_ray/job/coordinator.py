@@ -39,7 +39,7 @@ from hoodie_ray.job.setup import (
 )
 from hoodie_ray.meta import META_PREFIX
 from hoodie_ray.metadata.layout import COLUMN_STATS, PARTITION_STATS, RECORD_INDEX
-from hoodie_ray.metadata.writer import (
+from hoodie_ray.metadata_writer.writer import (
     MetadataWriteConfig,
     check_metadata_table_writable,
     metadata_writer,

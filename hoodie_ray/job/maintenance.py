@@ -23,12 +23,12 @@ from hoodie_ray.compaction.execute import CompactionTask
 from hoodie_ray.config.options import resolve_options
 from hoodie_ray.job.archival import archivable_instants, archive_table
 from hoodie_ray.metadata.layout import FILES, RECORD_INDEX
-from hoodie_ray.metadata.validate import (
+from hoodie_ray.metadata_writer.validate import (
     MetadataDifference,
     record_index_differences,
     validate_metadata_table,
 )
-from hoodie_ray.metadata.writer import (
+from hoodie_ray.metadata_writer.writer import (
     MetadataWriteConfig,
     check_metadata_table_writable,
     metadata_writer,

@@ -1,4 +1,6 @@
-"""The metadata table (``.hoodie/metadata``): records, reader and writer.
+"""The metadata table (``.hoodie/metadata``), its reading side: layout, records, column
+statistics and the reader.
 
-Kept free of imports so that ``table.py`` can use the reader while the writer uses the table.
+Below :mod:`hoodie_ray.table`, which lists files through the reader; the writing side, which
+needs the table handle, is :mod:`hoodie_ray.metadata_writer`.
 """

@@ -375,6 +375,35 @@ def columns_to_index(
 # ---------------------------------------------------------------------------------------------
 
 
+#: Parquet physical type -> (v9 value type, v8 wrapper) of a column its logical type leaves as is.
+_PHYSICAL_KINDS: dict[str, tuple[ValueType, str]] = {
+    "BOOLEAN": (ValueType.BOOLEAN, "BooleanWrapper"),
+    "INT32": (ValueType.INT, "IntWrapper"),
+    "INT64": (ValueType.LONG, "LongWrapper"),
+    "FLOAT": (ValueType.FLOAT, "FloatWrapper"),
+    "DOUBLE": (ValueType.DOUBLE, "DoubleWrapper"),
+    "BYTE_ARRAY": (ValueType.BYTES, "BytesWrapper"),
+    "FIXED_LEN_BYTE_ARRAY": (ValueType.FIXED, "BytesWrapper"),
+}
+#: v9 value types of Parquet logical types (Time and Timestamp by their unit, below).
+_LOGICAL_VALUE_TYPES = {
+    "String": ValueType.STRING,
+    "Enum": ValueType.STRING,
+    "Json": ValueType.STRING,
+    "Date": ValueType.DATE,
+    "UUID": ValueType.UUID,
+}
+#: (unit, isAdjustedToUTC) of a Parquet Timestamp -> its v9 value type.
+_TIMESTAMP_VALUE_TYPES = {
+    ("milliseconds", True): ValueType.TIMESTAMP_MILLIS,
+    ("microseconds", True): ValueType.TIMESTAMP_MICROS,
+    ("nanoseconds", True): ValueType.TIMESTAMP_NANOS,
+    ("milliseconds", False): ValueType.LOCAL_TIMESTAMP_MILLIS,
+    ("microseconds", False): ValueType.LOCAL_TIMESTAMP_MICROS,
+    ("nanoseconds", False): ValueType.LOCAL_TIMESTAMP_NANOS,
+}
+
+
 def _parquet_kind(col: Any, v9: bool) -> _Kind | None:
     """The kind of a Parquet leaf column (``ValueType.fromParquetPrimitiveType`` for v9, the
     legacy ``convertToNativeJavaType`` classes for v8); None if Java cannot index it."""
@@ -391,51 +420,24 @@ def _parquet_kind(col: Any, v9: bool) -> _Kind | None:
             return _Kind(None, "DateWrapper")
         if lt == "String" or (physical == "BYTE_ARRAY" and col.converted_type == "UTF8"):
             return _Kind(None, "StringWrapper")
-        wrapper = {
-            "BOOLEAN": "BooleanWrapper",
-            "INT32": "IntWrapper",
-            "INT64": "LongWrapper",
-            "FLOAT": "FloatWrapper",
-            "DOUBLE": "DoubleWrapper",
-            "BYTE_ARRAY": "BytesWrapper",
-            "FIXED_LEN_BYTE_ARRAY": "BytesWrapper",
-        }.get(physical)
-        return _Kind(None, wrapper) if wrapper else None
-    vt: ValueType | None
-    if lt == "String" or lt == "Enum" or lt == "Json":
-        vt = ValueType.STRING
-    elif lt == "Date":
-        vt = ValueType.DATE
-    elif lt == "UUID":
-        vt = ValueType.UUID
-    elif lt == "Time":
-        vt = (
-            ValueType.TIME_MILLIS
-            if logical.get("timeUnit") == "milliseconds"
-            else ValueType.TIME_MICROS
-        )
-    elif lt == "Timestamp":
-        unit = str(logical.get("timeUnit", ""))
-        utc = bool(logical.get("isAdjustedToUTC"))
-        vt = {
-            ("milliseconds", True): ValueType.TIMESTAMP_MILLIS,
-            ("microseconds", True): ValueType.TIMESTAMP_MICROS,
-            ("nanoseconds", True): ValueType.TIMESTAMP_NANOS,
-            ("milliseconds", False): ValueType.LOCAL_TIMESTAMP_MILLIS,
-            ("microseconds", False): ValueType.LOCAL_TIMESTAMP_MICROS,
-            ("nanoseconds", False): ValueType.LOCAL_TIMESTAMP_NANOS,
-        }.get((unit, utc))
-    else:
-        vt = {
-            "BOOLEAN": ValueType.BOOLEAN,
-            "INT32": ValueType.INT,
-            "INT64": ValueType.LONG,
-            "FLOAT": ValueType.FLOAT,
-            "DOUBLE": ValueType.DOUBLE,
-            "BYTE_ARRAY": ValueType.BYTES,
-            "FIXED_LEN_BYTE_ARRAY": ValueType.FIXED,
-        }.get(physical)
+        kinds = _PHYSICAL_KINDS.get(physical)
+        return _Kind(None, kinds[1]) if kinds else None
+    vt = _parquet_value_type(physical, lt, logical)
     return _Kind(vt) if vt is not None else None
+
+
+def _parquet_value_type(physical: str, lt: str, logical: Mapping[str, Any]) -> ValueType | None:
+    """The v9 value type of a Parquet column of logical type ``lt`` (details in ``logical``)."""
+    if lt in _LOGICAL_VALUE_TYPES:
+        return _LOGICAL_VALUE_TYPES[lt]
+    if lt == "Time":
+        millis = logical.get("timeUnit") == "milliseconds"
+        return ValueType.TIME_MILLIS if millis else ValueType.TIME_MICROS
+    if lt == "Timestamp":
+        unit = str(logical.get("timeUnit", ""))
+        return _TIMESTAMP_VALUE_TYPES.get((unit, bool(logical.get("isAdjustedToUTC"))))
+    kinds = _PHYSICAL_KINDS.get(physical)
+    return kinds[0] if kinds else None
 
 
 _PRIMITIVE_DEFAULT = {"BOOLEAN": False, "INT32": 0, "INT64": 0, "FLOAT": 0.0, "DOUBLE": 0.0}
@@ -614,6 +616,27 @@ def _table_range(name: str, col: pa.ChunkedArray, kind: _Kind, sizes: tuple[int,
     return _Range(name, lo, hi, nulls, n, sizes[0], sizes[1], kind)
 
 
+def _log_file_ranges(
+    table: pa.Table, columns: Sequence[str], v9: bool, sizes: tuple[int, int]
+) -> dict[str, _Range]:
+    """The range of each of ``columns`` over the records of a log file (those it has, of a
+    kind Java indexes); a file without records (only deletes) gets Java's empty ranges."""
+    ranges: dict[str, _Range] = {}
+    for c in columns:
+        idx = table.schema.get_field_index(c)
+        if idx < 0:
+            continue
+        kind = _arrow_kind(table.schema.field(idx).type, v9)
+        if kind is None:
+            continue
+        if table.num_rows == 0:
+            # HoodieColumnRangeMetadata.createEmpty: NULL value metadata
+            ranges[c] = _Range(c, None, None, 0, 0, 0, 0, _Kind(ValueType.NULL if v9 else None))
+        else:
+            ranges[c] = _table_range(c, table.column(idx), kind, sizes)
+    return ranges
+
+
 # ---------------------------------------------------------------------------------------------
 # Public API
 # ---------------------------------------------------------------------------------------------
@@ -650,30 +673,13 @@ def column_stats_records(
         if columns is None:
             columns = columns_to_index(parquet_metadata.schema.to_arrow_schema())
         ranges = _parquet_ranges(parquet_metadata, columns, v9)
-        order = [c for c in columns if c in ranges]
     elif table is not None:
         if columns is None:
             columns = columns_to_index(table.schema)
-        ranges = {}
-        order = []
-        empty = table.num_rows == 0
-        for c in columns:
-            idx = table.schema.get_field_index(c)
-            if idx < 0:
-                continue
-            kind = _arrow_kind(table.schema.field(idx).type, v9)
-            if kind is None:
-                continue
-            if empty:
-                # HoodieColumnRangeMetadata.createEmpty: NULL value metadata
-                ranges[c] = _Range(c, None, None, 0, 0, 0, 0, _Kind(ValueType.NULL if v9 else None))
-            else:
-                ranges[c] = _table_range(
-                    c, table.column(idx), kind, (total_size, total_uncompressed_size)
-                )
-            order.append(c)
+        ranges = _log_file_ranges(table, columns, v9, (total_size, total_uncompressed_size))
     else:
         raise HoodieInputError("column_stats_records needs a table or a Parquet footer")
+    order = [c for c in columns if c in ranges]
     record_type = MetadataPartitionType.COLUMN_STATS.record_type
     return [
         _stats_record(

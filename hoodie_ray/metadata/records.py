@@ -43,7 +43,7 @@ import struct
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import fastavro
 import numpy as np
@@ -51,6 +51,7 @@ import pyarrow as pa
 
 from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieInputError
 from hoodie_ray.log_format.blocks import BLOCK_CONTENT_VERSION, DeleteBlock
+from hoodie_ray.meta import META_FIELDS
 
 __all__ = [
     "ALL_PARTITIONS_KEY",
@@ -233,154 +234,192 @@ def _wrapper_union(with_array: bool) -> list[Any]:
     return branches
 
 
-def _column_stats_schema(v9: bool) -> dict[str, Any]:
-    min_union = _wrapper_union(with_array=v9)
-    max_union = ["null", *WRAPPER_NAMES, *(["ArrayWrapper"] if v9 else [])]
-    nlong = ["null", "long"]
-    fields = [
-        _field(
-            "fileName",
-            ["null", _JSTRING],
-            "File name for which this column statistics applies",
-            None,
-        ),
-        _field(
-            "columnName",
-            ["null", _JSTRING],
-            "Column name for which this column statistics applies",
-            None,
-        ),
-        _field(
-            "minValue",
-            min_union,
-            "Minimum value in the range. Based on user data table schema, we can convert this "
-            "to appropriate type",
-            None,
-        ),
-        _field(
-            "maxValue",
-            max_union,
-            "Maximum value in the range. Based on user data table schema, we can convert it to "
-            "appropriate type",
-            None,
-        ),
-        _field("valueCount", nlong, "Total count of values", None),
-        _field("nullCount", nlong, "Total count of null values", None),
-        _field("totalSize", nlong, "Total storage size on disk", None),
-        _field("totalUncompressedSize", nlong, "Total uncompressed storage size on disk", None),
-        _field("isDeleted", "boolean", "Column range entry valid/deleted flag"),
-        _field(
-            "isTightBound",
-            "boolean",
-            "Whether the min/max range of a column is tight bound or not",
-            False,
-        ),
-    ]
-    if v9:
-        fields.append(
-            _field(
-                "valueType",
+class _Ref(NamedTuple):
+    """A named part of the schema, built per table version by :func:`_resolve`."""
+
+    name: str
+
+
+class _F(NamedTuple):
+    """One field of a schema table: Avro type (with :class:`_Ref` parts), doc, default."""
+
+    name: str
+    type: Any
+    doc: str | None = None
+    default: Any = ...
+    v9_only: bool = False
+
+
+_NSTRING: list[Any] = ["null", _JSTRING]
+_NLONG = ["null", "long"]
+
+#: The records of ``HoodieMetadata.avsc``: name -> (doc, fields), in Java's field order.
+_RECORDS: dict[str, tuple[str | None, tuple[_F, ...]]] = {
+    "HoodieMetadataRecord": (
+        "A record saved within the Metadata Table",
+        (
+            _F("key", _JSTRING),
+            _F("type", "int", "Type of the metadata record"),
+            _F(
+                "filesystemMetadata",
                 [
                     "null",
-                    _record(
-                        "HoodieValueTypeInfo",
-                        [
-                            _field(
-                                "typeOrdinal",
-                                "int",
-                                "Enum type ordinal representing the value type",
-                            ),
-                            _field(
-                                "additionalInfo",
-                                ["null", _JSTRING],
-                                "Optional additional information about the value type",
-                                None,
-                            ),
-                        ],
-                    ),
+                    {
+                        "type": "map",
+                        "values": _Ref("HoodieMetadataFileInfo"),
+                        "avro.java.string": "String",
+                    },
                 ],
+                "Contains information about partitions and files within the dataset",
+            ),
+            _F(
+                "BloomFilterMetadata",
+                ["null", _Ref("HoodieMetadataBloomFilter")],
+                "Metadata Index of bloom filters for all data files in the user table",
+                None,
+            ),
+            _F(
+                "ColumnStatsMetadata",
+                ["null", _Ref("HoodieMetadataColumnStats")],
+                "Metadata Index of column statistics for all data files in the user table",
+                None,
+            ),
+            _F(
+                "recordIndexMetadata",
+                ["null", _Ref("HoodieRecordIndexInfo")],
+                "Metadata Index that contains information about record keys and their location "
+                "in the dataset",
+                None,
+            ),
+            _F(
+                "SecondaryIndexMetadata",
+                ["null", _Ref("HoodieSecondaryIndexInfo")],
+                "Metadata Index that contains information about secondary keys and the "
+                "corresponding record keys in the dataset",
+                None,
+            ),
+        ),
+    ),
+    "HoodieMetadataFileInfo": (
+        None,
+        (
+            _F("size", "long", "Size of the file"),
+            _F("isDeleted", "boolean", "True if this file has been deleted"),
+        ),
+    ),
+    "HoodieMetadataBloomFilter": (
+        "Data file bloom filter details",
+        (
+            _F("type", _JSTRING, "Bloom filter type code"),
+            _F("timestamp", _JSTRING, "Instant timestamp when this metadata was created/updated"),
+            _F("bloomFilter", "bytes", "Bloom filter binary byte array"),
+            _F("isDeleted", "boolean", "Bloom filter entry valid/deleted flag"),
+        ),
+    ),
+    "HoodieMetadataColumnStats": (
+        "Data file column statistics",
+        (
+            _F(
+                "fileName",
+                _NSTRING,
+                "File name for which this column statistics applies",
+                None,
+            ),
+            _F(
+                "columnName",
+                _NSTRING,
+                "Column name for which this column statistics applies",
+                None,
+            ),
+            _F(
+                "minValue",
+                _Ref("minValue"),
+                "Minimum value in the range. Based on user data table schema, we can convert "
+                "this to appropriate type",
+                None,
+            ),
+            _F(
+                "maxValue",
+                _Ref("maxValue"),
+                "Maximum value in the range. Based on user data table schema, we can convert it "
+                "to appropriate type",
+                None,
+            ),
+            _F("valueCount", _NLONG, "Total count of values", None),
+            _F("nullCount", _NLONG, "Total count of null values", None),
+            _F("totalSize", _NLONG, "Total storage size on disk", None),
+            _F("totalUncompressedSize", _NLONG, "Total uncompressed storage size on disk", None),
+            _F("isDeleted", "boolean", "Column range entry valid/deleted flag"),
+            _F(
+                "isTightBound",
+                "boolean",
+                "Whether the min/max range of a column is tight bound or not",
+                False,
+            ),
+            _F(
+                "valueType",
+                ["null", _Ref("HoodieValueTypeInfo")],
                 "Value type information containing enum ordinal and optional additional "
                 "information",
                 None,
-            )
-        )
-    return _record("HoodieMetadataColumnStats", fields, "Data file column statistics")
-
-
-def _build_schema(table_version: int, meta_fields: bool) -> dict[str, Any]:
-    v9 = table_version >= 9
-    meta = [
-        _field(n, ["null", "string"], "", None)
-        for n in (
-            "_hoodie_commit_time",
-            "_hoodie_commit_seqno",
-            "_hoodie_record_key",
-            "_hoodie_partition_path",
-            "_hoodie_file_name",
-        )
-        if meta_fields
-    ]
-    file_info = _record(
-        "HoodieMetadataFileInfo",
-        [
-            _field("size", "long", "Size of the file"),
-            _field("isDeleted", "boolean", "True if this file has been deleted"),
-        ],
-    )
-    bloom = _record(
-        "HoodieMetadataBloomFilter",
-        [
-            _field("type", _JSTRING, "Bloom filter type code"),
-            _field(
-                "timestamp", _JSTRING, "Instant timestamp when this metadata was created/updated"
+                v9_only=True,
             ),
-            _field("bloomFilter", "bytes", "Bloom filter binary byte array"),
-            _field("isDeleted", "boolean", "Bloom filter entry valid/deleted flag"),
-        ],
-        "Data file bloom filter details",
-    )
-    rli = _record(
-        "HoodieRecordIndexInfo",
-        [
-            _field(
+        ),
+    ),
+    "HoodieValueTypeInfo": (
+        None,
+        (
+            _F("typeOrdinal", "int", "Enum type ordinal representing the value type"),
+            _F(
+                "additionalInfo",
+                _NSTRING,
+                "Optional additional information about the value type",
+                None,
+            ),
+        ),
+    ),
+    "HoodieRecordIndexInfo": (
+        None,
+        (
+            _F(
                 "partitionName",
-                ["null", _JSTRING],
+                _NSTRING,
                 "Refers to the partition name the record belongs to",
                 None,
             ),
-            _field(
+            _F(
                 "fileIdHighBits",
-                ["null", "long"],
+                _NLONG,
                 "Refers to high 64 bits if the fileId is based on UUID format. \n" + _RID_DOC,
                 None,
             ),
-            _field(
+            _F(
                 "fileIdLowBits",
-                ["null", "long"],
+                _NLONG,
                 "Refers to low 64 bits if the fileId is based on UUID format. \n" + _RID_DOC,
                 None,
             ),
-            _field(
+            _F(
                 "fileIndex",
                 ["null", "int"],
                 "Index representing file index which is used to re-construct UUID based "
                 "fileID. Applicable when the fileId is based on UUID format. \n" + _RID_DOC,
                 None,
             ),
-            _field(
+            _F(
                 "fileId",
-                ["null", _JSTRING],
+                _NSTRING,
                 "Represents fileId of the location where record belongs to. When the encoding "
                 "is 1, fileID is stored in raw string format.",
                 None,
             ),
-            _field(
+            _F(
                 "instantTime",
-                ["null", "long"],
+                _NLONG,
                 "Epoch time in millisecond representing the commit time at which record was added",
                 None,
             ),
-            _field(
+            _F(
                 "fileIdEncoding",
                 "int",
                 "Represents fileId encoding. Possible values are 0 and 1. O represents UUID "
@@ -389,62 +428,50 @@ def _build_schema(table_version: int, meta_fields: bool) -> dict[str, Any]:
                 "and fileIndex.",
                 0,
             ),
-            _field(
+            _F(
                 "position",
-                ["null", "long"],
+                _NLONG,
                 "Represents position of record within a file group for easier access. It "
                 "will be used for index lookup.",
                 None,
             ),
-        ],
-    )
-    secondary = _record(
-        "HoodieSecondaryIndexInfo",
-        [_field("isDeleted", "boolean", "True if this entry has been deleted")],
-    )
+        ),
+    ),
+    "HoodieSecondaryIndexInfo": (
+        None,
+        (_F("isDeleted", "boolean", "True if this entry has been deleted"),),
+    ),
+}
+
+
+def _resolve(typ: Any, v9: bool) -> Any:
+    """``typ`` with each :class:`_Ref` replaced by the part it names (fresh containers)."""
+    if isinstance(typ, _Ref):
+        if typ.name == "minValue":
+            return _wrapper_union(with_array=v9)
+        if typ.name == "maxValue":  # the wrappers again, by name (defined by minValue)
+            return ["null", *WRAPPER_NAMES, *(["ArrayWrapper"] if v9 else [])]
+        return _named_record(typ.name, v9)
+    if isinstance(typ, list):
+        return [_resolve(t, v9) for t in typ]
+    if isinstance(typ, dict):
+        return {k: _resolve(t, v9) for k, t in typ.items()}
+    return typ
+
+
+def _named_record(name: str, v9: bool, prefix: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    doc, specs = _RECORDS[name]
     fields = [
-        *meta,
-        _field("key", _JSTRING),
-        _field("type", "int", "Type of the metadata record"),
-        _field(
-            "filesystemMetadata",
-            ["null", {"type": "map", "values": file_info, "avro.java.string": "String"}],
-            "Contains information about partitions and files within the dataset",
-        ),
-        _field(
-            "BloomFilterMetadata",
-            ["null", bloom],
-            "Metadata Index of bloom filters for all data files in the user table",
-            None,
-        ),
-        _field(
-            "ColumnStatsMetadata",
-            ["null", _column_stats_schema(v9)],
-            "Metadata Index of column statistics for all data files in the user table",
-            None,
-        ),
-        _field(
-            "recordIndexMetadata",
-            ["null", rli],
-            "Metadata Index that contains information about record keys and their location in "
-            "the dataset",
-            None,
-        ),
-        _field(
-            "SecondaryIndexMetadata",
-            ["null", secondary],
-            "Metadata Index that contains information about secondary keys and the "
-            "corresponding record keys in the dataset",
-            None,
-        ),
+        _field(f.name, _resolve(f.type, v9), f.doc, f.default) for f in specs if v9 or not f.v9_only
     ]
-    return {
-        "type": "record",
-        "name": "HoodieMetadataRecord",
-        "namespace": NAMESPACE,
-        "doc": "A record saved within the Metadata Table",
-        "fields": fields,
-    }
+    return _record(name, [*prefix, *fields], doc)
+
+
+def _build_schema(table_version: int, meta_fields: bool) -> dict[str, Any]:
+    meta = [_field(n, ["null", "string"], "", None) for n in META_FIELDS if meta_fields]
+    record = _named_record("HoodieMetadataRecord", table_version >= 9, meta)
+    # the top-level record names its namespace (between its name and its doc, as Java writes)
+    return {"type": "record", "name": record["name"], "namespace": NAMESPACE, **record}
 
 
 def _check_version(table_version: int) -> None:

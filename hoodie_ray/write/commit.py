@@ -21,7 +21,7 @@ from hoodie_ray.exceptions import (
     HoodieTimelineError,
 )
 from hoodie_ray.file_group.naming import parse_base_file_name, parse_log_file_name
-from hoodie_ray.metadata.writer import metadata_writer
+from hoodie_ray.metadata_writer.writer import metadata_writer
 from hoodie_ray.storage import Storage, join
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant, State, new_instant_time

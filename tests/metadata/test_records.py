@@ -12,6 +12,7 @@ import json
 import os
 import zipfile
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import fastavro
@@ -164,6 +165,23 @@ def test_schema_versions_differ_only_in_value_type_and_array_wrapper() -> None:
         fastavro.parse_schema(R.metadata_schema(v))
     with pytest.raises(HoodieInputError):
         R.metadata_schema(6)
+
+
+#: The v8 and v9 schema JSON (with meta fields) as the package wrote them before the schemas
+#: became data tables; v9 is also Java's, byte for byte (test_v9_schema_is_the_one_java_wrote).
+_PINNED_SCHEMAS = Path(__file__).parent / "data" / "metadata_record_schemas.json"
+
+
+@pytest.mark.parametrize("version", [8, 9])
+def test_schema_json_is_pinned_byte_for_byte(version: int) -> None:
+    pinned = json.loads(_PINNED_SCHEMAS.read_text())[str(version)]
+    assert R.metadata_schema_json(version) == pinned
+    # without meta fields: the same record less its first five fields, in Java's compact JSON
+    schema = json.loads(pinned)
+    schema["fields"] = schema["fields"][5:]
+    assert R.metadata_schema_json(version, meta_fields=False) == json.dumps(
+        schema, separators=(",", ":"), ensure_ascii=False
+    )
 
 
 def _compare_schema(ours: Any, java: Any, path: str) -> None:

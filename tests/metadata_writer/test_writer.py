@@ -296,7 +296,7 @@ def test_a_crash_at_each_metadata_step_heals(tmp_path: Path, monkeypatch, where:
     """A writer killed while writing the metadata table (mid delta commit, mid compaction,
     mid initialisation): the next writer rolls back or rebuilds what it left, and every reader
     sees the committed data."""
-    import hoodie_ray.metadata.writer as mw
+    import hoodie_ray.metadata_writer.writer as mw
 
     path = str(tmp_path / "t")
     opts = {

@@ -23,6 +23,7 @@ from hoodie_ray.metadata.layout import (
 )
 from hoodie_ray.metadata.reader import list_data_files
 from hoodie_ray.metadata.records import encode_records, is_deleted_record
+from hoodie_ray.metadata_writer.writer import metadata_writer, partition_stats_files
 from hoodie_ray.table import HoodieTable
 
 __all__ = ["MetadataDifference", "record_index_differences", "validate_metadata_table"]
@@ -108,8 +109,6 @@ def _stats_differences(
 def _validate_column_stats(table: HoodieTable) -> list[MetadataDifference]:
     """Every committed file the ``files`` partition lists has the statistics Java would
     compute for it, and no other file has any."""
-    from hoodie_ray.metadata.writer import metadata_writer  # the writer imports this module
-
     w = metadata_writer(table)
     cols = w.indexed_columns()
     want: dict[str, dict[str, Any]] = {}
@@ -127,8 +126,6 @@ def _validate_column_stats(table: HoodieTable) -> list[MetadataDifference]:
 
 def _validate_partition_stats(table: HoodieTable) -> list[MetadataDifference]:
     """Each partition's statistics aggregate those of its latest file slices."""
-    from hoodie_ray.metadata.writer import partition_stats_files
-
     mdt = table.metadata_table
     stats = mdt.records(COLUMN_STATS)
     by_file: dict[tuple[str, str], list[dict[str, Any]]] = {}

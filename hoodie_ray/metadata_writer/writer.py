@@ -87,6 +87,7 @@ from hoodie_ray.metadata.reader import MetadataTable, list_data_files, partition
 from hoodie_ray.metadata.records import decode_value
 from hoodie_ray.storage import Storage, join
 from hoodie_ray.table import HoodieTable
+from hoodie_ray.timeline import plans
 from hoodie_ray.timeline.archive import LSMTimeline, archive_instants, instants_to_archive
 from hoodie_ray.timeline.instant import Action, Instant, State, new_instant_time
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
@@ -126,15 +127,16 @@ BULK_INSERT_PREPPED = "BULK_INSERT_PREPPED"
 
 @dataclass(frozen=True)
 class MetadataWriteConfig:
-    """What a writer decides about the metadata table (from the options registry)."""
+    """What a writer decides about the metadata table (from the options registry: the
+    defaults are the registry's, through :class:`WriteConfig`'s)."""
 
-    enable: bool | None = None
-    compact_max_delta_commits: int = 10
-    clean_retain_commits: int = 3
-    archive: bool = True
-    keep_min_commits: int = 40
-    keep_max_commits: int = 50
-    timeline_compaction_batch_size: int = 10
+    enable: bool | None = WriteConfig.metadata_enable
+    compact_max_delta_commits: int = WriteConfig.metadata_compact_max_delta_commits
+    clean_retain_commits: int = WriteConfig.metadata_clean_retain_commits
+    archive: bool = WriteConfig.archive_automatic
+    keep_min_commits: int = WriteConfig.keep_min_commits
+    keep_max_commits: int = WriteConfig.keep_max_commits
+    timeline_compaction_batch_size: int = WriteConfig.timeline_compaction_batch_size
 
     @classmethod
     def of(cls, wc: WriteConfig | None) -> MetadataWriteConfig:
@@ -332,27 +334,11 @@ class MetadataWriter:
         self._timeline = None
         listing = list_data_files(self.table.storage_view())
         ts = FILES_INIT_INSTANT
-        tl = self.timeline
-        inst = Instant(ts, Action.DELTA_COMMIT, State.REQUESTED)
-        tl.create_requested(inst)
-        tl.transition_to_inflight(inst)
+        self._start(Instant(ts, Action.DELTA_COMMIT, State.REQUESTED))
         self._partition_folder(FILES, ts)
         records = [rec.all_partitions_record(listing.keys())]
         records += [rec.files_record(p, files) for p, files in sorted(listing.items())]
-        fid = rec.file_group_id(FILES, 0)
-        name = base_file_name(fid, BASE_WRITE_TOKEN, ts, HFILE_EXTENSION)
-        data = self._hfile(dict(records), base=True)
-        self.storage.write_bytes(join(FILES, name), data)
-        stat = HoodieWriteStat(
-            file_id=fid,
-            path=join(FILES, name),
-            prev_commit="null",
-            num_writes=len(records),
-            num_inserts=len(records),
-            total_write_bytes=len(data),
-            partition_path=FILES,
-            file_size_in_bytes=len(data),
-        )
+        stat = self._initial_file_group(FILES, 0, ts, dict(records))
         self._complete(ts, [stat], BULK_INSERT_PREPPED)
         self._save_data_props(
             **{PARTITIONS_PROPERTY: join_partitions([FILES]), PARTITIONS_INFLIGHT_PROPERTY: ""}
@@ -406,13 +392,9 @@ class MetadataWriter:
         """One MDT partition built in its own init delta commit (spec 5.5): listed in flight,
         base HFiles per file group by the Java key hash (an empty group exists through an
         empty delete block, 4.3), then listed complete."""
-        cfg = self.table.table_config
+        inflight = inflight_partitions(self.table.table_config)
         self._save_data_props(
-            **{
-                PARTITIONS_INFLIGHT_PROPERTY: join_partitions(
-                    [*inflight_partitions(cfg), partition]
-                )
-            }
+            **{PARTITIONS_INFLIGHT_PROPERTY: join_partitions([*inflight, partition])}
         )
         tl = self.timeline.reload()
         ts = next(
@@ -420,47 +402,13 @@ class MetadataWriter:
             for n in range(first_suffix, 1000)
             if not tl.contains(f"{INIT_INSTANT_PREFIX}{n:03d}")
         )
-        inst = Instant(ts, Action.DELTA_COMMIT, State.REQUESTED)
-        tl.create_requested(inst)
-        tl.transition_to_inflight(inst)
+        self._start(Instant(ts, Action.DELTA_COMMIT, State.REQUESTED))
         self._partition_folder(partition, ts)
-        by_group: list[dict[str, dict[str, Any]]] = [{} for _ in range(groups)]
-        for k, r in records.items():
-            by_group[0 if groups == 1 else rec.key_to_file_group_index(k, groups)][k] = r
-        stats = []
-        for idx, part_records in enumerate(by_group):
-            fid = rec.file_group_id(partition, idx)
-            if part_records:
-                name = base_file_name(fid, BASE_WRITE_TOKEN, ts, HFILE_EXTENSION)
-                data = self._hfile(part_records, base=True)
-                self.storage.write_bytes(join(partition, name), data)
-                size = len(data)
-            else:
-                name = log_file_name(fid, ts, 1, INIT_WRITE_TOKEN)
-                block = DeleteBlock({HeaderMetadataType.INSTANT_TIME: ts}, [], partition)
-                size = (
-                    LogWriter(
-                        self.storage,
-                        partition,
-                        name,
-                        table_version=self.table_version,
-                        append=False,
-                    )
-                    .append_blocks([block])
-                    .size
-                )
-            stats.append(
-                HoodieWriteStat(
-                    file_id=fid,
-                    path=join(partition, name),
-                    prev_commit="null",
-                    num_writes=len(part_records),
-                    num_inserts=len(part_records),
-                    total_write_bytes=size,
-                    partition_path=partition,
-                    file_size_in_bytes=size,
-                )
-            )
+        by_group = _split_by_file_group(records, groups)
+        stats = [
+            self._initial_file_group(partition, idx, ts, group_records)
+            for idx, group_records in enumerate(by_group)
+        ]
         self._complete(ts, stats, BULK_INSERT_PREPPED)
         cfg = self.table.table_config
         self._save_data_props(
@@ -471,6 +419,50 @@ class MetadataWriter:
                 ),
             }
         )
+
+    def _initial_file_group(
+        self, partition: str, idx: int, ts: str, records: Mapping[str, dict[str, Any]]
+    ) -> HoodieWriteStat:
+        """File group ``idx`` of a partition being initialised at ``ts``: a base HFile of its
+        records, or a log file of one empty delete block when it has none."""
+        fid = rec.file_group_id(partition, idx)
+        if records:
+            name = base_file_name(fid, BASE_WRITE_TOKEN, ts, HFILE_EXTENSION)
+            size = self._write_base_hfile(join(partition, name), records)
+        else:
+            name = log_file_name(fid, ts, 1, INIT_WRITE_TOKEN)
+            block = DeleteBlock({HeaderMetadataType.INSTANT_TIME: ts}, [], partition)
+            writer = LogWriter(
+                self.storage, partition, name, table_version=self.table_version, append=False
+            )
+            size = writer.append_blocks([block]).size
+        return HoodieWriteStat(
+            file_id=fid,
+            path=join(partition, name),
+            prev_commit="null",
+            num_writes=len(records),
+            num_inserts=len(records),
+            total_write_bytes=size,
+            partition_path=partition,
+            file_size_in_bytes=size,
+        )
+
+    def _write_base_hfile(self, path: str, records: Mapping[str, dict[str, Any]]) -> int:
+        """Write a base HFile of ``records`` at ``path``; its size."""
+        data = self._hfile(records, base=True)
+        self.storage.write_bytes(path, data)
+        return len(data)
+
+    def _start(self, requested: Instant, plan: bytes = b"") -> None:
+        """Create an MDT instant requested (with its plan) and move it to inflight."""
+        self.timeline.create_requested(requested, plan)
+        self.timeline.transition_to_inflight(requested)
+
+    def _service_instant(self, tl: ActiveTimeline) -> str:
+        """A new instant for an MDT table service: after every instant and completion time
+        on the timeline."""
+        last = max([i.timestamp for i in tl.instants] + [tl.max_completion_time() or ""])
+        return new_instant_time(last or None)
 
     def _partition_folder(self, partition: str, ts: str) -> None:
         from hoodie_ray.file_group.naming import PARTITION_METAFILE
@@ -733,9 +725,7 @@ class MetadataWriter:
         self._rollback_failed_writes()
         if tl.contains(instant):
             self.rollback_instant(instant)  # a retry of this instant
-        inst = Instant(instant, Action.DELTA_COMMIT, State.REQUESTED)
-        tl.create_requested(inst)
-        tl.transition_to_inflight(inst)
+        self._start(Instant(instant, Action.DELTA_COMMIT, State.REQUESTED))
         stats = []
         for part in sorted(set(changes.upserts) | set(changes.deletes)):
             self._partition_folder(part, instant)
@@ -826,15 +816,21 @@ class MetadataWriter:
             allow_empty=base,  # a compacted group may hold no live record (Java's too)
         )
 
-    def _complete(self, instant: str, stats: Sequence[HoodieWriteStat], op: str) -> None:
+    def _commit_metadata(
+        self, stats: Sequence[HoodieWriteStat], op: str, compacted: bool = False
+    ) -> HoodieCommitMetadata:
         by_part: dict[str, list[HoodieWriteStat]] = {}
         for st in stats:
             by_part.setdefault(st.partition_path or "", []).append(st)
-        meta = HoodieCommitMetadata(
+        return HoodieCommitMetadata(
             partition_to_write_stats=by_part,
+            compacted=compacted,
             extra_metadata={"schema": self.schema_json},
             operation_type=op,
         )
+
+    def _complete(self, instant: str, stats: Sequence[HoodieWriteStat], op: str) -> None:
+        meta = self._commit_metadata(stats, op)
         try:
             self.timeline.complete(
                 Instant(instant, Action.DELTA_COMMIT, State.INFLIGHT), meta.to_bytes(2)
@@ -935,61 +931,38 @@ class MetadataWriter:
         record schema: hudi-rs cannot merge a slice whose base and logs differ there)."""
         mdt = self.reader()
         tl = self.timeline.reload()
-        last = max([i.timestamp for i in tl.instants] + [tl.max_completion_time() or ""])
-        ts = new_instant_time(last or None)
-        ops: list[tuple[str, Any]] = []
-        for part in self.partitions:
-            for fs in mdt.file_slices(part):
-                if fs.log_files or force:
-                    ops.append((part, fs))
+        ts = self._service_instant(tl)
+        ops: list[tuple[str, Any]] = [
+            (part, fs)
+            for part in self.partitions
+            for fs in mdt.file_slices(part)
+            if fs.log_files or force
+        ]
         if not ops:
             return None
-        plan = HoodieCompactionPlan(
-            operations=[
-                HoodieCompactionOperation(
-                    base_instant_time=fs.base_instant,
-                    delta_file_paths=list(fs.log_files),
-                    data_file_path=fs.base_file,
-                    file_id=fs.file_id,
-                    partition_path=part,
-                )
-                for part, fs in ops
-            ]
-        )
-        req = Instant(ts, Action.COMPACTION, State.REQUESTED)
-        tl.create_requested(req, plan.to_bytes())
-        tl.transition_to_inflight(req)
-        stats = []
-        for part, fs in ops:
-            merged = self._merged_slice(mdt, part, fs)
-            name = base_file_name(fs.file_id, BASE_WRITE_TOKEN, ts, HFILE_EXTENSION)
-            for r in merged.values():
-                r["_hoodie_file_name"] = name
-            data = self._hfile(merged, base=True)
-            self.storage.write_bytes(join(part, name), data)
-            stats.append(
-                HoodieWriteStat(
-                    file_id=fs.file_id,
-                    path=join(part, name),
-                    prev_commit=fs.base_instant,
-                    num_writes=len(merged),
-                    total_write_bytes=len(data),
-                    partition_path=part,
-                    file_size_in_bytes=len(data),
-                    total_log_files_compacted=len(fs.log_files),
-                )
-            )
-        by_part: dict[str, list[HoodieWriteStat]] = {}
-        for st in stats:
-            by_part.setdefault(st.partition_path or "", []).append(st)
-        meta = HoodieCommitMetadata(
-            partition_to_write_stats=by_part,
-            compacted=True,
-            extra_metadata={"schema": self.schema_json},
-            operation_type="COMPACT",
-        )
+        self._start(Instant(ts, Action.COMPACTION, State.REQUESTED), _compaction_plan(ops))
+        stats = [self._compact_slice(mdt, part, fs, ts) for part, fs in ops]
+        meta = self._commit_metadata(stats, "COMPACT", compacted=True)
         tl.complete(Instant(ts, Action.COMPACTION, State.INFLIGHT), meta.to_bytes(2))
         return ts
+
+    def _compact_slice(self, mdt: MetadataTable, part: str, fs: Any, ts: str) -> HoodieWriteStat:
+        """The new base HFile of one MDT file slice, compacted at ``ts``."""
+        merged = self._merged_slice(mdt, part, fs)
+        name = base_file_name(fs.file_id, BASE_WRITE_TOKEN, ts, HFILE_EXTENSION)
+        for r in merged.values():
+            r["_hoodie_file_name"] = name
+        size = self._write_base_hfile(join(part, name), merged)
+        return HoodieWriteStat(
+            file_id=fs.file_id,
+            path=join(part, name),
+            prev_commit=fs.base_instant,
+            num_writes=len(merged),
+            total_write_bytes=size,
+            partition_path=part,
+            file_size_in_bytes=size,
+            total_log_files_compacted=len(fs.log_files),
+        )
 
     def _merged_slice(self, mdt: MetadataTable, part: str, fs: Any) -> dict[str, dict[str, Any]]:
         """Live records of one MDT file slice, merged (tombstones dropped)."""
@@ -1014,42 +987,14 @@ class MetadataWriter:
         after = self._delta_commits_since_compaction()
         if after < self.config.clean_retain_commits:
             return None
-        mdt = self.reader()
-        doomed: dict[str, list[str]] = {}
-        for part in self._mdt_partition_dirs():
-            for fg in mdt.view().all_file_groups([part]):
-                slices = fg.all_slices()
-                # a group the compaction skipped (no logs) keeps its only, newest slice
-                for s in slices[:-1]:
-                    if s.base_instant < last.timestamp:
-                        names = ([s.base_file] if s.base_file else []) + list(s.log_files)
-                        if names:
-                            doomed.setdefault(part, []).extend(names)
+        doomed = self._files_to_clean(last.timestamp)
         if not doomed:
             return None
         tl = self.timeline
         start = time.monotonic()
-        stamp = max([i.timestamp for i in tl.instants] + [tl.max_completion_time() or ""])
-        ts = new_instant_time(stamp or None)
-        req = Instant(ts, Action.CLEAN, State.REQUESTED)
-        from hoodie_ray.timeline.plans import (
-            HoodieActionInstant,
-            HoodieCleanerPlan,
-            HoodieCleanFileInfo,
-        )
-
-        plan = HoodieCleanerPlan(
-            policy="KEEP_LATEST_COMMITS",
-            earliest_instant_to_retain=HoodieActionInstant(
-                last.timestamp, Action.COMMIT, State.COMPLETED.value
-            ),
-            file_paths_to_be_deleted_per_partition={
-                p: [HoodieCleanFileInfo(self.storage.uri(join(p, n)), False) for n in names]
-                for p, names in doomed.items()
-            },
-        )
-        tl.create_requested(req, plan.to_bytes())
-        tl.transition_to_inflight(req)
+        ts = self._service_instant(tl)
+        plan = _cleaner_plan(last.timestamp, doomed, self.storage)
+        self._start(Instant(ts, Action.CLEAN, State.REQUESTED), plan)
         parts: dict[str, HoodieCleanPartitionMetadata] = {}
         for p, names in doomed.items():
             pm = parts[p] = HoodieCleanPartitionMetadata(p, "KEEP_LATEST_COMMITS")
@@ -1068,6 +1013,63 @@ class MetadataWriter:
         )
         tl.complete(Instant(ts, Action.CLEAN, State.INFLIGHT), meta.to_bytes())
         return ts
+
+    def _files_to_clean(self, last_compaction: str) -> dict[str, list[str]]:
+        """The files of every MDT slice older than ``last_compaction`` but the newest of its
+        group, by partition."""
+        mdt = self.reader()
+        doomed: dict[str, list[str]] = {}
+        for part in self._mdt_partition_dirs():
+            for fg in mdt.view().all_file_groups([part]):
+                # a group the compaction skipped (no logs) keeps its only, newest slice
+                for s in fg.all_slices()[:-1]:
+                    if s.base_instant < last_compaction:
+                        names = ([s.base_file] if s.base_file else []) + list(s.log_files)
+                        if names:
+                            doomed.setdefault(part, []).extend(names)
+        return doomed
+
+
+def _split_by_file_group(
+    records: Mapping[str, dict[str, Any]], groups: int
+) -> list[dict[str, dict[str, Any]]]:
+    """``records`` by the MDT file group of their key (Java's key hash)."""
+    by_group: list[dict[str, dict[str, Any]]] = [{} for _ in range(groups)]
+    for k, r in records.items():
+        by_group[0 if groups == 1 else rec.key_to_file_group_index(k, groups)][k] = r
+    return by_group
+
+
+def _compaction_plan(ops: Sequence[tuple[str, Any]]) -> bytes:
+    """The compaction plan of MDT file slices ``(partition, slice)``, serialized."""
+    plan = HoodieCompactionPlan(
+        operations=[
+            HoodieCompactionOperation(
+                base_instant_time=fs.base_instant,
+                delta_file_paths=list(fs.log_files),
+                data_file_path=fs.base_file,
+                file_id=fs.file_id,
+                partition_path=part,
+            )
+            for part, fs in ops
+        ]
+    )
+    return plan.to_bytes()
+
+
+def _cleaner_plan(last_compaction: str, doomed: Mapping[str, list[str]], storage: Storage) -> bytes:
+    """The KEEP_LATEST_COMMITS cleaner plan deleting ``doomed``, serialized."""
+    plan = plans.HoodieCleanerPlan(
+        policy="KEEP_LATEST_COMMITS",
+        earliest_instant_to_retain=plans.HoodieActionInstant(
+            last_compaction, Action.COMMIT, State.COMPLETED.value
+        ),
+        file_paths_to_be_deleted_per_partition={
+            p: [plans.HoodieCleanFileInfo(storage.uri(join(p, n)), False) for n in names]
+            for p, names in doomed.items()
+        },
+    )
+    return plan.to_bytes()
 
 
 def partition_stats_files(view: Any, part: str) -> list[str]:
