@@ -140,6 +140,22 @@ def _fixed_values(arr: pa.Array, dtype: Any) -> np.ndarray:
     return np.frombuffer(buf, dtype=dtype, count=arr.offset + n)[arr.offset :]
 
 
+def unsigned_varint(value: int) -> bytes:
+    """Base-128 varint of a non-negative integer, low groups first (Avro's after the zigzag;
+    protobuf's as it is)."""
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def zigzag_varint(value: int) -> bytes:
+    """Avro's encoding of one long: zigzag, then a base-128 varint."""
+    return unsigned_varint((value << 1) ^ (value >> 63))
+
+
 def _zigzag(v: np.ndarray) -> np.ndarray:
     v = v.astype(np.int64, copy=False)
     return ((v << 1) ^ (v >> 63)).view(_U64)

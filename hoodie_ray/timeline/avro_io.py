@@ -22,6 +22,7 @@ from typing import Any
 
 import fastavro
 
+from hoodie_ray.avro.codec import zigzag_varint
 from hoodie_ray.exceptions import HoodieCorruptedDataError
 
 __all__ = [
@@ -49,21 +50,8 @@ def is_avro_container(data: bytes) -> bool:
 # -- encoding primitives ----------------------------------------------------------------------
 
 
-def _zigzag(n: int) -> bytes:
-    z = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while True:
-        b = z & 0x7F
-        z >>= 7
-        if z:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def _avro_bytes(b: bytes) -> bytes:
-    return _zigzag(len(b)) + b
+    return zigzag_varint(len(b)) + b
 
 
 def write_single_record(
@@ -85,11 +73,11 @@ def write_single_record(
     if len(marker) != _SYNC_SIZE:
         raise ValueError("an Avro sync marker has 16 bytes")
     out = bytearray(AVRO_MAGIC)
-    out += _zigzag(1)  # one metadata entry
+    out += zigzag_varint(1)  # one metadata entry
     out += _avro_bytes(b"avro.schema") + _avro_bytes(schema_json)
-    out += _zigzag(0)
+    out += zigzag_varint(0)
     out += marker
-    out += _zigzag(1) + _zigzag(len(body)) + body + marker
+    out += zigzag_varint(1) + zigzag_varint(len(body)) + body + marker
     return bytes(out)
 
 
