@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,6 +30,8 @@ class Location:
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
 
 
 def _as_large_string(keys: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -108,12 +111,23 @@ def _fnv_hash(keys: pa.Array | pa.ChunkedArray, offset: np.uint64, golden: np.ui
                     part ^= data[s_starts[:k] + j]  # type: ignore[index]
                     part *= _FNV_PRIME
             h[order] = hs
-        h ^= lens.astype(np.uint64) * golden
-        h ^= h >> np.uint64(30)
-        h *= np.uint64(0xBF58476D1CE4E5B9)
-        h ^= h >> np.uint64(27)
-        h *= np.uint64(0x94D049BB133111EB)
-        h ^= h >> np.uint64(31)
+        finish_key_hash(h, lens.astype(np.uint64) * golden)
+    return h
+
+
+def finish_key_hash(h: Any, length_term: Any) -> Any:
+    """The end of the key hash: ``length_term`` (the key's length times the golden multiplier)
+    folded into its FNV-1a hash ``h``, then the splitmix64 finaliser.
+
+    Over uint64 arrays here (in place; the caller ignores overflow), and compiled, over one
+    key, in the kernels (``_jit.finish_key_hash``: this function, inlined).
+    """
+    h ^= length_term
+    h ^= h >> np.uint64(30)
+    h *= _MIX1
+    h ^= h >> np.uint64(27)
+    h *= _MIX2
+    h ^= h >> np.uint64(31)
     return h
 
 

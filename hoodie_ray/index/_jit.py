@@ -6,22 +6,13 @@ of :func:`hoodie_ray.index.hash_keys` and the open-addressing table of the key i
 import numba
 import numpy as np
 
+from hoodie_ray import index
+
 FNV_PRIME = np.uint64(0x100000001B3)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
 
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def finish_key_hash(h, length, golden):
-    # A key's byte hash ``h`` with its length folded in by ``golden``, then the splitmix64
-    # finaliser (the reader's compiled merge hashes its keys the same way).
-    h ^= np.uint64(length) * golden
-    h ^= h >> np.uint64(30)
-    h *= _MIX1
-    h ^= h >> np.uint64(27)
-    h *= _MIX2
-    h ^= h >> np.uint64(31)
-    return h
+#: The key hash's finish (length fold + splitmix64) of one key: :func:`index.finish_key_hash`
+#: compiled, so the numpy path, these kernels and the reader's compiled merge share one rule.
+finish_key_hash = numba.njit(cache=True, nogil=True, inline="always")(index.finish_key_hash)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -34,7 +25,7 @@ def fnv_splitmix(data, starts, lens, offset, golden, out):
         for j in range(lens[i]):
             h ^= np.uint64(data[s + j])
             h *= FNV_PRIME
-        out[i] = finish_key_hash(h, lens[i], golden)
+        out[i] = finish_key_hash(h, np.uint64(lens[i]) * golden)
 
 
 @numba.njit(cache=True, nogil=True)
