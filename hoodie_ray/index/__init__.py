@@ -14,24 +14,19 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie_ray.index.key_hash import FNV_OFFSET, FNV_PRIME, GOLDEN, finish_key_hash
+
 
 @dataclass(frozen=True)
 class Location:
     partition_path: str
     file_id: str
-
-
-_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
-_FNV_PRIME = np.uint64(0x100000001B3)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
 
 
 def _as_large_string(keys: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -43,7 +38,6 @@ def _as_large_string(keys: pa.Array | pa.ChunkedArray) -> pa.Array:
     return keys
 
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 # the fingerprint: the same hash from another offset basis and length multiplier
 _FP_OFFSET = np.uint64(0x84222325CBF29CE4)
 _FP_GOLDEN = np.uint64(0xD6E8FEB86659FD93)
@@ -52,7 +46,7 @@ _FP_GOLDEN = np.uint64(0xD6E8FEB86659FD93)
 def hash_keys(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """64-bit hashes of string keys (FNV-1a over the bytes, then a splitmix64 finaliser);
     see :func:`_fnv_hash`. Deterministic across processes; nulls hash like empty strings."""
-    return _fnv_hash(keys, _FNV_OFFSET, _GOLDEN)
+    return _fnv_hash(keys, FNV_OFFSET, GOLDEN)
 
 
 def fingerprint_keys(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -89,7 +83,7 @@ def _fnv_hash(keys: pa.Array | pa.ChunkedArray, offset: np.uint64, golden: np.ui
         if maxlen and int(lens.min()) == maxlen:
             for j in range(maxlen):
                 h ^= data[starts + j]  # type: ignore[index]
-                h *= _FNV_PRIME
+                h *= FNV_PRIME
         elif maxlen:
             # rows by decreasing length: at byte j the rows still going are a prefix
             # (a 16-bit sort key makes numpy's stable sort a radix sort)
@@ -105,29 +99,13 @@ def _fnv_hash(keys: pa.Array | pa.ChunkedArray, offset: np.uint64, golden: np.ui
                 k = int(np.searchsorted(neg, -j, side="left"))  # rows with len > j
                 if k == n:
                     hs ^= data[s_starts + j]  # type: ignore[index]
-                    hs *= _FNV_PRIME
+                    hs *= FNV_PRIME
                 else:
                     part = hs[:k]
                     part ^= data[s_starts[:k] + j]  # type: ignore[index]
-                    part *= _FNV_PRIME
+                    part *= FNV_PRIME
             h[order] = hs
         finish_key_hash(h, lens.astype(np.uint64) * golden)
-    return h
-
-
-def finish_key_hash(h: Any, length_term: Any) -> Any:
-    """The end of the key hash: ``length_term`` (the key's length times the golden multiplier)
-    folded into its FNV-1a hash ``h``, then the splitmix64 finaliser.
-
-    Over uint64 arrays here (in place; the caller ignores overflow), and compiled, over one
-    key, in the kernels (``_jit.finish_key_hash``: this function, inlined).
-    """
-    h ^= length_term
-    h ^= h >> np.uint64(30)
-    h *= _MIX1
-    h ^= h >> np.uint64(27)
-    h *= _MIX2
-    h ^= h >> np.uint64(31)
     return h
 
 

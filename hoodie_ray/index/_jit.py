@@ -6,13 +6,12 @@ of :func:`hoodie_ray.index.hash_keys` and the open-addressing table of the key i
 import numba
 import numpy as np
 
-from hoodie_ray import index
+from hoodie_ray.index import key_hash
+from hoodie_ray.index.key_hash import FNV_PRIME
 
-FNV_PRIME = np.uint64(0x100000001B3)
-
-#: The key hash's finish (length fold + splitmix64) of one key: :func:`index.finish_key_hash`
+#: The key hash's finish (length fold + splitmix64) of one key: :func:`key_hash.finish_key_hash`
 #: compiled, so the numpy path, these kernels and the reader's compiled merge share one rule.
-finish_key_hash = numba.njit(cache=True, nogil=True, inline="always")(index.finish_key_hash)
+finish_key_hash = numba.njit(cache=True, nogil=True, inline="always")(key_hash.finish_key_hash)
 
 
 @numba.njit(cache=True, nogil=True)
