@@ -140,6 +140,22 @@ def _fixed_values(arr: pa.Array, dtype: Any) -> np.ndarray:
     return np.frombuffer(buf, dtype=dtype, count=arr.offset + n)[arr.offset :]
 
 
+def unsigned_varint(value: int) -> bytes:
+    """Base-128 varint of a non-negative integer, low groups first (Avro's after the zigzag;
+    protobuf's as it is)."""
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def zigzag_varint(value: int) -> bytes:
+    """Avro's encoding of one long: zigzag, then a base-128 varint."""
+    return unsigned_varint((value << 1) ^ (value >> 63))
+
+
 def _zigzag(v: np.ndarray) -> np.ndarray:
     v = v.astype(np.int64, copy=False)
     return ((v << 1) ^ (v >> 63)).view(_U64)
@@ -698,8 +714,7 @@ def _encode_flat(
     vals = np.zeros((n, nf), dtype=np.int64)
     valid = np.ones((n, nf), dtype=np.bool_)
     sstart = np.zeros((n, nf), dtype=np.int64)
-    datas: list[np.ndarray] = []
-    base = 0
+    strings = _FlatStrings()
     for j, f in enumerate(t.fields):
         where = f.name
         col = _column(table, f.name) if f.name in names else _missing_column(f.type, n, f.name)
@@ -716,34 +731,57 @@ def _encode_flat(
         else:
             enc.require_no_nulls(arr, where)
         vt = plan.value_types[j]
-        k = int(plan.kinds[j])
-        if k == kernel.K_BOOLEAN:
-            flags = pc.fill_null(enc._cast(arr, pa.bool_(), where), False)
-            vals[:, j] = np.asarray(flags).view(np.uint8)
-        elif k in (kernel.K_INT, kernel.K_LONG):
-            vals[:, j] = enc._integers(vt, arr, where, mask)
-        elif k == kernel.K_FLOAT:
-            vals[:, j] = _fixed_values(enc._cast(arr, pa.float32(), where), np.uint32)
-        elif k == kernel.K_DOUBLE:
-            vals[:, j] = _fixed_values(enc._cast(arr, pa.float64(), where), np.int64)
-        else:  # string, bytes
-            bin_arr = enc.binary_values(vt.kind, arr, where)
-            offs = _offsets(bin_arr)
-            vals[:, j] = np.diff(offs)
-            buf = bin_arr.buffers()[2]
-            lo, hi = int(offs[0]), int(offs[-1])
-            if hi > lo and buf is not None:
-                datas.append(np.frombuffer(buf, dtype=np.uint8, count=hi)[lo:])
-            sstart[:, j] = offs[:-1] + (base - lo)
-            base += hi - lo
-    sdata = np.concatenate(datas) if datas else np.zeros(0, dtype=np.uint8)
-    out, offsets = kernel.encode_flat_records(plan, vals, valid, sstart, sdata, length_prefix)
+        if int(plan.kinds[j]) == kernel.K_BYTES:
+            vals[:, j], sstart[:, j] = strings.add(enc.binary_values(vt.kind, arr, where))
+        else:
+            vals[:, j] = _flat_values(enc, int(plan.kinds[j]), vt, arr, where, mask)
+    out, offsets = kernel.encode_flat_records(
+        plan, vals, valid, sstart, strings.data(), length_prefix
+    )
     if n and int(np.diff(offsets).max()) - (4 if length_prefix else 0) > _INT32_MAX:
         return None
     large = int(offsets[-1]) > _INT32_MAX
     typ = pa.large_binary() if large else pa.binary()
     offs_buf = offsets if large else offsets.astype(np.int32)
     return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(offs_buf), pa.py_buffer(out)])
+
+
+def _flat_values(
+    enc: _Encoder, kind: int, vt: AvroType, arr: pa.Array, where: str, mask: np.ndarray | None
+) -> np.ndarray:
+    """A boolean or number field's values as the compiled encoder takes them: the integer,
+    or the bits of the float, by :class:`_Encoder`'s conversions."""
+    if kind == kernel.K_BOOLEAN:
+        flags = pc.fill_null(enc._cast(arr, pa.bool_(), where), False)
+        return np.asarray(flags).view(np.uint8)
+    if kind in (kernel.K_INT, kernel.K_LONG):
+        return enc._integers(vt, arr, where, mask)
+    if kind == kernel.K_FLOAT:
+        return _fixed_values(enc._cast(arr, pa.float32(), where), np.uint32)
+    return _fixed_values(enc._cast(arr, pa.float64(), where), np.int64)
+
+
+class _FlatStrings:
+    """The string and bytes payloads of a compiled encode, back to back in one buffer."""
+
+    def __init__(self) -> None:
+        self.datas: list[np.ndarray] = []
+        self.base = 0
+
+    def add(self, bin_arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """Append a (large_)binary column's bytes; its lengths and starts in the buffer."""
+        offs = _offsets(bin_arr)
+        buf = bin_arr.buffers()[2]
+        lo, hi = int(offs[0]), int(offs[-1])
+        if hi > lo and buf is not None:
+            self.datas.append(np.frombuffer(buf, dtype=np.uint8, count=hi)[lo:])
+        starts = offs[:-1] + (self.base - lo)
+        self.base += hi - lo
+        return np.diff(offs), starts
+
+    def data(self) -> np.ndarray:
+        """Every payload added, in order."""
+        return np.concatenate(self.datas) if self.datas else np.zeros(0, dtype=np.uint8)
 
 
 def encode_records(
@@ -1087,75 +1125,80 @@ class _Decoder:
     def _collection(
         self, t: AvroType, pos: np.ndarray, end: np.ndarray, where: str
     ) -> tuple[pa.Array, np.ndarray]:
+        """An array or map column: blocks of items until a zero count, every record at once."""
         n = len(pos)
         item_t = t.items if t.kind == "array" else t.values
         assert item_t is not None
         min_item = item_t.min_size + (1 if t.kind == "map" else 0)
         pos = pos.copy()
-        counts = np.zeros(n, dtype=np.int64)
-        pieces: list[tuple[np.ndarray, pa.Array, pa.Array | None]] = []
+        items = _CollectionItems(n)
         active = np.arange(n)
         while active.size:
-            cnt, p = self.varint(pos[active], end[active])
-            neg = cnt < 0
-            if neg.any():
-                if (cnt == np.iinfo(np.int64).min).any():
-                    raise self.corrupt(f"field {where!r}: invalid block count")
-                cnt = np.abs(cnt)
-                nidx = np.flatnonzero(neg)
-                size, p_after = self.varint(p[nidx], end[active][nidx])
-                if (size < 0).any():
-                    raise self.corrupt(f"field {where!r}: negative block size")
-                p[nidx] = p_after
-            pos[active] = p
-            room = end[active] - p
-            limit = room // min_item if min_item else np.full(len(room), _MAX_ZERO_SIZE_ITEMS)
-            if (cnt > limit).any():
-                raise self.corrupt(f"field {where!r}: an item count exceeds what the record holds")
+            cnt = self._block_count(pos, end, active, min_item, where)
             go = cnt > 0
-            act, rem = active[go], cnt[go]
-            while act.size:
-                if act.size <= 16 and int(rem.max()) > _LOCKSTEP_MAX_ITEMS:
-                    for r, c in zip(act.tolist(), rem.tolist(), strict=True):
-                        keys, vals, pos[r] = self._items_fastavro(
-                            t, item_t, int(pos[r]), int(end[r]), c, where
-                        )
-                        pieces.append((np.full(c, r, dtype=np.int64), vals, keys))
-                        counts[r] += c
-                    break
-                keys = None
-                p = pos[act]
-                if t.kind == "map":
-                    starts, lens, p = self.spans(p, end[act])
-                    keys = self.binary_array(starts, lens, None, True)
-                vals, p = self.decode(
-                    item_t, p, end[act], where + ("[]" if t.kind == "array" else "{}")
-                )
-                pos[act] = p
-                pieces.append((act, vals, keys))  # type: ignore[arg-type]
-                counts[act] += 1
-                rem = rem - 1
-                keep = rem > 0
-                act, rem = act[keep], rem[keep]
+            self._block_items(t, item_t, pos, end, active[go], cnt[go], items, where)
             active = active[go]
-        typ, _ = avro_type_to_arrow(t)
-        offsets = np.zeros(n + 1, dtype=np.int32)
-        np.cumsum(counts, out=offsets[1:])
-        item_type = typ.value_type if t.kind == "array" else typ.item_type
-        if pieces:
-            rows = np.concatenate([pc_[0] for pc_ in pieces])
-            order = pa.array(np.argsort(rows, kind="stable"))
-            vals = pa.concat_arrays([pc_[1] for pc_ in pieces]).take(order)
-        else:
-            vals = pa.array([], type=item_type)
-        if t.kind == "array":
-            return pa.ListArray.from_arrays(pa.array(offsets), vals, type=typ), pos
-        keys = (
-            pa.concat_arrays([pc_[2] for pc_ in pieces]).take(order)  # type: ignore[misc]
-            if pieces
-            else pa.array([], type=pa.string())
-        )
-        return pa.MapArray.from_arrays(pa.array(offsets), keys, vals, type=typ), pos
+        return items.to_arrow(t), pos
+
+    def _block_count(
+        self, pos: np.ndarray, end: np.ndarray, active: np.ndarray, min_item: int, where: str
+    ) -> np.ndarray:
+        """The item count of the next block of each active record, ``pos`` moved past the
+        block header (a negative count is followed by the block's size in bytes)."""
+        cnt, p = self.varint(pos[active], end[active])
+        neg = cnt < 0
+        if neg.any():
+            if (cnt == np.iinfo(np.int64).min).any():
+                raise self.corrupt(f"field {where!r}: invalid block count")
+            cnt = np.abs(cnt)
+            nidx = np.flatnonzero(neg)
+            size, p_after = self.varint(p[nidx], end[active][nidx])
+            if (size < 0).any():
+                raise self.corrupt(f"field {where!r}: negative block size")
+            p[nidx] = p_after
+        pos[active] = p
+        room = end[active] - p
+        limit = room // min_item if min_item else np.full(len(room), _MAX_ZERO_SIZE_ITEMS)
+        if (cnt > limit).any():
+            raise self.corrupt(f"field {where!r}: an item count exceeds what the record holds")
+        return cnt
+
+    def _block_items(
+        self,
+        t: AvroType,
+        item_t: AvroType,
+        pos: np.ndarray,
+        end: np.ndarray,
+        act: np.ndarray,
+        rem: np.ndarray,
+        items: _CollectionItems,
+        where: str,
+    ) -> None:
+        """Decode ``rem[i]`` items of record ``act[i]``: one item of every record per round;
+        a few records with long blocks are left to fastavro, one record at a time."""
+        while act.size:
+            if act.size <= 16 and int(rem.max()) > _LOCKSTEP_MAX_ITEMS:
+                for r, c in zip(act.tolist(), rem.tolist(), strict=True):
+                    keys, vals, pos[r] = self._items_fastavro(
+                        t, item_t, int(pos[r]), int(end[r]), c, where
+                    )
+                    items.pieces.append((np.full(c, r, dtype=np.int64), vals, keys))
+                    items.counts[r] += c
+                return
+            keys = None
+            p = pos[act]
+            if t.kind == "map":
+                starts, lens, p = self.spans(p, end[act])
+                keys = self.binary_array(starts, lens, None, True)
+            vals, p = self.decode(
+                item_t, p, end[act], where + ("[]" if t.kind == "array" else "{}")
+            )
+            pos[act] = p
+            items.pieces.append((act, vals, keys))  # type: ignore[arg-type]
+            items.counts[act] += 1
+            rem = rem - 1
+            keep = rem > 0
+            act, rem = act[keep], rem[keep]
 
     def _items_fastavro(
         self, t: AvroType, item_t: AvroType, pos: int, end: int, count: int, where: str
@@ -1181,6 +1224,37 @@ class _Decoder:
         typ, _ = avro_type_to_arrow(item_t)
         key_arr = pa.array(keys, pa.string()) if t.kind == "map" else None
         return key_arr, pa.array(vals, type=typ), fo.tell()
+
+
+class _CollectionItems:
+    """The items of an array or map column as decoded, in pieces: the records they belong
+    to, their values and (maps) keys; and each record's item count."""
+
+    def __init__(self, n: int) -> None:
+        self.counts = np.zeros(n, dtype=np.int64)
+        self.pieces: list[tuple[np.ndarray, pa.Array, pa.Array | None]] = []
+
+    def to_arrow(self, t: AvroType) -> pa.Array:
+        """The list or map array: the pieces put back in record order."""
+        pieces = self.pieces
+        typ, _ = avro_type_to_arrow(t)
+        offsets = np.zeros(len(self.counts) + 1, dtype=np.int32)
+        np.cumsum(self.counts, out=offsets[1:])
+        item_type = typ.value_type if t.kind == "array" else typ.item_type
+        if pieces:
+            rows = np.concatenate([pc_[0] for pc_ in pieces])
+            order = pa.array(np.argsort(rows, kind="stable"))
+            vals = pa.concat_arrays([pc_[1] for pc_ in pieces]).take(order)
+        else:
+            vals = pa.array([], type=item_type)
+        if t.kind == "array":
+            return pa.ListArray.from_arrays(pa.array(offsets), vals, type=typ)
+        keys = (
+            pa.concat_arrays([pc_[2] for pc_ in pieces]).take(order)  # type: ignore[misc]
+            if pieces
+            else pa.array([], type=pa.string())
+        )
+        return pa.MapArray.from_arrays(pa.array(offsets), keys, vals, type=typ)
 
 
 def decode_records(

@@ -627,6 +627,42 @@ def _type_json(
         raise HoodieSchemaError(f"schema nested deeper than {MAX_DEPTH} levels")
     if pa.types.is_dictionary(t):
         return _type_json(t.value_type, field_name, namespace, depth, where, counter)
+    primitive = _primitive_json(t)
+    if primitive is not None:
+        return primitive
+    if pa.types.is_decimal(t) and t.bit_width in (128, 256):
+        return {
+            "type": "fixed",
+            "name": "fixed",
+            "namespace": f"{namespace}.{field_name}",
+            "size": decimal_fixed_size(t.precision),
+            "logicalType": "decimal",
+            "precision": t.precision,
+            "scale": t.scale,
+        }
+    if pa.types.is_struct(t):
+        full = f"{namespace}.{field_name}"
+        return {
+            "type": "record",
+            "name": field_name,
+            "namespace": namespace,
+            "fields": _fields_json(list(t), full, depth, where + ".", counter),
+        }
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        items = _element_json(t.value_field, field_name, namespace, depth, where + "[]", counter)
+        return {"type": "array", "items": items}
+    if pa.types.is_map(t):
+        if not _is_string_type(t.key_type):
+            raise HoodieSchemaError(
+                f"field {where!r}: Avro maps need string keys, got {t.key_type}"
+            )
+        values = _element_json(t.item_field, field_name, namespace, depth, where + "{}", counter)
+        return {"type": "map", "values": values}
+    raise HoodieSchemaError(f"field {where!r}: Arrow type {t} has no Avro mapping")
+
+
+def _primitive_json(t: pa.DataType) -> str | dict[str, str] | None:
+    """Avro JSON of a primitive Arrow type (logical types included but decimals), else None."""
     if pa.types.is_null(t):
         return "null"
     if pa.types.is_boolean(t):
@@ -648,16 +684,6 @@ def _type_json(
         or t == pa.binary_view()
     ):
         return "bytes"
-    if pa.types.is_decimal(t) and t.bit_width in (128, 256):
-        return {
-            "type": "fixed",
-            "name": "fixed",
-            "namespace": f"{namespace}.{field_name}",
-            "size": decimal_fixed_size(t.precision),
-            "logicalType": "decimal",
-            "precision": t.precision,
-            "scale": t.scale,
-        }
     if pa.types.is_date(t):
         return {"type": "int", "logicalType": "date"}
     if pa.types.is_timestamp(t):
@@ -667,33 +693,15 @@ def _type_json(
         return {"type": "int", "logicalType": "time-millis"}
     if pa.types.is_time64(t):
         return {"type": "long", "logicalType": "time-micros"}
-    if pa.types.is_struct(t):
-        full = f"{namespace}.{field_name}"
-        return {
-            "type": "record",
-            "name": field_name,
-            "namespace": namespace,
-            "fields": _fields_json(list(t), full, depth, where + ".", counter),
-        }
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        vf = t.value_field
-        inner = _type_json(vf.type, field_name, namespace, depth + 1, where + "[]", counter)
-        return {
-            "type": "array",
-            "items": ["null", inner] if vf.nullable and inner != "null" else inner,
-        }
-    if pa.types.is_map(t):
-        if not _is_string_type(t.key_type):
-            raise HoodieSchemaError(
-                f"field {where!r}: Avro maps need string keys, got {t.key_type}"
-            )
-        vf = t.item_field
-        inner = _type_json(vf.type, field_name, namespace, depth + 1, where + "{}", counter)
-        return {
-            "type": "map",
-            "values": ["null", inner] if vf.nullable and inner != "null" else inner,
-        }
-    raise HoodieSchemaError(f"field {where!r}: Arrow type {t} has no Avro mapping")
+    return None
+
+
+def _element_json(
+    vf: pa.Field, field_name: str, namespace: str, depth: int, where: str, counter: list[int]
+) -> Any:
+    """Avro JSON of an array's items or a map's values: a union with null when nullable."""
+    inner = _type_json(vf.type, field_name, namespace, depth + 1, where, counter)
+    return ["null", inner] if vf.nullable and inner != "null" else inner
 
 
 def schema_to_json(schema: dict[str, Any]) -> str:

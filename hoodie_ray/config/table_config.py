@@ -497,26 +497,13 @@ def new_table_props(
 
     Version 9 follows what Java 1.1 writes (``HoodieTableMetaClient.TableBuilder.build`` and
     ``HoodieTableConfig.inferMergingConfigsForV9TableCreation``, checked key by key against
-    the Java-written sample tables in ``tests/job/test_table_version_9.py``).
+    the Java-written sample tables in ``tests/job/test_table_version_9.py``); see
+    :func:`_version_9_props` for how it differs from versions 6 and 8.
     """
     if table_version not in SUPPORTED_WRITE_VERSIONS:
         raise HoodieUnsupportedError(
             f"hoodie.write.table.version={table_version} is not supported for new tables "
             "(6, 8 or 9)"
-        )
-    if table_version >= 9:
-        return _new_table_props_v9(
-            table_name=table_name,
-            table_type=table_type,
-            record_key_fields=record_key_fields,
-            partition_fields=partition_fields,
-            ordering_field=ordering_field,
-            keygen_type=keygen_type,
-            hive_style=hive_style,
-            url_encode=url_encode,
-            create_schema=create_schema,
-            database=database,
-            extra=extra,
         )
     props = {
         "hoodie.table.name": table_name,
@@ -524,40 +511,19 @@ def new_table_props(
         "hoodie.table.version": str(table_version),
         "hoodie.timeline.layout.version": "1" if table_version == 6 else "2",
         "hoodie.table.recordkey.fields": ",".join(record_key_fields),
-        "hoodie.table.partition.fields": ",".join(partition_fields),
         "hoodie.datasource.write.hive_style_partitioning": str(hive_style).lower(),
         "hoodie.datasource.write.partitionpath.urlencode": str(url_encode).lower(),
         "hoodie.datasource.write.drop.partition.columns": "false",
-        "hoodie.table.base.file.format": "PARQUET",
-        "hoodie.populate.meta.fields": "true",
-        PAYLOAD_KEY: DEFAULT_PAYLOAD,
-        "hoodie.archivelog.folder": "archived",
+        "hoodie.archivelog.folder": DEFAULT_ARCHIVE_FOLDER,
         "hoodie.table.timeline.timezone": "UTC",
         "hoodie.database.name": database,
     }
-    if ordering_field:
-        props[PRECOMBINE_FIELD_KEY] = ordering_field
     if table_version == 6:
-        props["hoodie.table.keygenerator.class"] = KEYGEN_CLASSES[keygen_type]
-        props["hoodie.compaction.record.merger.strategy"] = EVENT_TIME_STRATEGY_ID
-        if not ordering_field:
-            # No ordering field: the latest write wins (commit-time ordering) in every reader.
-            props[PAYLOAD_KEY] = OVERWRITE_PAYLOAD
+        props.update(_version_6_props(partition_fields, ordering_field, keygen_type))
+    elif table_version == 8:
+        props.update(_version_8_props(partition_fields, ordering_field, keygen_type))
     else:
-        props["hoodie.table.keygenerator.type"] = keygen_type
-        props["hoodie.table.initial.version"] = str(table_version)
-        props["hoodie.timeline.path"] = DEFAULT_TIMELINE_FOLDER
-        props["hoodie.timeline.history.path"] = DEFAULT_HISTORY_FOLDER
-        props["hoodie.record.merge.mode"] = (
-            MergeMode.EVENT_TIME_ORDERING.value
-            if ordering_field
-            else MergeMode.COMMIT_TIME_ORDERING.value
-        )
-        props["hoodie.record.merge.strategy.id"] = (
-            EVENT_TIME_STRATEGY_ID if ordering_field else COMMIT_TIME_STRATEGY_ID
-        )
-        if not ordering_field:
-            props[PAYLOAD_KEY] = OVERWRITE_PAYLOAD
+        props.update(_version_9_props(partition_fields, ordering_field, keygen_type))
     if create_schema:
         props["hoodie.table.create.schema"] = create_schema
     props.update(extra or {})
@@ -565,19 +531,57 @@ def new_table_props(
     return props
 
 
-def _new_table_props_v9(
-    *,
-    table_name: str,
-    table_type: str,
-    record_key_fields: list[str],
-    partition_fields: list[str],
-    ordering_field: str | None,
-    keygen_type: str,
-    hive_style: bool,
-    url_encode: bool,
-    create_schema: str | None,
-    database: str,
-    extra: Mapping[str, str] | None,
+def _merge_mode_of(ordering_field: str | None) -> MergeMode:
+    """A new table's merge mode: event time with an ordering field, else commit time."""
+    return MergeMode.EVENT_TIME_ORDERING if ordering_field else MergeMode.COMMIT_TIME_ORDERING
+
+
+def _version_6_8_props(partition_fields: list[str], ordering_field: str | None) -> dict[str, str]:
+    """The keys versions 6 and 8 share: partition fields always, precombine field, payload."""
+    props = {
+        "hoodie.table.partition.fields": ",".join(partition_fields),
+        "hoodie.table.base.file.format": "PARQUET",
+        "hoodie.populate.meta.fields": "true",
+        # No ordering field: the latest write wins (commit-time ordering) in every reader.
+        PAYLOAD_KEY: DEFAULT_PAYLOAD if ordering_field else OVERWRITE_PAYLOAD,
+    }
+    if ordering_field:
+        props[PRECOMBINE_FIELD_KEY] = ordering_field
+    return props
+
+
+def _version_6_props(
+    partition_fields: list[str], ordering_field: str | None, keygen_type: str
+) -> dict[str, str]:
+    """Table version 6: the key generator by class, the event-time strategy id always."""
+    props = _version_6_8_props(partition_fields, ordering_field)
+    props["hoodie.table.keygenerator.class"] = KEYGEN_CLASSES[keygen_type]
+    props["hoodie.compaction.record.merger.strategy"] = EVENT_TIME_STRATEGY_ID
+    return props
+
+
+def _version_8_props(
+    partition_fields: list[str], ordering_field: str | None, keygen_type: str
+) -> dict[str, str]:
+    """Table version 8: key generator type, timeline folders, merge mode and strategy id."""
+    props = _version_6_8_props(partition_fields, ordering_field)
+    props.update(
+        {
+            "hoodie.table.keygenerator.type": keygen_type,
+            "hoodie.table.initial.version": "8",
+            "hoodie.timeline.path": DEFAULT_TIMELINE_FOLDER,
+            "hoodie.timeline.history.path": DEFAULT_HISTORY_FOLDER,
+            "hoodie.record.merge.mode": _merge_mode_of(ordering_field).value,
+            "hoodie.record.merge.strategy.id": (
+                EVENT_TIME_STRATEGY_ID if ordering_field else COMMIT_TIME_STRATEGY_ID
+            ),
+        }
+    )
+    return props
+
+
+def _version_9_props(
+    partition_fields: list[str], ordering_field: str | None, keygen_type: str
 ) -> dict[str, str]:
     """Table version 9: the keys Java 1.1 writes for a table with a built-in merge mode.
 
@@ -599,34 +603,15 @@ def _new_table_props_v9(
     is LOCAL; hoodie_ray makes its instant times in UTC and says so.
     """
     props = {
-        "hoodie.table.name": table_name,
-        "hoodie.table.type": table_type,
-        "hoodie.table.version": "9",
         "hoodie.table.initial.version": "9",
-        "hoodie.timeline.layout.version": "2",
         "hoodie.timeline.path": DEFAULT_TIMELINE_FOLDER,
         "hoodie.timeline.history.path": DEFAULT_HISTORY_FOLDER,
-        "hoodie.archivelog.folder": DEFAULT_ARCHIVE_FOLDER,
         "hoodie.table.format": "native",
-        "hoodie.table.recordkey.fields": ",".join(record_key_fields),
         "hoodie.table.keygenerator.type": keygen_type,
-        "hoodie.datasource.write.hive_style_partitioning": str(hive_style).lower(),
-        "hoodie.datasource.write.partitionpath.urlencode": str(url_encode).lower(),
-        "hoodie.datasource.write.drop.partition.columns": "false",
-        "hoodie.record.merge.mode": (
-            MergeMode.EVENT_TIME_ORDERING.value
-            if ordering_field
-            else MergeMode.COMMIT_TIME_ORDERING.value
-        ),
-        "hoodie.table.timeline.timezone": "UTC",
-        "hoodie.database.name": database,
+        "hoodie.record.merge.mode": _merge_mode_of(ordering_field).value,
     }
     if partition_fields:
         props["hoodie.table.partition.fields"] = ",".join(partition_fields)
     if ordering_field:
         props[ORDERING_FIELDS_KEY] = ordering_field
-    if create_schema:
-        props["hoodie.table.create.schema"] = create_schema
-    props.update(extra or {})
-    props["hoodie.table.checksum"] = table_checksum(props)
     return props

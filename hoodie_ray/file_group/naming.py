@@ -23,25 +23,6 @@ from dataclasses import dataclass
 from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieInputError
 from hoodie_ray.storage import Storage, check_relative, join
 
-__all__ = [
-    "BASE_FILE_EXTENSIONS",
-    "PARTITION_METAFILE",
-    "BaseFileName",
-    "HoodiePartitionMetadata",
-    "LogFileName",
-    "base_file_name",
-    "is_base_file",
-    "is_log_file",
-    "log_file_name",
-    "make_write_token",
-    "new_file_id",
-    "parse_base_file_name",
-    "parse_log_file_name",
-    "partition_metadata_bytes",
-    "read_partition_metadata",
-    "write_partition_metadata",
-]
-
 #: ``.hoodie_partition_metadata``: the marker file of every partition directory.
 PARTITION_METAFILE = ".hoodie_partition_metadata"
 #: Extensions of base files (``HoodieFileFormat``).

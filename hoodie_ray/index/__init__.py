@@ -20,15 +20,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie_ray.index.key_hash import FNV_OFFSET, FNV_PRIME, GOLDEN, finish_key_hash
+
 
 @dataclass(frozen=True)
 class Location:
     partition_path: str
     file_id: str
-
-
-_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
-_FNV_PRIME = np.uint64(0x100000001B3)
 
 
 def _as_large_string(keys: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -40,7 +38,6 @@ def _as_large_string(keys: pa.Array | pa.ChunkedArray) -> pa.Array:
     return keys
 
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 # the fingerprint: the same hash from another offset basis and length multiplier
 _FP_OFFSET = np.uint64(0x84222325CBF29CE4)
 _FP_GOLDEN = np.uint64(0xD6E8FEB86659FD93)
@@ -49,7 +46,7 @@ _FP_GOLDEN = np.uint64(0xD6E8FEB86659FD93)
 def hash_keys(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """64-bit hashes of string keys (FNV-1a over the bytes, then a splitmix64 finaliser);
     see :func:`_fnv_hash`. Deterministic across processes; nulls hash like empty strings."""
-    return _fnv_hash(keys, _FNV_OFFSET, _GOLDEN)
+    return _fnv_hash(keys, FNV_OFFSET, GOLDEN)
 
 
 def fingerprint_keys(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -86,7 +83,7 @@ def _fnv_hash(keys: pa.Array | pa.ChunkedArray, offset: np.uint64, golden: np.ui
         if maxlen and int(lens.min()) == maxlen:
             for j in range(maxlen):
                 h ^= data[starts + j]  # type: ignore[index]
-                h *= _FNV_PRIME
+                h *= FNV_PRIME
         elif maxlen:
             # rows by decreasing length: at byte j the rows still going are a prefix
             # (a 16-bit sort key makes numpy's stable sort a radix sort)
@@ -102,18 +99,13 @@ def _fnv_hash(keys: pa.Array | pa.ChunkedArray, offset: np.uint64, golden: np.ui
                 k = int(np.searchsorted(neg, -j, side="left"))  # rows with len > j
                 if k == n:
                     hs ^= data[s_starts + j]  # type: ignore[index]
-                    hs *= _FNV_PRIME
+                    hs *= FNV_PRIME
                 else:
                     part = hs[:k]
                     part ^= data[s_starts[:k] + j]  # type: ignore[index]
-                    part *= _FNV_PRIME
+                    part *= FNV_PRIME
             h[order] = hs
-        h ^= lens.astype(np.uint64) * golden
-        h ^= h >> np.uint64(30)
-        h *= np.uint64(0xBF58476D1CE4E5B9)
-        h ^= h >> np.uint64(27)
-        h *= np.uint64(0x94D049BB133111EB)
-        h ^= h >> np.uint64(31)
+        finish_key_hash(h, lens.astype(np.uint64) * golden)
     return h
 
 

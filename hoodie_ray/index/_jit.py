@@ -6,9 +6,12 @@ of :func:`hoodie_ray.index.hash_keys` and the open-addressing table of the key i
 import numba
 import numpy as np
 
-_FNV_PRIME = np.uint64(0x100000001B3)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
+from hoodie_ray.index import key_hash
+from hoodie_ray.index.key_hash import FNV_PRIME
+
+#: The key hash's finish (length fold + splitmix64) of one key: :func:`key_hash.finish_key_hash`
+#: compiled, so the numpy path, these kernels and the reader's compiled merge share one rule.
+finish_key_hash = numba.njit(cache=True, nogil=True, inline="always")(key_hash.finish_key_hash)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -20,14 +23,8 @@ def fnv_splitmix(data, starts, lens, offset, golden, out):
         s = starts[i]
         for j in range(lens[i]):
             h ^= np.uint64(data[s + j])
-            h *= _FNV_PRIME
-        h ^= np.uint64(lens[i]) * golden
-        h ^= h >> np.uint64(30)
-        h *= _MIX1
-        h ^= h >> np.uint64(27)
-        h *= _MIX2
-        h ^= h >> np.uint64(31)
-        out[i] = h
+            h *= FNV_PRIME
+        out[i] = finish_key_hash(h, np.uint64(lens[i]) * golden)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -170,6 +170,13 @@ class LogBlock:
 # ---------------------------------------------------------------------------------------------
 
 
+#: The header keys of a block of records: the instant that wrote it and its writer schema.
+_RECORDS_HEADER: tuple[HeaderMetadataType, ...] = (
+    HeaderMetadataType.INSTANT_TIME,
+    HeaderMetadataType.SCHEMA,
+)
+
+
 class DataBlock(LogBlock):
     """A block of records (Avro or Parquet content). SCHEMA is the writer schema with meta fields.
 
@@ -178,10 +185,7 @@ class DataBlock(LogBlock):
     then decodes them on first access.
     """
 
-    _required_header: ClassVar[tuple[HeaderMetadataType, ...]] = (
-        HeaderMetadataType.INSTANT_TIME,
-        HeaderMetadataType.SCHEMA,
-    )
+    _required_header = _RECORDS_HEADER
 
     def __init__(
         self,
@@ -492,10 +496,7 @@ class HFileDataBlock(LogBlock):
     """HFile data block (type 4, metadata table only): content kept as raw bytes."""
 
     block_type = BlockType.HFILE_DATA
-    _required_header: ClassVar[tuple[HeaderMetadataType, ...]] = (
-        HeaderMetadataType.INSTANT_TIME,
-        HeaderMetadataType.SCHEMA,
-    )
+    _required_header = _RECORDS_HEADER
 
     def __init__(
         self,
@@ -853,7 +854,7 @@ class DeleteBlock(LogBlock):
         parts += self._ordering_parts(enc, n)
         items = codec._assemble(parts, n)
         data, _ = codec.binary_to_numpy(items)
-        return b"".join([_zigzag_varint(n), data.tobytes(), b"\x00"])
+        return b"".join([codec.zigzag_varint(n), data.tobytes(), b"\x00"])
 
     def _ordering_parts(self, enc: Any, n: int) -> list[Any]:
         ov = self._ordering
@@ -872,17 +873,6 @@ class DeleteBlock(LogBlock):
         prefix[:, 0] = np.where(valid, branch * 2, 4)
         lens = np.where(valid, 1, 2).astype(np.int64)
         return [codec._Mat(prefix, lens), *parts]
-
-
-def _zigzag_varint(value: int) -> bytes:
-    """Avro's zigzag varint of one long."""
-    u = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while u > 0x7F:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
 
 
 def _to_string_array(values: Any, what: str) -> pa.Array:

@@ -22,6 +22,7 @@ from typing import Any
 
 import fastavro
 
+from hoodie_ray.avro.codec import zigzag_varint
 from hoodie_ray.exceptions import HoodieCorruptedDataError
 
 __all__ = [
@@ -49,21 +50,8 @@ def is_avro_container(data: bytes) -> bool:
 # -- encoding primitives ----------------------------------------------------------------------
 
 
-def _zigzag(n: int) -> bytes:
-    z = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while True:
-        b = z & 0x7F
-        z >>= 7
-        if z:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def _avro_bytes(b: bytes) -> bytes:
-    return _zigzag(len(b)) + b
+    return zigzag_varint(len(b)) + b
 
 
 def write_single_record(
@@ -85,11 +73,11 @@ def write_single_record(
     if len(marker) != _SYNC_SIZE:
         raise ValueError("an Avro sync marker has 16 bytes")
     out = bytearray(AVRO_MAGIC)
-    out += _zigzag(1)  # one metadata entry
+    out += zigzag_varint(1)  # one metadata entry
     out += _avro_bytes(b"avro.schema") + _avro_bytes(schema_json)
-    out += _zigzag(0)
+    out += zigzag_varint(0)
     out += marker
-    out += _zigzag(1) + _zigzag(len(body)) + body + marker
+    out += zigzag_varint(1) + zigzag_varint(len(body)) + body + marker
     return bytes(out)
 
 
@@ -212,12 +200,30 @@ def read_single_record(data: bytes, what: str) -> tuple[dict[str, Any], dict[str
     if not is_avro_container(data):
         raise r.fail("no Avro container magic")
     r.pos = 4
+    meta = _read_header_metadata(r)
+    sync = r.take(_SYNC_SIZE)
+    schema, codec = _writer_schema(r, meta)
+    block = _read_first_block(r, sync, codec)
+    try:
+        parsed = fastavro.parse_schema(schema, _write_hint=False)
+        record = fastavro.schemaless_reader(io.BytesIO(block), parsed, None)
+    except HoodieCorruptedDataError:
+        raise
+    except (Exception, RecursionError) as e:
+        raise r.fail(f"undecodable record ({type(e).__name__}: {e})") from None
+    if not isinstance(record, dict):
+        raise r.fail("the record is not an Avro record")
+    return schema, record
+
+
+def _read_header_metadata(r: _Reader) -> dict[str, bytes]:
+    """The header's metadata map (blocks of key/value pairs, a count of 0 ends it)."""
     meta: dict[str, bytes] = {}
     entries = 0
     while True:
         count = r.long()
         if count == 0:
-            break
+            return meta
         if count < 0:
             count = -count
             r.long()  # block size in bytes, not needed
@@ -228,7 +234,10 @@ def read_single_record(data: bytes, what: str) -> tuple[dict[str, Any], dict[str
             key = r.take(r.long())
             value = r.take(r.long())
             meta[key.decode("utf-8", "replace")] = value
-    sync = r.take(_SYNC_SIZE)
+
+
+def _writer_schema(r: _Reader, meta: dict[str, bytes]) -> tuple[dict[str, Any], str]:
+    """The writer schema (parsed, its size, depth and arrays checked) and the codec."""
     raw_schema = meta.get("avro.schema")
     if raw_schema is None:
         raise r.fail("no avro.schema in the header")
@@ -241,11 +250,15 @@ def read_single_record(data: bytes, what: str) -> tuple[dict[str, Any], dict[str
         schema = json.loads(raw_schema.decode("utf-8"))
     except (ValueError, RecursionError) as e:
         raise r.fail(f"unreadable schema ({type(e).__name__})") from None
-    _schema_depth_ok(schema, 0, what)
+    _schema_depth_ok(schema, 0, r.what)
     named: dict[str, Any] = {}
     _collect_named(schema, named)
-    _check_arrays(schema, named, what)
+    _check_arrays(schema, named, r.what)
+    return schema, codec
 
+
+def _read_first_block(r: _Reader, sync: bytes, codec: str) -> bytes:
+    """The first data block's bytes, decompressed (a bounded expansion) and sync-checked."""
     count = r.long()
     size = r.long()
     if count < 1:
@@ -256,18 +269,9 @@ def read_single_record(data: bytes, what: str) -> tuple[dict[str, Any], dict[str
     if codec == "deflate":
         try:
             d = zlib.decompressobj(-15)
-            block = d.decompress(block, 16 * len(data) + 1024 * 1024)
+            block = d.decompress(block, 16 * len(r.data) + 1024 * 1024)
             if d.unconsumed_tail:
                 raise r.fail("deflate block expands beyond the limit")
         except zlib.error as e:
             raise r.fail(f"bad deflate data: {e}") from None
-    try:
-        parsed = fastavro.parse_schema(schema, _write_hint=False)
-        record = fastavro.schemaless_reader(io.BytesIO(block), parsed, None)
-    except HoodieCorruptedDataError:
-        raise
-    except (Exception, RecursionError) as e:
-        raise r.fail(f"undecodable record ({type(e).__name__}: {e})") from None
-    if not isinstance(record, dict):
-        raise r.fail("the record is not an Avro record")
-    return schema, record
+    return block

@@ -25,18 +25,6 @@ from enum import Enum
 
 from hoodie_ray.exceptions import HoodieTimelineError
 
-__all__ = [
-    "Action",
-    "Instant",
-    "InstantTimeGenerator",
-    "State",
-    "format_instant_time",
-    "instant_file_name",
-    "new_instant_time",
-    "parse_instant_file_name",
-    "parse_instant_time",
-]
-
 LAYOUT_VERSION_1 = 1
 LAYOUT_VERSION_2 = 2
 

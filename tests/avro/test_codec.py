@@ -13,7 +13,13 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from hoodie_ray.avro.codec import decode_records, encode_binary, encode_records
+from hoodie_ray.avro.codec import (
+    decode_records,
+    encode_binary,
+    encode_records,
+    unsigned_varint,
+    zigzag_varint,
+)
 from hoodie_ray.avro.schema import arrow_to_avro_schema, avro_to_arrow_schema, parse_avro_schema
 from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieInputError, HoodieSchemaError
 
@@ -538,3 +544,14 @@ def test_plain_null_fields_decode_as_null_columns():
     assert fastavro_decode(bytes(buf), offsets, schema) == [
         {"a": None, "b": i, "c": {"z": None}} for i in (1, 2, 3)
     ]
+
+
+def test_scalar_varints_match_fastavro_longs() -> None:
+    """One long as fastavro writes it; the unsigned varint is the same bytes before zigzag."""
+    for v in INT64_EDGES:
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, "long", v)
+        assert zigzag_varint(v) == buf.getvalue()
+    assert unsigned_varint(0) == b"\x00"
+    assert unsigned_varint(300) == b"\xac\x02"
+    assert unsigned_varint(2**64 - 1) == b"\xff" * 9 + b"\x01"

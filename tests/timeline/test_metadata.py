@@ -214,7 +214,8 @@ def test_bad_json_names_the_instant_file(tmp_path: Path) -> None:
 def _avro_with(
     schema: dict, record_bytes: bytes, block_count: int = 1, size: int | None = None
 ) -> bytes:
-    from hoodie_ray.timeline.avro_io import _avro_bytes, _zigzag
+    from hoodie_ray.avro.codec import zigzag_varint as _zigzag
+    from hoodie_ray.timeline.avro_io import _avro_bytes
 
     sync = b"S" * 16
     out = (
