@@ -12,6 +12,8 @@ import zlib
 from collections.abc import Iterator
 from enum import Enum, IntEnum
 
+from hoodie_ray.avro.codec import unsigned_varint
+
 
 # -- block types and their magics (spec 2.1) -----------------------------------------------------
 class HFileBlockType(bytes, Enum):
@@ -140,12 +142,7 @@ def encode_varint(value: int) -> bytes:
     """Protobuf base-128 varint of a non-negative integer."""
     if value < 0:
         raise ValueError("varint of a negative number")
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    return unsigned_varint(value)
 
 
 def decode_varint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
