@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import struct
 from pathlib import Path
 
@@ -28,15 +27,7 @@ from hoodie_ray.avro.schema import (
 )
 from hoodie_ray.exceptions import HoodieSchemaError
 from tests.conftest import SAMPLE_TABLE_PARAMS
-
-
-def _properties(root: Path) -> dict[str, str]:
-    out = {}
-    for line in (root / ".hoodie" / "hoodie.properties").read_text().splitlines():
-        if "=" in line and not line.startswith("#"):
-            k, v = line.split("=", 1)
-            out[k] = re.sub(r"\\(.)", r"\1", v)
-    return out
+from tests.log_format.helpers import properties
 
 
 def _commit_schemas(root: Path) -> list[str]:
@@ -56,7 +47,7 @@ def _commit_schemas(root: Path) -> list[str]:
 @pytest.mark.parametrize("name", SAMPLE_TABLE_PARAMS)
 def test_java_table_schemas_parse(sample_table, name):
     root = sample_table(name)
-    schemas = [_properties(root).get("hoodie.table.create.schema"), *_commit_schemas(root)]
+    schemas = [properties(root).get("hoodie.table.create.schema"), *_commit_schemas(root)]
     schemas = [s for s in schemas if s]
     assert schemas
     for s in schemas:
@@ -90,7 +81,7 @@ def test_arrow_to_avro_reproduces_java_schema_header(sample_table):
 @pytest.mark.shared
 def test_create_schema_with_trailing_null_unions(sample_table):
     root = sample_table("sample_mor_avro_v9_txns_nonpart_nometa")
-    arrow = avro_to_arrow_schema(_properties(root)["hoodie.table.create.schema"])
+    arrow = avro_to_arrow_schema(properties(root)["hoodie.table.create.schema"])
     assert arrow.field("amount").type == pa.decimal128(15, 2)
     assert arrow.field("fee_amount").type == pa.decimal128(10, 2)
     assert arrow.field("txn_datetime").type == pa.timestamp("us", tz="UTC")
