@@ -17,13 +17,13 @@ Usage: ``python -m benchmarks.assign_ordering [--keys N] [--rows R] [--batches B
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from benchmarks.common import print_report
 from hoodie_ray.config.options import WriteConfig
 from hoodie_ray.config.table_config import MergeMode
 from hoodie_ray.meta import IS_DELETED, PARTITION_PATH, RECORD_KEY
@@ -123,11 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     res = run(args.keys, args.rows, args.batches, args.moves, args.repeat)
-    if args.json:
-        print(json.dumps(res))
-    else:
-        for k, v in res.items():
-            print(f"{k:36s} {v}")
+    print_report(res, args.json, 36)
     return 0
 
 

@@ -23,8 +23,6 @@ import argparse
 import io
 import json
 import struct
-import time
-from collections.abc import Callable
 from typing import Any
 
 import fastavro
@@ -32,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from benchmarks.common import TS_BASE, make_q1_table
+from benchmarks.common import TS_BASE, best_of, make_q1_table
 from hoodie_ray.avro.schema import arrow_to_avro_schema, parse_avro_schema
 from hoodie_ray.log_format import AvroDataBlock, LogReader, serialize_block
 
@@ -57,17 +55,6 @@ def q1_with_meta(rows: int, seed: int = 42) -> pa.Table:
         "_hoodie_file_name": pa.array(np.full(rows, FILE_ID, dtype=object), pa.string()),
     }
     return pa.table({**meta, **{c: base[c] for c in base.column_names}})
-
-
-def best_of(repeat: int, fn: Callable[[], Any]) -> tuple[float, Any]:
-    """Smallest wall time of ``repeat`` calls of ``fn`` and the last result."""
-    best = float("inf")
-    out = None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 def run(rows: int, repeat: int) -> dict[str, Any]:

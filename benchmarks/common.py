@@ -10,25 +10,32 @@ very same rows in the very same commits.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import itertools
+import json
 import math
 import os
 import platform
 import re
+import shutil
 import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import pandas as pd
 import psutil
 import pyarrow as pa
 import pyarrow.compute as pc
+
+T = TypeVar("T")
 
 # ---------------------------------------------------------------------------------------------
 # Workloads
@@ -664,21 +671,26 @@ class CpuUsage:
         return max((p.peak_rss_mb for p in procs), default=None)
 
 
-def ray_workers_cpu_s() -> float:
-    """Sum of user + system seconds of this node's Ray worker processes right now."""
-    total = 0.0
-    for raylet in find_local_raylets():
+def raylet_descendants(raylets: Iterable[psutil.Process]) -> Iterator[psutil.Process]:
+    """Every process below ``raylets`` (a raylet gone meanwhile is passed over)."""
+    for raylet in raylets:
         try:
             children = raylet.children(recursive=True)
         except psutil.Error:
             continue
-        for child in children:
-            try:
-                if is_ray_worker_cmdline(child.cmdline()):
-                    t = child.cpu_times()
-                    total += t.user + t.system
-            except psutil.Error:
-                continue
+        yield from children
+
+
+def ray_workers_cpu_s() -> float:
+    """Sum of user + system seconds of this node's Ray worker processes right now."""
+    total = 0.0
+    for child in raylet_descendants(find_local_raylets()):
+        try:
+            if is_ray_worker_cmdline(child.cmdline()):
+                t = child.cpu_times()
+                total += t.user + t.system
+        except psutil.Error:
+            continue
     return total
 
 
@@ -755,27 +767,22 @@ class CpuMeter:
     def _sample(self, *, initial: bool = False) -> None:
         with self._lock:
             self._samples += 1
-            for raylet in self._raylets:
+            for child in raylet_descendants(self._raylets):
                 try:
-                    children = raylet.children(recursive=True)
+                    ident = (child.pid, child.create_time())
+                    if ident not in self._watched:
+                        if not is_ray_worker_cmdline(child.cmdline()):
+                            continue
+                        title = (child.cmdline() or ["?"])[0].strip()
+                        self._watched[ident] = (
+                            child,
+                            ProcessUsage(child.pid, title, 0.0, 0.0),
+                        )
+                        if initial:
+                            t = child.cpu_times()
+                            self._watched[ident][1].cpu_start_s = t.user + t.system
                 except psutil.Error:
                     continue
-                for child in children:
-                    try:
-                        ident = (child.pid, child.create_time())
-                        if ident not in self._watched:
-                            if not is_ray_worker_cmdline(child.cmdline()):
-                                continue
-                            title = (child.cmdline() or ["?"])[0].strip()
-                            self._watched[ident] = (
-                                child,
-                                ProcessUsage(child.pid, title, 0.0, 0.0),
-                            )
-                            if initial:
-                                t = child.cpu_times()
-                                self._watched[ident][1].cpu_start_s = t.user + t.system
-                    except psutil.Error:
-                        continue
             for proc, usage in self._watched.values():
                 if usage.exited:
                     continue
@@ -895,6 +902,57 @@ class Timer:
 
     def __exit__(self, *exc: object) -> None:
         self.seconds = time.perf_counter() - self._t0
+
+
+def progress_log(tag: str) -> Callable[[str], None]:
+    """A ``log(msg)`` that writes ``[tag  12.3s] msg`` to stderr (stdout carries only the
+    report), timed from this call."""
+    t0 = time.perf_counter()
+
+    def log(msg: str) -> None:
+        print(f"[{tag} {time.perf_counter() - t0:7.1f}s] {msg}", file=sys.stderr, flush=True)
+
+    return log
+
+
+def error_text(e: BaseException) -> str:
+    """``Type: first line of the message`` (the type alone for an empty message)."""
+    msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
+
+
+def print_report(res: dict[str, Any], as_json: bool, width: int) -> None:
+    """``res`` as one JSON line, or as ``key value`` lines with keys padded to ``width``."""
+    if as_json:
+        print(json.dumps(res))
+        return
+    for k, v in res.items():
+        print(f"{k:{width}s} {v}")
+
+
+@contextlib.contextmanager
+def work_dir(keep: Path | None, prefix: str) -> Iterator[Path]:
+    """``keep`` (made if missing, kept), or a temporary folder removed on the way out."""
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        yield keep
+        return
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield Path(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def best_of(repeat: int, fn: Callable[[], T]) -> tuple[float, T]:
+    """Smallest wall time of ``repeat`` calls of ``fn`` and the last result."""
+    best = float("inf")
+    out: T | None = None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, cast(T, out)
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -1260,23 +1318,18 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def _git(repo: str | Path, *args: str) -> str:
+    """The stripped stdout of ``git -C repo args`` (raises on failure or after 10 s)."""
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, timeout=10
+    ).stdout.strip()
+
+
 def git_commit(repo: str | Path) -> str | None:
     """``git rev-parse --short HEAD`` of ``repo`` (with ``+dirty`` when the tree has changes)."""
     try:
-        head = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=10,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=10,
-        ).stdout.strip()
+        head = _git(repo, "rev-parse", "--short", "HEAD")
+        dirty = _git(repo, "status", "--porcelain", "--untracked-files=no")
         return head + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return None

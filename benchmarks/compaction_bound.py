@@ -35,7 +35,6 @@ import json
 import shutil
 import statistics
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +50,7 @@ from benchmarks.common import (
     check_gate,
     expected_snapshot,
     generate_workload,
+    work_dir,
 )
 
 
@@ -164,14 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
 
-    tmp = None
-    if args.workdir is None:
-        tmp = tempfile.mkdtemp(prefix="hr-compaction-bound-")
-        workdir = Path(tmp)
-    else:
-        workdir = args.workdir
-        workdir.mkdir(parents=True, exist_ok=True)
-    try:
+    with work_dir(args.workdir, "hr-compaction-bound-") as workdir:
         workload = generate_workload("base", quick=args.quick)
         expected = expected_snapshot(workload)
         warm = generate_workload("base", quick=True, num_keys=20_000)
@@ -213,9 +206,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             print(json.dumps(summary))
         return 0
-    finally:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

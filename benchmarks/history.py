@@ -62,7 +62,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from benchmarks.common import git_commit, machine_info, percentile, text_table
+from benchmarks.common import (
+    error_text,
+    git_commit,
+    machine_info,
+    percentile,
+    progress_log,
+    text_table,
+)
 
 MODES = ("client", "stream")
 DEFAULT_COMMITS = 10_000
@@ -103,17 +110,8 @@ STREAM_OPTIONS: dict[str, str] = {"write.tasks": "1", "write.bucket_assign.tasks
 
 _REPO = Path(__file__).resolve().parents[1]
 _RESULTS_DIR = Path(__file__).resolve().parent / "results"
-_T0 = time.perf_counter()
-
-
-def log(msg: str) -> None:
-    """Progress to stderr (stdout carries only the report)."""
-    print(f"[history {time.perf_counter() - _T0:7.1f}s] {msg}", file=sys.stderr, flush=True)
-
-
-def _err(e: BaseException) -> str:
-    msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
+#: Progress to stderr (stdout carries only the report).
+log = progress_log("history")
 
 
 def _r(v: float | None, nd: int = 3) -> float | None:
@@ -479,7 +477,7 @@ def run_client(args: argparse.Namespace, path: Path, options: dict[str, str]) ->
         _read_back(run, upserts, hr)
     except Exception as e:
         traceback.print_exc(file=sys.stderr)
-        run.error = _err(e)
+        run.error = error_text(e)
         run.distinct_keys = upserts.distinct_keys
     return run
 
@@ -530,7 +528,7 @@ def run_stream(args: argparse.Namespace, path: Path, options: dict[str, str]) ->
         _read_back(run, upserts, hr)
     except Exception as e:
         traceback.print_exc(file=sys.stderr)
-        run.error = _err(e)
+        run.error = error_text(e)
         run.distinct_keys = upserts.distinct_keys
     finally:
         if started:

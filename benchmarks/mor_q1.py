@@ -49,7 +49,7 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -74,6 +74,7 @@ from benchmarks.common import (
     Workload,
     avro_schema_for,
     check_gate,
+    error_text,
     expected_snapshot,
     fmt_num,
     generate_workload,
@@ -82,6 +83,7 @@ from benchmarks.common import (
     lww_dedup,
     machine_info,
     percentile,
+    progress_log,
     ratio,
     scale_sizes,
     split_rows,
@@ -169,17 +171,8 @@ PLAIN_FLOOR_PARQUET: dict[str, Any] = {"compression": "snappy", "use_dictionary"
 DEFAULT_BATCH_ROWS = 100_000
 
 _REPO = Path(__file__).resolve().parents[1]
-_T0 = time.perf_counter()
-
-
-def log(msg: str) -> None:
-    """Progress to stderr (stdout carries only the report)."""
-    print(f"[mor-q1 {time.perf_counter() - _T0:7.1f}s] {msg}", file=sys.stderr, flush=True)
-
-
-def _err(e: BaseException) -> str:
-    msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
+#: Progress to stderr (stdout carries only the report).
+log = progress_log("mor-q1")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -556,9 +549,9 @@ def _measure(name: str, rows: int, fn: Any, *args: Any, repeats: int = 1) -> Mea
         for _ in range(max(repeats, 1)):
             runs.append(fn(*args))
     except Exception as e:
-        log(f"{name} failed: {_err(e)}")
+        log(f"{name} failed: {error_text(e)}")
         traceback.print_exc(file=sys.stderr)
-        return Measurement(name, rows, None, error=_err(e))
+        return Measurement(name, rows, None, error=error_text(e))
     runs.sort(key=lambda r: r.usage.total_cpu_s if r.usage else 0.0)
     m = runs[len(runs) // 2]
     if len(runs) > 1:
@@ -581,7 +574,7 @@ def load_hoodie() -> tuple[ModuleType | None, str | None]:
         for name in ("HoodieStreamWriter", "compact", "read"):
             getattr(hr, name)
     except Exception as e:
-        return None, _err(e)
+        return None, error_text(e)
     return hr, None
 
 
@@ -630,6 +623,15 @@ def _actor_class(title: str) -> str:
     return title.removeprefix("ray::").split(".", 1)[0]
 
 
+def _gate_failures(
+    label: str, error: str | None, gates: Iterable[tuple[str, GateResult | None]]
+) -> list[str]:
+    """A run's gate failures: it did not complete, or a gate (``(what, result)``) failed."""
+    out = [f"{label}: hoodie_ray did not complete ({error})"] if error else []
+    out += [f"{label}{what}: {g.reason}" for what, g in gates if g is not None and not g.passed]
+    return out
+
+
 @dataclass
 class HoodieRun:
     """Everything measured on one hoodie_ray table (one log format, one writer count)."""
@@ -666,16 +668,8 @@ class HoodieRun:
 
     def gate_failures(self) -> list[str]:
         """Why this run fails the gate (empty when it passes)."""
-        out = []
-        if self.error:
-            out.append(f"{self.label}: hoodie_ray did not complete ({self.error})")
-        for what, g in (
-            ("after ingest", self.gate_ingest),
-            ("after compaction", self.gate_compacted),
-        ):
-            if g is not None and not g.passed:
-                out.append(f"{self.label} {what}: {g.reason}")
-        return out
+        gates = ((" after ingest", self.gate_ingest), (" after compaction", self.gate_compacted))
+        return _gate_failures(self.label, self.error, gates)
 
     def peak_rss_mb_writer(self) -> float | None:
         """Largest peak RSS of the writer actors (all workers if none is named like one)."""
@@ -766,13 +760,13 @@ def _gate(path: Path, expected: pa.Table, workload: Workload, when: str) -> Gate
     try:
         result = check_gate(hudi_rs_snapshot(path), expected, workload.key_field)
     except Exception as e:
-        result = GateResult(False, f"hudi-rs cannot read the table: {_err(e)}", 0, 0)
+        result = GateResult(False, f"hudi-rs cannot read the table: {error_text(e)}", 0, 0)
     log(f"gate {when}: {result.reason}")
     return result
 
 
 def _ingest_failed(run: Any, e: BaseException) -> None:
-    run.error = f"ingest: {_err(e)}"
+    run.error = f"ingest: {error_text(e)}"
     log(f"hoodie_ray {run.label} failed: {run.error}")
     traceback.print_exc(file=sys.stderr)
 
@@ -873,7 +867,7 @@ def run_hoodie(
         run.read_check = check_gate(snap, expected, workload.key_field)
         del snap
     except Exception as e:
-        run.read_error = _err(e)
+        run.read_error = error_text(e)
         log(f"hr.read failed: {run.read_error}")
     with CpuMeter() as m:
         snap = hudi_rs_snapshot(path)
@@ -894,7 +888,7 @@ def run_hoodie(
             "hr.compact", expected.num_rows, m.usage, extra={"instant": str(instant)}
         )
     except Exception as e:
-        run.error = f"compaction: {_err(e)}"
+        run.error = f"compaction: {error_text(e)}"
         log(f"hoodie_ray {run.label} compaction failed: {run.error}")
         traceback.print_exc(file=sys.stderr)
         return run
@@ -909,7 +903,7 @@ def run_hoodie(
             slice_files, outputs, path.parent / f"{path.name}_bound"
         )
     except Exception as e:  # a diagnostic: report, never fail the run
-        log(f"compaction I/O bound not measured: {_err(e)}")
+        log(f"compaction I/O bound not measured: {error_text(e)}")
     return run
 
 
@@ -929,12 +923,8 @@ class ClientRun:
         return f"{self.fmt} (single process)"
 
     def gate_failures(self) -> list[str]:
-        out = []
-        if self.error:
-            out.append(f"{self.label}: hoodie_ray did not complete ({self.error})")
-        if self.gate_ingest is not None and not self.gate_ingest.passed:
-            out.append(f"{self.label}: {self.gate_ingest.reason}")
-        return out
+        """Why this run fails the gate (empty when it passes)."""
+        return _gate_failures(self.label, self.error, (("", self.gate_ingest),))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -995,6 +985,19 @@ def _latency(values: Sequence[float]) -> dict[str, float | None]:
         "p50": _r(percentile(values, 50)),
         "p95": _r(percentile(values, 95)),
         "max": _r(max(values, default=None)),
+    }
+
+
+def _provenance(machine: dict[str, Any], hoodie_error: str | None) -> dict[str, Any]:
+    """Where and on what a report was measured, and whether hoodie_ray ran."""
+    return {
+        "machine": {k: v for k, v in machine.items() if k != "date"},
+        "cores": machine.get("cores"),
+        "cpu_model": machine.get("cpu_model"),
+        "date": machine.get("date"),
+        "commit": git_commit(_REPO),
+        "hoodie_ray": "unavailable" if hoodie_error else "ran",
+        "hoodie_ray_error": hoodie_error,
     }
 
 
@@ -1164,13 +1167,7 @@ class Results:
                 "writers": self.args.writers,
                 "table_version": getattr(self.args, "table_version", 6),
                 "assigners": getattr(self.args, "assigners", 1),
-                "machine": {k: v for k, v in self.machine.items() if k != "date"},
-                "cores": self.machine.get("cores"),
-                "cpu_model": self.machine.get("cpu_model"),
-                "date": self.machine.get("date"),
-                "commit": git_commit(_REPO),
-                "hoodie_ray": "unavailable" if self.hoodie_error else "ran",
-                "hoodie_ray_error": self.hoodie_error,
+                **_provenance(self.machine, self.hoodie_error),
                 "iceberg_upsert": self.iceberg_status,
                 "ray_init_s": _r(self.ray_init_s),
                 "generate_s": _r(self.generate_s),
@@ -1749,7 +1746,7 @@ def run_scale_table(
         try:
             run.gate = expect.check(hudi_rs_batches(path, expect.columns))
         except Exception as e:
-            run.gate = GateResult(False, f"hudi-rs cannot read the table: {_err(e)}", 0, 0)
+            run.gate = GateResult(False, f"hudi-rs cannot read the table: {error_text(e)}", 0, 0)
     run.gate_s = t.seconds
     log(f"gate ({label} table): {run.gate.reason}")
     return run
@@ -1775,7 +1772,7 @@ def _scale_peer_child(
         conn.send(m)
     except BaseException as e:
         traceback.print_exc(file=sys.stderr)
-        conn.send(_err(e))
+        conn.send(error_text(e))
     finally:
         conn.close()
 
@@ -1965,13 +1962,7 @@ class ScaleResults:
                 "assigners": self.args.assigners,
                 "log_block_format": SCALE_FORMAT,
                 "bulk_operation": "insert",
-                "machine": {k: v for k, v in self.machine.items() if k != "date"},
-                "cores": self.machine.get("cores"),
-                "cpu_model": self.machine.get("cpu_model"),
-                "date": self.machine.get("date"),
-                "commit": git_commit(_REPO),
-                "hoodie_ray": "unavailable" if self.hoodie_error else "ran",
-                "hoodie_ray_error": self.hoodie_error,
+                **_provenance(self.machine, self.hoodie_error),
                 "delta_merge": self.peer_status.get("delta"),
                 "iceberg_upsert": self.peer_status.get("iceberg"),
                 "ray_init_s": _r(self.ray_init_s),

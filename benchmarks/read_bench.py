@@ -29,7 +29,6 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from benchmarks.common import make_q1_table
+from benchmarks.common import best_of, make_q1_table
 
 SEED = 20250101
 TS_BASE = 1_700_000_000_000
@@ -105,17 +104,6 @@ def build_with_builder(path: Path, data: list[pa.Table], block_format: str) -> N
 
 
 # -- measuring ------------------------------------------------------------------------------------
-
-
-def best_of(fn: Callable[[], pa.Table], repeat: int) -> tuple[float, pa.Table]:
-    best = float("inf")
-    out = None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    assert out is not None
-    return best, out
 
 
 def hudi_rs_snapshot(path: str) -> pa.Table:
@@ -210,11 +198,11 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         del mine, theirs
 
-        snap_s, snap = best_of(lambda: hr.read(spath), args.repeat)
-        hudi_s, _ = best_of(lambda: hudi_rs_snapshot(spath), args.repeat)
+        snap_s, snap = best_of(args.repeat, lambda: hr.read(spath))
+        hudi_s, _ = best_of(args.repeat, lambda: hudi_rs_snapshot(spath))
         files = base_files(spath)
-        ro_s, ro = best_of(lambda: hr.read(spath, query_type="read_optimized"), args.repeat)
-        pa_s, pa_t = best_of(lambda: pyarrow_base_read(files), args.repeat)
+        ro_s, ro = best_of(args.repeat, lambda: hr.read(spath, query_type="read_optimized"))
+        pa_s, pa_t = best_of(args.repeat, lambda: pyarrow_base_read(files))
         assert ro.num_rows == pa_t.num_rows
         rows = snap.num_rows
         result.update(

@@ -17,7 +17,6 @@ Usage: ``python -m benchmarks.small_commits [--calls N] [--rows R] [--json]``.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import tempfile
@@ -28,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 
 import hoodie_ray as hr
+from benchmarks.common import print_report
 
 OPTIONS = {
     "hoodie.table.name": "small",
@@ -94,11 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         res = run(args.calls, args.rows, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    if args.json:
-        print(json.dumps(res))
-    else:
-        for k, v in res.items():
-            print(f"{k:20s} {v}")
+    print_report(res, args.json, 20)
     return 0
 
 

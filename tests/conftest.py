@@ -10,12 +10,16 @@ from __future__ import annotations
 import os
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 pytest_plugins = ["tests.fixtures_ray"]
+
+# The shared helper modules assert for the tests that call them: pytest explains their failures.
+pytest.register_assert_rewrite("tests.write.model")
 
 SHARED_TABLES = Path(
     os.environ.get(
@@ -62,6 +66,21 @@ def sample_table(tmp_path: Path):
         return extract_sample_table(name, tmp_path / name)
 
     return _make
+
+
+@pytest.fixture(scope="session")
+def shared_sample(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """Read-only sample tables, unpacked once per session: ``shared_sample(name) -> root``."""
+    cache: dict[str, Path] = {}
+
+    def _get(name: str) -> Path:
+        if not SAMPLE_TABLES:
+            pytest.skip("../shared/tables is absent (a fresh clone has no ../shared)")
+        if name not in cache:
+            cache[name] = extract_sample_table(name, tmp_path_factory.mktemp(name))
+        return cache[name]
+
+    return _get
 
 
 @pytest.fixture(autouse=True)

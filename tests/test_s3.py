@@ -24,10 +24,10 @@ from hoodie_ray.job.client import HoodieWriteClient
 from tests.write.model import (
     OPTIONS,
     SCHEMA,
-    SMALL_FILES,
     TableModel,
     Workload,
-    keys_table,
+    model_options,
+    run_random_commits,
     to_arrow,
 )
 
@@ -118,42 +118,6 @@ def _has_compaction() -> bool:
     return True
 
 
-def run_s3_model(
-    path: str,
-    options: dict[str, str],
-    storage_options: dict[str, str],
-    endpoint: str,
-    commits: int,
-    seed: int,
-) -> TableModel:
-    """Random commits (upserts with deletes and late records, deletes, inserts) on S3; after
-    each, hudi-rs must read exactly the model. Returns the model."""
-    model = TableModel()
-    wl = Workload(seed)
-    for i in range(commits):
-        kind, rows = wl.next_commit()
-        if i == 0:
-            kind, rows = "upsert", [wl._row(k) for k in wl.keys[:30]]
-        client_opts = options
-        if kind == "delete":
-            client_opts = {**options, "write.operation": "delete"}
-            data = keys_table(rows)
-            model.delete_keys([r["key"] for r in rows])
-        elif kind == "insert":
-            client_opts = {**options, "write.operation": "insert"}
-            data = to_arrow(rows, False)
-            model.insert_new(rows)
-        else:
-            data = to_arrow(rows, True)
-            model.upsert(rows)
-        res = HoodieWriteClient(path, client_opts, storage_options).write(data)
-        got = hudi_rs_s3_snapshot(path, endpoint)
-        assert got.to_pylist() == model.as_table().to_pylist(), (
-            f"commit {i} ({kind}, instant {res.instant}) differs"
-        )
-    return model
-
-
 @pytest.mark.parametrize(
     ("table_type", "block_format", "commits"),
     [
@@ -171,19 +135,18 @@ def test_model_random_commits_s3(
     block_format: str,
     commits: int,
 ) -> None:
-    opts = {
-        **OPTIONS,
-        "table.type": table_type,
-        "hoodie.logfile.data.block.format": block_format,
-        **SMALL_FILES,
-    }
-    model = run_s3_model(
+    """Random commits (upserts with deletes and late records, deletes, inserts) on S3; after
+    each, hudi-rs must read exactly the model."""
+    opts = model_options(
+        {"hoodie.logfile.data.block.format": block_format}, table_type=table_type, small_files=True
+    )
+    model = run_random_commits(
         s3_path,
         opts,
-        storage_options,
-        s3_endpoint,
         commits=commits,
         seed=len(table_type + block_format),
+        snapshot=lambda: hudi_rs_s3_snapshot(s3_path, s3_endpoint),
+        storage_options=storage_options,
     )
     # the table on S3 is a well-formed Hudi table for hoodie_ray's own reader and views too
     t = hr.HoodieTable.load(s3_path, storage_options)
@@ -204,10 +167,9 @@ def test_log_appends_roll_versions_on_s3(
     version, never rewrites the first one."""
     wl = Workload(3, keys=10, partitions=("a",))
     model = TableModel()
-    batches = [[wl._row(k) for k in wl.keys] for _ in range(3)]
+    batches = [wl.rows_for(wl.keys) for _ in range(3)]
     for rows in batches:
-        HoodieWriteClient(s3_path, OPTIONS, storage_options).write(to_arrow(rows, True))
-        model.upsert(rows)
+        model.write(s3_path, OPTIONS, "upsert", rows, storage_options=storage_options)
     (fs,) = hr.HoodieTable.load(s3_path, storage_options).latest_file_slices()
     assert fs.base_file is not None
     assert len(fs.log_files) == 2
@@ -240,7 +202,7 @@ def test_cli_on_s3_never_prints_credentials(
     from hoodie_ray.cli import main
 
     wl = Workload(5)
-    rows = [wl._row(k) for k in wl.keys[:20]]
+    rows = wl.rows_for(wl.keys[:20])
     res = HoodieWriteClient(s3_path, OPTIONS, storage_options).write(to_arrow(rows, True))
     args = [a for k, v in storage_options.items() for a in ("--storage-option", f"{k}={v}")]
 
@@ -272,8 +234,8 @@ def test_hr_write_ray_engine_on_s3(
     """``storage_options`` reach the writer actors (other processes) through hr.write."""
     wl = Workload(9)
     model = TableModel()
-    first = [wl._row(k) for k in wl.keys[:30]]
-    second = [wl._row(k) for k in wl.keys[20:40]]  # updates, new keys, a delete
+    first = wl.rows_for(wl.keys[:30])
+    second = wl.rows_for(wl.keys[20:40])  # updates, new keys, a delete
     second[0]["_hoodie_is_deleted"] = True
     for n, rows in enumerate((first, second)):
         hr.write(

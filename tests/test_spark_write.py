@@ -62,7 +62,7 @@ def _cached_rdds(spark) -> int:
 def test_spark_dataframes_through_one_stream_release_their_caches(spark_session, tmp_path):
     """A Spark DataFrame per checkpoint into one live topology: the actors live on, each
     DataFrame's RayDP cache is released once committed, zero rows write no instant."""
-    from tests.write.model import OPTIONS, TableModel, Workload, hudi_rs_snapshot, to_arrow
+    from tests.write.model import OPTIONS, TableModel, Workload, to_arrow
 
     path = tmp_path / "t"
     wl, model = Workload(seed=31), TableModel()
@@ -70,19 +70,19 @@ def test_spark_dataframes_through_one_stream_release_their_caches(spark_session,
     with hr.HoodieStreamWriter(str(path), {**OPTIONS, "hoodie.table.name": "sparkstream"}) as w:
         pids = None
         for i in range(3):
-            rows = [wl._row(k) for k in wl.keys[10 * i : 10 * i + 25]]
+            rows = wl.rows_for(wl.keys[10 * i : 10 * i + 25])
             w.write(spark_session.createDataFrame(to_arrow(rows, False).to_pandas()))
             assert w.checkpoint() is not None
             model.upsert(rows)
             assert _cached_rdds(spark_session) == cached, f"checkpoint {i}"
             pids = pids or w.actor_pids()
             assert w.actor_pids() == pids
-            assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+            model.assert_hudi_rs_reads(path)
         empty = spark_session.createDataFrame(to_arrow(rows, False).to_pandas()).limit(0)
         w.write(empty)
         assert w.checkpoint() is None
     # hr.write of a DataFrame releases its cache too
-    rows = [wl._row(k) for k in wl.keys[:5]]
+    rows = wl.rows_for(wl.keys[:5])
     df = spark_session.createDataFrame(to_arrow(rows, False).to_pandas())
     hr.write(df, str(path), {**OPTIONS, "hoodie.table.name": "sparkstream"})
     assert _cached_rdds(spark_session) == cached

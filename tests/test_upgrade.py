@@ -13,41 +13,35 @@ from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.storage import LocalStorage
 from hoodie_ray.timeline.instant import Action, Instant, State
 from hoodie_ray.timeline.timeline import ActiveTimeline
-from tests.write.model import OPTIONS, TableModel, Workload, hudi_rs_snapshot, to_arrow
+from tests.write.model import (
+    OPTIONS,
+    TableModel,
+    Workload,
+    hudi_rs_snapshot,
+    model_options,
+    to_arrow,
+)
 from tests.write.test_commit_failures import snapshot_files
-
-
-def _upserts(wl, n):
-    rows: list[dict] = []
-    while len(rows) < n:
-        kind, more = wl.next_commit()
-        if kind == "upsert":
-            rows += more
-    return rows
 
 
 def test_upgrade_then_write_in_version_8(tmp_path):
     path = tmp_path / "t"
-    opts = {**OPTIONS, "compaction.delta_commits": "3"}
+    opts = model_options({"compaction.delta_commits": "3"})
     model, wl = TableModel(), Workload(seed=12)
     for i in range(5):
-        rows = [wl._row(k) for k in wl.keys[:30]] if i == 0 else _upserts(wl, 12)
-        HoodieWriteClient(str(path), opts).write(to_arrow(rows, True))
-        model.upsert(rows)
-    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+        rows = wl.rows_for(wl.keys[:30]) if i == 0 else wl.upserts(12)
+        model.write(path, opts, "upsert", rows)
+    model.assert_hudi_rs_reads(path)
     assert hr.upgrade(str(path)) == 8
     cfg = HoodieTableConfig.load(LocalStorage(str(path)))
     assert (cfg.table_version, cfg.timeline_layout_version) == (8, 2)
     assert cfg.props["hoodie.table.initial.version"] == "6"
     assert not list((path / ".hoodie").glob("*.deltacommit"))
-    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+    model.assert_hudi_rs_reads(path)
     for i in range(6):  # written in version 8 now (logs named by their delta commit)
-        rows = _upserts(wl, 12)
-        HoodieWriteClient(str(path), opts).write(to_arrow(rows, True))
-        model.upsert(rows)
-        assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), (
-            f"commit {i} after upgrade"
-        )
+        rows = wl.upserts(12)
+        model.write(path, opts, "upsert", rows)
+        model.assert_hudi_rs_reads(path, f"commit {i} after upgrade")
     assert HoodieTableConfig.load(LocalStorage(str(path))).table_version == 8
     assert hr.upgrade(str(path)) == 8  # idempotent
 
@@ -55,7 +49,7 @@ def test_upgrade_then_write_in_version_8(tmp_path):
 def test_upgrade_refuses_pending_instants_and_changes_nothing(tmp_path):
     path = tmp_path / "t"
     wl = Workload(seed=1)
-    HoodieWriteClient(str(path), OPTIONS).write(to_arrow([wl._row(k) for k in wl.keys[:10]], True))
+    HoodieWriteClient(str(path), OPTIONS).write(to_arrow(wl.rows_for(wl.keys[:10]), True))
     tl = ActiveTimeline(LocalStorage(str(path)), 1)
     tl.create_requested(Instant("20990101000000000", Action.DELTA_COMMIT, State.REQUESTED))
     before = snapshot_files(path)
@@ -72,16 +66,16 @@ def test_upgrade_refuses_pending_instants_and_changes_nothing(tmp_path):
 @pytest.mark.parametrize("version", ["7", "10"])
 def test_unsupported_write_versions(tmp_path, version):
     with pytest.raises(hr.HoodieOptionError, match="hoodie.write.table.version"):
-        HoodieWriteClient(
-            str(tmp_path / "t"), {**OPTIONS, "hoodie.write.table.version": version}
-        ).write(to_arrow([Workload(1)._row("a")], True))
+        HoodieWriteClient(str(tmp_path / "t"), model_options(version=version)).write(
+            to_arrow([Workload(1)._row("a")], True)
+        )
     assert not (tmp_path / "t").exists()
 
 
 def test_existing_table_keeps_its_version(tmp_path):
     path = tmp_path / "t"
     HoodieWriteClient(str(path), OPTIONS).write(to_arrow([Workload(1)._row("a")], True))
-    HoodieWriteClient(str(path), {**OPTIONS, "hoodie.write.table.version": "8"}).write(
+    HoodieWriteClient(str(path), model_options(version="8")).write(
         to_arrow([Workload(2)._row("b")], True)
     )
     assert (
@@ -98,19 +92,15 @@ def test_existing_table_keeps_its_version(tmp_path):
 )
 def test_upgrade_to_version_9_then_write(tmp_path, from_version, table_type):
     path = tmp_path / "t"
-    opts = {
-        **OPTIONS,
-        "table.type": table_type,
-        "hoodie.write.table.version": from_version,
-        "compaction.delta_commits": "3",
-    }
+    opts = model_options(
+        {"compaction.delta_commits": "3"}, table_type=table_type, version=from_version
+    )
     model, wl = TableModel(), Workload(seed=19)
     for i in range(5):
-        rows = [wl._row(k) for k in wl.keys[:30]] if i == 0 else _upserts(wl, 12)
-        HoodieWriteClient(str(path), opts).write(to_arrow(rows, True))
-        model.upsert(rows)
+        rows = wl.rows_for(wl.keys[:30]) if i == 0 else wl.upserts(12)
+        model.write(path, opts, "upsert", rows)
     before_props = HoodieTableConfig.load(LocalStorage(str(path))).props
-    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+    model.assert_hudi_rs_reads(path)
     assert hr.upgrade(str(path), to_version=9) == 9
     props = dict(HoodieTableConfig.load(LocalStorage(str(path))).props)
     assert props["hoodie.table.version"] == "9"
@@ -140,14 +130,11 @@ def test_upgrade_to_version_9_then_write(tmp_path, from_version, table_type):
     assert {k: props[k] for k in untouched} == {k: before_props[k] for k in untouched}
     assert not list((path / ".hoodie").glob("*.deltacommit"))
     assert not list((path / ".hoodie").glob("*.commit"))
-    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+    model.assert_hudi_rs_reads(path)
     for i in range(6):  # written in version 9 now; compactions and cleans run on
-        rows = _upserts(wl, 12)
-        HoodieWriteClient(str(path), opts).write(to_arrow(rows, True))
-        model.upsert(rows)
-        assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), (
-            f"commit {i} after upgrade"
-        )
+        rows = wl.upserts(12)
+        model.write(path, opts, "upsert", rows)
+        model.assert_hudi_rs_reads(path, f"commit {i} after upgrade")
     assert HoodieTableConfig.load(LocalStorage(str(path))).table_version == 9
     assert hr.upgrade(str(path), to_version=9) == 9  # idempotent
     with pytest.raises(hr.HoodieUnsupportedError, match="downgrade"):
@@ -158,7 +145,7 @@ def test_upgrade_to_version_9_refuses_a_complex_key_with_one_field(tmp_path):
     """Java refuses it too (HUDI-7001: such keys may lack the 'field:' prefix v9 needs)."""
     path = tmp_path / "t"
     HoodieWriteClient(
-        str(path), {**OPTIONS, "hoodie.datasource.write.keygenerator.type": "COMPLEX"}
+        str(path), model_options({"hoodie.datasource.write.keygenerator.type": "COMPLEX"})
     ).write(to_arrow([Workload(1)._row("a")], True))
     before = snapshot_files(path)
     with pytest.raises(hr.HoodieUnsupportedError, match="HUDI-7001"):
@@ -170,8 +157,8 @@ def test_cli_upgrade_to_version_9(tmp_path, capsys):
     from hoodie_ray.cli import main
 
     path = tmp_path / "t"
-    HoodieWriteClient(str(path), {**OPTIONS, "hoodie.write.table.version": "8"}).write(
-        to_arrow([Workload(1)._row(k) for k in ("a", "b")], True)
+    HoodieWriteClient(str(path), model_options(version="8")).write(
+        to_arrow(Workload(1).rows_for(("a", "b")), True)
     )
     before = hudi_rs_snapshot(path).to_pylist()
     capsys.readouterr()

@@ -351,8 +351,7 @@ def test_tables_written_through_the_kernels_read_back_with_hudi_rs(tmp_path, mon
     in-batch duplicates and _hoodie_is_deleted deletes): hudi-rs reads exactly the model after
     every commit, and hoodie_ray's reader (the compiled decoder) reads the same."""
     import hoodie_ray as hr
-    from hoodie_ray.job.client import HoodieWriteClient
-    from tests.write.model import OPTIONS, TableModel, Workload, hudi_rs_snapshot, to_arrow
+    from tests.write.model import OPTIONS, TableModel, Workload, hudi_rs_snapshot
 
     calls = {"encode": 0, "decode": 0}
     real_encode, real_walk = kernel.encode_flat_records, kernel.walk_flat_records
@@ -379,8 +378,7 @@ def test_tables_written_through_the_kernels_read_back_with_hudi_rs(tmp_path, mon
                 r["_hoodie_is_deleted"] = True
             rows.append(r)
         rows.append(dict(rows[0], ts=rows[0]["ts"] + 1, v=7))
-        HoodieWriteClient(str(path), options).write(to_arrow(rows, True))
-        model.upsert(rows)
+        model.write(path, options, "upsert", rows)
         want = model.as_table().to_pylist()
         assert hudi_rs_snapshot(path).to_pylist() == want, f"commit {i}"
         got = hr.read(str(path), columns=list(model.as_table().column_names))

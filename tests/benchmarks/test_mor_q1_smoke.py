@@ -265,10 +265,18 @@ def test_report_withholds_figures_of_a_wrong_table(tmp_path: Path) -> None:
     assert "figures withheld" in text and "parquet floor" not in text
 
 
+def _run_main(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dict, str]:
+    """``main(argv)``: its exit code, its last stdout line (the JSON report) and its stdout."""
+    rc = main(argv)
+    out_text = capsys.readouterr().out
+    return rc, json.loads(out_text.strip().splitlines()[-1]), out_text
+
+
 def test_main_without_hoodie_prints_json_last(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rc = main(
+    rc, out, _ = _run_main(
+        capsys,
         [
             "--quick",
             "--scale",
@@ -278,11 +286,9 @@ def test_main_without_hoodie_prints_json_last(
             "--json",
             "--workdir",
             str(tmp_path / "wd"),
-        ]
+        ],
     )
     assert rc == 1
-    last = capsys.readouterr().out.strip().splitlines()[-1]
-    out = json.loads(last)
     assert set(JSON_KEYS) <= set(out)
     assert out["gate"] == "fail" and out["K"] == 400 and out["N"] == 1200
     assert out["shape"] == "q1" and out["cores"] and out["date"]
@@ -304,7 +310,8 @@ def test_end_to_end_tiny_hoodie_ray_ingest_passes_the_gate(
     single-process and Ray ingest (parquet log blocks), snapshot reads, compaction, and the
     hudi-rs gate. Checks correctness and the report's shape only, never a timing."""
     pytest.importorskip("hudi")
-    rc = main(
+    rc, last, out_text = _run_main(
+        capsys,
         [
             "--quick",
             "--scale",
@@ -323,10 +330,8 @@ def test_end_to_end_tiny_hoodie_ray_ingest_passes_the_gate(
             "--keep",
             "--workdir",
             str(tmp_path / "wd"),
-        ]
+        ],
     )
-    out_text = capsys.readouterr().out
-    last = json.loads(out_text.strip().splitlines()[-1])
     assert rc == 0, last.get("gate_reason")
     assert last["gate"] == "pass", last["gate_reason"]
     assert last["hoodie_ray"] == "ran" and last["N"] == 1200
@@ -548,9 +553,9 @@ def test_scale_variant_end_to_end_without_actors(
     monkeypatch.setattr(mor_q1, "_init_ray", lambda: (0.0, False))
     monkeypatch.setattr(mor_q1, "wait_for_ray_idle", lambda: 0.0)  # no Ray workers of ours
     argv = ["--variant", "scale", "--scale", "0.0001", "--skip-peers", "--json"]
-    rc = main([*argv, "--batch-rows", "500", "--workdir", str(tmp_path / "wd")])
-    out_text = capsys.readouterr().out
-    last = json.loads(out_text.strip().splitlines()[-1])
+    rc, last, out_text = _run_main(
+        capsys, [*argv, "--batch-rows", "500", "--workdir", str(tmp_path / "wd")]
+    )
     assert rc == 0, last.get("gate_reason")
     assert last["gate"] == "pass" and last["variant"] == "scale"
     assert (last["K"], last["K_reference"], last["N"], last["K_final"]) == (2000, 200, 800, 2264)
@@ -576,8 +581,7 @@ def test_scale_variant_end_to_end_without_actors(
 
     monkeypatch.setattr(fake, "HoodieStreamWriter", type("Lossy", (_ClientWriter,), {}))
     monkeypatch.setattr(fake.HoodieStreamWriter, "checkpoint", lossy)
-    rc = main([*argv, "--workdir", str(tmp_path / "wd2")])
-    last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    rc, last, _ = _run_main(capsys, [*argv, "--workdir", str(tmp_path / "wd2")])
     assert rc == 1 and last["gate"] == "fail" and last["scale_rate_ratio"] is None
     assert "keys missing" in last["gate_reason"] and "tables" not in last
 
@@ -591,7 +595,8 @@ def test_end_to_end_tiny_scale_variant(
     25 s: slow): bulk insert job, upsert job, restarted job, both tables through the streaming
     hudi-rs gate; the figures exist (their values are not checked)."""
     pytest.importorskip("hudi")
-    rc = main(
+    rc, last, out_text = _run_main(
+        capsys,
         [
             "--variant",
             "scale",
@@ -603,10 +608,8 @@ def test_end_to_end_tiny_scale_variant(
             "500",
             "--workdir",
             str(tmp_path / "wd"),
-        ]
+        ],
     )
-    out_text = capsys.readouterr().out
-    last = json.loads(out_text.strip().splitlines()[-1])
     assert rc == 0, last.get("gate_reason")
     assert last["gate"] == "pass" and last["variant"] == "scale"
     assert (last["K"], last["K_reference"], last["N"]) == (2000, 200, 800)

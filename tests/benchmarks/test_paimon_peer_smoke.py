@@ -108,11 +108,17 @@ def test_bad_arguments_are_reported(tmp_path: Path) -> None:
     assert r["gate"] == "fail" and "writers" in r["error"]
 
 
-@pytest.mark.slow
-def test_peer_writes_and_reads_back(tmp_path: Path) -> None:
+@pytest.fixture
+def paimon_python() -> Path:
+    """The pypaimon venv's python (made on first use); skips where it cannot be made."""
     python = ensure_paimon_venv()
     if python is None:
         pytest.skip("the pypaimon venv cannot be made here (offline?); see the log")
+    return python
+
+
+@pytest.mark.slow
+def test_peer_writes_and_reads_back(tmp_path: Path, paimon_python: Path) -> None:
     files = write_q1_commits(3000, 2, tmp_path / "input")
     r = run_paimon_peer(files, tmp_path / "peer", writers=1, buckets=2, timeout_s=600)
     assert r["error"] is None, r
@@ -124,17 +130,14 @@ def test_peer_writes_and_reads_back(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_timeout_kills_the_child_and_its_ray(tmp_path: Path) -> None:
+def test_timeout_kills_the_child_and_its_ray(tmp_path: Path, paimon_python: Path) -> None:
     import psutil
 
-    python = ensure_paimon_venv()
-    if python is None:
-        pytest.skip("the pypaimon venv cannot be made here (offline?); see the log")
     # six commits take well over 10 s (each starts Ray Data shuffle actors): killed mid-run,
     # with the child's Ray node up
     files = write_q1_commits(18_000, 6, tmp_path / "input")
     workdir = (tmp_path / "peer").resolve()
-    r = run_paimon_peer(files, workdir, writers=1, buckets=1, timeout_s=10, python=python)
+    r = run_paimon_peer(files, workdir, writers=1, buckets=1, timeout_s=10, python=paimon_python)
     assert r["gate"] == "fail" and "timed out" in r["error"]
     # the child and the Ray processes it started ran in workdir: none is left
     left = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import fastavro
+import pyarrow as pa
 import pytest
 
 import hoodie_ray as hr
@@ -13,18 +14,29 @@ from hoodie_ray.compaction.api import CompactionService
 from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.timeline.instant import Action
 from tests.conftest import hudi_rs_read
-from tests.write.model import OPTIONS, TableModel, Workload, hudi_rs_snapshot, to_arrow
+from tests.write.model import TableModel, Workload, hudi_rs_snapshot, model_options, to_arrow
 
-COMPACT_OPTS = {**OPTIONS, "compaction.delta_commits": "3", "clean.retain_commits": "4"}
+COMPACT_OPTS = model_options({"compaction.delta_commits": "3", "clean.retain_commits": "4"})
 
 
-def _upserts(wl: Workload, n: int) -> list[dict]:
-    rows: list[dict] = []
-    while len(rows) < n:
-        kind, more = wl.next_commit()
-        if kind == "upsert":
-            rows += more
-    return rows
+#: The writers plan no compaction: the tests plan and run it themselves.
+NO_SCHEDULE = model_options({"compaction.schedule.enabled": "false"})
+#: Compaction on one compactor actor beside the stream writer (one assigner).
+ASYNC_COMPACTION = {
+    "write.bucket_assign.tasks": "1",
+    "compaction.async.enabled": "true",
+    "compaction.tasks": "1",
+}
+
+
+def _table_to_compact(path, seed: int, commits: int = 1, rows: int = 30) -> pa.Table:
+    """Every key of a workload written, then ``commits`` upserts of ``rows`` rows, with no
+    compaction planned; returns the snapshot hudi-rs reads."""
+    wl = Workload(seed=seed)
+    HoodieWriteClient(str(path), NO_SCHEDULE).write(to_arrow(wl.rows_for(wl.keys), True))
+    for _ in range(commits):
+        HoodieWriteClient(str(path), NO_SCHEDULE).write(to_arrow(wl.upserts(rows), True))
+    return hudi_rs_snapshot(path)
 
 
 def _compactions(path) -> list[str]:
@@ -40,10 +52,9 @@ def test_inline_compaction_keeps_the_model(tmp_path):
     path = tmp_path / "t"
     model, wl = TableModel(), Workload(seed=21)
     for i in range(10):
-        rows = [wl._row(k) for k in wl.keys[:30]] if i == 0 else _upserts(wl, 15)
-        HoodieWriteClient(str(path), COMPACT_OPTS).write(to_arrow(rows, True))
-        model.upsert(rows)
-        assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), f"commit {i}"
+        rows = wl.rows_for(wl.keys[:30]) if i == 0 else wl.upserts(15)
+        model.write(path, COMPACT_OPTS, "upsert", rows)
+        model.assert_hudi_rs_reads(path, f"commit {i}")
     done = _compactions(path)
     assert len(done) >= 2
     # the plan is Avro with the field names of Hudi's HoodieCompactionPlan
@@ -70,12 +81,7 @@ def test_inline_compaction_keeps_the_model(tmp_path):
 
 def test_offline_compact_then_read_optimized_equals_snapshot(tmp_path):
     path = tmp_path / "t"
-    opts = {**OPTIONS, "compaction.schedule.enabled": "false"}
-    wl = Workload(seed=4)
-    HoodieWriteClient(str(path), opts).write(to_arrow([wl._row(k) for k in wl.keys], True))
-    for _ in range(3):
-        HoodieWriteClient(str(path), opts).write(to_arrow(_upserts(wl, 20), True))
-    before = hudi_rs_snapshot(path)
+    before = _table_to_compact(path, seed=4, commits=3, rows=20)
     instant = compact(str(path)).instant
     assert instant is not None
     after = hudi_rs_snapshot(path)
@@ -87,11 +93,7 @@ def test_offline_compact_then_read_optimized_equals_snapshot(tmp_path):
 
 def test_failed_compaction_rolls_back_and_retries(tmp_path, monkeypatch):
     path = tmp_path / "t"
-    opts = {**OPTIONS, "compaction.schedule.enabled": "false"}
-    wl = Workload(seed=8)
-    HoodieWriteClient(str(path), opts).write(to_arrow([wl._row(k) for k in wl.keys], True))
-    HoodieWriteClient(str(path), opts).write(to_arrow(_upserts(wl, 30), True))
-    before = hudi_rs_snapshot(path).to_pylist()
+    before = _table_to_compact(path, seed=8).to_pylist()
     import hoodie_ray.compaction.api as api
 
     calls = {"n": 0}
@@ -121,11 +123,7 @@ def test_compacted_base_file_columns_and_file_names(tmp_path):
     from hoodie_ray.meta import META_FIELDS
 
     path = tmp_path / "t"
-    opts = {**OPTIONS, "compaction.schedule.enabled": "false"}
-    wl = Workload(seed=5)
-    HoodieWriteClient(str(path), opts).write(to_arrow([wl._row(k) for k in wl.keys], True))
-    HoodieWriteClient(str(path), opts).write(to_arrow(_upserts(wl, 30), True))
-    before = hudi_rs_snapshot(path).to_pylist()
+    before = _table_to_compact(path, seed=5).to_pylist()
     instant = compact(str(path)).instant
     assert instant is not None
     written = [p for p in path.rglob(f"*_{instant}.parquet") if ".hoodie" not in p.parts]
@@ -144,11 +142,7 @@ def test_compaction_failing_while_writing_leaves_nothing(tmp_path, monkeypatch):
     import hoodie_ray.compaction.execute as execute
 
     path = tmp_path / "t"
-    opts = {**OPTIONS, "compaction.schedule.enabled": "false"}
-    wl = Workload(seed=6)
-    HoodieWriteClient(str(path), opts).write(to_arrow([wl._row(k) for k in wl.keys], True))
-    HoodieWriteClient(str(path), opts).write(to_arrow(_upserts(wl, 30), True))
-    before = hudi_rs_snapshot(path).to_pylist()
+    before = _table_to_compact(path, seed=6).to_pylist()
     real = execute.iter_file_slice
 
     def failing(*args, **kwargs):
@@ -169,10 +163,10 @@ def test_compaction_failing_while_writing_leaves_nothing(tmp_path, monkeypatch):
 
 def test_clean_keeps_retained_slices_and_time_travel(tmp_path):
     path = tmp_path / "t"
-    opts = {**OPTIONS, "compaction.delta_commits": "2", "clean.retain_commits": "3"}
+    opts = model_options({"compaction.delta_commits": "2", "clean.retain_commits": "3"})
     wl = Workload(seed=2)
     for i in range(9):
-        rows = [wl._row(k) for k in wl.keys[:20]] if i == 0 else _upserts(wl, 10)
+        rows = wl.rows_for(wl.keys[:20]) if i == 0 else wl.upserts(10)
         HoodieWriteClient(str(path), opts).write(to_arrow(rows, True))
     t = hr.HoodieTable.load(str(path))
     cleans = [i for i in t.timeline if i.action == "clean"]
@@ -196,15 +190,9 @@ def test_clean_keeps_retained_slices_and_time_travel(tmp_path):
 @pytest.mark.parametrize("version", [pytest.param("6", marks=pytest.mark.slow), "8"])
 def test_async_compaction_readers_always_see_the_model(ray_session, tmp_path, version):
     path = tmp_path / "t"
-    opts = {
-        **OPTIONS,
-        "hoodie.write.table.version": version,
-        "write.tasks": "2",
-        "write.bucket_assign.tasks": "1",
-        "compaction.async.enabled": "true",
-        "compaction.delta_commits": "3",
-        "compaction.tasks": "1",
-    }
+    opts = model_options(
+        ASYNC_COMPACTION, {"write.tasks": "2", "compaction.delta_commits": "3"}, version=version
+    )
     model, wl = TableModel(), Workload(seed=30)
     states: list[list[dict]] = []
     stop = threading.Event()
@@ -223,7 +211,7 @@ def test_async_compaction_readers_always_see_the_model(ray_session, tmp_path, ve
     reader = None
     with hr.HoodieStreamWriter(str(path), opts) as w:
         for i in range(30):
-            rows = [wl._row(k) for k in wl.keys[:30]] if i == 0 else _upserts(wl, 10)
+            rows = wl.rows_for(wl.keys[:30]) if i == 0 else wl.upserts(10)
             w.write(to_arrow(rows, True))
             model.upsert(rows)
             states.append(model.as_table().to_pylist())
@@ -248,19 +236,12 @@ def test_killed_compactor_is_rolled_back_and_retried(ray_session, tmp_path):
     import ray
 
     path = tmp_path / "t"
-    opts = {
-        **OPTIONS,
-        "write.tasks": "1",
-        "write.bucket_assign.tasks": "1",
-        "compaction.async.enabled": "true",
-        "compaction.delta_commits": "2",
-        "compaction.tasks": "1",
-    }
+    opts = model_options(ASYNC_COMPACTION, {"write.tasks": "1", "compaction.delta_commits": "2"})
     model, wl = TableModel(), Workload(seed=31)
     killed = 0
     with hr.HoodieStreamWriter(str(path), opts) as w:
         for i in range(12):
-            rows = [wl._row(k) for k in wl.keys[:30]] if i == 0 else _upserts(wl, 10)
+            rows = wl.rows_for(wl.keys[:30]) if i == 0 else wl.upserts(10)
             w.write(to_arrow(rows, True))
             model.upsert(rows)
             w.checkpoint()
@@ -272,9 +253,7 @@ def test_killed_compactor_is_rolled_back_and_retried(ray_session, tmp_path):
                     killed += 1
                 except ValueError:
                     pass  # already finished
-            assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), (
-                f"checkpoint {i}"
-            )
+            model.assert_hudi_rs_reads(path, f"checkpoint {i}")
     assert killed >= 1
-    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+    model.assert_hudi_rs_reads(path)
     assert len(_compactions(path)) >= 1

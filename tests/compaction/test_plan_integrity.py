@@ -151,7 +151,10 @@ def test_changed_file_id_is_refused(scene: Scene) -> None:
     _refused(scene, f"partition {op.partition_path!r}", bad, "no file group")
 
 
-def test_swapped_base_files_are_refused(scene: Scene) -> None:
+def _swap_base_files(
+    scene: Scene,
+) -> tuple[HoodieCompactionOperation, HoodieCompactionOperation]:
+    """Damage the plan: two operations of one partition trade base files; returns the two."""
     a, b = scene.ops_of_one_partition()[:2]
 
     def damage(ops: list[HoodieCompactionOperation]) -> None:
@@ -160,6 +163,11 @@ def test_swapped_base_files_are_refused(scene: Scene) -> None:
         oa.data_file_path, ob.data_file_path = ob.data_file_path, oa.data_file_path
 
     scene.damage(damage)
+    return a, b
+
+
+def test_swapped_base_files_are_refused(scene: Scene) -> None:
+    a, b = _swap_base_files(scene)
     _refused(
         scene, f"partition {a.partition_path!r}", a.file_id, "base file", str(b.data_file_path)
     )
@@ -233,14 +241,7 @@ def test_operation_listed_twice_is_refused(scene: Scene) -> None:
 
 def test_writer_refuses_a_corrupt_plan_it_would_run(scene: Scene) -> None:
     """The inline path (a write that runs the pending plan after its commit) refuses too."""
-    a, b = scene.ops_of_one_partition()[:2]
-
-    def damage(ops: list[HoodieCompactionOperation]) -> None:
-        oa = next(o for o in ops if o.file_id == a.file_id)
-        ob = next(o for o in ops if o.file_id == b.file_id)
-        oa.data_file_path, ob.data_file_path = ob.data_file_path, oa.data_file_path
-
-    scene.damage(damage)
+    a, _ = _swap_base_files(scene)
     opts = {**scene.opts, "compaction.schedule.enabled": "true"}
     with pytest.raises(hr.HoodieCorruptedDataError, match=re.escape(a.file_id)):
         HoodieWriteClient(str(scene.path), opts).write(_rows(3, range(0, 10)))

@@ -13,13 +13,12 @@ from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.archive import ArchivedLogTimeline, LSMTimeline
 from hoodie_ray.timeline.instant import Action
 from tests.write.model import (
-    OPTIONS,
     SCHEMA,
-    SMALL_FILES,
     TableModel,
     Workload,
     hudi_rs_snapshot,
     keys_table,
+    model_options,
     to_arrow,
 )
 
@@ -47,7 +46,7 @@ def _write_commits(path: str, opts: dict, n: int, seed: int = 3) -> tuple[TableM
     for i in range(n):
         kind, rows = wl.next_commit()
         if i == 0 or kind == "insert":
-            rows = [wl._row(k) for k in wl.keys[:20]] if i == 0 else rows
+            rows = wl.rows_for(wl.keys[:20]) if i == 0 else rows
             kind = "upsert"
         if kind == "delete":
             res = HoodieWriteClient(path, {**opts, "write.operation": "delete"}).write(
@@ -74,13 +73,7 @@ def _write_commits(path: str, opts: dict, n: int, seed: int = 3) -> tuple[TableM
 )
 def test_archival_keeps_the_timeline_bounded_and_the_table_readable(tmp_path, table_type, version):
     path = str(tmp_path / "t")
-    opts = {
-        **OPTIONS,
-        **SMALL_FILES,
-        **ARCHIVE_OPTIONS,
-        "table.type": table_type,
-        "hoodie.write.table.version": version,
-    }
+    opts = model_options(ARCHIVE_OPTIONS, small_files=True, table_type=table_type, version=version)
     model, instants = _write_commits(path, opts, 40)
     table = HoodieTable.load(path)
     commits = table.commits()
@@ -117,15 +110,12 @@ def test_archival_keeps_the_timeline_bounded_and_the_table_readable(tmp_path, ta
 
 def test_lsm_history_layers_merge_and_old_files_are_cleaned(tmp_path):
     path = str(tmp_path / "t")
-    opts = {
-        **OPTIONS,
-        **ARCHIVE_OPTIONS,
-        "table.type": "MERGE_ON_READ",
-        "hoodie.write.table.version": "8",
-        "archive.min_commits": "4",
-        "archive.max_commits": "5",
-        "clean.retain_commits": "2",
-    }
+    opts = model_options(
+        ARCHIVE_OPTIONS,
+        {"archive.min_commits": "4", "archive.max_commits": "5", "clean.retain_commits": "2"},
+        table_type="MERGE_ON_READ",
+        version="8",
+    )
     model, _ = _write_commits(path, opts, 60, seed=11)
     table = HoodieTable.load(path)
     lsm = table.archived_timeline

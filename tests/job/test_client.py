@@ -8,15 +8,7 @@ import pytest
 
 from hoodie_ray.exceptions import HoodieError
 from hoodie_ray.job.client import HoodieWriteClient
-from tests.write.model import (
-    OPTIONS,
-    SMALL_FILES,
-    TableModel,
-    Workload,
-    hudi_rs_snapshot,
-    keys_table,
-    to_arrow,
-)
+from tests.write.model import OPTIONS, TableModel, Workload, model_options, to_arrow
 
 
 @pytest.mark.parametrize(
@@ -28,45 +20,31 @@ def test_one_client_many_writes_with_other_writers_between(tmp_path, table_type,
     reads the model after every commit; the client reuses its index only when nobody else
     wrote since its last commit."""
     path = str(tmp_path / "t")
-    opts = {
-        **OPTIONS,
-        "table.type": table_type,
-        "hoodie.write.table.version": version,
-        **SMALL_FILES,
-        "compaction.delta_commits": "3",
-        "clean.retain_commits": "2",
-    }
+    opts = model_options(
+        {"compaction.delta_commits": "3", "clean.retain_commits": "2"},
+        table_type=table_type,
+        version=version,
+        small_files=True,
+    )
     client = HoodieWriteClient(path, opts)
     model, wl, rnd = TableModel(), Workload(31), random.Random(5)
     reused = rebuilt = 0
     for i in range(18):
         kind, rows = wl.next_commit()
         if i == 0:
-            kind, rows = "upsert", [wl._row(k) for k in wl.keys[:30]]
+            kind, rows = "upsert", wl.rows_for(wl.keys[:30])
         other = kind in ("delete", "insert") and rnd.random() < 0.7
         if not other:
             kind = "upsert"
             rows = [r if "p" in r else wl._row(r["key"]) for r in rows]
-        if kind == "delete":
-            HoodieWriteClient(path, {**opts, "write.operation": "delete"}).write(keys_table(rows))
-            model.delete_keys([r["key"] for r in rows])
-        elif kind == "insert":
-            HoodieWriteClient(path, {**opts, "write.operation": "insert"}).write(
-                to_arrow(rows, False)
-            )
-            model.insert_new(rows)
-        else:
-            before = client._assigner
-            client.write(to_arrow(rows, True))
-            model.upsert(rows)
-            if before is not None:
-                if client._assigner is before:
-                    reused += 1
-                else:
-                    rebuilt += 1
-        assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), (
-            f"commit {i} ({kind}) differs"
-        )
+        before = client._assigner if kind == "upsert" else None
+        model.write(path, opts, kind, rows, client)  # an upsert through ``client``
+        if before is not None:
+            if client._assigner is before:
+                reused += 1
+            else:
+                rebuilt += 1
+        model.assert_hudi_rs_reads(path, f"commit {i} ({kind}) differs")
     assert reused >= 3 and rebuilt >= 1, (reused, rebuilt)
 
 
@@ -79,7 +57,7 @@ def test_a_failed_write_drops_the_kept_index(tmp_path, monkeypatch):
     path = str(tmp_path / "t")
     client = HoodieWriteClient(path, OPTIONS)
     model, wl = TableModel(), Workload(3)
-    first = [wl._row(k) for k in wl.keys[:20]]
+    first = wl.rows_for(wl.keys[:20])
     client.write(to_arrow(first, True))
     model.upsert(first)
     kept = client._assigner
@@ -98,10 +76,10 @@ def test_a_failed_write_drops_the_kept_index(tmp_path, monkeypatch):
         with pytest.raises(Boom):
             client.write(to_arrow([dict(wl._row("k001"), key="brand-new")], True))
     assert client._assigner is None
-    again = [wl._row(k) for k in wl.keys[10:40]]
+    again = wl.rows_for(wl.keys[10:40])
     client.write(to_arrow(again, True))
     model.upsert(again)
-    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+    model.assert_hudi_rs_reads(path)
 
 
 def test_bucket_count_of_a_bucket_index_table_cannot_change(tmp_path):
@@ -110,12 +88,11 @@ def test_bucket_count_of_a_bucket_index_table_cannot_change(tmp_path):
     from hoodie_ray.exceptions import HoodieOptionError
 
     path = str(tmp_path / "t")
-    opts = {**OPTIONS, "index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "2"}
+    opts = model_options({"index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "2"})
     model, wl = TableModel(), Workload(9)
     # one partition: the bucket index is per partition (a key never moves)
     rows = [dict(wl._row(k), p="a") for k in wl.keys[:40]]
-    HoodieWriteClient(path, opts).write(to_arrow(rows, True))
-    model.upsert(rows)
+    model.write(path, opts, "upsert", rows)
     props = (tmp_path / "t" / ".hoodie" / "hoodie.properties").read_text()
     assert "hoodie.bucket.index.num.buckets=2\n" in props
     before = sorted(p.name for p in (tmp_path / "t").rglob("*"))
@@ -127,21 +104,18 @@ def test_bucket_count_of_a_bucket_index_table_cannot_change(tmp_path):
             )
     assert sorted(p.name for p in (tmp_path / "t").rglob("*")) == before
     with pytest.raises(HoodieOptionError, match="index type"):
-        HoodieWriteClient(path, {**OPTIONS, "index.type": "FLINK_STATE"}).write(
+        HoodieWriteClient(path, model_options({"index.type": "FLINK_STATE"})).write(
             to_arrow(more, True)
         )
     assert sorted(p.name for p in (tmp_path / "t").rglob("*")) == before
-    HoodieWriteClient(path, opts).write(to_arrow(more, True))
-    model.upsert(more)
+    model.write(path, opts, "upsert", more)
     # Options that leave the index out write the table as the bucket table it is: new keys
     # land in their buckets, so a later bucket-index writer finds them (no duplicates).
     fresh = [dict(wl._row(k), p="a", key=f"n{i}") for i, k in enumerate(wl.keys[:20])]
-    HoodieWriteClient(path, OPTIONS).write(to_arrow(fresh, True))
-    model.upsert(fresh)
+    model.write(path, OPTIONS, "upsert", fresh)
     again = [dict(r, ts=r["ts"] + 1000, v=1) for r in fresh]
-    HoodieWriteClient(path, opts).write(to_arrow(again, True))
-    model.upsert(again)
-    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+    model.write(path, opts, "upsert", again)
+    model.assert_hudi_rs_reads(path)
     assert all(
         p.name.lstrip(".")[:8] in ("00000000", "00000001")
         for p in (tmp_path / "t" / "a").iterdir()
@@ -154,15 +128,14 @@ def test_index_bootstrap_disabled_starts_with_an_empty_index(tmp_path):
     loaded; keys this client writes are known from then on. New keys read back right."""
     path = str(tmp_path / "t")
     model, wl = TableModel(), Workload(4)
-    first = [wl._row(k) for k in wl.keys[:30]]
-    HoodieWriteClient(path, OPTIONS).write(to_arrow(first, True))
-    model.upsert(first)
-    client = HoodieWriteClient(path, {**OPTIONS, "index.bootstrap.enabled": "false"})
+    first = wl.rows_for(wl.keys[:30])
+    model.write(path, OPTIONS, "upsert", first)
+    client = HoodieWriteClient(path, model_options({"index.bootstrap.enabled": "false"}))
     fresh = [dict(wl._row(k), key=f"z{i}") for i, k in enumerate(wl.keys[:5])]
     client.write(to_arrow(fresh, True))
     model.upsert(fresh)
     assert client._assigner is not None and len(client._assigner.index) == 5
-    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+    model.assert_hudi_rs_reads(path)
     default = HoodieWriteClient(path, OPTIONS)
     default.write(to_arrow(fresh[:1], True))
     assert default._assigner is not None and len(default._assigner.index) == 35
@@ -177,20 +150,18 @@ def test_writes_clean_after_every_commit(tmp_path, version, automatic):
     from hoodie_ray.table import HoodieTable
 
     path = str(tmp_path / "t")
-    opts = {
-        **OPTIONS,
-        "table.type": "COPY_ON_WRITE",
-        "hoodie.write.table.version": version,
-        "clean.retain_commits": "2",
-        "hoodie.clean.automatic": str(automatic).lower(),
-    }
+    opts = model_options(
+        {"clean.retain_commits": "2", "hoodie.clean.automatic": str(automatic).lower()},
+        table_type="COPY_ON_WRITE",
+        version=version,
+    )
     model, wl = TableModel(), Workload(3, keys=8, partitions=("a",))
     cleans = []
     for i in range(4):
-        rows = [wl._row(k) for k in wl.keys]
+        rows = wl.rows_for(wl.keys)
         res = HoodieWriteClient(path, opts).write(to_arrow(rows, True))
         model.upsert(rows)
-        assert hudi_rs_snapshot(path).equals(model.as_table()), f"hudi-rs after commit {i}"
+        model.assert_hudi_rs_reads(path, f"hudi-rs after commit {i}")
         cleans.append(res.services.cleaned)
         groups = HoodieTable.load(path).view().all_file_groups()
         slices = max(len(g.all_slices()) for g in groups)

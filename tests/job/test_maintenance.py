@@ -16,17 +16,18 @@ from hoodie_ray.job.maintenance import schedule_compaction
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.commit import CommitProtocol
 from hoodie_ray.write.lock import WriterLock
-from tests.write.model import OPTIONS, TableModel, Workload, hudi_rs_snapshot, to_arrow
+from tests.write.model import TableModel, Workload, hudi_rs_snapshot, model_options, to_arrow
 
 #: Writers run no table service of their own: only the calls under test do.
-WRITE_OPTIONS = {
-    **OPTIONS,
-    "table.type": "MERGE_ON_READ",
-    "compaction.schedule.enabled": "false",
-    "clean.async.enabled": "false",
-    "hoodie.archive.automatic": "false",
-    "hoodie.metadata.compact.max.delta.commits": "3",
-}
+WRITE_OPTIONS = model_options(
+    {
+        "compaction.schedule.enabled": "false",
+        "clean.async.enabled": "false",
+        "hoodie.archive.automatic": "false",
+        "hoodie.metadata.compact.max.delta.commits": "3",
+    },
+    table_type="MERGE_ON_READ",
+)
 #: What the services keep, given to the calls.
 SERVICE_OPTIONS = {
     "clean.retain_commits": "2",
@@ -64,7 +65,7 @@ class _Writes:
         self.commits: list[str] = []
 
     def upsert(self, n: int) -> None:
-        rows = [self.wl._row(k) for k in self.wl.keys[:n]]
+        rows = self.wl.rows_for(self.wl.keys[:n])
         res = HoodieWriteClient(str(self.path), self.opts).write(to_arrow(rows, True))
         self.model.upsert(rows)
         assert res.instant is not None

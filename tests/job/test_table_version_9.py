@@ -21,29 +21,15 @@ from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.job.maintenance import clean
 from hoodie_ray.log_format.blocks import BlockType
 from hoodie_ray.log_format.reader import read_log_file
+from hoodie_ray.meta import META_FIELDS
 from hoodie_ray.storage import LocalStorage
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action
 from hoodie_ray.timeline.timeline import ActiveTimeline
 from hoodie_ray.write import commit as commit_mod
 from tests.conftest import extract_sample_table, hudi_rs_read
-from tests.write.model import (
-    OPTIONS,
-    SMALL_FILES,
-    TableModel,
-    Workload,
-    hudi_rs_snapshot,
-    keys_table,
-    to_arrow,
-)
+from tests.write.model import OPTIONS, SMALL_FILES, TableModel, Workload, to_arrow
 
-META = [
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-]
 V9_OPTIONS = {
     **OPTIONS,
     **SMALL_FILES,
@@ -100,7 +86,7 @@ def test_new_table_properties_are_the_keys_java_1_1_writes(tmp_path, name):
     assert java["hoodie.table.version"] == "9"
     layout = _java_v9_layout(name)
     data = hudi_rs_read(java_root)
-    data = data.drop_columns([c for c in META if c in data.column_names])
+    data = data.drop_columns([c for c in META_FIELDS if c in data.column_names])
     ours_path = tmp_path / "ours"
     HoodieWriteClient(
         str(ours_path),
@@ -169,7 +155,7 @@ def test_model_on_version_9(tmp_path, monkeypatch, table_type):
     for i in range(26):
         kind, rows = wl.next_commit()
         if i == 0:
-            kind, rows = "upsert", [wl._row(k) for k in wl.keys[:30]]
+            kind, rows = "upsert", wl.rows_for(wl.keys[:30])
         if i == 12:  # a writer dies mid-write; the next one rolls its instant back
             _fail_next_write(monkeypatch)
             with pytest.raises(Boom):
@@ -179,27 +165,13 @@ def test_model_on_version_9(tmp_path, monkeypatch, table_type):
                 i for i in HoodieTable.load(str(path)).timeline if i.state.value != "COMPLETED"
             ]
             assert failed, "the failed write should be left pending"
-            assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+            model.assert_hudi_rs_reads(path)
             continue
-        if kind == "delete":
-            HoodieWriteClient(str(path), {**opts, "write.operation": "delete"}).write(
-                keys_table(rows)
-            )
-            model.delete_keys([r["key"] for r in rows])
-        elif kind == "insert":
-            HoodieWriteClient(str(path), {**opts, "write.operation": "insert"}).write(
-                to_arrow(rows, False)
-            )
-            model.insert_new(rows)
-        else:
-            HoodieWriteClient(str(path), opts).write(to_arrow(rows, True))
-            model.upsert(rows)
-        assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), (
-            f"commit {i} ({kind}) differs"
-        )
+        model.write(path, opts, kind, rows)
+        model.assert_hudi_rs_reads(path, f"commit {i} ({kind}) differs")
         if i % 8 == 7:  # a clean on its own (COPY_ON_WRITE cleans only this way)
             clean(str(path), opts)
-            assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+            model.assert_hudi_rs_reads(path)
         timeline = HoodieTable.load(str(path)).timeline
         seen |= {x.action for x in timeline if x.state.value == "COMPLETED"}
         if failed and not rolled_back:  # the next writer rolled the failed instant back
@@ -246,7 +218,7 @@ _JAVA_NOMETA = "sample_mor_avro_v9_txns_nonpart_nometa"
 
 
 def _data_by_key(t: pa.Table) -> dict[str, dict]:
-    t = t.drop_columns([c for c in META if c in t.column_names])
+    t = t.drop_columns([c for c in META_FIELDS if c in t.column_names])
     return {r["txn_id"]: r for r in t.to_pylist()}
 
 
@@ -263,7 +235,7 @@ def test_append_upserts_deletes_compaction_clean_archival_to_java_v9_table(tmp_p
     # the table has no metadata table, and keeps none
     opts = {"compaction.schedule.enabled": "false", "hoodie.metadata.enable": "false"}
     base = hudi_rs_read(root)
-    data = base.drop_columns([c for c in META if c in base.column_names]).sort_by("txn_id")
+    data = base.drop_columns([c for c in META_FIELDS if c in base.column_names]).sort_by("txn_id")
     expected = _data_by_key(data)
     assert len(expected) == 14
 
@@ -361,7 +333,7 @@ def test_java_v9_table_with_metadata_table_is_refused_unchanged(tmp_path):
     root = extract_sample_table("sample_mor_avro_v9_txns_complex_meta", tmp_path / "java")
     before = hudi_rs_read(root).sort_by("_hoodie_record_key").to_pylist()
     data = hudi_rs_read(root)
-    data = data.drop_columns([c for c in META if c in data.column_names])
+    data = data.drop_columns([c for c in META_FIELDS if c in data.column_names])
     with pytest.raises(hr.HoodieUnsupportedError, match="metadata table"):
         HoodieWriteClient(str(root)).write(data.slice(0, 1))
     assert hudi_rs_read(root).sort_by("_hoodie_record_key").to_pylist() == before
@@ -381,9 +353,7 @@ def test_version_9_merge_settings_hoodie_ray_does_not_apply_are_refused(tmp_path
     anything is written (Java readers would merge the rows differently)."""
     path = tmp_path / "t"
     wl = Workload(seed=1)
-    HoodieWriteClient(str(path), V9_OPTIONS).write(
-        to_arrow([wl._row(k) for k in wl.keys[:5]], True)
-    )
+    HoodieWriteClient(str(path), V9_OPTIONS).write(to_arrow(wl.rows_for(wl.keys[:5]), True))
     storage = LocalStorage(str(path))
     HoodieTableConfig.load(storage).with_props(**extra).save(storage)
     instants = len(HoodieTable.load(str(path)).timeline)

@@ -15,21 +15,26 @@ from hoodie_ray.job import maintenance
 from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.metadata.layout import METADATA_TABLE_PATH, PARTITIONS_PROPERTY
 from hoodie_ray.table import HoodieTable
-from tests.write.model import (
-    OPTIONS,
-    SMALL_FILES,
-    TableModel,
-    Workload,
-    hudi_rs_snapshot,
-    keys_table,
-    to_arrow,
-)
+from tests.write.model import OPTIONS, SMALL_FILES, TableModel, Workload, model_options, to_arrow
 
 
 def _check(path: str, model: TableModel, step: str) -> None:
     diffs = maintenance.validate_metadata(path)
     assert not diffs, f"{step}: " + "; ".join(map(str, diffs))
-    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), f"{step} differs"
+    model.assert_hudi_rs_reads(path, f"{step} differs")
+
+
+def _random_commits(
+    path: str, opts: dict, client: HoodieWriteClient, model: TableModel, wl: Workload, n: int
+) -> list[dict]:
+    """``n`` workload commits, each checked: deletes by key, the others upserted through
+    ``client``. Returns the rows of the last one."""
+    rows: list[dict] = []
+    for i in range(n):
+        kind, rows = wl.next_commit()
+        model.write(path, opts, "delete" if kind == "delete" else "upsert", rows, client)
+        _check(path, model, f"commit {i} ({kind})")
+    return rows
 
 
 def _listing_through_mdt(path: str) -> bool:
@@ -46,36 +51,28 @@ def test_every_action_keeps_the_metadata_table(
     compaction, clean and archival: after each commit hudi-rs equals the model and the
     validator finds nothing."""
     path = str(tmp_path / "t")
-    opts = {
-        **OPTIONS,
-        "table.type": table_type,
-        "hoodie.write.table.version": version,
-        "hoodie.keep.min.commits": "3",
-        "hoodie.keep.max.commits": "5",
-        **SMALL_FILES,
-        "compaction.delta_commits": "3",
-        "clean.retain_commits": "2",
-        "hoodie.metadata.compact.max.delta.commits": "4",
-        "hoodie.metadata.cleaner.commits.retained": "2",
-    }
+    opts = model_options(
+        {
+            "hoodie.keep.min.commits": "3",
+            "hoodie.keep.max.commits": "5",
+            "compaction.delta_commits": "3",
+            "clean.retain_commits": "2",
+            "hoodie.metadata.compact.max.delta.commits": "4",
+            "hoodie.metadata.cleaner.commits.retained": "2",
+        },
+        table_type=table_type,
+        version=version,
+        small_files=True,
+    )
     client = HoodieWriteClient(path, opts)
     model, wl = TableModel(), Workload(7)
-    rows = [wl._row(k) for k in wl.keys[:40]]
+    rows = wl.rows_for(wl.keys[:40])
     client.write(to_arrow(rows, True))
     model.upsert(rows)
     assert _listing_through_mdt(path)
     assert HoodieTable.load(path).config[PARTITIONS_PROPERTY] == "files"
     _check(path, model, "first commit")
-    for i in range(12):
-        kind, rows = wl.next_commit()
-        if kind == "delete":
-            HoodieWriteClient(path, {**opts, "write.operation": "delete"}).write(keys_table(rows))
-            model.delete_keys([r["key"] for r in rows])
-        else:
-            rows = [r if "p" in r else wl._row(r["key"]) for r in rows]
-            client.write(to_arrow(rows, True))
-            model.upsert(rows)
-        _check(path, model, f"commit {i} ({kind})")
+    _random_commits(path, opts, client, model, wl, 12)
     maintenance.clean(path, {"clean.retain_commits": "1"})  # beyond what writers keep (30)
     _check(path, model, "clean")
     t = HoodieTable.load(path)
@@ -99,9 +96,8 @@ def test_failed_write_is_rolled_back_in_the_metadata_table(tmp_path: Path, monke
     path = str(tmp_path / "t")
     opts = {**OPTIONS, "table.type": "MERGE_ON_READ", "hoodie.write.table.version": "8"}
     model, wl = TableModel(), Workload(3)
-    rows = [wl._row(k) for k in wl.keys[:20]]
-    HoodieWriteClient(path, opts).write(to_arrow(rows, True))
-    model.upsert(rows)
+    rows = wl.rows_for(wl.keys[:20])
+    model.write(path, opts, "upsert", rows)
 
     real = ActiveTimeline.complete
 
@@ -111,15 +107,14 @@ def test_failed_write_is_rolled_back_in_the_metadata_table(tmp_path: Path, monke
         return real(self, instant, content, completion_time)
 
     monkeypatch.setattr(ActiveTimeline, "complete", die_on_data_completion)
-    more = [wl._row(k) for k in wl.keys[20:30]]
+    more = wl.rows_for(wl.keys[20:30])
     with pytest.raises(KeyboardInterrupt):
         HoodieWriteClient(path, opts).write(to_arrow(more, True))
     monkeypatch.setattr(ActiveTimeline, "complete", real)
     mdt = HoodieTable.load(path).metadata_table
     assert len(mdt.timeline.completed()) == 3  # init, first commit, the orphan
     _check(path, model, "after the crash")  # hudi-rs and the validator skip the orphan
-    HoodieWriteClient(path, opts).write(to_arrow(more, True))
-    model.upsert(more)
+    model.write(path, opts, "upsert", more)
     _check(path, model, "after the next write")
     t = HoodieTable.load(path)
     rolled = [i for i in t.metadata_table.timeline.instants if i.action == "deltacommit"]
@@ -130,15 +125,13 @@ def test_enable_false_drops_and_init_rebuilds(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     opts = {**OPTIONS, "table.type": "MERGE_ON_READ", "hoodie.write.table.version": "8"}
     model, wl = TableModel(), Workload(5)
-    rows = [wl._row(k) for k in wl.keys[:20]]
-    HoodieWriteClient(path, {**opts, "hoodie.metadata.enable": "false"}).write(to_arrow(rows, True))
-    model.upsert(rows)
+    rows = wl.rows_for(wl.keys[:20])
+    model.write(path, {**opts, "hoodie.metadata.enable": "false"}, "upsert", rows)
     assert not (tmp_path / "t" / ".hoodie" / "metadata").exists()
     assert maintenance.init_metadata(path) == ["files"]
     _check(path, model, "after init")
-    more = [wl._row(k) for k in wl.keys[10:30]]
-    HoodieWriteClient(path, opts).write(to_arrow(more, True))
-    model.upsert(more)
+    more = wl.rows_for(wl.keys[10:30])
+    model.write(path, opts, "upsert", more)
     _check(path, model, "write after init")
     HoodieWriteClient(path, {**opts, "hoodie.metadata.enable": "false"}).write(
         to_arrow(more[:3], True)
@@ -146,14 +139,14 @@ def test_enable_false_drops_and_init_rebuilds(tmp_path: Path) -> None:
     model.upsert(more[:3])
     assert not (tmp_path / "t" / ".hoodie" / "metadata").exists()
     assert PARTITIONS_PROPERTY not in HoodieTable.load(path).config
-    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+    model.assert_hudi_rs_reads(path)
 
 
 def test_validator_names_each_difference(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     opts = {**OPTIONS, "hoodie.write.table.version": "8"}
     wl = Workload(9)
-    HoodieWriteClient(path, opts).write(to_arrow([wl._row(k) for k in wl.keys[:10]], True))
+    HoodieWriteClient(path, opts).write(to_arrow(wl.rows_for(wl.keys[:10]), True))
     assert hr.validate_metadata(path) == []
     t = HoodieTable.load(path)
     part = t.latest_file_slices()[0].partition_path
@@ -176,17 +169,18 @@ def test_version_6_metadata_tables_are_refused(tmp_path: Path) -> None:
 def test_a_random_walk_matches_with_the_metadata_table(tmp_path: Path) -> None:
     """Random upserts and deletes with frequent MDT compactions (every 2 delta commits)."""
     path = str(tmp_path / "t")
-    opts = {
-        **OPTIONS,
-        "hoodie.write.table.version": "8",
-        **SMALL_FILES,
-        "hoodie.metadata.compact.max.delta.commits": "2",
-        "hoodie.metadata.cleaner.commits.retained": "1",
-    }
+    opts = model_options(
+        {
+            "hoodie.metadata.compact.max.delta.commits": "2",
+            "hoodie.metadata.cleaner.commits.retained": "1",
+        },
+        version="8",
+        small_files=True,
+    )
     model, wl, rnd = TableModel(), Workload(11), random.Random(2)
     client = HoodieWriteClient(path, opts)
     for _ in range(8):
-        rows = [wl._row(k) for k in rnd.sample(wl.keys, 15)]
+        rows = wl.rows_for(rnd.sample(wl.keys, 15))
         client.write(to_arrow(rows, True))
         model.upsert(rows)
     _check(path, model, "random walk")
@@ -201,21 +195,11 @@ def test_record_index_is_kept_and_loads_the_key_index(tmp_path: Path, monkeypatc
     path = str(tmp_path / "t")
     opts = {**OPTIONS, "hoodie.write.table.version": "8", **SMALL_FILES}
     model, wl = TableModel(), Workload(13)
-    rows = [wl._row(k) for k in wl.keys[:30]]
-    HoodieWriteClient(path, opts).write(to_arrow(rows, True))
-    model.upsert(rows)
+    rows = wl.rows_for(wl.keys[:30])
+    model.write(path, opts, "upsert", rows)
     ri = {**opts, "hoodie.metadata.record.index.enable": "true"}
     client = HoodieWriteClient(path, ri)
-    for i in range(6):
-        kind, rows = wl.next_commit()
-        if kind == "delete":
-            HoodieWriteClient(path, {**ri, "write.operation": "delete"}).write(keys_table(rows))
-            model.delete_keys([r["key"] for r in rows])
-        else:
-            rows = [r if "p" in r else wl._row(r["key"]) for r in rows]
-            client.write(to_arrow(rows, True))
-            model.upsert(rows)
-        _check(path, model, f"commit {i} ({kind})")
+    rows = _random_commits(path, ri, client, model, wl, 6)
     assert "record_index" in HoodieTable.load(path).metadata_partitions
     table = HoodieTable.load(path)
     slices = table.latest_file_slices()
@@ -252,8 +236,7 @@ def test_a_restarted_writer_loads_its_key_index_from_the_record_index(
     wl = Workload(17)
     model = TableModel()
     rows = [{**wl._row(k), "ts": None} for k in wl.keys[:30]]
-    HoodieWriteClient(path, opts).write(to_arrow(rows, True))
-    model.upsert(rows)
+    model.write(path, opts, "upsert", rows)
 
     def no_file_reads(*a, **k):  # type: ignore[no-untyped-def]
         raise AssertionError("the key index was loaded from data files")
@@ -263,8 +246,7 @@ def test_a_restarted_writer_loads_its_key_index_from_the_record_index(
         {**wl._row(k), "ts": None, "p": r["p"]}
         for k, r in zip(wl.keys[10:30], rows[10:30], strict=True)
     ]
-    HoodieWriteClient(path, opts).write(to_arrow(again, True))
-    model.upsert(again)
+    model.write(path, opts, "upsert", again)
     monkeypatch.undo()
     _check(path, model, "after the restart")
 
@@ -299,16 +281,11 @@ def test_a_crash_at_each_metadata_step_heals(tmp_path: Path, monkeypatch, where:
     import hoodie_ray.metadata_writer.writer as mw
 
     path = str(tmp_path / "t")
-    opts = {
-        **OPTIONS,
-        "hoodie.write.table.version": "8",
-        "hoodie.metadata.compact.max.delta.commits": "3",
-    }
+    opts = model_options({"hoodie.metadata.compact.max.delta.commits": "3"}, version="8")
     model, wl = TableModel(), Workload(23)
-    first = [wl._row(k) for k in wl.keys[:20]]
+    first = wl.rows_for(wl.keys[:20])
     init_opts = {**opts, "hoodie.metadata.enable": "false"} if where == "mdt_init" else opts
-    HoodieWriteClient(path, init_opts).write(to_arrow(first, True))
-    model.upsert(first)
+    model.write(path, init_opts, "upsert", first)
 
     real_complete = mw.MetadataWriter._complete
     real_compact = mw.MetadataWriter.compact
@@ -325,7 +302,7 @@ def test_a_crash_at_each_metadata_step_heals(tmp_path: Path, monkeypatch, where:
         monkeypatch.setattr(mw.MetadataWriter, "compact", compact_then_die)
     else:
         monkeypatch.setattr(mw.MetadataWriter, "_complete", killed)
-    more = [wl._row(k) for k in wl.keys[10:30]]
+    more = wl.rows_for(wl.keys[10:30])
     with pytest.raises(KeyboardInterrupt):
         HoodieWriteClient(path, opts).write(to_arrow(more, True))
     monkeypatch.setattr(mw.MetadataWriter, "_complete", real_complete)
@@ -333,9 +310,8 @@ def test_a_crash_at_each_metadata_step_heals(tmp_path: Path, monkeypatch, where:
     monkeypatch.undo()
     if where == "mdt_compaction":
         model.upsert(more)  # the data instant had completed
-    again = [wl._row(k) for k in wl.keys[25:35]]
-    HoodieWriteClient(path, opts).write(to_arrow(again, True))
-    model.upsert(again)
+    again = wl.rows_for(wl.keys[25:35])
+    model.write(path, opts, "upsert", again)
     _check(path, model, f"after a crash in {where}")
     assert not HoodieTable.load(path).metadata_table.timeline.pending()
 
@@ -345,28 +321,13 @@ def test_column_and_partition_stats_are_built_kept_and_prune_reads(tmp_path: Pat
     kept by upserts, deletes and compactions (checked against the files each time), filtered
     reads skip slices, and turning them off drops them."""
     path = str(tmp_path / "t")
-    opts = {
-        **OPTIONS,
-        "hoodie.write.table.version": "9",
-        **SMALL_FILES,
-        "compaction.delta_commits": "2",
-    }
+    opts = model_options({"compaction.delta_commits": "2"}, version="9", small_files=True)
     model, wl = TableModel(), Workload(29)
-    rows = [wl._row(k) for k in wl.keys[:30]]
-    HoodieWriteClient(path, opts).write(to_arrow(rows, True))
-    model.upsert(rows)
+    rows = wl.rows_for(wl.keys[:30])
+    model.write(path, opts, "upsert", rows)
     stats = {**opts, "hoodie.metadata.index.partition.stats.enable": "true"}
     client = HoodieWriteClient(path, stats)
-    for i in range(5):
-        kind, rows = wl.next_commit()
-        if kind == "delete":
-            HoodieWriteClient(path, {**stats, "write.operation": "delete"}).write(keys_table(rows))
-            model.delete_keys([r["key"] for r in rows])
-        else:
-            rows = [r if "p" in r else wl._row(r["key"]) for r in rows]
-            client.write(to_arrow(rows, True))
-            model.upsert(rows)
-        _check(path, model, f"commit {i} ({kind})")
+    _random_commits(path, stats, client, model, wl, 5)
     t = HoodieTable.load(path)
     assert {"column_stats", "partition_stats"} <= set(t.metadata_partitions)
     top = max(r["v"] for r in model.rows.values() if r["v"] is not None)
@@ -378,8 +339,7 @@ def test_column_and_partition_stats_are_built_kept_and_prune_reads(tmp_path: Pat
         "hoodie.metadata.index.column.stats.enable": "false",
         "hoodie.metadata.index.partition.stats.enable": "false",
     }
-    HoodieWriteClient(path, off).write(to_arrow(last, True))
-    model.upsert(last)
+    model.write(path, off, "upsert", last)
     assert not {"column_stats", "partition_stats"} & set(HoodieTable.load(path).metadata_partitions)
     _check(path, model, "statistics dropped")
 
@@ -393,16 +353,12 @@ def test_restart_with_event_time_moves_reads_only_the_groups_it_needs(
     import hoodie_ray.reader.index_bootstrap as ib
 
     path = str(tmp_path / "t")
-    opts = {
-        **OPTIONS,
-        "hoodie.write.table.version": "8",
-        **SMALL_FILES,
-        "hoodie.metadata.record.index.enable": "true",
-    }
+    opts = model_options(
+        {"hoodie.metadata.record.index.enable": "true"}, version="8", small_files=True
+    )
     model, wl = TableModel(), Workload(31, keys=150)
-    rows = [wl._row(k) for k in wl.keys]
-    HoodieWriteClient(path, opts).write(to_arrow(rows, True))
-    model.upsert(rows)
+    rows = wl.rows_for(wl.keys)
+    model.write(path, opts, "upsert", rows)
     slices = HoodieTable.load(path).latest_file_slices()
     assert len(slices) >= 4
     stored = {k: model.rows[k] for k in wl.keys[:4]}
@@ -459,16 +415,17 @@ def test_record_index_survives_compactions_that_skip_it_and_deleted_keys_coming_
     the MDT clean must keep their only slice. A key deleted and written again is indexed
     again. A non-global index cannot keep a record index."""
     path = str(tmp_path / "t")
-    opts = {
-        **OPTIONS,
-        "table.type": "MERGE_ON_READ",
-        "hoodie.write.table.version": "8",
-        "hoodie.metadata.record.index.enable": "true",
-        "hoodie.metadata.compact.max.delta.commits": "2",
-        "hoodie.metadata.cleaner.commits.retained": "1",
-    }
+    opts = model_options(
+        {
+            "hoodie.metadata.record.index.enable": "true",
+            "hoodie.metadata.compact.max.delta.commits": "2",
+            "hoodie.metadata.cleaner.commits.retained": "1",
+        },
+        table_type="MERGE_ON_READ",
+        version="8",
+    )
     model, wl = TableModel(), Workload(37)
-    rows = [wl._row(k) for k in wl.keys[:20]]
+    rows = wl.rows_for(wl.keys[:20])
     client = HoodieWriteClient(path, opts)
     client.write(to_arrow(rows, True))
     model.upsert(rows)

@@ -20,7 +20,7 @@ TOPOLOGY = {"write.tasks": "2", "write.bucket_assign.tasks": "2"}
 
 def _commits(seed: int, n: int) -> list[list[dict]]:
     wl = Workload(seed=seed)
-    out = [[wl._row(k) for k in wl.keys[:30]]]
+    out = [wl.rows_for(wl.keys[:30])]
     while len(out) < n:
         rows: list[dict] = []
         while len(rows) < 20:
@@ -86,7 +86,7 @@ def test_warm_hr_write_of_datasets_keeps_the_topology(ray_session, tmp_path):
             now = parked.writer.actor_pids()
             assert pids is None or now == pids  # one topology for every write
             pids = now
-        assert hudi_rs_snapshot(tmp_path / "t").to_pylist() == model.as_table().to_pylist()
+        model.assert_hudi_rs_reads(tmp_path / "t")
         n = len(hr.HoodieTable.load(path).timeline)
         empty = ray.data.from_arrow(to_arrow(_commits(22, 1)[0], True).slice(0, 0))
         assert hr.write(empty, path, OPTIONS).instant is None
@@ -109,7 +109,7 @@ def test_actor_killed_mid_dataset_write_loses_nothing(ray_session, tmp_path):
                 w.checkpoint()
                 continue
             checkpoint_with_kill(w, w.actors[roles[i - 1]], rng.choice(["before", "during"]), rng)
-            assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), i
+            model.assert_hudi_rs_reads(path, i)
 
 
 def test_bad_dataset_rows_fail_as_themselves(ray_session, tmp_path):
@@ -152,7 +152,7 @@ def test_a_refused_row_fails_its_checkpoint_and_the_stream_goes_on(ray_session, 
         w.write(to_arrow(second, True))
         assert w.checkpoint() is not None
         model.upsert(second)
-    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+    model.assert_hudi_rs_reads(path)
 
 
 def test_a_lazy_dataset_runs_its_tasks_beside_the_topology(ray_session, tmp_path):
@@ -174,4 +174,4 @@ def test_a_lazy_dataset_runs_its_tasks_beside_the_topology(ray_session, tmp_path
         assert w.checkpoint() is not None
     model = TableModel()
     model.upsert(rows)
-    assert hudi_rs_snapshot(tmp_path / "t").to_pylist() == model.as_table().to_pylist()
+    model.assert_hudi_rs_reads(tmp_path / "t")

@@ -15,14 +15,14 @@ def test_datasink_one_commit_per_write(ray_session, tmp_path):
     path = str(tmp_path / "t")
     model, wl = TableModel(), Workload(seed=4)
     for i in range(2):
-        rows = [wl._row(k) for k in wl.keys] if i == 0 else [wl._row(k) for k in wl.keys[::2]]
+        rows = wl.rows_for(wl.keys) if i == 0 else wl.rows_for(wl.keys[::2])
         ds = ray.data.from_arrow(to_arrow(rows, False)).repartition(3)
         sink = hr.HoodieDatasink(
             path, {**OPTIONS, "write.tasks": "2", "write.bucket_assign.tasks": "2"}
         )
         ds.write_datasink(sink)
         model.upsert(rows)
-        assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+        model.assert_hudi_rs_reads(path)
     commits = [x for x in hr.HoodieTable.load(path).timeline if x.action == "deltacommit"]
     assert len(commits) == 2 and all(x.state.value == "COMPLETED" for x in commits)
 

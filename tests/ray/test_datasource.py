@@ -6,7 +6,7 @@ import pytest
 import hoodie_ray as hr
 from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.ray.datasource import pack_slices
-from tests.write.model import OPTIONS, Workload, to_arrow
+from tests.write.model import Workload, model_options, to_arrow
 
 
 def test_pack_slices_balances_and_caps():
@@ -23,15 +23,16 @@ def test_pack_slices_balances_and_caps():
 @pytest.mark.ray
 def test_read_ray_many_slices_equals_read(ray_session, tmp_path):
     path = str(tmp_path / "t")
-    opts = {
-        **OPTIONS,
-        "hoodie.parquet.max.file.size": "4096",
-        "hoodie.copyonwrite.record.size.estimate": "200",
-        "compaction.schedule.enabled": "false",
-    }
+    opts = model_options(
+        {
+            "hoodie.parquet.max.file.size": "4096",
+            "hoodie.copyonwrite.record.size.estimate": "200",
+            "compaction.schedule.enabled": "false",
+        }
+    )
     wl = Workload(seed=1, keys=120)
-    HoodieWriteClient(path, opts).write(to_arrow([wl._row(k) for k in wl.keys], True))
-    HoodieWriteClient(path, opts).write(to_arrow([wl._row(k) for k in wl.keys[::3]], True))
+    HoodieWriteClient(path, opts).write(to_arrow(wl.rows_for(wl.keys), True))
+    HoodieWriteClient(path, opts).write(to_arrow(wl.rows_for(wl.keys[::3]), True))
     assert len(hr.HoodieTable.load(path).latest_file_slices()) >= 4
     import ray
 

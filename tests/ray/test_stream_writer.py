@@ -10,7 +10,7 @@ import pytest
 
 import hoodie_ray as hr
 from tests.fixtures_ray import checkpoint_with_kill
-from tests.write.model import OPTIONS, TableModel, Workload, hudi_rs_snapshot, to_arrow
+from tests.write.model import OPTIONS, TableModel, Workload, to_arrow
 
 pytestmark = pytest.mark.ray
 
@@ -31,12 +31,12 @@ def test_hr_write_model(ray_session, tmp_path):
     for i in range(8):
         kind, rows = wl.next_commit()
         if i == 0:
-            kind, rows = "upsert", [wl._row(k) for k in wl.keys[:30]]
+            kind, rows = "upsert", wl.rows_for(wl.keys[:30])
         if kind != "upsert":
             continue
         hr.write(to_arrow(rows, True), str(path), {**OPTIONS, **TOPOLOGY})
         model.upsert(rows)
-        assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), f"commit {i}"
+        model.assert_hudi_rs_reads(path, f"commit {i}")
     _no_pending(path)
 
 
@@ -45,7 +45,7 @@ def test_stream_writer_model_many_checkpoints(ray_session, tmp_path):
     model, wl = TableModel(), Workload(seed=5)
     with hr.HoodieStreamWriter(str(path), {**OPTIONS, **TOPOLOGY}) as w:
         for i in range(12):
-            rows = [wl._row(k) for k in wl.keys[:30]] if i == 0 else []
+            rows = wl.rows_for(wl.keys[:30]) if i == 0 else []
             while len(rows) < 20:
                 kind, more = wl.next_commit()
                 if kind == "upsert":
@@ -56,9 +56,7 @@ def test_stream_writer_model_many_checkpoints(ray_session, tmp_path):
             model.upsert(rows[: len(rows) // 2])
             model.upsert(rows[len(rows) // 2 :])
             assert w.checkpoint() is not None
-            assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), (
-                f"checkpoint {i}"
-            )
+            model.assert_hudi_rs_reads(path, f"checkpoint {i}")
         assert w.checkpoint() is None  # nothing written since
         # index_stats: each assigner's key index (every live key; deleted ones may stay)
         stats = w.index_stats()
@@ -79,7 +77,7 @@ def test_actor_faults_nothing_lost_nothing_twice(ray_session, tmp_path, version)
     rounds = 10 if os.environ.get("HOODIE_RAY_FULL") else 5
     with hr.HoodieStreamWriter(str(path), opts) as w:
         for i in range(rounds):
-            rows = [wl._row(k) for k in wl.keys[:30]] if i == 0 else []
+            rows = wl.rows_for(wl.keys[:30]) if i == 0 else []
             while len(rows) < 15:
                 kind, more = wl.next_commit()
                 if kind == "upsert":
@@ -91,9 +89,7 @@ def test_actor_faults_nothing_lost_nothing_twice(ray_session, tmp_path, version)
             when = rng.choice(["before", "during"])
             kills.append((i, role, when))
             checkpoint_with_kill(w, handle, when, rng)
-            assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), (
-                f"after kill {kills[-1]}"
-            )
+            model.assert_hudi_rs_reads(path, f"after kill {kills[-1]}")
     _no_pending(path)
 
 

@@ -30,18 +30,13 @@ from hoodie_ray.config.table_config import (
     HoodieTableConfig,
     new_table_props,
 )
+from hoodie_ray.meta import META_FIELDS
 from hoodie_ray.storage import open_storage
 from hoodie_ray.timeline.instant import Action, Instant, State, format_instant_time
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
 from hoodie_ray.timeline.timeline import ActiveTimeline
 
-META = [
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-]
+META = list(META_FIELDS)
 MAGIC = b"#HUDI#"
 _WRAPPERS = [
     ("BooleanWrapper", "boolean"),

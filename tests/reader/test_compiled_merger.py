@@ -29,8 +29,7 @@ from hoodie_ray.reader.compiled_merger import (
 )
 from hoodie_ray.reader.file_slice_reader import delete_ordering_values
 from hoodie_ray.reader.merger import RECORD_KEY, DeleteMarker, LogRecordBuffer
-from tests.reader.builder import TableBuilder
-from tests.reader.test_merge_semantics import DEL_SCHEMA, INT_SCHEMA, PART_SCHEMA, SCENARIOS, SCHEMA
+from tests.reader.test_merge_semantics import SCENARIOS, scenario_builder
 
 EVENT = MergeMode.EVENT_TIME_ORDERING
 COMMIT = MergeMode.COMMIT_TIME_ORDERING
@@ -324,13 +323,7 @@ def _rows(t: pa.Table) -> list[tuple]:
 def test_slice_reads_match_across_buffers(
     tmp_path: Path, force_buffer: Any, name: str, mode: str, fmt: str, version: int
 ) -> None:
-    schema = {
-        "is_deleted_column": DEL_SCHEMA,
-        "int_ordering_field": INT_SCHEMA,
-        "log_only_group_and_partitions": PART_SCHEMA,
-    }.get(name, SCHEMA)
-    part = "part" if name == "log_only_group_and_partitions" else None
-    b = TableBuilder(tmp_path / "t", schema, version=version, merge_mode=mode, partition_field=part)
+    b = scenario_builder(tmp_path / "t", name, version=version, merge_mode=mode)
     SCENARIOS[name](b, fmt)
     root = str(b.root)
     reads = []

@@ -18,23 +18,9 @@ import pytest
 from hoodie_ray.config.table_config import HoodieTableConfig
 from hoodie_ray.reader import read_table
 from hoodie_ray.storage import open_storage
-from tests.conftest import SAMPLE_TABLE_PARAMS, SAMPLE_TABLES, extract_sample_table, hudi_rs_read
+from tests.conftest import SAMPLE_TABLE_PARAMS, hudi_rs_read
 
 pytestmark = pytest.mark.shared
-
-_ROOTS: dict[str, Path] = {}
-
-
-@pytest.fixture(scope="module")
-def table_root(tmp_path_factory: pytest.TempPathFactory):
-    def get(name: str) -> Path:
-        if not SAMPLE_TABLES:
-            pytest.skip("../shared/tables is absent (a fresh clone has no ../shared)")
-        if name not in _ROOTS:
-            _ROOTS[name] = extract_sample_table(name, tmp_path_factory.mktemp(name))
-        return _ROOTS[name]
-
-    return get
 
 
 def sort_key(root: Path, t: pa.Table) -> list[str]:
@@ -66,16 +52,16 @@ def completed_instants(root: Path) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("name", SAMPLE_TABLE_PARAMS)
-def test_snapshot_and_read_optimized(table_root, name: str) -> None:
-    root = table_root(name)
+def test_snapshot_and_read_optimized(shared_sample, name: str) -> None:
+    root = shared_sample(name)
     assert_same(root, read_table(str(root)), hudi_rs_read(root), "snapshot")
     ro = hudi_rs_read(root, **{"hoodie.read.use.read_optimized.mode": "true"})
     assert_same(root, read_table(str(root), query_type="read_optimized"), ro, "read_optimized")
 
 
 @pytest.mark.parametrize("name", SAMPLE_TABLE_PARAMS)
-def test_time_travel_and_incremental_at_each_instant(table_root, name: str) -> None:
-    root = table_root(name)
+def test_time_travel_and_incremental_at_each_instant(shared_sample, name: str) -> None:
+    root = shared_sample(name)
     prev: str | None = None
     for ts, _pos in completed_instants(root):
         tt = hudi_rs_read(root, **{"hoodie.read.as.of.timestamp": ts})
@@ -90,8 +76,8 @@ def test_time_travel_and_incremental_at_each_instant(table_root, name: str) -> N
 
 
 @pytest.mark.parametrize("name", SAMPLE_TABLE_PARAMS)
-def test_incremental_by_completion_time_and_open_ranges(table_root, name: str) -> None:
-    root = table_root(name)
+def test_incremental_by_completion_time_and_open_ranges(shared_sample, name: str) -> None:
+    root = shared_sample(name)
     insts = completed_instants(root)
     if not insts:
         return

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
 from hoodie_ray.reader import read_table
 from tests.conftest import hudi_rs_read
-from tests.reader.builder import TableBuilder
+from tests.reader.builder import Commit, TableBuilder
 
 SCHEMA = pa.schema([("key", pa.string()), ("ts", pa.int64()), ("v", pa.string())])
 INT_SCHEMA = pa.schema([("key", pa.string()), ("ts", pa.int32()), ("v", pa.string())])
@@ -72,127 +73,83 @@ def check_against_hudi_rs(b: TableBuilder) -> None:
 # -- scenarios ------------------------------------------------------------------------------------
 
 
+def _base_commit(b: TableBuilder, data: pa.Table) -> tuple[str, str]:
+    """A completed commit of one base file of ``f1-0``; returns its instant and the file."""
+    c = b.begin()
+    base = c.base_file("", "f1-0", data)
+    c.complete()
+    return c.instant, base
+
+
+def _log_commit(
+    b: TableBuilder, base_instant: str, base: str, blocks: Callable[[Commit], list[bytes]]
+) -> Commit:
+    """A delta commit (left inflight) that appends ``blocks(commit)`` to ``f1-0``'s log."""
+    c = b.begin()
+    c.log_file("", "f1-0", blocks(c), base_instant=base_instant, base_file=base)
+    return c
+
+
 def s_event_time_updates_and_deletes(b: TableBuilder, fmt: str) -> None:
-    c1 = b.begin()
-    base = c1.base_file("", "f1-0", rows(["k1", "k2", "k3", "k4", "k6"], [100] * 5, list("abcde")))
-    c1.complete()
-    c2 = b.begin()
-    c2.log_file(
-        "",
-        "f1-0",
-        [
-            c2.data_block(
-                rows(["k1", "k3", "k5"], [200, 50, 10], ["a2", "c2", "e2"]), "", "f1-0", fmt
-            ),
-            c2.delete_block(["k2"], ""),  # IntWrapper(0): always wins
-            c2.delete_block(["k4", "k6"], "", [("LongWrapper", 99), ("LongWrapper", 100)]),
+    t1, base = _base_commit(b, rows(["k1", "k2", "k3", "k4", "k6"], [100] * 5, list("abcde")))
+    upd = rows(["k1", "k3", "k5"], [200, 50, 10], ["a2", "c2", "e2"])
+    _log_commit(
+        b,
+        t1,
+        base,
+        lambda c: [
+            c.data_block(upd, "", "f1-0", fmt),
+            c.delete_block(["k2"], ""),  # IntWrapper(0): always wins
+            c.delete_block(["k4", "k6"], "", [("LongWrapper", 99), ("LongWrapper", 100)]),
         ],
-        base_instant=c1.instant,
-        base_file=base,
-    )
-    c2.complete()
+    ).complete()
 
 
 def s_delete_then_reinsert(b: TableBuilder, fmt: str) -> None:
-    c1 = b.begin()
-    base = c1.base_file("", "f1-0", rows(["k1", "k2", "k3"], [100, 100, 100], list("abc")))
-    c1.complete()
-    c2 = b.begin()
-    c2.log_file(
-        "",
-        "f1-0",
-        [
-            c2.delete_block(["k1", "k2"], ""),
-            c2.delete_block(["k3"], "", [("LongWrapper", 300)]),
+    t1, base = _base_commit(b, rows(["k1", "k2", "k3"], [100, 100, 100], list("abc")))
+    _log_commit(
+        b,
+        t1,
+        base,
+        lambda c: [
+            c.delete_block(["k1", "k2"], ""),
+            c.delete_block(["k3"], "", [("LongWrapper", 300)]),
         ],
-        base_instant=c1.instant,
-        base_file=base,
-    )
-    c2.complete()
-    c3 = b.begin()
-    c3.log_file(
-        "",
-        "f1-0",
-        [
-            # k1 ties the base record: a lower value is where hudi-rs departs (module doc)
-            c3.data_block(
-                rows(["k1", "k2", "k3"], [100, 150, 200], ["a3", "b3", "c3"]), "", "f1-0", fmt
-            )
-        ],
-        base_instant=c1.instant,
-        base_file=base,
-    )
-    c3.complete()
+    ).complete()
+    # k1 ties the base record: a lower value is where hudi-rs departs (module doc)
+    again = rows(["k1", "k2", "k3"], [100, 150, 200], ["a3", "b3", "c3"])
+    _log_commit(b, t1, base, lambda c: [c.data_block(again, "", "f1-0", fmt)]).complete()
 
 
 def s_duplicates_and_nulls(b: TableBuilder, fmt: str) -> None:
-    c1 = b.begin()
-    base = c1.base_file("", "f1-0", rows(["k1", "k2", "k3"], [100, None, 100], list("abc")))
-    c1.complete()
-    c2 = b.begin()
+    t1, base = _base_commit(b, rows(["k1", "k2", "k3"], [100, None, 100], list("abc")))
     blk = rows(
         ["k1", "k1", "k2", "k3", "k3"], [150, 120, 1, None, 90], ["a1", "a2", "b2", "c2", "c3"]
     )
-    c2.log_file(
-        "", "f1-0", [c2.data_block(blk, "", "f1-0", fmt)], base_instant=c1.instant, base_file=base
-    )
-    c2.complete()
+    _log_commit(b, t1, base, lambda c: [c.data_block(blk, "", "f1-0", fmt)]).complete()
 
 
 def s_ties_and_multiple_versions(b: TableBuilder, fmt: str) -> None:
-    c1 = b.begin()
-    base = c1.base_file("", "f1-0", rows(["k1", "k2"], [100, 100], list("ab")))
-    c1.complete()
-    c2 = b.begin()
-    c2.log_file(
-        "",
-        "f1-0",
-        [c2.data_block(rows(["k1"], [100], ["a2"]), "", "f1-0", fmt)],
-        base_instant=c1.instant,
-        base_file=base,
-    )
-    c2.complete()
-    c3 = b.begin()
-    c3.log_file(
-        "",
-        "f1-0",
-        [c3.data_block(rows(["k1", "k2"], [100, 99], ["a3", "b3"]), "", "f1-0", fmt)],
-        base_instant=c1.instant,
-        base_file=base,
-    )
-    c3.complete()
+    t1, base = _base_commit(b, rows(["k1", "k2"], [100, 100], list("ab")))
+    tie = rows(["k1"], [100], ["a2"])
+    _log_commit(b, t1, base, lambda c: [c.data_block(tie, "", "f1-0", fmt)]).complete()
+    two = rows(["k1", "k2"], [100, 99], ["a3", "b3"])
+    _log_commit(b, t1, base, lambda c: [c.data_block(two, "", "f1-0", fmt)]).complete()
 
 
 def s_uncommitted_and_rollback(b: TableBuilder, fmt: str) -> None:
-    c1 = b.begin()
-    base = c1.base_file("", "f1-0", rows(["k1", "k2"], [100, 100], list("ab")))
-    c1.complete()
-    failed = b.begin()  # stays inflight: its block must be ignored
-    failed.log_file(
-        "",
-        "f1-0",
-        [failed.data_block(rows(["k1"], [500], ["bad"]), "", "f1-0", fmt)],
-        base_instant=c1.instant,
-        base_file=base,
-    )
-    rb = b.begin()  # a rolled-back deltacommit that *completed*: the rollback block wins
-    rb.log_file(
-        "",
-        "f1-0",
-        [rb.data_block(rows(["k2"], [500], ["rolled-back"]), "", "f1-0", fmt)],
-        base_instant=c1.instant,
-        base_file=base,
-    )
+    t1, base = _base_commit(b, rows(["k1", "k2"], [100, 100], list("ab")))
+    bad = rows(["k1"], [500], ["bad"])
+    # stays inflight: its block must be ignored
+    _log_commit(b, t1, base, lambda c: [c.data_block(bad, "", "f1-0", fmt)])
+    # a rolled-back deltacommit that *completed*: the rollback block wins
+    rolled = rows(["k2"], [500], ["rolled-back"])
+    rb = _log_commit(b, t1, base, lambda c: [c.data_block(rolled, "", "f1-0", fmt)])
     rb.complete()
-    c3 = b.begin()
-    c3.log_file(
-        "",
-        "f1-0",
-        [c3.rollback_block(rb.instant), c3.data_block(rows(["k3"], [1], ["c"]), "", "f1-0", fmt)],
-        base_instant=c1.instant,
-        base_file=base,
-    )
-    c3.complete()
+    new = rows(["k3"], [1], ["c"])
+    _log_commit(
+        b, t1, base, lambda c: [c.rollback_block(rb.instant), c.data_block(new, "", "f1-0", fmt)]
+    ).complete()
 
 
 def s_corrupt_trailing_block(b: TableBuilder, fmt: str) -> None:
@@ -229,7 +186,6 @@ def s_log_only_group_and_partitions(b: TableBuilder, fmt: str) -> None:
 
 
 def s_is_deleted_column(b: TableBuilder, fmt: str) -> None:
-    c1 = b.begin()
     data = pa.table(
         {
             "key": ["k1", "k2", "k3"],
@@ -239,9 +195,7 @@ def s_is_deleted_column(b: TableBuilder, fmt: str) -> None:
         },
         schema=DEL_SCHEMA,
     )
-    base = c1.base_file("", "f1-0", data)
-    c1.complete()
-    c2 = b.begin()
+    t1, base = _base_commit(b, data)
     upd = pa.table(
         {
             "key": ["k1", "k2", "k3"],
@@ -251,25 +205,15 @@ def s_is_deleted_column(b: TableBuilder, fmt: str) -> None:
         },
         schema=DEL_SCHEMA,
     )
-    c2.log_file(
-        "", "f1-0", [c2.data_block(upd, "", "f1-0", fmt)], base_instant=c1.instant, base_file=base
-    )
-    c2.complete()
+    _log_commit(b, t1, base, lambda c: [c.data_block(upd, "", "f1-0", fmt)]).complete()
 
 
 def s_int_ordering_field(b: TableBuilder, fmt: str) -> None:
-    c1 = b.begin()
-    base = c1.base_file("", "f1-0", rows(["k1", "k2", "k3"], [10, 10, 10], list("abc"), INT_SCHEMA))
-    c1.complete()
-    c2 = b.begin()
-    c2.log_file(
-        "",
-        "f1-0",
-        [c2.delete_block(["k1", "k2", "k3"], "", [("IntWrapper", 5), ("IntWrapper", 20), None])],
-        base_instant=c1.instant,
-        base_file=base,
-    )
-    c2.complete()
+    t1, base = _base_commit(b, rows(["k1", "k2", "k3"], [10, 10, 10], list("abc"), INT_SCHEMA))
+    orderings = [("IntWrapper", 5), ("IntWrapper", 20), None]
+    _log_commit(
+        b, t1, base, lambda c: [c.delete_block(["k1", "k2", "k3"], "", orderings)]
+    ).complete()
 
 
 SCENARIOS: dict[str, Callable[[TableBuilder, str], None]] = {
@@ -285,16 +229,21 @@ SCENARIOS: dict[str, Callable[[TableBuilder, str], None]] = {
 }
 
 
-@pytest.mark.parametrize("mode", ["EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"])
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_scenario_matches_hudi_rs_v6(tmp_path: Path, name: str, mode: str) -> None:
+def scenario_builder(root: Path, name: str, **kw: Any) -> TableBuilder:
+    """A table builder for the scenario ``name``: its schema, partitioned where it needs."""
     schema = {
         "is_deleted_column": DEL_SCHEMA,
         "int_ordering_field": INT_SCHEMA,
         "log_only_group_and_partitions": PART_SCHEMA,
     }.get(name, SCHEMA)
     part = "part" if name == "log_only_group_and_partitions" else None
-    b = TableBuilder(tmp_path / "t", schema, version=6, merge_mode=mode, partition_field=part)
+    return TableBuilder(root, schema, partition_field=part, **kw)
+
+
+@pytest.mark.parametrize("mode", ["EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"])
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_scenario_matches_hudi_rs_v6(tmp_path: Path, name: str, mode: str) -> None:
+    b = scenario_builder(tmp_path / "t", name, version=6, merge_mode=mode)
     SCENARIOS[name](b, "avro")
     check_against_hudi_rs(b)
 

@@ -50,7 +50,7 @@ def batch_writes(seed: int, idx: int, parts: int = 1) -> list[list[dict]]:
     wl.keys = KEYS
     wl.ts = 1_000 + idx * 10_000
     if idx == 0:
-        rows = [wl._row(k) for k in KEYS[:50]]
+        rows = wl.rows_for(KEYS[:50])
     else:
         rows = []
         while len(rows) < 25:

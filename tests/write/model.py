@@ -1,11 +1,20 @@
-"""A plain dict model of a table, and random workloads, for model tests against hudi-rs."""
+"""A plain dict model of a table, random workloads, and the shared builders of the model tests:
+the write options of a model table (:func:`model_options`), one workload commit written and
+applied to the model (:meth:`TableModel.write`), the hudi-rs comparison
+(:meth:`TableModel.assert_hudi_rs_reads`), and random commits checked after each
+(:func:`run_random_commits`)."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
+
+from hoodie_ray.job.client import HoodieWriteClient
 
 SCHEMA = pa.schema(
     [
@@ -77,6 +86,38 @@ class TableModel:
             assert r["key"] not in self.rows
             self.rows[r["key"]] = _strip(r)
 
+    def write(
+        self,
+        path: str | Path,
+        options: Mapping[str, str],
+        kind: str,
+        rows: list[dict],
+        client: HoodieWriteClient | None = None,
+        storage_options: dict[str, Any] | None = None,
+    ) -> Any:
+        """Write one :class:`Workload` commit with a write client and apply it to the model;
+        returns what the write returned. ``delete``: the rows' keys (``write.operation=delete``);
+        ``insert``: ``write.operation=insert``; any other kind: an upsert (with the delete flag)
+        through ``client``, or a new client when none is given."""
+        if kind == "delete":
+            ops = {**options, "write.operation": "delete"}
+            res = HoodieWriteClient(str(path), ops, storage_options).write(keys_table(rows))
+            self.delete_keys([r["key"] for r in rows])
+        elif kind == "insert":
+            ops = {**options, "write.operation": "insert"}
+            res = HoodieWriteClient(str(path), ops, storage_options).write(to_arrow(rows, False))
+            self.insert_new(rows)
+        else:
+            if client is None:
+                client = HoodieWriteClient(str(path), dict(options), storage_options)
+            res = client.write(to_arrow(rows, True))
+            self.upsert(rows)
+        return res
+
+    def assert_hudi_rs_reads(self, path: str | Path, what: object = None) -> None:
+        """hudi-rs reads exactly the model (``what`` names the step in the failure)."""
+        assert hudi_rs_snapshot(path).to_pylist() == self.as_table().to_pylist(), what
+
     def as_table(self) -> pa.Table:
         rows = sorted(self.rows.values(), key=lambda r: r["key"])
         return pa.Table.from_pylist(rows, schema=SCHEMA)
@@ -108,6 +149,19 @@ class Workload:
             "v": None if rng.random() < 0.2 else rng.randint(-(10**12), 10**12),
             "s": None if rng.random() < 0.2 else rng.choice(["x", "héllo", "", "a,b", "日本"]),
         }
+
+    def rows_for(self, keys: Sequence[str]) -> list[dict]:
+        """A fresh row for each key (the upsert of a first commit)."""
+        return [self._row(k) for k in keys]
+
+    def upserts(self, n: int) -> list[dict]:
+        """At least ``n`` rows: the upsert commits of this workload, concatenated."""
+        rows: list[dict] = []
+        while len(rows) < n:
+            kind, more = self.next_commit()
+            if kind == "upsert":
+                rows += more
+        return rows
 
     def next_commit(self) -> tuple[str, list[dict]]:
         rng = self.rng
@@ -146,9 +200,54 @@ def keys_table(rows: list[dict]) -> pa.Table:
 
 
 def hudi_rs_snapshot(path) -> pa.Table:
+    """The model columns of the table as hudi-rs reads it, sorted by key."""
     from tests.conftest import hudi_rs_read
 
     t = hudi_rs_read(path)
     if t.num_rows == 0:
         return SCHEMA.empty_table()
     return t.select(SCHEMA.names).sort_by("key").cast(SCHEMA)
+
+
+def model_options(
+    *extra: Mapping[str, str],
+    table_type: str | None = None,
+    version: str | None = None,
+    small_files: bool = False,
+) -> dict[str, str]:
+    """The model table's write options: :data:`OPTIONS`, then the table type and version when
+    given, :data:`SMALL_FILES` when asked, then each of ``extra`` in turn."""
+    opts = dict(OPTIONS)
+    if table_type is not None:
+        opts["table.type"] = table_type
+    if version is not None:
+        opts["hoodie.write.table.version"] = version
+    if small_files:
+        opts.update(SMALL_FILES)
+    for more in extra:
+        opts.update(more)
+    return opts
+
+
+def run_random_commits(
+    path: str | Path,
+    options: Mapping[str, str],
+    commits: int,
+    seed: int,
+    snapshot: Callable[[], pa.Table] | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> TableModel:
+    """Random commits (upserts with deletes and late records, deletes, inserts; the first an
+    upsert of 30 keys), each by a new client; after each, ``snapshot()`` (hudi-rs by default)
+    must read exactly the model. Returns the model."""
+    model, wl = TableModel(), Workload(seed)
+    for i in range(commits):
+        kind, rows = wl.next_commit()
+        if i == 0:
+            kind, rows = "upsert", wl.rows_for(wl.keys[:30])
+        res = model.write(path, options, kind, rows, storage_options=storage_options)
+        got = snapshot() if snapshot is not None else hudi_rs_snapshot(path)
+        assert got.to_pylist() == model.as_table().to_pylist(), (
+            f"commit {i} ({kind}, instant {res.instant}) differs"
+        )
+    return model

@@ -9,20 +9,13 @@ import pytest
 import hoodie_ray as hr
 from hoodie_ray.config.table_config import HoodieTableConfig, MergeMode
 from hoodie_ray.job.client import HoodieWriteClient
+from hoodie_ray.meta import META_FIELDS
 from hoodie_ray.storage import LocalStorage
 from tests.conftest import SAMPLE_TABLE_PARAMS, hudi_rs_read
 
-META = [
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-]
-
 
 def _data(t: pa.Table) -> pa.Table:
-    return t.drop_columns([c for c in META if c in t.column_names])
+    return t.drop_columns([c for c in META_FIELDS if c in t.column_names])
 
 
 def _bump(col: pa.ChunkedArray) -> pa.Array:

@@ -15,7 +15,7 @@ from hoodie_ray.timeline.timeline import ActiveTimeline
 from hoodie_ray.write import commit as commit_mod
 from hoodie_ray.write import stream_writer as sw
 from hoodie_ray.write.lock import WriterLock
-from tests.write.model import OPTIONS, Workload, hudi_rs_snapshot, to_arrow
+from tests.write.model import OPTIONS, Workload, hudi_rs_snapshot, model_options, to_arrow
 
 
 def snapshot_files(root: Path) -> dict[str, str]:
@@ -33,10 +33,8 @@ class Boom(Exception):
 
 def _seed_table(path: Path) -> Workload:
     wl = Workload(seed=3)
-    HoodieWriteClient(str(path), OPTIONS).write(to_arrow([wl._row(k) for k in wl.keys[:20]], True))
-    HoodieWriteClient(str(path), OPTIONS).write(
-        to_arrow([wl._row(k) for k in wl.keys[10:30]], True)
-    )
+    HoodieWriteClient(str(path), OPTIONS).write(to_arrow(wl.rows_for(wl.keys[:20]), True))
+    HoodieWriteClient(str(path), OPTIONS).write(to_arrow(wl.rows_for(wl.keys[10:30]), True))
     return wl
 
 
@@ -47,7 +45,7 @@ def test_failure_between_commit_steps_leaves_table_as_before(tmp_path, monkeypat
     path = tmp_path / "t"
     wl = _seed_table(path)
     before = hudi_rs_snapshot(path).to_pylist()
-    rows = [wl._row(k) for k in wl.keys[5:40]]
+    rows = wl.rows_for(wl.keys[5:40])
 
     if step == "after_first_file":
         real = sw.StreamWriteFunction._append_to_log
@@ -105,7 +103,7 @@ def test_crash_leaves_pending_instant_rolled_back_by_next_writer(tmp_path, monke
         lambda self, *a, **k: (_ for _ in ()).throw(Boom("dead")),
     )
     with pytest.raises(Boom):
-        HoodieWriteClient(str(path), OPTIONS).write(to_arrow([wl._row(k) for k in wl.keys], True))
+        HoodieWriteClient(str(path), OPTIONS).write(to_arrow(wl.rows_for(wl.keys), True))
     monkeypatch.undo()
     pending = [i for i in hr.HoodieTable.load(str(path)).timeline if i.state.value != "COMPLETED"]
     assert pending, "the failed instant should be left pending"
@@ -165,14 +163,13 @@ def test_unknown_option_changes_nothing(tmp_path):
 
 def test_small_files_take_inserts_before_new_groups(tmp_path):
     path = tmp_path / "t"
-    opts = {
-        **OPTIONS,
-        "hoodie.datasource.write.partitionpath.field": "",
+    small_files = {
         "hoodie.parquet.small.file.limit": "100000",
         "hoodie.parquet.max.file.size": "200000",
         "hoodie.copyonwrite.record.size.estimate": "1000",
     }
-    opts.pop("hoodie.datasource.write.partitionpath.field")
+    opts = model_options(small_files)
+    opts.pop("hoodie.datasource.write.partitionpath.field")  # not partitioned
 
     def batch(lo, hi):
         return pa.table(
