@@ -33,11 +33,7 @@ PARTITIONS = ["p0", "p1", "p2", "p3"]
 
 
 def _index_bytes(a: BucketAssigner) -> int:
-    total = 0
-    for s in a.index._segments:
-        total += s.keys.nbytes + s.hashes.nbytes + s.locs.nbytes
-        total += s.ords.nbytes if s.ords is not None else 0
-    return total
+    return a.index.nbytes()
 
 
 def _batches(keys: int, rows: int, batches: int, moves: float, seed: int) -> list[pa.Table]:
