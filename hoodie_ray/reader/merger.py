@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from hoodie_ray.config.table_config import MergeMode
 from hoodie_ray.exceptions import HoodieCorruptedDataError
-from hoodie_ray.merge import default_ordering, keep_newer
+from hoodie_ray.merge import compares_ordering, default_ordering, keep_newer, ordering_class
 
 __all__ = [
     "COMMIT_TIME",
@@ -37,6 +37,7 @@ __all__ = [
     "PARTITION_PATH",
     "RECORD_KEY",
     "DeleteMarker",
+    "FileGroupRecordBuffer",
     "KeyLookup",
     "LogRecordBuffer",
     "default_ordering",
@@ -52,35 +53,6 @@ from hoodie_ray.meta import (  # noqa: F401 (re-exported for the readers)
     PARTITION_PATH,
     RECORD_KEY,
 )
-
-
-def ordering_class(t: pa.DataType) -> str:
-    """The Java class family an ordering value of Arrow type ``t`` has (Avro primitive).
-
-    Two ordering values are compared only when their classes match (Java
-    ``OrderingValues.isSameClass``); otherwise the newer record wins.
-    """
-    if pa.types.is_boolean(t):
-        return "boolean"
-    if pa.types.is_integer(t):
-        return "int" if t.bit_width < 32 or t == pa.int32() else "long"
-    if pa.types.is_float32(t) or pa.types.is_float16(t):
-        return "float"
-    if pa.types.is_float64(t):
-        return "double"
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        return "string"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
-        return "bytes"
-    if pa.types.is_date(t):
-        return "date"
-    if pa.types.is_decimal(t):
-        return "decimal"
-    if pa.types.is_time(t):
-        return "time"
-    if pa.types.is_timestamp(t):
-        return "timestamp"
-    return str(t)
 
 
 class DeleteMarker:
@@ -200,7 +172,53 @@ def occurrence_rank(keys: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     return pd.Series(codes).groupby(codes).cumcount().to_numpy()
 
 
-class LogRecordBuffer:
+class FileGroupRecordBuffer:
+    """What both log buffers (this module's column-wise one and
+    :class:`~hoodie_ray.reader.compiled_merger.CompiledLogRecordBuffer`) share: the reader
+    schema, the merge mode, the ordering field as the reader schema holds it, and the inputs of
+    :mod:`hoodie_ray.merge`'s rule derived from them (Java's ``FileGroupRecordBuffer``).
+
+    Args:
+        schema: the reader schema (record key, ordering field and every column to output).
+        ordering_field: the table's ordering (precombine) field, or None.
+        mode: the table's merge mode.
+    """
+
+    def __init__(self, schema: pa.Schema, ordering_field: str | None, mode: MergeMode) -> None:
+        if RECORD_KEY not in schema.names:
+            raise ValueError("the reader schema needs _hoodie_record_key")
+        self.schema = schema
+        self.mode = mode
+        self.ordering_field = (
+            ordering_field if ordering_field and ordering_field in schema.names else None
+        )
+        #: the type of the ordering values; None without an ordering field
+        self._ord_type = (
+            schema.field(self.ordering_field).type if self.ordering_field is not None else None
+        )
+        #: a default ordering value is Java's ``Integer 0`` too
+        self._ord_int32 = self._ord_type is not None and ordering_class(self._ord_type) == "int"
+        #: versions are compared by ordering value (else the newer always wins)
+        self._compares = compares_ordering(mode, self.ordering_field)
+        self.num_log_records = 0
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def is_empty(self) -> bool:
+        """No live entry (no key has a version in the logs)."""
+        return len(self) == 0
+
+    def _default_deletes(self, table: pa.Table, is_delete: np.ndarray) -> np.ndarray:
+        """The deletes of ``table`` whose ordering value is the default one (commit-time
+        ordered: :func:`hoodie_ray.merge.default_ordering`)."""
+        if not is_delete.any():
+            return np.zeros(len(is_delete), dtype=bool)
+        return is_delete & default_ordering(table, self.ordering_field, self._ord_int32)
+
+
+class LogRecordBuffer(FileGroupRecordBuffer):
     """The merged log records of one file slice, keyed by ``_hoodie_record_key``.
 
     Args:
@@ -223,18 +241,9 @@ class LogRecordBuffer:
     """
 
     def __init__(self, schema: pa.Schema, ordering_field: str | None, mode: MergeMode) -> None:
-        if RECORD_KEY not in schema.names:
-            raise ValueError("the reader schema needs _hoodie_record_key")
+        super().__init__(schema, ordering_field, mode)
         from hoodie_ray.index import KeyIndex
 
-        self.schema = schema
-        self.mode = mode
-        self.ordering_field = (
-            ordering_field if ordering_field and ordering_field in schema.names else None
-        )
-        self._ord_int32 = bool(
-            self.ordering_field and ordering_class(schema.field(self.ordering_field).type) == "int"
-        )
         self._pieces: list[pa.Table] = []
         self._n = 0  # records in the pieces (live or superseded)
         self._alive = np.zeros(0, dtype=bool)
@@ -249,14 +258,9 @@ class LogRecordBuffer:
         self._flags: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._position: np.ndarray | None = None  # record number -> row of _table
         self._consumed: np.ndarray | None = None
-        self.num_log_records = 0
 
     def __len__(self) -> int:
         return self._n_alive
-
-    @property
-    def is_empty(self) -> bool:
-        return self._n_alive == 0
 
     # -- folding log blocks --------------------------------------------------------------------
     def add_data_block(self, table: pa.Table, is_delete: np.ndarray | None = None) -> None:
@@ -268,9 +272,7 @@ class LogRecordBuffer:
         if n == 0:
             return
         is_delete = np.zeros(n, dtype=bool) if is_delete is None else is_delete
-        default = np.zeros(n, dtype=bool)
-        if is_delete.any():
-            default = is_delete & default_ordering(table, self.ordering_field, self._ord_int32)
+        default = self._default_deletes(table, is_delete)
         self._fold(table, is_delete, default, np.zeros(n, dtype=bool))
 
     def add_delete_block(
@@ -421,13 +423,13 @@ class LogRecordBuffer:
         return pa.concat_tables(self._pieces) if len(self._pieces) > 1 else self._pieces[0]
 
     def _ord_take(self, table: pa.Table, idx: np.ndarray) -> pa.Array | None:
-        if self.ordering_field is None or self.mode is MergeMode.COMMIT_TIME_ORDERING:
+        if self.ordering_field is None or not self._compares:
             return None
         return _array(table.column(self.ordering_field).take(pa.array(idx)))
 
     def _ord_take_records(self, records: np.ndarray) -> pa.Array | None:
         """Ordering values of records (by record number, across pieces)."""
-        if self.ordering_field is None or self.mode is MergeMode.COMMIT_TIME_ORDERING:
+        if self.ordering_field is None or not self._compares:
             return None
         col = pa.chunked_array(
             [c for p in self._pieces for c in p.column(self.ordering_field).chunks],

@@ -17,7 +17,6 @@ import pyarrow as pa
 import pytest
 
 import hoodie_ray.index as index_mod
-import hoodie_ray.reader.compiled_merger as cm
 import hoodie_ray.reader.file_slice_reader as fsr
 from hoodie_ray.config.table_config import MergeMode
 from hoodie_ray.reader import read_table
@@ -173,16 +172,10 @@ def _run(seed: int, *, big: bool = False, hot: bool = False) -> list[Any]:
 
 @pytest.fixture
 def colliding_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Five hash values in all, in either buffer: distinct keys share hashes all the time."""
+    """Five hash values in all, in either buffer (both hash keys with ``index.hash_keys``):
+    distinct keys share hashes all the time."""
     real = index_mod.hash_keys
     monkeypatch.setattr(index_mod, "hash_keys", lambda keys: real(keys) % np.uint64(5))
-    real_arrays = cm._key_arrays
-
-    def colliding(keys: pa.Array) -> tuple[np.ndarray, ...]:
-        data, starts, lens, hashes, words = real_arrays(keys)
-        return data, starts, lens, hashes % np.uint64(5), words
-
-    monkeypatch.setattr(cm, "_key_arrays", colliding)
 
 
 def _check(seed: int, *, big: bool = False, hot: bool = False) -> None:
