@@ -2,8 +2,10 @@
 
 THE ordering rule, defined here once and used by every place where two versions of a key meet:
 the write-time precombine (``write/records.py``), the copy-on-write merge
-(:func:`apply_updates`), the log readers (``reader/merger.py``; ``reader/_jit.py`` compiles the
-same rule) and so compaction, which reads through them.
+(:func:`apply_updates`), the log readers (``reader/merger.py`` column-wise through
+:func:`keep_newer`; ``reader/_jit.py`` compiles :func:`wins_by_state` and
+:func:`at_least_by_state`, the rule over a version's state bits, into its kernels) and so
+compaction, which reads through them.
 
 Event-time ordering (``EVENT_TIME_ORDERING``; DefaultHoodieRecordPayload, EventTimeAvroPayload):
 

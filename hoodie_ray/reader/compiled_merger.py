@@ -11,8 +11,10 @@ live record, its state and its ordering value.
 
 It covers ordering fields whose values compare as int64 or float64 (integers but uint64,
 booleans, dates, times, timestamps, durations, float32/64) and tables without one; the
-column-wise buffer serves the rest, and every table when numba is unavailable.
-:func:`new_log_record_buffer` picks one.
+column-wise buffer serves the rest, and every table when numba is unavailable or switched off
+(``HOODIE_RAY_NO_JIT``). :func:`new_log_record_buffer` picks one (why two engines:
+:mod:`hoodie_ray.reader.merger`). The rule is not restated here: the kernels compile
+:func:`hoodie_ray.merge.wins_by_state` over the state bits of :mod:`hoodie_ray.merge`.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from hoodie_ray.merge import (
 )
 from hoodie_ray.reader.merger import (
     RECORD_KEY,
+    DeleteBlock,
     FileGroupRecordBuffer,
     LogRecordBuffer,
     _array,
@@ -307,21 +310,9 @@ class CompiledLogRecordBuffer(FileGroupRecordBuffer):
             state[self._default_deletes(table, is_delete)] |= DEFAULT | RESET
         self._fold(table.column(RECORD_KEY), _Piece(self._n, table, rest=rest), state, ords)
 
-    def add_delete_block(
-        self,
-        keys: pa.Array,
-        partition_paths: pa.Array | None,
-        ordering: pa.Array | None,
-        default: np.ndarray,
-        foreign: np.ndarray,
-    ) -> None:
-        """Fold the deletes of one delete block, in order (arguments as for
-        :meth:`LogRecordBuffer.add_delete_block <hoodie_ray.reader.merger.LogRecordBuffer
-        .add_delete_block>`)."""
-        del partition_paths  # a delete's columns are never output
-        n = len(keys)
-        if n == 0:
-            return
+    def _add_deletes(self, block: DeleteBlock) -> None:
+        # a delete's columns are never output: its partition path is not kept
+        ordering, n = block.ordering, len(block.keys)
         ords: np.ndarray | None = None
         state = np.zeros(n, dtype=np.uint8)
         if self._compares:
@@ -332,9 +323,9 @@ class CompiledLogRecordBuffer(FileGroupRecordBuffer):
             else:
                 ords, state = ord_keys(_array(ordering).cast(self._ord_type), self._ord_kind)
         state |= DELETE
-        state[default] |= DEFAULT | RESET
-        state[foreign] |= FOREIGN
-        self._fold(keys, _Piece(self._n, None), state, ords)
+        state[block.default] |= DEFAULT | RESET
+        state[block.foreign] |= FOREIGN
+        self._fold(block.keys, _Piece(self._n, None), state, ords)
 
     def _fold(
         self,

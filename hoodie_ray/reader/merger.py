@@ -15,11 +15,24 @@ streamed batch by batch through :meth:`LogRecordBuffer.merge_base`, and
 :meth:`LogRecordBuffer.remaining` yields the log records no base record consumed (updates that
 won, and inserts). Every step is a vectorised numpy/pyarrow operation over whole blocks: no
 per-record Python loop.
+
+Two engines, one rule. :class:`~hoodie_ray.reader.compiled_merger.CompiledLogRecordBuffer`
+folds the same state through a compiled hash table, several times faster; this column-wise
+buffer stays for what the compiled one cannot take: ordering values that do not compare as
+int64 / float64 (strings, decimals, binary, uint64), processes where numba is unavailable or
+switched off (``HOODIE_RAY_NO_JIT``, :mod:`hoodie_ray.jit`), and small slices read by a process
+that has not loaded numba (loading it costs ~0.15-0.5 CPU-s and ~140 MB; see
+:func:`~hoodie_ray.reader.compiled_merger.new_log_record_buffer`). What the two share is
+defined once: the rule and the state bits in :mod:`hoodie_ray.merge` (``wins_by_state``, which
+the compiled kernels compile; ``default_ordering``; ``ordering_class``;
+``compares_ordering``), and the settings in :class:`FileGroupRecordBuffer`.
+``tests/reader/test_merge_engines.py`` runs both on the same inputs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -36,6 +49,7 @@ __all__ = [
     "OPERATION",
     "PARTITION_PATH",
     "RECORD_KEY",
+    "DeleteBlock",
     "DeleteMarker",
     "FileGroupRecordBuffer",
     "KeyLookup",
@@ -172,6 +186,16 @@ def occurrence_rank(keys: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     return pd.Series(codes).groupby(codes).cumcount().to_numpy()
 
 
+class DeleteBlock(NamedTuple):
+    """The deletes of one delete block (:meth:`FileGroupRecordBuffer.add_delete_block`)."""
+
+    keys: pa.Array
+    partition_paths: pa.Array | None
+    ordering: pa.Array | None
+    default: np.ndarray
+    foreign: np.ndarray
+
+
 class FileGroupRecordBuffer:
     """What both log buffers (this module's column-wise one and
     :class:`~hoodie_ray.reader.compiled_merger.CompiledLogRecordBuffer`) share: the reader
@@ -209,6 +233,30 @@ class FileGroupRecordBuffer:
     def is_empty(self) -> bool:
         """No live entry (no key has a version in the logs)."""
         return len(self) == 0
+
+    def add_delete_block(
+        self,
+        keys: pa.Array,
+        partition_paths: pa.Array | None,
+        ordering: pa.Array | None,
+        default: np.ndarray,
+        foreign: np.ndarray,
+    ) -> None:
+        """Fold the deletes of one delete block, in order.
+
+        Args:
+            keys: record keys.
+            partition_paths: partition paths (or None).
+            ordering: ordering values already cast to the ordering field's type (null where
+                ``default`` or ``foreign``), or None when the table has no ordering field.
+            default: deletes with the default ordering value (null or ``IntWrapper(0)``).
+            foreign: deletes whose ordering value has another class than the field's.
+        """
+        if len(keys):
+            self._add_deletes(DeleteBlock(keys, partition_paths, ordering, default, foreign))
+
+    def _add_deletes(self, block: DeleteBlock) -> None:
+        raise NotImplementedError
 
     def _default_deletes(self, table: pa.Table, is_delete: np.ndarray) -> np.ndarray:
         """The deletes of ``table`` whose ordering value is the default one (commit-time
@@ -275,39 +323,20 @@ class LogRecordBuffer(FileGroupRecordBuffer):
         default = self._default_deletes(table, is_delete)
         self._fold(table, is_delete, default, np.zeros(n, dtype=bool))
 
-    def add_delete_block(
-        self,
-        keys: pa.Array,
-        partition_paths: pa.Array | None,
-        ordering: pa.Array | None,
-        default: np.ndarray,
-        foreign: np.ndarray,
-    ) -> None:
-        """Fold the deletes of one delete block, in order.
-
-        Args:
-            keys: record keys.
-            partition_paths: partition paths (or None).
-            ordering: ordering values already cast to the ordering field's type (null where
-                ``default`` or ``foreign``), or None when the table has no ordering field.
-            default: deletes with the default ordering value (null or ``IntWrapper(0)``).
-            foreign: deletes whose ordering value has another class than the field's.
-        """
-        n = len(keys)
-        if n == 0:
-            return
+    def _add_deletes(self, block: DeleteBlock) -> None:
+        keys, ordering, n = block.keys, block.ordering, len(block.keys)
         cols = []
         for f in self.schema:
             if f.name == RECORD_KEY:
                 cols.append(_as_string_keys(keys).cast(f.type))
-            elif f.name == PARTITION_PATH and partition_paths is not None:
-                cols.append(_array(partition_paths).cast(f.type))
+            elif f.name == PARTITION_PATH and block.partition_paths is not None:
+                cols.append(_array(block.partition_paths).cast(f.type))
             elif f.name == self.ordering_field and ordering is not None:
                 cols.append(_array(ordering).cast(f.type))
             else:
                 cols.append(pa.nulls(n, f.type))
         table = pa.Table.from_arrays(cols, schema=self.schema)
-        self._fold(table, np.ones(n, dtype=bool), default.copy(), foreign.copy())
+        self._fold(table, np.ones(n, dtype=bool), block.default.copy(), block.foreign.copy())
 
     def _fold(
         self,

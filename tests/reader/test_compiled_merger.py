@@ -31,6 +31,8 @@ from hoodie_ray.reader.merger import RECORD_KEY, DeleteMarker, LogRecordBuffer
 from tests.reader.builder import TableBuilder
 from tests.reader.test_merge_semantics import DEL_SCHEMA, INT_SCHEMA, PART_SCHEMA, SCENARIOS, SCHEMA
 
+pytestmark = pytest.mark.usefixtures("needs_numba")
+
 EVENT = MergeMode.EVENT_TIME_ORDERING
 COMMIT = MergeMode.COMMIT_TIME_ORDERING
 ORDERING_TYPES = [
@@ -46,15 +48,6 @@ ORDERING_TYPES = [
     pa.time64("us"),
     pa.duration("s"),
 ]
-
-
-@pytest.fixture(autouse=True)
-def _needs_numba() -> None:
-    schema = pa.schema([(RECORD_KEY, pa.string()), ("ts", pa.int64())])
-    if not isinstance(
-        new_log_record_buffer(schema, "ts", EVENT, compiled=True), CompiledLogRecordBuffer
-    ):
-        pytest.skip("numba is not available")
 
 
 # -- randomised folds ------------------------------------------------------------------------------
