@@ -137,10 +137,6 @@ class ReadContext:
         commit gate) reading ``read_schema`` and returning ``output_columns``."""
         cfg = table.table_config
         return cls(
-            base_uri=table.base_uri,
-            storage_options=table.storage_options,
-            read_schema=read_schema,
-            output_columns=output_columns,
             # the table's
             table_version=cfg.table_version,
             populate_meta_fields=cfg.populate_meta_fields,
@@ -148,12 +144,16 @@ class ReadContext:
             merge_mode=cfg.merge_mode,
             delete_marker=DeleteMarker.from_props(dict(cfg.props)),
             commit_gate=CommitGate.of_table(table),
+            base_uri=table.base_uri,
+            storage_options=table.storage_options,
             # the query's
+            read_schema=read_schema,
+            output_columns=output_columns,
+            batch_rows=DEFAULT_BATCH_ROWS if batch_rows is None else int(batch_rows),
             filters=filters,
             end_instant=end_instant,
             instant_range=instant_range,
             read_optimized=read_optimized,
-            batch_rows=DEFAULT_BATCH_ROWS if batch_rows is None else int(batch_rows),
         )
 
     def storage(self) -> Storage:
