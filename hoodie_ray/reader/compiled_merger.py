@@ -156,9 +156,9 @@ def new_log_record_buffer(
 
 
 class _KeyArrays(NamedTuple):
-    """Non-null string keys as the kernels take them (in the order of their arguments):
-    :func:`hoodie_ray.index.hash_keys`, each key's bytes as a word when it has at most 8
-    (``_jit.key_words``), and views of the Arrow buffers (bytes, starts, lengths)."""
+    """Non-null string keys as the kernels take them (in the order of their arguments): their
+    hashes and words (``_jit.key_hashes``), and views of the Arrow buffers (bytes, starts,
+    lengths)."""
 
     hashes: np.ndarray
     words: np.ndarray
@@ -169,14 +169,15 @@ class _KeyArrays(NamedTuple):
 
 def _key_arrays(keys: pa.Array, kernels: Any = None) -> _KeyArrays:
     """The :class:`_KeyArrays` of ``keys``."""
-    from hoodie_ray import index
+    from hoodie_ray.index import _key_bytes
 
     kernels = kernels or _kernels
-    data, starts, lens = index._key_bytes(keys)
+    data, starts, lens = _key_bytes(keys)
     data = _read_only(np.frombuffer(b"\0", dtype=np.uint8) if data is None else data)
+    hashes = np.empty(len(lens), dtype=np.uint64)
     words = np.empty(len(lens), dtype=np.uint64)
-    kernels.key_words(data, starts, lens, words)
-    return _KeyArrays(index.hash_keys(keys), words, data, starts, lens)
+    kernels.key_hashes(data, starts, lens, hashes, words)
+    return _KeyArrays(hashes, words, data, starts, lens)
 
 
 def _next_pow2(n: int) -> int:

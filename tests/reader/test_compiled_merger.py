@@ -17,6 +17,7 @@ import pyarrow as pa
 import pytest
 
 import hoodie_ray.index as index_mod
+import hoodie_ray.reader.compiled_merger as cm
 import hoodie_ray.reader.file_slice_reader as fsr
 from hoodie_ray.config.table_config import MergeMode
 from hoodie_ray.reader import read_table
@@ -165,10 +166,16 @@ def _run(seed: int, *, big: bool = False, hot: bool = False) -> list[Any]:
 
 @pytest.fixture
 def colliding_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Five hash values in all, in either buffer (both hash keys with ``index.hash_keys``):
-    distinct keys share hashes all the time."""
+    """Five hash values in all, in either buffer: distinct keys share hashes all the time."""
     real = index_mod.hash_keys
     monkeypatch.setattr(index_mod, "hash_keys", lambda keys: real(keys) % np.uint64(5))
+    real_arrays = cm._key_arrays
+
+    def colliding(keys: pa.Array, kernels: Any = None) -> cm._KeyArrays:
+        k = real_arrays(keys, kernels)
+        return k._replace(hashes=k.hashes % np.uint64(5))
+
+    monkeypatch.setattr(cm, "_key_arrays", colliding)
 
 
 def _check(seed: int, *, big: bool = False, hot: bool = False) -> None:
