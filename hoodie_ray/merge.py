@@ -2,8 +2,10 @@
 
 THE ordering rule, defined here once and used by every place where two versions of a key meet:
 the write-time precombine (``write/records.py``), the copy-on-write merge
-(:func:`apply_updates`), the log readers (``reader/merger.py``; ``reader/_jit.py`` compiles the
-same rule) and so compaction, which reads through them.
+(:func:`apply_updates`), the log readers (``reader/merger.py`` column-wise through
+:func:`keep_newer`; ``reader/_jit.py`` compiles :func:`wins_by_state` and
+:func:`at_least_by_state`, the rule over a version's state bits, into its kernels) and so
+compaction, which reads through them.
 
 Event-time ordering (``EVENT_TIME_ORDERING``; DefaultHoodieRecordPayload, EventTimeAvroPayload):
 
@@ -73,6 +75,82 @@ def default_ordering(table: pa.Table, ordering_field: str | None, int32: bool) -
     return out
 
 
+def ordering_class(t: pa.DataType) -> str:
+    """The Java class family an ordering value of Arrow type ``t`` has (Avro primitive).
+
+    Two ordering values are compared only when their classes match (Java
+    ``OrderingValues.isSameClass``); otherwise the newer record wins. A delete's default
+    ordering value is Java's ``Integer 0`` only for an ``"int"`` field.
+    """
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_integer(t):
+        return "int" if t.bit_width < 32 or t == pa.int32() else "long"
+    if pa.types.is_float32(t) or pa.types.is_float16(t):
+        return "float"
+    if pa.types.is_float64(t):
+        return "double"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        return "bytes"
+    if pa.types.is_date(t):
+        return "date"
+    if pa.types.is_decimal(t):
+        return "decimal"
+    if pa.types.is_time(t):
+        return "time"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    return str(t)
+
+
+def compares_ordering(mode: MergeMode, ordering_field: str | None) -> bool:
+    """Whether versions are compared by their ordering values (event time with an ordering
+    field); otherwise the newer version always wins."""
+    return mode is MergeMode.EVENT_TIME_ORDERING and ordering_field is not None
+
+
+# -- THE rule over a version's state bits ---------------------------------------------------------
+# A merger keeps one byte of flags per version: the column-wise buffer builds them for the pairs
+# it compares, the compiled one (reader/_jit.py) keeps them per record and compiles the two
+# functions below with numba (``njit(inline="always")``). Both functions use only ``&``, ``|``
+# and comparisons, so they run on Python ints, numpy arrays and inside numba alike. numba's
+# disk cache tracks reader/_jit.py only: touch it (or clear its __pycache__) after changing them.
+
+ALIVE = 1  #: the compiled buffer's bookkeeping: the record is its key's current entry
+DELETE = 2  #: a delete
+DEFAULT = 4  #: its ordering value is the default one (a delete so marked is commit-time ordered)
+FOREIGN = 8  #: its ordering value has another class than the field's
+NULL_ORD = 16  #: its ordering value is null
+CONSUMED = 32  #: the compiled buffer's bookkeeping: the record lost to its base record
+NAN_ORD = 64  #: its ordering value is NaN
+RESET = 128  #: a default-ordered delete, or a version that followed one in its group
+DEFAULT_DELETE = DELETE | DEFAULT
+
+
+def at_least_by_state(ge: np.ndarray, old_state: np.ndarray, new_state: np.ndarray) -> np.ndarray:
+    """``new >= old`` with nulls lowest (two nulls tie: true), NaN never: ``ge`` is the two
+    values' own comparison, whatever it says where either is null or NaN."""
+    valued = ((old_state | new_state) & (NULL_ORD | NAN_ORD)) == 0
+    return ((old_state & NULL_ORD) != 0) | (valued & ge)
+
+
+def wins_by_state(old_state: np.ndarray, new_state: np.ndarray, at_least: np.ndarray) -> np.ndarray:
+    """Event-time ordering: does the newer version win over the older one? (module doc).
+
+    It does when either ordering value is of another class, when the older one is a
+    default-ordered delete, when the newer one carries a reset, or when ``at_least`` (its
+    ordering value is ``>=`` the older one's, :func:`at_least_by_state`).
+    """
+    return (
+        (((old_state | new_state) & FOREIGN) != 0)
+        | ((old_state & DEFAULT_DELETE) == DEFAULT_DELETE)
+        | ((new_state & RESET) != 0)
+        | at_least
+    )
+
+
 def ordering_at_least(new_ord: pa.Array, old_ord: pa.Array) -> np.ndarray:
     """``new >= old`` with nulls lowest (two nulls tie: true). Values Arrow cannot compare
     (e.g. NaN) give false, as Arrow's ``greater_equal`` does."""
@@ -81,9 +159,12 @@ def ordering_at_least(new_ord: pa.Array, old_ord: pa.Array) -> np.ndarray:
             new_ord = new_ord.cast(old_ord.type)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return np.ones(len(new_ord), dtype=bool)  # incomparable classes: the newer wins
-    old_null = _np_bool(pc.is_null(old_ord))
     ge = _np_bool(pc.fill_null(pc.greater_equal(new_ord, old_ord), False))
-    return ge | old_null
+    return at_least_by_state(ge, _null_bits(old_ord), _null_bits(new_ord))
+
+
+def _null_bits(ords: pa.Array) -> np.ndarray:
+    return _np_bool(pc.is_null(ords)).astype(np.uint8) * np.uint8(NULL_ORD)
 
 
 def keep_newer(
@@ -95,7 +176,8 @@ def keep_newer(
     foreign: np.ndarray | None = None,
     mode: MergeMode,
 ) -> np.ndarray:
-    """For matched pairs (older, newer): does the newer version win? THE rule (module doc).
+    """For matched pairs (older, newer): does the newer version win? THE rule (module doc),
+    column-wise (:func:`wins_by_state` on the pairs' bits).
 
     ``old_default``: the older version is a default-ordered delete. ``new_reset``: the newer
     version is a default-ordered delete or follows one in its group. ``foreign``: either
@@ -105,10 +187,11 @@ def keep_newer(
     n = len(new_reset)
     if mode is MergeMode.COMMIT_TIME_ORDERING or old_ord is None or new_ord is None:
         return np.ones(n, dtype=bool)
-    wins = ordering_at_least(new_ord, old_ord) | old_default | new_reset
+    old_state = old_default.astype(np.uint8) * np.uint8(DEFAULT_DELETE)
     if foreign is not None:
-        wins |= foreign
-    return wins
+        old_state |= foreign.astype(np.uint8) * np.uint8(FOREIGN)
+    new_state = new_reset.astype(np.uint8) * np.uint8(RESET)
+    return wins_by_state(old_state, new_state, ordering_at_least(new_ord, old_ord))
 
 
 def newer_wins(

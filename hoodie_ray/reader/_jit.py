@@ -14,9 +14,10 @@ needs, so a record costs one random memory access:
   ``compiled_merger``), stored as its bits.
 
 A probe matches only when hash, length and every byte are equal, so two keys sharing a hash
-are two entries. Each record also has a state byte in ``rec_state`` (by record number), where
-the kernels keep ``ALIVE`` (the record is its key's entry) and ``CONSUMED`` (it lost to its
-base record) for the caller.
+are two entries. Each record also has a state byte in ``rec_state`` (by record number): the
+bits of :mod:`hoodie_ray.merge`, where the kernels keep ``ALIVE`` (the record is its key's
+entry) and ``CONSUMED`` (it lost to its base record) for the caller. Whether a version wins
+is decided by the merge rule's own functions, compiled here (``merge.wins_by_state``).
 """
 
 # mypy: ignore-errors
@@ -28,22 +29,23 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-ALIVE = np.uint8(1)
-DELETE = np.uint8(2)
-DEFAULT = np.uint8(4)
-FOREIGN = np.uint8(8)
-NULL_ORD = np.uint8(16)
-CONSUMED = np.uint8(32)
-NAN_ORD = np.uint8(64)
-RESET = np.uint8(128)  # a default-ordered delete, or a version that followed one
-DEFAULT_DELETE = np.uint8(6)  # DELETE | DEFAULT
-NOT_ALIVE = np.uint8(254)
+from hoodie_ray import merge
+
+# The state bits of hoodie_ray.merge, as the byte the kernels keep per record.
+ALIVE = np.uint8(merge.ALIVE)
+CONSUMED = np.uint8(merge.CONSUMED)
+RESET = np.uint8(merge.RESET)
+NOT_ALIVE = np.uint8(0xFF ^ merge.ALIVE)
 
 INLINE = 8
 REC_MASK = np.uint64(0xFFFFFFFF)
 LEN_MASK = np.uint64(0xFFFFFF)
 LEN_SHIFT = np.uint64(32)
 STATE_SHIFT = np.uint64(56)
+
+#: THE merge rule (hoodie_ray.merge), compiled into the kernels that call it.
+_wins = numba.njit(inline="always")(merge.wins_by_state)
+_at_least = numba.njit(inline="always")(merge.at_least_by_state)
 
 
 #: Records ahead whose slot is prefetched: the table is far larger than the caches, and with
@@ -87,7 +89,9 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 def key_hashes(kdata, kstart, klen, hashes, words):
     """``words[i]``: key ``i``'s bytes as a little-endian word when it has at most 8, else 0;
     ``hashes[i]``: a 64-bit hash of its bytes and length (that word, or FNV-1a over longer
-    keys, then the splitmix64 finaliser)."""
+    keys, then the splitmix64 finaliser: ``index.hash_keys``'s hash of a longer key). One
+    pass for both: hashing a short key by its word instead of FNV-1a over its bytes saves
+    ~7 ms per million keys, ~15% of folding a block of keys of up to 8 bytes."""
     last = kdata.shape[0] - 1
     for i in range(kstart.shape[0]):
         start = kstart[i]
@@ -140,13 +144,43 @@ def _find(slots, mask, arena, h, kdata, start, length, w):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _at_least(new_state, new_ord, old_state, old_ord):
-    # ``new >= old`` with nulls lowest (two nulls tie), NaN never (merge.ordering_at_least)
-    if (old_state & NULL_ORD) != 0:
-        return True
-    if (new_state & NULL_ORD) != 0:
-        return False
-    return ((old_state | new_state) & NAN_ORD) == 0 and new_ord >= old_ord
+def _entry(rec, length, state):
+    # slot word [1]: record number + 1, key length, state byte
+    return np.uint64(rec + 1) | (np.uint64(length) << LEN_SHIFT) | (np.uint64(state) << STATE_SHIFT)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _insert(slots, s, arena, arena_used, h, w, kdata, start, length, rec, state, word):
+    # A new key's entry in empty slot ``s`` (a key longer than a slot holds goes to the arena);
+    # returns the arena bytes used.
+    if length > INLINE:
+        for j in range(length):
+            arena[arena_used + j] = kdata[start + j]
+        w = np.uint64(arena_used)
+        arena_used += length
+    slots[s, 0] = h
+    slots[s, 1] = _entry(rec, length, state)
+    slots[s, 2] = w
+    slots[s, 3] = word
+    return arena_used
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _replace(slots, s, rec_state, rec, length, state, word):
+    # Record ``rec`` becomes the entry of slot ``s``: the entry's record is no longer alive,
+    # and its reset carries over.
+    old_meta = slots[s, 1]
+    rec_state[np.int64(old_meta & REC_MASK) - 1] &= NOT_ALIVE
+    state |= np.uint8(old_meta >> STATE_SHIFT) & RESET
+    rec_state[rec] = state
+    slots[s, 1] = _entry(rec, length, state)
+    slots[s, 3] = word
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _newer_wins(old_state, old_ord, new_state, new_ord):
+    # hoodie_ray.merge.wins_by_state on two versions' state bits and ordering keys
+    return _wins(old_state, new_state, _at_least(new_ord >= old_ord, old_state, new_state))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -162,18 +196,17 @@ def fold(
     first_rec,
     ords,
     rec_state,
-    ordered,
-    commit_time,
+    compares,
 ):
     """Fold the records of one block (record numbers ``first_rec ..``, in order) into the
-    table (``words``: :func:`key_hashes` of their keys, computed apart: in this loop the byte
+    table (``hashes``, ``words``: of their keys, computed apart: in this loop the byte
     gathering stalls the table's memory accesses, 4x slower in all).
 
-    ``ords`` holds their ordering keys (int64; unused when ``ordered`` is false),
-    ``rec_state`` their states already (less ``ALIVE``; ``RESET`` on default-ordered
-    deletes). A record of a new key becomes its entry; otherwise the rule of
-    :func:`hoodie_ray.merge.keep_newer` decides whether it replaces the entry (and takes its
-    ``RESET``). Returns ``(new keys, arena bytes used)``.
+    ``ords`` holds their ordering keys (int64; unused unless ``compares``: event time with an
+    ordering field), ``rec_state`` their states already (less ``ALIVE``; ``RESET`` on
+    default-ordered deletes). A record of a new key becomes its entry; otherwise THE rule
+    (:func:`hoodie_ray.merge.wins_by_state`) decides whether it replaces the entry (and takes
+    its ``RESET``). Returns ``(new keys, arena bytes used)``.
     """
     mask = np.uint64(slots.shape[0] - 1)
     added = 0
@@ -182,51 +215,21 @@ def fold(
         if i + PREFETCH < n:
             _prefetch_row(slots, np.int64(hashes[i + PREFETCH] & mask))
         r = first_rec + i
-        h = hashes[i]
-        start = kstart[i]
-        length = klen[i]
-        w = words[i]
+        h, w = hashes[i], words[i]
+        start, length = kstart[i], klen[i]
         s, found = _find(slots, mask, arena, h, kdata, start, length, w)
         new = rec_state[r] | ALIVE
-        word = np.uint64(ords[i]) if ordered else np.uint64(0)
+        word = np.uint64(ords[i]) if compares else np.uint64(0)
         if not found:
-            if length > INLINE:
-                for j in range(length):
-                    arena[arena_used + j] = kdata[start + j]
-                w = np.uint64(arena_used)
-                arena_used += length
-            slots[s, 0] = h
-            slots[s, 1] = (
-                np.uint64(r + 1)
-                | (np.uint64(length) << LEN_SHIFT)
-                | (np.uint64(new) << STATE_SHIFT)
+            arena_used = _insert(
+                slots, s, arena, arena_used, h, w, kdata, start, length, r, new, word
             )
-            slots[s, 2] = w
-            slots[s, 3] = word
             rec_state[r] = new
             added += 1
-            continue
-        old_meta = slots[s, 1]
-        old = np.uint8(old_meta >> STATE_SHIFT)
-        wins = True
-        if not commit_time and ordered:
-            wins = (
-                ((old | new) & FOREIGN) != 0
-                or (old & DEFAULT_DELETE) == DEFAULT_DELETE
-                or (new & RESET) != 0
-                or _at_least(new, ords[i], old, np.int64(slots[s, 3]))
-            )
-        if wins:
-            o = np.int64(old_meta & REC_MASK) - 1
-            rec_state[o] &= NOT_ALIVE
-            new |= old & RESET
-            rec_state[r] = new
-            slots[s, 1] = (
-                np.uint64(r + 1)
-                | (np.uint64(length) << LEN_SHIFT)
-                | (np.uint64(new) << STATE_SHIFT)
-            )
-            slots[s, 3] = word
+        elif not compares or _newer_wins(
+            np.uint8(slots[s, 1] >> STATE_SHIFT), np.int64(slots[s, 3]), new, np.int64(word)
+        ):
+            _replace(slots, s, rec_state, r, length, new, word)
     return added, arena_used
 
 
@@ -242,8 +245,7 @@ def merge_base(
     base_ord,
     base_state,
     rec_state,
-    ordered,
-    commit_time,
+    compares,
     keep,
 ):
     """Base records against the entries: ``keep[i]`` when base record ``i`` survives (no entry,
@@ -261,13 +263,9 @@ def merge_base(
             keep[i] = True
             continue
         meta = slots[s, 1]
-        log_wins = True
-        if ordered and not commit_time:
-            st = np.uint8(meta >> STATE_SHIFT)
-            log_wins = (st & (FOREIGN | RESET)) != 0 or _at_least(
-                st, np.int64(slots[s, 3]), base_state[i], base_ord[i]
-            )
-        if log_wins:
+        if not compares or _newer_wins(
+            base_state[i], base_ord[i], np.uint8(meta >> STATE_SHIFT), np.int64(slots[s, 3])
+        ):
             keep[i] = False
         else:
             rec_state[np.int64(meta & REC_MASK) - 1] |= CONSUMED

@@ -11,8 +11,10 @@ live record, its state and its ordering value.
 
 It covers ordering fields whose values compare as int64 or float64 (integers but uint64,
 booleans, dates, times, timestamps, durations, float32/64) and tables without one; the
-column-wise buffer serves the rest, and every table when numba is unavailable.
-:func:`new_log_record_buffer` picks one.
+column-wise buffer serves the rest, and every table when numba is unavailable or switched off
+(``HOODIE_RAY_NO_JIT``). :func:`new_log_record_buffer` picks one (why two engines:
+:mod:`hoodie_ray.reader.merger`). The rule is not restated here: the kernels compile
+:func:`hoodie_ray.merge.wins_by_state` over the state bits of :mod:`hoodie_ray.merge`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -28,14 +30,24 @@ import pyarrow.compute as pc
 
 from hoodie_ray.config.table_config import MergeMode
 from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieError
+from hoodie_ray.merge import (
+    ALIVE,
+    CONSUMED,
+    DEFAULT,
+    DELETE,
+    FOREIGN,
+    NAN_ORD,
+    NULL_ORD,
+    RESET,
+)
 from hoodie_ray.reader.merger import (
     RECORD_KEY,
+    DeleteBlock,
+    FileGroupRecordBuffer,
     LogRecordBuffer,
     _array,
     _as_string_keys,
     _bool_np,
-    default_ordering,
-    ordering_class,
 )
 
 __all__ = [
@@ -52,9 +64,7 @@ __all__ = [
 #: only when numba is loaded already.
 COMPILE_MIN_LOG_BYTES = 128 * 1024 * 1024
 
-# Record state bits and the slot layout (the kernels' constants, see reader/_jit.py).
-_ALIVE, _DELETE, _DEFAULT, _FOREIGN, _NULL_ORD, _CONSUMED, _NAN_ORD = 1, 2, 4, 8, 16, 32, 64
-_RESET = 128
+# The slot layout (the kernels' constants, see reader/_jit.py).
 _INLINE = 8
 _REC_MASK = np.uint64(0xFFFFFFFF)
 _MAX_RECORDS = 0xFFFFFFFF - 1
@@ -87,20 +97,15 @@ def _load_kernels() -> bool:
 
 def _smoke_test(kernels: Any) -> None:
     """Run each kernel once on a tiny input (compiles or loads them; raises if one cannot)."""
-    data = np.frombuffer(b"k", dtype=np.uint8)
-    starts, lens = np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.int64)
-    hashes, words = np.zeros(1, dtype=np.uint64), np.zeros(1, dtype=np.uint64)
-    kernels.key_hashes(data, starts, lens, hashes, words)
+    keys = _key_arrays(pa.array(["k"]), kernels)
     slots, state = np.zeros((16, 4), dtype=np.uint64), np.zeros(1, dtype=np.uint8)
     ords = _read_only(np.zeros(1, dtype=np.int64))
     arena = np.zeros(1, dtype=np.uint8)
-    kernels.fold(slots, arena, 0, hashes, words, data, starts, lens, 0, ords, state, True, False)
+    kernels.fold(slots, arena, 0, *keys, 0, ords, state, True)
     keep = np.zeros(1, dtype=bool)
-    kernels.merge_base(
-        slots, arena, hashes, words, data, starts, lens, ords, state, state, True, False, keep
-    )
+    kernels.merge_base(slots, arena, *keys, ords, state, state, True, keep)
     kernels.rehash(slots, np.zeros((32, 4), dtype=np.uint64))
-    if not (state[0] & _ALIVE) or keep[0]:
+    if not (state[0] & ALIVE) or keep[0]:
         raise RuntimeError("the compiled log merge kernels give wrong results")
 
 
@@ -150,19 +155,29 @@ def new_log_record_buffer(
     return LogRecordBuffer(schema, ordering_field, mode)
 
 
-def _key_arrays(
-    keys: pa.Array,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(bytes, starts, lengths, hashes, words)`` of non-null string keys: views of the Arrow
-    buffers, then the keys' hashes and words (``_jit.key_hashes``)."""
+class _KeyArrays(NamedTuple):
+    """Non-null string keys as the kernels take them (in the order of their arguments): their
+    hashes and words (``_jit.key_hashes``), and views of the Arrow buffers (bytes, starts,
+    lengths)."""
+
+    hashes: np.ndarray
+    words: np.ndarray
+    data: np.ndarray
+    starts: np.ndarray
+    lens: np.ndarray
+
+
+def _key_arrays(keys: pa.Array, kernels: Any = None) -> _KeyArrays:
+    """The :class:`_KeyArrays` of ``keys``."""
     from hoodie_ray.index import _key_bytes
 
+    kernels = kernels or _kernels
     data, starts, lens = _key_bytes(keys)
     data = _read_only(np.frombuffer(b"\0", dtype=np.uint8) if data is None else data)
     hashes = np.empty(len(lens), dtype=np.uint64)
     words = np.empty(len(lens), dtype=np.uint64)
-    _kernels.key_hashes(data, starts, lens, hashes, words)
-    return data, starts, lens, hashes, words
+    kernels.key_hashes(data, starts, lens, hashes, words)
+    return _KeyArrays(hashes, words, data, starts, lens)
 
 
 def _next_pow2(n: int) -> int:
@@ -184,14 +199,14 @@ def ord_keys(values: pa.Array | pa.ChunkedArray, kind: str) -> tuple[np.ndarray,
         arr = arr.cast(target)
     bits = np.zeros(len(arr), dtype=np.uint8)
     if arr.null_count:
-        bits[_bool_np(arr.is_null())] = _NULL_ORD
+        bits[_bool_np(arr.is_null())] = NULL_ORD
         arr = pc.fill_null(arr, pa.scalar(0, target))
     values_np = np.asarray(arr.to_numpy(zero_copy_only=False))
     if kind != "float":
         keys = values_np.astype(np.int64, copy=False)
     else:
         nan = np.isnan(values_np)
-        bits[nan] |= _NAN_ORD
+        bits[nan] |= NAN_ORD
         # -0.0 == 0.0; then IEEE-754 bits order like the values once negative ones are flipped
         f = np.where(nan | (values_np == 0.0), 0.0, values_np).view(np.int64)
         keys = np.where(f < 0, f ^ _FLOAT_FLIP, f)
@@ -225,7 +240,7 @@ class _Piece:
     rest: Callable[[], pa.Table] | None = None
 
 
-class CompiledLogRecordBuffer:
+class CompiledLogRecordBuffer(FileGroupRecordBuffer):
     """The merged log records of one file slice, keyed by ``_hoodie_record_key``; the API and
     the results of :class:`~hoodie_ray.reader.merger.LogRecordBuffer`.
 
@@ -248,27 +263,15 @@ class CompiledLogRecordBuffer:
     """
 
     def __init__(self, schema: pa.Schema, ordering_field: str | None, mode: MergeMode) -> None:
-        if RECORD_KEY not in schema.names:
-            raise ValueError("the reader schema needs _hoodie_record_key")
+        super().__init__(schema, ordering_field, mode)
         if not _load_kernels():
             raise RuntimeError("the compiled log buffer needs numba")
-        self.schema = schema
-        self.mode = mode
-        self.ordering_field = (
-            ordering_field if ordering_field and ordering_field in schema.names else None
-        )
-        self._commit_time = mode is MergeMode.COMMIT_TIME_ORDERING
-        self._ordered = self.ordering_field is not None and not self._commit_time
         self._ord_kind = "int"
-        self._ord_type: pa.DataType | None = None
-        self._ord_int32 = False
-        if self.ordering_field is not None:
-            self._ord_type = schema.field(self.ordering_field).type
+        if self._ord_type is not None:
             kind = _ordering_kind(self._ord_type)
             if kind is None:
                 raise ValueError(f"ordering values of type {self._ord_type} are not supported")
             self._ord_kind = kind
-            self._ord_int32 = ordering_class(self._ord_type) == "int"
         self._pieces: list[_Piece] = []
         self._n = 0  # records numbered (live or superseded)
         self._rows = 0  # of those, records held with every column (the rest: a few bytes)
@@ -277,14 +280,9 @@ class CompiledLogRecordBuffer:
         self._keys = 0  # distinct keys in the table = live entries
         self._arena = np.zeros(1024, dtype=np.uint8)
         self._arena_used = 0
-        self.num_log_records = 0
 
     def __len__(self) -> int:
         return self._keys
-
-    @property
-    def is_empty(self) -> bool:
-        return self._keys == 0
 
     # -- folding log blocks --------------------------------------------------------------------
     def add_data_block(
@@ -306,43 +304,29 @@ class CompiledLogRecordBuffer:
             return
         ords: np.ndarray | None = None
         state = np.zeros(n, dtype=np.uint8)
-        if self._ordered:
+        if self._compares:
             ords, state = ord_keys(table.column(self.ordering_field), self._ord_kind)
         if is_delete is not None and is_delete.any():
-            state[is_delete] |= _DELETE
-            state[is_delete & default_ordering(table, self.ordering_field, self._ord_int32)] |= (
-                _DEFAULT | _RESET
-            )
+            state[is_delete] |= DELETE
+            state[self._default_deletes(table, is_delete)] |= DEFAULT | RESET
         self._fold(table.column(RECORD_KEY), _Piece(self._n, table, rest=rest), state, ords)
 
-    def add_delete_block(
-        self,
-        keys: pa.Array,
-        partition_paths: pa.Array | None,
-        ordering: pa.Array | None,
-        default: np.ndarray,
-        foreign: np.ndarray,
-    ) -> None:
-        """Fold the deletes of one delete block, in order (arguments as for
-        :meth:`LogRecordBuffer.add_delete_block <hoodie_ray.reader.merger.LogRecordBuffer
-        .add_delete_block>`)."""
-        del partition_paths  # a delete's columns are never output
-        n = len(keys)
-        if n == 0:
-            return
+    def _add_deletes(self, block: DeleteBlock) -> None:
+        # a delete's columns are never output: its partition path is not kept
+        ordering, n = block.ordering, len(block.keys)
         ords: np.ndarray | None = None
         state = np.zeros(n, dtype=np.uint8)
-        if self._ordered:
+        if self._compares:
             assert self._ord_type is not None
             if ordering is None:
                 ords = _read_only(np.zeros(n, dtype=np.int64))
-                state = np.full(n, _NULL_ORD, dtype=np.uint8)
+                state = np.full(n, NULL_ORD, dtype=np.uint8)
             else:
                 ords, state = ord_keys(_array(ordering).cast(self._ord_type), self._ord_kind)
-        state |= _DELETE
-        state[default] |= _DEFAULT | _RESET
-        state[foreign] |= _FOREIGN
-        self._fold(keys, _Piece(self._n, None), state, ords)
+        state |= DELETE
+        state[block.default] |= DEFAULT | RESET
+        state[block.foreign] |= FOREIGN
+        self._fold(block.keys, _Piece(self._n, None), state, ords)
 
     def _fold(
         self,
@@ -357,27 +341,22 @@ class CompiledLogRecordBuffer:
         n = len(arr)
         if self._n + n > _MAX_RECORDS:
             raise HoodieError(f"a file slice with more than {_MAX_RECORDS} log records")
-        kdata, kstart, klen, hashes, words = _key_arrays(arr)
-        if int(klen.max()) > _MAX_KEY_BYTES:
+        keys = _key_arrays(arr)
+        if int(keys.lens.max()) > _MAX_KEY_BYTES:
             raise HoodieError(f"a record key longer than {_MAX_KEY_BYTES} bytes")
         first = self._n
         self._reserve_records(first + n)
         self._state[first : first + n] = state
-        self._reserve_keys(self._keys + n, int(klen[klen > _INLINE].sum()))
+        self._reserve_keys(self._keys + n, int(keys.lens[keys.lens > _INLINE].sum()))
         added, self._arena_used = _kernels.fold(
             self._slots,
             self._arena,
             self._arena_used,
-            hashes,
-            words,
-            kdata,
-            kstart,
-            klen,
+            *keys,
             first,
             ords if ords is not None else _NO_ORDERING,
             self._state,
-            self._ordered,
-            self._commit_time,
+            self._compares,
         )
         self._keys += int(added)
         self._n += n
@@ -416,7 +395,7 @@ class CompiledLogRecordBuffer:
     def _compact(self) -> None:
         """Cut the pieces whose records are mostly superseded down to their live records, and
         renumber the records."""
-        alive = (self._state[: self._n] & _ALIVE) != 0
+        alive = (self._state[: self._n] & ALIVE) != 0
         keep = np.ones(self._n, dtype=bool)
         pieces: list[_Piece] = []
         next_first = rows = 0
@@ -459,27 +438,13 @@ class CompiledLogRecordBuffer:
         """
         if self.is_empty or batch.num_rows == 0:
             return batch
-        keys = _as_string_keys(batch.column(RECORD_KEY))
-        n = len(keys)
-        kdata, kstart, klen, hashes, words = _key_arrays(keys)
+        keys = _key_arrays(_as_string_keys(batch.column(RECORD_KEY)))
         base_ord, base_state = _NO_ORDERING, _NO_STATE
-        if self._ordered:
+        if self._compares:
             base_ord, base_state = ord_keys(batch.column(self.ordering_field), self._ord_kind)
-        keep = np.empty(n, dtype=bool)
+        keep = np.empty(batch.num_rows, dtype=bool)
         _kernels.merge_base(
-            self._slots,
-            self._arena,
-            hashes,
-            words,
-            kdata,
-            kstart,
-            klen,
-            base_ord,
-            base_state,
-            self._state,
-            self._ordered,
-            self._commit_time,
-            keep,
+            self._slots, self._arena, *keys, base_ord, base_state, self._state, self._compares, keep
         )
         if keep.all():
             return batch
@@ -497,7 +462,7 @@ class CompiledLogRecordBuffer:
         """:meth:`remaining` in tables of about ``max_rows`` rows or more (a block's winners
         are never split), each block's other columns loaded only for its turn."""
         state = self._state[: self._n]
-        emit = (state & (_ALIVE | _DELETE | _CONSUMED)) == _ALIVE
+        emit = (state & (ALIVE | DELETE | CONSUMED)) == ALIVE
         parts: list[pa.Table] = []
         rows = 0
         for end, piece in self._piece_ranges():
@@ -534,7 +499,7 @@ class CompiledLogRecordBuffer:
 
     def live_keys(self) -> pa.Array:
         """Record keys of the non-delete entries (for a log-only file group)."""
-        emit = (self._state[: self._n] & (_ALIVE | _DELETE | _CONSUMED)) == _ALIVE
+        emit = (self._state[: self._n] & (ALIVE | DELETE | CONSUMED)) == ALIVE
         keys = [
             _array(piece.table.column(RECORD_KEY)).filter(pa.array(emit[piece.first : end]))
             for end, piece in self._piece_ranges()

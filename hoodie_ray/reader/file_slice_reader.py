@@ -16,7 +16,7 @@ import datetime as _dt
 import decimal
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -46,6 +46,9 @@ from hoodie_ray.reader.merger import (
 )
 from hoodie_ray.reader.schema import reconcile
 from hoodie_ray.storage import LocalStorage, Storage, join, open_storage
+
+if TYPE_CHECKING:
+    from hoodie_ray.table import HoodieTable
 
 __all__ = ["ReadContext", "SliceSpec", "iter_file_slice", "read_file_slice"]
 
@@ -117,12 +120,57 @@ class ReadContext:
     batch_rows: int = DEFAULT_BATCH_ROWS
     storage_options: Mapping[str, Any] | None = field(default=None, repr=False)
 
+    @classmethod
+    def of_table(
+        cls,
+        table: HoodieTable,
+        read_schema: pa.Schema,
+        output_columns: tuple[str, ...],
+        *,
+        filters: tuple[Filter, ...] = (),
+        end_instant: str | None = None,
+        instant_range: InstantRange | None = None,
+        read_optimized: bool = False,
+        batch_rows: int | None = None,
+    ) -> ReadContext:
+        """The context of a query of ``table`` (its version, merge settings, delete marker and
+        commit gate) reading ``read_schema`` and returning ``output_columns``."""
+        cfg = table.table_config
+        return cls(
+            # the table's
+            table_version=cfg.table_version,
+            populate_meta_fields=cfg.populate_meta_fields,
+            ordering_field=cfg.ordering_field,
+            merge_mode=cfg.merge_mode,
+            delete_marker=DeleteMarker.from_props(dict(cfg.props)),
+            commit_gate=CommitGate.of_table(table),
+            base_uri=table.base_uri,
+            storage_options=table.storage_options,
+            # the query's
+            read_schema=read_schema,
+            output_columns=output_columns,
+            batch_rows=DEFAULT_BATCH_ROWS if batch_rows is None else int(batch_rows),
+            filters=filters,
+            end_instant=end_instant,
+            instant_range=instant_range,
+            read_optimized=read_optimized,
+        )
+
     def storage(self) -> Storage:
         return open_storage(self.base_uri, self.storage_options)
 
     @property
     def output_schema(self) -> pa.Schema:
         return pa.schema([self.read_schema.field(c) for c in self.output_columns])
+
+
+def merge_columns(table: HoodieTable, schema: pa.Schema) -> set[str]:
+    """The columns of ``schema`` a merge of ``table``'s file slices reads: the record key, the
+    ordering field and the delete-marker columns (those the schema has)."""
+    cfg = table.table_config
+    marker = DeleteMarker.from_props(dict(cfg.props))
+    wanted = [RECORD_KEY, cfg.ordering_field, *marker.columns()]
+    return {c for c in wanted if c is not None and c in schema.names}
 
 
 # -- public entry points ------------------------------------------------------------------------

@@ -15,9 +15,14 @@ from typing import Any
 import pyarrow as pa
 
 from hoodie_ray.metadata.layout import RECORD_INDEX
-from hoodie_ray.reader.file_slice_reader import ReadContext, SliceSpec, iter_file_slice
-from hoodie_ray.reader.log_scan import CommitGate
-from hoodie_ray.reader.merger import RECORD_KEY, DeleteMarker
+from hoodie_ray.reader.file_slice_reader import (
+    ReadContext,
+    SliceSpec,
+    iter_file_slice,
+    merge_columns,
+)
+from hoodie_ray.reader.merger import RECORD_KEY
+from hoodie_ray.storage import Storage
 from hoodie_ray.table import HoodieTable
 
 __all__ = ["bootstrap_entries", "bootstrap_entries_with_ordering"]
@@ -68,62 +73,64 @@ def bootstrap_entries_with_ordering(
     order of ``slices``. Tables without meta fields have no record keys to read: nothing is
     yielded for them.
     """
-    table_config, storage, timeline = table.table_config, table.storage, table.active_timeline
-    if not table_config.populate_meta_fields:
-        return
     slices = list(slices)
-    if not slices:
+    read_schema = _bootstrap_schema(table) if slices else None
+    if read_schema is None:
         return
-    schema = table.schema
-    if schema is None or RECORD_KEY not in schema.names:
+    ordering = table.table_config.ordering_field
+    keep_ordering = with_ordering and ordering is not None and ordering in read_schema.names
+    if use_record_index and not keep_ordering and _keeps_record_index(table):
+        yield from _record_index_entries(table, slices)
         return
-    marker = DeleteMarker.from_props(dict(table_config.props))
-    ordering = table_config.ordering_field
-    needed = {RECORD_KEY}
-    keep_ordering = False
-    if ordering and ordering in schema.names:
-        needed.add(ordering)
-        keep_ordering = with_ordering
-    needed.update(c for c in marker.columns() if c in schema.names)
-    read_schema = pa.schema([f for f in schema if f.name in needed])
-    last = timeline.last_completed()
-    kwargs: dict[str, Any] = {}
-    if batch_rows is not None:
-        kwargs["batch_rows"] = int(batch_rows)
-    ctx = ReadContext(
-        base_uri=storage.base_uri,
-        table_version=table_config.table_version,
-        populate_meta_fields=True,
-        ordering_field=ordering,
-        merge_mode=table_config.merge_mode,
-        read_schema=read_schema,
-        output_columns=(RECORD_KEY, ordering) if keep_ordering and ordering else (RECORD_KEY,),
+    last = table.active_timeline.last_completed()
+    ctx = ReadContext.of_table(
+        table,
+        read_schema,
+        (RECORD_KEY, ordering) if keep_ordering and ordering else (RECORD_KEY,),
         end_instant=last.timestamp if last is not None else None,
-        commit_gate=CommitGate.of_table(table),
-        delete_marker=marker,
-        **kwargs,
+        batch_rows=batch_rows,
     )
-    ord_type = schema.field(ordering).type if keep_ordering and ordering else None
-    if (
-        use_record_index
-        and ord_type is None
-        and table.uses_metadata_table
-        and RECORD_INDEX in table.metadata_partitions
-    ):
-        # The record index knows every live key's file group: no data file is read.
-        located = table.metadata_table.refresh().record_index_by_file_group()
-        for s in slices:
-            keys = located.get((s.partition_path, s.file_id))
-            yield s.partition_path, s.file_id, pa.array(keys or [], pa.string()), None
-        return
+    ord_type = read_schema.field(ordering).type if keep_ordering and ordering else None
     for s in slices:
-        spec = SliceSpec.of(s)
-        tables = [t for t in iter_file_slice(ctx, spec, storage) if t.num_rows]
-        if not tables:
-            empty = None if ord_type is None else pa.array([], ord_type)
-            yield spec.partition_path, spec.file_id, pa.array([], pa.string()), empty
-            continue
-        merged = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-        keys = merged.column(RECORD_KEY).combine_chunks()
-        ords = merged.column(1).combine_chunks() if ord_type is not None else None
-        yield spec.partition_path, spec.file_id, keys, ords
+        yield _live_entries(ctx, SliceSpec.of(s), table.storage, ord_type)
+
+
+def _bootstrap_schema(table: HoodieTable) -> pa.Schema | None:
+    """The columns the merged view's keys need (:func:`merge_columns`); None when the table
+    has no record keys to read (no meta fields, or no schema yet)."""
+    schema = table.schema
+    if not table.table_config.populate_meta_fields:
+        return None
+    if schema is None or RECORD_KEY not in schema.names:
+        return None
+    needed = merge_columns(table, schema)
+    return pa.schema([f for f in schema if f.name in needed])
+
+
+def _keeps_record_index(table: HoodieTable) -> bool:
+    return table.uses_metadata_table and RECORD_INDEX in table.metadata_partitions
+
+
+def _record_index_entries(
+    table: HoodieTable, slices: list[Any]
+) -> Iterator[tuple[str, str, pa.Array, pa.Array | None]]:
+    """The record index knows every live key's file group: no data file is read."""
+    located = table.metadata_table.refresh().record_index_by_file_group()
+    for s in slices:
+        keys = located.get((s.partition_path, s.file_id))
+        yield s.partition_path, s.file_id, pa.array(keys or [], pa.string()), None
+
+
+def _live_entries(
+    ctx: ReadContext, spec: SliceSpec, storage: Storage, ord_type: pa.DataType | None
+) -> tuple[str, str, pa.Array, pa.Array | None]:
+    """The live keys of one slice's merged view (and their ordering values, with
+    ``ord_type``)."""
+    tables = [t for t in iter_file_slice(ctx, spec, storage) if t.num_rows]
+    if not tables:
+        empty = None if ord_type is None else pa.array([], ord_type)
+        return spec.partition_path, spec.file_id, pa.array([], pa.string()), empty
+    merged = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    keys = merged.column(RECORD_KEY).combine_chunks()
+    ords = merged.column(1).combine_chunks() if ord_type is not None else None
+    return spec.partition_path, spec.file_id, keys, ords

@@ -15,11 +15,24 @@ streamed batch by batch through :meth:`LogRecordBuffer.merge_base`, and
 :meth:`LogRecordBuffer.remaining` yields the log records no base record consumed (updates that
 won, and inserts). Every step is a vectorised numpy/pyarrow operation over whole blocks: no
 per-record Python loop.
+
+Two engines, one rule. :class:`~hoodie_ray.reader.compiled_merger.CompiledLogRecordBuffer`
+folds the same state through a compiled hash table, several times faster; this column-wise
+buffer stays for what the compiled one cannot take: ordering values that do not compare as
+int64 / float64 (strings, decimals, binary, uint64), processes where numba is unavailable or
+switched off (``HOODIE_RAY_NO_JIT``, :mod:`hoodie_ray.jit`), and small slices read by a process
+that has not loaded numba (loading it costs ~0.15-0.5 CPU-s and ~140 MB; see
+:func:`~hoodie_ray.reader.compiled_merger.new_log_record_buffer`). What the two share is
+defined once: the rule and the state bits in :mod:`hoodie_ray.merge` (``wins_by_state``, which
+the compiled kernels compile; ``default_ordering``; ``ordering_class``;
+``compares_ordering``), and the settings in :class:`FileGroupRecordBuffer`.
+``tests/reader/test_merge_engines.py`` runs both on the same inputs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -28,7 +41,7 @@ import pyarrow.compute as pc
 
 from hoodie_ray.config.table_config import MergeMode
 from hoodie_ray.exceptions import HoodieCorruptedDataError
-from hoodie_ray.merge import default_ordering, keep_newer
+from hoodie_ray.merge import compares_ordering, default_ordering, keep_newer, ordering_class
 
 __all__ = [
     "COMMIT_TIME",
@@ -36,7 +49,9 @@ __all__ = [
     "OPERATION",
     "PARTITION_PATH",
     "RECORD_KEY",
+    "DeleteBlock",
     "DeleteMarker",
+    "FileGroupRecordBuffer",
     "KeyLookup",
     "LogRecordBuffer",
     "default_ordering",
@@ -52,35 +67,6 @@ from hoodie_ray.meta import (  # noqa: F401 (re-exported for the readers)
     PARTITION_PATH,
     RECORD_KEY,
 )
-
-
-def ordering_class(t: pa.DataType) -> str:
-    """The Java class family an ordering value of Arrow type ``t`` has (Avro primitive).
-
-    Two ordering values are compared only when their classes match (Java
-    ``OrderingValues.isSameClass``); otherwise the newer record wins.
-    """
-    if pa.types.is_boolean(t):
-        return "boolean"
-    if pa.types.is_integer(t):
-        return "int" if t.bit_width < 32 or t == pa.int32() else "long"
-    if pa.types.is_float32(t) or pa.types.is_float16(t):
-        return "float"
-    if pa.types.is_float64(t):
-        return "double"
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        return "string"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
-        return "bytes"
-    if pa.types.is_date(t):
-        return "date"
-    if pa.types.is_decimal(t):
-        return "decimal"
-    if pa.types.is_time(t):
-        return "time"
-    if pa.types.is_timestamp(t):
-        return "timestamp"
-    return str(t)
 
 
 class DeleteMarker:
@@ -200,7 +186,87 @@ def occurrence_rank(keys: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     return pd.Series(codes).groupby(codes).cumcount().to_numpy()
 
 
-class LogRecordBuffer:
+class DeleteBlock(NamedTuple):
+    """The deletes of one delete block (:meth:`FileGroupRecordBuffer.add_delete_block`)."""
+
+    keys: pa.Array
+    partition_paths: pa.Array | None
+    ordering: pa.Array | None
+    default: np.ndarray
+    foreign: np.ndarray
+
+
+class FileGroupRecordBuffer:
+    """What both log buffers (this module's column-wise one and
+    :class:`~hoodie_ray.reader.compiled_merger.CompiledLogRecordBuffer`) share: the reader
+    schema, the merge mode, the ordering field as the reader schema holds it, and the inputs of
+    :mod:`hoodie_ray.merge`'s rule derived from them (Java's ``FileGroupRecordBuffer``).
+
+    Args:
+        schema: the reader schema (record key, ordering field and every column to output).
+        ordering_field: the table's ordering (precombine) field, or None.
+        mode: the table's merge mode.
+    """
+
+    def __init__(self, schema: pa.Schema, ordering_field: str | None, mode: MergeMode) -> None:
+        if RECORD_KEY not in schema.names:
+            raise ValueError("the reader schema needs _hoodie_record_key")
+        self.schema = schema
+        self.mode = mode
+        self.ordering_field = (
+            ordering_field if ordering_field and ordering_field in schema.names else None
+        )
+        #: the type of the ordering values; None without an ordering field
+        self._ord_type = (
+            schema.field(self.ordering_field).type if self.ordering_field is not None else None
+        )
+        #: a default ordering value is Java's ``Integer 0`` too
+        self._ord_int32 = self._ord_type is not None and ordering_class(self._ord_type) == "int"
+        #: versions are compared by ordering value (else the newer always wins)
+        self._compares = compares_ordering(mode, self.ordering_field)
+        self.num_log_records = 0
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def is_empty(self) -> bool:
+        """No live entry (no key has a version in the logs)."""
+        return len(self) == 0
+
+    def add_delete_block(
+        self,
+        keys: pa.Array,
+        partition_paths: pa.Array | None,
+        ordering: pa.Array | None,
+        default: np.ndarray,
+        foreign: np.ndarray,
+    ) -> None:
+        """Fold the deletes of one delete block, in order.
+
+        Args:
+            keys: record keys.
+            partition_paths: partition paths (or None).
+            ordering: ordering values already cast to the ordering field's type (null where
+                ``default`` or ``foreign``), or None when the table has no ordering field.
+            default: deletes with the default ordering value (null or ``IntWrapper(0)``).
+            foreign: deletes whose ordering value has another class than the field's.
+        """
+        if len(keys):
+            self._add_deletes(DeleteBlock(keys, partition_paths, ordering, default, foreign))
+
+    def _add_deletes(self, block: DeleteBlock) -> None:
+        raise NotImplementedError
+
+    def _default_deletes(self, table: pa.Table, is_delete: np.ndarray) -> np.ndarray:
+        """The deletes of ``table`` whose ordering value is the default one (commit-time
+        ordered: :func:`hoodie_ray.merge.default_ordering`)."""
+        if not is_delete.any():
+            return np.zeros(len(is_delete), dtype=bool)
+        return is_delete & default_ordering(table, self.ordering_field, self._ord_int32)
+
+
+class LogRecordBuffer(FileGroupRecordBuffer):
     """The merged log records of one file slice, keyed by ``_hoodie_record_key``.
 
     Args:
@@ -223,18 +289,9 @@ class LogRecordBuffer:
     """
 
     def __init__(self, schema: pa.Schema, ordering_field: str | None, mode: MergeMode) -> None:
-        if RECORD_KEY not in schema.names:
-            raise ValueError("the reader schema needs _hoodie_record_key")
+        super().__init__(schema, ordering_field, mode)
         from hoodie_ray.index import KeyIndex
 
-        self.schema = schema
-        self.mode = mode
-        self.ordering_field = (
-            ordering_field if ordering_field and ordering_field in schema.names else None
-        )
-        self._ord_int32 = bool(
-            self.ordering_field and ordering_class(schema.field(self.ordering_field).type) == "int"
-        )
         self._pieces: list[pa.Table] = []
         self._n = 0  # records in the pieces (live or superseded)
         self._alive = np.zeros(0, dtype=bool)
@@ -249,14 +306,9 @@ class LogRecordBuffer:
         self._flags: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._position: np.ndarray | None = None  # record number -> row of _table
         self._consumed: np.ndarray | None = None
-        self.num_log_records = 0
 
     def __len__(self) -> int:
         return self._n_alive
-
-    @property
-    def is_empty(self) -> bool:
-        return self._n_alive == 0
 
     # -- folding log blocks --------------------------------------------------------------------
     def add_data_block(self, table: pa.Table, is_delete: np.ndarray | None = None) -> None:
@@ -268,44 +320,23 @@ class LogRecordBuffer:
         if n == 0:
             return
         is_delete = np.zeros(n, dtype=bool) if is_delete is None else is_delete
-        default = np.zeros(n, dtype=bool)
-        if is_delete.any():
-            default = is_delete & default_ordering(table, self.ordering_field, self._ord_int32)
+        default = self._default_deletes(table, is_delete)
         self._fold(table, is_delete, default, np.zeros(n, dtype=bool))
 
-    def add_delete_block(
-        self,
-        keys: pa.Array,
-        partition_paths: pa.Array | None,
-        ordering: pa.Array | None,
-        default: np.ndarray,
-        foreign: np.ndarray,
-    ) -> None:
-        """Fold the deletes of one delete block, in order.
-
-        Args:
-            keys: record keys.
-            partition_paths: partition paths (or None).
-            ordering: ordering values already cast to the ordering field's type (null where
-                ``default`` or ``foreign``), or None when the table has no ordering field.
-            default: deletes with the default ordering value (null or ``IntWrapper(0)``).
-            foreign: deletes whose ordering value has another class than the field's.
-        """
-        n = len(keys)
-        if n == 0:
-            return
+    def _add_deletes(self, block: DeleteBlock) -> None:
+        keys, ordering, n = block.keys, block.ordering, len(block.keys)
         cols = []
         for f in self.schema:
             if f.name == RECORD_KEY:
                 cols.append(_as_string_keys(keys).cast(f.type))
-            elif f.name == PARTITION_PATH and partition_paths is not None:
-                cols.append(_array(partition_paths).cast(f.type))
+            elif f.name == PARTITION_PATH and block.partition_paths is not None:
+                cols.append(_array(block.partition_paths).cast(f.type))
             elif f.name == self.ordering_field and ordering is not None:
                 cols.append(_array(ordering).cast(f.type))
             else:
                 cols.append(pa.nulls(n, f.type))
         table = pa.Table.from_arrays(cols, schema=self.schema)
-        self._fold(table, np.ones(n, dtype=bool), default.copy(), foreign.copy())
+        self._fold(table, np.ones(n, dtype=bool), block.default.copy(), block.foreign.copy())
 
     def _fold(
         self,
@@ -421,13 +452,13 @@ class LogRecordBuffer:
         return pa.concat_tables(self._pieces) if len(self._pieces) > 1 else self._pieces[0]
 
     def _ord_take(self, table: pa.Table, idx: np.ndarray) -> pa.Array | None:
-        if self.ordering_field is None or self.mode is MergeMode.COMMIT_TIME_ORDERING:
+        if self.ordering_field is None or not self._compares:
             return None
         return _array(table.column(self.ordering_field).take(pa.array(idx)))
 
     def _ord_take_records(self, records: np.ndarray) -> pa.Array | None:
         """Ordering values of records (by record number, across pieces)."""
-        if self.ordering_field is None or self.mode is MergeMode.COMMIT_TIME_ORDERING:
+        if self.ordering_field is None or not self._compares:
             return None
         col = pa.chunked_array(
             [c for p in self._pieces for c in p.column(self.ordering_field).chunks],

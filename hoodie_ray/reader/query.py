@@ -39,11 +39,12 @@ from hoodie_ray.reader.file_slice_reader import (
     ReadContext,
     SliceSpec,
     iter_file_slice,
+    merge_columns,
     read_file_slice,
 )
 from hoodie_ray.reader.filters import Filter, parse_filters, partition_may_match
-from hoodie_ray.reader.log_scan import CommitGate, InstantRange
-from hoodie_ray.reader.merger import COMMIT_TIME, RECORD_KEY, DeleteMarker
+from hoodie_ray.reader.log_scan import InstantRange
+from hoodie_ray.reader.merger import COMMIT_TIME
 from hoodie_ray.storage import Storage
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.archive import LSMTimeline
@@ -158,16 +159,7 @@ def read_table(
         t = hr.read("/data/trips", filters=[("city", "=", "sf")], columns=["uuid", "fare"])
         changes = hr.read("/data/trips", query_type="incremental", begin="20250101000000000")
     """
-    plan = plan_file_slices(
-        path,
-        query_type=query_type,
-        as_of=as_of,
-        begin=begin,
-        end=end,
-        columns=columns,
-        filters=filters,
-        storage_options=storage_options,
-    )
+    plan = plan_file_slices(path, query_type, as_of, begin, end, columns, filters, storage_options)
     return plan.read_all()
 
 
@@ -201,64 +193,94 @@ def plan_file_slices(
     elif begin is not None or end is not None:
         raise HoodieQueryError(f"begin/end are for incremental queries, not {qt}")
     schema = tbl.schema
-    commits = tbl.commits()
     if schema is None:
         if columns:
             raise HoodieQueryError(f"unknown column(s) {list(columns)}: the table has no schema")
-        ctx = _context(tbl, qt, pa.schema([]), columns, [], batch_rows=batch_rows)
+        ctx = _Query(tbl, qt, pa.schema([]), columns, [], batch_rows).context(None)
         return ReadPlan(qt, ctx, [], None)
-    parsed_filters = parse_filters(filters, schema)
+    query = _Query(tbl, qt, schema, columns, parse_filters(filters, schema), batch_rows)
     if qt == "incremental":
-        start = _timestamp(begin, "begin") if begin is not None else None
-        stop = _timestamp(end, "end") if end is not None else None
-        if start is not None and stop is not None and start > stop:
-            raise HoodieQueryError(f"begin {start} is after end {stop}")
-        if stop is None:
-            stop = _latest_position(tbl)
-        _check_not_archived(tbl, start)
-        rng = InstantRange(
-            start, stop, tbl.completion_map() if tbl.completion_time_slicing else None
+        return _plan_incremental(query, begin, end)
+    return _plan_snapshot(query, as_of)
+
+
+@dataclass(frozen=True)
+class _Query:
+    """What every plan reads: the table, the query type, its schema, columns and filters."""
+
+    tbl: HoodieTable
+    qt: str
+    schema: pa.Schema
+    columns: Sequence[str] | None
+    filters: list[Filter]
+    batch_rows: int | None
+
+    def context(
+        self, end_instant: str | None, instant_range: InstantRange | None = None
+    ) -> ReadContext:
+        """The query's :class:`ReadContext`: the output columns, plus the columns its filters
+        and (merging queries) the merge read."""
+        out_cols = _output_columns(self.schema, self.columns)
+        needed = set(out_cols) | {f.field for f in self.filters}
+        if self.tbl.table_config.populate_meta_fields and self.qt != "read_optimized":
+            needed |= merge_columns(self.tbl, self.schema)
+            if instant_range is not None:
+                needed.add(COMMIT_TIME)
+        return ReadContext.of_table(
+            self.tbl,
+            pa.schema([f for f in self.schema if f.name in needed]),
+            out_cols,
+            filters=tuple(self.filters),
+            end_instant=end_instant,
+            instant_range=instant_range,
+            read_optimized=self.qt == "read_optimized",
+            batch_rows=self.batch_rows,
         )
-        ctx = _context(
-            tbl,
-            qt,
-            schema,
-            columns,
-            parsed_filters,
-            end_instant=None if tbl.completion_time_slicing else stop,
-            instant_range=rng,
-            batch_rows=batch_rows,
-        )
-        slices = [] if stop is None else _incremental_slices(tbl, rng)
-        slices = _prune_partitions(tbl, slices, parsed_filters, schema)
-        return ReadPlan(qt, ctx, slices, stop)
-    # snapshot / read_optimized
+
+
+def _plan_incremental(
+    query: _Query, begin: str | _dt.datetime | None, end: str | _dt.datetime | None
+) -> ReadPlan:
+    """Records committed in ``(begin, end]``: the file groups the range's commits wrote."""
+    tbl = query.tbl
+    start = _timestamp(begin, "begin") if begin is not None else None
+    stop = _timestamp(end, "end") if end is not None else None
+    if start is not None and stop is not None and start > stop:
+        raise HoodieQueryError(f"begin {start} is after end {stop}")
+    if stop is None:
+        stop = _latest_position(tbl)
+    _check_not_archived(tbl, start)
+    slicing = tbl.completion_time_slicing
+    rng = InstantRange(start, stop, tbl.completion_map() if slicing else None)
+    ctx = query.context(None if slicing else stop, rng)
+    slices = [] if stop is None else _incremental_slices(tbl, rng)
+    slices = _prune_partitions(tbl, slices, query.filters, query.schema)
+    return ReadPlan(query.qt, ctx, slices, stop)
+
+
+def _plan_snapshot(query: _Query, as_of: str | _dt.datetime | None) -> ReadPlan:
+    """Snapshot and read-optimized plans: the latest slices as of the query instant (the
+    latest commit, or ``as_of``), pruned by partition and by column statistics."""
+    tbl = query.tbl
+    commits = tbl.commits()
     query_instant = None
     if as_of is not None:
         query_instant = _resolve_as_of(tbl, as_of)
     elif commits:
         query_instant = commits[-1].timestamp
-    ctx = _context(
-        tbl,
-        qt,
-        schema,
-        columns,
-        parsed_filters,
-        end_instant=query_instant,
-        batch_rows=batch_rows,
-    )
+    ctx = query.context(query_instant)
     if query_instant is None:
-        return ReadPlan(qt, ctx, [], None)
+        return ReadPlan(query.qt, ctx, [], None)
     slices = _snapshot_slices(tbl, query_instant, check_cleaned=as_of is not None)
-    slices = _prune_partitions(tbl, slices, parsed_filters, schema)
-    slices = _prune_by_column_stats(tbl, slices, parsed_filters)
-    if qt == "read_optimized":
+    slices = _prune_partitions(tbl, slices, query.filters, query.schema)
+    slices = _prune_by_column_stats(tbl, slices, query.filters)
+    if query.qt == "read_optimized":
         slices = [
             SliceSpec(s.partition_path, s.file_id, s.base_instant, s.base_file, ())
             for s in slices
             if s.base_file
         ]
-    return ReadPlan(qt, ctx, slices, query_instant)
+    return ReadPlan(query.qt, ctx, slices, query_instant)
 
 
 # -- argument handling ---------------------------------------------------------------------------
@@ -385,63 +407,18 @@ def _latest_position(tbl: HoodieTable) -> str | None:
     return commits[-1].timestamp
 
 
-def _context(
-    tbl: HoodieTable,
-    qt: str,
-    schema: pa.Schema,
-    columns: Sequence[str] | None,
-    filters: list[Filter],
-    *,
-    end_instant: str | None = None,
-    instant_range: InstantRange | None = None,
-    batch_rows: int | None = None,
-) -> ReadContext:
-    cfg = tbl.table_config
-    if columns is not None:
-        if isinstance(columns, str):
-            columns = [columns]
-        unknown = [c for c in columns if c not in schema.names]
-        if unknown:
-            raise HoodieQueryError(
-                f"unknown column(s) {unknown}; columns: {', '.join(schema.names)}"
-            )
-        if len(set(columns)) != len(columns):
-            raise HoodieQueryError(f"duplicate column(s) in {list(columns)}")
-        out_cols = tuple(columns)
-    else:
-        out_cols = tuple(schema.names)
-    marker = DeleteMarker.from_props(dict(cfg.props))
-    needed = set(out_cols) | {f.field for f in filters}
-    ordering = cfg.ordering_field
-    if cfg.populate_meta_fields and qt != "read_optimized":
-        needed.add(RECORD_KEY)
-        if ordering and ordering in schema.names:
-            needed.add(ordering)
-        needed.update(c for c in marker.columns() if c in schema.names)
-        if instant_range is not None:
-            needed.add(COMMIT_TIME)
-    read_schema = pa.schema([f for f in schema if f.name in needed])
-    merge_mode = cfg.merge_mode
-    kwargs: dict[str, Any] = {}
-    if batch_rows is not None:
-        kwargs["batch_rows"] = int(batch_rows)
-    return ReadContext(
-        base_uri=tbl.base_uri,
-        storage_options=tbl.storage_options,
-        table_version=cfg.table_version,
-        populate_meta_fields=cfg.populate_meta_fields,
-        ordering_field=ordering,
-        merge_mode=merge_mode,
-        read_schema=read_schema,
-        output_columns=out_cols,
-        filters=tuple(filters),
-        end_instant=end_instant,
-        commit_gate=CommitGate.of_table(tbl),
-        instant_range=instant_range,
-        read_optimized=qt == "read_optimized",
-        delete_marker=marker,
-        **kwargs,
-    )
+def _output_columns(schema: pa.Schema, columns: Sequence[str] | None) -> tuple[str, ...]:
+    """The columns a query returns: ``columns`` (checked against ``schema``), or all."""
+    if columns is None:
+        return tuple(schema.names)
+    if isinstance(columns, str):
+        columns = [columns]
+    unknown = [c for c in columns if c not in schema.names]
+    if unknown:
+        raise HoodieQueryError(f"unknown column(s) {unknown}; columns: {', '.join(schema.names)}")
+    if len(set(columns)) != len(columns):
+        raise HoodieQueryError(f"duplicate column(s) in {list(columns)}")
+    return tuple(columns)
 
 
 def _prune_partitions(

@@ -31,6 +31,8 @@ from hoodie_ray.reader.file_slice_reader import delete_ordering_values
 from hoodie_ray.reader.merger import RECORD_KEY, DeleteMarker, LogRecordBuffer
 from tests.reader.test_merge_semantics import SCENARIOS, scenario_builder
 
+pytestmark = pytest.mark.usefixtures("needs_numba")
+
 EVENT = MergeMode.EVENT_TIME_ORDERING
 COMMIT = MergeMode.COMMIT_TIME_ORDERING
 ORDERING_TYPES = [
@@ -46,15 +48,6 @@ ORDERING_TYPES = [
     pa.time64("us"),
     pa.duration("s"),
 ]
-
-
-@pytest.fixture(autouse=True)
-def _needs_numba() -> None:
-    schema = pa.schema([(RECORD_KEY, pa.string()), ("ts", pa.int64())])
-    if not isinstance(
-        new_log_record_buffer(schema, "ts", EVENT, compiled=True), CompiledLogRecordBuffer
-    ):
-        pytest.skip("numba is not available")
 
 
 # -- randomised folds ------------------------------------------------------------------------------
@@ -177,9 +170,9 @@ def colliding_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(index_mod, "hash_keys", lambda keys: real(keys) % np.uint64(5))
     real_arrays = cm._key_arrays
 
-    def colliding(keys: pa.Array) -> tuple[np.ndarray, ...]:
-        data, starts, lens, hashes, words = real_arrays(keys)
-        return data, starts, lens, hashes % np.uint64(5), words
+    def colliding(keys: pa.Array, kernels: Any = None) -> cm._KeyArrays:
+        k = real_arrays(keys, kernels)
+        return k._replace(hashes=k.hashes % np.uint64(5))
 
     monkeypatch.setattr(cm, "_key_arrays", colliding)
 
