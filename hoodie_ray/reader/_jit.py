@@ -30,6 +30,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from hoodie_ray import merge
+from hoodie_ray.index._jit import finish_key_hash
+from hoodie_ray.index.key_hash import FNV_OFFSET, FNV_PRIME, GOLDEN
 
 # The state bits of hoodie_ray.merge, as the byte the kernels keep per record.
 ALIVE = np.uint8(merge.ALIVE)
@@ -78,13 +80,6 @@ def _prefetch_row(typingctx, arr, row):
     return sig, codegen
 
 
-_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
-_FNV_PRIME = np.uint64(0x100000001B3)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
-
-
 @numba.njit(cache=True, nogil=True)
 def key_hashes(kdata, kstart, klen, hashes, words):
     """``words[i]``: key ``i``'s bytes as a little-endian word when it has at most 8, else 0;
@@ -104,17 +99,11 @@ def key_hashes(kdata, kstart, klen, hashes, words):
                 w |= (b if j < length else np.uint64(0)) << np.uint64(8 * j)
             h = w
         else:
-            h = _FNV_OFFSET
+            h = FNV_OFFSET
             for j in range(length):
                 h ^= np.uint64(kdata[start + j])
-                h *= _FNV_PRIME
-        h ^= np.uint64(length) * _GOLDEN
-        h ^= h >> np.uint64(30)
-        h *= _MIX1
-        h ^= h >> np.uint64(27)
-        h *= _MIX2
-        h ^= h >> np.uint64(31)
-        hashes[i] = h
+                h *= FNV_PRIME
+        hashes[i] = finish_key_hash(h, np.uint64(length) * GOLDEN)
         words[i] = w
 
 

@@ -327,3 +327,19 @@ def test_slice_reads_match_across_buffers(
         travel = [read_table(root, as_of=i.timestamp) for i in commits]
         reads.append([_rows(snapshot)] + [_rows(t) for t in travel])
     assert reads[1] == reads[0]
+
+
+def test_long_keys_hash_as_the_key_index_hashes_them() -> None:
+    """The merge's hash of a key longer than a word is the key index's (one finish rule)."""
+    from hoodie_ray.reader import _jit
+
+    keys = pa.array(["", "a", "12345678", "123456789", "rider-000000042", "k" * 40])
+    data = np.frombuffer(keys.buffers()[2], dtype=np.uint8)
+    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32)[: len(keys) + 1]
+    starts, lens = offsets[:-1].astype(np.int64), np.diff(offsets).astype(np.int64)
+    hashes = np.zeros(len(keys), dtype=np.uint64)
+    words = np.zeros(len(keys), dtype=np.uint64)
+    _jit.key_hashes(data, starts, lens, hashes, words)
+    long = lens > 8
+    assert long.sum() == 3
+    assert (hashes[long] == index_mod.hash_keys(keys)[long]).all()
