@@ -424,7 +424,30 @@ def init_spark(
     existing = _running_session()
     if existing is not None:
         return existing
+    conf = _spark_configs(configs)
+    mem = _parse_memory(executor_memory)
+    if check_resources:
+        _check_spark_resources(num_executors, executor_cores, mem)
+    _before_new_session(app_name)
+    t0 = time.monotonic()
+    with _filtered_driver_stderr(), _driver_local_ip(conf.get("spark.driver.host")):
+        spark = raydp.init_spark(
+            app_name, num_executors, executor_cores, executor_memory, configs=conf, **raydp_kwargs
+        )
+    _wait_for_executors(spark, num_executors, executor_cores, mem, executor_timeout_s)
+    log.info("RayDP Spark session %r up in %.1fs", app_name, time.monotonic() - t0)
+    return spark
 
+
+def _before_new_session(app_name: str) -> None:
+    # A master of a session stopped a moment ago may still hold the name.
+    _wait_actor_gone(app_name + _MASTER_SUFFIX, 30.0)
+    _skip_forwarded_gcs_client_info()
+
+
+def _spark_configs(configs: Mapping[str, str] | None) -> dict[str, str]:
+    """The session's Spark configs: the defaults, ``configs`` over them, the Java 17 flags
+    appended to every ``*.extraJavaOptions``, and our log4j2 file unless one is named."""
     opts = " ".join(JVM_OPTIONS)
     conf: dict[str, str] = dict(DEFAULT_SPARK_CONFIGS)
     conf.update({k: str(v) for k, v in (configs or {}).items()})
@@ -433,35 +456,25 @@ def init_spark(
         conf[key] = f"{have} {opts}".strip()
     if _SPARK_LOG4J_CONF not in conf and not os.environ.get(_SPARK_LOG4J_ENV):
         conf[_SPARK_LOG4J_CONF] = _log4j2_config_file()
-    mem = _parse_memory(executor_memory)
-    if check_resources:
-        _check_spark_resources(num_executors, executor_cores, mem)
-    # A master of a session stopped a moment ago may still hold the name.
-    _wait_actor_gone(app_name + _MASTER_SUFFIX, 30.0)
-    _skip_forwarded_gcs_client_info()
-    t0 = time.monotonic()
-    with _filtered_driver_stderr(), _driver_local_ip(conf.get("spark.driver.host")):
-        spark = raydp.init_spark(
-            app_name,
-            num_executors,
-            executor_cores,
-            executor_memory,
-            configs=conf,
-            **raydp_kwargs,
-        )
-    deadline = time.monotonic() + executor_timeout_s
+    return conf
+
+
+def _wait_for_executors(
+    spark: SparkSession, num_executors: int, executor_cores: int, mem: int, timeout_s: float
+) -> None:
+    """Wait until ``num_executors`` executors registered; past ``timeout_s`` stop the session
+    and fail, saying what each executor needs."""
+    deadline = time.monotonic() + timeout_s
     while _registered_executors(spark) < num_executors:
         if time.monotonic() > deadline:
             got = _registered_executors(spark)
             stop_spark()
             raise HoodieError(
                 f"only {got} of {num_executors} Spark executors registered within "
-                f"{executor_timeout_s:.0f}s; Ray could not place them (each needs "
+                f"{timeout_s:.0f}s; Ray could not place them (each needs "
                 f"{executor_cores} whole CPUs and {mem / 2**30:.2f} GiB on one node)"
             )
         time.sleep(0.1)
-    log.info("RayDP Spark session %r up in %.1fs", app_name, time.monotonic() - t0)
-    return spark
 
 
 def _running_session() -> SparkSession | None:

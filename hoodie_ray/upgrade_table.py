@@ -80,45 +80,62 @@ def upgrade(
     storage = table.storage
     with WriterLock(storage):
         table = HoodieTable.from_storage(storage, storage_options, path)  # read under the lock
-        cfg = table.table_config
-        version = cfg.table_version
+        version = table.table_config.table_version
         if version == to_version:
             return version
-        if version > to_version:
-            raise HoodieUnsupportedError(
-                f"{path} is table version {version}: hoodie_ray does not downgrade tables"
-            )
-        if version not in (6, 8):
-            raise HoodieUnsupportedError(
-                f"cannot upgrade table version {version} of {path} to {to_version}"
-            )
-        old = table.active_timeline
-        pending = [i for i in old.instants if i.state is not State.COMPLETED]
-        if pending:
-            raise HoodieTimelineError(
-                f"cannot upgrade {path}: pending instants {', '.join(str(i) for i in pending)}; "
-                "finish or roll them back first"
-            )
-        props = dict(cfg.props)
-        if to_version == 9:
-            check_eight_to_nine(cfg, path)
-        moved: list[str] = []
-        if version == 6:
-            moved = _move_timeline_to_layout_2(table)
-            props = six_to_eight_props(cfg)
-        if to_version == 9:
-            props = eight_to_nine_props(props)
-            mdt = storage.sub(METADATA_TABLE_PATH)
-            if mdt.exists(PROPERTIES_FILE):  # the metadata table moves first (spec 1.2)
-                mcfg = load_metadata_config(mdt)
-                HoodieTableConfig({**mcfg.props, "hoodie.table.version": "9"}).save(mdt)
-        HoodieTableConfig(props).save(storage)  # the switch: one atomic rename
-        for name in moved:
-            storage.delete(join(".hoodie", name))
-        if to_version == 9 and has_metadata_table(HoodieTableConfig(props)):
-            upgraded = HoodieTable.from_storage(storage, storage_options, path)
-            metadata_writer(upgraded).compact(force=True)
+        _check_upgradable(table, path, to_version)
+        _switch_version(table, to_version, storage_options, path)
         return to_version
+
+
+def _check_upgradable(table: HoodieTable, path: str, to_version: int) -> None:
+    """Refuse a downgrade, a version other than 6 or 8, pending instants, and (to 9) what
+    the version 9 upgrade cannot carry over."""
+    cfg = table.table_config
+    version = cfg.table_version
+    if version > to_version:
+        raise HoodieUnsupportedError(
+            f"{path} is table version {version}: hoodie_ray does not downgrade tables"
+        )
+    if version not in (6, 8):
+        raise HoodieUnsupportedError(
+            f"cannot upgrade table version {version} of {path} to {to_version}"
+        )
+    pending = [i for i in table.active_timeline.instants if i.state is not State.COMPLETED]
+    if pending:
+        raise HoodieTimelineError(
+            f"cannot upgrade {path}: pending instants {', '.join(str(i) for i in pending)}; "
+            "finish or roll them back first"
+        )
+    if to_version == 9:
+        check_eight_to_nine(cfg, path)
+
+
+def _switch_version(
+    table: HoodieTable, to_version: int, storage_options: dict[str, Any] | None, path: str
+) -> None:
+    """Move the table to ``to_version`` (checked): the v6 timeline copied to layout 2, the
+    metadata table's properties, then the table's in one atomic rename (the switch), then
+    the old timeline files deleted; to 9, the metadata table recompacted."""
+    storage = table.storage
+    cfg = table.table_config
+    props = dict(cfg.props)
+    moved: list[str] = []
+    if cfg.table_version == 6:
+        moved = _move_timeline_to_layout_2(table)
+        props = six_to_eight_props(cfg)
+    if to_version == 9:
+        props = eight_to_nine_props(props)
+        mdt = storage.sub(METADATA_TABLE_PATH)
+        if mdt.exists(PROPERTIES_FILE):  # the metadata table moves first (spec 1.2)
+            mcfg = load_metadata_config(mdt)
+            HoodieTableConfig({**mcfg.props, "hoodie.table.version": "9"}).save(mdt)
+    HoodieTableConfig(props).save(storage)  # the switch: one atomic rename
+    for name in moved:
+        storage.delete(join(".hoodie", name))
+    if to_version == 9 and has_metadata_table(HoodieTableConfig(props)):
+        upgraded = HoodieTable.from_storage(storage, storage_options, path)
+        metadata_writer(upgraded).compact(force=True)
 
 
 def _move_timeline_to_layout_2(table: HoodieTable) -> list[str]:

@@ -19,7 +19,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +81,20 @@ def storage_option(fn: Callable[..., Any]) -> Callable[..., Any]:
             "as a JSON object. Never printed."
         ),
     )(fn)
+
+
+def table_command(
+    group: click.Group, name: str, *params: Callable[..., Any]
+) -> Callable[[Callable[..., Any]], click.Command]:
+    """A subcommand of ``group`` on the table at ``PATH``: its arguments and options are
+    ``PATH``, ``params`` (click decorators, in order), ``--storage-option`` and ``--output``."""
+
+    def decorate(fn: Callable[..., Any]) -> click.Command:
+        for param in reversed((*params, storage_option, output_option)):
+            fn = param(fn)
+        return group.command(name)(click.argument("path")(fn))
+
+    return decorate
 
 
 def parse_key_values(pairs: Sequence[str], what: str, secret: bool = False) -> dict[str, str]:
@@ -197,24 +211,40 @@ def cli(ctx: click.Context, debug: bool) -> None:
 # -- commits -------------------------------------------------------------------------------------
 
 
+_COMMIT_COLUMNS = (
+    Column("instant", "instant"),
+    Column("action", "action"),
+    Column("operation", "operation"),
+    count_col("num_partitions", "partitions"),
+    count_col("files_added", "files added"),
+    count_col("files_updated", "files updated"),
+    count_col("records_written", "records"),
+    count_col("inserts", "inserts"),
+    count_col("updates", "updates"),
+    count_col("deletes", "deletes"),
+    size_col("bytes_written", "written"),
+    count_col("errors", "errors"),
+)
+
+
 @cli.group("commits")
 def commits_group() -> None:
     """Completed commits of a table."""
 
 
-@commits_group.command("show")
-@click.argument("path")
-@click.option(
-    "--limit",
-    "-n",
-    type=click.IntRange(min=0),
-    default=DEFAULT_COMMITS_LIMIT,
-    show_default=True,
-    help="Newest N commits (0 for all).",
+@table_command(
+    commits_group,
+    "show",
+    click.option(
+        "--limit",
+        "-n",
+        type=click.IntRange(min=0),
+        default=DEFAULT_COMMITS_LIMIT,
+        show_default=True,
+        help="Newest N commits (0 for all).",
+    ),
+    click.option("--archived", is_flag=True, help="Include the archived commits."),
 )
-@click.option("--archived", is_flag=True, help="Include the archived commits.")
-@storage_option
-@output_option
 def commits_show(
     path: str, limit: int, archived: bool, storage_kv: tuple[str, ...], output: str
 ) -> None:
@@ -225,20 +255,7 @@ def commits_show(
     commits = info.commits_doc(t, limit or None, archived=archived)
     total += sum(1 for c in commits if c["archived"]) if archived and not limit else 0
     doc = {"table": summary, "total_commits": total, "commits": commits}
-    cols = [
-        Column("instant", "instant"),
-        Column("action", "action"),
-        Column("operation", "operation"),
-        count_col("num_partitions", "partitions"),
-        count_col("files_added", "files added"),
-        count_col("files_updated", "files updated"),
-        count_col("records_written", "records"),
-        count_col("inserts", "inserts"),
-        count_col("updates", "updates"),
-        count_col("deletes", "deletes"),
-        size_col("bytes_written", "written"),
-        count_col("errors", "errors"),
-    ]
+    cols = list(_COMMIT_COLUMNS)
     if any(c["completion_time"] for c in commits):
         cols.insert(2, Column("completion_time", "completed"))
     if archived:
@@ -254,15 +271,24 @@ def commits_show(
 # -- compactions ---------------------------------------------------------------------------------
 
 
+_COMPACTION_COLUMNS = (
+    Column("instant", "instant"),
+    Column("state", "state"),
+    count_col("file_groups", "file groups"),
+    count_col("base_files", "base files"),
+    count_col("log_files", "log files"),
+    size_col("log_bytes", "log size"),
+    count_col("records_written", "records"),
+    size_col("bytes_written", "written"),
+)
+
+
 @cli.group("compactions")
 def compactions_group() -> None:
     """Compactions of a Merge-On-Read table."""
 
 
-@compactions_group.command("show")
-@click.argument("path")
-@storage_option
-@output_option
+@table_command(compactions_group, "show")
 def compactions_show(path: str, storage_kv: tuple[str, ...], output: str) -> None:
     """Pending and completed compactions, oldest first, with the size of their plans."""
     t = load_table(path, storage_kv)
@@ -270,16 +296,7 @@ def compactions_show(path: str, storage_kv: tuple[str, ...], output: str) -> Non
     comps = info.compactions_doc(t)
     pending = sum(1 for c in comps if c["state"] != "COMPLETED")
     doc = {"table": summary, "pending": pending, "compactions": comps}
-    cols = [
-        Column("instant", "instant"),
-        Column("state", "state"),
-        count_col("file_groups", "file groups"),
-        count_col("base_files", "base files"),
-        count_col("log_files", "log files"),
-        size_col("log_bytes", "log size"),
-        count_col("records_written", "records"),
-        size_col("bytes_written", "written"),
-    ]
+    cols = list(_COMPACTION_COLUMNS)
     if any(c.get("error") for c in comps):
         cols.append(Column("error", "error"))
     footer = f"{len(comps)} compactions, {pending} pending"
@@ -287,11 +304,7 @@ def compactions_show(path: str, storage_kv: tuple[str, ...], output: str) -> Non
     emit(output, doc, [View(title, cols, comps, empty=empty, footer=footer)])
 
 
-@compactions_group.command("drop")
-@click.argument("path")
-@click.argument("instant")
-@storage_option
-@output_option
+@table_command(compactions_group, "drop", click.argument("instant"))
 def compactions_drop(path: str, instant: str, storage_kv: tuple[str, ...], output: str) -> None:
     """Delete the pending compaction plan INSTANT (requested or inflight), under the writer
     lock: a corrupt plan the writers refuse to run. Files an interrupted run of it wrote are
@@ -314,10 +327,7 @@ def metadata_group() -> None:
     """The metadata table (.hoodie/metadata): file listings readers use instead of listing."""
 
 
-@metadata_group.command("init")
-@click.argument("path")
-@storage_option
-@output_option
+@table_command(metadata_group, "init")
 def metadata_init(path: str, storage_kv: tuple[str, ...], output: str) -> None:
     """Build the metadata table from a listing of the table's files (rebuilds an existing
     one), under the writer lock."""
@@ -328,10 +338,7 @@ def metadata_init(path: str, storage_kv: tuple[str, ...], output: str) -> None:
     emit(output, doc, [View(lines=[f"metadata table built: {', '.join(parts)}"])])
 
 
-@metadata_group.command("validate")
-@click.argument("path")
-@storage_option
-@output_option
+@table_command(metadata_group, "validate")
 def metadata_validate(path: str, storage_kv: tuple[str, ...], output: str) -> None:
     """Compare the metadata table with the table's files; exits 1 naming each difference."""
     t = load_table(path, storage_kv)
@@ -356,15 +363,15 @@ def metadata_validate(path: str, storage_kv: tuple[str, ...], output: str) -> No
         raise click.exceptions.Exit(1)
 
 
-@metadata_group.command("drop")
-@click.argument("path")
-@click.option(
-    "--partition",
-    default=None,
-    help="Drop only this metadata-table partition (an index such as column_stats).",
+@table_command(
+    metadata_group,
+    "drop",
+    click.option(
+        "--partition",
+        default=None,
+        help="Drop only this metadata-table partition (an index such as column_stats).",
+    ),
 )
-@storage_option
-@output_option
 def metadata_drop(
     path: str, partition: str | None, storage_kv: tuple[str, ...], output: str
 ) -> None:
@@ -380,16 +387,16 @@ def metadata_drop(
 # -- fsview --------------------------------------------------------------------------------------
 
 
-@cli.command("fsview")
-@click.argument("path")
-@click.option(
-    "--partition",
-    "-p",
-    default=None,
-    help="Only this partition: its path, or field=value (either partition style).",
+@table_command(
+    cli,
+    "fsview",
+    click.option(
+        "--partition",
+        "-p",
+        default=None,
+        help="Only this partition: its path, or field=value (either partition style).",
+    ),
 )
-@storage_option
-@output_option
 def fsview(path: str, partition: str | None, storage_kv: tuple[str, ...], output: str) -> None:
     """The latest file slice of every file group: base file and log files."""
     t = load_table(path, storage_kv)
@@ -426,11 +433,11 @@ def fsview(path: str, partition: str | None, storage_kv: tuple[str, ...], output
 # -- timeline ------------------------------------------------------------------------------------
 
 
-@cli.command("timeline")
-@click.argument("path")
-@click.option("--archived", is_flag=True, help="Include the archived instants.")
-@storage_option
-@output_option
+@table_command(
+    cli,
+    "timeline",
+    click.option("--archived", is_flag=True, help="Include the archived instants."),
+)
 def timeline(path: str, archived: bool, storage_kv: tuple[str, ...], output: str) -> None:
     """Every instant of the active timeline, oldest first (``--archived``: the archived
     timeline's instants first)."""
@@ -478,18 +485,18 @@ _SLICE_COLUMNS = [
 ]
 
 
-@cli.command("compact")
-@click.argument("path")
-@option_option
-@click.option(
-    "--engine",
-    type=click.Choice(["local", "ray"]),
-    default=None,
-    help="Run the operations in this process (local) or as Ray tasks (hr.compact's default).",
+@table_command(
+    cli,
+    "compact",
+    option_option,
+    click.option(
+        "--engine",
+        type=click.Choice(["local", "ray"]),
+        default=None,
+        help="Run the operations in this process (local) or as Ray tasks (hr.compact's default).",
+    ),
+    dry_run_option,
 )
-@dry_run_option
-@storage_option
-@output_option
 def compact(
     path: str,
     option_kv: tuple[str, ...],
@@ -504,40 +511,69 @@ def compact(
     params = inspect.signature(fn).parameters
     options = parse_key_values(option_kv, "--option") or None
     storage = storage_options_from(storage_kv)
-    kwargs: dict[str, Any] = {}
-    if storage:
-        if "storage_options" not in params:
-            raise CliError("this version of hr.compact takes no storage options")
-        kwargs["storage_options"] = storage
-    if engine is not None:
-        if "engine" not in params:
-            raise CliError("this version of hr.compact takes no engine; omit --engine")
-        kwargs["engine"] = engine
-    if dry_run:
-        if "dry_run" not in params:
-            raise CliError("this version of hr.compact has no dry run; omit --dry-run")
-        kwargs["dry_run"] = True
+    kwargs = _optional_kwargs(
+        "hr.compact",
+        params,
+        [
+            ("storage_options", storage, "takes no storage options"),
+            ("engine", engine, "takes no engine; omit --engine"),
+            ("dry_run", dry_run, "has no dry run; omit --dry-run"),
+        ],
+    )
     load_table(path, storage_kv)  # a bad path fails here, with the usual message
-    bar: Any = None
-    if "on_progress" in params and sys.stderr.isatty() and not dry_run:
-
-        def on_progress(done: int, total: int) -> None:
-            nonlocal bar
-            if bar is None:
-                bar = click.progressbar(
-                    length=total, label="compacting file slices", file=sys.stderr
-                )
-                bar.__enter__()
-            bar.update(done - bar.pos)
-
-        kwargs["on_progress"] = on_progress
+    show_bar = "on_progress" in params and sys.stderr.isatty() and not dry_run
     t0 = time.perf_counter()
-    try:
+    with _slice_progress(show_bar) as on_progress:
+        if on_progress is not None:
+            kwargs["on_progress"] = on_progress
         result = fn(path, options, **kwargs)
+    seconds = round(time.perf_counter() - t0, 3)
+    emit(output, *_compact_report(path, storage_kv, result, seconds, dry_run))
+
+
+def _optional_kwargs(
+    what: str, params: Mapping[str, Any], wanted: Sequence[tuple[str, Any, str]]
+) -> dict[str, Any]:
+    """The keyword arguments ``(name, value, refusal)`` of ``wanted`` whose value is set, for
+    the API function ``what`` (its ``params``); one it does not take fails with
+    ``this version of <what> <refusal>``."""
+    kwargs: dict[str, Any] = {}
+    for name, value, refusal in wanted:
+        if not value:
+            continue
+        if name not in params:
+            raise CliError(f"this version of {what} {refusal}")
+        kwargs[name] = value
+    return kwargs
+
+
+@contextlib.contextmanager
+def _slice_progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """hr.compact's ``on_progress(done, total)``: a click progress bar on stderr, opened at
+    the first call (when the total is known); None when ``enabled`` is not."""
+    if not enabled:
+        yield None
+        return
+    bar: Any = None
+
+    def on_progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = click.progressbar(length=total, label="compacting file slices", file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+
+    try:
+        yield on_progress
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
-    seconds = round(time.perf_counter() - t0, 3)
+
+
+def _compact_report(
+    path: str, storage_kv: Sequence[str], result: Any, seconds: float, dry_run: bool
+) -> tuple[dict[str, Any], list[View]]:
+    """What ``compact`` prints of hr.compact's result: the JSON document and the views."""
     instant = result if result is None or isinstance(result, str) else result.instant
     slices = [] if result is None or isinstance(result, str) else list(result.slices)
     rows = [{**dataclasses.asdict(sl), "num_log_files": len(sl.log_files)} for sl in slices]
@@ -550,8 +586,7 @@ def compact(
         "slices": [{k: v for k, v in r.items() if k != "num_log_files"} for r in rows],
     }
     if not slices and not instant:
-        emit(output, doc, [View(lines=["nothing to compact"])])
-        return
+        return doc, [View(lines=["nothing to compact"])]
     if dry_run or instant is None:
         what = (
             "a new compaction plan would be scheduled and run"
@@ -562,8 +597,7 @@ def compact(
             f"dry run: {what}: {plural(len(slices), 'file slice')} in "
             f"{plural(len({sl.partition_path for sl in slices}), 'partition')}"
         )
-        emit(output, doc, [View(lines=[line], columns=_SLICE_COLUMNS, rows=rows)])
-        return
+        return doc, [View(lines=[line], columns=_SLICE_COLUMNS, rows=rows)]
     done = info.compaction_result_doc(load_table(path, storage_kv), instant)
     doc.update(done)
     line = (
@@ -576,18 +610,18 @@ def compact(
     views = [View(lines=[line])]
     if rows:
         views.append(View(columns=_SLICE_COLUMNS, rows=rows))
-    emit(output, doc, views)
+    return doc, views
 
 
 # -- clean / archive -----------------------------------------------------------------------------
 
 
-@cli.command("clean")
-@click.argument("path")
-@option_option
-@dry_run_option
-@storage_option
-@output_option
+@table_command(
+    cli,
+    "clean",
+    option_option,
+    dry_run_option,
+)
 def clean(
     path: str, option_kv: tuple[str, ...], dry_run: bool, storage_kv: tuple[str, ...], output: str
 ) -> None:
@@ -627,12 +661,12 @@ def clean(
     emit(output, doc, [View(lines=lines, columns=cols if rows else (), rows=rows)])
 
 
-@cli.command("archive")
-@click.argument("path")
-@option_option
-@dry_run_option
-@storage_option
-@output_option
+@table_command(
+    cli,
+    "archive",
+    option_option,
+    dry_run_option,
+)
 def archive(
     path: str, option_kv: tuple[str, ...], dry_run: bool, storage_kv: tuple[str, ...], output: str
 ) -> None:
@@ -657,13 +691,17 @@ def archive(
 # -- upgrade -------------------------------------------------------------------------------------
 
 
-@cli.command("upgrade")
-@click.argument("path")
-@click.option(
-    "--to", "to_version", type=int, default=None, help="Target table version (8 or 9; default 8)."
+@table_command(
+    cli,
+    "upgrade",
+    click.option(
+        "--to",
+        "to_version",
+        type=int,
+        default=None,
+        help="Target table version (8 or 9; default 8).",
+    ),
 )
-@storage_option
-@output_option
 def upgrade(path: str, to_version: int | None, storage_kv: tuple[str, ...], output: str) -> None:
     """Upgrade a table to a newer table version (hr.upgrade)."""
     fn = lazy_feature("hoodie_ray.upgrade_table", "upgrade", "table upgrade")
@@ -677,10 +715,8 @@ def upgrade(path: str, to_version: int | None, storage_kv: tuple[str, ...], outp
         if name is None:
             raise CliError("this version of hr.upgrade takes no target version; omit --to")
         kwargs[name] = to_version
-    if storage:
-        if "storage_options" not in params:
-            raise CliError("this version of hr.upgrade takes no storage options")
-        kwargs["storage_options"] = storage
+    wanted = [("storage_options", storage, "takes no storage options")]
+    kwargs.update(_optional_kwargs("hr.upgrade", params, wanted))
     before = load_table(path, storage_kv).table_config.table_version
     result = fn(path, **kwargs)
     after = load_table(path, storage_kv).table_config.table_version
@@ -790,31 +826,27 @@ def _isatty(stream: Any) -> bool:
         return False
 
 
-def _write_ray(
+def _write_batches(
+    engine: str,
     path: str,
     options: dict[str, str],
     storage: dict[str, Any] | None,
     batches: Iterator[Any],
     advance: Callable[[int], None],
 ) -> Any:
+    """One commit of ``batches``: streamed to the actor topology (``ray``), or gathered and
+    written by this process (``local``); ``advance(rows)`` after each batch."""
     from hoodie_ray.job.coordinator import CommitResult
-    from hoodie_ray.ray.stream import HoodieStreamWriter
 
-    with HoodieStreamWriter(path, options, storage_options=storage) as w:
-        for batch in batches:
-            w.write(batch)
-            advance(batch.num_rows)
-        w.checkpoint()
-        return w.last_result or CommitResult(None)
+    if engine == "ray":
+        from hoodie_ray.ray.stream import HoodieStreamWriter
 
-
-def _write_local(
-    path: str,
-    options: dict[str, str],
-    storage: dict[str, Any] | None,
-    batches: Iterator[Any],
-    advance: Callable[[int], None],
-) -> Any:
+        with HoodieStreamWriter(path, options, storage_options=storage) as w:
+            for batch in batches:
+                w.write(batch)
+                advance(batch.num_rows)
+            w.checkpoint()
+            return w.last_result or CommitResult(None)
     import pyarrow as pa
 
     from hoodie_ray.api import write as hr_write
@@ -824,42 +856,40 @@ def _write_local(
         parts.append(batch)
         advance(batch.num_rows)
     if not parts:
-        from hoodie_ray.job.coordinator import CommitResult
-
         return CommitResult(None)
     table = pa.concat_tables(parts)
     return hr_write(table, path, options, storage_options=storage, engine="local")
 
 
-@cli.command("write")
-@click.argument("path")
-@click.option(
-    "--input",
-    "-i",
-    "input_path",
-    required=True,
-    metavar="FILE",
-    help="A .parquet or .csv file.",
+@table_command(
+    cli,
+    "write",
+    click.option(
+        "--input",
+        "-i",
+        "input_path",
+        required=True,
+        metavar="FILE",
+        help="A .parquet or .csv file.",
+    ),
+    click.option(
+        "--option",
+        "option_kv",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="A Hudi option (hoodie.* or short key); repeatable.",
+    ),
+    click.option(
+        "--engine",
+        type=click.Choice(["ray", "local"]),
+        default="ray",
+        show_default=True,
+        help="ray: the actor topology (RAY_ADDRESS or a local Ray); local: this process.",
+    ),
+    click.option(
+        "--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr."
+    ),
 )
-@click.option(
-    "--option",
-    "option_kv",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="A Hudi option (hoodie.* or short key); repeatable.",
-)
-@click.option(
-    "--engine",
-    type=click.Choice(["ray", "local"]),
-    default="ray",
-    show_default=True,
-    help="ray: the actor topology (RAY_ADDRESS or a local Ray); local: this process.",
-)
-@click.option(
-    "--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr."
-)
-@storage_option
-@output_option
 def write(
     path: str,
     input_path: str,
@@ -882,11 +912,21 @@ def write(
     t0 = time.perf_counter()
     label = "writing" if engine == "ray" else "reading"
     with _progress(progress, total, label) as advance:
-        if engine == "ray":
-            result = _write_ray(path, options, storage, batches, advance)
-        else:
-            result = _write_local(path, options, storage, batches, advance)
+        result = _write_batches(engine, path, options, storage, batches, advance)
     seconds = time.perf_counter() - t0
+    emit(output, *_write_report(path, storage_kv, input_path, engine, total, result, seconds))
+
+
+def _write_report(
+    path: str,
+    storage_kv: Sequence[str],
+    input_path: str,
+    engine: str,
+    total: int,
+    result: Any,
+    seconds: float,
+) -> tuple[dict[str, Any], list[View]]:
+    """What ``write`` prints of its commit: the JSON document and the view."""
     doc = {
         "table": table_doc(path, storage_kv),
         "input": input_path,
@@ -902,16 +942,8 @@ def write(
         "rows_per_s": round(total / seconds, 1) if seconds > 0 else None,
     }
     services = getattr(result, "services", None)
-    said: list[str] = []
     if services is not None:
         doc["table_services"] = dataclasses.asdict(services)
-        said += [f"compaction {c} committed" for c in services.compacted]
-        if services.compaction_started:
-            said.append(f"compaction {services.compaction_started} started in the background")
-        if services.cleaned:
-            said.append(f"clean {services.cleaned}")
-        if services.archived:
-            said.append(f"{plural(services.archived, 'instant')} archived")
     title = (
         f"committed {result.instant} to {display_path(path)}"
         if result.instant
@@ -929,9 +961,22 @@ def write(
             f"{seconds:.2f} s" + (f" ({rate(total, seconds)})" if rate(total, seconds) else ""),
         ),
     ]
+    said = _services_said(services) if services is not None else []
     if said:
         pairs.append(("table services", "; ".join(said)))
-    emit(output, doc, [kv_view(title, pairs)])
+    return doc, [kv_view(title, pairs)]
+
+
+def _services_said(services: Any) -> list[str]:
+    """The table services a commit set off, in words."""
+    said = [f"compaction {c} committed" for c in services.compacted]
+    if services.compaction_started:
+        said.append(f"compaction {services.compaction_started} started in the background")
+    if services.cleaned:
+        said.append(f"clean {services.cleaned}")
+    if services.archived:
+        said.append(f"{plural(services.archived, 'instant')} archived")
+    return said
 
 
 # -- bench ---------------------------------------------------------------------------------------

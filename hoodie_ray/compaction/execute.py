@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import IO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -66,50 +68,67 @@ def execute_operation(task: CompactionTask) -> HoodieWriteStat:
         part, op.file_id, op.base_instant_time, op.data_file_path, tuple(op.delta_file_paths or ())
     )
     schema = task.output_schema or ctx.output_schema
-    name_idx = schema.get_field_index(FILE_NAME_COL)
     md = {b"parquet.avro.schema": task.avro_schema_json.encode(), b"writer.model.name": b"avro"}
     schema = schema.with_metadata(md)
-    unit = constant_strings(name, _NAME_CHUNK_ROWS)
-    rows = 0
     compression = None if task.codec in ("none", "uncompressed") else task.codec
     # Streamed into the file (an in-memory copy first costs ~30% more, page faults mostly): a
     # failed run leaves a partial file named by the instant, which the compaction's rollback
     # deletes (never committed, so never read).
     with storage.open_output(rel) as out:
-        w: pq.ParquetWriter | None = None
-        try:
-            for table in iter_file_slice(ctx, slc, storage):
-                if table.num_rows == 0:
-                    continue
-                if name_idx >= 0:
-                    file_names = _repeated(unit, table.num_rows)
-                    if FILE_NAME_COL in table.schema.names:
-                        table = table.drop_columns([FILE_NAME_COL])
-                    table = table.add_column(name_idx, schema.field(name_idx), file_names)
-                if table.schema != schema:
-                    table = table.cast(schema)
-                if w is None:
-                    # Dictionary encoding for the columns whose values repeat, judged on the
-                    # first batch (the writer fixes it for the file).
-                    w = pq.ParquetWriter(
-                        out,
-                        schema,
-                        compression=compression,
-                        use_dictionary=dictionary_columns(table),
-                    )
-                w.write_table(table)
-                rows += table.num_rows
-            if w is None:
-                w = pq.ParquetWriter(out, schema, compression=compression, use_dictionary=False)
-        finally:
-            if w is not None:
-                w.close()
+        unit = constant_strings(name, _NAME_CHUNK_ROWS)
+        merged = iter_file_slice(ctx, slc, storage)
+        batches = (_as_written(t, schema, unit) for t in merged if t.num_rows)
+        rows = _write_parquet_stream(out, schema, batches, compression)
         size = out.tell()
     log_size = sum(
         storage.size(join(part, n))
         for n in op.delta_file_paths or []
         if storage.exists(join(part, n))
     )
+    return _compaction_stat(op, rel, rows, size, log_size)
+
+
+def _as_written(table: pa.Table, schema: pa.Schema, name_unit: pa.Array) -> pa.Table:
+    """A merged batch as the new base file holds it: its name (``name_unit``'s value) in
+    ``_hoodie_file_name`` when the schema has the column, in the file's schema."""
+    name_idx = schema.get_field_index(FILE_NAME_COL)
+    if name_idx >= 0:
+        file_names = _repeated(name_unit, table.num_rows)
+        if FILE_NAME_COL in table.schema.names:
+            table = table.drop_columns([FILE_NAME_COL])
+        table = table.add_column(name_idx, schema.field(name_idx), file_names)
+    return table if table.schema == schema else table.cast(schema)
+
+
+def _write_parquet_stream(
+    out: IO[bytes], schema: pa.Schema, batches: Iterable[pa.Table], compression: str | None
+) -> int:
+    """Write ``batches`` into one Parquet file on ``out`` (an empty file when there are
+    none); the rows written."""
+    rows = 0
+    w: pq.ParquetWriter | None = None
+    try:
+        for table in batches:
+            if w is None:
+                # Dictionary encoding for the columns whose values repeat, judged on the
+                # first batch (the writer fixes it for the file).
+                w = pq.ParquetWriter(
+                    out, schema, compression=compression, use_dictionary=dictionary_columns(table)
+                )
+            w.write_table(table)
+            rows += table.num_rows
+        if w is None:
+            w = pq.ParquetWriter(out, schema, compression=compression, use_dictionary=False)
+    finally:
+        if w is not None:
+            w.close()
+    return rows
+
+
+def _compaction_stat(
+    op: HoodieCompactionOperation, rel: str, rows: int, size: int, log_size: int
+) -> HoodieWriteStat:
+    """The write stat of a compacted file slice: every row counts as an updated record."""
     return HoodieWriteStat(
         file_id=op.file_id,
         path=rel,
@@ -118,7 +137,7 @@ def execute_operation(task: CompactionTask) -> HoodieWriteStat:
         num_inserts=0,
         num_update_writes=rows,
         total_write_bytes=size,
-        partition_path=part,
+        partition_path=op.partition_path or "",
         file_size_in_bytes=size,
         prev_base_file=op.data_file_path,
         total_log_files_compacted=len(op.delta_file_paths or []),

@@ -54,6 +54,43 @@ def table_exists(storage: Storage) -> bool:
     return storage.exists(PROPERTIES_FILE)
 
 
+@dataclass(frozen=True)
+class _KeyLayout:
+    """What a key generator is built from besides its type: the record key and partition
+    fields, and how partition paths are written (Hudi's key generator properties)."""
+
+    record_key_fields: list[str]
+    partition_fields: list[str]
+    hive_style: bool
+    url_encode: bool
+
+    @classmethod
+    def of_table(cls, cfg: HoodieTableConfig) -> _KeyLayout:
+        return cls(cfg.record_key_fields, cfg.partition_fields, cfg.hive_style, cfg.url_encode)
+
+    @classmethod
+    def of_options(cls, wc: WriteConfig) -> _KeyLayout:
+        return cls(
+            wc.record_key_fields,
+            wc.partition_fields,
+            wc.hive_style_partitioning,
+            wc.partition_url_encode,
+        )
+
+    def key_generator(
+        self, schema: pa.Schema, keygen_type: str | None, ts: TimestampFormat | None
+    ) -> KeyGenerator:
+        return choose_key_generator(
+            schema,
+            self.record_key_fields,
+            self.partition_fields,
+            hive_style=self.hive_style,
+            url_encode=self.url_encode,
+            keygen_type=keygen_type,
+            timestamp=ts,
+        )
+
+
 def keygen_for(table_config: HoodieTableConfig, wc: WriteConfig, schema: pa.Schema) -> KeyGenerator:
     """The key generator recorded in the table config (written by us or by Java)."""
     kg_type = table_config.keygen_type
@@ -61,33 +98,28 @@ def keygen_for(table_config: HoodieTableConfig, wc: WriteConfig, schema: pa.Sche
         kg_type = None
     if kg_type == "CUSTOM":
         raise HoodieUnsupportedError("CustomKeyGenerator tables are not supported for writes")
-    ts = None
-    if kg_type == "TIMESTAMP":
-        props = table_config.props
-        fmt = props.get("hoodie.keygen.timebased.output.dateformat") or wc.timebased_output_format
-        if not fmt:
-            raise HoodieOptionError(
-                "timestamp key generator without hoodie.keygen.timebased.output.dateformat"
-            )
-        ts = TimestampFormat(
-            output_format=fmt,
-            timestamp_type=props.get("hoodie.keygen.timebased.timestamp.type")
-            or wc.timebased_timestamp_type,
-            input_format=props.get("hoodie.keygen.timebased.input.dateformat")
-            or wc.timebased_input_format,
-            timezone=props.get("hoodie.keygen.timebased.output.timezone")
-            or wc.timebased_output_timezone,
-            scalar_unit=props.get("hoodie.keygen.timebased.timestamp.scalar.time.unit")
-            or wc.timebased_scalar_unit,
+    ts = _table_timestamp_format(table_config, wc) if kg_type == "TIMESTAMP" else None
+    return _KeyLayout.of_table(table_config).key_generator(schema, kg_type, ts)
+
+
+def _table_timestamp_format(table_config: HoodieTableConfig, wc: WriteConfig) -> TimestampFormat:
+    """A timestamp key generator's settings: the table's properties, else the options."""
+    props = table_config.props
+    fmt = props.get("hoodie.keygen.timebased.output.dateformat") or wc.timebased_output_format
+    if not fmt:
+        raise HoodieOptionError(
+            "timestamp key generator without hoodie.keygen.timebased.output.dateformat"
         )
-    return choose_key_generator(
-        schema,
-        table_config.record_key_fields,
-        table_config.partition_fields,
-        hive_style=table_config.hive_style,
-        url_encode=table_config.url_encode,
-        keygen_type=kg_type,
-        timestamp=ts,
+    return TimestampFormat(
+        output_format=fmt,
+        timestamp_type=props.get("hoodie.keygen.timebased.timestamp.type")
+        or wc.timebased_timestamp_type,
+        input_format=props.get("hoodie.keygen.timebased.input.dateformat")
+        or wc.timebased_input_format,
+        timezone=props.get("hoodie.keygen.timebased.output.timezone")
+        or wc.timebased_output_timezone,
+        scalar_unit=props.get("hoodie.keygen.timebased.timestamp.scalar.time.unit")
+        or wc.timebased_scalar_unit,
     )
 
 
@@ -153,6 +185,24 @@ def create_table(storage: Storage, wc: WriteConfig, data_schema: pa.Schema) -> H
     Raises:
         HoodiePathError / HoodieTableNotFoundError: see :func:`check_new_table_location`.
     """
+    cfg = _new_table_config(wc, data_schema)
+    check_new_table_location(storage, wc)
+    try:
+        storage.makedirs(".hoodie")
+    except (NotADirectoryError, FileExistsError):
+        raise HoodiePathError(
+            f"cannot create a table at {storage.base_uri}: a part of the path is a file"
+        ) from None
+    if cfg.timeline_layout_version >= 2:
+        storage.makedirs(cfg.timeline_path)
+    if not storage.create_new(PROPERTIES_FILE, cfg.to_properties_text().encode("utf-8")):
+        return HoodieTableConfig.load(storage)  # another process created it first
+    return cfg
+
+
+def _new_table_config(wc: WriteConfig, data_schema: pa.Schema) -> HoodieTableConfig:
+    """The table config a new table written with ``wc`` and ``data_schema`` starts with
+    (nothing written): its key generator chosen, its options checked against the schema."""
     if not wc.table_name:
         raise HoodieOptionError("option hoodie.table.name is required to create a table")
     if not wc.record_key_fields:
@@ -161,36 +211,9 @@ def create_table(storage: Storage, wc: WriteConfig, data_schema: pa.Schema) -> H
         )
     schema = normalise_schema(data_schema)
     ts = _timestamp_format(wc, schema)
-    keygen_type = wc.keygen_type
-    if wc.keygen_class:
-        keygen_type = KEYGEN_TYPE_BY_CLASS.get(wc.keygen_class)
-        if keygen_type is None or keygen_type == "CUSTOM":
-            raise HoodieOptionError(
-                f"option hoodie.datasource.write.keygenerator.class={wc.keygen_class} is not supported"
-            )
-    kg = choose_key_generator(
-        schema,
-        wc.record_key_fields,
-        wc.partition_fields,
-        hive_style=wc.hive_style_partitioning,
-        url_encode=wc.partition_url_encode,
-        keygen_type=keygen_type,
-        timestamp=ts,
-    )
+    kg = _KeyLayout.of_options(wc).key_generator(schema, _keygen_type_option(wc), ts)
     if wc.precombine_field and wc.precombine_field not in schema.names:
         raise HoodieSchemaError(f"Field {wc.precombine_field} does not exist (precombine field)")
-    extra = {}
-    if ts is not None:
-        extra = {
-            "hoodie.keygen.timebased.output.dateformat": ts.output_format,
-            "hoodie.keygen.timebased.output.timezone": ts.timezone,
-        }
-        if ts.timestamp_type:
-            extra["hoodie.keygen.timebased.timestamp.type"] = ts.timestamp_type
-        if ts.input_format:
-            extra["hoodie.keygen.timebased.input.dateformat"] = ts.input_format
-    if wc.index_type == "BUCKET":
-        extra[BUCKET_NUM_PROPERTY] = str(wc.bucket_num)
     create_schema = json.dumps(
         arrow_to_avro_schema(schema, wc.table_name, with_meta=False), separators=(",", ":")
     )
@@ -206,21 +229,38 @@ def create_table(storage: Storage, wc: WriteConfig, data_schema: pa.Schema) -> H
         table_version=wc.table_version,
         create_schema=create_schema,
         database=wc.database_name,
-        extra=extra,
+        extra=_key_and_index_props(wc, ts),
     )
-    cfg = HoodieTableConfig(props)
-    check_new_table_location(storage, wc)
-    try:
-        storage.makedirs(".hoodie")
-    except (NotADirectoryError, FileExistsError):
-        raise HoodiePathError(
-            f"cannot create a table at {storage.base_uri}: a part of the path is a file"
-        ) from None
-    if cfg.timeline_layout_version >= 2:
-        storage.makedirs(cfg.timeline_path)
-    if not storage.create_new(PROPERTIES_FILE, cfg.to_properties_text().encode("utf-8")):
-        return HoodieTableConfig.load(storage)  # another process created it first
-    return cfg
+    return HoodieTableConfig(props)
+
+
+def _keygen_type_option(wc: WriteConfig) -> str | None:
+    """The key generator type the options ask for (its class, else its type), or None."""
+    if not wc.keygen_class:
+        return wc.keygen_type
+    keygen_type = KEYGEN_TYPE_BY_CLASS.get(wc.keygen_class)
+    if keygen_type is None or keygen_type == "CUSTOM":
+        raise HoodieOptionError(
+            f"option hoodie.datasource.write.keygenerator.class={wc.keygen_class} is not supported"
+        )
+    return keygen_type
+
+
+def _key_and_index_props(wc: WriteConfig, ts: TimestampFormat | None) -> dict[str, str]:
+    """A new table's timestamp key generator and bucket index properties."""
+    extra = {}
+    if ts is not None:
+        extra = {
+            "hoodie.keygen.timebased.output.dateformat": ts.output_format,
+            "hoodie.keygen.timebased.output.timezone": ts.timezone,
+        }
+        if ts.timestamp_type:
+            extra["hoodie.keygen.timebased.timestamp.type"] = ts.timestamp_type
+        if ts.input_format:
+            extra["hoodie.keygen.timebased.input.dateformat"] = ts.input_format
+    if wc.index_type == "BUCKET":
+        extra[BUCKET_NUM_PROPERTY] = str(wc.bucket_num)
+    return extra
 
 
 def check_options_match_table(cfg: HoodieTableConfig, wc: WriteConfig) -> None:

@@ -210,10 +210,11 @@ class ResourcePlan:
         """CPUs the whole topology reserves."""
         return self.demand()["CPU"]
 
-    def describe(self) -> str:
-        """One line: ``1 coordinator x 0.5 CPU, 2 writers x 1 CPU, ...``."""
+    def describe(self, roles: Sequence[str] | None = None) -> str:
+        """One line: ``1 coordinator x 0.5 CPU, 2 writers x 1 CPU, ...`` (all roles by
+        default)."""
         parts = []
-        for role in ROLES:
+        for role in roles if roles is not None else ROLES:
             n = self.counts.get(role, 0)
             if n:
                 cpus = self.per_actor[role].get("num_cpus", 0.0)
@@ -301,30 +302,11 @@ def plan_resources(
     if reserve_cpus is None:
         reserve_cpus = TASK_RESERVE_CPUS if cpus_available >= TASK_RESERVE_CPUS else 0.0
 
-    explicit: dict[str, float] = {}
-    for role in ROLES:
-        v = getattr(wc, f"{role}_cpus", None)
-        if v is not None:
-            if v < 0:
-                raise HoodieError(f"ray.{role}.num_cpus must be >= 0, got {v}")
-            explicit[role] = float(v)
+    explicit = _explicit_cpus(wc)
     fixed = sum(n[r] * c for r, c in explicit.items())
-    free_roles = [r for r in ROLES if r not in explicit and n[r] > 0]
-    natural = sum(n[r] * NATURAL_CPUS[r] for r in free_roles)
     budget = max(0.0, cpus_available - reserve_cpus - fixed)
-
-    cpus: dict[str, float] = dict(explicit)
-    if natural <= budget + _EPS:
-        mode = "whole"
-        cpus.update({r: NATURAL_CPUS[r] for r in ROLES if r not in explicit})
-    else:
-        scale = budget / natural
-        scaled = {r: _floor_unit(NATURAL_CPUS[r] * scale) for r in ROLES if r not in explicit}
-        mode = "fractional" if all(scaled[r] > 0 for r in free_roles) else "shared"
-        if mode == "shared":
-            scaled = {r: 0.0 for r in scaled}
-        cpus.update(scaled)
-
+    free_roles = [r for r in ROLES if r not in explicit and n[r] > 0]
+    cpus, mode = _size_cpus(n, explicit, free_roles, budget)
     memory = {
         "writer": getattr(wc, "writer_memory", None),
         "assigner": getattr(wc, "assigner_memory", None),
@@ -352,6 +334,41 @@ def plan_resources(
             plan.describe(),
         )
     return plan
+
+
+def _explicit_cpus(wc: WriteConfig) -> dict[str, float]:
+    """The CPUs the user set per role (``ray.<role>.num_cpus``)."""
+    explicit: dict[str, float] = {}
+    for role in ROLES:
+        v = getattr(wc, f"{role}_cpus", None)
+        if v is not None:
+            if v < 0:
+                raise HoodieError(f"ray.{role}.num_cpus must be >= 0, got {v}")
+            explicit[role] = float(v)
+    return explicit
+
+
+def _size_cpus(
+    counts: Mapping[str, int],
+    explicit: Mapping[str, float],
+    free_roles: Sequence[str],
+    budget: float,
+) -> tuple[dict[str, float], str]:
+    """CPUs per actor of every role, and the mode: roles the user did not size get their
+    natural CPUs when the actors of ``free_roles`` fit ``budget`` that way (``"whole"``),
+    else scaled down to fit (``"fractional"``), else none (``"shared"``)."""
+    cpus: dict[str, float] = dict(explicit)
+    natural = sum(counts[r] * NATURAL_CPUS[r] for r in free_roles)
+    if natural <= budget + _EPS:
+        cpus.update({r: NATURAL_CPUS[r] for r in ROLES if r not in explicit})
+        return cpus, "whole"
+    scale = budget / natural
+    scaled = {r: _floor_unit(NATURAL_CPUS[r] * scale) for r in ROLES if r not in explicit}
+    mode = "fractional" if all(scaled[r] > 0 for r in free_roles) else "shared"
+    if mode == "shared":
+        scaled = {r: 0.0 for r in scaled}
+    cpus.update(scaled)
+    return cpus, mode
 
 
 def actor_resources(
@@ -441,37 +458,9 @@ def check_placeable(
             available = dict(ray.available_resources())
         if nodes is None:
             nodes = _nodes_available(ray)
-    need = plan.demand(roles)
-    have_cpu = float(available.get("CPU", 0.0))
-    have_mem = float(available.get("memory", 0.0))
-    items = [
-        (float(plan.per_actor[r].get("num_cpus", 0.0)), float(plan.per_actor[r].get("memory", 0)))
-        for r in roles
-        for _ in range(plan.counts.get(r, 0))
-    ]
-    items = [it for it in items if it[0] > 0 or it[1] > 0]
-    problem = None
-    if need["CPU"] > have_cpu + _EPS:
-        problem = f"they need {_fmt(need['CPU'])} CPUs, {_fmt(have_cpu)} are available"
-    elif need["memory"] > have_mem + 1:
-        problem = (
-            f"they need {need['memory'] / 2**30:.2f} GiB of Ray memory, "
-            f"{have_mem / 2**30:.2f} GiB are available"
-        )
-    elif items and not _fit_nodes(items, [dict(n) for n in nodes]):
-        biggest = max((n.get("CPU", 0.0) for n in nodes), default=0.0)
-        problem = (
-            f"the CPUs are spread over {len(nodes)} nodes (at most {_fmt(biggest)} free on one) "
-            "and the actors do not pack onto them"
-        )
+    problem = _placement_problem(plan, roles, available, nodes)
     if problem is None:
         return
-    who = ", ".join(
-        f"{plan.counts[r]} {r}{'s' if plan.counts[r] > 1 else ''} x "
-        f"{_fmt(plan.per_actor[r].get('num_cpus', 0.0))} CPU"
-        for r in roles
-        if plan.counts.get(r, 0)
-    )
     fixes = []
     if plan.explicit & set(roles):
         fixes.append(
@@ -483,9 +472,42 @@ def check_placeable(
         "or add nodes",
     ]
     raise HoodieError(
-        f"cannot place the hoodie_ray actors ({who}) on this Ray cluster: {problem}. "
-        f"Ray would queue them without end. Fix: {'; '.join(fixes)}."
+        f"cannot place the hoodie_ray actors ({plan.describe(roles)}) on this Ray cluster: "
+        f"{problem}. Ray would queue them without end. Fix: {'; '.join(fixes)}."
     )
+
+
+def _placement_problem(
+    plan: ResourcePlan,
+    roles: Sequence[str],
+    available: Mapping[str, float],
+    nodes: Sequence[Mapping[str, float]],
+) -> str | None:
+    """Why the actors of ``roles`` do not fit: too few CPUs or too little memory in total, or
+    no packing onto the nodes; None when they fit."""
+    need = plan.demand(roles)
+    have_cpu = float(available.get("CPU", 0.0))
+    have_mem = float(available.get("memory", 0.0))
+    items = [
+        (float(plan.per_actor[r].get("num_cpus", 0.0)), float(plan.per_actor[r].get("memory", 0)))
+        for r in roles
+        for _ in range(plan.counts.get(r, 0))
+    ]
+    items = [it for it in items if it[0] > 0 or it[1] > 0]
+    if need["CPU"] > have_cpu + _EPS:
+        return f"they need {_fmt(need['CPU'])} CPUs, {_fmt(have_cpu)} are available"
+    if need["memory"] > have_mem + 1:
+        return (
+            f"they need {need['memory'] / 2**30:.2f} GiB of Ray memory, "
+            f"{have_mem / 2**30:.2f} GiB are available"
+        )
+    if items and not _fit_nodes(items, [dict(n) for n in nodes]):
+        biggest = max((n.get("CPU", 0.0) for n in nodes), default=0.0)
+        return (
+            f"the CPUs are spread over {len(nodes)} nodes (at most {_fmt(biggest)} free on one) "
+            "and the actors do not pack onto them"
+        )
+    return None
 
 
 def wait_ready(actors: Sequence[Any], timeout_s: float = 120.0, what: str = "actors") -> None:

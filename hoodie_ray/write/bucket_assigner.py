@@ -222,6 +222,39 @@ class AssignerConfig:
         return cls(**values)
 
 
+@dataclass(frozen=True)
+class _Probe:
+    """A batch's keys looked up in the key index (one array per batch, no object per row)."""
+
+    parts: pa.Array
+    deleted: np.ndarray
+    pcode: np.ndarray  # partition code per row, into pdict
+    pdict: list[str]
+    ikeys: pa.Array  # the index's keys (partition + record key with a non-global index)
+    hashes: np.ndarray
+    seg_of: np.ndarray
+    pos_of: np.ndarray
+    found: np.ndarray
+    safe_ids: np.ndarray  # location id of each found row (0 for the others)
+
+
+def _bucket_types(is_insert: np.ndarray) -> pa.Array:
+    return _BUCKET_TYPES.take(pa.array(is_insert.astype(np.int8)))
+
+
+def _with_tags(batch: pa.Table, fids: pa.Array, types: pa.Array, is_new: np.ndarray) -> pa.Table:
+    """The batch with its tag columns appended: file id, bucket type, is-new key."""
+    return (
+        batch.append_column(FILE_ID, fids)
+        .append_column(BUCKET_TYPE, types)
+        .append_column(IS_NEW, pa.array(is_new))
+    )
+
+
+def _set_column(batch: pa.Table, name: str, values: pa.Array) -> pa.Table:
+    return batch.set_column(batch.schema.get_field_index(name), name, values)
+
+
 class BucketAssigner:
     """Tags records with their file group; holds the key index state of one task."""
 
@@ -403,29 +436,69 @@ class BucketAssigner:
 
     def _assign(self, batch: pa.Table, *, key_hashes: np.ndarray | None = None) -> pa.Table:
         if batch.num_rows == 0:
-            return (
-                batch.append_column(FILE_ID, pa.array([], pa.string()))
-                .append_column(BUCKET_TYPE, pa.array([], pa.string()))
-                .append_column(IS_NEW, pa.array([], pa.bool_()))
-            )
+            empty = pa.array([], pa.string())
+            return _with_tags(batch, empty, empty, np.zeros(0, dtype=bool))
         if self.config.index_type == "BUCKET":
             out = self._assign_bucket(batch)
             return out.append_column(IS_NEW, pa.array(np.zeros(out.num_rows, dtype=bool)))
         if self.config.append_mode:
             fids, types = self._assign_new(batch.column(PARTITION_PATH), None)
-            return (
-                batch.append_column(FILE_ID, fids)
-                .append_column(BUCKET_TYPE, types)
-                .append_column(IS_NEW, pa.array(np.ones(batch.num_rows, dtype=bool)))
-            )
+            return _with_tags(batch, fids, types, np.ones(batch.num_rows, dtype=bool))
+        return self._assign_upsert(batch, key_hashes)
 
+    def _assign_upsert(self, batch: pa.Table, key_hashes: np.ndarray | None) -> pa.Table:
+        """Hudi's tagLocation, then the placement of new records: found keys keep their file
+        group; with the global index a key arriving in another partition moves there (after
+        ``mergeForPartitionUpdatesIfNeeded`` when moves compare ordering values) and leaves a
+        delete of its old copy; new keys fill small file groups, then new ones."""
+        probe = self._tag_location(batch, key_hashes)
+        moved = self._partition_moves(probe)
+        older = np.zeros(batch.num_rows, dtype=bool)
+        ords = self._ordering_of(batch)
+        if ords is not None:
+            moved, older = self._merge_for_partition_updates(batch, probe, ords, moved)
+        elif self.forget_deleted_keys and self._deletes_win():
+            self._won_deletes = probe.ikeys.filter(pa.array(probe.found & probe.deleted))
+        row_lid, is_insert, new_rows = self._locate(probe, moved, ords)
+        loc_parts, loc_fids = self.index.location_columns()
+        # deletes of keys nobody has are dropped, and records older than their moved key's
+        keep = ~(~probe.found & probe.deleted) & ~older
+        kept: np.ndarray | slice = slice(None) if keep.all() else keep  # a view when all stay
+        out = batch if isinstance(kept, slice) else batch.filter(pa.array(keep))
+        k_lid = row_lid[kept]
+        moved_del = (moved & probe.deleted)[kept]
+        if moved_del.any():
+            # A delete that names a new partition deletes the row where it is.
+            kept_parts = (
+                probe.parts if isinstance(kept, slice) else probe.parts.filter(pa.array(keep))
+            )
+            new_parts = pc.if_else(
+                pa.array(moved_del), loc_parts.take(pa.array(k_lid)), kept_parts.cast(pa.string())
+            )
+            out = _set_column(out, PARTITION_PATH, new_parts)
+        fids = loc_fids.take(pa.array(k_lid))
+        out = _with_tags(out, fids, _bucket_types(is_insert[kept]), new_rows[kept])
+        move_ins = moved & ~probe.deleted
+        if not move_ins.any():
+            return out
+        old_lids = pa.array(probe.safe_ids[move_ins])
+        old_copies = self._old_copy_deletes(batch.filter(pa.array(move_ins)))
+        old_copies = _set_column(old_copies, PARTITION_PATH, loc_parts.take(old_lids))
+        old_copies = _with_tags(
+            old_copies,
+            loc_fids.take(old_lids),
+            pa.repeat(pa.scalar(UPDATE_BUCKET, pa.string()), old_copies.num_rows),
+            np.zeros(old_copies.num_rows, dtype=bool),
+        )
+        return pa.concat_tables([old_copies, out])
+
+    def _tag_location(self, batch: pa.Table, key_hashes: np.ndarray | None) -> _Probe:
+        """Look the batch's keys up in the key index (Hudi's tagLocation)."""
         keys = batch.column(RECORD_KEY).combine_chunks()
         parts = batch.column(PARTITION_PATH).combine_chunks()
         deleted = batch.column(IS_DELETED).combine_chunks().to_numpy(zero_copy_only=False)
         # Partitions as codes into the batch's few distinct values: no Python object per row.
         penc = pc.dictionary_encode(parts)
-        pcode = penc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        pdict = penc.dictionary.to_pylist()
         ikeys = self._index_keys(keys, parts)
         # ``key_hashes`` (hash_keys of the record keys) are the index's hashes with the global
         # index only; a non-global index keys by partition + record key.
@@ -433,133 +506,111 @@ class BucketAssigner:
             hash_keys(ikeys) if key_hashes is None or not self.config.global_index else key_hashes
         )
         loc_ids, seg_of, pos_of = self.index.probe(ikeys, hashes=hashes)
-        n = batch.num_rows
-
         found = loc_ids >= 0
-        safe_ids = np.where(found, loc_ids, 0).astype(np.int64)
+        return _Probe(
+            parts=parts,
+            deleted=deleted,
+            pcode=penc.indices.to_numpy(zero_copy_only=False).astype(np.int64),
+            pdict=penc.dictionary.to_pylist(),
+            ikeys=ikeys,
+            hashes=hashes,
+            seg_of=seg_of,
+            pos_of=pos_of,
+            found=found,
+            safe_ids=np.where(found, loc_ids, 0).astype(np.int64),
+        )
+
+    def _partition_moves(self, probe: _Probe) -> np.ndarray:
+        """Rows whose key the global index holds in another partition."""
         n_loc = len(self.index.locations)
-        if self.config.global_index and n_loc and found.any():
-            code_of = {p: i for i, p in enumerate(pdict)}
-            loc_parts, _ = self.index.location_arrays()
-            loc_pcode = np.array([code_of.get(p, -1) for p in loc_parts.tolist()], np.int64)
-            moved = found & (loc_pcode[safe_ids] != pcode)
-        else:
-            moved = np.zeros(n, dtype=bool)
-        ords = self._ordering_of(batch)
-        older = np.zeros(n, dtype=bool)
-        if ords is not None:
-            # compare with the stored copy: an older record moves nothing (it is dropped, as
-            # the merge would drop it); the index keeps the winner's ordering value
-            stored = self.index.ordering_at(seg_of, pos_of)
-            # every known key: a plain update must not set a value below the stored one's
-            stored = self._load_orderings(found, safe_ids, seg_of, pos_of, stored)
-            newer = ordering_at_least(ords, stored)
-            # A delete older than the stored copy loses the merge: a no-op, dropped here so
-            # that nothing downstream (the record index) counts the key as deleted. Except an
-            # int ordering value of 0: a log reader takes it for Java's default and lets the
-            # delete win (merge.py); a copy-on-write merge decides those itself.
-            field = self.config.ordering_field
-            int_zero = np.zeros(n, dtype=bool)
-            if field and pa.types.is_int32(batch.schema.field(field).type):
-                int_zero = np.asarray(ords == 0, dtype=bool)
-            older = (moved & ~deleted & ~newer) | (found & deleted & ~newer & ~int_zero)
-            moved = moved & ~older
-            if self.forget_deleted_keys:
-                self._won_deletes = ikeys.filter(pa.array(found & deleted & newer))
-            # a winning delete leaves no ordering value: the next record of the key is an
-            # insert, whatever its ordering value (the stored copy is gone)
-            kept_ord = np.where(deleted, unknown_ordering(len(ords), ords.dtype), ords)
-            self.index.set_ordering(
-                np.where(found & ~older, seg_of, -1), pos_of, np.where(newer, kept_ord, stored)
-            )
+        if not (self.config.global_index and n_loc and probe.found.any()):
+            return np.zeros(len(probe.found), dtype=bool)
+        code_of = {p: i for i, p in enumerate(probe.pdict)}
+        loc_parts, _ = self.index.location_arrays()
+        loc_pcode = np.array([code_of.get(p, -1) for p in loc_parts.tolist()], np.int64)
+        return probe.found & (loc_pcode[probe.safe_ids] != probe.pcode)
 
-        deletes_win = (
-            self.config.ordering_field is None
-            or self.config.merge_mode is MergeMode.COMMIT_TIME_ORDERING
+    def _merge_for_partition_updates(
+        self, batch: pa.Table, probe: _Probe, ords: np.ndarray, moved: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Compare each found key's record with its stored copy: an older record moves
+        nothing (it is dropped, as the merge would drop it); the index keeps the winner's
+        ordering value. Returns (moved, older)."""
+        found, deleted, seg_of, pos_of = probe.found, probe.deleted, probe.seg_of, probe.pos_of
+        stored = self.index.ordering_at(seg_of, pos_of)
+        # every known key: a plain update must not set a value below the stored one's
+        stored = self._load_orderings(found, probe.safe_ids, seg_of, pos_of, stored)
+        newer = ordering_at_least(ords, stored)
+        # A delete older than the stored copy loses the merge: a no-op, dropped here so
+        # that nothing downstream (the record index) counts the key as deleted. Except an
+        # int ordering value of 0: a log reader takes it for Java's default and lets the
+        # delete win (merge.py); a copy-on-write merge decides those itself.
+        field = self.config.ordering_field
+        int_zero = np.zeros(len(ords), dtype=bool)
+        if field and pa.types.is_int32(batch.schema.field(field).type):
+            int_zero = np.asarray(ords == 0, dtype=bool)
+        older = (moved & ~deleted & ~newer) | (found & deleted & ~newer & ~int_zero)
+        if self.forget_deleted_keys:
+            self._won_deletes = probe.ikeys.filter(pa.array(found & deleted & newer))
+        # a winning delete leaves no ordering value: the next record of the key is an
+        # insert, whatever its ordering value (the stored copy is gone)
+        kept_ord = np.where(deleted, unknown_ordering(len(ords), ords.dtype), ords)
+        self.index.set_ordering(
+            np.where(found & ~older, seg_of, -1), pos_of, np.where(newer, kept_ord, stored)
         )
-        if self.forget_deleted_keys and ords is None and deletes_win:
-            self._won_deletes = ikeys.filter(pa.array(found & deleted))
+        return moved & ~older, older
 
-        row_lid = safe_ids.copy()  # location of each row's file group (found rows for now)
-        is_insert = np.zeros(n, dtype=bool)
-        stay = found & ~moved
+    def _deletes_win(self) -> bool:
+        """A delete always wins its merge (no ordering field, or commit-time ordering)."""
+        cfg = self.config
+        return cfg.ordering_field is None or cfg.merge_mode is MergeMode.COMMIT_TIME_ORDERING
+
+    def _locate(
+        self, probe: _Probe, moved: np.ndarray, ords: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each row's file group location id and whether it is an insert bucket, placing new
+        keys (unknown, or moved to another partition) that are not deletes, which the index
+        then holds. Returns (location ids, is insert, new rows)."""
+        row_lid = probe.safe_ids.copy()  # found rows' locations for now
+        is_insert = np.zeros(len(row_lid), dtype=bool)
+        stay = probe.found & ~moved
         if stay.any():
-            new_loc = self._new_location_mask(n_loc)
-            is_insert[stay & new_loc[safe_ids]] = True
-
-        # New keys (unknown, or moved to another partition) that are not deletes get a group.
-        new_rows = (~found | moved) & ~deleted
-        if new_rows.any():
-            idx = np.flatnonzero(new_rows)
-            idx_arr = pa.array(idx)
-            fid_list, fcode, ins = self._assign_new_codes(parts.take(idx_arr), ikeys.take(idx_arr))
-            # Index: inserted keys point at their group. Deleted keys keep their location: an
-            # event-time delete may lose to a newer stored record, and a later upsert of a
-            # deleted key is correct in its old group anyway.
-            new_lids = self._intern_locations(pdict, pcode[idx], fid_list, fcode)
-            row_lid[idx] = new_lids
-            is_insert[idx] = ins
-            self.index.put(
-                ikeys.filter(pa.array(new_rows)),
-                new_lids,
-                hashes=hashes[new_rows],
-                unique=self._unique_keys,
-                probed=(seg_of[new_rows], pos_of[new_rows]),
-                ords=ords[new_rows] if ords is not None else None,
-            )
-        loc_parts_a, loc_fids_a = self.index.location_columns()
-
-        # deletes of keys nobody has are dropped, and records older than their moved key's
-        keep = ~(~found & deleted) & ~older
-        all_kept = bool(keep.all())
-        out = batch if all_kept else batch.filter(pa.array(keep))
-        k_lid = row_lid if all_kept else row_lid[keep]
-        moved_del = moved & deleted
-        if moved_del.any():
-            # A delete that names a new partition deletes the row where it is.
-            md = moved_del if all_kept else moved_del[keep]
-            kept_parts = parts if all_kept else parts.filter(pa.array(keep))
-            new_parts = pc.if_else(
-                pa.array(md), loc_parts_a.take(pa.array(k_lid)), kept_parts.cast(pa.string())
-            )
-            out = out.set_column(
-                out.schema.get_field_index(PARTITION_PATH), PARTITION_PATH, new_parts
-            )
-        out = out.append_column(FILE_ID, loc_fids_a.take(pa.array(k_lid)))
-        ins_k = is_insert if all_kept else is_insert[keep]
-        out = out.append_column(BUCKET_TYPE, _BUCKET_TYPES.take(pa.array(ins_k.astype(np.int8))))
-        out = out.append_column(IS_NEW, pa.array(new_rows if all_kept else new_rows[keep]))
-        move_ins = moved & ~deleted
-        if not move_ins.any():
-            return out
-        # The old copy of a key that moved partition is deleted where it was.
-        mask = pa.array(move_ins)
-        old_lids = pa.array(safe_ids[move_ins])
-        extra = batch.filter(mask)
-        extra = extra.set_column(
-            extra.schema.get_field_index(PARTITION_PATH),
-            PARTITION_PATH,
-            loc_parts_a.take(old_lids),
+            new_loc = self._new_location_mask(len(self.index.locations))
+            is_insert[stay & new_loc[probe.safe_ids]] = True
+        new_rows = (~probe.found | moved) & ~probe.deleted
+        if not new_rows.any():
+            return row_lid, is_insert, new_rows
+        idx = np.flatnonzero(new_rows)
+        idx_arr = pa.array(idx)
+        fid_list, fcode, ins = self._assign_new_codes(
+            probe.parts.take(idx_arr), probe.ikeys.take(idx_arr)
         )
-        extra = extra.set_column(
-            extra.schema.get_field_index(IS_DELETED),
-            IS_DELETED,
-            pa.array(np.ones(extra.num_rows, dtype=bool)),
+        # Index: inserted keys point at their group. Deleted keys keep their location: an
+        # event-time delete may lose to a newer stored record, and a later upsert of a
+        # deleted key is correct in its old group anyway.
+        new_lids = self._intern_locations(probe.pdict, probe.pcode[idx], fid_list, fcode)
+        row_lid[idx] = new_lids
+        is_insert[idx] = ins
+        self.index.put(
+            probe.ikeys.filter(pa.array(new_rows)),
+            new_lids,
+            hashes=probe.hashes[new_rows],
+            unique=self._unique_keys,
+            probed=(probe.seg_of[new_rows], probe.pos_of[new_rows]),
+            ords=ords[new_rows] if ords is not None else None,
         )
-        if self.config.ordering_field and self.config.ordering_field in extra.column_names:
+        return row_lid, is_insert, new_rows
+
+    def _old_copy_deletes(self, moved: pa.Table) -> pa.Table:
+        """The records of keys that moved partition as deletes of their old copies (the
+        caller points them at the old location)."""
+        moved = _set_column(moved, IS_DELETED, pa.array(np.ones(moved.num_rows, dtype=bool)))
+        field = self.config.ordering_field
+        if field and field in moved.column_names:
             # Like Flink's empty-payload delete: default ordering, so it always wins.
-            oi = extra.schema.get_field_index(self.config.ordering_field)
-            extra = extra.set_column(
-                oi,
-                self.config.ordering_field,
-                pa.nulls(extra.num_rows, extra.schema.field(oi).type),
-            )
-        extra = extra.append_column(FILE_ID, loc_fids_a.take(old_lids))
-        extra = extra.append_column(
-            BUCKET_TYPE, pa.repeat(pa.scalar(UPDATE_BUCKET, pa.string()), extra.num_rows)
-        )
-        extra = extra.append_column(IS_NEW, pa.array(np.zeros(extra.num_rows, dtype=bool)))
-        return pa.concat_tables([extra, out])
+            ftype = moved.schema.field(field).type
+            moved = _set_column(moved, field, pa.nulls(moved.num_rows, ftype))
+        return moved
 
     def _ordering_of(self, batch: pa.Table) -> np.ndarray | None:
         """The batch's ordering values as index numbers, when moves are compared."""
@@ -603,7 +654,7 @@ class BucketAssigner:
         """
         fid_list, fcode, ins = self._assign_new_codes(parts, keys)
         fids = pa.array(fid_list, pa.string()).take(pa.array(fcode))
-        return fids, _BUCKET_TYPES.take(pa.array(ins.astype(np.int8)))
+        return fids, _bucket_types(ins)
 
     def _assign_new_codes(
         self, parts: pa.Array, keys: pa.Array | None
@@ -745,7 +796,7 @@ class BucketAssigner:
             ins[u] = (part, fid) in new_groups
         inv = inv.reshape(-1)
         fids = pa.array(fid_list, pa.string()).take(pa.array(inv))
-        types = _BUCKET_TYPES.take(pa.array(ins[inv].astype(np.int8)))
+        types = _bucket_types(ins[inv])
         return batch.append_column(FILE_ID, fids).append_column(BUCKET_TYPE, types)
 
     def checkpoint_done(self) -> None:

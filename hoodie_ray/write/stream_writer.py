@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -255,13 +256,7 @@ class StreamWriteFunction:
         )
         self._ensure_partition(part)
         self._marker(part, name, "CREATE")
-        size = write_base_file(
-            self.ctx.storage,
-            rel,
-            stored,
-            avro_schema=self.ctx.avro_schema,
-            codec=self.ctx.write_config.parquet_codec,
-        )
+        size = self._write_base(rel, stored)
         g.base_instant, g.base_file, g.log_files, g.created_now = self.instant, name, [], True
         st = self._stat(rel, file_id=fid, path=rel, partition_path=part, prev_commit="null")
         if self._keeps_record_index:
@@ -371,11 +366,41 @@ class StreamWriteFunction:
         """
         assert self.instant is not None
         part, fid = bid
-        storage = self.ctx.storage
         old_rel = join(part, g.base_file) if g.base_file else None
         name = base_file_name(fid, self.write_token, self.instant)
         rel = join(part, name)
         deleted = rows.column(IS_DELETED).to_numpy(zero_copy_only=False)
+        base, merged = self._merged_records(old_rel, name, rows, deleted)
+        self._marker(part, name, "MERGE" if old_rel else "CREATE")
+        size = self._write_base(rel, merged)
+        prev = g.base_instant
+        if g.created_now and old_rel and old_rel != rel:
+            self.ctx.storage.delete(old_rel)  # superseded by this instant's newer version
+            self._stats.pop(old_rel, None)
+        g.base_instant, g.base_file, g.created_now = self.instant, name, True
+        st = self._stat(
+            rel,
+            file_id=fid,
+            path=rel,
+            partition_path=part,
+            prev_commit=prev if prev and prev != self.instant else "null",
+        )
+        if self._keeps_record_index:
+            # exact: the keys the merge added to and removed from this file group
+            _note_keys(st, *_keys_added_and_gone(base, merged))
+        st.num_writes = merged.num_rows
+        st.num_update_writes += int((~deleted).sum())
+        st.num_deletes += int(deleted.sum())
+        st.total_write_bytes = size
+        st.file_size_in_bytes = size
+
+    def _merged_records(
+        self, old_rel: str | None, name: str, rows: pa.Table, deleted: np.ndarray
+    ) -> tuple[pa.Table, pa.Table]:
+        """The old base file's records (reconciled to the write schema) and the records of
+        its new version, named ``name``: the incoming rows merged into them (Hudi's merge
+        handle)."""
+        assert self.instant is not None
         upd = with_meta_columns(
             rows,
             self.ctx.data_schema,
@@ -384,7 +409,7 @@ class StreamWriteFunction:
             file_name=name,
             seq_start=self._next_seq(rows.num_rows),
         )
-        base = read_base_file(storage, old_rel) if old_rel else upd.slice(0, 0)
+        base = read_base_file(self.ctx.storage, old_rel) if old_rel else upd.slice(0, 0)
         if base.schema != upd.schema:
             # an older schema (columns added since, types widened): nulls, casts
             base = reconcile(base, upd.schema)
@@ -397,41 +422,19 @@ class StreamWriteFunction:
             mode=self.ctx.merge_mode,
         )
         merged = merged.set_column(
-            META_FIELDS.index(FILE_NAME),
-            FILE_NAME,
-            constant_strings(name, merged.num_rows),
+            META_FIELDS.index(FILE_NAME), FILE_NAME, constant_strings(name, merged.num_rows)
         )
-        self._marker(part, name, "MERGE" if old_rel else "CREATE")
-        size = write_base_file(
-            storage,
+        return base, merged
+
+    def _write_base(self, rel: str, records: pa.Table) -> int:
+        """Write a base file of this instant; its size."""
+        return write_base_file(
+            self.ctx.storage,
             rel,
-            merged,
+            records,
             avro_schema=self.ctx.avro_schema,
             codec=self.ctx.write_config.parquet_codec,
         )
-        prev = g.base_instant
-        if g.created_now and old_rel and old_rel != rel:
-            storage.delete(old_rel)  # superseded by this instant's newer version of the file
-            self._stats.pop(old_rel, None)
-        g.base_instant, g.base_file, g.created_now = self.instant, name, True
-        st = self._stat(
-            rel,
-            file_id=fid,
-            path=rel,
-            partition_path=part,
-            prev_commit=prev if prev and prev != self.instant else "null",
-        )
-        if self._keeps_record_index:
-            # exact: the keys the merge added to and removed from this file group
-            before, after = base.column(RECORD_KEY), merged.column(RECORD_KEY)
-            added = pc.filter(after, pc.invert(pc.is_in(after, value_set=before)))
-            gone = pc.filter(before, pc.invert(pc.is_in(before, value_set=after)))
-            _note_keys(st, added if len(added) else None, gone if len(gone) else None)
-        st.num_writes = merged.num_rows
-        st.num_update_writes += int((~deleted).sum())
-        st.num_deletes += int(deleted.sum())
-        st.total_write_bytes = size
-        st.file_size_in_bytes = size
 
     @property
     def _keeps_record_index(self) -> bool:
@@ -442,6 +445,16 @@ class StreamWriteFunction:
 
         assert self.instant is not None
         write_partition_metadata(self.ctx.storage, part, self.instant)
+
+
+def _keys_added_and_gone(
+    before: pa.Table, after: pa.Table
+) -> tuple[pa.Array | None, pa.Array | None]:
+    """The record keys a rewrite of a file group added and removed (None for none)."""
+    old, new = before.column(RECORD_KEY), after.column(RECORD_KEY)
+    added = pc.filter(new, pc.invert(pc.is_in(new, value_set=old)))
+    gone = pc.filter(old, pc.invert(pc.is_in(old, value_set=new)))
+    return (added if len(added) else None, gone if len(gone) else None)
 
 
 def _note_keys(st: HoodieWriteStat, added: Any, deleted: Any) -> None:
