@@ -18,9 +18,14 @@ from hoodie_ray.compaction.verify import verify_plan
 from hoodie_ray.config.options import WriteConfig, resolve_options
 from hoodie_ray.config.table_config import HoodieTableConfig
 from hoodie_ray.exceptions import HoodieCompactionError, HoodieError
-from hoodie_ray.file_group.naming import log_file_name, parse_base_file_name, parse_log_file_name
+from hoodie_ray.file_group.naming import (
+    LogFileName,
+    log_file_name,
+    parse_base_file_name,
+    parse_log_file_name,
+)
 from hoodie_ray.metadata_writer.writer import metadata_writer
-from hoodie_ray.storage import Storage, join
+from hoodie_ray.storage import FileInfo, Storage, join
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant, State
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
@@ -176,6 +181,29 @@ class CompactionService:
         mdt.run_table_services()
         return meta
 
+    def _carried_over(self, part: str, instant: str, infos: list[FileInfo]) -> list[str]:
+        """The logs named by ``instant`` in ``part`` that :meth:`_carry_over_logs` copied: each
+        the same bytes as a log of the same file group and write token in an older slice."""
+        older: dict[tuple[str, str, int], list[str]] = {}
+        named: list[tuple[FileInfo, LogFileName]] = []
+        for info in infos:
+            lf = parse_log_file_name(info.name)
+            if lf is None:
+                continue
+            if lf.instant == instant:
+                named.append((info, lf))
+            else:
+                token = lf.write_token or "0-0-0"
+                older.setdefault((lf.file_id, token, info.size), []).append(info.name)
+        copies = []
+        for info, lf in named:
+            sources = older.get((lf.file_id, lf.write_token or "0-0-0", info.size), [])
+            if sources:
+                data = self.storage.read_bytes(join(part, info.name))
+                if any(self.storage.read_bytes(join(part, src)) == data for src in sources):
+                    copies.append(info.name)
+        return copies
+
     def _carry_over_logs(self, instant: str, plan: HoodieCompactionPlan) -> None:
         """Copy the log files written after the plan into the new slice (named by ``instant``)."""
         view = self.table.view()
@@ -199,20 +227,25 @@ class CompactionService:
                 self.storage.write_bytes(join(part, dst), data)
 
     def rollback_inflight(self, instant: str) -> None:
-        """Undo a failed execution: delete the files named by ``instant``, back to requested."""
+        """Undo a failed execution: delete what it wrote (its base files, and on version 6 the
+        logs it carried over), back to requested.
+
+        Other log files named by ``instant`` stay: on a version-6 table Java's writers name the
+        logs they write after the plan so (they open the slice the compaction starts).
+        """
         self.timeline.reload()
         inst = self.timeline.get(instant, Action.COMPACTION)
         if inst is None or inst.state is State.COMPLETED:
             return
         plan = read_plan(self.timeline, inst)
         for part in {op.partition_path or "" for op in plan.operations or []}:
-            for info in self.storage.list_dir(part):
+            infos = self.storage.list_dir(part)
+            for info in infos:
                 b = parse_base_file_name(info.name)
-                lf = parse_log_file_name(info.name)
-                if (b is not None and b.instant == instant) or (
-                    lf is not None and lf.instant == instant
-                ):
+                if b is not None and b.instant == instant:
                     self.storage.delete(join(part, info.name))
+            for name in self._carried_over(part, instant, infos):
+                self.storage.delete(join(part, name))
         metadata_writer(self.table).rollback_instant(instant)
         if inst.state is State.INFLIGHT:
             inflight = Instant(instant, Action.COMPACTION, State.INFLIGHT)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 import fastavro
 import pyarrow as pa
@@ -11,10 +12,18 @@ import pytest
 import hoodie_ray as hr
 from hoodie_ray.api import compact
 from hoodie_ray.compaction.api import CompactionService
+from hoodie_ray.file_group.naming import parse_log_file_name
 from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.timeline.instant import Action
 from tests.conftest import hudi_rs_read
-from tests.write.model import TableModel, Workload, hudi_rs_snapshot, model_options, to_arrow
+from tests.write.model import (
+    SCHEMA,
+    TableModel,
+    Workload,
+    hudi_rs_snapshot,
+    model_options,
+    to_arrow,
+)
 
 COMPACT_OPTS = model_options({"compaction.delta_commits": "3", "clean.retain_commits": "4"})
 
@@ -257,3 +266,59 @@ def test_killed_compactor_is_rolled_back_and_retried(ray_session, tmp_path):
     assert killed >= 1
     model.assert_hudi_rs_reads(path)
     assert len(_compactions(path)) >= 1
+
+
+def _v6_table_with_logs_after_a_plan(path, java_names: bool) -> tuple[TableModel, str]:
+    """A version-6 MOR table, a compaction planned (not run), then an upsert; with
+    ``java_names`` its log files renamed as a Java writer names them (the plan's instant as
+    their base instant: they open the slice the compaction starts)."""
+    opts = model_options({"compaction.schedule.enabled": "false"}, version="6")
+    model, wl = TableModel(), Workload(seed=31)
+    model.write(path, opts, "upsert", wl.rows_for(wl.keys))
+    model.write(path, opts, "upsert", wl.upserts(20))
+    planned = CompactionService.open(str(path)).schedule(force=True)
+    assert planned is not None
+    before = set(path.glob("*/.*.log.*"))
+    model.write(path, opts, "upsert", wl.upserts(20))
+    after_plan = set(path.glob("*/.*.log.*")) - before
+    assert after_plan
+    for log in after_plan if java_names else []:
+        name = parse_log_file_name(log.name)
+        assert name is not None
+        log.rename(log.with_name(replace(name, instant=planned, version=1).name))
+    return model, planned
+
+
+def _read_ours(path) -> list[dict]:
+    # hudi-rs 0.5 reads a version-6 slice of a pending compaction without the slice before it;
+    # this package's reader joins them, as Java's does
+    return hr.read(str(path)).select(SCHEMA.names).sort_by("key").cast(SCHEMA).to_pylist()
+
+
+@pytest.mark.parametrize("fails_in", ["execute", "commit"])
+def test_a_failed_compaction_undoes_only_its_own_files_on_version_6(
+    tmp_path, monkeypatch, fails_in
+):
+    """Undoing a failed execution deletes the base files it wrote and the logs it carried over
+    into its slice (``commit``), never the logs a Java writer wrote there after the plan
+    (``execute``: they carry the plan's instant too)."""
+    path = tmp_path / "t"
+    model, planned = _v6_table_with_logs_after_a_plan(path, java_names=fails_in == "execute")
+    java_logs = {p.name for p in path.glob(f"*/.*_{planned}.log.*")}
+    assert _read_ours(path) == model.as_table().to_pylist()
+    import hoodie_ray.compaction.api as api
+
+    def failing(*args, **kwargs):
+        raise OSError("injected failure")
+
+    if fails_in == "execute":
+        monkeypatch.setattr(api, "execute_operation", failing)
+    else:  # after the carry-over, as the commit completes
+        monkeypatch.setattr(api.ActiveTimeline, "complete", failing)
+    with pytest.raises(hr.HoodieCompactionError, match="injected"):
+        compact(str(path))
+    assert {p.name for p in path.glob(f"[!.]*/*{planned}*")} == java_logs
+    assert _read_ours(path) == model.as_table().to_pylist(), "after the failed compaction"
+    monkeypatch.undo()
+    assert compact(str(path)).instant == planned
+    model.assert_hudi_rs_reads(path, "after the retried compaction")
