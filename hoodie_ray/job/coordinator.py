@@ -410,12 +410,16 @@ class Coordinator:
         return any(i.timestamp == instant for i in self.table.refresh().active_timeline.completed())
 
     def rollback(self, instant: str) -> None:
+        """Roll back this writer's ``instant``; refused (HoodieCommitConflictError) once the lock
+        is lost: the table is then its new holder's, whose recovery rolls the instant back."""
         assert self.protocol is not None
+        self.lock.check()
         self._started.pop(instant, None)
         self.protocol.rollback(instant)
 
     def abandon(self, instant: str) -> None:
-        """Best effort rollback (left pending for the next writer if it fails)."""
+        """Best effort rollback (left pending for the next holder if it fails or the lock is
+        lost)."""
         try:
             self.rollback(instant)
         except Exception:

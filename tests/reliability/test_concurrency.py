@@ -180,6 +180,37 @@ def test_writer_that_lost_its_lock_cannot_commit(tmp_path):
     record("stale_writer_fenced", clear_errors=1, corrupted=0, lost=0)
 
 
+def test_a_writer_that_lost_its_lock_leaves_its_instant_to_the_new_holder(tmp_path):
+    """A writer that lost the lock never rolls its instant back itself: the table is its new
+    holder's (here caught between taking the lock and its recovery), whose recovery does."""
+    from hoodie_ray.job.coordinator import Coordinator
+    from hoodie_ray.storage import open_storage
+    from hoodie_ray.write.lock import WriterLock
+
+    path = tmp_path / "t"
+    model = ModelCache(300)
+    HoodieWriteClient(str(path), CRASH_OPTIONS).write(batch_table(batch_writes(300, 0)[0]))
+    a = Coordinator(str(path), CRASH_OPTIONS)
+    a.open(batch_table(batch_writes(300, 1)[0]).schema)
+    stale = a.start_instant()
+    assert a.lock.release_owned()  # A's lock goes (as when its job's driver saw it gone)
+
+    def timeline() -> list[tuple]:
+        return [(i.timestamp, i.action, i.state) for i in hr.HoodieTable.load(str(path)).timeline]
+
+    before = timeline()
+    with WriterLock(open_storage(str(path))):  # B holds the table, not yet recovered
+        a.abandon(stale)
+        assert timeline() == before, "A rolled back in a table B holds"
+        with pytest.raises(hr.HoodieCommitConflictError, match="lost the writer lock"):
+            a.rollback(stale)
+    a.close()
+    HoodieWriteClient(str(path), CRASH_OPTIONS).write(batch_table(batch_writes(300, 1)[0]))
+    assert_snapshots(path, model.rows(2), "the next holder rolled the stale instant back")
+    assert stale not in {t for t, _, _ in timeline()}
+    assert_no_debris(path)
+
+
 def test_readers_during_writes_compaction_and_clean_see_committed_states(tmp_path):
     path = tmp_path / "t"
     commits = 45 if FULL else 15
