@@ -10,6 +10,7 @@ Nothing is imported from Ray or Spark until a fixture is used, so collecting tes
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -41,6 +42,9 @@ def ray_session() -> Iterator[Any]:
     from hoodie_ray.ray.runtime import ensure_ray
 
     started = not ray.is_initialized()
+    if started and not os.environ.get("RAY_ADDRESS"):
+        # metrics exported every 2 s, not Ray's 10: the metrics tests read them sooner
+        os.environ.setdefault("RAY_metrics_report_interval_ms", "2000")
     t0 = time.perf_counter()
     ensure_ray(num_cpus=RAY_NUM_CPUS, include_dashboard=False)
     TIMINGS["ray_init"] = time.perf_counter() - t0
