@@ -9,9 +9,13 @@ does not cover. numba compiles a kernel on its first call and caches the machine
 
 from __future__ import annotations
 
+import hashlib
 import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
-__all__ = ["enabled"]
+__all__ = ["drop_stale_kernels", "enabled"]
 
 _enabled: bool | None = None
 
@@ -30,3 +34,29 @@ def enabled() -> bool:
             else:
                 _enabled = True
     return _enabled
+
+
+def drop_stale_kernels(kernel: Any, sources: Sequence[str]) -> None:
+    """Drop the disk-cached kernels of ``kernel``'s module when a file they compile code from
+    changed since they were cached.
+
+    numba validates a cached kernel by its own file's time stamp only, so a kernel that inlines
+    a function of another file (``merge.py``'s merge rule, ``index/key_hash.py``'s hash) would
+    go on running the old machine code after that file changed, and the compiled and numpy
+    paths would disagree. A digest of ``sources`` is kept beside the module's cache files; when
+    it differs, the module's cache files go and numba compiles afresh. Call it at the end of
+    the module, before any kernel runs. Never raises: a cache it cannot read or write is left
+    to numba.
+    """
+    try:
+        cache_dir = Path(kernel._cache._cache_path)
+        module = Path(kernel.py_func.__code__.co_filename).stem
+        digest = hashlib.sha256(b"".join(Path(s).read_bytes() for s in sources)).hexdigest()
+        stamp = cache_dir / f"{module}.sources"
+        if stamp.is_file() and stamp.read_text() == digest:
+            return
+        for cached in cache_dir.glob(f"{module}.*.nb[ic]"):
+            cached.unlink(missing_ok=True)
+        stamp.write_text(digest)
+    except (AttributeError, OSError):
+        return

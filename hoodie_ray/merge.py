@@ -108,7 +108,7 @@ def ordering_class(t: pa.DataType) -> str:
 def compares_ordering(mode: MergeMode, ordering_field: str | None) -> bool:
     """Whether versions are compared by their ordering values (event time with an ordering
     field); otherwise the newer version always wins."""
-    return mode is MergeMode.EVENT_TIME_ORDERING and ordering_field is not None
+    return mode is not MergeMode.COMMIT_TIME_ORDERING and ordering_field is not None
 
 
 # -- THE rule over a version's state bits ---------------------------------------------------------
@@ -116,7 +116,8 @@ def compares_ordering(mode: MergeMode, ordering_field: str | None) -> bool:
 # it compares, the compiled one (reader/_jit.py) keeps them per record and compiles the two
 # functions below with numba (``njit(inline="always")``). Both functions use only ``&``, ``|``
 # and comparisons, so they run on Python ints, numpy arrays and inside numba alike. numba's
-# disk cache tracks reader/_jit.py only: touch it (or clear its __pycache__) after changing them.
+# disk cache tracks reader/_jit.py only: jit.drop_stale_kernels drops its cached kernels when
+# this file changes.
 
 ALIVE = 1  #: the compiled buffer's bookkeeping: the record is its key's current entry
 DELETE = 2  #: a delete

@@ -15,7 +15,7 @@ import hoodie_ray as hr
 from hoodie_ray.config.table_config import MergeMode
 from hoodie_ray.exceptions import HoodieInputError
 from hoodie_ray.job.client import HoodieWriteClient
-from hoodie_ray.merge import apply_updates
+from hoodie_ray.merge import apply_updates, compares_ordering
 from hoodie_ray.meta import IS_DELETED, RECORD_KEY
 from hoodie_ray.reader.compiled_merger import CompiledLogRecordBuffer, new_log_record_buffer
 from hoodie_ray.reader.file_slice_reader import delete_ordering_values
@@ -325,3 +325,12 @@ def test_a_delete_batch_keeps_its_default_delete(tmp_path) -> None:
     assert _seen(hudi_rs_read(path)) == (100, 1)
     hr.compact(path, opts)
     assert _seen(hr.read(path)) == (60, 5) == _seen(hudi_rs_read(path))
+
+
+def test_only_commit_time_ordering_stops_the_comparison_of_ordering_values() -> None:
+    """Both log buffers and keep_newer decide alike: ordering values are compared unless the
+    mode is commit-time ordering (a mode given by name included) or there is no field."""
+    assert compares_ordering(MergeMode.EVENT_TIME_ORDERING, "ts")
+    assert compares_ordering("EVENT_TIME_ORDERING", "ts")  # type: ignore[arg-type]
+    assert not compares_ordering(MergeMode.COMMIT_TIME_ORDERING, "ts")
+    assert not compares_ordering(MergeMode.EVENT_TIME_ORDERING, None)

@@ -8,6 +8,7 @@ import numpy as np
 
 from hoodie_ray.index import key_hash
 from hoodie_ray.index.key_hash import FNV_PRIME
+from hoodie_ray.jit import drop_stale_kernels
 
 #: The key hash's finish (length fold + splitmix64) of one key: :func:`key_hash.finish_key_hash`
 #: compiled, so the numpy path, these kernels and the reader's compiled merge share one rule.
@@ -65,3 +66,7 @@ def table_find(table, hashes, probe, out):
                 out[i] = p
                 break
             s = (s + np.uint64(1)) & mask
+
+
+# The hash's finish and constants are compiled in from key_hash.py.
+drop_stale_kernels(fnv_splitmix, [key_hash.__file__])

@@ -30,8 +30,11 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from hoodie_ray import merge
+from hoodie_ray.index import _jit as index_jit
+from hoodie_ray.index import key_hash
 from hoodie_ray.index._jit import finish_key_hash
 from hoodie_ray.index.key_hash import FNV_OFFSET, FNV_PRIME, GOLDEN
+from hoodie_ray.jit import drop_stale_kernels
 
 # The state bits of hoodie_ray.merge, as the byte the kernels keep per record.
 ALIVE = np.uint8(merge.ALIVE)
@@ -272,3 +275,7 @@ def rehash(old, new):
                 t = (t + np.uint64(1)) & mask
             for c in range(4):
                 new[t, c] = old[s, c]
+
+
+# The merge rule, the key hash and its constants are compiled in from other files.
+drop_stale_kernels(fold, [merge.__file__, key_hash.__file__, index_jit.__file__])
