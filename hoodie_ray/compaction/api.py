@@ -183,8 +183,9 @@ class CompactionService:
 
     def _carried_over(self, part: str, instant: str, infos: list[FileInfo]) -> list[str]:
         """The logs named by ``instant`` in ``part`` that :meth:`_carry_over_logs` copied: each
-        the same bytes as a log of the same file group and write token in an older slice."""
-        older: dict[tuple[str, str, int], list[str]] = {}
+        the bytes of a log of the same file group and write token in an older slice, or the
+        start of them (a copy cut short by a crash)."""
+        older: dict[tuple[str, str], list[FileInfo]] = {}
         named: list[tuple[FileInfo, LogFileName]] = []
         for info in infos:
             lf = parse_log_file_name(info.name)
@@ -193,14 +194,19 @@ class CompactionService:
             if lf.instant == instant:
                 named.append((info, lf))
             else:
-                token = lf.write_token or "0-0-0"
-                older.setdefault((lf.file_id, token, info.size), []).append(info.name)
+                older.setdefault((lf.file_id, lf.write_token or "0-0-0"), []).append(info)
         copies = []
         for info, lf in named:
-            sources = older.get((lf.file_id, lf.write_token or "0-0-0", info.size), [])
+            sources = [
+                src.name
+                for src in older.get((lf.file_id, lf.write_token or "0-0-0"), [])
+                if src.size >= info.size
+            ]
             if sources:
                 data = self.storage.read_bytes(join(part, info.name))
-                if any(self.storage.read_bytes(join(part, src)) == data for src in sources):
+                if any(
+                    self.storage.read_bytes(join(part, src))[: len(data)] == data for src in sources
+                ):
                     copies.append(info.name)
         return copies
 

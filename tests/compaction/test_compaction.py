@@ -14,6 +14,7 @@ from hoodie_ray.api import compact
 from hoodie_ray.compaction.api import CompactionService
 from hoodie_ray.file_group.naming import parse_log_file_name
 from hoodie_ray.job.client import HoodieWriteClient
+from hoodie_ray.storage import open_storage
 from hoodie_ray.timeline.instant import Action
 from tests.conftest import hudi_rs_read
 from tests.write.model import (
@@ -295,13 +296,13 @@ def _read_ours(path) -> list[dict]:
     return hr.read(str(path)).select(SCHEMA.names).sort_by("key").cast(SCHEMA).to_pylist()
 
 
-@pytest.mark.parametrize("fails_in", ["execute", "commit"])
+@pytest.mark.parametrize("fails_in", ["execute", "commit", "copy"])
 def test_a_failed_compaction_undoes_only_its_own_files_on_version_6(
     tmp_path, monkeypatch, fails_in
 ):
     """Undoing a failed execution deletes the base files it wrote and the logs it carried over
-    into its slice (``commit``), never the logs a Java writer wrote there after the plan
-    (``execute``: they carry the plan's instant too)."""
+    into its slice (``commit``; ``copy``: one cut short), never the logs a Java writer wrote
+    there after the plan (``execute``: they carry the plan's instant too)."""
     path = tmp_path / "t"
     model, planned = _v6_table_with_logs_after_a_plan(path, java_names=fails_in == "execute")
     java_logs = {p.name for p in path.glob(f"*/.*_{planned}.log.*")}
@@ -313,8 +314,17 @@ def test_a_failed_compaction_undoes_only_its_own_files_on_version_6(
 
     if fails_in == "execute":
         monkeypatch.setattr(api, "execute_operation", failing)
-    else:  # after the carry-over, as the commit completes
+    elif fails_in == "commit":  # after the carry-over, as the commit completes
         monkeypatch.setattr(api.ActiveTimeline, "complete", failing)
+    else:  # a carried-over copy cut short
+        storage_type = type(open_storage(str(path)))
+        write_bytes = storage_type.write_bytes
+
+        def half_written(self, rel, data):
+            write_bytes(self, rel, data[: len(data) // 2])
+            raise OSError("injected failure")
+
+        monkeypatch.setattr(storage_type, "write_bytes", half_written)
     with pytest.raises(hr.HoodieCompactionError, match="injected"):
         compact(str(path))
     assert {p.name for p in path.glob(f"[!.]*/*{planned}*")} == java_logs
