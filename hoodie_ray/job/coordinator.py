@@ -471,7 +471,6 @@ class Coordinator:
             if self.heartbeats is not None:
                 self.heartbeats.stop(instant)
         self._txn.pop(instant, None)
-        assert self.setup is not None
         return CommitResult.from_stats(instant, stats)
 
     def _check_conflicts(self, instant: str, stats: list[HoodieWriteStat]) -> None:
