@@ -16,6 +16,8 @@ import pytest
 from hoodie_ray.exceptions import HoodieWriteConflictError
 from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.job.coordinator import Coordinator
+from hoodie_ray.log_format.blocks import HeaderMetadataType
+from hoodie_ray.log_format.reader import read_log_file
 from hoodie_ray.storage import LocalStorage
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action
@@ -86,9 +88,10 @@ def test_disjoint_file_groups_both_commit(tmp_path, version):
     assert not os.listdir(tmp_path / "t" / ".hoodie" / ".heartbeat")
 
 
-def test_overlapping_file_group_later_committer_fails_table_unchanged(tmp_path):
+@pytest.mark.parametrize("version", ["8", "6"])
+def test_overlapping_file_group_later_committer_fails_table_unchanged(tmp_path, version):
     path = str(tmp_path / "t")
-    opts = model_options(OCC)
+    opts = model_options(OCC, version=version)
     model = TableModel()
     _seed(path, opts, model)
     a_rows = [row("a1", "a", 5, 10)]
@@ -103,6 +106,15 @@ def test_overlapping_file_group_later_committer_fails_table_unchanged(tmp_path):
         a.write(to_arrow(a_rows, True))
     msg = str(err.value)
     assert held[0] in msg and b_instant[0] in msg and "a/" in msg  # both instants, the group
+    # each log file is one writer's: no appends to a file another writer may hold, and no two
+    # writers' new files named alike (version 6 names logs by their slice, not their writer)
+    storage = LocalStorage(path)
+    for log in (tmp_path / "t" / "a").glob(".*.log.*"):
+        writers = {
+            b.header.get(HeaderMetadataType.INSTANT_TIME)
+            for b in read_log_file(storage, f"a/{log.name}")
+        }
+        assert len(writers) == 1, (log.name, writers)
     model.upsert(b_rows)  # only B's write committed
     model.assert_hudi_rs_reads(path)
     rolled = _instants(path, Action.ROLLBACK)
