@@ -33,6 +33,7 @@ from hoodie_ray.exceptions import (
     HoodieTableNotFoundError,
     HoodieTimelineError,
     HoodieUnsupportedError,
+    HoodieWriteConflictError,
     HoodieWriteError,
 )
 from hoodie_ray.job.client import HoodieWriteClient
@@ -95,6 +96,7 @@ __all__ = [
     "HoodieTimelineError",
     "HoodieUnsupportedError",
     "HoodieWriteClient",
+    "HoodieWriteConflictError",
     "HoodieWriteError",
     "archive",
     "clean",

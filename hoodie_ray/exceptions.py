@@ -67,6 +67,13 @@ class HoodieCommitConflictError(HoodieError):
     """Another writer holds the table or committed a conflicting change; safe to retry."""
 
 
+class HoodieWriteConflictError(HoodieCommitConflictError):
+    """Under optimistic concurrency control, another writer committed (or a table service
+    planned) changes to file groups this write touched after it started; this write's
+    instant was rolled back and the table holds none of it. Safe to retry against the table
+    as it is now (``hoodie.write.num.retries.on.conflict.failures``)."""
+
+
 class HoodieCommitStateUnknownError(HoodieError):
     """The commit may or may not be on storage; do not retry blindly, reload the table first."""
 

@@ -153,6 +153,11 @@ class Storage:
     def exists(self, rel: str) -> bool:
         raise NotImplementedError
 
+    def modified_time(self, rel: str) -> float | None:
+        """The file's last modification time (seconds since the epoch), None when it is
+        missing (Hudi's heartbeats are such times)."""
+        raise NotImplementedError
+
     def is_file(self, rel: str) -> bool:
         """True if ``rel`` exists and is not a directory."""
         raise NotImplementedError
@@ -356,6 +361,14 @@ class LocalStorage(Storage):
 
     def exists(self, rel: str) -> bool:
         return os.path.exists(self._abs(rel))
+
+    def modified_time(self, rel: str) -> float | None:
+        try:
+            return os.stat(self._abs(rel)).st_mtime
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise HoodieIOError(f"cannot stat {self.uri(rel)}: {e.strerror}") from e
 
     def is_file(self, rel: str) -> bool:
         path = self._abs(rel)
@@ -580,6 +593,14 @@ class ArrowStorage(Storage):
         if info.type == pafs.FileType.NotFound:
             raise HoodieIOError(f"file not found: {self.uri(rel)}")
         return int(info.size or 0)
+
+    def modified_time(self, rel: str) -> float | None:
+        import pyarrow.fs as pafs
+
+        info = self.fs.get_file_info(self._abs(rel))
+        if info.type == pafs.FileType.NotFound or info.mtime is None:
+            return None
+        return float(info.mtime.timestamp())
 
     def exists(self, rel: str) -> bool:
         import pyarrow.fs as pafs

@@ -87,6 +87,13 @@ def _positive(parser: Callable[[str, str], Any]) -> Callable[[str, str], Any]:
     return parse
 
 
+def _non_negative_int(key: str, v: str) -> int:
+    out = _parse_int(key, v)
+    if out < 0:
+        raise HoodieOptionError(f"option {key}: must be an integer >= 0, got {v!r}")
+    return out
+
+
 def _non_negative_float(key: str, v: str) -> float:
     out = _parse_float(key, v)
     if out < 0 or out != out:
@@ -554,6 +561,55 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "A lock whose heartbeat is older than this is stale and may be taken over.",
     ),
     ConfigOption(
+        "hoodie.write.concurrency.mode",
+        "concurrency_mode",
+        "single_writer",
+        _choice("single_writer", "optimistic_concurrency_control", upper=False),
+        "single_writer: one writer holds the table's lock for its whole job; "
+        "optimistic_concurrency_control: writers run side by side, take the lock only to start "
+        "an instant and to commit, and the later of two commits touching one file group fails "
+        "with HoodieWriteConflictError.",
+    ),
+    ConfigOption(
+        "hoodie.cleaner.policy.failed.writes",
+        "failed_writes_clean_policy",
+        "EAGER",
+        _choice("EAGER", "LAZY"),
+        "EAGER: a writer opening the table rolls back every pending write; LAZY (always under "
+        "optimistic_concurrency_control): only those whose heartbeat expired or that have none.",
+    ),
+    ConfigOption(
+        "hoodie.client.heartbeat.interval_in_ms",
+        "heartbeat_interval_ms",
+        60000,
+        _positive(_parse_int),
+        "How often a writer touches its instant's heartbeat file (.hoodie/.heartbeat/<instant>).",
+    ),
+    ConfigOption(
+        "hoodie.client.heartbeat.tolerable.misses",
+        "heartbeat_tolerable_misses",
+        2,
+        _positive(_parse_int),
+        "An instant's heartbeat older than interval x this many misses has expired: its writer "
+        "is taken for dead and the next writer rolls the instant back.",
+    ),
+    ConfigOption(
+        "hoodie.write.num.retries.on.conflict.failures",
+        "num_retries_on_conflict",
+        0,
+        _non_negative_int,
+        "Under optimistic_concurrency_control: times a write that lost a conflict is retried "
+        "against the table as it is then (single-process writes, hr.write engine='local').",
+    ),
+    ConfigOption(
+        "hoodie.write.lock.wait_time_ms",
+        "lock_wait_ms",
+        60000,
+        _positive(_parse_int),
+        "Under optimistic_concurrency_control: how long a writer waits for the table lock "
+        "another writer holds (to start an instant or commit) before it gives up.",
+    ),
+    ConfigOption(
         "ray.coordinator.num_cpus",
         "coordinator_cpus",
         None,
@@ -676,6 +732,12 @@ class WriteConfig:
     metadata_clean_retain_commits: int = _default("metadata_clean_retain_commits")
     lock_heartbeat_ms: int = _default("lock_heartbeat_ms")
     lock_expire_ms: int = _default("lock_expire_ms")
+    concurrency_mode: str = _default("concurrency_mode")
+    failed_writes_clean_policy: str = _default("failed_writes_clean_policy")
+    heartbeat_interval_ms: int = _default("heartbeat_interval_ms")
+    heartbeat_tolerable_misses: int = _default("heartbeat_tolerable_misses")
+    num_retries_on_conflict: int = _default("num_retries_on_conflict")
+    lock_wait_ms: int = _default("lock_wait_ms")
     coordinator_cpus: float | None = _default("coordinator_cpus")
     assigner_cpus: float | None = _default("assigner_cpus")
     writer_cpus: float | None = None
@@ -701,6 +763,16 @@ class WriteConfig:
     @property
     def table_version(self) -> int:
         return int(self.write_table_version)
+
+    @property
+    def occ(self) -> bool:
+        """Optimistic concurrency control (several writers on the table)."""
+        return self.concurrency_mode == "optimistic_concurrency_control"
+
+    @property
+    def lazy_failed_writes(self) -> bool:
+        """Roll back only pending writes whose heartbeat expired (always under OCC)."""
+        return self.occ or self.failed_writes_clean_policy == "LAZY"
 
     def is_set(self, attr: str) -> bool:
         return attr in self.explicit
@@ -761,6 +833,7 @@ def resolve_options(options: Mapping[str, Any] | WriteConfig | None) -> WriteCon
         seen_from[opt.attr] = key
     wc = WriteConfig(**values, explicit=frozenset(values))
     _check_retention(wc, seen_from)
+    _check_concurrency(wc, seen_from)
     return wc
 
 
@@ -781,6 +854,22 @@ def _check_retention(wc: WriteConfig, given: Mapping[str, str]) -> None:
             f"option {name('keep_min_commits')}={wc.keep_min_commits} must be greater than "
             f"{name('clean_retain_commits')}={wc.clean_retain_commits}: archiving instants the "
             "cleaner still retains would break incremental and time-travel reads of them"
+        )
+
+
+def _check_concurrency(wc: WriteConfig, given: Mapping[str, str]) -> None:
+    """Several writers need the lazy failed-writes policy (Hudi infers LAZY under OCC): an
+    eager one would roll back a live writer's instant."""
+    if (
+        wc.occ
+        and wc.failed_writes_clean_policy == "EAGER"
+        and wc.is_set("failed_writes_clean_policy")
+    ):
+        key = given.get("failed_writes_clean_policy") or _BY_ATTR["failed_writes_clean_policy"].key
+        raise HoodieOptionError(
+            f"option {key}=EAGER cannot be used with hoodie.write.concurrency.mode="
+            "optimistic_concurrency_control: it would roll back other writers' live instants "
+            "(use LAZY)"
         )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from hoodie_ray.config.options import WriteConfig, resolve_options
+from hoodie_ray.exceptions import HoodieWriteConflictError
 from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.job.coordinator import CommitResult, Coordinator
 from hoodie_ray.job.setup import TableSetup
@@ -190,17 +191,23 @@ class HoodieWriteClient:
         self._table: HoodieTable | None = None
 
     @staticmethod
-    def _timeline_state(coord: Any, reload: bool) -> tuple[Any, ...]:
+    def _timeline_state(coord: Any, reload: bool, own: str | None = None) -> tuple[Any, ...]:
         assert coord.protocol is not None
         timeline = coord.protocol.timeline
-        return tuple((timeline.reload() if reload else timeline).instants)
+        instants = (timeline.reload() if reload else timeline).instants
+        return tuple(i for i in instants if i.timestamp != own)
 
-    def _assigner_for(self, coord: Any, setup: Any, slices: list[FileSlice]) -> BucketAssigner:
-        """The cached assigner when the timeline is as this client left it, else a new one.
-        ``slices`` were just listed, so the coordinator's timeline is current."""
+    def _assigner_for(
+        self, coord: Any, setup: Any, slices: list[FileSlice], own: str | None = None
+    ) -> BucketAssigner:
+        """The cached assigner when the timeline is as this client left it (``own``: this
+        write's instant, already started under OCC), else a new one. ``slices`` were just
+        listed, so the coordinator's timeline is current."""
         profile = coord.profile(slices)
         cached, self._assigner = self._assigner, None
-        if cached is not None and self._assigner_timeline == self._timeline_state(coord, False):
+        if cached is not None and self._assigner_timeline == self._timeline_state(
+            coord, False, own
+        ):
             cached.reset_profile(profile)
             return cached
         assert coord.protocol is not None
@@ -213,8 +220,26 @@ class HoodieWriteClient:
         )
 
     def write(self, data: Any) -> CommitResult:
-        """Write a pyarrow Table/RecordBatch or pandas DataFrame as one commit."""
+        """Write a pyarrow Table/RecordBatch or pandas DataFrame as one commit.
+
+        Under optimistic concurrency control
+        (``hoodie.write.concurrency.mode=optimistic_concurrency_control``) a write that
+        conflicts with another writer's commit is rolled back and retried from the table as it
+        is then, ``hoodie.write.num.retries.on.conflict.failures`` times, before its
+        :class:`~hoodie_ray.exceptions.HoodieWriteConflictError` is raised.
+        """
         table = to_arrow(data)
+        retries = self.wc.num_retries_on_conflict if self.wc.occ else 0
+        for attempt in range(retries + 1):
+            try:
+                return self._write_once(table)
+            except HoodieWriteConflictError:
+                self._assigner = None  # rebuilt from the table the other writer changed
+                if attempt == retries:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _write_once(self, table: pa.Table) -> CommitResult:
         wc = self.wc
         coord = Coordinator(self.path, wc, self.storage_options, table=self._table)
         setup = coord.open(table.schema)
@@ -229,11 +254,19 @@ class HoodieWriteClient:
             rows = prepared.table
             if wc.operation in ("upsert", "delete"):
                 rows = precombine(rows, setup.context.ordering_field)
-            slices = coord.latest_slices()
-            assigner = self._assigner_for(coord, setup, slices)
-            tagged = assigner.assign(rows)
+            # OCC: the instant first, so that the conflict check covers every commit the
+            # slices read below may have missed
+            early = coord.start_instant() if wc.occ else None
+            try:
+                slices = coord.latest_slices()
+                assigner = self._assigner_for(coord, setup, slices, early)
+                tagged = assigner.assign(rows)
+            except BaseException:
+                if early is not None:
+                    coord.abandon(early)
+                raise
             writer = StreamWriteFunction(setup.context, task_id=0)
-            instant = coord.start_instant()
+            instant = early if early is not None else coord.start_instant()
             try:
                 writer.start_instant(
                     instant, {(s.partition_path, s.file_id): s for s in slices}, coord.frozen_logs()

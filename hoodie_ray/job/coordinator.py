@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -23,9 +25,15 @@ from hoodie_ray.compaction.execute import CompactionTask
 from hoodie_ray.compaction.plan import frozen_log_files
 from hoodie_ray.config.options import WriteConfig, resolve_options
 from hoodie_ray.config.table_config import BUCKET_NUM_PROPERTY
-from hoodie_ray.exceptions import HoodieTableNotFoundError, HoodieUnsupportedError
+from hoodie_ray.exceptions import (
+    HoodieCommitConflictError,
+    HoodieTableNotFoundError,
+    HoodieUnsupportedError,
+    HoodieWriteConflictError,
+)
 from hoodie_ray.file_group.view import FileSlice, FileSystemView
 from hoodie_ray.job.archival import archive_table
+from hoodie_ray.job.conflict import TxnStart, conflicts_of
 from hoodie_ray.job.setup import (
     TableSetup,
     bucket_options_for_table,
@@ -57,6 +65,7 @@ from hoodie_ray.write.bucket_assigner import (
 )
 from hoodie_ray.write.commit import CommitProtocol
 from hoodie_ray.write.context import WriteContext
+from hoodie_ray.write.heartbeat import HeartbeatClient
 from hoodie_ray.write.lock import WriterLock
 from hoodie_ray.write.records import normalise_schema
 
@@ -210,6 +219,18 @@ class Coordinator:
             expire_ms=self.wc.lock_expire_ms,
             owner=lock_owner,
         )
+        # Instant heartbeats under the lazy failed-writes policy (always under OCC): the next
+        # writer rolls back only instants whose heartbeat expired
+        self.heartbeats = (
+            HeartbeatClient(
+                self.storage, self.wc.heartbeat_interval_ms, self.wc.heartbeat_tolerable_misses
+            )
+            if self.wc.lazy_failed_writes
+            else None
+        )
+        self._lock_depth = 0  # OCC: nesting of _locked blocks holding the lock
+        self._txn: dict[str, TxnStart] = {}  # OCC: what each open instant knew at its start
+        self._rolled_back: set[str] = set()
         self.table: HoodieTable | None = None
         # a handle kept from an earlier job on this table: its timeline is reused (refreshed,
         # not re-parsed) as long as hoodie.properties is unchanged
@@ -227,16 +248,59 @@ class Coordinator:
 
     # -- setup ---------------------------------------------------------------------------------
     def open(self, input_schema: pa.Schema | None) -> TableSetup:
-        """Take the lock, create the table if needed, recover, and fix the write context."""
+        """Take the lock, create the table if needed, recover, and fix the write context.
+
+        Single writer: the lock is the job's until :meth:`close`. Optimistic concurrency
+        control: it is held only while the table is set up and recovered (and later, briefly,
+        to start an instant and to commit); recovery then rolls back only pending writes whose
+        heartbeat expired."""
         if not table_exists(self.storage):
             # before the lock: its file would leave .hoodie/ behind in a refused directory
             check_new_table_location(self.storage, self.wc)
+        if self.wc.occ:
+            with self._locked():
+                return self._open(input_schema)
         self.lock.acquire()
         try:
             return self._open(input_schema)
         except BaseException:
             self.lock.release()
             raise
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The table lock around a block that changes the timeline. Single writer: the job
+        holds it; check it is still ours. OCC: take it (waiting up to
+        ``hoodie.write.lock.wait_time_ms`` for another writer's turn), released at the end of
+        the outermost block."""
+        if not self.wc.occ:
+            self.lock.check()
+            yield
+            return
+        if self._lock_depth == 0:
+            self._acquire_waiting()
+        self._lock_depth += 1
+        try:
+            yield
+        finally:
+            self._lock_depth -= 1
+            if self._lock_depth == 0:
+                self.lock.release()
+
+    def _acquire_waiting(self) -> None:
+        deadline = time.monotonic() + self.wc.lock_wait_ms / 1000.0
+        delay = 0.005
+        while True:
+            try:
+                self.lock.acquire()
+                return
+            except HoodieCommitConflictError as e:
+                if time.monotonic() >= deadline:
+                    raise HoodieCommitConflictError(
+                        f"{e} (waited hoodie.write.lock.wait_time_ms={self.wc.lock_wait_ms})"
+                    ) from None
+                time.sleep(delay)  # another writer's short turn: wait for it
+                delay = min(delay * 2, 0.1)
 
     def _sync_record_index(self, table: HoodieTable, wc: WriteConfig) -> None:
         """Build the record index and the column / partition statistics when asked for and
@@ -312,7 +376,10 @@ class Coordinator:
             )
         self.protocol = CommitProtocol(table)
         metadata_writer(table, MetadataWriteConfig.of(wc))
-        self.protocol.rollback_pending_writes()
+        hb = self.heartbeats
+        self.protocol.rollback_pending_writes(
+            (lambda instant: not hb.is_expired(instant)) if hb is not None else None
+        )
         metadata_writer(table).sync_with_config()
         self._sync_record_index(table, wc)
         cfg = table.table_config  # the metadata partitions may have changed
@@ -376,17 +443,54 @@ class Coordinator:
         )
 
     def start_instant(self) -> str:
-        """A new instant (requested -> inflight) for the next checkpoint."""
+        """A new instant (requested -> inflight) for the next checkpoint, with its heartbeat
+        under the lazy failed-writes policy. Under OCC the timeline and file slices a write
+        reads must be read after this (the conflict check covers what completed since)."""
         assert self.protocol is not None
-        self.lock.check()
-        instant = self.protocol.start()
+        with self._locked():
+            instant = self.protocol.start()
+            if self.heartbeats is not None:
+                self.heartbeats.start(instant)
+            if self.wc.occ:
+                done = frozenset(i.timestamp for i in self.protocol.timeline.completed())
+                self._txn[instant] = TxnStart(instant, done)
         self._started[instant] = time.monotonic()
         return instant
 
     def commit(self, instant: str, stats: list[HoodieWriteStat]) -> CommitResult:
-        """Write the completed instant with the statuses of every writer."""
+        """Write the completed instant with the statuses of every writer.
+
+        Under OCC, first (under the lock) the conflict check: when a write that completed
+        since this instant started, or a table-service plan scheduled since, touches one of
+        its file groups, the instant is rolled back and :class:`HoodieWriteConflictError`
+        names the other instants and the file groups."""
         assert self.protocol is not None and self.setup is not None
-        self.lock.check()
+        with self._locked():
+            self._check_conflicts(instant, stats)
+            self._commit(instant, stats)
+            if self.heartbeats is not None:
+                self.heartbeats.stop(instant)
+        self._txn.pop(instant, None)
+        return CommitResult.from_stats(instant, stats)
+
+    def _check_conflicts(self, instant: str, stats: list[HoodieWriteStat]) -> None:
+        start = self._txn.get(instant)
+        if not self.wc.occ or start is None:
+            return
+        assert self.table is not None
+        self.table.refresh()
+        conflicts = conflicts_of(self.table, start, stats)
+        if not conflicts:
+            return
+        self.rollback(instant)
+        raise HoodieWriteConflictError(
+            f"{self.path}: write {instant} conflicts with "
+            + "; ".join(c.describe() for c in conflicts)
+            + f"; {instant} was rolled back"
+        )
+
+    def _commit(self, instant: str, stats: list[HoodieWriteStat]) -> None:
+        assert self.protocol is not None and self.setup is not None
         ctx = self.setup.context
         schema_json = json.dumps(
             arrow_to_avro_schema(ctx.data_schema, ctx.table_config.name, with_meta=False),
@@ -402,7 +506,6 @@ class Coordinator:
         if started is not None:
             self.commit_latencies.append(time.monotonic() - started)
         self.setup = TableSetup(ctx, self.setup.keygen, True)
-        return CommitResult.from_stats(instant, stats)
 
     def is_completed(self, instant: str) -> bool:
         """Did ``instant`` complete (after a lost coordinator: did its commit land)?"""
@@ -413,13 +516,19 @@ class Coordinator:
         """Roll back this writer's ``instant``; refused (HoodieCommitConflictError) once the lock
         is lost: the table is then its new holder's, whose recovery rolls the instant back."""
         assert self.protocol is not None
-        self.lock.check()
-        self._started.pop(instant, None)
-        self.protocol.rollback(instant)
+        with self._locked():
+            self._started.pop(instant, None)
+            self._txn.pop(instant, None)
+            self.protocol.rollback(instant)
+            self._rolled_back.add(instant)
+            if self.heartbeats is not None:
+                self.heartbeats.stop(instant)
 
     def abandon(self, instant: str) -> None:
         """Best effort rollback (left pending for the next holder if it fails or the lock is
         lost)."""
+        if instant in self._rolled_back:
+            return  # the conflict check rolled it back already
         try:
             self.rollback(instant)
         except Exception:
@@ -455,8 +564,8 @@ class Coordinator:
 
     def commit_compaction(self, instant: str, stats: list[HoodieWriteStat]) -> None:
         """Commit an executed compaction (between checkpoints)."""
-        self.lock.check()
-        self.compaction_service().commit(instant, stats)
+        with self._locked():
+            self.compaction_service().commit(instant, stats)
         self._done.append(instant)
 
     def rollback_compaction(self, instant: str) -> None:
@@ -464,8 +573,8 @@ class Coordinator:
 
     def run_compaction(self, instant: str) -> None:
         """Execute and commit a compaction in this process (inline compaction)."""
-        self.lock.check()
-        self.compaction_service().run(instant, local_executor)
+        with self._locked():
+            self.compaction_service().run(instant, local_executor)
         self._done.append(instant)
 
     def clean(self) -> str | None:
@@ -474,8 +583,8 @@ class Coordinator:
         clean instant, or None."""
         if not self.wc.clean_enabled:
             return None
-        self.lock.check()
-        meta = self.compaction_service().clean()
+        with self._locked():
+            meta = self.compaction_service().clean()
         cleaned = meta.start_clean_time if meta is not None else None
         self._cleaned = cleaned or self._cleaned
         return cleaned
@@ -495,9 +604,11 @@ class Coordinator:
         """
         self._done, self._cleaned = [], None
         started = self._running[0] if self._running is not None else None
-        pending = self._compaction_step(runner, run_pending)
-        self.clean()
-        archived = self.archive()
+        # OCC: the table services run in one turn of the lock (a single writer holds it)
+        with self._locked() if self.wc.occ else nullcontext():
+            pending = self._compaction_step(runner, run_pending)
+            self.clean()
+            archived = self.archive()
         now = self._running[0] if self._running is not None else None
         self.last_services = TableServices(
             compacted=tuple(self._done),
@@ -550,8 +661,10 @@ class Coordinator:
         assert self.table is not None
         if not self.wc.archive_automatic:
             return []
-        self.lock.check()
-        return [i.timestamp for i in archive_table(self.table, self.wc)]
+        with self._locked():
+            return [i.timestamp for i in archive_table(self.table, self.wc)]
 
     def close(self) -> None:
+        if self.heartbeats is not None:
+            self.heartbeats.close()
         self.lock.release()

@@ -17,7 +17,7 @@ from hoodie_ray.config.options import resolve_options
 from hoodie_ray.exceptions import HoodieWriteError
 from hoodie_ray.job.client import route_input
 from hoodie_ray.job.coordinator import CommitResult
-from hoodie_ray.ray.runtime import NAMESPACE
+from hoodie_ray.ray.runtime import NAMESPACE, refuse_occ
 from hoodie_ray.ray.stream import HoodieStreamWriter
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.records import to_arrow
@@ -46,6 +46,7 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
         self.options = dict(options or {})
         self.storage_options = storage_options
         self.wc = resolve_options(self.options)
+        refuse_occ(self.wc)
         self.table = ""
         self.result: CommitResult | None = None
         self._writer: Any = None  # driver only

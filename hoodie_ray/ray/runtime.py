@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hoodie_ray.exceptions import HoodieError
+from hoodie_ray.exceptions import HoodieError, HoodieOptionError
 
 if TYPE_CHECKING:
     from hoodie_ray.config.options import WriteConfig
@@ -229,6 +229,18 @@ def _fmt(x: float) -> str:
 def _check_role(role: str) -> None:
     if role not in ROLES:
         raise ValueError(f"unknown actor role {role!r}; expected one of {', '.join(ROLES)}")
+
+
+def refuse_occ(wc: WriteConfig) -> None:
+    """The Ray topology writes as the table's single writer: optimistic concurrency control
+    runs on the single-process path only (``hr.write(..., engine="local")``,
+    ``HoodieWriteClient``) until its checkpoints retry a conflict against the new state."""
+    if wc.occ:
+        raise HoodieOptionError(
+            "option hoodie.write.concurrency.mode=optimistic_concurrency_control is not "
+            'supported on the Ray write path yet: write with engine="local" '
+            "(HoodieWriteClient), or leave the option at single_writer"
+        )
 
 
 def _resolve(options: Any) -> WriteConfig:

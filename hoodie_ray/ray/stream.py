@@ -38,7 +38,7 @@ from hoodie_ray.job.client import input_data_schema
 from hoodie_ray.job.coordinator import CommitResult
 from hoodie_ray.job.setup import TableSetup
 from hoodie_ray.ray.actors import AssignerActor, CoordinatorActor, WriterActor
-from hoodie_ray.ray.runtime import actor_resources, ensure_ray
+from hoodie_ray.ray.runtime import actor_resources, ensure_ray, refuse_occ
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.lock import (
     WriterLock,
@@ -144,6 +144,7 @@ class HoodieStreamWriter:
         self.path = path
         self.options = dict(options or {})
         self.wc = resolve_options(self.options)
+        refuse_occ(self.wc)
         self.storage_options = storage_options
         self.ray_address = ray_address
         self.num_writers = self.wc.write_tasks
@@ -842,7 +843,9 @@ def write_warm(
     from this process for ``write.warm_idle_s`` seconds: actors and key index live on."""
     from hoodie_ray.storage import open_storage
 
-    idle_s = resolve_options(options).warm_idle_s
+    wc = resolve_options(options)
+    refuse_occ(wc)  # before a parked topology of this table is touched
+    idle_s = wc.warm_idle_s
     uri = open_storage(path, storage_options).base_uri
     key = _options_key(options, storage_options, ray_address)
     parked = _unpark(uri)

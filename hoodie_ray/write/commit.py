@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from hoodie_ray.exceptions import (
@@ -27,6 +27,7 @@ from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant, State, new_instant_time
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
 from hoodie_ray.write import logs
+from hoodie_ray.write.heartbeat import heartbeat_path
 from hoodie_ray.write.stream_writer import TEMP_DIR
 
 WRITE_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT)
@@ -121,15 +122,27 @@ class CommitProtocol:
         self.timeline.reload()
         return [i for i in self.timeline.pending() if i.action in WRITE_ACTIONS]
 
-    def rollback_pending_writes(self) -> list[RollbackResult]:
+    def rollback_pending_writes(
+        self, is_live: Callable[[str], bool] | None = None
+    ) -> list[RollbackResult]:
         """Finish rollbacks a dead writer left pending, then roll back every pending
-        commit/deltacommit (newest first).
+        commit/deltacommit (newest first) -- Hudi's EAGER failed-writes policy -- or, with
+        ``is_live`` (the LAZY policy), only those whose writer is not live (an expired or
+        missing heartbeat); their heartbeat files go with them.
 
         Last, drop the marker folders of instants that are not pending: a writer that died
         after completing or rolling back an instant, before deleting its markers, leaves them
         behind, and nothing else would ever remove them."""
         self.finish_pending_rollbacks()
-        done = [self.rollback(i.timestamp) for i in sorted(self.pending_writes(), reverse=True)]
+        failed = [
+            i
+            for i in sorted(self.pending_writes(), reverse=True)
+            if is_live is None or not is_live(i.timestamp)
+        ]
+        done = []
+        for i in failed:
+            done.append(self.rollback(i.timestamp))
+            self.storage.delete(heartbeat_path(i.timestamp))
         pending = {i.timestamp for i in self.pending_writes()}
         for info in self.storage.list_dir(TEMP_DIR):
             if info.is_dir and info.name not in pending:

@@ -116,6 +116,11 @@ class StreamWriteFunction:
 
     @property
     def write_token(self) -> str:
+        """``task-stage-attempt``, Hudi's write token. Under optimistic concurrency the middle
+        part is taken from this writer's instant, so two writers of a version-6 file slice
+        (whose log files are named by the slice, not the writer) never pick one file name."""
+        if self.ctx.write_config.occ and self.instant is not None:
+            return f"{self.task_id}-{int(self.instant) % 1_000_000_000}-{self.attempt}"
         return f"{self.task_id}-{self._flushes % 1000}-{self.attempt}"
 
     def set_context(self, ctx: WriteContext) -> None:
@@ -342,7 +347,9 @@ class StreamWriteFunction:
             log_instant = g.base_instant or self.instant
             mine = [n for n in g.log_files if _log_name(n).instant == log_instant]
         current = max(mine, key=lambda n: _log_name(n).version) if mine else None
-        if current is not None and storage.supports_append and (part, current) not in self._frozen:
+        # under optimistic concurrency a writer appends to no log file another writer may hold
+        appendable = storage.supports_append and not self.ctx.write_config.occ
+        if current is not None and appendable and (part, current) not in self._frozen:
             rel = join(part, current)
             size = storage.size(rel) if storage.exists(rel) else 0
             if size < max_size and ends_on_block(storage, rel, size):

@@ -108,3 +108,50 @@ def test_archival_retention_valid_combinations():
         ).keep_max_commits
         == 8
     )
+
+
+def test_concurrency_options_have_hudis_names_and_defaults():
+    wc = resolve_options({})
+    assert wc.concurrency_mode == "single_writer" and not wc.occ
+    assert not wc.lazy_failed_writes
+    assert (wc.heartbeat_interval_ms, wc.heartbeat_tolerable_misses) == (60000, 2)
+    assert wc.num_retries_on_conflict == 0
+    occ = resolve_options(
+        {
+            "hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
+            "hoodie.write.num.retries.on.conflict.failures": "3",
+        }
+    )
+    assert occ.occ and occ.lazy_failed_writes and occ.num_retries_on_conflict == 3
+    assert occ.as_options()["hoodie.write.concurrency.mode"] == "optimistic_concurrency_control"
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"hoodie.write.concurrency.mode": "non_blocking_concurrency_control"}, "concurrency.mode"),
+        ({"hoodie.write.concurrency.mode": "multi"}, "hoodie.write.concurrency.mode"),
+        ({"hoodie.write.num.retries.on.conflict.failures": "-1"}, "retries.on.conflict"),
+        ({"hoodie.client.heartbeat.interval_in_ms": "0"}, "heartbeat.interval_in_ms"),
+        (
+            {
+                "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+                "hoodie.cleaner.policy.failed.writes": "EAGER",
+            },
+            "hoodie.cleaner.policy.failed.writes",
+        ),
+    ],
+)
+def test_concurrency_options_refused_name_the_option(options, named):
+    with pytest.raises(HoodieOptionError, match=named):
+        resolve_options(options)
+
+
+def test_write_conflict_error_pickles_and_is_a_commit_conflict():
+    import pickle
+
+    from hoodie_ray.exceptions import HoodieCommitConflictError, HoodieWriteConflictError
+
+    e = pickle.loads(pickle.dumps(HoodieWriteConflictError("instant 1 conflicts with 2")))
+    assert isinstance(e, HoodieWriteConflictError) and isinstance(e, HoodieCommitConflictError)
+    assert str(e) == "instant 1 conflicts with 2"

@@ -305,3 +305,87 @@ def test_markers_removed_by_a_takeover_are_a_commit_conflict(tmp_path, monkeypat
     HoodieWriteClient(str(path), CRASH_OPTIONS).write(batch_table(batch_writes(810, 1)[0]))
     assert_snapshots(path, model.rows(2), "writing goes on")
     assert_no_debris(path)
+
+
+_OCC_WORKER = """
+import json, sys
+import pyarrow as pa
+from hoodie_ray.exceptions import HoodieWriteConflictError
+from hoodie_ray.job.client import HoodieWriteClient
+
+path, options, batches = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+client = HoodieWriteClient(path, options)
+out = []
+for rows in batches:
+    try:
+        out.append(client.write(pa.Table.from_pylist(rows)).instant)
+    except HoodieWriteConflictError as e:
+        out.append("conflict: " + str(e))
+print(json.dumps(out))
+"""
+
+
+def _occ_processes(path, options: dict, batches_by_writer: list[list[list[dict]]]) -> list[list]:
+    """Run one process per writer, all at once, each writing its batches with its own
+    HoodieWriteClient; the committed instant (or the conflict) of each batch, per writer."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _OCC_WORKER, str(path), json.dumps(options), json.dumps(b)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=os.environ.copy(),
+        )
+        for b in batches_by_writer
+    ]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err.decode()[-3000:]
+        results.append(json.loads(out.decode().strip().splitlines()[-1]))
+    return results
+
+
+def test_occ_two_processes_disjoint_then_overlapping(tmp_path):
+    """Two processes under optimistic concurrency control: on disjoint partitions both commit
+    every batch; on the same keys each batch commits or fails with HoodieWriteConflictError,
+    and hudi-rs reads exactly the model of the batches that committed."""
+    from tests.write.model import model_options
+
+    path = tmp_path / "t"
+    opts = model_options({"hoodie.write.concurrency.mode": "optimistic_concurrency_control"})
+    model = TableModel()
+
+    def rows(w: int, b: int, part: str, keys: range) -> list[dict]:
+        ts = 10 * b + w + 1  # unique per batch: the event-time model needs no tie rule
+        return [{"key": f"k{k}", "p": part, "ts": ts, "v": w, "s": f"{w}/{b}"} for k in keys]
+
+    model.write(path, opts, "upsert", rows(0, 0, "p0", range(0, 4)) + rows(0, 0, "p1", range(4, 8)))
+    disjoint = [[rows(w, b, f"p{w}", range(4 * w, 4 * w + 4)) for b in (1, 2, 3)] for w in (0, 1)]
+    results = _occ_processes(path, opts, disjoint)
+    assert all(not str(r).startswith("conflict") for res in results for r in res), results
+    for w in (0, 1):
+        for batch in disjoint[w]:
+            model.upsert(batch)
+    model.assert_hudi_rs_reads(path, "disjoint partitions")
+
+    overlap = [[rows(w, b, "p0", range(0, 4)) for b in (4, 5, 6)] for w in (0, 1)]
+    results = _occ_processes(path, opts, overlap)
+    committed = []
+    for w in (0, 1):
+        for batch, res in zip(overlap[w], results[w], strict=True):
+            assert res is not None
+            if res.startswith("conflict"):
+                assert "HoodieWriteConflictError" not in res and "p0/" in res
+            else:
+                committed.append((res, batch))
+    for _, batch in sorted(committed, key=lambda c: c[0]):
+        model.upsert(batch)
+    model.assert_hudi_rs_reads(path, f"overlapping keys, {len(committed)} of 6 committed")
+    instants = set(completed_deltacommits(path))
+    assert {c[0] for c in committed} <= instants
+    assert not list((path / ".hoodie" / ".heartbeat").iterdir())

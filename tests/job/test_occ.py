@@ -1,0 +1,236 @@
+"""Optimistic concurrency control through HoodieWriteClient: two writers on one table.
+
+Two clients in one process step by hand: writer A's commit is held while writer B writes a
+whole commit (``_during_commit``), as a second process would between A's start and A's
+commit. Every table is read back with hudi-rs and compared with the model of the writes that
+committed."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from hoodie_ray.exceptions import HoodieWriteConflictError
+from hoodie_ray.job.client import HoodieWriteClient
+from hoodie_ray.job.coordinator import Coordinator
+from hoodie_ray.log_format.blocks import HeaderMetadataType
+from hoodie_ray.log_format.reader import read_log_file
+from hoodie_ray.storage import LocalStorage
+from hoodie_ray.table import HoodieTable
+from hoodie_ray.timeline.instant import Action
+from hoodie_ray.write.heartbeat import heartbeat_path
+from tests.write.model import TableModel, model_options, to_arrow
+
+OCC = {"hoodie.write.concurrency.mode": "optimistic_concurrency_control"}
+
+
+def row(key: str, p: str, ts: int, v: int) -> dict:
+    return {"key": key, "p": p, "ts": ts, "v": v, "s": f"{key}@{ts}"}
+
+
+@contextlib.contextmanager
+def _during_commit(run: Callable[[], None]) -> Iterator[list[str]]:
+    """Run ``run`` (another writer's whole write) when the next Coordinator.commit begins,
+    before it takes the lock; yields the instants held that way."""
+    real = Coordinator.commit
+    held: list[str] = []
+
+    def commit(self, instant, stats):  # type: ignore[no-untyped-def]
+        if not held:
+            held.append(instant)
+            run()
+        return real(self, instant, stats)
+
+    Coordinator.commit = commit  # type: ignore[method-assign]
+    try:
+        yield held
+    finally:
+        Coordinator.commit = real  # type: ignore[method-assign]
+
+
+def _seed(path: str, opts: dict, model: TableModel) -> None:
+    rows = [row(f"a{i}", "a", 1, i) for i in range(4)] + [row(f"b{i}", "b", 1, i) for i in range(4)]
+    model.write(path, opts, "upsert", rows)
+
+
+def _instants(path: str, action: str | None = None) -> list:
+    tl = HoodieTable.from_storage(LocalStorage(path)).active_timeline.reload()
+    return [i for i in tl.instants if action is None or i.action == action]
+
+
+@pytest.mark.parametrize("version", ["8", "6"])
+def test_disjoint_file_groups_both_commit(tmp_path, version):
+    path = str(tmp_path / "t")
+    opts = model_options(OCC, version=version)
+    model = TableModel()
+    _seed(path, opts, model)
+    a_rows = [row("a1", "a", 2, 10), row("a9", "a", 2, 11)]
+    b_rows = [row("b1", "b", 3, 20), row("b2", "b", 3, 21)]
+    a, b = HoodieWriteClient(path, opts), HoodieWriteClient(path, opts)
+
+    def writer_b() -> None:
+        # writer A's instant is pending, its heartbeat live: B's open must keep it
+        pending = [i.timestamp for i in _instants(path) if not i.is_completed]
+        assert held and pending == held
+        b.write(to_arrow(b_rows, True))
+        assert [i.timestamp for i in _instants(path) if not i.is_completed] == held
+
+    with _during_commit(writer_b) as held:
+        res = a.write(to_arrow(a_rows, True))
+    assert res.instant == held[0]
+    model.upsert(b_rows)
+    model.upsert(a_rows)
+    model.assert_hudi_rs_reads(path)
+    assert not _instants(path, Action.ROLLBACK)
+    assert not os.listdir(tmp_path / "t" / ".hoodie" / ".heartbeat")
+
+
+@pytest.mark.parametrize("version", ["8", "6"])
+def test_overlapping_file_group_later_committer_fails_table_unchanged(tmp_path, version):
+    path = str(tmp_path / "t")
+    opts = model_options(OCC, version=version)
+    model = TableModel()
+    _seed(path, opts, model)
+    a_rows = [row("a1", "a", 5, 10)]
+    b_rows = [row("a1", "a", 3, 20), row("a2", "a", 3, 21)]
+    a, b = HoodieWriteClient(path, opts), HoodieWriteClient(path, opts)
+    b_instant: list = []
+
+    def writer_b() -> None:
+        b_instant.append(b.write(to_arrow(b_rows, True)).instant)
+
+    with _during_commit(writer_b) as held, pytest.raises(HoodieWriteConflictError) as err:
+        a.write(to_arrow(a_rows, True))
+    msg = str(err.value)
+    assert held[0] in msg and b_instant[0] in msg and "a/" in msg  # both instants, the group
+    # each log file is one writer's: no appends to a file another writer may hold, and no two
+    # writers' new files named alike (version 6 names logs by their slice, not their writer)
+    storage = LocalStorage(path)
+    for log in (tmp_path / "t" / "a").glob(".*.log.*"):
+        writers = {
+            b.header.get(HeaderMetadataType.INSTANT_TIME)
+            for b in read_log_file(storage, f"a/{log.name}")
+        }
+        assert len(writers) == 1, (log.name, writers)
+    model.upsert(b_rows)  # only B's write committed
+    model.assert_hudi_rs_reads(path)
+    rolled = _instants(path, Action.ROLLBACK)
+    assert len(rolled) == 1
+    assert held[0] not in {i.timestamp for i in _instants(path) if i.action != Action.ROLLBACK}
+    assert not (tmp_path / "t" / heartbeat_path(held[0])).exists()
+    # the loser's client goes on from the table as B left it
+    again = [row("a1", "a", 6, 30)]
+    a.write(to_arrow(again, True))
+    model.upsert(again)
+    model.assert_hudi_rs_reads(path)
+
+
+def test_overlapping_write_succeeds_after_retry(tmp_path):
+    path = str(tmp_path / "t")
+    opts = model_options(OCC, {"hoodie.write.num.retries.on.conflict.failures": "1"})
+    model = TableModel()
+    _seed(path, opts, model)
+    a_rows = [row("a1", "a", 5, 10), row("b3", "b", 5, 11)]
+    b_rows = [row("a1", "a", 3, 20), row("a0", "a", 3, 21)]
+    a, b = HoodieWriteClient(path, opts), HoodieWriteClient(path, opts)
+    with _during_commit(lambda: b.write(to_arrow(b_rows, True))) as held:
+        res = a.write(to_arrow(a_rows, True))
+    assert res.instant != held[0]  # committed on the retry, as a new instant
+    model.upsert(b_rows)
+    model.upsert(a_rows)
+    model.assert_hudi_rs_reads(path)
+    assert [i.timestamp for i in _instants(path, Action.ROLLBACK)] and len(
+        _instants(path, Action.ROLLBACK)
+    ) == 1
+
+
+def test_inserts_into_new_file_groups_never_conflict(tmp_path):
+    path = str(tmp_path / "t")
+    opts = model_options(OCC)
+    model = TableModel()
+    _seed(path, opts, model)
+    a_rows = [row(f"c{i}", "c", 2, i) for i in range(3)]  # a new partition: new file groups
+    b_rows = [row(f"d{i}", "c", 2, i) for i in range(3)]
+    a, b = HoodieWriteClient(path, opts), HoodieWriteClient(path, opts)
+    with _during_commit(lambda: b.write(to_arrow(b_rows, True))):
+        a.write(to_arrow(a_rows, True))
+    model.upsert(b_rows)
+    model.upsert(a_rows)
+    model.assert_hudi_rs_reads(path)
+
+
+def test_compaction_planned_on_its_file_group_after_its_start_conflicts(tmp_path):
+    """A plan scheduled while the write is in flight (hoodie_ray's own scheduler waits for
+    writes to finish; another engine's may not) on one of its file groups is a conflict."""
+    from hoodie_ray.compaction.plan import build_plan
+    from hoodie_ray.timeline.instant import Instant, State, new_instant_time
+
+    path = str(tmp_path / "t")
+    opts = model_options(OCC)
+    model = TableModel()
+    _seed(path, opts, model)
+    model.write(path, opts, "upsert", [row("a1", "a", 2, 5)])  # a log file to compact
+    plan: list = []
+
+    def schedule() -> None:
+        table = HoodieTable.from_storage(LocalStorage(path))
+        tl = table.active_timeline.reload()
+        ops = build_plan(table.storage, table.view().latest_file_slices(), set())
+        last = max([i.timestamp for i in tl.instants] + [tl.max_completion_time() or ""])
+        plan.append(new_instant_time(last))
+        tl.create_requested(Instant(plan[0], Action.COMPACTION, State.REQUESTED), ops.to_bytes())
+
+    with _during_commit(schedule), pytest.raises(HoodieWriteConflictError) as err:
+        HoodieWriteClient(path, opts).write(to_arrow([row("a2", "a", 3, 7)], True))
+    assert plan[0] in str(err.value) and "pending plan" in str(err.value)
+    model.assert_hudi_rs_reads(path)
+
+
+def test_recovery_rolls_back_only_expired_or_missing_heartbeats(tmp_path):
+    path = str(tmp_path / "t")
+    opts = model_options(OCC)
+    model = TableModel()
+    _seed(path, opts, model)
+
+    def dead_writer() -> str:
+        """A writer that started an instant, wrote a file and died (its heartbeat stops)."""
+        coord = Coordinator(path, opts)
+        coord.open(None)
+        instant = coord.start_instant()
+        assert coord.heartbeats is not None
+        coord.heartbeats.close()  # the process died: nothing beats any more
+        return instant
+
+    live, expired, missing = dead_writer(), dead_writer(), dead_writer()
+    hb_dir = tmp_path / "t" / ".hoodie" / ".heartbeat"
+    old = 1_000_000.0
+    os.utime(hb_dir / expired, (old, old))
+    os.remove(hb_dir / missing)
+    b_rows = [row("b1", "b", 4, 40)]
+    model.write(path, opts, "upsert", b_rows)  # its open recovers the table
+    pending = [i.timestamp for i in _instants(path) if not i.is_completed]
+    assert pending == [live]
+    rolled_back = {i.timestamp for i in _instants(path, Action.ROLLBACK)}
+    assert len(rolled_back) == 2
+    assert sorted(os.listdir(hb_dir)) == [live]
+    model.assert_hudi_rs_reads(path)
+
+
+def test_single_writer_still_rolls_back_every_pending_write(tmp_path):
+    path = str(tmp_path / "t")
+    opts = model_options()
+    model = TableModel()
+    _seed(path, opts, model)
+    coord = Coordinator(path, opts)
+    coord.open(None)
+    coord.start_instant()
+    assert coord.heartbeats is None  # EAGER policy: no heartbeats, as Java
+    coord.close()
+    model.write(path, opts, "upsert", [row("a1", "a", 2, 1)])
+    assert not [i for i in _instants(path) if not i.is_completed]
+    assert len(_instants(path, Action.ROLLBACK)) == 1
+    assert not (tmp_path / "t" / ".hoodie" / ".heartbeat").exists()
+    model.assert_hudi_rs_reads(path)
