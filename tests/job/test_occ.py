@@ -51,9 +51,13 @@ def _during_commit(run: Callable[[], None]) -> Iterator[list[str]]:
         Coordinator.commit = real  # type: ignore[method-assign]
 
 
-def _seed(path: str, opts: dict, model: TableModel) -> None:
+def _seeded(tmp_path, opts: dict) -> tuple[str, dict, TableModel]:
+    """A table at ``tmp_path/t`` with four keys in each of partitions a and b, written with
+    ``opts``; its path, the options and its model."""
+    path, model = str(tmp_path / "t"), TableModel()
     rows = [row(f"a{i}", "a", 1, i) for i in range(4)] + [row(f"b{i}", "b", 1, i) for i in range(4)]
     model.write(path, opts, "upsert", rows)
+    return path, opts, model
 
 
 def _instants(path: str, action: str | None = None) -> list:
@@ -63,10 +67,7 @@ def _instants(path: str, action: str | None = None) -> list:
 
 @pytest.mark.parametrize("version", ["8", "6"])
 def test_disjoint_file_groups_both_commit(tmp_path, version):
-    path = str(tmp_path / "t")
-    opts = model_options(OCC, version=version)
-    model = TableModel()
-    _seed(path, opts, model)
+    path, opts, model = _seeded(tmp_path, model_options(OCC, version=version))
     a_rows = [row("a1", "a", 2, 10), row("a9", "a", 2, 11)]
     b_rows = [row("b1", "b", 3, 20), row("b2", "b", 3, 21)]
     a, b = HoodieWriteClient(path, opts), HoodieWriteClient(path, opts)
@@ -90,10 +91,7 @@ def test_disjoint_file_groups_both_commit(tmp_path, version):
 
 @pytest.mark.parametrize("version", ["8", "6"])
 def test_overlapping_file_group_later_committer_fails_table_unchanged(tmp_path, version):
-    path = str(tmp_path / "t")
-    opts = model_options(OCC, version=version)
-    model = TableModel()
-    _seed(path, opts, model)
+    path, opts, model = _seeded(tmp_path, model_options(OCC, version=version))
     a_rows = [row("a1", "a", 5, 10)]
     b_rows = [row("a1", "a", 3, 20), row("a2", "a", 3, 21)]
     a, b = HoodieWriteClient(path, opts), HoodieWriteClient(path, opts)
@@ -129,10 +127,9 @@ def test_overlapping_file_group_later_committer_fails_table_unchanged(tmp_path, 
 
 
 def test_overlapping_write_succeeds_after_retry(tmp_path):
-    path = str(tmp_path / "t")
-    opts = model_options(OCC, {"hoodie.write.num.retries.on.conflict.failures": "1"})
-    model = TableModel()
-    _seed(path, opts, model)
+    path, opts, model = _seeded(
+        tmp_path, model_options(OCC, {"hoodie.write.num.retries.on.conflict.failures": "1"})
+    )
     a_rows = [row("a1", "a", 5, 10), row("b3", "b", 5, 11)]
     b_rows = [row("a1", "a", 3, 20), row("a0", "a", 3, 21)]
     a, b = HoodieWriteClient(path, opts), HoodieWriteClient(path, opts)
@@ -148,10 +145,7 @@ def test_overlapping_write_succeeds_after_retry(tmp_path):
 
 
 def test_inserts_into_new_file_groups_never_conflict(tmp_path):
-    path = str(tmp_path / "t")
-    opts = model_options(OCC)
-    model = TableModel()
-    _seed(path, opts, model)
+    path, opts, model = _seeded(tmp_path, model_options(OCC))
     a_rows = [row(f"c{i}", "c", 2, i) for i in range(3)]  # a new partition: new file groups
     b_rows = [row(f"d{i}", "c", 2, i) for i in range(3)]
     a, b = HoodieWriteClient(path, opts), HoodieWriteClient(path, opts)
@@ -168,10 +162,7 @@ def test_compaction_planned_on_its_file_group_after_its_start_conflicts(tmp_path
     from hoodie_ray.compaction.plan import build_plan
     from hoodie_ray.timeline.instant import Instant, State, new_instant_time
 
-    path = str(tmp_path / "t")
-    opts = model_options(OCC)
-    model = TableModel()
-    _seed(path, opts, model)
+    path, opts, model = _seeded(tmp_path, model_options(OCC))
     model.write(path, opts, "upsert", [row("a1", "a", 2, 5)])  # a log file to compact
     plan: list = []
 
@@ -190,10 +181,7 @@ def test_compaction_planned_on_its_file_group_after_its_start_conflicts(tmp_path
 
 
 def test_recovery_rolls_back_only_expired_or_missing_heartbeats(tmp_path):
-    path = str(tmp_path / "t")
-    opts = model_options(OCC)
-    model = TableModel()
-    _seed(path, opts, model)
+    path, opts, model = _seeded(tmp_path, model_options(OCC))
 
     def dead_writer() -> str:
         """A writer that started an instant, wrote a file and died (its heartbeat stops)."""
@@ -220,10 +208,7 @@ def test_recovery_rolls_back_only_expired_or_missing_heartbeats(tmp_path):
 
 
 def test_single_writer_still_rolls_back_every_pending_write(tmp_path):
-    path = str(tmp_path / "t")
-    opts = model_options()
-    model = TableModel()
-    _seed(path, opts, model)
+    path, opts, model = _seeded(tmp_path, model_options())
     coord = Coordinator(path, opts)
     coord.open(None)
     coord.start_instant()
