@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+import hoodie_ray as hr
 from hoodie_ray.exceptions import HoodieWriteConflictError
 from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.job.coordinator import Coordinator
@@ -85,6 +86,7 @@ def test_disjoint_file_groups_both_commit(tmp_path, version):
     model.upsert(b_rows)
     model.upsert(a_rows)
     model.assert_hudi_rs_reads(path)
+    assert hr.validate_metadata(path) == []  # empty where the table has no metadata table
     assert not _instants(path, Action.ROLLBACK)
     assert not os.listdir(tmp_path / "t" / ".hoodie" / ".heartbeat")
 
@@ -115,6 +117,7 @@ def test_overlapping_file_group_later_committer_fails_table_unchanged(tmp_path, 
         assert len(writers) == 1, (log.name, writers)
     model.upsert(b_rows)  # only B's write committed
     model.assert_hudi_rs_reads(path)
+    assert hr.validate_metadata(path) == []
     rolled = _instants(path, Action.ROLLBACK)
     assert len(rolled) == 1
     assert held[0] not in {i.timestamp for i in _instants(path) if i.action != Action.ROLLBACK}
