@@ -137,7 +137,11 @@ def write_profile(
         size = sizes.get((s.partition_path, s.file_id), 0)
         if size < wc.small_file_limit:
             small.setdefault(s.partition_path, []).append(SmallFile(s.file_id, size))
-    plan = plan_writers(group_loads(table, slices), wc.write_tasks) if wc.write_tasks > 1 else {}
+    plan = (
+        plan_writers(group_loads(table, slices), wc.write_tasks, wc.index_type == "BUCKET")
+        if wc.write_tasks > 1
+        else {}
+    )
     return WriteProfile(avg_record_size=avg, small_files=small, writer_plan=plan)
 
 
