@@ -450,6 +450,10 @@ class Coordinator:
         assert self.protocol is not None and self.setup is not None
         with self._locked():
             self._check_conflicts(instant, stats)
+            if self.wc.occ:
+                # a turn that stalled past the lock's expiry (taken over meanwhile) commits
+                # nothing: the instant stays pending for its new holder's recovery
+                self.lock.check()
             self._commit(instant, stats)
             if self.heartbeats is not None:
                 self.heartbeats.stop(instant)

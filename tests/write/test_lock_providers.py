@@ -350,3 +350,35 @@ def test_two_occ_writers_on_s3_through_the_storage_lock(s3_path, s3_endpoint, st
     storage = ArrowStorage(s3_path, storage_options)
     assert not storage.exists(LOCK_PATH)
     assert LockData.parse(storage.read_bytes(STORAGE_LOCK_PATH)).expired  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("provider", [FILESYSTEM_LOCK_PROVIDER, STORAGE_LOCK_PROVIDER])
+def test_occ_turn_that_lost_its_lock_commits_nothing(tmp_path, provider, monkeypatch):
+    """A writer whose lock was taken over during its commit turn (it stalled past the expiry)
+    fails before writing the completed instant; readers see the table as it was."""
+    from hoodie_ray.job.coordinator import Coordinator
+
+    opts = model_options({**OCC, "hoodie.write.lock.provider": provider})
+    path, opts, model = _seeded(tmp_path, opts)
+    t = tmp_path / "t"
+    real = Coordinator._check_conflicts
+
+    def taken_over(self, instant, stats):  # type: ignore[no-untyped-def]
+        real(self, instant, stats)
+        if provider == FILESYSTEM_LOCK_PROVIDER:
+            (t / FS_LOCK).write_bytes(JAVA_LOCK_INFO)  # deleted as expired, re-created by Java
+        else:
+            until = int(time.time() * 1000) + 600_000
+            (t / STORAGE_LOCK_PATH).write_bytes(java_storage_lock(False, until, "java-owner"))
+
+    monkeypatch.setattr(Coordinator, "_check_conflicts", taken_over)
+    # its best-effort rollback waits for the new holder only briefly
+    client = HoodieWriteClient(path, {**opts, "hoodie.write.lock.wait_time_ms": "30"})
+    with pytest.raises(HoodieCommitConflictError, match="lost the lock"):
+        client.write(to_arrow([row("a1", "a", 9, 99)], True))
+    model.assert_hudi_rs_reads(path)
+    # the new holder's lock is left as it is
+    if provider == FILESYSTEM_LOCK_PROVIDER:
+        assert (t / FS_LOCK).read_bytes() == JAVA_LOCK_INFO
+    else:
+        assert json.loads((t / STORAGE_LOCK_PATH).read_bytes())["owner"] == "java-owner"
