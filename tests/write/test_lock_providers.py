@@ -382,3 +382,29 @@ def test_occ_turn_that_lost_its_lock_commits_nothing(tmp_path, provider, monkeyp
         assert (t / FS_LOCK).read_bytes() == JAVA_LOCK_INFO
     else:
         assert json.loads((t / STORAGE_LOCK_PATH).read_bytes())["owner"] == "java-owner"
+
+
+@pytest.mark.parametrize("provider", [FILESYSTEM_LOCK_PROVIDER, STORAGE_LOCK_PROVIDER])
+def test_single_writer_holds_the_providers_lock_for_its_job(tmp_path, provider):
+    opts = model_options({"hoodie.write.lock.provider": provider})
+    path, opts, model = _seeded(tmp_path, opts)
+    t = tmp_path / "t"
+    refused: list[str] = []
+
+    def second_writer() -> None:
+        if provider == FILESYSTEM_LOCK_PROVIDER:
+            assert lp.lock_info_owner((t / FS_LOCK).read_bytes())
+        else:
+            assert not json.loads((t / STORAGE_LOCK_PATH).read_bytes())["expired"]
+        with pytest.raises(HoodieCommitConflictError, match="locked by") as e:
+            HoodieWriteClient(path, opts).write(to_arrow([row("b1", "b", 8, 80)], True))
+        refused.append(str(e.value))
+
+    rows = [row("a1", "a", 7, 70)]
+    with _during_commit(second_writer):
+        HoodieWriteClient(path, opts).write(to_arrow(rows, True))
+    assert refused
+    model.upsert(rows)
+    model.assert_hudi_rs_reads(path)
+    if provider == FILESYSTEM_LOCK_PROVIDER:
+        assert not (t / FS_LOCK).exists()
