@@ -38,7 +38,8 @@ from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
 from hoodie_ray.timeline.plans import HoodieCompactionPlan
 from hoodie_ray.write.commit import CommitProtocol
-from hoodie_ray.write.lock import WriterLock
+from hoodie_ray.write.lock import TableLock
+from hoodie_ray.write.lock_providers import open_lock
 
 __all__ = [
     "ArchiveResult",
@@ -130,10 +131,8 @@ class ArchiveResult:
     dry_run: bool = False
 
 
-def _lock(svc: CompactionService) -> WriterLock:
-    return WriterLock(
-        svc.storage, heartbeat_ms=svc.wc.lock_heartbeat_ms, expire_ms=svc.wc.lock_expire_ms
-    )
+def _lock(svc: CompactionService) -> TableLock:
+    return open_lock(svc.storage, svc.wc)
 
 
 def _slices(plan: HoodieCompactionPlan) -> tuple[CompactionSlice, ...]:
@@ -314,7 +313,7 @@ def archive(
     """
     table = HoodieTable.load(path, storage_options)
     wc = resolve_options(options)
-    with WriterLock(table.storage, heartbeat_ms=wc.lock_heartbeat_ms, expire_ms=wc.lock_expire_ms):
+    with open_lock(table.storage, wc):
         chosen = archivable_instants(table, wc) if dry_run else archive_table(table, wc)
         return ArchiveResult(tuple((i.timestamp, i.action) for i in chosen), dry_run)
 
@@ -322,9 +321,15 @@ def archive(
 # -- the metadata table ----------------------------------------------------------------------------
 
 
-def init_metadata(path: str, *, storage_options: dict[str, Any] | None = None) -> list[str]:
+def init_metadata(
+    path: str,
+    *,
+    storage_options: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
+) -> list[str]:
     """Build the metadata table of the table at ``path`` from a listing of its files (an
-    existing one is rebuilt), under the writer lock; the MDT partitions it now holds.
+    existing one is rebuilt), under the table lock (``options`` may name its provider,
+    ``hoodie.write.lock.provider``); the MDT partitions it now holds.
 
     Example::
 
@@ -332,7 +337,7 @@ def init_metadata(path: str, *, storage_options: dict[str, Any] | None = None) -
     """
     table = HoodieTable.load(path, storage_options)
     check_metadata_table_writable(table.table_config, True, path)
-    with WriterLock(table.storage):
+    with open_lock(table.storage, resolve_options(options)):
         CommitProtocol(table).rollback_pending_writes()
         w = metadata_writer(table, MetadataWriteConfig(enable=True))
         w.drop()
@@ -345,16 +350,18 @@ def drop_metadata(
     *,
     partition: str | None = None,
     storage_options: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
 ) -> list[str]:
     """Delete the metadata table of the table at ``path`` (or only its MDT ``partition``, an
-    index such as ``column_stats``), under the writer lock; the MDT partitions left.
+    index such as ``column_stats``), under the table lock (``options`` may name its provider,
+    ``hoodie.write.lock.provider``); the MDT partitions left.
 
     Example::
 
         hr.drop_metadata("/data/trips")
     """
     table = HoodieTable.load(path, storage_options)
-    with WriterLock(table.storage):
+    with open_lock(table.storage, resolve_options(options)):
         w = metadata_writer(table)
         if partition is None or partition == FILES:
             w.drop()

@@ -42,11 +42,11 @@ from hoodie_ray.ray.actors import AssignerActor, CoordinatorActor, WriterActor
 from hoodie_ray.ray.runtime import actor_resources, ensure_ray, refuse_occ
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.lock import (
-    WriterLock,
     new_owner_id,
     register_idle_holder,
     unregister_idle_holder,
 )
+from hoodie_ray.write.lock_providers import open_lock
 from hoodie_ray.write.records import (
     is_pandas,
     is_ray_dataset,
@@ -740,7 +740,7 @@ class HoodieStreamWriter:
 # expire; a Ray gone before the topology stopped has its lock deleted by this driver, which
 # knows the owner id), when a call with other options or to
 # another table comes, when this process starts any other topology, and when any other writer
-# of this process takes the table's lock (WriterLock asks it to). Another process is refused
+# of this process takes the table's lock (every table lock asks it to). Another process is refused
 # by the lock while it is parked, as while a call runs.
 
 
@@ -784,7 +784,7 @@ def _stop_parked(p: _Parked) -> None:
         p.writer._closed = True
         try:
             storage = open_storage(p.writer.path, p.writer.storage_options)
-            WriterLock(storage, owner=p.writer.owner).release_owned()
+            open_lock(storage, p.writer.wc, owner=p.writer.owner).release_owned()
         except Exception as e:  # the heartbeat's expiry frees the table all the same
             log.warning("releasing the writer lock of %s failed: %s", p.uri, e)
         return
