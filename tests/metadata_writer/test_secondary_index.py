@@ -1,6 +1,7 @@
 """Secondary indexes of the metadata table: Java's two indexes of the version 9 sample decoded,
 kept in step through upserts that change indexed values, deletes, new keys and a compaction
-(each step: the validator finds nothing, hudi-rs reads the model)."""
+(each step: the validator finds nothing, hudi-rs reads the model), built and dropped by
+hr.create_index / hr.drop_index."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from hoodie_ray.log_format.blocks import DeleteBlock
 from hoodie_ray.log_format.reader import read_log_file
 from hoodie_ray.meta import META_FIELDS
 from hoodie_ray.metadata import secondary_index as si
-from hoodie_ray.metadata.layout import PARTITIONS_PROPERTY
+from hoodie_ray.metadata.layout import PARTITIONS_INFLIGHT_PROPERTY, PARTITIONS_PROPERTY
 from hoodie_ray.table import HoodieTable
 from tests.conftest import extract_sample_table, hudi_rs_read
 
@@ -245,3 +246,38 @@ def test_other_indexes_are_still_refused_with_their_name(tmp_path):
     with pytest.raises(hr.HoodieUnsupportedError, match="bloom_filters.*--partition bloom_filters"):
         HoodieWriteClient(str(root)).write(data)
     assert sorted(p.name for p in (root / ".hoodie" / "timeline").iterdir()) == before
+
+
+def test_create_index_builds_from_the_snapshot_and_drop_index_removes_it(tmp_path):
+    root = extract_sample_table(JAVA, tmp_path / "java")
+    expected = _rows(hudi_rs_read(root))
+    part = hr.create_index(str(root), "currency_idx", "currency")
+    assert part == "secondary_index_currency_idx"
+    table = HoodieTable.load(str(root))
+    assert part in table.table_config.props[PARTITIONS_PROPERTY].split(",")
+    assert not table.table_config.props.get(PARTITIONS_INFLIGHT_PROPERTY)
+    defs = si.index_definitions(table.storage, ".hoodie/.index_defs/index.json")
+    assert defs[part].source_fields == ("currency",) and defs[MERCHANT].source_field
+    assert set(table.metadata_table.records(part)) == _model_index(expected, "currency")
+    assert not [d for d in maintenance.validate_metadata(str(root)) if "secondary" in d.partition]
+    with pytest.raises(hr.HoodieUnsupportedError, match="exists already"):
+        hr.create_index(str(root), "currency_idx", "currency")
+    with pytest.raises(hr.HoodieUnsupportedError, match="no field 'nope'"):
+        hr.create_index(str(root), "nope_idx", "nope")
+
+    # kept on the next write
+    row = next(iter(expected.values()))
+    changed = dict(row, currency="XYZ", txn_ts=row["txn_ts"] + 1000)
+    schema = hudi_rs_read(root).schema
+    schema = pa.schema([f for f in schema if f.name not in META_FIELDS])
+    HoodieWriteClient(str(root)).write(pa.Table.from_pylist([changed], schema))
+    expected[(row["txn_id"], row["account_id"])] = changed
+    assert not [d for d in maintenance.validate_metadata(str(root)) if "secondary" in d.partition]
+    assert _rows(hudi_rs_read(root)) == expected
+    table = HoodieTable.load(str(root))
+    assert set(table.metadata_table.records(part)) == _model_index(expected, "currency")
+
+    left = hr.drop_index(str(root), "currency_idx")
+    assert part not in left and MERCHANT in left
+    assert part not in (root / ".hoodie" / ".index_defs" / "index.json").read_text()
+    assert not (root / ".hoodie" / "metadata" / part).exists()
