@@ -21,6 +21,7 @@ from hoodie_ray.compaction.clean import (
 )
 from hoodie_ray.compaction.execute import CompactionTask
 from hoodie_ray.config.options import resolve_options
+from hoodie_ray.exceptions import HoodieUnsupportedError
 from hoodie_ray.job.archival import archivable_instants, archive_table
 from hoodie_ray.metadata.layout import FILES, RECORD_INDEX
 from hoodie_ray.metadata_writer.validate import (
@@ -368,6 +369,54 @@ def drop_metadata(
         else:
             w.drop_partition(partition)
         return w.partitions
+
+
+def create_index(
+    path: str,
+    name: str,
+    column: str,
+    *,
+    kind: str = "secondary",
+    storage_options: dict[str, Any] | None = None,
+) -> str:
+    """Build secondary index ``name`` over ``column`` in the metadata table of the table at
+    ``path`` from its current snapshot, under the writer lock, and keep it from then on (its
+    definition goes to ``.hoodie/.index_defs/index.json``); the MDT partition's name
+    (``secondary_index_<name>``).
+
+    Example::
+
+        hr.create_index("/data/txns", "merchant_idx", "merchant_name")
+
+    Raises:
+        HoodieUnsupportedError: ``kind`` is not ``"secondary"``, the table keeps no metadata
+            table, the index exists already, or the column's type cannot be indexed.
+    """
+    from hoodie_ray.metadata.layout import SECONDARY_INDEX_PREFIX, completed_partitions
+
+    if kind != "secondary":
+        raise HoodieUnsupportedError(f"index kind {kind!r}: hoodie_ray builds 'secondary' indexes")
+    table = HoodieTable.load(path, storage_options)
+    partition = name if name.startswith(SECONDARY_INDEX_PREFIX) else SECONDARY_INDEX_PREFIX + name
+    with WriterLock(table.storage):
+        CommitProtocol(table).rollback_pending_writes()
+        w = metadata_writer(table)
+        if not w.enabled:
+            raise HoodieUnsupportedError(
+                f"{path} keeps no metadata table: build it first (`hoodie-ray metadata init {path}`)"
+            )
+        if partition in completed_partitions(table.table_config):
+            raise HoodieUnsupportedError(f"{path}: index {partition} exists already")
+        return w.initialize_secondary_index(partition, column)
+
+
+def drop_index(path: str, name: str, *, storage_options: dict[str, Any] | None = None) -> list[str]:
+    """Drop secondary index ``name`` (``merchant_idx`` or ``secondary_index_merchant_idx``)
+    of the table at ``path``: its MDT partition and its definition; the MDT partitions left."""
+    from hoodie_ray.metadata.layout import SECONDARY_INDEX_PREFIX
+
+    partition = name if name.startswith(SECONDARY_INDEX_PREFIX) else SECONDARY_INDEX_PREFIX + name
+    return drop_metadata(path, partition=partition, storage_options=storage_options)
 
 
 def validate_metadata(
