@@ -378,11 +378,13 @@ def create_index(
     *,
     kind: str = "secondary",
     storage_options: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
 ) -> str:
     """Build secondary index ``name`` over ``column`` in the metadata table of the table at
     ``path`` from its current snapshot, under the writer lock, and keep it from then on (its
     definition goes to ``.hoodie/.index_defs/index.json``); the MDT partition's name
-    (``secondary_index_<name>``).
+    (``secondary_index_<name>``). ``options`` may name the lock provider
+    (``hoodie.write.lock.provider``).
 
     Example::
 
@@ -398,7 +400,7 @@ def create_index(
         raise HoodieUnsupportedError(f"index kind {kind!r}: hoodie_ray builds 'secondary' indexes")
     table = HoodieTable.load(path, storage_options)
     partition = name if name.startswith(SECONDARY_INDEX_PREFIX) else SECONDARY_INDEX_PREFIX + name
-    with WriterLock(table.storage):
+    with open_lock(table.storage, resolve_options(options)):
         CommitProtocol(table).rollback_pending_writes()
         w = metadata_writer(table)
         if not w.enabled:
@@ -410,13 +412,21 @@ def create_index(
         return w.initialize_secondary_index(partition, column)
 
 
-def drop_index(path: str, name: str, *, storage_options: dict[str, Any] | None = None) -> list[str]:
+def drop_index(
+    path: str,
+    name: str,
+    *,
+    storage_options: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
+) -> list[str]:
     """Drop secondary index ``name`` (``merchant_idx`` or ``secondary_index_merchant_idx``)
     of the table at ``path``: its MDT partition and its definition; the MDT partitions left."""
     from hoodie_ray.metadata.layout import SECONDARY_INDEX_PREFIX
 
     partition = name if name.startswith(SECONDARY_INDEX_PREFIX) else SECONDARY_INDEX_PREFIX + name
-    return drop_metadata(path, partition=partition, storage_options=storage_options)
+    return drop_metadata(
+        path, partition=partition, storage_options=storage_options, options=options
+    )
 
 
 def validate_metadata(
