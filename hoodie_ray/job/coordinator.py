@@ -63,7 +63,7 @@ from hoodie_ray.write.bucket_assigner import (
     WriteProfile,
     plan_writers,
 )
-from hoodie_ray.write.commit import CommitProtocol
+from hoodie_ray.write.commit import CommitProtocol, relocate_superseded_logs
 from hoodie_ray.write.context import WriteContext
 from hoodie_ray.write.heartbeat import HeartbeatClient
 from hoodie_ray.write.lock import WriterLock
@@ -197,6 +197,25 @@ class CompactionRunner(Protocol):
         """Drop the workers after a failure (the next submit starts fresh ones)."""
 
 
+def acquire_waiting(lock: WriterLock, wait_ms: int) -> None:
+    """Take ``lock`` for a short turn (optimistic concurrency control), waiting up to
+    ``wait_ms`` (``hoodie.write.lock.wait_time_ms``) while another writer's or table
+    service's turn holds it; then :class:`HoodieCommitConflictError` naming the holder."""
+    deadline = time.monotonic() + wait_ms / 1000.0
+    delay = 0.005
+    while True:
+        try:
+            lock.acquire()
+            return
+        except HoodieCommitConflictError as e:
+            if time.monotonic() >= deadline:
+                raise HoodieCommitConflictError(
+                    f"{e} (waited hoodie.write.lock.wait_time_ms={wait_ms})"
+                ) from None
+            time.sleep(delay)  # another writer's short turn: wait for it
+            delay = min(delay * 2, 0.1)
+
+
 class Coordinator:
     """Table setup, instants, commits and rollbacks of one write job."""
 
@@ -288,19 +307,7 @@ class Coordinator:
                 self.lock.release()
 
     def _acquire_waiting(self) -> None:
-        deadline = time.monotonic() + self.wc.lock_wait_ms / 1000.0
-        delay = 0.005
-        while True:
-            try:
-                self.lock.acquire()
-                return
-            except HoodieCommitConflictError as e:
-                if time.monotonic() >= deadline:
-                    raise HoodieCommitConflictError(
-                        f"{e} (waited hoodie.write.lock.wait_time_ms={self.wc.lock_wait_ms})"
-                    ) from None
-                time.sleep(delay)  # another writer's short turn: wait for it
-                delay = min(delay * 2, 0.1)
+        acquire_waiting(self.lock, self.wc.lock_wait_ms)
 
     def _sync_record_index(self, table: HoodieTable, wc: WriteConfig) -> None:
         """Build the record index and the column / partition statistics when asked for and
@@ -467,6 +474,9 @@ class Coordinator:
         assert self.protocol is not None and self.setup is not None
         with self._locked():
             self._check_conflicts(instant, stats)
+            if self.wc.occ:
+                assert self.table is not None
+                stats = relocate_superseded_logs(self.table, instant, stats)
             self._commit(instant, stats)
             if self.heartbeats is not None:
                 self.heartbeats.stop(instant)
@@ -601,8 +611,14 @@ class Coordinator:
         scheduled alone when this job does not schedule compactions. Returns the number of
         compactions still pending. Errors propagate: the caller decides whether a failed table
         service fails the write.
+
+        With ``hoodie.table.services.enabled=false`` every service stands down (the table's
+        services run as their own job: ``hr.compact`` / ``hr.clean`` / ``hr.archive``).
         """
         self._done, self._cleaned = [], None
+        if not self.wc.table_services_enabled:
+            self.last_services = TableServices()
+            return 0
         started = self._running[0] if self._running is not None else None
         # OCC: the table services run in one turn of the lock (a single writer holds it)
         with self._locked() if self.wc.occ else nullcontext():
@@ -622,6 +638,10 @@ class Coordinator:
         if self._running is not None and self._finish_running(runner, wait=False) is None:
             return 1
         pending = self.pending_compactions() if run_pending else []
+        if self.wc.occ and self.heartbeats is not None:
+            # a plan another process is running (its heartbeat beats) is left to it
+            hb = self.heartbeats
+            pending = [p for p in pending if hb.is_expired(p)]
         instant = pending[0] if pending else self.schedule_compaction()
         if instant is None:
             return 0
