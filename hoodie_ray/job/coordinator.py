@@ -55,6 +55,7 @@ from hoodie_ray.metadata_writer.writer import (
 from hoodie_ray.reader.index_bootstrap import bootstrap_entries
 from hoodie_ray.storage import Storage, open_storage
 from hoodie_ray.table import HoodieTable
+from hoodie_ray.timeline.instant import Action
 from hoodie_ray.timeline.metadata import HoodieWriteStat
 from hoodie_ray.write.bucket_assigner import (
     LOG_TO_PARQUET_RATIO,
@@ -474,7 +475,7 @@ class Coordinator:
         assert self.protocol is not None and self.setup is not None
         with self._locked():
             self._check_conflicts(instant, stats)
-            if self.wc.occ:
+            if self._compacted_since(instant):
                 assert self.table is not None
                 stats = relocate_superseded_logs(self.table, instant, stats)
             self._commit(instant, stats)
@@ -482,6 +483,18 @@ class Coordinator:
                 self.heartbeats.stop(instant)
         self._txn.pop(instant, None)
         return CommitResult.from_stats(instant, stats)
+
+    def _compacted_since(self, instant: str) -> bool:
+        """OCC, table version 6: did a compaction complete since ``instant`` started (its logs
+        may then be in a superseded slice)? Call after the conflict check reloaded the
+        timeline."""
+        start = self._txn.get(instant)
+        if start is None or self.table is None or self.table.completion_time_slicing:
+            return False
+        return any(
+            i.action == Action.COMMIT and i.timestamp not in start.completed
+            for i in self.table.active_timeline.completed()
+        )
 
     def _check_conflicts(self, instant: str, stats: list[HoodieWriteStat]) -> None:
         start = self._txn.get(instant)
