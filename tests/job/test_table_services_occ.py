@@ -170,15 +170,17 @@ def test_a_writer_with_table_services_disabled_runs_none(tmp_path, occ):
     model_on.assert_hudi_rs_reads(on)
 
 
-def test_clean_beside_writers_keeps_a_live_write_rolls_back_an_expired_one(tmp_path):
+@pytest.mark.parametrize("version", ["8", "6"])
+def test_clean_beside_writers_keeps_a_live_write_rolls_back_an_expired_one(tmp_path, version):
     """hr.clean under OCC rolls back a pending write whose heartbeat expired (Hudi's LAZY
     policy) and keeps the live one, and deletes no file of a slice the live write reads."""
     path, model = str(tmp_path / "t"), TableModel()
-    opts = model_options(OCC, KEEP, NO_SERVICES)
+    opts = model_options(OCC, KEEP, NO_SERVICES, version=version)
     model.write(path, opts, "upsert", [row(f"k{k}", f"p{k % 2}", 1, 0) for k in range(8)])
     for b in range(4):
         model.write(path, opts, "upsert", batch(b))
-    hr.compact(path, opts)
+        if b % 2:
+            hr.compact(path, opts)  # two slices after the seed's in every file group
 
     def open_instant() -> tuple[Coordinator, str]:
         coord = Coordinator(path, opts)
@@ -231,3 +233,46 @@ def test_a_compaction_another_process_runs_is_left_to_it(tmp_path):
     assert hr.compact(path, opts).instant == plan  # its runner is gone: this one runs it
     model.assert_hudi_rs_reads(path)
     assert hr.validate_metadata(path) == []
+
+
+@pytest.mark.parametrize("version", ["8", "6"])
+def test_clean_keeps_the_slice_a_live_write_started_from(tmp_path, version):
+    """A compaction requested before a write started and committed while it is in flight:
+    a clean retaining from that compaction on still keeps the slice the write started from
+    (it read it, and on version 6 its log is there until its commit moves it)."""
+    path, model = str(tmp_path / "t"), TableModel()
+    opts = model_options(OCC, KEEP, NO_SERVICES, version=version)
+    model.write(path, opts, "upsert", [row(f"k{k}", f"p{k % 2}", 1, 0) for k in range(8)])
+    model.write(path, opts, "upsert", batch(0))
+    plan = CompactionService.open(path, opts).schedule(True, beside_writes=True)
+    assert plan is not None
+    started_from = HoodieTable.from_storage(LocalStorage(path)).latest_file_slices()
+    kept = {
+        f"{s.partition_path}/{n}"
+        for s in started_from
+        for n in ([s.base_file] if s.base_file else []) + s.log_files
+    }
+    real_commit = Coordinator.commit
+    cleaned: list = []
+
+    def commit(self, instant, stats):  # type: ignore[no-untyped-def]
+        if not cleaned:
+            assert hr.compact(path, opts).instant == plan
+            cleaned.append(hr.clean(path, {**opts, "clean.retain_commits": "1"}))
+            missing = {f for f in kept if not (tmp_path / "t" / f).exists()}
+            assert not missing, missing
+        return real_commit(self, instant, stats)
+
+    rows = [row("k0", "p0", 5, 50), row("k1", "p1", 5, 51)]
+    Coordinator.commit = commit  # type: ignore[method-assign]
+    try:
+        HoodieWriteClient(path, opts).write(to_arrow(rows, True))
+    finally:
+        Coordinator.commit = real_commit  # type: ignore[method-assign]
+    assert cleaned and cleaned[0].earliest_commit_to_retain == plan
+    model.upsert(rows)
+    model.assert_hudi_rs_reads(path)
+    assert hr.validate_metadata(path) == []
+    # once the write completed, the next clean takes the old slices
+    assert hr.clean(path, {**opts, "clean.retain_commits": "1"}).num_files > 0
+    model.assert_hudi_rs_reads(path)
