@@ -15,6 +15,7 @@ import sys
 import pytest
 
 import hoodie_ray as hr
+from hoodie_ray.cli import main
 from hoodie_ray.compaction.api import CompactionService
 from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.job.coordinator import Coordinator, TableServices
@@ -128,6 +129,7 @@ def test_services_in_their_own_process_beside_a_delta_committing_writer(tmp_path
     assert hr.validate_metadata(path) == []
     if version == "8":
         assert HoodieTable.from_storage(LocalStorage(path)).uses_metadata_table
+        assert main(["metadata", "validate", path]) == 0  # `hoodie-ray metadata validate`
 
 
 @pytest.mark.parametrize("occ", [True, False], ids=["occ", "single_writer"])
