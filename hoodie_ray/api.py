@@ -70,7 +70,9 @@ def compact(
 ) -> CompactionResult:
     """Compact the table now (offline): run the earliest pending plan, else schedule one and run it.
 
-    Takes the table's writer lock, so it never runs beside a live writer. ``engine="ray"`` fans
+    Takes the table's writer lock, so it never runs beside a live writer; under optimistic
+    concurrency control only in short turns, beside live writers (see
+    :func:`hoodie_ray.job.maintenance.compact`). ``engine="ray"`` fans
     the operations out over Ray tasks (``compaction.tasks`` at a time). ``on_progress(done,
     total)`` is called as file slices are compacted (for progress bars). ``dry_run``: only say
     which plan would run (nothing is written). Returns a :class:`CompactionResult`: the

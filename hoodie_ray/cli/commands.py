@@ -506,7 +506,9 @@ def compact(
     output: str,
 ) -> None:
     """Schedule, run and commit a compaction now (hr.compact): the earliest pending plan, else
-    a new one; with --dry-run only the plan and its file slices."""
+    a new one; with --dry-run only the plan and its file slices. With --option
+    hoodie.write.concurrency.mode=optimistic_concurrency_control it runs beside live writers,
+    taking the writer lock only to schedule and to commit."""
     fn = lazy_feature("hoodie_ray.api", "compact", "compaction")
     params = inspect.signature(fn).parameters
     options = parse_key_values(option_kv, "--option") or None
@@ -626,7 +628,9 @@ def clean(
     path: str, option_kv: tuple[str, ...], dry_run: bool, storage_kv: tuple[str, ...], output: str
 ) -> None:
     """Delete the file slices the last clean.retain_commits commits do not read (hr.clean),
-    under the writer lock; with --dry-run only list them."""
+    under the writer lock (in one short turn beside live writers with --option
+    hoodie.write.concurrency.mode=optimistic_concurrency_control); with --dry-run only list
+    them."""
     fn = lazy_feature("hoodie_ray.job.maintenance", "clean", "cleaning")
     options = parse_key_values(option_kv, "--option") or None
     load_table(path, storage_kv)  # a bad path fails here, with the usual message
@@ -657,6 +661,9 @@ def clean(
             lines.append(f"{plural(failed, 'file')} could not be deleted (listed in the clean)")
     if result.finished:
         lines.append(f"finished {plural(len(result.finished), 'pending clean')} first")
+    if result.rolled_back:
+        n = plural(len(result.rolled_back), "pending write")
+        lines.append(f"rolled back {n} whose heartbeat expired first")
     cols = [Column("partition", "partition", lambda v: v or "(none)"), Column("file", "file")]
     emit(output, doc, [View(lines=lines, columns=cols if rows else (), rows=rows)])
 
@@ -671,7 +678,9 @@ def archive(
     path: str, option_kv: tuple[str, ...], dry_run: bool, storage_kv: tuple[str, ...], output: str
 ) -> None:
     """Move the oldest instants to the archived timeline once past hoodie.keep.max.commits
-    (hr.archive), under the writer lock; with --dry-run only list them."""
+    (hr.archive), under the writer lock (in one short turn beside live writers with --option
+    hoodie.write.concurrency.mode=optimistic_concurrency_control); with --dry-run only list
+    them."""
     fn = lazy_feature("hoodie_ray.job.maintenance", "archive", "archival")
     options = parse_key_values(option_kv, "--option") or None
     load_table(path, storage_kv)  # a bad path fails here, with the usual message

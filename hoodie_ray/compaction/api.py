@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +32,7 @@ from hoodie_ray.timeline.instant import Action, Instant, State
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
 from hoodie_ray.timeline.plans import HoodieCleanMetadata, HoodieCompactionPlan
 from hoodie_ray.timeline.timeline import ActiveTimeline
+from hoodie_ray.write.commit import pending_write_files
 
 #: Runs a list of tasks and returns their write stats (raises if any failed).
 Executor = Callable[[list[CompactionTask]], list[HoodieWriteStat]]
@@ -74,29 +76,42 @@ class CompactionService:
         return self.table.active_timeline
 
     # -- schedule ------------------------------------------------------------------------------
-    def plan(self, force: bool = False) -> HoodieCompactionPlan | None:
+    def plan(self, force: bool = False, beside_writes: bool = False) -> HoodieCompactionPlan | None:
         """The plan :meth:`schedule` would write now (nothing is written), or None: not a MOR
-        table, the trigger does not fire (unless ``force``), a write is in flight, or no file
-        slice outside a pending plan has log files."""
+        table, the trigger does not fire (unless ``force``), a write is in flight (unless
+        ``beside_writes``), or no file slice outside a pending plan has log files.
+
+        ``beside_writes`` (several writers, under the table lock): the plan covers completed
+        writes only, so writes in flight go on beside it. On table version 8+ the view holds
+        only logs of completed delta commits; on version 6, whose logs are named by their
+        slice, the logs of writes in flight (found by their markers) are left out, and the
+        compaction's commit carries them over once they completed."""
         if not self.table_config.is_mor:
             return None
         self.timeline.reload()
         if not force and not trigger_fires(self.timeline, self.wc):
             return None
-        if any(
+        if not beside_writes and any(
             i.action in (Action.COMMIT, Action.DELTA_COMMIT)
             for i in self.timeline.pending_commits()
         ):
             return None  # a write is in flight: schedule after it
-        view = self.table.view()
-        plan = build_plan(
-            self.storage, view.latest_file_slices(), pending_file_groups(self.timeline)
-        )
+        slices = self.table.view().latest_file_slices()
+        if beside_writes and not self.table.completion_time_slicing:
+            in_flight = pending_write_files(self.table)  # after the listing: see its doc
+            slices = [
+                dataclasses.replace(
+                    s, log_files=[n for n in s.log_files if (s.partition_path, n) not in in_flight]
+                )
+                for s in slices
+            ]
+        plan = build_plan(self.storage, slices, pending_file_groups(self.timeline))
         return plan if plan.operations else None
 
-    def schedule(self, force: bool = False) -> str | None:
-        """Write a compaction plan if the trigger fires (or ``force``); its instant, or None."""
-        plan = self.plan(force)
+    def schedule(self, force: bool = False, beside_writes: bool = False) -> str | None:
+        """Write a compaction plan if the trigger fires (or ``force``); its instant, or None
+        (``beside_writes``: see :meth:`plan`)."""
+        plan = self.plan(force, beside_writes)
         if plan is None:
             return None
         from hoodie_ray.timeline.instant import new_instant_time
@@ -214,6 +229,9 @@ class CompactionService:
         """Copy the log files written after the plan into the new slice (named by ``instant``)."""
         view = self.table.view()
         slices = {(s.partition_path, s.file_id): s for s in view.latest_file_slices()}
+        # logs of writes still in flight (several writers) stay: a write whose logs end up in
+        # the superseded slice moves them over itself as it commits (relocate_superseded_logs)
+        in_flight = pending_write_files(self.table)
         for op in plan.operations or []:
             part = op.partition_path or ""
             s = slices.get((part, op.file_id))
@@ -222,7 +240,7 @@ class CompactionService:
             planned = set(op.delta_file_paths or [])
             version = 0
             for name in s.log_files:
-                if name in planned:
+                if name in planned or (part, name) in in_flight:
                     continue
                 lf = parse_log_file_name(name)
                 if lf is None or lf.instant != (op.base_instant_time or lf.instant):

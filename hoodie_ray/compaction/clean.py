@@ -4,12 +4,18 @@ The earliest retained commit E is the ``clean.retain_commits``-th latest complet
 each file group the slice a snapshot at E reads, and every newer slice, is kept; older slices
 (base file and log files) are deleted. A ``.clean`` instant records what was deleted, and its
 ``earliestCommitToRetain`` tells readers that time travel before E is no longer possible.
+
+E is never later than the earliest pending write or compaction. Beside several writers a
+pending write (one with a heartbeat) also keeps the slice it started from, which may be older
+than the one E reads: a compaction requested before the write started may have completed
+after it (:func:`_read_by_write`).
 """
 
 from __future__ import annotations
 
 import time
 
+from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.metadata_writer.writer import metadata_writer
 from hoodie_ray.storage import join
 from hoodie_ray.table import HoodieTable
@@ -21,6 +27,8 @@ from hoodie_ray.timeline.plans import (
     HoodieCleanMetadata,
     HoodieCleanPartitionMetadata,
 )
+from hoodie_ray.timeline.timeline import ActiveTimeline
+from hoodie_ray.write.heartbeat import heartbeat_path
 
 POLICY = "KEEP_LATEST_COMMITS"
 
@@ -51,6 +59,15 @@ def files_to_clean(table: HoodieTable, retain: int) -> tuple[str | None, dict[st
     earliest = earliest_commit_to_retain(table, retain)
     if earliest is None:
         return None, {}
+    tl = table.active_timeline
+    # writes that may be live: a heartbeat file (several writers); a single writer's pending
+    # write is a dead writer's, which its next writer rolls back
+    writes = [
+        i
+        for i in tl.pending()
+        if i.action in _WRITES and table.storage.exists(heartbeat_path(i.timestamp))
+    ]
+    first_write = writes[0].timestamp if writes else None
     view = table.view()
     out: dict[str, list[str]] = {}
     for group in view.all_file_groups():
@@ -62,10 +79,32 @@ def files_to_clean(table: HoodieTable, retain: int) -> tuple[str | None, dict[st
         for i, s in enumerate(slices):
             if (s.base_instant or "") <= earliest:
                 keep_from = i
+        if first_write is not None:
+            keep_from = min(keep_from, _read_by_write(tl, slices, first_write))
         for s in slices[:keep_from]:
             names = ([s.base_file] if s.base_file else []) + list(s.log_files)
             out.setdefault(s.partition_path, []).extend(names)
     return earliest, {p: sorted(set(n)) for p, n in out.items() if n}
+
+
+#: Pending actions whose writer reads the slices it started from (and appends to them).
+_WRITES = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT})
+
+
+def _read_by_write(tl: ActiveTimeline, slices: list[FileSlice], write: str) -> int:
+    """The index (in ``slices``, oldest first) of the slice the pending ``write`` may have
+    started from: the latest one whose base completed before it was requested. A compaction
+    requested before the write may have completed after it started (several writers): its
+    instant time says nothing of that, its completion time (table version 8+) does; without
+    one (version 6) the slice before it is kept too."""
+    before = [i for i, s in enumerate(slices) if (s.base_instant or "") < write]
+    if not before:
+        return 0
+    j = before[-1]
+    completed = tl.completion_time(slices[j].base_instant or "")
+    if j > 0 and (completed is None or completed >= write):
+        j -= 1
+    return j
 
 
 def finish_pending_cleans(table: HoodieTable) -> list[str]:

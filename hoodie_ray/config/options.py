@@ -464,6 +464,15 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "Archive the oldest instants after commits, once past archive.max_commits.",
     ),
     ConfigOption(
+        "hoodie.table.services.enabled",
+        "table_services_enabled",
+        True,
+        _parse_bool,
+        "A writer runs the table services after its commits (compaction scheduling and "
+        "execution, cleaning, archival, each as its own switches allow); false: they stand "
+        "down, and hr.compact / hr.clean / hr.archive run them as their own job.",
+    ),
+    ConfigOption(
         "hoodie.datasource.write.schema.allow.auto.evolution",
         "schema_auto_evolution",
         True,
@@ -777,6 +786,7 @@ class WriteConfig:
     keep_min_commits: int = _default("keep_min_commits")
     keep_max_commits: int = _default("keep_max_commits")
     archive_automatic: bool = _default("archive_automatic")
+    table_services_enabled: bool = _default("table_services_enabled")
     timeline_compaction_batch_size: int = _default("timeline_compaction_batch_size")
     allow_non_empty_dir: bool = _default("allow_non_empty_dir")
     schema_auto_evolution: bool = _default("schema_auto_evolution")

@@ -13,7 +13,12 @@ table lock:
   pending plan through the file groups it will rewrite.
 
 A commit whose records all went to new file groups never conflicts: nobody else knows their
-file ids. The rule (:func:`candidates`, :func:`find_conflicts`) is pure; :func:`conflicts_of`
+file ids. A compaction never conflicts (Hudi's ``resolveConflict``: it writes a new base file
+and the logs written beside it stay in the file group): on table version 8+ a log joins the
+slice its delta commit's completion time falls in, and on version 6 a compaction's commit
+carries over only logs of completed writes, and a write whose logs a compaction that completed
+meanwhile left in the superseded slice moves them into the new one as it commits
+(:func:`hoodie_ray.write.commit.relocate_superseded_logs`). The rule (:func:`candidates`, :func:`find_conflicts`) is pure; :func:`conflicts_of`
 reads what it needs from the table.
 """
 
@@ -136,6 +141,20 @@ def _plan_file_groups(table: HoodieTable, inst: Instant) -> set[FileGroup]:
     return out
 
 
+#: Operation types of completed compactions (a compaction completes as a ``commit``).
+_COMPACTIONS = frozenset({"COMPACT", "LOG_COMPACT"})
+
+
+def is_compaction(inst: Instant, meta: HoodieCommitMetadata | None = None) -> bool:
+    """Is ``inst`` a compaction (a pending plan, or a commit whose metadata says COMPACT)?
+    Compactions never conflict with writes."""
+    if inst.action in (Action.COMPACTION, Action.LOG_COMPACTION):
+        return True
+    if meta is None:
+        return False
+    return bool(meta.compacted) or (meta.operation_type or "").upper() in _COMPACTIONS
+
+
 def conflicts_of(
     table: HoodieTable, start: TxnStart, stats: Iterable[HoodieWriteStat]
 ) -> list[Conflict]:
@@ -148,7 +167,9 @@ def conflicts_of(
     others = []
     for inst in candidates(tl.instants, start, tl.layout_version >= 2):
         if inst.is_completed:
-            others.append((inst, metadata_file_groups(table.metadata(inst))))
-        else:
+            meta = table.metadata(inst)
+            if not is_compaction(inst, meta):
+                others.append((inst, metadata_file_groups(meta)))
+        elif not is_compaction(inst):
             others.append((inst, _plan_file_groups(table, inst)))
     return find_conflicts(own, others)

@@ -54,6 +54,7 @@ from hoodie_ray.metadata_writer.writer import (
 from hoodie_ray.reader.index_bootstrap import bootstrap_entries
 from hoodie_ray.storage import Storage, open_storage
 from hoodie_ray.table import HoodieTable
+from hoodie_ray.timeline.instant import Action
 from hoodie_ray.timeline.metadata import HoodieWriteStat
 from hoodie_ray.write.bucket_assigner import (
     LOG_TO_PARQUET_RATIO,
@@ -62,7 +63,7 @@ from hoodie_ray.write.bucket_assigner import (
     WriteProfile,
     plan_writers,
 )
-from hoodie_ray.write.commit import CommitProtocol
+from hoodie_ray.write.commit import CommitProtocol, relocate_superseded_logs
 from hoodie_ray.write.context import WriteContext
 from hoodie_ray.write.heartbeat import HeartbeatClient
 from hoodie_ray.write.lock_providers import open_lock
@@ -454,6 +455,9 @@ class Coordinator:
         assert self.protocol is not None and self.setup is not None
         with self._locked():
             self._check_conflicts(instant, stats)
+            if self._compacted_since(instant):
+                assert self.table is not None
+                stats = relocate_superseded_logs(self.table, instant, stats)
             if self.wc.occ:
                 # a turn that stalled past the lock's expiry (taken over meanwhile) commits
                 # nothing: the instant stays pending for its new holder's recovery
@@ -463,6 +467,18 @@ class Coordinator:
                 self.heartbeats.stop(instant)
         self._txn.pop(instant, None)
         return CommitResult.from_stats(instant, stats)
+
+    def _compacted_since(self, instant: str) -> bool:
+        """OCC, table version 6: did a compaction complete since ``instant`` started (its logs
+        may then be in a superseded slice)? Call after the conflict check reloaded the
+        timeline."""
+        start = self._txn.get(instant)
+        if start is None or self.table is None or self.table.completion_time_slicing:
+            return False
+        return any(
+            i.action == Action.COMMIT and i.timestamp not in start.completed
+            for i in self.table.active_timeline.completed()
+        )
 
     def _check_conflicts(self, instant: str, stats: list[HoodieWriteStat]) -> None:
         start = self._txn.get(instant)
@@ -592,8 +608,14 @@ class Coordinator:
         scheduled alone when this job does not schedule compactions. Returns the number of
         compactions still pending. Errors propagate: the caller decides whether a failed table
         service fails the write.
+
+        With ``hoodie.table.services.enabled=false`` every service stands down (the table's
+        services run as their own job: ``hr.compact`` / ``hr.clean`` / ``hr.archive``).
         """
         self._done, self._cleaned = [], None
+        if not self.wc.table_services_enabled:
+            self.last_services = TableServices()
+            return 0
         started = self._running[0] if self._running is not None else None
         # OCC: the table services run in one turn of the lock (a single writer holds it)
         with self._locked() if self.wc.occ else nullcontext():
@@ -613,6 +635,10 @@ class Coordinator:
         if self._running is not None and self._finish_running(runner, wait=False) is None:
             return 1
         pending = self.pending_compactions() if run_pending else []
+        if self.wc.occ and self.heartbeats is not None:
+            # a plan another process is running (its heartbeat beats) is left to it
+            hb = self.heartbeats
+            pending = [p for p in pending if hb.is_expired(p)]
         instant = pending[0] if pending else self.schedule_compaction()
         if instant is None:
             return 0

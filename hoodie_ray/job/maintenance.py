@@ -1,7 +1,14 @@
 """Table maintenance run on its own: the table services (compaction, cleaning, archival) and
 the metadata table's, outside a write job.
 
-Each takes the table's writer lock, so it never runs beside a live writer. The services are
+Single writer (the default): each takes the table's writer lock for its whole run, so it never
+runs beside a live writer. Under optimistic concurrency control
+(``hoodie.write.concurrency.mode=optimistic_concurrency_control``, as the table's writers are
+configured) they run beside live writers, as Hudi's async table services do: the lock is taken
+only in short turns -- a compaction is scheduled in one (over completed writes only), executed
+without it and committed in another; a clean (after rolling back writes whose heartbeat
+expired) and an archival each take one -- and a compaction's instant heartbeats while it runs,
+so no writer or other service runs it too. The services are
 the ones writers run after their commits (one definition: ``CompactionService``,
 ``compaction/clean.py``, ``job/archival.py``); each returns a small result saying what it did,
 or with ``dry_run`` what it would do (then nothing is written).
@@ -9,7 +16,8 @@ or with ``dry_run`` what it would do (then nothing is written).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,8 +28,8 @@ from hoodie_ray.compaction.clean import (
     finish_pending_cleans,
 )
 from hoodie_ray.compaction.execute import CompactionTask
-from hoodie_ray.config.options import resolve_options
-from hoodie_ray.exceptions import HoodieUnsupportedError
+from hoodie_ray.config.options import WriteConfig, resolve_options
+from hoodie_ray.exceptions import HoodieCompactionError, HoodieError, HoodieUnsupportedError
 from hoodie_ray.job.archival import archivable_instants, archive_table
 from hoodie_ray.metadata.layout import FILES, RECORD_INDEX
 from hoodie_ray.metadata_writer.validate import (
@@ -35,10 +43,12 @@ from hoodie_ray.metadata_writer.writer import (
     metadata_writer,
 )
 from hoodie_ray.reader.index_bootstrap import bootstrap_entries
+from hoodie_ray.storage import Storage
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
 from hoodie_ray.timeline.plans import HoodieCompactionPlan
 from hoodie_ray.write.commit import CommitProtocol
+from hoodie_ray.write.heartbeat import HeartbeatClient
 from hoodie_ray.write.lock import TableLock
 from hoodie_ray.write.lock_providers import open_lock
 
@@ -108,6 +118,8 @@ class CleanResult:
         failed: partition -> file names whose delete failed (they stay listed in the clean).
         finished: cleans a writer that died left pending, finished first.
         dry_run: nothing was deleted or written.
+        rolled_back: pending writes whose heartbeat expired, rolled back first (optimistic
+            concurrency control only).
     """
 
     instant: str | None
@@ -116,6 +128,7 @@ class CleanResult:
     failed: dict[str, list[str]] = field(default_factory=dict)
     finished: tuple[str, ...] = ()
     dry_run: bool = False
+    rolled_back: tuple[str, ...] = ()
 
     @property
     def num_files(self) -> int:
@@ -134,6 +147,41 @@ class ArchiveResult:
 
 def _lock(svc: CompactionService) -> TableLock:
     return open_lock(svc.storage, svc.wc)
+
+
+class _ServiceLock:
+    """The table lock as a table service holds it. Single writer: for the whole run (``with``);
+    several writers (OCC): only for each :meth:`turn`, waiting while a writer's turn holds it
+    (``hoodie.write.lock.wait_time_ms``)."""
+
+    def __init__(self, storage: Storage, wc: WriteConfig) -> None:
+        self.wc = wc
+        self.lock = open_lock(storage, wc)
+
+    def __enter__(self) -> _ServiceLock:
+        if not self.wc.occ:
+            self.lock.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.wc.occ:
+            self.lock.release()
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        if not self.wc.occ:
+            self.lock.check()
+            yield
+            return
+        self.lock.acquire_waiting(self.wc.lock_wait_ms)
+        try:
+            yield
+        finally:
+            self.lock.release()
+
+
+def _heartbeats(storage: Storage, wc: WriteConfig) -> HeartbeatClient:
+    return HeartbeatClient(storage, wc.heartbeat_interval_ms, wc.heartbeat_tolerable_misses)
 
 
 def _slices(plan: HoodieCompactionPlan) -> tuple[CompactionSlice, ...]:
@@ -183,11 +231,16 @@ def compact(
 
     ``on_progress(done, total)`` is called as file slices are compacted (for progress bars).
 
-    Takes the table's writer lock, so it never runs beside a live writer. ``executor`` runs
-    the operations (default: one after another in this process; ``hr.compact(engine="ray")``
-    hands in a Ray one). ``dry_run``: only say which plan would run and its file slices (a
-    new plan is built, not written). A table with a write in flight (a writer that died:
-    its next writer rolls it back) gets no new plan, as after commits.
+    Single writer: takes the table's writer lock for the whole run, so it never runs beside a
+    live writer, and a table with a write in flight (a writer that died: its next writer rolls
+    it back) gets no new plan, as after commits. Under optimistic concurrency control
+    (``hoodie.write.concurrency.mode=optimistic_concurrency_control``) it runs beside live
+    writers: the plan (over completed writes only) is scheduled in one short turn of the lock,
+    executed without it and committed in another; a pending plan whose instant heartbeats
+    (another process runs it) is left alone. ``executor`` runs the operations (default: one
+    after another in this process; ``hr.compact(engine="ray")`` hands in a Ray one).
+    ``dry_run``: only say which plan would run and its file slices (a new plan is built, not
+    written).
 
     Example::
 
@@ -195,6 +248,10 @@ def compact(
     """
     svc = CompactionService.open(path, options, storage_options)
     executor = executor or local_executor
+    if on_progress is not None and not dry_run:
+        executor = _reporting(executor, on_progress)
+    if svc.wc.occ:
+        return _compact_beside_writers(svc, executor, dry_run)
     with _lock(svc):
         pending = svc.pending()
         if pending:
@@ -214,10 +271,56 @@ def compact(
         if dry_run:
             return result
         assert instant is not None
-        if on_progress is not None:
-            executor = _reporting(executor, on_progress)
         svc.run(instant, executor)
         return result
+
+
+def _compact_beside_writers(
+    svc: CompactionService, executor: Executor, dry_run: bool
+) -> CompactionResult:
+    """:func:`compact` beside live writers (OCC): schedule in one lock turn (a pending plan no
+    live process runs, else a new plan over completed writes), execute without the lock, commit
+    in another turn; the compaction instant heartbeats from its first turn to its end."""
+    turns = _ServiceLock(svc.storage, svc.wc)
+    hb = _heartbeats(svc.storage, svc.wc)
+    instant: str | None = None
+    try:
+        with turns.turn():
+            free = [p for p in svc.pending() if hb.is_expired(p)]
+            if free:
+                instant = free[0]
+                plan = svc.read_plan(instant)
+            elif dry_run:
+                new_plan = svc.plan(force=True, beside_writes=True)
+                if new_plan is None:
+                    return CompactionResult(None, dry_run=True)
+                return CompactionResult(None, _slices(new_plan), scheduled=True, dry_run=True)
+            else:
+                instant = svc.schedule(force=True, beside_writes=True)
+                if instant is None:
+                    return CompactionResult(None)
+                plan = svc.read_plan(instant)
+            result = CompactionResult(instant, _slices(plan), scheduled=not free, dry_run=dry_run)
+            if dry_run:
+                instant = None  # nothing of ours to stop
+                return result
+            hb.start(instant)
+            tasks = svc.tasks(instant)
+        try:
+            stats = executor(tasks)
+        except BaseException as e:
+            with turns.turn():
+                svc.rollback_inflight(instant)
+            if isinstance(e, HoodieError):
+                raise
+            raise HoodieCompactionError(f"compaction {instant} of {svc.path} failed: {e}") from e
+        with turns.turn():
+            svc.commit(instant, stats)
+        return result
+    finally:
+        if instant is not None:
+            hb.stop(instant)
+        hb.close()
 
 
 def drop_compaction(
@@ -265,9 +368,12 @@ def clean(
     after every commit), recorded as a ``.clean`` instant (and in the metadata table, table
     versions 8+, before that instant completes).
 
-    Takes the table's writer lock. The earliest retained commit is never later than the
-    earliest pending write or compaction. Cleans a writer that died left pending are finished
-    first. ``dry_run``: only say what would be deleted.
+    Takes the table's writer lock (under optimistic concurrency control one short turn, beside
+    live writers; pending writes whose heartbeat expired are rolled back first, Hudi's LAZY
+    failed-writes policy). The earliest retained commit is never later than the earliest
+    pending write or compaction, so no slice a write in flight reads or appends to is deleted.
+    Cleans a writer that died left pending are finished first. ``dry_run``: only say what
+    would be deleted.
 
     Example::
 
@@ -275,15 +381,22 @@ def clean(
     """
     svc = CompactionService.open(path, options, storage_options)
     retain = svc.wc.clean_retain_commits
-    with _lock(svc):
+    with _ServiceLock(svc.storage, svc.wc) as turns, turns.turn():
         if dry_run:
             earliest, files = files_to_clean(svc.table, retain)
             return CleanResult(None, earliest, files, dry_run=True)
+        rolled_back: tuple[str, ...] = ()
+        if svc.wc.occ:
+            hb = _heartbeats(svc.storage, svc.wc)
+            done = CommitProtocol(svc.table).rollback_pending_writes(
+                lambda instant: not hb.is_expired(instant)
+            )
+            rolled_back = tuple(r.instant for r in done)
         finished = tuple(finish_pending_cleans(svc.table))
         meta = svc.clean()
         if meta is None:
             earliest = earliest_commit_to_retain(svc.table, retain)
-            return CleanResult(None, earliest, finished=finished)
+            return CleanResult(None, earliest, finished=finished, rolled_back=rolled_back)
         parts = meta.partition_metadata
         return CleanResult(
             meta.start_clean_time,
@@ -291,6 +404,7 @@ def clean(
             {p: list(m.success_delete_files) for p, m in parts.items() if m.success_delete_files},
             {p: list(m.failed_delete_files) for p, m in parts.items() if m.failed_delete_files},
             finished,
+            rolled_back=rolled_back,
         )
 
 
@@ -306,7 +420,9 @@ def archive(
     ``hoodie.keep.min.commits`` (40), keeping what cleaning, pending instants and the metadata
     table still need (the rules writers apply after every commit).
 
-    Takes the table's writer lock. ``dry_run``: only say which instants would move.
+    Takes the table's writer lock (under optimistic concurrency control one short turn, beside
+    live writers). Never past a pending write or the earliest pending compaction.
+    ``dry_run``: only say which instants would move.
 
     Example::
 
@@ -314,7 +430,7 @@ def archive(
     """
     table = HoodieTable.load(path, storage_options)
     wc = resolve_options(options)
-    with open_lock(table.storage, wc):
+    with _ServiceLock(table.storage, wc) as turns, turns.turn():
         chosen = archivable_instants(table, wc) if dry_run else archive_table(table, wc)
         return ArchiveResult(tuple((i.timestamp, i.action) for i in chosen), dry_run)
 

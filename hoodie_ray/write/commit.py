@@ -20,7 +20,11 @@ from hoodie_ray.exceptions import (
     HoodieCommitStateUnknownError,
     HoodieTimelineError,
 )
-from hoodie_ray.file_group.naming import parse_base_file_name, parse_log_file_name
+from hoodie_ray.file_group.naming import (
+    log_file_name,
+    parse_base_file_name,
+    parse_log_file_name,
+)
 from hoodie_ray.metadata_writer.writer import metadata_writer
 from hoodie_ray.storage import Storage, join
 from hoodie_ray.table import HoodieTable
@@ -28,7 +32,7 @@ from hoodie_ray.timeline.instant import Action, Instant, State, new_instant_time
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
 from hoodie_ray.write import logs
 from hoodie_ray.write.heartbeat import heartbeat_path
-from hoodie_ray.write.stream_writer import TEMP_DIR
+from hoodie_ray.write.stream_writer import TEMP_DIR, marker_path
 
 WRITE_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT)
 
@@ -330,3 +334,77 @@ def _partition_dirs(storage: Storage, rel: str = "", depth: int = 0) -> list[str
         if info.is_dir and not (rel == "" and info.name.startswith(".hoodie")):
             out.extend(_partition_dirs(storage, join(rel, info.name), depth + 1))
     return out
+
+
+# -- several writers: the files of writes in flight, logs a compaction superseded --------------
+
+
+def pending_write_files(table: HoodieTable) -> set[tuple[str, str]]:
+    """``(partition, file name)`` of every data file a pending write (commit, deltacommit)
+    created or appended, read from its markers (each written before its file). Read it after
+    the listing it is checked against: a file listed then has its marker already."""
+    out: set[tuple[str, str]] = set()
+    storage = table.storage
+    for inst in table.active_timeline.pending():
+        if inst.action not in WRITE_ACTIONS:
+            continue
+        root = join(TEMP_DIR, inst.timestamp)
+        for rel in storage.walk_files(root):
+            sub = rel[len(root) + 1 :]
+            if ".marker." not in sub:
+                continue
+            part, _, name = sub.rpartition(".marker.")[0].rpartition("/")
+            out.add((part, name))
+    return out
+
+
+def relocate_superseded_logs(
+    table: HoodieTable, instant: str, stats: list[HoodieWriteStat]
+) -> list[HoodieWriteStat]:
+    """Table version 6, several writers: move the log files of write ``instant`` that a
+    compaction completed since its start left in a superseded file slice into the group's
+    latest slice; the stats, updated. Call under the table lock, just before the commit.
+
+    A version-6 log file is named by the base instant of the slice it belongs to. A write that
+    read its slices before a compaction was scheduled names its logs by the old slice; when that
+    compaction completes first, its commit carries over only logs of completed writes, so these
+    would stay behind the new base file, never read. Each is copied into the latest slice
+    (named by its base instant, after that slice's logs, a marker first so a rollback finds
+    it), the old file deleted, and its stat pointed at the copy: the log joins the new slice
+    as on table version 8+ by completion time (and as Java's writers name logs by the slice a
+    pending compaction starts)."""
+    if table.completion_time_slicing:
+        return stats
+    by_part: dict[str, list[HoodieWriteStat]] = {}
+    for st in stats:
+        if st.is_delta and st.log_files and st.file_id:
+            by_part.setdefault(st.partition_path or "", []).append(st)
+    if not by_part:
+        return stats
+    table.active_timeline.reload()
+    view = table.storage_view()
+    storage = table.storage
+    for part, part_stats in by_part.items():
+        latest = {s.file_id: s for s in view.latest_file_slices(partitions=[part])}
+        for st in part_stats:
+            slc = latest.get(st.file_id or "")
+            name = (st.log_files or [""])[0]
+            lf = parse_log_file_name(name)
+            if slc is None or lf is None or name in slc.log_files:
+                continue
+            base = slc.base_instant
+            versions = [
+                p.version
+                for p in map(parse_log_file_name, slc.log_files)
+                if p is not None and p.instant == base
+            ]
+            new = log_file_name(lf.file_id, base, max(versions, default=0) + 1, lf.write_token)
+            storage.write_bytes(marker_path(instant, part, new, "APPEND"), b"")
+            storage.write_bytes(join(part, new), storage.read_bytes(join(part, name)))
+            storage.delete(join(part, name))
+            st.path = join(part, new)
+            st.log_files = [new]
+            st.log_version = max(versions, default=0) + 1
+            st.prev_commit = base
+            st.base_file = slc.base_file or ""
+    return stats

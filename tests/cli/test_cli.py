@@ -793,3 +793,36 @@ def test_write_reports_the_compaction_it_set_off(
     pq.write_table(_rows(["a"], ["sf"], 9, 1.0), src)
     rc, out, _err = run(capsys, "write", path, "--input", str(src), "--engine", "local", *args)
     assert rc == 0 and "table services" in out and "compaction" in out, out
+
+
+def test_table_services_beside_a_write_in_flight_under_occ(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """compact / clean / archive with --option hoodie.write.concurrency.mode=occ run beside
+    a live writer's open instant (short lock turns); single-writer compact schedules nothing
+    while a write is in flight."""
+    from hoodie_ray.job.coordinator import Coordinator
+
+    path = str(tmp_path / "t")
+    occ = {**OPTIONS, "hoodie.write.concurrency.mode": "optimistic_concurrency_control"}
+    hr.write(_rows(["a", "b"], ["x", "y"], 1, 1.0), path, occ, engine="local")
+    hr.write(_rows(["a", "b"], ["x", "y"], 2, 2.0), path, occ, engine="local")  # logs
+    coord = Coordinator(path, occ)
+    coord.open(None)
+    live = coord.start_instant()  # a writer in flight (its heartbeat beats)
+    try:
+        assert run_json(capsys, "compact", path)["instant"] is None
+        flag = ("--option", "hoodie.write.concurrency.mode=optimistic_concurrency_control")
+        doc = run_json(capsys, "compact", path, *flag)
+        assert doc["instant"] is not None and len(doc["slices"]) == 2
+        assert run_json(capsys, "clean", path, *flag)["rolled_back"] == []
+        assert run_json(capsys, "archive", path, *flag)["instants"] == []
+        timeline = run_json(capsys, "timeline", path)["instants"]
+        assert [i["instant"] for i in timeline if i["state"] != "COMPLETED"] == [live]
+    finally:
+        coord.rollback(live)
+        coord.close()
+    from tests.conftest import hudi_rs_read
+
+    assert sorted(hr.read(path).column("fare").to_pylist()) == [2.0, 3.0]
+    assert sorted(hudi_rs_read(path).column("fare").to_pylist()) == [2.0, 3.0]

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from hoodie_ray.job.conflict import TxnStart, candidates, file_groups, find_conflicts
+from hoodie_ray.job.conflict import (
+    TxnStart,
+    candidates,
+    file_groups,
+    find_conflicts,
+    is_compaction,
+)
 from hoodie_ray.timeline.instant import Action, Instant, State
-from hoodie_ray.timeline.metadata import HoodieWriteStat
+from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
 
 T0, T1, T2, T3, T4 = (f"2025010100000{i}000" for i in range(5))
 
@@ -79,3 +85,17 @@ def test_conflict_only_on_a_shared_file_group():
 def test_inserts_into_new_file_groups_never_conflict():
     own = {("a", "fresh-1"), ("a", "fresh-2")}
     assert find_conflicts(own, [(done(T3), {("a", "f1"), ("a", "fresh-3")})]) == []
+
+
+def test_compactions_never_conflict():
+    """Hudi's resolveConflict: a pending compaction plan, or a commit whose metadata says
+    COMPACT, is no conflict; a clustering plan and a write's commit are."""
+    compaction = HoodieCommitMetadata(compacted=True, operation_type="COMPACT")
+    upsert = HoodieCommitMetadata(operation_type="UPSERT")
+    assert is_compaction(Instant(T3, Action.COMPACTION, State.REQUESTED))
+    assert is_compaction(Instant(T3, Action.LOG_COMPACTION, State.INFLIGHT))
+    assert is_compaction(done(T3, Action.COMMIT), compaction)
+    assert is_compaction(done(T3, Action.COMMIT), HoodieCommitMetadata(operation_type="COMPACT"))
+    assert not is_compaction(done(T3, Action.COMMIT), upsert)
+    assert not is_compaction(done(T3, Action.COMMIT))
+    assert not is_compaction(Instant(T3, Action.CLUSTERING, State.REQUESTED))

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import hoodie_ray as hr
+from hoodie_ray.compaction.api import CompactionService
 from hoodie_ray.exceptions import HoodieWriteConflictError
 from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.job.coordinator import Coordinator
@@ -159,28 +160,38 @@ def test_inserts_into_new_file_groups_never_conflict(tmp_path):
     model.assert_hudi_rs_reads(path)
 
 
-def test_compaction_planned_on_its_file_group_after_its_start_conflicts(tmp_path):
-    """A plan scheduled while the write is in flight (hoodie_ray's own scheduler waits for
-    writes to finish; another engine's may not) on one of its file groups is a conflict."""
-    from hoodie_ray.compaction.plan import build_plan
-    from hoodie_ray.timeline.instant import Instant, State, new_instant_time
-
-    path, opts, model = _seeded(tmp_path, model_options(OCC))
+@pytest.mark.parametrize("version", ["8", "6"])
+@pytest.mark.parametrize("commits_first", [True, False], ids=["compacted", "scheduled"])
+def test_compaction_on_its_file_group_after_its_start_is_no_conflict(
+    tmp_path, version, commits_first
+):
+    """A compaction of a write's file group scheduled (and run, or only scheduled) while the
+    write is in flight is no conflict (Hudi: compaction never conflicts), and the write's rows
+    stay visible: on version 8 its log joins the new slice by completion time; on version 6
+    the write moves its log into the new slice as it commits, or the compaction's commit
+    carries it over."""
+    path, opts, model = _seeded(tmp_path, model_options(OCC, version=version))
     model.write(path, opts, "upsert", [row("a1", "a", 2, 5)])  # a log file to compact
-    plan: list = []
+    done: list = []
 
-    def schedule() -> None:
-        table = HoodieTable.from_storage(LocalStorage(path))
-        tl = table.active_timeline.reload()
-        ops = build_plan(table.storage, table.view().latest_file_slices(), set())
-        last = max([i.timestamp for i in tl.instants] + [tl.max_completion_time() or ""])
-        plan.append(new_instant_time(last))
-        tl.create_requested(Instant(plan[0], Action.COMPACTION, State.REQUESTED), ops.to_bytes())
+    def service() -> None:
+        if commits_first:
+            done.append(hr.compact(path, opts).instant)
+        else:
+            done.append(CompactionService.open(path, opts).schedule(True, beside_writes=True))
 
-    with _during_commit(schedule), pytest.raises(HoodieWriteConflictError) as err:
-        HoodieWriteClient(path, opts).write(to_arrow([row("a2", "a", 3, 7)], True))
-    assert plan[0] in str(err.value) and "pending plan" in str(err.value)
+    rows = [row("a2", "a", 3, 7), row("a1", "a", 3, 8)]
+    with _during_commit(service):
+        HoodieWriteClient(path, opts).write(to_arrow(rows, True))
+    assert done[0] is not None
+    if not commits_first:
+        hr.compact(path, opts)  # the pending plan runs now (unless the writer ran it inline)
+    assert done[0] in {i.timestamp for i in _instants(path) if i.is_completed}
+    model.upsert(rows)
     model.assert_hudi_rs_reads(path)
+    assert not _instants(path, Action.ROLLBACK)
+    assert not [i for i in _instants(path) if not i.is_completed]
+    assert hr.validate_metadata(path) == []
 
 
 def test_recovery_rolls_back_only_expired_or_missing_heartbeats(tmp_path):
