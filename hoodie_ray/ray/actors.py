@@ -172,8 +172,16 @@ class AssignerActor:
         (prepared,) = route_input(self.setup, block, 1, rows)
         return self.assign(prepared)
 
-    def assign(self, batch: pa.Table) -> int:
-        """Tag rows and send them on to the writers (when their outbox is full); the rows."""
+    def assign(self, *batches: pa.Table) -> int:
+        """Tag rows (parts routed from one or more input blocks, in arrival order) and send
+        them on to the writers (when their outbox is full); the rows."""
+        if len(batches) == 1:
+            batch = batches[0]
+        else:
+            try:
+                batch = pa.concat_tables(batches)
+            except pa.ArrowInvalid:  # parts prepared before and after a schema change
+                return sum(self.assign(b) for b in batches)
         tagged = self.core.assign_batch(batch)
         metrics.count_records(self.table, "assigner", batch.num_rows, tagged.num_rows, self.task_id)
         self._gauge_index(every_s=1.0)

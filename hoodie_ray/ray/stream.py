@@ -121,6 +121,12 @@ def _drain(refs: list[Any]) -> None:
             ray.get(ref, timeout=60)
 
 
+def parts_per_call(num_assigners: int) -> int:
+    """Routed parts (each 1/na of an input block) an assigner takes per call: one below 8
+    assigners, else na/4, so a call carries about a quarter block however wide the topology."""
+    return max(1, num_assigners // 4)
+
+
 #: The phases of a checkpoint timed by :meth:`HoodieStreamWriter.checkpoint_phases`.
 CHECKPOINT_PHASES = ("begin", "input", "align", "flush", "commit")
 
@@ -165,6 +171,8 @@ class HoodieStreamWriter:
         self._next_router = 0  # the assigner that routes the next input block
         self._workers_stale = False  # restart assigners and writers before the next instant
         self._inflight: list[Any] = []
+        # routed parts waiting to go to each assigner in one call (_assign_parts)
+        self._parts: list[list[Any]] = []
         self._attempt = 0
         self._closed = False
         self.results: list[CommitResult] = []
@@ -314,6 +322,7 @@ class HoodieStreamWriter:
         Each actor gets it before any row of the new schema: one caller's calls to an actor
         run in order."""
         assert self._setup is not None
+        self._send_held_parts()  # parts prepared in the old schema go before the change
         self._setup = ray.get(self._coord.refix_schema.remote(data_schema))
         ray.get(
             [a.set_setup.remote(self._setup) for a in self._assigners]
@@ -555,9 +564,26 @@ class HoodieStreamWriter:
 
     def _assign_parts(self, parts: list[Any]) -> None:
         """Prepared parts of one input block, the i-th for assigner i, to the assigners (which
-        send their tagged rows on to the writers themselves)."""
+        send their tagged rows on to the writers themselves). A block's part for one of na
+        assigners holds 1/na of its rows: at 8 assigners and more, the parts of na/4 blocks
+        go to an assigner in one call (:func:`parts_per_call`), so the calls of a checkpoint
+        do not grow with the square of the width; the rest goes at the checkpoint."""
+        if len(self._parts) != len(parts):
+            self._parts = [[] for _ in parts]
+        per_call = parts_per_call(len(parts))
         for i, part in enumerate(parts):
-            self._track(self._assigners[i].assign.remote(part))
+            held = self._parts[i]
+            held.append(part)
+            if len(held) >= per_call:
+                self._parts[i] = []
+                self._track(self._assigners[i].assign.remote(*held))
+
+    def _send_held_parts(self) -> None:
+        """The parts still held for each assigner, sent (the checkpoint's input complete)."""
+        held, self._parts = self._parts, []
+        for i, parts in enumerate(held):
+            if parts:
+                self._track(self._assigners[i].assign.remote(*parts))
 
     def _track(self, ref: Any) -> None:
         """An assigner call in flight (bounded: the driver waits when too many are)."""
@@ -572,6 +598,7 @@ class HoodieStreamWriter:
         if self._instant is None:
             self._begin_instant()
         marks = [time.perf_counter()]
+        self._send_held_parts()
         ray.get(self._inflight)
         self._inflight = []
         marks.append(time.perf_counter())
@@ -635,6 +662,7 @@ class HoodieStreamWriter:
         """Restart every actor, roll back the open instant (unless it committed), replay input."""
         instant = self._instant
         self._inflight = []
+        self._parts = []
         # The surviving assigners and writers go first: a writer still running its last flush
         # would otherwise write files (or append log blocks) of the instant being rolled back.
         self._stop_workers()
@@ -687,6 +715,7 @@ class HoodieStreamWriter:
         self._instant = None
         self._inputs = []
         self._inflight = []
+        self._parts = []
         self._release_spark_frames()
 
     def _shutdown(self, rollback: bool) -> None:

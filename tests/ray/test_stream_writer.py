@@ -40,6 +40,30 @@ def test_hr_write_model(ray_session, tmp_path):
     _no_pending(path)
 
 
+def test_eight_assigners_take_two_blocks_parts_per_call(ray_session, tmp_path):
+    """At 8 assigners a routed block's parts go to the assigners two blocks at a time (the
+    held parts of an odd block at the checkpoint): the same rows, in arrival order per key."""
+    from hoodie_ray.ray.stream import parts_per_call
+
+    assert [parts_per_call(n) for n in (1, 2, 4, 7, 8, 16)] == [1, 1, 1, 1, 2, 4]
+    path = tmp_path / "t"
+    model, wl = TableModel(), Workload(seed=17)
+    options = {**OPTIONS, "write.tasks": "1", "write.bucket_assign.tasks": "8"}
+    with hr.HoodieStreamWriter(str(path), options) as w:
+        for i in range(2):
+            rows = wl.rows_for(wl.keys[:30]) if i == 0 else []
+            while len(rows) < 25:
+                kind, more = wl.next_commit()
+                if kind == "upsert":
+                    rows += more
+            for k in range(5):  # five blocks: two calls per assigner, one part held
+                part = rows[k * len(rows) // 5 : (k + 1) * len(rows) // 5]
+                w.write(to_arrow(part, True))
+                model.upsert(part)
+            assert w.checkpoint() is not None
+    model.assert_hudi_rs_reads(path, "8 assigners")
+
+
 def test_stream_writer_model_many_checkpoints(ray_session, tmp_path):
     path = tmp_path / "t"
     model, wl = TableModel(), Workload(seed=5)
