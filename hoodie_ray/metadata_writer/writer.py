@@ -1048,21 +1048,58 @@ class MetadataWriter:
 
     def _compact_slice(self, mdt: MetadataTable, part: str, fs: Any, ts: str) -> HoodieWriteStat:
         """The new base HFile of one MDT file slice, compacted at ``ts``."""
-        merged = self._merged_slice(mdt, part, fs)
         name = base_file_name(fs.file_id, BASE_WRITE_TOKEN, ts, HFILE_EXTENSION)
-        for r in merged.values():
-            r["_hoodie_file_name"] = name
-        size = self._write_base_hfile(join(part, name), merged)
+        if part == RECORD_INDEX:
+            cols = self._merged_record_index(mdt, fs, name)
+            data = self._hfile_columns(cols, base=True)
+            self.storage.write_bytes(join(part, name), data)
+            size, written = len(data), len(cols)
+        else:
+            merged = self._merged_slice(mdt, part, fs)
+            for r in merged.values():
+                r["_hoodie_file_name"] = name
+            size, written = self._write_base_hfile(join(part, name), merged), len(merged)
         return HoodieWriteStat(
             file_id=fs.file_id,
             path=join(part, name),
             prev_commit=fs.base_instant,
-            num_writes=len(merged),
+            num_writes=written,
             total_write_bytes=size,
             partition_path=part,
             file_size_in_bytes=size,
             total_log_files_compacted=len(fs.log_files),
         )
+
+    def _merged_record_index(
+        self, mdt: MetadataTable, fs: Any, name: str
+    ) -> rec.RecordIndexColumns:
+        """The live entries of one record-index file slice, column-wise, each value
+        re-encoded as :meth:`_merged_slice` and ``_compact_slice`` would (the current schema,
+        ``_hoodie_file_name`` = ``name``), but once per distinct stored value."""
+        slice_records = mdt.slice_records(fs)
+        keys = sorted(slice_records, key=str.encode)
+        values: list[bytes] = []
+        index: dict[tuple[bytes, str], int] = {}
+        loc = np.empty(len(keys), dtype=np.int32)
+        live = np.ones(len(keys), dtype=bool)
+        for i, k in enumerate(keys):
+            raw, schema = slice_records[k]
+            at = index.get((raw, schema))
+            if at is None:
+                r = decode_value(raw, schema)
+                if rec.is_deleted_record(r):
+                    at = -1
+                else:
+                    r["_hoodie_file_name"] = name
+                    at = len(values)
+                    values.append(rec.encode_records([r], self.table_version)[0])
+                index[(raw, schema)] = at
+            if at < 0:
+                live[i] = False
+            loc[i] = max(at, 0)
+        arr = pa.array(keys, pa.large_string())
+        cols = rec.RecordIndexColumns(arr, loc, values)
+        return cols if live.all() else cols.take(np.flatnonzero(live))
 
     def _merged_slice(self, mdt: MetadataTable, part: str, fs: Any) -> dict[str, dict[str, Any]]:
         """Live records of one MDT file slice, merged (tombstones dropped)."""

@@ -19,6 +19,7 @@ from hoodie_ray.metadata.layout import RECORD_INDEX
 from hoodie_ray.metadata_writer import writer as W
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
+from tests.conftest import hudi_rs_read
 from tests.write.model import model_options, to_arrow
 
 
@@ -27,6 +28,7 @@ def _writer(tmp_path: Path) -> W.MetadataWriter:
     HoodieWriteClient(path, model_options(version="8")).write(
         to_arrow([{"key": "a", "p": "x", "ts": 1, "v": 0}], True)
     )
+    assert hudi_rs_read(path).column("key").to_pylist() == ["a"]
     return W.MetadataWriter(HoodieTable.load(path))
 
 
@@ -152,3 +154,48 @@ def test_java_record_index_keys_hash_to_their_file_group_and_values_encode_alike
             assert R.record_index_value(part, fid, ms, 9) == bytes(value)
             seen += 1
     assert seen > 0
+
+
+def test_record_index_compaction_writes_the_per_record_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An MDT compaction of record-index slices (base + logs with upserts, moves, deletes)
+    re-encodes each distinct value once; the base HFile is the per-record path's bytes."""
+    from tests.write.model import TableModel, Workload
+
+    _frozen_clock(monkeypatch)
+    path = str(tmp_path / "t")
+    opts = model_options(
+        {"hoodie.metadata.record.index.enable": "true"},
+        table_type="MERGE_ON_READ",
+        version="8",
+        small_files=True,
+    )
+    wl, model = Workload(23, keys=90), TableModel()
+    client = HoodieWriteClient(path, opts)
+    for rows in (
+        wl.rows_for(wl.keys[:60]),
+        wl.rows_for(wl.keys[40:90]),
+        [{**wl._row(k), "_hoodie_is_deleted": True, "ts": 10**9} for k in wl.keys[:7]],
+    ):
+        client.write(to_arrow(rows, True))
+        model.upsert(rows)
+    w = W.MetadataWriter(HoodieTable.load(path))
+    mdt = w.reader()
+    slices = [fs for fs in mdt.file_slices(RECORD_INDEX) if fs.log_files]
+    assert slices
+    name = "record-index-0000-0_0-2-0_20990101000000000.hfile"
+    for fs in slices:
+        merged = w._merged_slice(mdt, RECORD_INDEX, fs)
+        for r in merged.values():
+            r["_hoodie_file_name"] = name
+        cols = w._merged_record_index(mdt, fs, name)
+        assert len(cols) == len(merged) and len(cols.values) < max(2, len(merged))
+        assert w._hfile_columns(cols, base=True) == w._hfile(merged, base=True)
+    live = {k for fs in mdt.file_slices(RECORD_INDEX) for k in mdt.slice_records(fs)}
+    assert live == set(model.rows)
+    assert w.compact(force=True) is not None
+    from hoodie_ray.job import maintenance
+
+    assert maintenance.validate_metadata(path) == []
+    assert sorted(hudi_rs_read(path).column("key").to_pylist()) == sorted(model.rows)
