@@ -94,6 +94,7 @@ class PathRun:
     pids: dict[str, int] = field(default_factory=dict)
     commit_s: list[float] = field(default_factory=list)
     convert_s: list[float] = field(default_factory=list)  # Spark: spark_to_ray per commit
+    phases: list[dict[str, float]] = field(default_factory=list)  # per checkpoint, by phase
     gate: GateResult | None = None
     error: str | None = None
 
@@ -137,6 +138,13 @@ class PathRun:
             commit_p50_s=_r(percentile(self.commit_s, 50)),
             commit_p95_s=_r(percentile(self.commit_s, 95)),
         )
+        if self.phases:
+            # where a checkpoint's time goes (HoodieStreamWriter.checkpoint_phases): the
+            # median of each phase over the section's checkpoints, in milliseconds
+            out["phase_p50_ms"] = {
+                k: round(1000 * float(percentile([p[k] for p in self.phases], 50) or 0), 1)
+                for k in self.phases[0]
+            }
         if self.convert_s:
             out["spark_to_ray_s"] = round(sum(self.convert_s), 3)
             out["hoodie_write_s"] = round(sum(self.commit_s) - sum(self.convert_s), 3)
@@ -224,6 +232,7 @@ def run_path(
                     if path_kind == "spark":
                         release_spark_df(item)
             run.usage = meter.usage
+            run.phases = w.checkpoint_phases()
     except Exception as e:
         run.error = f"{type(e).__name__}: {e}"
         log(f"{run.label} failed: {run.error}")
@@ -352,6 +361,10 @@ def render(res: Results) -> str:
             ]
         )
     lines = [text_table(headers, body)]
+    for f in res.rows():
+        if f.get("phase_p50_ms"):
+            ph = ", ".join(f"{k} {v}" for k, v in f["phase_p50_ms"].items())
+            lines.append(f"{f['path']} w{f['writers']}: checkpoint phases p50 (ms): {ph}")
     for p in res.peers:
         lines.append(
             f"peer {p.get('name')} w{p.get('writers', '-')}: {fmt_num(p.get('rows_per_s'))} rows/s"

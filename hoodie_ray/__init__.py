@@ -58,6 +58,8 @@ _LAZY = {
     "upgrade": ("hoodie_ray.upgrade_table", "upgrade"),
     "init_metadata": ("hoodie_ray.job.maintenance", "init_metadata"),
     "drop_metadata": ("hoodie_ray.job.maintenance", "drop_metadata"),
+    "create_index": ("hoodie_ray.job.maintenance", "create_index"),
+    "drop_index": ("hoodie_ray.job.maintenance", "drop_index"),
     "validate_metadata": ("hoodie_ray.job.maintenance", "validate_metadata"),
 }
 
@@ -101,6 +103,8 @@ __all__ = [
     "archive",
     "clean",
     "compact",
+    "create_index",
+    "drop_index",
     "drop_metadata",
     "init_metadata",
     "init_spark",

@@ -102,12 +102,20 @@ def compact(
     )
 
 
-def rollback(path: str, instant: str, *, storage_options: dict[str, Any] | None = None) -> str:
-    """Roll back a pending or failed write instant; returns the rollback instant."""
+def rollback(
+    path: str,
+    instant: str,
+    *,
+    storage_options: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
+) -> str:
+    """Roll back a pending or failed write instant under the table lock (``options`` may name
+    its provider, ``hoodie.write.lock.provider``); returns the rollback instant."""
+    from hoodie_ray.config.options import resolve_options
     from hoodie_ray.table import HoodieTable
     from hoodie_ray.write.commit import CommitProtocol
-    from hoodie_ray.write.lock import WriterLock
+    from hoodie_ray.write.lock_providers import open_lock
 
     table = HoodieTable.load(path, storage_options)
-    with WriterLock(table.storage):
+    with open_lock(table.storage, resolve_options(options)):
         return CommitProtocol(table).rollback(instant).rollback_instant

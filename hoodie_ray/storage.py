@@ -542,6 +542,7 @@ class ArrowStorage(Storage):
 
         self.base_uri = base_uri.rstrip("/")
         self._options_redacted = redact_options(storage_options)
+        self._options = dict(storage_options or {})
         parsed = urlparse(base_uri)
         try:
             if parsed.scheme == "s3" and storage_options:
@@ -560,6 +561,7 @@ class ArrowStorage(Storage):
         child = object.__new__(ArrowStorage)
         child.base_uri = self.uri(check_relative(rel))
         child._options_redacted = self._options_redacted
+        child._options = self._options
         child._root = self._abs(rel)
         child.fs = self.fs
         return child
@@ -567,6 +569,12 @@ class ArrowStorage(Storage):
     def _abs(self, rel: str) -> str:
         rel = check_relative(rel)
         return f"{self._root}/{rel}" if rel else self._root
+
+    @property
+    def storage_options(self) -> Mapping[str, Any]:
+        """The options this storage was opened with (credentials included: never print them;
+        ``repr`` shows them redacted). The lock providers' own clients reuse them."""
+        return self._options
 
     def _wrap(self, what: str, rel: str, e: Exception) -> HoodieIOError:
         return HoodieIOError(f"cannot {what} {self.uri(rel)}: {type(e).__name__}: {e}")

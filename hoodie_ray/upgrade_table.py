@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from hoodie_ray.config.options import resolve_options
 from hoodie_ray.config.table_config import (
     COMMIT_TIME_STRATEGY_ID,
     DEFAULT_PAYLOAD,
@@ -48,7 +49,7 @@ from hoodie_ray.storage import join
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant, State
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata
-from hoodie_ray.write.lock import WriterLock
+from hoodie_ray.write.lock_providers import open_lock
 
 _JSON_ACTIONS = {Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT}
 UPGRADE_TARGETS = (8, 9)
@@ -56,10 +57,15 @@ _STRATEGY_KEYS = ("hoodie.record.merge.strategy.id", "hoodie.compaction.record.m
 
 
 def upgrade(
-    path: str, *, storage_options: dict[str, Any] | None = None, to_version: int = 8
+    path: str,
+    *,
+    storage_options: dict[str, Any] | None = None,
+    to_version: int = 8,
+    options: dict[str, Any] | None = None,
 ) -> int:
     """Upgrade the table at ``path`` to table version ``to_version`` (8 or 9); returns the
-    table's version afterwards (a table already at ``to_version`` is left as it is).
+    table's version afterwards (a table already at ``to_version`` is left as it is). Runs
+    under the table lock (``options`` may name its provider, ``hoodie.write.lock.provider``).
 
     Raises:
         HoodieUnsupportedError: a target other than 8 or 9, a table that is not version 6 or 8
@@ -78,7 +84,7 @@ def upgrade(
         )
     table = HoodieTable.load(path, storage_options)
     storage = table.storage
-    with WriterLock(storage):
+    with open_lock(storage, resolve_options(options)):
         table = HoodieTable.from_storage(storage, storage_options, path)  # read under the lock
         version = table.table_config.table_version
         if version == to_version:

@@ -101,6 +101,24 @@ def _non_negative_float(key: str, v: str) -> float:
     return out
 
 
+#: ``hoodie.write.lock.provider``: hoodie_ray's own lock (the default) and Hudi's Java providers
+#: it implements, by their class names (write/lock_providers.py).
+OWN_LOCK_PROVIDER = "hoodie_ray"
+FILESYSTEM_LOCK_PROVIDER = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
+STORAGE_LOCK_PROVIDER = "org.apache.hudi.client.transaction.lock.StorageBasedLockProvider"
+LOCK_PROVIDERS = (OWN_LOCK_PROVIDER, FILESYSTEM_LOCK_PROVIDER, STORAGE_LOCK_PROVIDER)
+
+
+def _lock_provider(key: str, v: str) -> str:
+    s = str(v).strip()
+    if s not in LOCK_PROVIDERS:
+        raise HoodieOptionError(
+            f"option {key}: {v!r} is not a lock provider hoodie_ray implements "
+            f"({', '.join(LOCK_PROVIDERS)})"
+        )
+    return s
+
+
 @dataclass(frozen=True)
 class ConfigOption:
     """One option: canonical key, other accepted spellings, default, parser and doc."""
@@ -561,6 +579,47 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "A lock whose heartbeat is older than this is stale and may be taken over.",
     ),
     ConfigOption(
+        "hoodie.write.lock.provider",
+        "lock_provider",
+        OWN_LOCK_PROVIDER,
+        _lock_provider,
+        "The table lock: hoodie_ray (its own lock file, .hoodie/.aux/hoodie_ray.writer.lock), "
+        "or Hudi's org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider (local "
+        "file systems) or ...StorageBasedLockProvider (local files, s3://), compatible with "
+        "Java writers configured with the same provider.",
+    ),
+    ConfigOption(
+        "hoodie.write.lock.filesystem.path",
+        "lock_filesystem_path",
+        None,
+        _str,
+        "FileSystemBasedLockProvider: the folder of its file 'lock' (default: the table's "
+        ".hoodie folder, as Java's).",
+    ),
+    ConfigOption(
+        "hoodie.write.lock.filesystem.expire",
+        "lock_filesystem_expire_min",
+        0,
+        _non_negative_int,
+        "FileSystemBasedLockProvider: minutes after its last modification that a lock expires "
+        "and may be taken over; 0: never (a dead writer's lock file must be deleted by hand).",
+    ),
+    ConfigOption(
+        "hoodie.write.lock.storage.validity.timeout.secs",
+        "lock_storage_validity_s",
+        300,
+        _positive(_parse_int),
+        "StorageBasedLockProvider: seconds each acquisition or renewal of the lock is valid "
+        "for (at least 10, and 10 x the heartbeat poll).",
+    ),
+    ConfigOption(
+        "hoodie.write.lock.storage.heartbeat.poll.secs",
+        "lock_storage_heartbeat_s",
+        30,
+        _positive(_parse_int),
+        "StorageBasedLockProvider: seconds between renewals of a held lock.",
+    ),
+    ConfigOption(
         "hoodie.write.concurrency.mode",
         "concurrency_mode",
         "single_writer",
@@ -732,6 +791,11 @@ class WriteConfig:
     metadata_clean_retain_commits: int = _default("metadata_clean_retain_commits")
     lock_heartbeat_ms: int = _default("lock_heartbeat_ms")
     lock_expire_ms: int = _default("lock_expire_ms")
+    lock_provider: str = _default("lock_provider")
+    lock_filesystem_path: str | None = _default("lock_filesystem_path")
+    lock_filesystem_expire_min: int = _default("lock_filesystem_expire_min")
+    lock_storage_validity_s: int = _default("lock_storage_validity_s")
+    lock_storage_heartbeat_s: int = _default("lock_storage_heartbeat_s")
     concurrency_mode: str = _default("concurrency_mode")
     failed_writes_clean_policy: str = _default("failed_writes_clean_policy")
     heartbeat_interval_ms: int = _default("heartbeat_interval_ms")
@@ -834,6 +898,7 @@ def resolve_options(options: Mapping[str, Any] | WriteConfig | None) -> WriteCon
     wc = WriteConfig(**values, explicit=frozenset(values))
     _check_retention(wc, seen_from)
     _check_concurrency(wc, seen_from)
+    _check_lock(wc, seen_from)
     return wc
 
 
@@ -870,6 +935,25 @@ def _check_concurrency(wc: WriteConfig, given: Mapping[str, str]) -> None:
             f"option {key}=EAGER cannot be used with hoodie.write.concurrency.mode="
             "optimistic_concurrency_control: it would roll back other writers' live instants "
             "(use LAZY)"
+        )
+
+
+def _check_lock(wc: WriteConfig, given: Mapping[str, str]) -> None:
+    """The storage-based lock's bounds, as Hudi's ``StorageBasedLockConfig`` checks them: a
+    lock valid long enough to survive missed renewals."""
+
+    def name(attr: str) -> str:
+        return given.get(attr) or _BY_ATTR[attr].key
+
+    validity, poll = wc.lock_storage_validity_s, wc.lock_storage_heartbeat_s
+    if validity < 10:
+        raise HoodieOptionError(
+            f"option {name('lock_storage_validity_s')}={validity} must be at least 10 seconds"
+        )
+    if validity < 10 * poll:
+        raise HoodieOptionError(
+            f"option {name('lock_storage_validity_s')}={validity} must be at least 10 x "
+            f"{name('lock_storage_heartbeat_s')}={poll}"
         )
 
 

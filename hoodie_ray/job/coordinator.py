@@ -26,7 +26,6 @@ from hoodie_ray.compaction.plan import frozen_log_files
 from hoodie_ray.config.options import WriteConfig, resolve_options
 from hoodie_ray.config.table_config import BUCKET_NUM_PROPERTY
 from hoodie_ray.exceptions import (
-    HoodieCommitConflictError,
     HoodieTableNotFoundError,
     HoodieUnsupportedError,
     HoodieWriteConflictError,
@@ -66,7 +65,7 @@ from hoodie_ray.write.bucket_assigner import (
 from hoodie_ray.write.commit import CommitProtocol
 from hoodie_ray.write.context import WriteContext
 from hoodie_ray.write.heartbeat import HeartbeatClient
-from hoodie_ray.write.lock import WriterLock
+from hoodie_ray.write.lock_providers import open_lock
 from hoodie_ray.write.records import normalise_schema
 
 log = logging.getLogger("hoodie_ray")
@@ -137,7 +136,11 @@ def write_profile(
         size = sizes.get((s.partition_path, s.file_id), 0)
         if size < wc.small_file_limit:
             small.setdefault(s.partition_path, []).append(SmallFile(s.file_id, size))
-    plan = plan_writers(group_loads(table, slices), wc.write_tasks) if wc.write_tasks > 1 else {}
+    plan = (
+        plan_writers(group_loads(table, slices), wc.write_tasks, wc.index_type == "BUCKET")
+        if wc.write_tasks > 1
+        else {}
+    )
     return WriteProfile(avg_record_size=avg, small_files=small, writer_plan=plan)
 
 
@@ -213,12 +216,8 @@ class Coordinator:
         self.storage: Storage = (
             table.storage if table is not None else open_storage(path, storage_options)
         )
-        self.lock = WriterLock(
-            self.storage,
-            heartbeat_ms=self.wc.lock_heartbeat_ms,
-            expire_ms=self.wc.lock_expire_ms,
-            owner=lock_owner,
-        )
+        # the provider hoodie.write.lock.provider names (hoodie_ray's own lock by default)
+        self.lock = open_lock(self.storage, self.wc, owner=lock_owner)
         # Instant heartbeats under the lazy failed-writes policy (always under OCC): the next
         # writer rolls back only instants whose heartbeat expired
         self.heartbeats = (
@@ -288,19 +287,7 @@ class Coordinator:
                 self.lock.release()
 
     def _acquire_waiting(self) -> None:
-        deadline = time.monotonic() + self.wc.lock_wait_ms / 1000.0
-        delay = 0.005
-        while True:
-            try:
-                self.lock.acquire()
-                return
-            except HoodieCommitConflictError as e:
-                if time.monotonic() >= deadline:
-                    raise HoodieCommitConflictError(
-                        f"{e} (waited hoodie.write.lock.wait_time_ms={self.wc.lock_wait_ms})"
-                    ) from None
-                time.sleep(delay)  # another writer's short turn: wait for it
-                delay = min(delay * 2, 0.1)
+        self.lock.acquire_waiting(self.wc.lock_wait_ms)  # another writer's short turn: wait
 
     def _sync_record_index(self, table: HoodieTable, wc: WriteConfig) -> None:
         """Build the record index and the column / partition statistics when asked for and
@@ -467,6 +454,10 @@ class Coordinator:
         assert self.protocol is not None and self.setup is not None
         with self._locked():
             self._check_conflicts(instant, stats)
+            if self.wc.occ:
+                # a turn that stalled past the lock's expiry (taken over meanwhile) commits
+                # nothing: the instant stays pending for its new holder's recovery
+                self.lock.check()
             self._commit(instant, stats)
             if self.heartbeats is not None:
                 self.heartbeats.stop(instant)

@@ -21,6 +21,7 @@ from hoodie_ray.compaction.clean import (
 )
 from hoodie_ray.compaction.execute import CompactionTask
 from hoodie_ray.config.options import resolve_options
+from hoodie_ray.exceptions import HoodieUnsupportedError
 from hoodie_ray.job.archival import archivable_instants, archive_table
 from hoodie_ray.metadata.layout import FILES, RECORD_INDEX
 from hoodie_ray.metadata_writer.validate import (
@@ -38,7 +39,8 @@ from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
 from hoodie_ray.timeline.plans import HoodieCompactionPlan
 from hoodie_ray.write.commit import CommitProtocol
-from hoodie_ray.write.lock import WriterLock
+from hoodie_ray.write.lock import TableLock
+from hoodie_ray.write.lock_providers import open_lock
 
 __all__ = [
     "ArchiveResult",
@@ -130,10 +132,8 @@ class ArchiveResult:
     dry_run: bool = False
 
 
-def _lock(svc: CompactionService) -> WriterLock:
-    return WriterLock(
-        svc.storage, heartbeat_ms=svc.wc.lock_heartbeat_ms, expire_ms=svc.wc.lock_expire_ms
-    )
+def _lock(svc: CompactionService) -> TableLock:
+    return open_lock(svc.storage, svc.wc)
 
 
 def _slices(plan: HoodieCompactionPlan) -> tuple[CompactionSlice, ...]:
@@ -314,7 +314,7 @@ def archive(
     """
     table = HoodieTable.load(path, storage_options)
     wc = resolve_options(options)
-    with WriterLock(table.storage, heartbeat_ms=wc.lock_heartbeat_ms, expire_ms=wc.lock_expire_ms):
+    with open_lock(table.storage, wc):
         chosen = archivable_instants(table, wc) if dry_run else archive_table(table, wc)
         return ArchiveResult(tuple((i.timestamp, i.action) for i in chosen), dry_run)
 
@@ -322,9 +322,15 @@ def archive(
 # -- the metadata table ----------------------------------------------------------------------------
 
 
-def init_metadata(path: str, *, storage_options: dict[str, Any] | None = None) -> list[str]:
+def init_metadata(
+    path: str,
+    *,
+    storage_options: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
+) -> list[str]:
     """Build the metadata table of the table at ``path`` from a listing of its files (an
-    existing one is rebuilt), under the writer lock; the MDT partitions it now holds.
+    existing one is rebuilt), under the table lock (``options`` may name its provider,
+    ``hoodie.write.lock.provider``); the MDT partitions it now holds.
 
     Example::
 
@@ -332,7 +338,7 @@ def init_metadata(path: str, *, storage_options: dict[str, Any] | None = None) -
     """
     table = HoodieTable.load(path, storage_options)
     check_metadata_table_writable(table.table_config, True, path)
-    with WriterLock(table.storage):
+    with open_lock(table.storage, resolve_options(options)):
         CommitProtocol(table).rollback_pending_writes()
         w = metadata_writer(table, MetadataWriteConfig(enable=True))
         w.drop()
@@ -345,22 +351,82 @@ def drop_metadata(
     *,
     partition: str | None = None,
     storage_options: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
 ) -> list[str]:
     """Delete the metadata table of the table at ``path`` (or only its MDT ``partition``, an
-    index such as ``column_stats``), under the writer lock; the MDT partitions left.
+    index such as ``column_stats``), under the table lock (``options`` may name its provider,
+    ``hoodie.write.lock.provider``); the MDT partitions left.
 
     Example::
 
         hr.drop_metadata("/data/trips")
     """
     table = HoodieTable.load(path, storage_options)
-    with WriterLock(table.storage):
+    with open_lock(table.storage, resolve_options(options)):
         w = metadata_writer(table)
         if partition is None or partition == FILES:
             w.drop()
         else:
             w.drop_partition(partition)
         return w.partitions
+
+
+def create_index(
+    path: str,
+    name: str,
+    column: str,
+    *,
+    kind: str = "secondary",
+    storage_options: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
+) -> str:
+    """Build secondary index ``name`` over ``column`` in the metadata table of the table at
+    ``path`` from its current snapshot, under the writer lock, and keep it from then on (its
+    definition goes to ``.hoodie/.index_defs/index.json``); the MDT partition's name
+    (``secondary_index_<name>``). ``options`` may name the lock provider
+    (``hoodie.write.lock.provider``).
+
+    Example::
+
+        hr.create_index("/data/txns", "merchant_idx", "merchant_name")
+
+    Raises:
+        HoodieUnsupportedError: ``kind`` is not ``"secondary"``, the table keeps no metadata
+            table, the index exists already, or the column's type cannot be indexed.
+    """
+    from hoodie_ray.metadata.layout import SECONDARY_INDEX_PREFIX, completed_partitions
+
+    if kind != "secondary":
+        raise HoodieUnsupportedError(f"index kind {kind!r}: hoodie_ray builds 'secondary' indexes")
+    table = HoodieTable.load(path, storage_options)
+    partition = name if name.startswith(SECONDARY_INDEX_PREFIX) else SECONDARY_INDEX_PREFIX + name
+    with open_lock(table.storage, resolve_options(options)):
+        CommitProtocol(table).rollback_pending_writes()
+        w = metadata_writer(table)
+        if not w.enabled:
+            raise HoodieUnsupportedError(
+                f"{path} keeps no metadata table: build it first (`hoodie-ray metadata init {path}`)"
+            )
+        if partition in completed_partitions(table.table_config):
+            raise HoodieUnsupportedError(f"{path}: index {partition} exists already")
+        return w.initialize_secondary_index(partition, column)
+
+
+def drop_index(
+    path: str,
+    name: str,
+    *,
+    storage_options: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
+) -> list[str]:
+    """Drop secondary index ``name`` (``merchant_idx`` or ``secondary_index_merchant_idx``)
+    of the table at ``path``: its MDT partition and its definition; the MDT partitions left."""
+    from hoodie_ray.metadata.layout import SECONDARY_INDEX_PREFIX
+
+    partition = name if name.startswith(SECONDARY_INDEX_PREFIX) else SECONDARY_INDEX_PREFIX + name
+    return drop_metadata(
+        path, partition=partition, storage_options=storage_options, options=options
+    )
 
 
 def validate_metadata(

@@ -19,10 +19,12 @@ from hoodie_ray.metadata.layout import (
     FILES,
     PARTITION_STATS,
     RECORD_INDEX,
+    SECONDARY_INDEX_PREFIX,
     completed_partitions,
 )
 from hoodie_ray.metadata.reader import list_data_files
 from hoodie_ray.metadata.records import encode_records, is_deleted_record
+from hoodie_ray.metadata.secondary_index import secondary_index_key
 from hoodie_ray.metadata_writer.writer import metadata_writer, partition_stats_files
 from hoodie_ray.table import HoodieTable
 
@@ -70,6 +72,29 @@ def validate_metadata_table(table: HoodieTable) -> list[MetadataDifference]:
         out += _validate_column_stats(table)
     if PARTITION_STATS in parts:
         out += _validate_partition_stats(table)
+    if any(p.startswith(SECONDARY_INDEX_PREFIX) for p in parts):
+        out += _validate_secondary_indexes(table)
+    return out
+
+
+def _validate_secondary_indexes(table: HoodieTable) -> list[MetadataDifference]:
+    """Each secondary index holds exactly the entries one rebuilt from the snapshot (every
+    live record's value of the indexed field) would."""
+    w = metadata_writer(table)
+    defs = w.secondary_indexes()
+    slices = table.view().latest_file_slices()
+    fields = sorted({d.source_field for d in defs.values()})
+    values = w.secondary_values(slices, fields, table.schema, None)
+    out: list[MetadataDifference] = []
+    for part, d in sorted(defs.items()):
+        want = {secondary_index_key(v, rk) for rk, v in values[d.source_field].items()}
+        have = {
+            k for k, r in table.metadata_table.records(part).items() if not is_deleted_record(r)
+        }
+        for k in sorted(want - have):
+            out.append(MetadataDifference(part, repr(k), "entry missing"))
+        for k in sorted(have - want):
+            out.append(MetadataDifference(part, repr(k), "entry of no live record"))
     return out
 
 

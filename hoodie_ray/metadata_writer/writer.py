@@ -87,6 +87,17 @@ from hoodie_ray.metadata.layout import (
 )
 from hoodie_ray.metadata.reader import MetadataTable, list_data_files, partition_of_key
 from hoodie_ray.metadata.records import decode_value
+from hoodie_ray.metadata.secondary_index import (
+    INDEX_DEFS_DEFAULT_PATH,
+    SECONDARY_INDEX_TYPE,
+    IndexDefinition,
+    index_definitions,
+    java_strings,
+    save_index_definitions,
+    secondary_index_file_group,
+    secondary_index_groups,
+    secondary_index_record,
+)
 from hoodie_ray.storage import Storage, join
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline import plans
@@ -162,8 +173,24 @@ def metadata_enabled_for(table_version: int, enable: bool | None) -> bool:
     return enable
 
 
-#: MDT partitions this writer maintains.
+#: MDT partitions this writer maintains (and every ``secondary_index_<name>`` with a
+#: definition: :func:`is_maintained`).
 MAINTAINED_PARTITIONS = frozenset({FILES, RECORD_INDEX, COLUMN_STATS, PARTITION_STATS})
+
+
+def is_maintained(partition: str) -> bool:
+    """True for an MDT partition this writer keeps in step with the data table."""
+    return partition in MAINTAINED_PARTITIONS or partition.startswith(SECONDARY_INDEX_PREFIX)
+
+
+def _key_file_group(partition: str, key: str, groups: int) -> int:
+    """The file group of an MDT key: a secondary-index entry goes by its value (all entries of
+    one value share a group), every other key by its own hash."""
+    if groups == 1:
+        return 0
+    if partition.startswith(SECONDARY_INDEX_PREFIX):
+        return secondary_index_file_group(key, groups)
+    return rec.key_to_file_group_index(key, groups)
 
 
 def check_metadata_table_writable(cfg: HoodieTableConfig, enable: bool | None, path: str) -> None:
@@ -192,7 +219,13 @@ def check_metadata_table_writable(cfg: HoodieTableConfig, enable: bool | None, p
     if enable is False:
         return  # the writer drops it
     for p in listed:
-        if p not in MAINTAINED_PARTITIONS:
+        if p.startswith(SECONDARY_INDEX_PREFIX) and not cfg.props.get(INDEX_DEFS_PROPERTY):
+            raise HoodieUnsupportedError(
+                f"{path}: the metadata table's {p} index has no definition "
+                f"({INDEX_DEFS_PROPERTY} is not set), so hoodie_ray cannot maintain it; drop it "
+                f"with `hoodie-ray metadata drop {path} --partition {p}`"
+            )
+        if not is_maintained(p):
             raise HoodieUnsupportedError(
                 f"{path}: the metadata table's {p} index is not maintained by hoodie_ray, so "
                 f"writing would leave it stale; drop it with "
@@ -395,6 +428,40 @@ class MetadataWriter:
                 stats.update(partition_stats_records(part, found, self.table_version))
             self._initialize_partition(PARTITION_STATS, stats, 1, first_suffix=3)
 
+    def initialize_secondary_index(self, name: str, source_field: str) -> str:
+        """Build secondary index ``name`` over ``source_field`` from the latest file slices
+        (every live record's value), record its definition in ``index.json`` and list it; the
+        MDT partition's name (``secondary_index_<name>``)."""
+        partition = (
+            name if name.startswith(SECONDARY_INDEX_PREFIX) else f"{SECONDARY_INDEX_PREFIX}{name}"
+        )
+        schema = self.table.schema
+        if schema is None or source_field not in schema.names:
+            raise HoodieUnsupportedError(
+                f"{self.table.base_uri}: no field {source_field!r} to index"
+                + (f" (fields: {', '.join(schema.names)})" if schema is not None else "")
+            )
+        java_strings(pa.array([], schema.field(source_field).type), source_field)  # refuses types
+        slices = self.table.view().latest_file_slices()
+        values = self.secondary_values(slices, [source_field], schema, None)[source_field]
+        records = dict(secondary_index_record(v, rk) for rk, v in values.items())
+        cfg = self.table.table_config
+        rel = cfg.props.get(INDEX_DEFS_PROPERTY, "").strip() or INDEX_DEFS_DEFAULT_PATH
+        save_index_definitions(
+            self.table.storage,
+            rel,
+            put=[
+                IndexDefinition(
+                    partition, SECONDARY_INDEX_TYPE, "identity", (source_field,), {}, "V2"
+                )
+            ],
+        )
+        if not cfg.props.get(INDEX_DEFS_PROPERTY):
+            self._save_data_props(**{INDEX_DEFS_PROPERTY: rel})
+        groups = secondary_index_groups(len(records))
+        self._initialize_partition(partition, records, groups, first_suffix=4)
+        return partition
+
     def _initialize_partition(
         self,
         partition: str,
@@ -420,7 +487,7 @@ class MetadataWriter:
         by_group: list[dict[str, dict[str, Any]]] | list[rec.RecordIndexColumns] = (
             records.split(groups)
             if isinstance(records, rec.RecordIndexColumns)
-            else _split_by_file_group(records, groups)
+            else _split_by_file_group(records, groups, partition)
         )
         stats = [
             self._initial_file_group(partition, idx, ts, by_group[idx])
@@ -535,6 +602,8 @@ class MetadataWriter:
         if COLUMN_STATS in self.partitions:
             written = {(p, n) for p, names in added.items() for n in names}
             self._column_stats_changes(instant, written, ch, meta.extra_metadata.get("schema"))
+        if any(p.startswith(SECONDARY_INDEX_PREFIX) for p in self.partitions):
+            self._secondary_index_changes(instant, meta, ch)
         return ch
 
     # -- column and partition statistics --------------------------------------------------------
@@ -688,6 +757,135 @@ class MetadataWriter:
             loc[i] = at
         return values, loc
 
+    # -- secondary indexes ----------------------------------------------------------------------
+    def secondary_indexes(self) -> dict[str, IndexDefinition]:
+        """MDT partition -> definition of every secondary index the data table lists complete.
+
+        Raises:
+            HoodieUnsupportedError: a listed secondary index without a definition in
+                ``index.json`` (named, with the command that drops it).
+        """
+        parts = [p for p in self.partitions if p.startswith(SECONDARY_INDEX_PREFIX)]
+        if not parts:
+            return {}
+        rel = self.table.table_config.props.get(INDEX_DEFS_PROPERTY, "").strip()
+        defs = index_definitions(self.table.storage, rel)
+        out: dict[str, IndexDefinition] = {}
+        for p in parts:
+            d = defs.get(p)
+            if d is None or not d.is_secondary:
+                raise HoodieUnsupportedError(
+                    f"{self.table.base_uri}: the metadata table's {p} index has no secondary "
+                    f"index definition in {rel or INDEX_DEFS_PROPERTY}; drop it with "
+                    f"`hoodie-ray metadata drop {self.table.base_uri} --partition {p}`"
+                )
+            d.source_field  # noqa: B018 -- refuses a definition over several fields
+            out[p] = d
+        return out
+
+    def secondary_values(
+        self,
+        slices: Sequence[Any],
+        fields: Sequence[str],
+        schema: pa.Schema | None,
+        end_instant: str | None,
+    ) -> dict[str, dict[str, str | None]]:
+        """Field -> (record key -> secondary value) over the merged records of ``slices``
+        (a field the schema lacks is null for every record)."""
+        from hoodie_ray.meta import META_FIELDS, RECORD_KEY
+        from hoodie_ray.reader.file_slice_reader import (
+            ReadContext,
+            iter_file_slice,
+            merge_columns,
+        )
+
+        out: dict[str, dict[str, str | None]] = {f: {} for f in fields}
+        if schema is None or not slices or not self.table.table_config.populate_meta_fields:
+            return out
+        if RECORD_KEY not in schema.names:  # a commit's schema: the meta columns come first
+            meta = [pa.field(c, pa.string()) for c in META_FIELDS]
+            schema = pa.schema(meta + [f for f in schema if f.name not in META_FIELDS])
+        present = [f for f in fields if f in schema.names]
+        wanted = merge_columns(self.table, schema) | {RECORD_KEY, *present}
+        read_schema = pa.schema([f for f in schema if f.name in wanted])
+        ctx = ReadContext.of_table(
+            self.table, read_schema, (RECORD_KEY, *present), end_instant=end_instant
+        )
+        for s in slices:
+            for t in iter_file_slice(ctx, s, self.table.storage):
+                if not t.num_rows:
+                    continue
+                keys = t.column(RECORD_KEY).to_pylist()
+                for f in fields:
+                    vals = java_strings(t.column(f), f) if f in present else [None] * len(keys)
+                    out[f].update(zip(keys, vals, strict=True))
+        return out
+
+    def _secondary_index_changes(
+        self, instant: str, meta: HoodieCommitMetadata, ch: _Changes
+    ) -> None:
+        """Java's ``convertWriteStatsToSecondaryIndexRecords``: for every file group the action
+        writes (or replaces), the merged records of its slice before and after ``instant``;
+        a key new to the group gains an entry, a key whose value changed loses the old one and
+        gains the new one, a key that left the group (deleted, or moved) loses its entry. A
+        key that moved to another group in the same action keeps it. Compactions change no
+        value and write nothing."""
+        from hoodie_ray.file_group.view import FileSystemView
+
+        defs = self.secondary_indexes()
+        if not defs or meta.compacted or meta.operation_type in ("COMPACT", "LOG_COMPACT"):
+            return
+        touched: set[tuple[str, str]] = {
+            (part or "", stat.file_id)
+            for part, stat in meta.iter_write_stats()
+            if stat.file_id and stat.path
+        }
+        for part, ids in meta.replaced_file_ids().items():
+            touched |= {(part or "", f) for f in ids}
+        if not touched:
+            return
+        tl = self.table.active_timeline.reload()
+        pending = tl.get(instant)
+        # the MDT delta commit is written while the data instant is pending: the view of
+        # the timeline as it is gives each group's slice before it
+        before_tl = tl
+        after_tl = tl.as_if_completed(pending) if pending and not pending.is_completed else tl
+        cfg = self.table.table_config
+        before_view = FileSystemView.for_table(self.table.storage, cfg, before_tl)
+        after_view = FileSystemView.for_table(self.table.storage, cfg, after_tl)
+        parts = sorted({p for p, _ in touched})
+        before = [
+            s
+            for s in before_view.latest_file_slices(partitions=parts)
+            if (s.partition_path, s.file_id) in touched
+        ]
+        after = [
+            s
+            for s in after_view.latest_file_slices(partitions=parts)
+            if (s.partition_path, s.file_id) in touched
+        ]
+        schema_json = meta.extra_metadata.get("schema")
+        schema = avro_to_arrow_schema(schema_json) if schema_json else self.table.schema
+        fields = sorted({d.source_field for d in defs.values()})
+        old = self.secondary_values(before, fields, self.table.schema or schema, None)
+        new = self.secondary_values(after, fields, schema, instant)
+        for p, d in sorted(defs.items()):
+            was, now = old[d.source_field], new[d.source_field]
+            gone: set[str] = set()
+            for rk, v in now.items():
+                if rk in was and was[rk] == v:
+                    continue
+                if rk in was:
+                    gone.add(secondary_index_record(was[rk], rk, True)[0])
+                k, r = secondary_index_record(v, rk)
+                ch.put(p, k, r)
+            for rk, v in was.items():
+                if rk not in now:
+                    gone.add(secondary_index_record(v, rk, True)[0])
+            gone -= set(ch.upserts.get(p, {}))
+            if gone:
+                ch.deletes.setdefault(p, set()).update(gone)
+
     # -- the MDT delta commit -------------------------------------------------------------------
     def update_commit(self, instant: str, meta: HoodieCommitMetadata) -> None:
         """Write MDT delta commit ``instant`` for a data commit about to complete."""
@@ -782,13 +980,8 @@ class MetadataWriter:
                 tl.delete_instant(inst)
 
     def _write_delta_commit(self, instant: str, changes: _Changes) -> None:
-        # Secondary indexes change only with record values (writes refuse them up front);
-        # any other index this writer does not keep would go stale: refuse before writing.
-        stale = [
-            p
-            for p in self.partitions
-            if p not in MAINTAINED_PARTITIONS and not p.startswith(SECONDARY_INDEX_PREFIX)
-        ]
+        # an index this writer does not keep would go stale: refuse before writing
+        stale = [p for p in self.partitions if not is_maintained(p)]
         if stale:
             raise HoodieUnsupportedError(
                 f"{self.table.base_uri}: the metadata table's {', '.join(stale)} index is not "
@@ -810,7 +1003,7 @@ class MetadataWriter:
         groups, base_instants = self._file_groups(part)
         by_group: dict[int, tuple[dict[str, dict[str, Any]], list[str]]] = {}
         for key, record in changes.upserts.get(part, {}).items():
-            idx = 0 if groups == 1 else rec.key_to_file_group_index(key, groups)
+            idx = _key_file_group(part, key, groups)
             by_group.setdefault(idx, ({}, []))[0][key] = record
         column_groups: dict[int, rec.RecordIndexColumns] = {}
         if part in changes.columns:
@@ -819,7 +1012,7 @@ class MetadataWriter:
                     column_groups[idx] = group_cols.sorted_unique()
                     by_group.setdefault(idx, ({}, []))
         for key in sorted(changes.deletes.get(part, ())):
-            idx = 0 if groups == 1 else rec.key_to_file_group_index(key, groups)
+            idx = _key_file_group(part, key, groups)
             by_group.setdefault(idx, ({}, []))[1].append(key)
         stats = []
         for idx, (upserts, deletes) in sorted(by_group.items()):
@@ -1168,12 +1361,12 @@ class MetadataWriter:
 
 
 def _split_by_file_group(
-    records: Mapping[str, dict[str, Any]], groups: int
+    records: Mapping[str, dict[str, Any]], groups: int, partition: str = ""
 ) -> list[dict[str, dict[str, Any]]]:
     """``records`` by the MDT file group of their key (Java's key hash)."""
     by_group: list[dict[str, dict[str, Any]]] = [{} for _ in range(groups)]
     for k, r in records.items():
-        by_group[0 if groups == 1 else rec.key_to_file_group_index(k, groups)][k] = r
+        by_group[_key_file_group(partition, k, groups)][k] = r
     return by_group
 
 

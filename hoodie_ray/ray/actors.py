@@ -138,6 +138,7 @@ class AssignerActor:
         self.setup = setup
         self.task_id = config.task_id
         self.writers = writers
+        self._bucket_index = config.index_type == "BUCKET"
         wc = ctx.write_config
         self.outbox = WriterOutbox(len(writers), outbox_rows(wc.write_batch_rows, len(writers)))
         self._sent: list[Any] = []  # write calls to the writers not yet known to be done
@@ -176,7 +177,9 @@ class AssignerActor:
         tagged = self.core.assign_batch(batch)
         metrics.count_records(self.table, "assigner", batch.num_rows, tagged.num_rows, self.task_id)
         self._gauge_index(every_s=1.0)
-        parts = split_by_writer(tagged, len(self.writers), self.core.profile.writer_plan)
+        parts = split_by_writer(
+            tagged, len(self.writers), self.core.profile.writer_plan, self._bucket_index
+        )
         self._send(self.outbox.add(parts))
         return batch.num_rows
 

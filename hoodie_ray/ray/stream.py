@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import itertools
 import json
 import logging
 import threading
@@ -41,11 +42,11 @@ from hoodie_ray.ray.actors import AssignerActor, CoordinatorActor, WriterActor
 from hoodie_ray.ray.runtime import actor_resources, ensure_ray, refuse_occ
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.lock import (
-    WriterLock,
     new_owner_id,
     register_idle_holder,
     unregister_idle_holder,
 )
+from hoodie_ray.write.lock_providers import open_lock
 from hoodie_ray.write.records import (
     is_pandas,
     is_ray_dataset,
@@ -120,6 +121,10 @@ def _drain(refs: list[Any]) -> None:
             ray.get(ref, timeout=60)
 
 
+#: The phases of a checkpoint timed by :meth:`HoodieStreamWriter.checkpoint_phases`.
+CHECKPOINT_PHASES = ("begin", "input", "align", "flush", "commit")
+
+
 class HoodieStreamWriter:
     """Streaming writes: one delta commit per :meth:`checkpoint`, Flink's checkpoint model.
 
@@ -163,6 +168,9 @@ class HoodieStreamWriter:
         self._attempt = 0
         self._closed = False
         self.results: list[CommitResult] = []
+        # seconds each checkpoint spent per phase (:meth:`checkpoint_phases`)
+        self._phases: list[dict[str, float]] = []
+        self._begin_s = 0.0  # the open instant's start
         self._owned_names: set[str] = set()
         self._pending_done: list[Any] = []  # the assigners' last checkpoint_done calls
 
@@ -360,6 +368,15 @@ class HoodieStreamWriter:
     def last_result(self) -> CommitResult | None:
         return self.results[-1] if self.results else None
 
+    def checkpoint_phases(self) -> list[dict[str, float]]:
+        """Seconds each committed checkpoint spent in each phase, as the driver saw them
+        (:data:`CHECKPOINT_PHASES`): ``begin`` (the coordinator's new instant and the
+        actors' start), ``input`` (waiting for the input still being routed and assigned),
+        ``align`` (the assigners' last rows reaching the writers), ``flush`` (the writers
+        writing their files) and ``commit`` (the coordinator's commit). Where the time of a
+        checkpoint goes as the topology widens."""
+        return [dict(p) for p in self._phases]
+
     def commit_latencies(self) -> list[float]:
         if self._coord is None:
             return []
@@ -498,6 +515,7 @@ class HoodieStreamWriter:
         return name
 
     def _begin_instant(self) -> None:
+        t0 = time.perf_counter()
         if self._workers_stale:
             # a failed checkpoint left rows in the assigners' key indexes and writers' buffers
             self._restart_workers()
@@ -516,6 +534,7 @@ class HoodieStreamWriter:
             + [a.start_checkpoint.remote(profile) for a in self._assigners]
             + [w.start_instant.remote(instant, slices, frozen) for w in self._writers]
         )
+        self._begin_s = time.perf_counter() - t0
 
     def _send(self, item: _Input) -> None:
         """Route one input block through assigners to writers (non-blocking, bounded). The
@@ -552,11 +571,15 @@ class HoodieStreamWriter:
     def _checkpoint_once(self) -> CommitResult:
         if self._instant is None:
             self._begin_instant()
+        marks = [time.perf_counter()]
         ray.get(self._inflight)
         self._inflight = []
+        marks.append(time.perf_counter())
         # the assigners' last rows to the writers, and every write they sent, done
         ray.get([a.flush_writers.remote() for a in self._assigners])
+        marks.append(time.perf_counter())
         stats_lists = ray.get([w.flush.remote() for w in self._writers])
+        marks.append(time.perf_counter())
         stats = [s for ss in stats_lists for s in ss]
         instant = self._instant
         assert instant is not None
@@ -566,6 +589,9 @@ class HoodieStreamWriter:
             if _is_actor_loss(e):
                 raise _TopologyLost(instant) from e
             raise
+        marks.append(time.perf_counter())
+        steps = [b - a for a, b in itertools.pairwise(marks)]
+        self._phases.append(dict(zip(CHECKPOINT_PHASES, [self._begin_s, *steps], strict=True)))
         self._instant = None
         # Not waited for: each assigner runs it before the next checkpoint's start (one
         # caller's calls to an actor run in order), and its result is checked there.
@@ -714,7 +740,7 @@ class HoodieStreamWriter:
 # expire; a Ray gone before the topology stopped has its lock deleted by this driver, which
 # knows the owner id), when a call with other options or to
 # another table comes, when this process starts any other topology, and when any other writer
-# of this process takes the table's lock (WriterLock asks it to). Another process is refused
+# of this process takes the table's lock (every table lock asks it to). Another process is refused
 # by the lock while it is parked, as while a call runs.
 
 
@@ -758,7 +784,7 @@ def _stop_parked(p: _Parked) -> None:
         p.writer._closed = True
         try:
             storage = open_storage(p.writer.path, p.writer.storage_options)
-            WriterLock(storage, owner=p.writer.owner).release_owned()
+            open_lock(storage, p.writer.wc, owner=p.writer.owner).release_owned()
         except Exception as e:  # the heartbeat's expiry frees the table all the same
             log.warning("releasing the writer lock of %s failed: %s", p.uri, e)
         return

@@ -66,20 +66,54 @@ def new_file_id_for_task(task_id: int, num_tasks: int) -> str:
             return fid
 
 
+def _partition_tasks(parts: Sequence[str], num_tasks: int) -> np.ndarray:
+    """A stable hash of each partition path, modulo ``num_tasks`` (one value per partition,
+    not per row)."""
+    h = pd.util.hash_array(np.asarray(list(parts), dtype=object), categorize=False)
+    return (h % np.uint64(num_tasks)).astype(np.int64)
+
+
+def _bucket_of(file_id: str) -> int:
+    """The bucket number a bucket-index file id starts with (``%08d-...``)."""
+    try:
+        return int(file_id[:8])
+    except ValueError:
+        return zlib.crc32(file_id.encode())
+
+
+def home_writers(
+    groups: Sequence[tuple[str, str]], num_writers: int, bucket_index: bool = False
+) -> np.ndarray:
+    """The home writer task of each file group ``(partition, file id)``: the task number of
+    the assigner that owns it when assigners and writers are as many (the default), so an
+    assigner's rows reach one writer (Flink's bucket assigner and write tasks line up the
+    same way: an assigner fills only the file groups of its own write task).
+
+    An assigner owns the file ids whose ``crc32 % tasks`` is its task id
+    (:func:`file_id_task`: the ids it creates and the small files it fills); with the bucket
+    index it owns the buckets :func:`record_tasks` routes to it.
+    """
+    if num_writers <= 1 or not groups:
+        return np.zeros(len(groups), dtype=np.int64)
+    if not bucket_index:
+        return np.asarray([file_id_task(f, num_writers) for _, f in groups], dtype=np.int64)
+    parts = sorted({p for p, _ in groups})
+    ptask = dict(zip(parts, _partition_tasks(parts, num_writers).tolist(), strict=True))
+    return np.asarray([(ptask[p] + _bucket_of(f)) % num_writers for p, f in groups], dtype=np.int64)
+
+
 def writer_of_groups(
     groups: Sequence[tuple[str, str]],
     num_writers: int,
     plan: Mapping[tuple[str, str], int] | None = None,
+    bucket_index: bool = False,
 ) -> np.ndarray:
     """The writer task of each file group ``(partition, file id)``: the checkpoint's writer
-    plan (:func:`plan_writers`) where it names the group, else a hash of both; every assigner
-    of a checkpoint holds the same plan, so a file group always lands on one writer whichever
-    assigner routes it (HUDI-4397)."""
-    if num_writers <= 1 or not groups:
-        return np.zeros(len(groups), dtype=np.int64)
-    names = np.asarray([f"{p}\x00{f}" for p, f in groups], dtype=object)
-    out = (pd.util.hash_array(names, categorize=False) % np.uint64(num_writers)).astype(np.int64)
-    if plan:
+    plan (:func:`plan_writers`) where it names the group, else its home writer
+    (:func:`home_writers`); every assigner of a checkpoint holds the same plan, so a file
+    group always lands on one writer whichever assigner routes it (HUDI-4397)."""
+    out = home_writers(groups, num_writers, bucket_index)
+    if plan and num_writers > 1:
         for i, g in enumerate(groups):
             w = plan.get(g)
             if w is not None and 0 <= w < num_writers:
@@ -87,14 +121,32 @@ def writer_of_groups(
     return out
 
 
+#: The home split is kept while its busiest writer's load is within this factor of the mean.
+HOME_LOAD_SLACK = 1.1
+
+
 def plan_writers(
-    loads: Mapping[tuple[str, str], float], num_writers: int
+    loads: Mapping[tuple[str, str], float], num_writers: int, bucket_index: bool = False
 ) -> dict[tuple[str, str], int]:
-    """A writer for each file group with a known load, packed longest first onto the writer
-    with the least load so far (LPT: within 4/3 of the best split), ties by group name so
-    every process computes the same plan. With few file groups a hash leaves writers idle:
-    the oldest groups collect most updates, so loads differ several-fold between groups."""
+    """The writer plan of a checkpoint: empty (every group goes to its home writer,
+    :func:`home_writers`) while the home split is balanced, within :data:`HOME_LOAD_SLACK`
+    of the mean; else a writer for each file group with a known load, packed longest first
+    onto the writer with the least load so far (LPT: within 4/3 of the best split), ties by
+    group name so every process computes the same plan.
+
+    A table this topology wrote is balanced at home: each assigner fills its own file
+    groups with the keys hashed to it. One written elsewhere (a bulk insert, another
+    parallelism, another engine) may not be: with few file groups the oldest collect most
+    updates and loads differ several-fold. The plan balances those at the price of every
+    assigner sending to every writer (more, smaller calls)."""
     if num_writers <= 1 or not loads:
+        return {}
+    groups = sorted(loads)
+    home = home_writers(groups, num_writers, bucket_index)
+    at_home = np.zeros(num_writers)
+    np.add.at(at_home, home, np.asarray([loads[g] for g in groups], dtype=np.float64))
+    mean = at_home.sum() / num_writers
+    if mean <= 0 or at_home.max() <= HOME_LOAD_SLACK * mean:
         return {}
     totals = [0.0] * num_writers
     plan: dict[tuple[str, str], int] = {}
@@ -106,17 +158,12 @@ def plan_writers(
 
 
 def key_task(keys: pa.Array | pa.ChunkedArray, num_tasks: int) -> np.ndarray:
-    """The assigner task of each record key (stable across processes)."""
+    """The assigner task of each record key (stable across processes): the high half of
+    :func:`~hoodie_ray.index.hash_keys`, computed from the Arrow buffers (no object per row).
+    The high half, because the key index places a key by the low bits of the same hash."""
     if num_tasks == 1:
         return np.zeros(len(keys), dtype=np.int32)
-    import pandas as pd
-
-    if isinstance(keys, pa.ChunkedArray):
-        keys = keys.combine_chunks()
-    h = pd.util.hash_array(
-        np.asarray(keys.to_numpy(zero_copy_only=False), dtype=object), categorize=False
-    )
-    return (h % np.uint64(num_tasks)).astype(np.int32)
+    return ((hash_keys(keys) >> np.uint64(32)) % np.uint64(num_tasks)).astype(np.int32)
 
 
 def record_tasks(batch: pa.Table, num_tasks: int, wc: WriteConfig) -> np.ndarray:
@@ -130,13 +177,9 @@ def record_tasks(batch: pa.Table, num_tasks: int, wc: WriteConfig) -> np.ndarray
     penc = pc.dictionary_encode(
         parts.combine_chunks() if isinstance(parts, pa.ChunkedArray) else parts
     )
-    phash = pd.util.hash_array(
-        np.asarray(penc.dictionary.to_pylist(), dtype=object), categorize=False
-    ) % np.uint64(num_tasks)
+    ptask = _partition_tasks(penc.dictionary.to_pylist(), num_tasks)
     codes = penc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    return ((phash.astype(np.int64)[codes] + bucket_ids(keys, wc.bucket_num)) % num_tasks).astype(
-        np.int32
-    )
+    return ((ptask[codes] + bucket_ids(keys, wc.bucket_num)) % num_tasks).astype(np.int32)
 
 
 @dataclass
@@ -745,12 +788,12 @@ class BucketAssigner:
         return runs
 
     def _new_file_id(self, part: str) -> str:
-        """A new file id this task owns whose writer (the hash :func:`writer_of_groups`
-        routes by) is the next one in turn: new file groups spread evenly over the writers
-        whatever the ids (a hash of a few ids can put them all on one writer), while rows of
-        a file group still reach one writer from any assigner."""
+        """A new file id this task owns. With as many writers as assigners its home writer
+        is this task's own (:func:`home_writers`); else the id is drawn so that its home
+        writer is the next one in turn: new file groups spread evenly over the writers
+        whatever the ids (a hash of a few ids can put them all on one writer)."""
         cfg = self.config
-        if cfg.num_writers <= 1:
+        if cfg.num_writers <= 1 or cfg.num_writers == cfg.num_tasks:
             return new_file_id_for_task(cfg.task_id, cfg.num_tasks)
         target = self._next_writer % cfg.num_writers
         self._next_writer += 1

@@ -1,6 +1,11 @@
-"""One writer per table: a lock file with an owner and a heartbeat.
+"""The table lock: the interface every lock provider implements, and hoodie_ray's own lock.
 
-The lock lives at ``.hoodie/.aux/hoodie_ray.writer.lock`` (``.aux`` is Hudi's auxiliary folder,
+:class:`TableLock` is what the coordinator and the maintenance entry points take: acquire (once,
+or waiting up to a time), renew (the heartbeat, from a daemon thread), check (still ours?),
+release. ``write/lock_providers.py`` picks one by ``hoodie.write.lock.provider``:
+:class:`WriterLock` (the default, below) or one of the Hudi-compatible providers there.
+
+hoodie_ray's own lock lives at ``.hoodie/.aux/hoodie_ray.writer.lock`` (``.aux`` is Hudi's auxiliary folder,
 ignored by every reader). It is created put-if-absent; its owner rewrites it every heartbeat
 interval from a daemon thread. A lock whose heartbeat is older than the expiry is stale (its
 owner died) and is taken over. A second live writer gets :class:`HoodieCommitConflictError`.
@@ -53,8 +58,108 @@ def new_owner_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
 
 
-class WriterLock:
-    """Acquire with :meth:`acquire` (or ``with``); released by :meth:`release`."""
+class TableLock:
+    """One table's lock as one provider keeps it.
+
+    Acquire with :meth:`acquire` (or ``with``), or :meth:`acquire_waiting`; released by
+    :meth:`release`. While held, a daemon thread calls :meth:`renew` every
+    :attr:`heartbeat_s` (when positive) until it returns False (the lock is no longer ours).
+    A refused acquire raises :class:`HoodieCommitConflictError` naming the holder.
+    """
+
+    storage: Storage
+    owner: str
+    held: bool
+    heartbeat_s: float = 0.0
+
+    def _init_thread(self) -> None:
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.held = False
+
+    def _take(self) -> None:
+        """One attempt to take the lock: return when ours, raise
+        :class:`HoodieCommitConflictError` when another holder has it."""
+        raise NotImplementedError
+
+    def renew(self) -> bool:
+        """Extend the lock (one heartbeat); False once it is no longer ours."""
+        raise NotImplementedError
+
+    def check(self) -> None:
+        """Raise :class:`HoodieCommitConflictError` if the lock was lost."""
+        raise NotImplementedError
+
+    def _drop(self) -> None:
+        """Give the lock up in storage, if it is still ours."""
+        raise NotImplementedError
+
+    def release_owned(self) -> bool:
+        """Give up the lock :attr:`owner` holds without having taken it in this process (the
+        job's driver, for its coordinator that is gone); True when a lock was released."""
+        raise NotImplementedError
+
+    def acquire(self) -> TableLock:
+        """Take the lock or raise :class:`HoodieCommitConflictError` naming the holder."""
+        if self.held:
+            return self
+        release_idle_holder(self.storage.base_uri)
+        self._take()
+        self.held = True
+        self._stop.clear()
+        if self.heartbeat_s > 0:
+            self._thread = threading.Thread(
+                target=self._beat, name="hoodie-ray-lock-heartbeat", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def acquire_waiting(self, wait_ms: int) -> TableLock:
+        """:meth:`acquire`, retried while another holder has the lock, for up to ``wait_ms``
+        (``hoodie.write.lock.wait_time_ms``); then the last refusal, saying how long it
+        waited."""
+        deadline = time.monotonic() + wait_ms / 1000.0
+        delay = 0.005
+        while True:
+            try:
+                return self.acquire()
+            except HoodieCommitConflictError as e:
+                if time.monotonic() >= deadline:
+                    raise HoodieCommitConflictError(
+                        f"{e} (waited hoodie.write.lock.wait_time_ms={wait_ms})"
+                    ) from None
+                time.sleep(delay)  # another writer's turn: wait for it
+                delay = min(delay * 2, 0.1)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.heartbeat_s):
+            try:
+                if not self.renew():
+                    self.held = False
+                    return
+            except Exception:  # a missed heartbeat is retried next interval
+                continue
+
+    def release(self) -> None:
+        """Stop the heartbeat and give the lock up (only if it is still ours)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        if self.held:
+            self._drop()
+        self.held = False
+
+    def __enter__(self) -> TableLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+class WriterLock(TableLock):
+    """hoodie_ray's own lock (the default provider): a JSON file with the owner and the time
+    of its last heartbeat, stale after ``hoodie.write.lock.expire_ms``."""
 
     def __init__(
         self,
@@ -69,9 +174,7 @@ class WriterLock:
         self.expire_s = expire_ms / 1000.0
         # A write job passes its own id, so a restarted coordinator re-takes the job's lock.
         self.owner = owner or new_owner_id()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.held = False
+        self._init_thread()
 
     def _payload(self) -> bytes:
         return json.dumps({"owner": self.owner, "heartbeat": time.time()}).encode()
@@ -101,11 +204,7 @@ class WriterLock:
             return None
         return cur
 
-    def acquire(self) -> WriterLock:
-        """Take the lock or raise :class:`HoodieCommitConflictError` naming the holder."""
-        if self.held:
-            return self
-        release_idle_holder(self.storage.base_uri)
+    def _take(self) -> None:
         for _ in range(3):
             try:
                 created = self.storage.create_new(LOCK_PATH, self._payload())
@@ -142,27 +241,16 @@ class WriterLock:
             raise HoodieCommitConflictError(
                 f"table {self.storage.base_uri}: another writer took the lock concurrently"
             )
-        self.held = True
-        self._stop.clear()
-        self._thread = threading.Thread(
-            target=self._beat, name="hoodie-ray-lock-heartbeat", daemon=True
-        )
-        self._thread.start()
-        return self
 
-    def _beat(self) -> None:
-        while not self._stop.wait(self.heartbeat_s):
-            try:
-                cur = self._load()
-                gone = cur is _MISSING and not self.storage.exists(LOCK_PATH)
-                if gone or (isinstance(cur, dict) and cur.get("owner") != self.owner):
-                    # released for us (release_owned: our job's driver saw us gone), or taken
-                    # over: never write a lock back that is not ours any more
-                    self.held = False
-                    return
-                self.storage.write_atomic(LOCK_PATH, self._payload())
-            except Exception:  # a missed heartbeat is retried next interval
-                continue
+    def renew(self) -> bool:
+        cur = self._load()
+        gone = cur is _MISSING and not self.storage.exists(LOCK_PATH)
+        if gone or (isinstance(cur, dict) and cur.get("owner") != self.owner):
+            # released for us (release_owned: our job's driver saw us gone), or taken over:
+            # never write a lock back that is not ours any more
+            return False
+        self.storage.write_atomic(LOCK_PATH, self._payload())
+        return True
 
     def check(self) -> None:
         """Raise if the lock was lost (taken over after our heartbeat stalled)."""
@@ -171,16 +259,10 @@ class WriterLock:
             self.held = False
             raise HoodieCommitConflictError(f"lost the writer lock of {self.storage.base_uri}")
 
-    def release(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-        if self.held:
-            cur = self._read()
-            if cur is not None and cur.get("owner") == self.owner:
-                self.storage.delete(LOCK_PATH)
-        self.held = False
+    def _drop(self) -> None:
+        cur = self._read()
+        if cur is not None and cur.get("owner") == self.owner:
+            self.storage.delete(LOCK_PATH)
 
     def release_owned(self) -> bool:
         """Delete the lock file if :attr:`owner` holds it, without having taken it in this
@@ -193,9 +275,3 @@ class WriterLock:
         self.storage.delete(LOCK_PATH)
         self.held = False
         return True
-
-    def __enter__(self) -> WriterLock:
-        return self.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()

@@ -13,17 +13,21 @@ from hoodie_ray.write.buffer import file_group_codes
 
 
 def split_by_writer(
-    tagged: pa.Table, num_writers: int, plan: Mapping[tuple[str, str], int] | None = None
+    tagged: pa.Table,
+    num_writers: int,
+    plan: Mapping[tuple[str, str], int] | None = None,
+    bucket_index: bool = False,
 ) -> list[pa.Table]:
     """Tagged rows, one table per writer task (:func:`writer_of_groups`: the checkpoint's
-    writer plan, else a hash, so a file group lands on one writer: HUDI-4397), each with the
+    writer plan, else the group's home writer, so a file group lands on one writer:
+    HUDI-4397), each with the
     rows of a file group together (arrival order kept within a group), so the writer's buffer
     needs no sort. One ``take`` at most."""
     n = tagged.num_rows
     if n == 0:
         return [tagged] * num_writers
     codes, groups = file_group_codes(tagged)
-    per_group = writer_of_groups(groups, num_writers, plan)
+    per_group = writer_of_groups(groups, num_writers, plan, bucket_index)
     if len(groups) == 1:
         w = int(per_group[0])
         return [tagged if i == w else tagged.slice(0, 0) for i in range(num_writers)]

@@ -329,14 +329,22 @@ def test_append_upserts_deletes_compaction_clean_archival_to_java_v9_table(tmp_p
     assert all(i.state.value == "COMPLETED" for i in table.timeline)
 
 
-def test_java_v9_table_with_metadata_table_is_refused_unchanged(tmp_path):
+def test_java_v9_table_with_metadata_and_secondary_indexes_is_appended_to(tmp_path):
+    """The Java table whose metadata table holds secondary indexes takes a write (it was
+    refused until they were maintained): the row is there for hudi-rs, which lists through
+    the metadata table, and the metadata table, secondary indexes included, validates."""
+    from hoodie_ray.job.maintenance import validate_metadata
+
     root = extract_sample_table("sample_mor_avro_v9_txns_complex_meta", tmp_path / "java")
-    before = hudi_rs_read(root).sort_by("_hoodie_record_key").to_pylist()
-    data = hudi_rs_read(root)
-    data = data.drop_columns([c for c in META_FIELDS if c in data.column_names])
-    with pytest.raises(hr.HoodieUnsupportedError, match="metadata table"):
-        HoodieWriteClient(str(root)).write(data.slice(0, 1))
-    assert hudi_rs_read(root).sort_by("_hoodie_record_key").to_pylist() == before
+    before = hudi_rs_read(root)
+    data = before.drop_columns([c for c in META_FIELDS if c in before.column_names])
+    HoodieWriteClient(str(root)).write(data.slice(0, 1))
+    after = hudi_rs_read(root)
+    assert after.num_rows == before.num_rows
+    # partition_stats left out: Java's counts and sizes in this sample sum more files than
+    # the latest slices (valueCount 8 where the slice holds 4; min/max agree), a difference
+    # the validator reports on the untouched sample too
+    assert [d for d in validate_metadata(str(root)) if d.partition != "partition_stats"] == []
 
 
 @pytest.mark.parametrize(

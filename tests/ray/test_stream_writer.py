@@ -233,14 +233,16 @@ def test_schema_evolves_on_every_ray_entry_point(ray_session, tmp_path):
 
 
 def test_writers_share_file_groups_of_uneven_load(ray_session, tmp_path):
-    """Four bucket file groups taking 40/30/20/10% of the updates: every assigner holds the
-    longest-first writer plan of the previous checkpoints' loads, so, once the plan has seen
-    an update, both writers take half the records (a hash may put 70% on one). Also: one
+    """Four bucket file groups taking 50/17/33/0% of the updates: their home writers would
+    take 83/17, so every assigner holds the longest-first writer plan of the previous
+    checkpoints' loads, and, once the plan has seen an update, both writers take half the
+    records. Also: one
     assigner task per bucket (two would each make a file group for the same bucket)."""
     import ray
 
     from hoodie_ray.index import bucket_ids
     from hoodie_ray.job.coordinator import group_loads
+    from hoodie_ray.ray.stream import CHECKPOINT_PHASES
     from hoodie_ray.write.bucket_assigner import plan_writers
 
     path = tmp_path / "t"
@@ -254,7 +256,9 @@ def test_writers_share_file_groups_of_uneven_load(ray_session, tmp_path):
     }
     keys = pa.array([f"k{i}" for i in range(400)])
     by_bucket = [keys.filter(pa.array(bucket_ids(keys, 4) == b)) for b in range(4)]
-    updates = pa.concat_arrays([by_bucket[b][: 4 * (4 - b)] for b in range(4)])  # 16/12/8/4
+    # 24/8/16/0: buckets 0 and 2 share a home writer (non-partitioned: bucket parity), which
+    # would take 40 of the 48 updates
+    updates = pa.concat_arrays([by_bucket[b][:n] for b, n in enumerate((24, 8, 16, 0))])
     ts, per_writer, plan, before = 0, [], {}, [0, 0]
     with hr.HoodieStreamWriter(str(path), options) as w:
         for i, batch_keys in enumerate((keys, updates, updates, updates)):
@@ -272,6 +276,10 @@ def test_writers_share_file_groups_of_uneven_load(ray_session, tmp_path):
             per_writer.append(sorted(a - b for a, b in zip(after, before, strict=True)))
             before = after
             table = hr.HoodieTable.load(str(path))
-            plan = plan_writers(group_loads(table, table.view().latest_file_slices()), 2)
-            assert len(plan) == 4
-    assert per_writer[2:] == [[20, 20], [20, 20]], per_writer  # the first plan: inserts
+            loads = group_loads(table, table.view().latest_file_slices())
+            plan = plan_writers(loads, 2, bucket_index=True)
+            assert plan or i == 0  # the inserts may be even at home: no plan
+        phases = w.checkpoint_phases()
+        assert len(phases) == 4  # one per checkpoint, every phase timed
+        assert all(set(p) == set(CHECKPOINT_PHASES) and min(p.values()) >= 0 for p in phases)
+    assert per_writer[2:] == [[24, 24], [24, 24]], per_writer  # the first plan: inserts

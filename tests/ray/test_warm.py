@@ -143,7 +143,9 @@ def test_a_parked_topology_whose_ray_is_gone_releases_the_lock_it_owned(tmp_path
     storage = LocalStorage(str(tmp_path))
     held = WriterLock(storage, heartbeat_ms=60_000).acquire()  # the dead coordinator's lock
     held._stop.set()  # its heartbeat died with it
-    writer = SimpleNamespace(path=str(tmp_path), storage_options=None, owner="other", _closed=False)
+    writer = SimpleNamespace(
+        path=str(tmp_path), storage_options=None, wc=None, owner="other", _closed=False
+    )
     gone = stream._Parked(writer, storage.base_uri, "key", session="a Ray shut down")  # type: ignore[arg-type]
     stream._stop_parked(gone)
     assert (tmp_path / LOCK_PATH).exists()  # not its owner's lock: left alone

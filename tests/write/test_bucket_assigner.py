@@ -117,10 +117,9 @@ def test_bootstrap_filters_by_task():
     assert np.count_nonzero(mine) == len(a.index)
 
 
-def test_new_file_groups_take_turns_over_the_writers():
-    """New file ids are drawn so that the writer hash routes them round-robin: four groups
-    over two writers are two and two (a plain hash of four ids often is not), from each of
-    two assigners."""
+def test_new_file_groups_go_to_the_assigners_own_writer():
+    """With as many writers as assigners, each assigner's new file groups have its own writer
+    as home writer: its inserts reach one writer, not every one."""
     for task in (0, 1):
         a = BucketAssigner(
             AssignerConfig.of(WriteConfig(), task, 2, max_file_size=1000, num_writers=2),
@@ -129,9 +128,33 @@ def test_new_file_groups_take_turns_over_the_writers():
         out = a.assign(_batch([f"k{i}" for i in range(40)], ["a"] * 40))
         groups = sorted({("a", f) for f in out.column(FILE_ID).to_pylist()})
         assert len(groups) == 4
-        writers = writer_of_groups(groups, 2)
-        assert sorted(np.bincount(writers, minlength=2).tolist()) == [2, 2]
+        assert writer_of_groups(groups, 2).tolist() == [task] * 4
         assert all(file_id_task(f, 2) == task for _, f in groups)
+
+
+def test_new_file_groups_take_turns_over_more_writers_than_assigners():
+    """One assigner, two writers: new file ids are drawn so that their home writers take
+    turns (a plain hash of four ids often is not two and two)."""
+    a = BucketAssigner(
+        AssignerConfig.of(WriteConfig(), 0, 1, max_file_size=1000, num_writers=2),
+        WriteProfile(avg_record_size=100),
+    )
+    out = a.assign(_batch([f"k{i}" for i in range(40)], ["a"] * 40))
+    groups = sorted({("a", f) for f in out.column(FILE_ID).to_pylist()})
+    assert len(groups) == 4
+    assert sorted(np.bincount(writer_of_groups(groups, 2), minlength=2).tolist()) == [2, 2]
+
+
+def test_a_balanced_home_split_needs_no_plan():
+    """Groups whose home writers carry even loads keep them (no plan: each assigner sends to
+    its own writer); an uneven home split gets the longest-first plan."""
+    groups = [("", new_file_id_for_task(t, 2)) for t in (0, 0, 1, 1)]
+    assert plan_writers(dict.fromkeys(groups, 10.0), 2) == {}
+    skewed = {groups[0]: 40.0, groups[1]: 30.0, groups[2]: 20.0, groups[3]: 10.0}
+    plan = plan_writers(skewed, 2)
+    assert sorted(plan) == sorted(groups)
+    totals = [sum(v for g, v in skewed.items() if plan[g] == w) for w in (0, 1)]
+    assert totals == [50.0, 50.0]
 
 
 def test_writer_plan_packs_the_largest_loads_first():
