@@ -430,6 +430,75 @@ def fsview(path: str, partition: str | None, storage_kv: tuple[str, ...], output
     emit(output, doc, [View(title, cols, rows, empty="no file slices", footer=footer)])
 
 
+# -- explain -------------------------------------------------------------------------------------
+
+
+@table_command(
+    cli,
+    "explain",
+    click.option(
+        "--filter",
+        "-f",
+        "filters",
+        nargs=3,
+        multiple=True,
+        metavar="FIELD OP VALUE",
+        help=(
+            "A read filter, as hr.read takes it (ops =, !=, <, <=, >, >=, in, 'not in'; "
+            "in-lists comma-separated); repeatable, combined with AND."
+        ),
+    ),
+    click.option(
+        "--query-type",
+        default="snapshot",
+        show_default=True,
+        help="snapshot, read_optimized or incremental.",
+    ),
+)
+def explain(
+    path: str,
+    filters: tuple[tuple[str, str, str], ...],
+    query_type: str,
+    storage_kv: tuple[str, ...],
+    output: str,
+) -> None:
+    """The plan of a read: the file groups it reads, of how many, and what pruned them
+    (partition values, the record index for record-key lookups, column statistics)."""
+    from hoodie_ray.reader.query import plan_file_slices
+
+    t = load_table(path, storage_kv)
+    summary, title = _head(t, path)
+    plan = plan_file_slices(t, query_type, filters=[tuple(f) for f in filters] or None)
+    st = plan.stats
+    doc = {
+        "table": summary,
+        "query_type": plan.query_type,
+        "query_instant": plan.query_instant,
+        "filters": [list(f) for f in filters],
+        **st,
+        "file_groups": [
+            {"partition_path": s.partition_path, "file_id": s.file_id} for s in plan.slices
+        ],
+    }
+    lines = [
+        f"query: {plan.query_type} as of {plan.query_instant or '(no commit)'}",
+        f"filters: {' AND '.join(' '.join(f) for f in filters) or '(none)'}",
+        f"file groups: {len(plan.slices)} planned of {st.get('file_groups_total', len(plan.slices))}",
+        f"pruned_by: {', '.join(st.get('pruned_by', [])) or '(nothing)'}",
+    ]
+    if "record_index" in st:
+        ri = st["record_index"]
+        lines.append(f"record_index: {ri['keys']} key(s) looked up, {ri['found']} found")
+    if "record_index_skipped" in st:
+        lines.append(f"record_index not used: {st['record_index_skipped']}")
+    rows = [
+        {"partition_path": s.partition_path or "(non-partitioned)", "file_id": s.file_id}
+        for s in plan.slices
+    ]
+    cols = [Column("partition_path", "partition"), Column("file_id", "file id")]
+    emit(output, doc, [View(title, cols, rows, empty="no file groups to read", lines=lines)])
+
+
 # -- timeline ------------------------------------------------------------------------------------
 
 

@@ -25,7 +25,7 @@ from hoodie_ray.hfile.bloom import (
     build_bloom_filter,
 )
 from hoodie_ray.hfile.reader import HFileReader, HFileTrailer
-from hoodie_ray.hfile.writer import write_hfile
+from hoodie_ray.hfile.writer import write_hfile, write_hfile_arrays
 
 __all__ = [
     "BLOOM_FILTER_META_BLOCK",
@@ -35,4 +35,5 @@ __all__ = [
     "bloom_might_contain",
     "build_bloom_filter",
     "write_hfile",
+    "write_hfile_arrays",
 ]

@@ -27,6 +27,7 @@ import struct
 from collections.abc import Sequence
 
 import numpy as np
+import pyarrow as pa
 
 from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieInputError, HoodieUnsupportedError
 
@@ -49,7 +50,7 @@ _M = np.uint32(0x5BD1E995)
 
 
 def build_bloom_filter(
-    keys: Sequence[bytes],
+    keys: Sequence[bytes] | pa.Array,
     *,
     num_entries: int = 10000,
     fpp: float = 1e-9,
@@ -132,19 +133,29 @@ def _decode(serialized: bytes) -> bytes:
         raise HoodieCorruptedDataError("bloom filter is neither Base64 nor binary") from None
 
 
-def _bit_positions(keys: Sequence[bytes], nb_hash: int, vector_size: int) -> np.ndarray:
+def _bit_positions(keys: Sequence[bytes] | pa.Array, nb_hash: int, vector_size: int) -> np.ndarray:
     """(len(keys), nb_hash) bit positions, keys of one length hashed together with numpy."""
     out = np.empty((len(keys), nb_hash), dtype=np.int64)
-    lengths = np.array(list(map(len, keys)), dtype=np.int64)
+    arrow = keys.cast(pa.large_binary()) if isinstance(keys, pa.Array) else None
+    if arrow is not None:
+        offsets = np.frombuffer(arrow.buffers()[1], np.int64)[
+            arrow.offset : arrow.offset + len(arrow) + 1
+        ]
+        lengths = np.diff(offsets)
+    else:
+        lengths = np.array(list(map(len, keys)), dtype=np.int64)
     if len(keys) and int(lengths.min()) == 0:
         raise HoodieInputError("bloom filter keys must not be empty")
     for length in np.unique(lengths).tolist():
         if lengths[0] == length and (lengths == length).all():
             idx = None
-            joined = b"".join(keys)
+            joined = _joined(arrow) if arrow is not None else b"".join(keys)  # type: ignore[arg-type]
         else:
             idx = np.flatnonzero(lengths == length)
-            joined = b"".join([keys[i] for i in idx.tolist()])
+            if arrow is not None:
+                joined = _joined(arrow.take(pa.array(idx)))
+            else:
+                joined = b"".join([keys[i] for i in idx.tolist()])
         mat = np.frombuffer(joined, np.uint8).reshape(-1, length)
         block = np.empty((mat.shape[0], nb_hash), dtype=np.int64)
         seed = np.zeros(mat.shape[0], dtype=np.uint32)
@@ -156,6 +167,12 @@ def _bit_positions(keys: Sequence[bytes], nb_hash: int, vector_size: int) -> np.
             return block
         out[idx] = block
     return out
+
+
+def _joined(arr: pa.Array) -> bytes | memoryview:
+    """The bytes of a large-binary array's values, one after another."""
+    offsets = np.frombuffer(arr.buffers()[1], np.int64)[arr.offset : arr.offset + len(arr) + 1]
+    return memoryview(arr.buffers()[2])[int(offsets[0]) : int(offsets[-1])]
 
 
 def _positions_of(key: bytes, nb_hash: int, vector_size: int) -> list[int]:

@@ -69,6 +69,10 @@ class HFileTrailer:
     compression_codec: int
 
 
+#: blocks asked for at most this many keys are searched in place, not split (get_many)
+_FEW_KEYS = 64
+
+
 class HFileReader:
     """Random and sequential access to the entries of one HFile held in memory.
 
@@ -131,23 +135,53 @@ class HFileReader:
         return values[i] if i < len(rows) and rows[i] == key else None
 
     def get_many(self, keys: Iterable[bytes]) -> dict[bytes, bytes]:
-        """``{key: value}`` for each of ``keys`` present in the file; each data block read once."""
+        """``{key: value}`` for each of ``keys`` present in the file; each data block read once.
+
+        A block asked for few keys (native layout) is not split into rows and values: its
+        entry offsets are walked once and each key found by binary search over them."""
         out: dict[bytes, bytes] = {}
         wanted = sorted(set(keys))
-        b_prev = -2
-        rows: list[bytes] = []
-        values: list[bytes] = []
+        by_block: dict[int, list[bytes]] = {}
         for key in wanted:
             b = self._block_for(key)
-            if b < 0:
+            if b >= 0:
+                by_block.setdefault(b, []).append(key)
+        for b, ks in by_block.items():
+            cached = self._cached
+            if self._fast and len(ks) <= _FEW_KEYS and not (cached and cached[0] == b):
+                self._seek_many(b, ks, out)
                 continue
-            if b != b_prev:
-                rows, values = self._block(b)
-                b_prev = b
-            i = bisect_left(rows, key)
-            if i < len(rows) and rows[i] == key:
-                out[key] = values[i]
+            rows, values = self._block(b)
+            for key in ks:
+                i = bisect_left(rows, key)
+                if i < len(rows) and rows[i] == key:
+                    out[key] = values[i]
         return out
+
+    def _seek_many(self, b: int, keys: list[bytes], out: dict[bytes, bytes]) -> None:
+        """Find ``keys`` in data block ``b`` by binary search over its entry offsets."""
+        offset = self._index_offsets[b]
+        try:
+            payload = self._read_block(offset, (HFileBlockType.DATA,), f"data block {b}")
+            offs = _entry_offsets(payload, self._fast_extra)
+        except FormatError as e:
+            raise self._corrupt(str(e)) from None
+        except _DECODE_ERRORS as e:
+            raise self._corrupt(f"data block {b} at offset {offset}: {e}") from None
+        unpack = KV_HEAD.unpack_from
+
+        def row_at(pos: int) -> bytes:
+            _, _, row_len = unpack(payload, pos)
+            return payload[pos + 10 : pos + 10 + row_len]
+
+        for key in keys:
+            i = bisect_left(offs, key, key=row_at)
+            if i < len(offs):
+                pos = offs[i]
+                key_len, value_len, row_len = unpack(payload, pos)
+                if payload[pos + 10 : pos + 10 + row_len] == key:
+                    start = pos + 8 + key_len
+                    out[key] = payload[start : start + value_len]
 
     def scan_prefix(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         """Every ``(row key, value)`` whose row key starts with ``prefix``, in key order."""
@@ -402,6 +436,25 @@ def _split_fast(payload: bytes, extra: int) -> tuple[list[bytes], list[bytes]]:
     if pos != end:
         raise FormatError("the last key-value overruns its data block")
     return rows, values
+
+
+def _entry_offsets(payload: bytes, extra: int) -> list[int]:
+    """Where each key-value of a native-layout data block starts (checked as
+    :func:`_split_fast` checks them, without slicing any row or value)."""
+    offs: list[int] = []
+    add = offs.append
+    unpack = KV_HEAD.unpack_from
+    pos = 0
+    end = len(payload)
+    while pos < end:
+        key_len, value_len, row_len = unpack(payload, pos)
+        if key_len < row_len + 2:
+            raise FormatError(f"key-value at block position {pos}: row longer than its key")
+        add(pos)
+        pos += 8 + key_len + value_len + extra
+    if pos != end:
+        raise FormatError("the last key-value overruns its data block")
+    return offs
 
 
 def _split_general(payload: bytes, tags: bool, mvcc: bool) -> tuple[list[bytes], list[bytes]]:

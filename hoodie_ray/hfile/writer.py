@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from itertools import islice, repeat
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from hoodie_ray.exceptions import HoodieInputError
 from hoodie_ray.hfile._format import (
@@ -54,7 +56,7 @@ from hoodie_ray.hfile._format import (
     proto_varint_field,
 )
 
-__all__ = ["write_hfile"]
+__all__ = ["write_hfile", "write_hfile_arrays"]
 
 _CODECS = {"gz": CODEC_GZ, "gzip": CODEC_GZ, "none": CODEC_NONE}
 _KV_HEAD_PACK = struct.Struct(">iiH").pack
@@ -93,8 +95,38 @@ def write_hfile(
     record-index base files of the v9 sample): no data block, an empty data index,
     ``firstDataBlockOffset`` -1, ``lastDataBlockOffset`` 0 and an empty ``hfile.LASTKEY``.
     """
-    codec = _check_codec(compression, block_size)
     kv = _KeyValues.of(entries, allow_empty)
+    return _write(kv, file_info, meta_blocks, compression, block_size, create_time_ms)
+
+
+def write_hfile_arrays(
+    rows: pa.Array | pa.ChunkedArray,
+    values: pa.Array | pa.ChunkedArray,
+    *,
+    file_info: Mapping[bytes, bytes] | None = None,
+    meta_blocks: Mapping[str, bytes] | None = None,
+    compression: str = "gz",
+    block_size: int = 1 << 20,
+    create_time_ms: int | None = None,
+    allow_empty: bool = False,
+) -> bytes:
+    """:func:`write_hfile` over two Arrow columns: row keys and values (string or binary,
+    no nulls, the same length; keys strictly ascending by unsigned bytes). The bytes are
+    those :func:`write_hfile` writes for the same entries; the KeyValues are assembled by
+    Arrow kernels (no Python object per entry)."""
+    kv = _ArrowKeyValues.of(rows, values, allow_empty)
+    return _write(kv, file_info, meta_blocks, compression, block_size, create_time_ms)
+
+
+def _write(
+    kv: _KeyValues | _ArrowKeyValues,
+    file_info: Mapping[bytes, bytes] | None,
+    meta_blocks: Mapping[str, bytes] | None,
+    compression: str,
+    block_size: int,
+    create_time_ms: int | None,
+) -> bytes:
+    codec = _check_codec(compression, block_size)
     extra_info = _check_file_info(file_info)
     metas = _check_meta_blocks(meta_blocks)
     out = _HFileOutput(codec)
@@ -114,9 +146,9 @@ def write_hfile(
                 TrailerField.UNCOMPRESSED_DATA_INDEX_SIZE: kv.data_size(),
                 TrailerField.DATA_INDEX_COUNT: len(data_index),
                 TrailerField.META_INDEX_COUNT: len(meta_index),
-                TrailerField.ENTRY_COUNT: len(kv.rows),
+                TrailerField.ENTRY_COUNT: kv.count,
                 TrailerField.NUM_DATA_INDEX_LEVELS: 1,
-                TrailerField.FIRST_DATA_BLOCK_OFFSET: 0 if kv.rows else -1,
+                TrailerField.FIRST_DATA_BLOCK_OFFSET: 0 if kv.count else -1,
                 TrailerField.LAST_DATA_BLOCK_OFFSET: out.last_data_block_offset,
                 TrailerField.COMPARATOR_CLASS_NAME: COMPARATOR_CLASS_NAME,
                 TrailerField.COMPRESSION_CODEC: codec,
@@ -135,6 +167,19 @@ class _KeyValues:
     row_lens: np.ndarray
     value_lens: np.ndarray
 
+    @property
+    def count(self) -> int:
+        return len(self.rows)
+
+    def row(self, i: int) -> bytes:
+        return self.rows[i]
+
+    def payload(self, a: int, b: int) -> bytes:
+        """The KeyValues of entries ``[a, b)``: one data block's payload."""
+        return _data_payload(
+            self.rows[a:b], self.values[a:b], self.row_lens[a:b], self.value_lens[a:b]
+        )
+
     @classmethod
     def of(cls, entries: Sequence[tuple[bytes, bytes]], allow_empty: bool) -> _KeyValues:
         rows, values = _split_entries(entries, allow_empty)
@@ -146,8 +191,124 @@ class _KeyValues:
 
     def data_size(self) -> int:
         """Bytes of all KeyValues (the trailer's uncompressedDataIndexSize, as Java fills it)."""
-        n = len(self.rows)
+        n = self.count
         return int(self.row_lens.sum() + self.value_lens.sum()) + n * (KEY_OVERHEAD + 9)
+
+
+_HEAD_DTYPE = np.dtype([("key", ">i4"), ("value", ">i4"), ("row", ">u2")])
+
+
+class _ArrowKeyValues:
+    """The checked entries as Arrow columns; each KeyValue is assembled by one Arrow kernel
+    (``binary_join_element_wise``), so a data block's payload is a slice of one buffer."""
+
+    def __init__(self, rows: pa.Array, kvs: pa.Array, row_lens: np.ndarray, value_lens: np.ndarray):
+        self._rows = rows
+        self._kvs = kvs
+        self.row_lens = row_lens
+        self.value_lens = value_lens
+        n = len(kvs)
+        self._offsets = (
+            np.frombuffer(kvs.buffers()[1], dtype=np.int64)[kvs.offset : kvs.offset + n + 1]
+            if n
+            else np.zeros(1, dtype=np.int64)
+        )
+        self._data = kvs.buffers()[2] if n else None
+
+    @classmethod
+    def of(
+        cls, rows: pa.Array | pa.ChunkedArray, values: pa.Array | pa.ChunkedArray, allow_empty: bool
+    ) -> _ArrowKeyValues:
+        rows = _as_large_binary(rows, "row key")
+        values = _as_large_binary(values, "value")
+        n = len(rows)
+        if len(values) != n:
+            raise HoodieInputError(
+                f"HFile columns differ in length: {n} keys, {len(values)} values"
+            )
+        if not n and not allow_empty:
+            raise HoodieInputError("an HFile needs at least one entry (got none)")
+        row_lens = _lengths(rows)
+        value_lens = _lengths(values)
+        if n:
+            if int(row_lens.max()) > _MAX_ROW_LEN:
+                i = int(np.argmax(row_lens > _MAX_ROW_LEN))
+                r = rows[i].as_py()
+                raise HoodieInputError(
+                    f"HFile row key {_show(r)} has {len(r)} bytes, more than {_MAX_ROW_LEN}"
+                )
+            if int(value_lens.max()) > _MAX_VALUE_LEN:
+                i = int(np.argmax(value_lens > _MAX_VALUE_LEN))
+                raise HoodieInputError(f"HFile value of key {_show(rows[i].as_py())} is too large")
+        if n > 1:
+            ok = pc.greater(rows.slice(1), rows.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+            if not ok.all():
+                i = int(np.argmin(ok)) + 1
+                a, b = rows[i - 1].as_py(), rows[i].as_py()
+                how = "repeats" if a == b else "sorts before"
+                raise HoodieInputError(
+                    f"HFile keys must be strictly ascending: key {i} {_show(b)} {how} "
+                    f"the key before it {_show(a)}"
+                )
+        heads = np.empty(n, dtype=_HEAD_DTYPE)
+        heads["key"] = row_lens + KEY_OVERHEAD
+        heads["value"] = value_lens
+        heads["row"] = row_lens
+        head_col = pa.FixedSizeBinaryArray.from_buffers(
+            pa.binary(_HEAD_DTYPE.itemsize), n, [None, pa.py_buffer(heads.tobytes())]
+        ).cast(pa.large_binary())
+        kvs = pc.binary_join_element_wise(
+            head_col,
+            rows,
+            pa.scalar(KEY_TAIL, pa.large_binary()),
+            values,
+            pa.scalar(_MVCC_ZERO, pa.large_binary()),
+            pa.scalar(b"", pa.large_binary()),  # the separator
+        )
+        return cls(rows, kvs, row_lens, value_lens)
+
+    @property
+    def count(self) -> int:
+        return len(self._kvs)
+
+    def row(self, i: int) -> bytes:
+        v = self._rows[i].as_py()
+        assert isinstance(v, bytes)
+        return v
+
+    def payload(self, a: int, b: int) -> bytes:
+        """The KeyValues of entries ``[a, b)``: one data block's payload."""
+        assert self._data is not None
+        start, stop = int(self._offsets[a]), int(self._offsets[b])
+        return self._data[start:stop].to_pybytes()
+
+    def data_size(self) -> int:
+        n = self.count
+        return int(self.row_lens.sum() + self.value_lens.sum()) + n * (KEY_OVERHEAD + 9)
+
+
+def _as_large_binary(col: pa.Array | pa.ChunkedArray, what: str) -> pa.Array:
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    if not isinstance(col, pa.Array) or not (
+        pa.types.is_binary(col.type)
+        or pa.types.is_large_binary(col.type)
+        or pa.types.is_string(col.type)
+        or pa.types.is_large_string(col.type)
+    ):
+        raise HoodieInputError(f"HFile {what}s must be an Arrow string or binary array")
+    if col.null_count:
+        raise HoodieInputError(f"HFile {what}s may not be null")
+    return col.cast(pa.large_binary())
+
+
+def _lengths(col: pa.Array) -> np.ndarray:
+    if not len(col):
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.frombuffer(col.buffers()[1], dtype=np.int64)[
+        col.offset : col.offset + len(col) + 1
+    ]
+    return np.diff(offsets)
 
 
 class _HFileOutput:
@@ -171,12 +332,12 @@ class _HFileOutput:
         self.append(block)
         return entry
 
-    def data_blocks(self, kv: _KeyValues, block_size: int) -> list[bytes]:
+    def data_blocks(self, kv: _KeyValues | _ArrowKeyValues, block_size: int) -> list[bytes]:
         """Write the data blocks; return the data index (each block under its first row)."""
         bounds = _block_bounds(kv.row_lens + kv.value_lens + 9, block_size)
         index = []
         for (start, _), block in zip(bounds, _data_blocks(kv, bounds, self.codec), strict=True):
-            first_row = kv.rows[start]
+            first_row = kv.row(start)
             key = U16.pack(len(first_row)) + first_row
             index.append(_index_entry(self.offset, len(block), key))
             self.last_data_block_offset = self.offset
@@ -300,13 +461,12 @@ def _block_bounds(sizes: np.ndarray, block_size: int) -> list[tuple[int, int]]:
     return bounds
 
 
-def _data_blocks(kv: _KeyValues, bounds: list[tuple[int, int]], codec: int) -> list[bytes]:
+def _data_blocks(
+    kv: _KeyValues | _ArrowKeyValues, bounds: list[tuple[int, int]], codec: int
+) -> list[bytes]:
     """The serialized data blocks. GZ payloads are deflated on worker threads (zlib releases
     the GIL) while the next payloads are assembled; the bytes do not depend on the threads."""
-    payloads = (
-        _data_payload(kv.rows[a:b], kv.values[a:b], kv.row_lens[a:b], kv.value_lens[a:b])
-        for a, b in bounds
-    )
+    payloads = (kv.payload(a, b) for a, b in bounds)
     workers = min(_MAX_COMPRESS_THREADS, os.cpu_count() or 1)
     if codec != CODEC_GZ or len(bounds) < 2 or workers < 2:
         return [_block(HFileBlockType.DATA, p, codec) for p in payloads]
@@ -360,13 +520,13 @@ def _index_entry(offset: int, on_disk_size: int, key: bytes) -> bytes:
 
 
 def _file_info(
-    kv: _KeyValues, extra_info: Mapping[bytes, bytes], create_time_ms: int | None
+    kv: _KeyValues | _ArrowKeyValues, extra_info: Mapping[bytes, bytes], create_time_ms: int | None
 ) -> dict[bytes, bytes]:
     """The file info in Java's insertion order: ``MAX_MEMSTORE_TS_KEY`` at open, the caller's
     entries, the rest at close (it decides the order of colliding keys in the emulated
     ``HashMap``, :func:`_java_hashmap_order`)."""
-    n = len(kv.rows)
-    last_row = kv.rows[-1] if n else b""
+    n = kv.count
+    last_row = kv.row(n - 1) if n else b""
     if create_time_ms is None:
         create_time_ms = int(time.time() * 1000)
     return {  # the writer's own in the order HFileWriterImpl adds them

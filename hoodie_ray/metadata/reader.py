@@ -22,7 +22,7 @@ from hoodie_ray.config.table_config import (
     HoodieTableConfig,
     parse_java_properties,
 )
-from hoodie_ray.exceptions import HoodieTableNotFoundError
+from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieTableNotFoundError
 from hoodie_ray.file_group.naming import parse_base_file_name, parse_log_file_name
 from hoodie_ray.file_group.view import FileSlice, FileSystemView
 from hoodie_ray.hfile import HFileReader
@@ -48,6 +48,7 @@ from hoodie_ray.metadata.records import (
     column_stats_key,
     decode_record_index,
     decode_value,
+    key_to_file_group_indexes,
     partition_identifier,
 )
 from hoodie_ray.storage import FileInfo, Storage, join
@@ -254,6 +255,46 @@ class MetadataTable:
         for key, (value, schema) in self.raw_records(RECORD_INDEX).items():
             part, fid, _ = decode_record_index(decode_value(value, schema))
             out.setdefault((part or "", fid), []).append(key)
+        return out
+
+    def record_index_locations(self, keys: Iterable[str]) -> dict[str, tuple[str, str]]:
+        """``record key -> (data partition, file id)`` of those of ``keys`` the record index
+        holds. Only the record-index file groups the keys hash to are read, and in each only
+        the HFile data blocks the block index names for them (plus the group's log blocks);
+        keys that are not indexed are absent."""
+        wanted = sorted(set(keys))
+        slices = self.file_slices(RECORD_INDEX)
+        if not wanted or not slices:
+            return {}
+        by_index: dict[int, FileSlice] = {}
+        for fs in slices:
+            try:
+                by_index[int(fs.file_id.rsplit("-", 2)[-2])] = fs
+            except ValueError:
+                raise HoodieCorruptedDataError(
+                    f"{self.storage.uri(RECORD_INDEX)}: file group {fs.file_id} is not a "
+                    "record-index file group id"
+                ) from None
+        n = len(slices)
+        if sorted(by_index) != list(range(n)):
+            raise HoodieCorruptedDataError(
+                f"{self.storage.uri(RECORD_INDEX)}: file groups {sorted(by_index)} are not "
+                f"0..{n - 1}"
+            )
+        groups = key_to_file_group_indexes(wanted, n) if n > 1 else [0] * len(wanted)
+        keys_of: dict[int, set[str]] = {}
+        for k, g in zip(wanted, groups, strict=True):
+            keys_of.setdefault(int(g), set()).add(k)
+        out: dict[str, tuple[str, str]] = {}
+        decoded: dict[bytes, tuple[str, str]] = {}
+        for g, ks in sorted(keys_of.items()):
+            for key, (value, schema) in self.slice_records(by_index[g], ks).items():
+                raw = bytes(value)
+                loc = decoded.get(raw)
+                if loc is None:
+                    part, fid, _ = decode_record_index(decode_value(raw, schema))
+                    loc = decoded[raw] = (part or "", fid)
+                out[key] = loc
         return out
 
     def column_ranges(

@@ -42,12 +42,14 @@ import re
 import struct
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, NamedTuple
 
 import fastavro
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieInputError
 from hoodie_ray.log_format.blocks import BLOCK_CONTENT_VERSION, DeleteBlock
@@ -62,6 +64,7 @@ __all__ = [
     "RECORD_TYPE_SECONDARY_INDEX",
     "FileListing",
     "MetadataPartitionType",
+    "RecordIndexColumns",
     "all_partitions_record",
     "bloom_filter_key",
     "column_index_id",
@@ -86,6 +89,7 @@ __all__ = [
     "partition_index_id",
     "partition_stats_key",
     "record_index_record",
+    "record_index_value",
     "xxhash64",
 ]
 
@@ -589,27 +593,33 @@ def _pow31(n: int) -> np.ndarray:
 
 def _hash_units(units: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Java string hashes (int32) of the keys whose UTF-16 code units are
-    ``units[offsets[i]:offsets[i+1]]``."""
+    ``units[offsets[i]:offsets[i+1]]``.
+
+    Horner's rule one character position at a time over all keys still that long (keys
+    ordered longest first, so those are a prefix): ``h = 31*h + unit`` in wrapping uint32,
+    about one pass over the key bytes, no per-unit temporaries."""
     n = len(offsets) - 1
-    lengths = np.diff(offsets).astype(np.int64)
-    if n == 0:
+    if n <= 0:
         return np.zeros(0, dtype=np.int32)
-    total = int(offsets[-1] - offsets[0])
-    if total == 0:
-        return np.zeros(n, dtype=np.int32)
-    units = units[int(offsets[0]) : int(offsets[-1])].astype(np.uint64)
-    starts = (offsets[:-1] - offsets[0]).astype(np.int64)
-    ends = starts + lengths
-    # exponent of each unit: distance to the end of its key
-    key_of_unit = np.repeat(np.arange(n), lengths)
-    exps = ends[key_of_unit] - 1 - np.arange(total, dtype=np.int64)
-    with np.errstate(over="ignore"):
-        terms = units * _pow31(int(lengths.max()))[exps]
-        nonempty = lengths > 0
-        sums = np.zeros(n, dtype=np.uint64)
-        if nonempty.any():
-            sums[nonempty] = np.add.reduceat(terms, starts[nonempty])
-    return (sums & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32)
+    starts = offsets[:-1].astype(np.int64)
+    lengths = np.diff(offsets).astype(np.int64)
+    order = np.argsort(-lengths, kind="stable")
+    s_starts = starts[order]
+    s_lens = lengths[order]
+    units32 = units.astype(np.uint32, copy=False)
+    h = np.zeros(n, dtype=np.uint32)
+    longest = int(s_lens[0])
+    # active[j]: how many keys are longer than j (a prefix of the longest-first order)
+    active: np.ndarray = n - np.searchsorted(s_lens[::-1], np.arange(longest), side="right")
+    mult = np.uint32(31)
+    for j in range(longest):
+        m = int(active[j])
+        hj = h[:m]
+        hj *= mult
+        hj += units32[s_starts[:m] + j]
+    out = np.empty(n, dtype=np.uint32)
+    out[order] = h
+    return out.view(np.int32)
 
 
 def key_to_file_group_indexes(
@@ -1041,6 +1051,114 @@ def decode_record_index(record: Mapping[str, Any]) -> tuple[str, str, int]:
     else:
         raise HoodieCorruptedDataError(f"record-index value with unknown fileIdEncoding {encoding}")
     return info["partitionName"], file_id, info["instantTime"]
+
+
+def record_index_value(
+    partition: str, file_id: str, instant_time_ms: int, table_version: int
+) -> bytes:
+    """The Avro bytes of the record-index value locating a key in ``(partition, file_id)``
+    (what :func:`record_index_record` and :func:`encode_records` write: the value does not
+    hold the key, so every key of one file group shares these bytes)."""
+    _, r = record_index_record("", partition, file_id, instant_time_ms)
+    return encode_records([r], table_version)[0]
+
+
+@dataclass(frozen=True)
+class RecordIndexColumns:
+    """Record-index entries column-wise: key ``keys[i]`` is located by the Avro value
+    ``values[loc[i]]`` (one value per file group location, shared by all its keys).
+
+    What the record index is built and updated from without a Python object per key: keys
+    are hashed to their MDT file group from the Arrow buffers
+    (:func:`key_to_file_group_indexes`), sorted by Arrow, and written with
+    :func:`~hoodie_ray.hfile.write_hfile_arrays`.
+    """
+
+    keys: pa.Array
+    loc: np.ndarray
+    values: list[bytes]
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @classmethod
+    def empty(cls) -> RecordIndexColumns:
+        return cls(pa.array([], pa.large_string()), np.zeros(0, np.int32), [])
+
+    @classmethod
+    def of_locations(
+        cls,
+        located: Iterable[tuple[str, str, int, pa.Array | pa.ChunkedArray | Sequence[str]]],
+        table_version: int,
+    ) -> RecordIndexColumns:
+        """Entries of ``(data partition, file id, instant millis, keys)``; a later key
+        replaces an earlier copy of itself (see :meth:`sorted_unique`)."""
+        values: list[bytes] = []
+        value_of: dict[tuple[str, str, int], int] = {}
+        arrays: list[pa.Array] = []
+        locs: list[np.ndarray] = []
+        for part, fid, ms, keys in located:
+            arr = (
+                keys
+                if isinstance(keys, pa.Array | pa.ChunkedArray)
+                else pa.array(keys, pa.string())
+            )
+            if isinstance(arr, pa.ChunkedArray):
+                arr = arr.combine_chunks() if arr.num_chunks else pa.array([], pa.string())
+            if not len(arr):
+                continue
+            if arr.null_count:
+                raise HoodieInputError(f"record keys of file group {part}/{fid} may not be null")
+            loc = value_of.get((part, fid, ms))
+            if loc is None:
+                loc = value_of[(part, fid, ms)] = len(values)
+                values.append(record_index_value(part, fid, ms, table_version))
+            arrays.append(arr.cast(pa.large_string()))
+            locs.append(np.full(len(arr), loc, dtype=np.int32))
+        if not arrays:
+            return cls(pa.array([], pa.large_string()), np.zeros(0, np.int32), values)
+        keys_all = pa.concat_arrays(arrays) if len(arrays) > 1 else arrays[0]
+        return cls(keys_all, np.concatenate(locs), values)
+
+    def take(self, idx: np.ndarray) -> RecordIndexColumns:
+        """The entries at positions ``idx``, in that order."""
+        return RecordIndexColumns(self.keys.take(pa.array(idx)), self.loc[idx], self.values)
+
+    def file_group_indexes(self, groups: int) -> np.ndarray:
+        """Each key's MDT file group (Java's key hash; 0 for a single group)."""
+        if groups == 1:
+            return np.zeros(len(self.keys), dtype=np.int32)
+        return key_to_file_group_indexes(self.keys, groups)
+
+    def split(self, groups: int) -> list[RecordIndexColumns]:
+        """The entries of each of ``groups`` file groups, in their order here."""
+        of = self.file_group_indexes(groups)
+        order = np.argsort(of, kind="stable")
+        bounds = np.searchsorted(of[order], np.arange(groups + 1))
+        return [self.take(order[bounds[g] : bounds[g + 1]]) for g in range(groups)]
+
+    def sorted_unique(self) -> RecordIndexColumns:
+        """Sorted by key bytes (an HFile's order); of a key held more than once, the last."""
+        n = len(self.keys)
+        if n == 0:
+            return self
+        order = pc.sort_indices(self.keys).to_numpy()  # stable: repeats stay in order
+        if n > 1:
+            ks = self.keys.take(pa.array(order))
+            same = pc.equal(ks.slice(1), ks.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+            if same.any():
+                keep = np.ones(n, dtype=bool)
+                keep[:-1] = ~same  # the last of each run of equal keys
+                order = order[keep]
+        return self.take(order)
+
+    def value_column(self) -> pa.Array:
+        """Each key's Avro value (binary), as an Arrow column."""
+        return pa.array(self.values, pa.binary()).take(pa.array(self.loc))
+
+    def to_records(self) -> dict[str, bytes]:
+        """``key -> value`` (Python objects: for tests and small inputs)."""
+        return dict(zip(self.keys.to_pylist(), (self.values[i] for i in self.loc), strict=True))
 
 
 _INSTANT_RE = re.compile(r"^\d{14}(\d{3})?\d*$")

@@ -30,7 +30,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hoodie_ray.avro.schema import avro_to_arrow_schema
@@ -48,7 +50,7 @@ from hoodie_ray.file_group.naming import (
     parse_log_file_name,
     partition_metadata_bytes,
 )
-from hoodie_ray.hfile import build_bloom_filter, write_hfile
+from hoodie_ray.hfile import build_bloom_filter, write_hfile, write_hfile_arrays
 from hoodie_ray.log_format.blocks import (
     DataBlock,
     DeleteBlock,
@@ -238,12 +240,18 @@ class _Changes:
 
     upserts: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     deletes: dict[str, set[str]] = field(default_factory=dict)
+    #: record-index upserts, column-wise (encoded values, no record dicts)
+    columns: dict[str, rec.RecordIndexColumns] = field(default_factory=dict)
 
     def put(self, partition: str, key: str, record: dict[str, Any]) -> None:
         self.upserts.setdefault(partition, {})[key] = record
 
     def is_empty(self) -> bool:
-        return not any(self.upserts.values()) and not any(self.deletes.values())
+        return (
+            not any(self.upserts.values())
+            and not any(self.deletes.values())
+            and not any(len(c) for c in self.columns.values())
+        )
 
 
 def _file_name(path: str) -> str:
@@ -379,21 +387,22 @@ class MetadataWriter:
 
     def initialize_record_index(self, entries: Iterable[tuple[str, str, str, Any]]) -> None:
         """Build the ``record_index`` partition from ``(partition, file id, base instant, live
-        keys)`` of every latest file slice, in ``max(10, keys / 4M)`` file groups."""
-        located = [
-            (p, f, ts, list(k.to_pylist() if hasattr(k, "to_pylist") else k))
-            for p, f, ts, k in entries
-        ]
-        total = sum(len(k) for *_, k in located)
-        groups = max(RECORD_INDEX_MIN_GROUPS, -(-total // RECORD_INDEX_KEYS_PER_GROUP))
+        keys)`` of every latest file slice, in ``max(10, keys / 4M)`` file groups.
+
+        Column-wise: keys stay in Arrow arrays (a list of strings is accepted too), each file
+        slice's location is Avro-encoded once, and each file group's base HFile is written
+        from its sorted key and value columns."""
         tz = self.table.table_config.props.get("hoodie.table.timeline.timezone", "LOCAL")
-        records: dict[str, dict[str, Any]] = {}
-        for part, fid, base_ts, keys in located:
-            ms = rec.instant_to_epoch_ms(base_ts, tz)
-            for key in keys:
-                k, r = rec.record_index_record(key, part, fid, ms)
-                records[k] = r
-        self._initialize_partition(RECORD_INDEX, records, groups, first_suffix=2)
+        ms_of: dict[str, int] = {}
+        located = []
+        for part, fid, base_ts, keys in entries:
+            if base_ts not in ms_of:
+                ms_of[base_ts] = rec.instant_to_epoch_ms(base_ts, tz)
+            located.append((part, fid, ms_of[base_ts], keys))
+        cols = rec.RecordIndexColumns.of_locations(located, self.table_version)
+        total = len(cols)
+        groups = max(RECORD_INDEX_MIN_GROUPS, -(-total // RECORD_INDEX_KEYS_PER_GROUP))
+        self._initialize_partition(RECORD_INDEX, cols, groups, first_suffix=2)
 
     def initialize_column_stats(self, with_partition_stats: bool) -> None:
         """Build ``column_stats`` (every committed file's statistics, as Java computes them,
@@ -454,7 +463,11 @@ class MetadataWriter:
         return partition
 
     def _initialize_partition(
-        self, partition: str, records: Mapping[str, dict[str, Any]], groups: int, first_suffix: int
+        self,
+        partition: str,
+        records: Mapping[str, dict[str, Any]] | rec.RecordIndexColumns,
+        groups: int,
+        first_suffix: int,
     ) -> None:
         """One MDT partition built in its own init delta commit (spec 5.5): listed in flight,
         base HFiles per file group by the Java key hash (an empty group exists through an
@@ -471,10 +484,14 @@ class MetadataWriter:
         )
         self._start(Instant(ts, Action.DELTA_COMMIT, State.REQUESTED))
         self._partition_folder(partition, ts)
-        by_group = _split_by_file_group(records, groups, partition)
+        by_group: list[dict[str, dict[str, Any]]] | list[rec.RecordIndexColumns] = (
+            records.split(groups)
+            if isinstance(records, rec.RecordIndexColumns)
+            else _split_by_file_group(records, groups, partition)
+        )
         stats = [
-            self._initial_file_group(partition, idx, ts, group_records)
-            for idx, group_records in enumerate(by_group)
+            self._initial_file_group(partition, idx, ts, by_group[idx])
+            for idx in range(len(by_group))
         ]
         self._complete(ts, stats, BULK_INSERT_PREPPED)
         cfg = self.table.table_config
@@ -488,14 +505,25 @@ class MetadataWriter:
         )
 
     def _initial_file_group(
-        self, partition: str, idx: int, ts: str, records: Mapping[str, dict[str, Any]]
+        self,
+        partition: str,
+        idx: int,
+        ts: str,
+        records: Mapping[str, dict[str, Any]] | rec.RecordIndexColumns,
     ) -> HoodieWriteStat:
         """File group ``idx`` of a partition being initialised at ``ts``: a base HFile of its
         records, or a log file of one empty delete block when it has none."""
         fid = rec.file_group_id(partition, idx)
-        if records:
+        if isinstance(records, rec.RecordIndexColumns):
+            records = records.sorted_unique()
+        if len(records):
             name = base_file_name(fid, BASE_WRITE_TOKEN, ts, HFILE_EXTENSION)
-            size = self._write_base_hfile(join(partition, name), records)
+            if isinstance(records, rec.RecordIndexColumns):
+                data = self._hfile_columns(records, base=True)
+                self.storage.write_bytes(join(partition, name), data)
+                size = len(data)
+            else:
+                size = self._write_base_hfile(join(partition, name), records)
         else:
             name = log_file_name(fid, ts, 1, INIT_WRITE_TOKEN)
             block = DeleteBlock({HeaderMetadataType.INSTANT_TIME: ts}, [], partition)
@@ -661,27 +689,73 @@ class MetadataWriter:
 
     def _record_index_changes(self, instant: str, meta: HoodieCommitMetadata, ch: _Changes) -> None:
         """Keys new to a file group get their location; deleted keys leave the index unless
-        the same instant put them somewhere else (a partition move)."""
+        the same instant put them somewhere else (a partition move). Column-wise: each key's
+        last change in each file group decides, and of the groups that gained a key the
+        last one written names its location."""
         tz = self.table.table_config.props.get("hoodie.table.timeline.timezone", "LOCAL")
         ms = rec.instant_to_epoch_ms(instant, tz)
-        placed: set[str] = set()
-        gone: set[str] = set()
+        located: list[tuple[str, str, int, pa.Array]] = []
+        key_arrays: list[pa.Array] = []
+        gained: list[np.ndarray] = []
+        group: list[np.ndarray] = []
         for part, stat in meta.iter_write_stats():
             ops = stat.record_key_ops or []
             if not ops or not stat.file_id:
                 continue
-            keys = pa.concat_arrays([k for k, _ in ops]).to_pylist()
-            flags = [g for k, g in ops for _ in range(len(k))]
-            last = dict(zip(keys, flags, strict=True))  # each key's last change in this group
-            for key, gained in last.items():
-                if gained:
-                    k, r = rec.record_index_record(key, part or "", stat.file_id, ms)
-                    ch.put(RECORD_INDEX, k, r)
-                    placed.add(key)
-                else:
-                    gone.add(key)
-        if gone - placed:
-            ch.deletes[RECORD_INDEX] = gone - placed
+            g = len(located)
+            keys = pa.concat_arrays([k.cast(pa.large_string()) for k, _ in ops])
+            located.append((part or "", stat.file_id, ms, keys))
+            key_arrays.append(keys)
+            gained += [np.full(len(k), bool(f)) for k, f in ops]
+            group.append(np.full(len(keys), g, dtype=np.int32))
+        if not key_arrays:
+            return
+        keys = pa.concat_arrays(key_arrays)
+        n = len(keys)
+        if n == 0:
+            return
+        flags = np.concatenate(gained)
+        of = np.concatenate(group)
+        order = pc.sort_indices(keys).to_numpy()  # stable: by key, then as written
+        ks = keys.take(pa.array(order))
+        flags, of = flags[order], of[order]
+        new_key = np.ones(n, dtype=bool)
+        if n > 1:
+            new_key[1:] = ~pc.equal(ks.slice(1), ks.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+        run = np.cumsum(new_key) - 1  # the run of equal keys each position belongs to
+        last_in_group = np.ones(n, dtype=bool)  # a key's last change in its file group
+        last_in_group[:-1] = new_key[1:] | (of[1:] != of[:-1])
+        put = last_in_group & flags
+        placed = np.zeros(int(run[-1]) + 1, dtype=bool)
+        placed[run[put]] = True
+        # of the groups that gained a key, the last one written wins (as a dict update would)
+        winner = np.zeros(len(placed), dtype=np.int64) - 1
+        winner[run[put]] = np.flatnonzero(put)  # later positions overwrite earlier ones
+        win = winner[winner >= 0]
+        if len(win):
+            values, loc_of_group = self._location_values(located)
+            ch.columns[RECORD_INDEX] = rec.RecordIndexColumns(
+                ks.take(pa.array(win)), loc_of_group[of[win]], values
+            )
+        gone = last_in_group & ~flags & ~placed[run]
+        if gone.any():
+            ch.deletes[RECORD_INDEX] = set(ks.filter(pa.array(gone)).to_pylist())
+
+    def _location_values(
+        self, located: Sequence[tuple[str, str, int, Any]]
+    ) -> tuple[list[bytes], np.ndarray]:
+        """The record-index value of each ``(partition, file id, millis, _)`` (one encoding per
+        distinct location) and each entry's index into them."""
+        values: list[bytes] = []
+        index: dict[tuple[str, str, int], int] = {}
+        loc = np.empty(len(located), dtype=np.int32)
+        for i, (part, fid, ms, _) in enumerate(located):
+            at = index.get((part, fid, ms))
+            if at is None:
+                at = index[(part, fid, ms)] = len(values)
+                values.append(rec.record_index_value(part, fid, ms, self.table_version))
+            loc[i] = at
+        return values, loc
 
     # -- secondary indexes ----------------------------------------------------------------------
     def secondary_indexes(self) -> dict[str, IndexDefinition]:
@@ -920,7 +994,7 @@ class MetadataWriter:
             self.rollback_instant(instant)  # a retry of this instant
         self._start(Instant(instant, Action.DELTA_COMMIT, State.REQUESTED))
         stats = []
-        for part in sorted(set(changes.upserts) | set(changes.deletes)):
+        for part in sorted(set(changes.upserts) | set(changes.deletes) | set(changes.columns)):
             self._partition_folder(part, instant)
             stats += self._write_logs(part, instant, changes)
         self._complete(instant, stats, UPSERT_PREPPED)
@@ -931,6 +1005,12 @@ class MetadataWriter:
         for key, record in changes.upserts.get(part, {}).items():
             idx = _key_file_group(part, key, groups)
             by_group.setdefault(idx, ({}, []))[0][key] = record
+        column_groups: dict[int, rec.RecordIndexColumns] = {}
+        if part in changes.columns:
+            for idx, group_cols in enumerate(changes.columns[part].split(groups)):
+                if len(group_cols):
+                    column_groups[idx] = group_cols.sorted_unique()
+                    by_group.setdefault(idx, ({}, []))
         for key in sorted(changes.deletes.get(part, ())):
             idx = _key_file_group(part, key, groups)
             by_group.setdefault(idx, ({}, []))[1].append(key)
@@ -942,8 +1022,13 @@ class MetadataWriter:
                 HeaderMetadataType.SCHEMA: self.schema_json,
             }
             blocks: list[Any] = []
-            if upserts:
+            cols = column_groups.get(idx)
+            if cols is not None:
+                content = self._hfile_columns(cols, base=False)
+                blocks.append(HFileDataBlock(header, content=content))
+            elif upserts:
                 blocks.append(HFileDataBlock(header, content=self._hfile(upserts, base=False)))
+            n_upserts = len(cols) if cols is not None else len(upserts)
             if deletes:
                 blocks.append(DeleteBlock(header, deletes, part))
             name = log_file_name(fid, instant, 1, LOG_WRITE_TOKEN)
@@ -956,8 +1041,8 @@ class MetadataWriter:
                     file_id=fid,
                     path=res.path,
                     prev_commit=base_instants.get(fid, "null"),
-                    num_writes=len(upserts) + len(deletes),
-                    num_update_writes=len(upserts),
+                    num_writes=n_upserts + len(deletes),
+                    num_update_writes=n_upserts,
                     num_deletes=len(deletes),
                     total_write_bytes=res.size,
                     partition_path=part,
@@ -1007,6 +1092,21 @@ class MetadataWriter:
             file_info=info,
             meta_blocks=meta,
             allow_empty=base,  # a compacted group may hold no live record (Java's too)
+        )
+
+    def _hfile_columns(self, cols: rec.RecordIndexColumns, *, base: bool) -> bytes:
+        """:meth:`_hfile` of column-wise entries (sorted, unique keys): the same bytes."""
+        info = {b"schema": self.schema_json.encode()}
+        rows = cols.keys.cast(pa.large_binary())
+        meta: dict[str, bytes] = {}
+        if base:
+            meta[BLOOM_META_BLOCK] = build_bloom_filter(rows)
+            info[b"bloomFilterTypeCode"] = BLOOM_TYPE_CODE
+            if len(rows):
+                info[b"minRecordKey"] = rows[0].as_py()
+                info[b"maxRecordKey"] = rows[-1].as_py()
+        return write_hfile_arrays(
+            rows, cols.value_column(), file_info=info, meta_blocks=meta, allow_empty=base
         )
 
     def _commit_metadata(
@@ -1141,21 +1241,58 @@ class MetadataWriter:
 
     def _compact_slice(self, mdt: MetadataTable, part: str, fs: Any, ts: str) -> HoodieWriteStat:
         """The new base HFile of one MDT file slice, compacted at ``ts``."""
-        merged = self._merged_slice(mdt, part, fs)
         name = base_file_name(fs.file_id, BASE_WRITE_TOKEN, ts, HFILE_EXTENSION)
-        for r in merged.values():
-            r["_hoodie_file_name"] = name
-        size = self._write_base_hfile(join(part, name), merged)
+        if part == RECORD_INDEX:
+            cols = self._merged_record_index(mdt, fs, name)
+            data = self._hfile_columns(cols, base=True)
+            self.storage.write_bytes(join(part, name), data)
+            size, written = len(data), len(cols)
+        else:
+            merged = self._merged_slice(mdt, part, fs)
+            for r in merged.values():
+                r["_hoodie_file_name"] = name
+            size, written = self._write_base_hfile(join(part, name), merged), len(merged)
         return HoodieWriteStat(
             file_id=fs.file_id,
             path=join(part, name),
             prev_commit=fs.base_instant,
-            num_writes=len(merged),
+            num_writes=written,
             total_write_bytes=size,
             partition_path=part,
             file_size_in_bytes=size,
             total_log_files_compacted=len(fs.log_files),
         )
+
+    def _merged_record_index(
+        self, mdt: MetadataTable, fs: Any, name: str
+    ) -> rec.RecordIndexColumns:
+        """The live entries of one record-index file slice, column-wise, each value
+        re-encoded as :meth:`_merged_slice` and ``_compact_slice`` would (the current schema,
+        ``_hoodie_file_name`` = ``name``), but once per distinct stored value."""
+        slice_records = mdt.slice_records(fs)
+        keys = sorted(slice_records, key=str.encode)
+        values: list[bytes] = []
+        index: dict[tuple[bytes, str], int] = {}
+        loc = np.empty(len(keys), dtype=np.int32)
+        live = np.ones(len(keys), dtype=bool)
+        for i, k in enumerate(keys):
+            raw, schema = slice_records[k]
+            at = index.get((raw, schema))
+            if at is None:
+                r = decode_value(raw, schema)
+                if rec.is_deleted_record(r):
+                    at = -1
+                else:
+                    r["_hoodie_file_name"] = name
+                    at = len(values)
+                    values.append(rec.encode_records([r], self.table_version)[0])
+                index[(raw, schema)] = at
+            if at < 0:
+                live[i] = False
+            loc[i] = max(at, 0)
+        arr = pa.array(keys, pa.large_string())
+        cols = rec.RecordIndexColumns(arr, loc, values)
+        return cols if live.all() else cols.take(np.flatnonzero(live))
 
     def _merged_slice(self, mdt: MetadataTable, part: str, fs: Any) -> dict[str, dict[str, Any]]:
         """Live records of one MDT file slice, merged (tombstones dropped)."""

@@ -34,7 +34,7 @@ from hoodie_ray.exceptions import (
     HoodieTimelineError,
 )
 from hoodie_ray.file_group.naming import parse_base_file_name, parse_log_file_name
-from hoodie_ray.metadata.layout import COLUMN_STATS
+from hoodie_ray.metadata.layout import COLUMN_STATS, RECORD_INDEX
 from hoodie_ray.reader.file_slice_reader import (
     ReadContext,
     SliceSpec,
@@ -88,6 +88,11 @@ class ReadPlan:
     context: ReadContext
     slices: list[SliceSpec]
     query_instant: str | None = None
+    #: how the plan was pruned: ``file_groups_total`` (before pruning),
+    #: ``file_groups_planned``, ``pruned_by`` (``partition``, ``record_index``,
+    #: ``column_stats``, in order), and for a record-key lookup ``record_index`` (``keys``
+    #: looked up, ``found``) or ``record_index_skipped`` (why the index was not used)
+    stats: dict[str, Any] = field(default_factory=dict)
 
     @property
     def schema(self) -> pa.Schema:
@@ -272,15 +277,31 @@ def _plan_snapshot(query: _Query, as_of: str | _dt.datetime | None) -> ReadPlan:
     if query_instant is None:
         return ReadPlan(query.qt, ctx, [], None)
     slices = _snapshot_slices(tbl, query_instant, check_cleaned=as_of is not None)
+    stats: dict[str, Any] = {"file_groups_total": len(slices), "pruned_by": []}
+
+    def pruned(name: str, before: int) -> None:
+        if len(slices) < before:
+            stats["pruned_by"].append(name)
+
+    n = len(slices)
     slices = _prune_partitions(tbl, slices, query.filters, query.schema)
+    pruned("partition", n)
+    n = len(slices)
+    latest = as_of is None and query.qt == "snapshot"
+    slices = _prune_by_record_index(tbl, slices, query, latest, stats)
+    if "record_index" in stats:
+        stats["pruned_by"].append("record_index")  # a lookup decides even when all match
+    n = len(slices)
     slices = _prune_by_column_stats(tbl, slices, query.filters)
+    pruned("column_stats", n)
+    stats["file_groups_planned"] = len(slices)
     if query.qt == "read_optimized":
         slices = [
             SliceSpec(s.partition_path, s.file_id, s.base_instant, s.base_file, ())
             for s in slices
             if s.base_file
         ]
-    return ReadPlan(query.qt, ctx, slices, query_instant)
+    return ReadPlan(query.qt, ctx, slices, query_instant, stats)
 
 
 # -- argument handling ---------------------------------------------------------------------------
@@ -441,6 +462,97 @@ def _prune_partitions(
         if ok:
             out.append(s)
     return out
+
+
+#: At most this many keys are looked up in the record index (IN lists, or the product of
+#: several key fields' values); more fall back to the other pruning.
+MAX_RECORD_INDEX_LOOKUP_KEYS = 100_000
+
+
+def record_key_lookup(
+    tbl: HoodieTable, filters: Sequence[Filter], schema: pa.Schema
+) -> tuple[list[str] | None, str]:
+    """The record keys a query's filters pin down, or None and why not.
+
+    A simple key needs ``=`` or ``IN`` on its field; a complex key (``ComplexKeyGenerator``,
+    several key fields) ``=`` / ``IN`` on every key field, whose values combine into keys
+    ``f1:v1,f2:v2`` as the writer builds them (``KeyGenerator.record_keys``). Values are the
+    filters' own, cast to the column type, so they stringify as the written keys did."""
+    from hoodie_ray.keygen import KeyGenerator
+
+    cfg = tbl.table_config
+    fields = cfg.record_key_fields
+    if not fields or not cfg.populate_meta_fields:
+        return None, "the table has no record key fields"
+    kg_type = cfg.keygen_type
+    if kg_type in ("CUSTOM", "UNKNOWN"):
+        return None, f"key generator {kg_type} is not supported for record-key lookups"
+    if kg_type is None:
+        kg_type = "COMPLEX" if len(fields) > 1 or len(cfg.partition_fields) > 1 else "SIMPLE"
+    if kg_type == "COMPLEX" and len(fields) == 1:
+        # writers disagree on the key of one complex field ("f:v" or "v", HUDI-7001)
+        return None, "a complex key generator over one record key field"
+    values: dict[str, list[Any]] = {}
+    for f in filters:
+        if f.field in fields and f.field not in values and f.op in ("=", "IN"):
+            vals = [f.value] if f.op == "=" else list(f.value)
+            values[f.field] = [v for v in vals if v.is_valid]
+    missing = [k for k in fields if k not in values]
+    if missing:
+        return None, f"no = / IN filter on record key field(s) {', '.join(missing)}"
+    total = 1
+    for k in fields:
+        total *= len(values[k])
+    if total > MAX_RECORD_INDEX_LOOKUP_KEYS:
+        return None, f"{total} keys to look up (more than {MAX_RECORD_INDEX_LOOKUP_KEYS})"
+    if total == 0:
+        return [], ""
+    import itertools
+
+    combos = list(itertools.product(*(values[k] for k in fields)))
+    cols = {k: pa.array([c[i] for c in combos], schema.field(k).type) for i, k in enumerate(fields)}
+    kg = KeyGenerator(
+        "COMPLEX" if kg_type == "COMPLEX" else "SIMPLE", tuple(fields), (), False, False
+    )
+    try:
+        keys = kg.record_keys(pa.table(cols))
+    except HoodieQueryError:
+        raise
+    except Exception as e:  # a value no written key can have (an empty simple key...)
+        return None, f"the filter values make no record key: {e}"
+    return sorted(set(keys.to_pylist())), ""
+
+
+def _prune_by_record_index(
+    tbl: HoodieTable,
+    slices: list[SliceSpec],
+    query: _Query,
+    latest: bool,
+    stats: dict[str, Any],
+) -> list[SliceSpec]:
+    """Point lookups: keep only the file groups the metadata table's record index names for
+    the record keys the filters pin down (none when no key is indexed). The index describes
+    the latest snapshot, so time travel, incremental and tables without it scan as before;
+    ``stats`` records the lookup or why it was skipped."""
+    if not query.filters:
+        return slices
+    if not (tbl.uses_metadata_table and RECORD_INDEX in tbl.metadata_partitions):
+        if any(f.field in tbl.table_config.record_key_fields for f in query.filters):
+            stats["record_index_skipped"] = "the table keeps no record index"
+        return slices
+    keys, why = record_key_lookup(tbl, query.filters, query.schema)
+    if keys is None:
+        stats["record_index_skipped"] = why
+        return slices
+    if not latest:
+        stats["record_index_skipped"] = (
+            "not a snapshot of the latest commit (the index locates each key's latest copy)"
+        )
+        return slices
+    located = tbl.metadata_table.refresh().record_index_locations(keys) if keys else {}
+    groups = set(located.values())
+    stats["record_index"] = {"keys": len(keys), "found": len(located)}
+    return [s for s in slices if (s.partition_path, s.file_id) in groups]
 
 
 def _prune_by_column_stats(

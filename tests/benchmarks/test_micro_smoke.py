@@ -23,3 +23,16 @@ def test_avro_encode_reports_its_ratios(capsys: pytest.CaptureFixture[str]) -> N
     res = avro_encode.run(2000, 1)
     assert res["rows"] == 2000 and res["encode_rows_per_s"] > 0
     assert res["bytes_per_row_block"] > 0
+
+
+def test_record_index_reports_init_commit_and_lookup(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import record_index
+
+    argv = ["--init-keys", "30000", "--commit-base", "3000", "--commits", "2"]
+    argv += ["--commit-rows", "400", "--lookup-keys", "3000", "--repeats", "1", "--json"]
+    res = record_index.main(argv)
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == res
+    assert res["init"][0]["keys"] == 30000 and res["init"][0]["file_groups"] == 10
+    assert res["commit"]["record_index_on"]["median_s"] > 0
+    assert res["lookup"]["eq_1_key"]["rows"] == 1
+    assert res["lookup"]["full_scan_rows"] == 3000

@@ -826,3 +826,29 @@ def test_table_services_beside_a_write_in_flight_under_occ(
 
     assert sorted(hr.read(path).column("fare").to_pylist()) == [2.0, 3.0]
     assert sorted(hudi_rs_read(path).column("fare").to_pylist()) == [2.0, 3.0]
+
+
+# -- explain -------------------------------------------------------------------------------------
+
+
+def test_explain_prints_the_record_index_lookup(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.reader.test_record_index_lookup import RI, write_lookup_table
+
+    path = str(tmp_path / "t")
+    write_lookup_table(path, RI)
+    doc = run_json(capsys, "explain", path, "-f", "key", "in", "k070,k119,absent")
+    total = len(hr.HoodieTable.load(path).latest_file_slices())
+    assert doc["pruned_by"] == ["record_index"]
+    assert doc["record_index"] == {"keys": 3, "found": 2}
+    assert doc["file_groups_total"] == total
+    assert 1 <= doc["file_groups_planned"] == len(doc["file_groups"]) <= 2 < total
+    rc, out, err = run(capsys, "explain", path, "--filter", "key", "=", "k070")
+    assert rc == 0 and err == ""
+    assert f"file groups: 1 planned of {total}" in out
+    assert "pruned_by: record_index" in out
+    assert "record_index: 1 key(s) looked up, 1 found" in out
+    rc, out, _ = run(capsys, "explain", path, "-f", "v", ">", "0")
+    assert rc == 0 and f"file groups: {total} planned of {total}" in out
+    assert "record_index not used: no = / IN filter on record key field(s) key" in out

@@ -646,3 +646,25 @@ def test_bloom_bad_input() -> None:
         bloom_might_contain(base64.b64encode(b"\xff\xff\xff\xff\x00"), b"a")
     with pytest.raises(HoodieInputError):
         build_bloom_filter([b"a", b""])
+
+
+def test_get_many_searches_blocks_in_place_or_splits_them_alike() -> None:
+    """Few keys per block are found by binary search over the block's entry offsets, many by
+    splitting it: the same answers, present and absent keys, at block edges too."""
+    import random
+
+    from hoodie_ray.hfile import reader as hr_reader
+
+    rng = random.Random(9)
+    keys = sorted({rng.randbytes(rng.randint(1, 12)) for _ in range(3000)})
+    entries = [(k, rng.randbytes(rng.randint(0, 30))) for k in keys]
+    r = HFileReader(write_hfile(entries, block_size=2000))
+    assert r.data_block_count > 10
+    firsts = [r._index_rows[b] for b in range(r.data_block_count)]
+    for n in (1, 5, 40, 200, 3000):
+        asked = [*rng.sample(keys, min(n, len(keys))), b"", b"\xff" * 13, b"\x00"]
+        asked += rng.sample(firsts, 3) + [k + b"\x00" for k in rng.sample(keys, 3)]
+        want = {k: v for k, v in entries if k in set(asked)}
+        assert r.get_many(asked) == want
+        assert HFileReader(write_hfile(entries, block_size=2000)).get_many(asked) == want
+    assert hr_reader._FEW_KEYS < 200  # both paths ran

@@ -44,3 +44,28 @@ def test_read_ray_many_slices_equals_read(ray_session, tmp_path):
     assert got.sort_by("key").to_pylist() == want.sort_by("key").to_pylist()
     sub = pa.concat_tables(ray.get(hr.read_ray(path, columns=["key", "v"]).to_arrow_refs()))
     assert sub.column_names == ["key", "v"] and sub.num_rows == want.num_rows
+
+
+@pytest.mark.ray
+def test_read_ray_point_lookup_plans_only_the_indexed_file_groups(ray_session, tmp_path):
+    """read_ray plans a record-key lookup as hr.read does: the record index's file groups."""
+    import ray
+
+    from hoodie_ray.ray.datasource import HoodieDatasource
+    from tests.conftest import hudi_rs_read
+    from tests.reader.test_record_index_lookup import RI, write_lookup_table
+
+    path = str(tmp_path / "t")
+    write_lookup_table(path, RI)
+    filters = [("key", "in", ["k010", "k070", "absent"])]
+    src = HoodieDatasource(path, filters=filters)
+    assert src.plan.stats["pruned_by"] == ["record_index"]
+    assert src.plan.stats["record_index"] == {"keys": 3, "found": 2}
+    assert len(src.plan.slices) < src.plan.stats["file_groups_total"]
+    got = pa.concat_tables(ray.get(hr.read_ray(path, filters=filters).to_arrow_refs()))
+    full = hudi_rs_read(path)
+    want = full.filter(pa.compute.is_in(full["key"], pa.array(["k010", "k070"])))
+    cols = ["_hoodie_record_key", "key", "p", "ts", "v", "s"]
+    assert got.select(cols).sort_by("key").to_pylist() == (
+        want.select(cols).sort_by("key").to_pylist()
+    )

@@ -1,0 +1,243 @@
+"""The metadata table's record index at scale: building it, keeping it, and point lookups.
+
+Three measurements, in one process (``--only`` picks some):
+
+* ``init``: ``MetadataWriter.initialize_record_index`` over ``--init-keys`` keys (default
+  1M, 2M, 4M), 20,000 keys per data file group (ids ``<uuid>-0``) in 30 partitions, keys
+  ``key-<10 digits>-<8 hex>`` (25 bytes); the data table is a one-row table, only the record
+  index is built (what ``hoodie.metadata.record.index.enable=true`` does on a table that had
+  none, after the keys were read).
+* ``commit``: the per-commit cost of keeping the record index: a MOR v8 table of
+  ``--commit-base`` rows, then ``--commits`` upserts of ``--commit-rows`` rows (half new keys,
+  half updates) through ``HoodieWriteClient`` (one process, no Ray), with the record index
+  on and off; the median commit of each.
+* ``lookup``: a ``--lookup-keys``-row table with the record index (4 MiB base files, so
+  several file groups per partition); ``hr.read`` with
+  ``key = k`` (one key) and ``key IN`` 100 keys, against the same filters planned without
+  the record index (every file group read, rows filtered) and the unfiltered full scan.
+
+Rows (``commit`` / ``lookup``): ``key`` (string, 14 bytes), ``p`` (one of 8 partitions),
+``ts`` (int64), ``v`` (float64), ``s`` (string, ~24 bytes).
+
+Usage: ``python -m benchmarks.record_index [--only init,commit,lookup] [--init-keys 1e6,2e6]
+[--json]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import shutil
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+import hoodie_ray as hr
+from benchmarks.common import print_report
+
+OPTIONS = {
+    "hoodie.table.name": "ri",
+    "hoodie.datasource.write.recordkey.field": "key",
+    "hoodie.datasource.write.partitionpath.field": "p",
+    "precombine.field": "ts",
+    "hoodie.write.table.version": "8",
+    "table.type": "MERGE_ON_READ",
+}
+RI_ON = {"hoodie.metadata.record.index.enable": "true"}
+KEYS_PER_FILE_GROUP = 20_000
+#: the lookup table's file size: several file groups per partition at 2M rows
+LOOKUP_FILES = {"hoodie.parquet.max.file.size": str(4 << 20)}
+
+
+def _rows(ids: np.ndarray, ts: int) -> pa.Table:
+    keys = pa.array([f"k{i:013d}" for i in ids.tolist()], pa.string())
+    n = len(ids)
+    return pa.table(
+        {
+            "key": keys,
+            "p": pa.array([f"p{i % 8}" for i in ids.tolist()], pa.string()),
+            "ts": pa.array(np.full(n, ts, dtype=np.int64)),
+            "v": pa.array(ids.astype(np.float64) * 0.5),
+            "s": pa.array([f"value-{i:018d}" for i in ids.tolist()], pa.string()),
+        }
+    )
+
+
+@contextmanager
+def _tmp() -> Iterator[Path]:
+    d = Path(tempfile.mkdtemp(prefix="bench-ri-"))
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    gc.collect()
+    t = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t, out
+
+
+# -- init ----------------------------------------------------------------------------------------
+def _init_entries(n: int, seed: int = 1) -> list[tuple[str, str, str, pa.Array]]:
+    rng = random.Random(seed)
+    out = []
+    for g in range(-(-n // KEYS_PER_FILE_GROUP)):
+        m = min(KEYS_PER_FILE_GROUP, n - g * KEYS_PER_FILE_GROUP)
+        fid = f"{uuid.UUID(int=rng.getrandbits(128))}-0"
+        salt = np.frombuffer(rng.randbytes(4 * m), dtype=np.uint32)
+        keys = pa.array(
+            [f"key-{g * KEYS_PER_FILE_GROUP + j:010d}-{s:08x}" for j, s in enumerate(salt.tolist())]
+        )
+        out.append((f"part={g % 30:02d}", fid, "20260101000000000", keys))
+    return out
+
+
+def bench_init(sizes: list[int]) -> list[dict[str, Any]]:
+    from hoodie_ray.job.client import HoodieWriteClient
+    from hoodie_ray.metadata.layout import RECORD_INDEX
+    from hoodie_ray.metadata_writer.writer import MetadataWriter
+    from hoodie_ray.table import HoodieTable
+
+    out = []
+    with _tmp() as d:
+        path = str(d / "t")
+        HoodieWriteClient(path, OPTIONS).write(_rows(np.arange(1), 1))
+        for n in sizes:
+            entries = _init_entries(n)
+            w = MetadataWriter(HoodieTable.load(path))
+            if RECORD_INDEX in w.partitions:
+                w.drop_partition(RECORD_INDEX)
+            secs, _ = _timed(lambda w=w, e=entries: w.initialize_record_index(e))
+            files = list((d / "t/.hoodie/metadata/record_index").glob("*.hfile"))
+            out.append(
+                {
+                    "keys": n,
+                    "seconds": round(secs, 2),
+                    "keys_per_s": round(n / secs),
+                    "file_groups": len(files),
+                    "hfile_bytes": sum(f.stat().st_size for f in files),
+                }
+            )
+            del entries
+    return out
+
+
+# -- per-commit cost -----------------------------------------------------------------------------
+def bench_commit(base: int, commits: int, rows: int) -> dict[str, Any]:
+    from hoodie_ray.job.client import HoodieWriteClient
+
+    out: dict[str, Any] = {"base_rows": base, "commits": commits, "rows_per_commit": rows}
+    for label, extra in (("record_index_off", {}), ("record_index_on", RI_ON)):
+        with _tmp() as d:
+            path = str(d / "t")
+            client = HoodieWriteClient(path, {**OPTIONS, **extra})
+            client.write(_rows(np.arange(base), 1))
+            rng = np.random.default_rng(3)
+            times = []
+            top = base
+            for c in range(commits):
+                upd = rng.choice(top, rows // 2, replace=False)
+                new = np.arange(top, top + rows - rows // 2)
+                top += len(new)
+                secs, _ = _timed(
+                    lambda u=upd, n=new, c=c, w=client: w.write(
+                        _rows(np.concatenate([u, n]), c + 2)
+                    )
+                )
+                times.append(secs)
+            out[label] = {
+                "median_s": round(statistics.median(times), 3),
+                "min_s": round(min(times), 3),
+            }
+    on, off = out["record_index_on"]["median_s"], out["record_index_off"]["median_s"]
+    out["extra_s_per_commit"] = round(on - off, 3)
+    return out
+
+
+# -- point lookups -------------------------------------------------------------------------------
+def bench_lookup(n: int, repeats: int = 5) -> dict[str, Any]:
+    from hoodie_ray.job.client import HoodieWriteClient
+    from hoodie_ray.reader import query
+
+    out: dict[str, Any] = {"rows": n}
+    with _tmp() as d:
+        path = str(d / "t")
+        client = HoodieWriteClient(path, {**OPTIONS, **RI_ON, **LOOKUP_FILES})
+        step = 500_000
+        secs_write = 0.0
+        for lo in range(0, n, step):
+            s, _ = _timed(lambda lo=lo: client.write(_rows(np.arange(lo, min(n, lo + step)), 1)))
+            secs_write += s
+        # a second commit of updates, so slices have log files as a MOR table's do
+        s, _ = _timed(lambda: client.write(_rows(np.arange(0, n, 97), 2)))
+        out["write_s"] = round(secs_write + s, 1)
+        rng = random.Random(5)
+        one = f"k{rng.randrange(n):013d}"
+        hundred = [f"k{rng.randrange(n):013d}" for _ in range(100)]
+        cases = {"eq_1_key": [("key", "=", one)], "in_100_keys": [("key", "IN", hundred)]}
+        plan = query.plan_file_slices(path, filters=cases["eq_1_key"])
+        out["file_groups_total"] = plan.stats["file_groups_total"]
+        for name, filters in cases.items():
+            plan = query.plan_file_slices(path, filters=filters)
+            times = [_timed(lambda f=filters: hr.read(path, filters=f))[0] for _ in range(repeats)]
+            rows = hr.read(path, filters=filters).num_rows
+            real = query._prune_by_record_index
+            query._prune_by_record_index = lambda tbl, slices, *a: slices  # type: ignore[assignment]
+            try:
+                scan = [
+                    _timed(lambda f=filters: hr.read(path, filters=f))[0]
+                    for _ in range(min(2, repeats))
+                ]
+                scan_rows = hr.read(path, filters=filters).num_rows
+            finally:
+                query._prune_by_record_index = real  # type: ignore[assignment]
+            assert rows == scan_rows, (name, rows, scan_rows)
+            out[name] = {
+                "rows": rows,
+                "file_groups_planned": plan.stats["file_groups_planned"],
+                "lookup_median_s": round(statistics.median(times), 3),
+                "filtered_scan_s": round(min(scan), 3),
+                "speedup": round(min(scan) / statistics.median(times), 1),
+            }
+        full, t = _timed(lambda: hr.read(path))
+        out["full_scan_s"] = round(full, 2)
+        out["full_scan_rows"] = t.num_rows
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", default="init,commit,lookup")
+    ap.add_argument("--init-keys", default="1e6,2e6,4e6")
+    ap.add_argument("--commit-base", type=float, default=200_000)
+    ap.add_argument("--commits", type=int, default=8)
+    ap.add_argument("--commit-rows", type=float, default=20_000)
+    ap.add_argument("--lookup-keys", type=float, default=2_000_000)
+    ap.add_argument("--repeats", type=int, default=5, help="timed reads of each lookup")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    only = set(args.only.split(","))
+    report: dict[str, Any] = {"benchmark": "record_index"}
+    if "init" in only:
+        report["init"] = bench_init([int(float(x)) for x in args.init_keys.split(",")])
+    if "commit" in only:
+        report["commit"] = bench_commit(int(args.commit_base), args.commits, int(args.commit_rows))
+    if "lookup" in only:
+        report["lookup"] = bench_lookup(int(args.lookup_keys), args.repeats)
+    print_report(report, args.json, 8)
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""The record index built and updated column-wise (``RecordIndexColumns``): the same HFile
+bytes and the same changes as the per-record path it replaced (kept here as the model), and
+Hudi's key-to-file-group rule checked against the Java sample's record index."""
+
+from __future__ import annotations
+
+import random
+import types
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from hoodie_ray.job.client import HoodieWriteClient
+from hoodie_ray.metadata import records as R
+from hoodie_ray.metadata.layout import RECORD_INDEX
+from hoodie_ray.metadata_writer import writer as W
+from hoodie_ray.table import HoodieTable
+from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
+from tests.conftest import hudi_rs_read
+from tests.write.model import model_options, to_arrow
+
+
+def _writer(tmp_path: Path) -> W.MetadataWriter:
+    path = str(tmp_path / "t")
+    HoodieWriteClient(path, model_options(version="8")).write(
+        to_arrow([{"key": "a", "p": "x", "ts": 1, "v": 0}], True)
+    )
+    assert hudi_rs_read(path).column("key").to_pylist() == ["a"]
+    return W.MetadataWriter(HoodieTable.load(path))
+
+
+def _keys(rng: random.Random, n: int) -> list[str]:
+    alphabet = "abcXYZ019-_:,é€😀"  # ASCII, two- and three-byte UTF-8, a surrogate pair
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12))) for _ in range(n)]
+
+
+def _entries(rng: random.Random) -> list[tuple[str, str, int, list[str]]]:
+    ids = [f"{uuid.UUID(int=rng.getrandbits(128))}-{i}" for i in range(4)]
+    ids += [str(uuid.UUID(int=rng.getrandbits(128))), "not-a-uuid-fg"]  # bare, encoding 1
+    keys = _keys(rng, 900)
+    out = []
+    for i, fid in enumerate(ids):
+        part = ["2024/01/01", "", "p=é"][i % 3]
+        out.append((part, fid, 1_700_000_000_000 + i, keys[i * 150 : (i + 1) * 150]))
+    out.append(("2024/01/01", ids[0], 1_700_000_000_000, keys[:40]))  # repeats: the later wins
+    out.append(("", ids[1], 1_700_000_000_001, []))
+    return out
+
+
+def _frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hoodie_ray.hfile.writer as hw
+
+    monkeypatch.setattr(hw, "time", types.SimpleNamespace(time=lambda: 1_700_000_000.0))
+
+
+def test_column_wise_record_index_hfiles_are_the_per_record_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Base and log HFiles of every record-index file group, written from columns, are the
+    bytes the per-record path (a record dict per key, ``_split_by_file_group``) wrote."""
+    _frozen_clock(monkeypatch)
+    w = _writer(tmp_path)
+    entries = _entries(random.Random(5))
+    records: dict[str, dict[str, Any]] = {}
+    for part, fid, ms, keys in entries:
+        for key in keys:
+            k, r = R.record_index_record(key, part, fid, ms)
+            records[k] = r
+    cols = R.RecordIndexColumns.of_locations(
+        [(p, f, ms, pa.array(k, pa.string())) for p, f, ms, k in entries], w.table_version
+    )
+    assert cols.sorted_unique().to_records() == {
+        k: R.encode_records([r], w.table_version)[0] for k, r in records.items()
+    }
+    old_groups = W._split_by_file_group(records, 10)
+    new_groups = cols.split(10)
+    assert sum(map(len, old_groups)) == len(records) and all(old_groups)
+    for old, new in zip(old_groups, new_groups, strict=True):
+        new = new.sorted_unique()
+        for base in (True, False):
+            assert w._hfile_columns(new, base=base) == w._hfile(old, base=base)
+    assert w._hfile_columns(R.RecordIndexColumns.empty(), base=True) == w._hfile({}, base=True)
+
+
+def _per_record_changes(meta: HoodieCommitMetadata, ms: int) -> tuple[dict, set]:
+    """The per-key rule the column-wise code replaced (the model)."""
+    upserts: dict[str, bytes] = {}
+    placed: set[str] = set()
+    gone: set[str] = set()
+    for part, stat in meta.iter_write_stats():
+        ops = stat.record_key_ops or []
+        if not ops or not stat.file_id:
+            continue
+        keys = pa.concat_arrays([k for k, _ in ops]).to_pylist()
+        flags = [g for k, g in ops for _ in range(len(k))]
+        for key, gained in dict(zip(keys, flags, strict=True)).items():
+            if gained:
+                _, r = R.record_index_record(key, part or "", stat.file_id, ms)
+                upserts[key] = R.encode_records([r], 8)[0]
+                placed.add(key)
+            else:
+                gone.add(key)
+    return upserts, gone - placed
+
+
+def test_column_wise_record_index_changes_follow_the_per_key_rule(tmp_path: Path) -> None:
+    """Keys gained, lost, moved between file groups and partitions, repeated inside one group's
+    changes: the column-wise changes are the per-key rule's."""
+    w = _writer(tmp_path)
+    rng = random.Random(11)
+    keys = _keys(rng, 300)
+    for trial in range(20):
+        stats: dict[str, list[HoodieWriteStat]] = {}
+        for g in range(rng.randint(1, 5)):
+            ops = [
+                (pa.array(rng.sample(keys, rng.randint(0, 40)), pa.string()), rng.random() < 0.6)
+                for _ in range(rng.randint(0, 4))
+            ]
+            fid = f"{uuid.UUID(int=rng.getrandbits(128))}-0" if g != 3 else "plain-id"
+            st = HoodieWriteStat(file_id=fid, path=f"p{g % 2}/{fid}.parquet")
+            st.record_key_ops = ops
+            stats.setdefault(f"p{g % 2}", []).append(st)
+        meta = HoodieCommitMetadata(partition_to_write_stats=stats)
+        instant = "20260101000000000"
+        ch = W._Changes()
+        w._record_index_changes(instant, meta, ch)
+        ms = R.instant_to_epoch_ms(instant, "LOCAL")
+        want_upserts, want_deletes = _per_record_changes(meta, ms)
+        got = ch.columns[RECORD_INDEX].to_records() if RECORD_INDEX in ch.columns else {}
+        assert got == want_upserts, trial
+        assert ch.deletes.get(RECORD_INDEX, set()) == want_deletes, trial
+
+
+def test_java_record_index_keys_hash_to_their_file_group_and_values_encode_alike(
+    shared_sample: Any,
+) -> None:
+    """Every key of the Java v9 sample's record index lies in the file group the vectorised
+    key hash names, and its value is the bytes ``record_index_value`` encodes for it."""
+    root = shared_sample("sample_mor_avro_v9_txns_complex_meta")
+    mdt = HoodieTable.load(str(root)).metadata_table
+    slices = mdt.file_slices(RECORD_INDEX)
+    seen = 0
+    for s in slices:
+        got = mdt.slice_records(s)
+        keys = pa.array(sorted(got), pa.string())
+        groups = R.RecordIndexColumns(keys, R.np.zeros(len(keys), R.np.int32), [b""])
+        want = int(s.file_id.split("-")[2])
+        assert set(groups.file_group_indexes(len(slices)).tolist()) <= {want}
+        for value, schema in got.values():
+            part, fid, ms = R.decode_record_index(R.decode_value(value, schema))
+            assert R.record_index_value(part, fid, ms, 9) == bytes(value)
+            seen += 1
+    assert seen > 0
+
+
+def test_record_index_compaction_writes_the_per_record_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An MDT compaction of record-index slices (base + logs with upserts, moves, deletes)
+    re-encodes each distinct value once; the base HFile is the per-record path's bytes."""
+    from tests.write.model import TableModel, Workload
+
+    _frozen_clock(monkeypatch)
+    path = str(tmp_path / "t")
+    opts = model_options(
+        {"hoodie.metadata.record.index.enable": "true"},
+        table_type="MERGE_ON_READ",
+        version="8",
+        small_files=True,
+    )
+    wl, model = Workload(23, keys=90), TableModel()
+    client = HoodieWriteClient(path, opts)
+    for rows in (
+        wl.rows_for(wl.keys[:60]),
+        wl.rows_for(wl.keys[40:90]),
+        [{**wl._row(k), "_hoodie_is_deleted": True, "ts": 10**9} for k in wl.keys[:7]],
+    ):
+        client.write(to_arrow(rows, True))
+        model.upsert(rows)
+    w = W.MetadataWriter(HoodieTable.load(path))
+    mdt = w.reader()
+    slices = [fs for fs in mdt.file_slices(RECORD_INDEX) if fs.log_files]
+    assert slices
+    name = "record-index-0000-0_0-2-0_20990101000000000.hfile"
+    for fs in slices:
+        merged = w._merged_slice(mdt, RECORD_INDEX, fs)
+        for r in merged.values():
+            r["_hoodie_file_name"] = name
+        cols = w._merged_record_index(mdt, fs, name)
+        assert len(cols) == len(merged) and len(cols.values) < max(2, len(merged))
+        assert w._hfile_columns(cols, base=True) == w._hfile(merged, base=True)
+    live = {k for fs in mdt.file_slices(RECORD_INDEX) for k in mdt.slice_records(fs)}
+    assert live == set(model.rows)
+    assert w.compact(force=True) is not None
+    from hoodie_ray.job import maintenance
+
+    assert maintenance.validate_metadata(path) == []
+    assert sorted(hudi_rs_read(path).column("key").to_pylist()) == sorted(model.rows)

@@ -1,0 +1,179 @@
+"""Point lookups by record key served by the metadata table's record index: the same rows as a
+full scan (hudi-rs the oracle), only the file groups the index names are opened, keys the index
+does not hold open no data file, and every other read falls back to the full plan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import hoodie_ray as hr
+from hoodie_ray.job.client import HoodieWriteClient
+from hoodie_ray.reader.query import plan_file_slices
+from hoodie_ray.storage import LocalStorage
+from tests.conftest import hudi_rs_read
+from tests.write.model import TableModel, Workload, model_options, to_arrow
+
+RI = {"hoodie.metadata.record.index.enable": "true"}
+
+
+def write_lookup_table(path: str, extra: dict[str, str], seed: int = 7) -> TableModel:
+    """A MOR v8 table over several file groups: inserts, upserts with partition moves,
+    deletes (the model applies the same)."""
+    opts = model_options(extra, table_type="MERGE_ON_READ", version="8", small_files=True)
+    model, wl = TableModel(), Workload(seed, keys=120)
+    client = HoodieWriteClient(path, opts)
+    for rows in (
+        wl.rows_for(wl.keys[:80]),
+        wl.rows_for(wl.keys[60:120]),  # updates (some move partition) and inserts
+        [{**wl._row(k), "_hoodie_is_deleted": True, "ts": 10**9} for k in wl.keys[:5]],
+    ):
+        client.write(to_arrow(rows, True))
+        model.upsert(rows)
+    return model
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, TableModel]:
+    path = str(tmp_path_factory.mktemp("ri") / "t")
+    return path, write_lookup_table(path, RI)
+
+
+def _oracle(path: str, keys: list[str]) -> list[dict[str, Any]]:
+    """hudi-rs's full snapshot, filtered here."""
+    full = hudi_rs_read(path)
+    return _rows(full.filter(pc.is_in(full["key"], pa.array(keys, pa.string()))))
+
+
+def _rows(t: pa.Table) -> list[dict[str, Any]]:
+    cols = ["_hoodie_record_key", "_hoodie_partition_path", "key", "p", "ts", "v", "s"]
+    return sorted(t.select(cols).to_pylist(), key=lambda r: r["key"])
+
+
+class _Opened:
+    """Records the files a read opens: LocalStorage's open_input, read_bytes and local_path
+    (what Parquet base files are opened by) wrapped to count only; they still open the file."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.paths: list[str] = []
+        for name in ("open_input", "read_bytes", "local_path"):
+            real = getattr(LocalStorage, name)
+
+            def wrapped(storage: LocalStorage, rel: str, _real: Any = real) -> Any:
+                self.paths.append(storage.uri(rel))
+                return _real(storage, rel)
+
+            monkeypatch.setattr(LocalStorage, name, wrapped)
+
+    def data_files(self) -> list[str]:
+        return [p for p in self.paths if "/.hoodie/" not in p and not p.endswith(".properties")]
+
+    def record_index_files(self) -> list[str]:
+        return [p for p in self.paths if "/.hoodie/metadata/record_index/" in p]
+
+
+def _file_group(name: str) -> str:
+    """The file id in a data file name (base ``<id>_<token>_<ts>.parquet``, log ``.<id>_...``)."""
+    return name.rsplit("/", 1)[-1].lstrip(".").split("_", 1)[0]
+
+
+@pytest.mark.parametrize("op", ["=", "in"])
+def test_a_lookup_reads_only_the_named_file_groups(
+    table: tuple[str, TableModel], monkeypatch: pytest.MonkeyPatch, op: str
+) -> None:
+    path, model = table
+    wanted = ["k070"] if op == "=" else ["k002", "k010", "k070", "k119", "absent"]
+    filters = [("key", "=", wanted[0])] if op == "=" else [("key", "IN", wanted)]
+    full_plan = plan_file_slices(path)
+    opened = _Opened(monkeypatch)
+    plan = plan_file_slices(path, filters=filters)
+    got = hr.read(path, filters=filters)
+    monkeypatch.undo()
+    assert _rows(got) == _oracle(path, wanted)
+    assert sorted(r["key"] for r in _rows(got)) == sorted(k for k in wanted if k in model.rows)
+    live = [k for k in wanted if k in model.rows]
+    planned = {s.file_id for s in plan.slices}
+    assert plan.stats["pruned_by"] == ["record_index"]
+    assert plan.stats["record_index"] == {"keys": len(wanted), "found": len(live)}
+    assert plan.stats["file_groups_total"] == len(full_plan.slices) > len(planned) >= 1
+    assert plan.stats["file_groups_planned"] == len(planned)
+    # the data files opened belong to the planned file groups only, and every one was read
+    assert {_file_group(p) for p in opened.data_files()} == planned
+    # the record index: only the file groups the keys hash to
+    from hoodie_ray.metadata.records import key_to_file_group_indexes
+
+    groups = {f"record-index-{g:04d}-0" for g in key_to_file_group_indexes(wanted, 10).tolist()}
+    assert opened.record_index_files()
+    assert {_file_group(p) for p in opened.record_index_files()} <= groups
+
+
+def test_keys_the_index_does_not_hold_open_no_data_file(
+    table: tuple[str, TableModel], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, model = table
+    deleted = "k001"
+    assert deleted not in model.rows
+    opened = _Opened(monkeypatch)
+    got = hr.read(path, filters=[("key", "IN", [deleted, "nope"])])
+    plan = plan_file_slices(path, filters=[("key", "=", "nope")])
+    monkeypatch.undo()
+    assert got.num_rows == 0
+    assert got.schema.names == hudi_rs_read(path).schema.names
+    assert opened.data_files() == []
+    assert plan.slices == [] and plan.stats["record_index"] == {"keys": 1, "found": 0}
+
+
+def test_other_reads_fall_back_to_the_full_plan(
+    table: tuple[str, TableModel], tmp_path: Path
+) -> None:
+    path, _ = table
+    total = len(plan_file_slices(path).slices)
+    cases = {
+        "no = / IN filter on record key field(s) key": [("key", ">", "k050")],
+        "the filter values make no record key": [("key", "=", "")],
+    }
+    for why, filters in cases.items():
+        plan = plan_file_slices(path, filters=filters)
+        assert len(plan.slices) == total and "record_index" not in plan.stats["pruned_by"]
+        assert plan.stats["record_index_skipped"].startswith(why)
+        got, full = hr.read(path, filters=filters), hudi_rs_read(path)
+        assert _rows(got) == _rows(full.filter(filters_mask(full, filters)))
+    ro = plan_file_slices(path, "read_optimized", filters=[("key", "=", "k070")])
+    assert "not a snapshot" in ro.stats["record_index_skipped"]
+    plain = str(tmp_path / "plain")  # a table without a record index
+    write_lookup_table(plain, {})
+    plan = plan_file_slices(plain, filters=[("key", "=", "k070")])
+    assert plan.stats["record_index_skipped"] == "the table keeps no record index"
+    assert len(plan.slices) == plan.stats["file_groups_total"]
+    assert _rows(hr.read(plain, filters=[("key", "=", "k070")])) == _oracle(plain, ["k070"])
+
+
+def filters_mask(t: pa.Table, filters: list[tuple[str, str, str]]) -> pa.Array:
+    ((field, op, value),) = filters
+    fn = {">": pc.greater, "=": pc.equal}[op]
+    return pc.fill_null(fn(t[field], value), False)
+
+
+def test_complex_keys_need_every_key_field(shared_sample: Any) -> None:
+    """The Java v9 sample (ComplexKeyGenerator over txn_id, account_id, with a record index):
+    equality on both fields is a lookup with a full scan's rows; on one field it falls back."""
+    root = str(shared_sample("sample_mor_avro_v9_txns_complex_meta"))
+    full = hudi_rs_read(root)
+    row = full.slice(0, 1).to_pylist()[0]
+    both = [("txn_id", "=", row["txn_id"]), ("account_id", "=", row["account_id"])]
+    plan = plan_file_slices(root, filters=both)
+    assert plan.stats["pruned_by"] == ["record_index"]
+    assert plan.stats["record_index"] == {"keys": 1, "found": 1}
+    assert len(plan.slices) == 1 < plan.stats["file_groups_total"]
+    got = hr.read(root, filters=both)
+    assert got.column("_hoodie_record_key").to_pylist() == [row["_hoodie_record_key"]]
+    one = plan_file_slices(root, filters=both[:1])
+    assert one.stats["record_index_skipped"] == (
+        "no = / IN filter on record key field(s) account_id"
+    )
+    expect = full.filter(pc.equal(full["txn_id"], row["txn_id"]))
+    assert hr.read(root, filters=both[:1]).num_rows == expect.num_rows
