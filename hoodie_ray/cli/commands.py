@@ -384,6 +384,41 @@ def metadata_drop(
     emit(output, doc, [View(lines=[f"{what} dropped"])])
 
 
+@table_command(
+    metadata_group,
+    "create-index",
+    click.argument("name"),
+    click.argument("column"),
+    click.option(
+        "--kind",
+        type=click.Choice(["secondary"]),
+        default="secondary",
+        show_default=True,
+        help="The index kind (Hudi's CREATE INDEX ... USING secondary_index).",
+    ),
+)
+def metadata_create_index(
+    path: str, name: str, column: str, kind: str, storage_kv: tuple[str, ...], output: str
+) -> None:
+    """Build index NAME over COLUMN in the metadata table from the table's current snapshot,
+    and keep it from then on (its definition goes to .hoodie/.index_defs/index.json)."""
+    load_table(path, storage_kv)
+    fn = lazy_feature("hoodie_ray.job.maintenance", "create_index", "the metadata table")
+    part = fn(path, name, column, kind=kind, storage_options=storage_options_from(storage_kv))
+    doc = {"table": table_doc(path, storage_kv), "index": part, "column": column, "kind": kind}
+    emit(output, doc, [View(lines=[f"index {part} built over {column}"])])
+
+
+@table_command(metadata_group, "drop-index", click.argument("name"))
+def metadata_drop_index(path: str, name: str, storage_kv: tuple[str, ...], output: str) -> None:
+    """Drop index NAME: its metadata-table partition and its definition."""
+    load_table(path, storage_kv)
+    fn = lazy_feature("hoodie_ray.job.maintenance", "drop_index", "the metadata table")
+    left = fn(path, name, storage_options=storage_options_from(storage_kv))
+    doc = {"table": table_doc(path, storage_kv), "dropped": name, "partitions": left}
+    emit(output, doc, [View(lines=[f"index {name} dropped"])])
+
+
 # -- fsview --------------------------------------------------------------------------------------
 
 

@@ -852,3 +852,21 @@ def test_explain_prints_the_record_index_lookup(
     rc, out, _ = run(capsys, "explain", path, "-f", "v", ">", "0")
     assert rc == 0 and f"file groups: {total} planned of {total}" in out
     assert "record_index not used: no = / IN filter on record key field(s) key" in out
+
+
+def test_metadata_create_index_and_drop_index(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`metadata create-index` builds a secondary index (listed in the table's metadata
+    partitions); a bad column is a clear error; `drop-index` removes it."""
+    from tests.conftest import extract_sample_table
+
+    root = str(extract_sample_table("sample_mor_avro_v9_txns_complex_meta", tmp_path / "j"))
+    doc = run_json(capsys, "metadata", "create-index", root, "currency_idx", "currency")
+    assert doc["index"] == "secondary_index_currency_idx" and doc["kind"] == "secondary"
+    props = hr.HoodieTable.load(root).table_config.props
+    assert "secondary_index_currency_idx" in props["hoodie.table.metadata.partitions"]
+    rc, _, err = run(capsys, "metadata", "create-index", root, "x_idx", "nope")
+    assert rc != 0 and "nope" in err
+    doc = run_json(capsys, "metadata", "drop-index", root, "currency_idx")
+    assert "secondary_index_currency_idx" not in doc["partitions"]
