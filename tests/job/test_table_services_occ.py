@@ -37,7 +37,9 @@ KEEP = {
 }
 
 # A writer process: one HoodieWriteClient, one commit per batch, each instant printed (and
-# flushed) as it commits, so the test runs the services between and during its commits.
+# flushed) as it commits. Each even batch waits for a line on stdin: the test's services
+# after an even count of commits run between commits whatever the machine's load; those after
+# an odd count overlap the writer's next (odd) commit, which goes on at once.
 _WRITER = """
 import json, sys
 import pyarrow as pa
@@ -45,7 +47,9 @@ from hoodie_ray.job.client import HoodieWriteClient
 
 path, options, batches = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 client = HoodieWriteClient(path, options)
-for rows in batches:
+for b, rows in enumerate(batches):
+    if b % 2 == 0:
+        sys.stdin.readline()
     print(client.write(pa.Table.from_pylist(rows)).instant, flush=True)
 """
 
@@ -85,6 +89,7 @@ def test_services_in_their_own_process_beside_a_delta_committing_writer(tmp_path
     batches = [batch(b) for b in range(20)]
     proc = subprocess.Popen(
         [sys.executable, "-c", _WRITER, path, json.dumps(writer_opts), json.dumps(batches)],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -94,8 +99,10 @@ def test_services_in_their_own_process_beside_a_delta_committing_writer(tmp_path
     compacted: list[str] = []
     cleaned = archived = 0
     try:
-        assert proc.stdout is not None
-        for line in proc.stdout:  # one line per commit: the writer goes on meanwhile
+        assert proc.stdout is not None and proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        for line in proc.stdout:  # one line per commit
             committed.append(line.strip())
             n = len(committed)
             if n % 2 == 0:
@@ -105,6 +112,9 @@ def test_services_in_their_own_process_beside_a_delta_committing_writer(tmp_path
                 cleaned += hr.clean(path, base).num_files
             if n % 4 == 0:
                 archived += len(hr.archive(path, base).instants)
+            if n % 2 == 0 and n < len(batches):
+                proc.stdin.write("go\n")
+                proc.stdin.flush()
         _, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err[-3000:]
     finally:
