@@ -106,10 +106,45 @@ def _encoded(records: dict[str, dict[str, Any]], version: int) -> dict[str, byte
     return dict(zip(keys, encode_records(plain, version), strict=True))
 
 
+def _wrapped(v: Any) -> Any:
+    """The Python value of a stats wrapper (``(name, {"value": x})`` or ``{"value": x}``)."""
+    if isinstance(v, tuple) and len(v) == 2:
+        v = v[1]
+    return v.get("value") if isinstance(v, dict) else v
+
+
+def covers(have: dict[str, Any], want: dict[str, Any]) -> bool:
+    """A stored partition statistic no reader can prune wrongly by: its range holds the
+    computed one, its null and value counts are at least the computed ones. Java merges each
+    new file's statistics into the stored ones (min of mins, max of maxes, sums), so after
+    updates its counts take in superseded files too: the ``partition_stats`` of a Java-written
+    table need not equal a recomputation from the latest slices, only cover it."""
+    try:
+        lo_have, hi_have = _wrapped(have.get("minValue")), _wrapped(have.get("maxValue"))
+        lo_want, hi_want = _wrapped(want.get("minValue")), _wrapped(want.get("maxValue"))
+        if (lo_want is None) != (lo_have is None) or (hi_want is None) != (hi_have is None):
+            return lo_want is None and hi_want is None  # nothing but nulls computed
+        if lo_want is not None and not lo_have <= lo_want:
+            return False
+        if hi_want is not None and not hi_have >= hi_want:
+            return False
+    except TypeError:  # values of different types: not comparable, not covering
+        return False
+    return int(have.get("nullCount") or 0) >= int(want.get("nullCount") or 0) and int(
+        have.get("valueCount") or 0
+    ) >= int(want.get("valueCount") or 0)
+
+
 def _stats_differences(
-    partition: str, want: dict[str, dict[str, Any]], have: dict[str, dict[str, Any]], version: int
+    partition: str,
+    want: dict[str, dict[str, Any]],
+    have: dict[str, dict[str, Any]],
+    version: int,
+    covering: bool = False,
 ) -> list[MetadataDifference]:
-    """Records compared as the bytes this table version encodes them to."""
+    """Records compared as the bytes this table version encodes them to; with ``covering``
+    a stored record whose statistics cover the computed ones (:func:`covers`) is no
+    difference."""
     out = []
     a, b = _encoded(want, version), _encoded(have, version)
     for k in sorted(set(a) | set(b)):
@@ -119,7 +154,10 @@ def _stats_differences(
             out.append(MetadataDifference(partition, label, "missing"))
         elif k not in a:
             out.append(MetadataDifference(partition, label, "not expected"))
-        elif a[k] != b[k]:
+        elif a[k] != b[k] and not (
+            covering
+            and covers(have[k]["ColumnStatsMetadata"] or {}, want[k]["ColumnStatsMetadata"] or {})
+        ):
             out.append(
                 MetadataDifference(
                     partition,
@@ -168,7 +206,7 @@ def _validate_partition_stats(table: HoodieTable) -> list[MetadataDifference]:
     for part, recs in by_part.items():
         want.update(partition_stats_records(part, recs, table.table_version))
     have = mdt.records(PARTITION_STATS)
-    return _stats_differences(PARTITION_STATS, want, have, table.table_version)
+    return _stats_differences(PARTITION_STATS, want, have, table.table_version, covering=True)
 
 
 def _validate_files(table: HoodieTable) -> list[MetadataDifference]:
