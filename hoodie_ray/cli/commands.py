@@ -526,6 +526,14 @@ def explain(
         lines.append(f"record_index: {ri['keys']} key(s) looked up, {ri['found']} found")
     if "record_index_skipped" in st:
         lines.append(f"record_index not used: {st['record_index_skipped']}")
+    if "secondary_index" in st:
+        si = st["secondary_index"]
+        lines.append(
+            f"{si['index']} ({si['field']}): {si['values']} value(s), {si['keys']} record "
+            f"key(s), {si['found']} located by the record index"
+        )
+    if "secondary_index_skipped" in st:
+        lines.append(f"secondary index not used: {st['secondary_index_skipped']}")
     rows = [
         {"partition_path": s.partition_path or "(non-partitioned)", "file_id": s.file_id}
         for s in plan.slices

@@ -48,8 +48,15 @@ from hoodie_ray.metadata.records import (
     column_stats_key,
     decode_record_index,
     decode_value,
+    is_deleted_record,
+    key_to_file_group_index,
     key_to_file_group_indexes,
     partition_identifier,
+)
+from hoodie_ray.metadata.secondary_index import (
+    SEPARATOR,
+    escape_key_part,
+    split_secondary_index_key,
 )
 from hoodie_ray.storage import FileInfo, Storage, join
 from hoodie_ray.timeline.instant import Action
@@ -266,21 +273,8 @@ class MetadataTable:
         slices = self.file_slices(RECORD_INDEX)
         if not wanted or not slices:
             return {}
-        by_index: dict[int, FileSlice] = {}
-        for fs in slices:
-            try:
-                by_index[int(fs.file_id.rsplit("-", 2)[-2])] = fs
-            except ValueError:
-                raise HoodieCorruptedDataError(
-                    f"{self.storage.uri(RECORD_INDEX)}: file group {fs.file_id} is not a "
-                    "record-index file group id"
-                ) from None
+        by_index = self._groups_by_index(RECORD_INDEX, slices)
         n = len(slices)
-        if sorted(by_index) != list(range(n)):
-            raise HoodieCorruptedDataError(
-                f"{self.storage.uri(RECORD_INDEX)}: file groups {sorted(by_index)} are not "
-                f"0..{n - 1}"
-            )
         groups = key_to_file_group_indexes(wanted, n) if n > 1 else [0] * len(wanted)
         keys_of: dict[int, set[str]] = {}
         for k, g in zip(wanted, groups, strict=True):
@@ -295,6 +289,47 @@ class MetadataTable:
                     part, fid, _ = decode_record_index(decode_value(raw, schema))
                     loc = decoded[raw] = (part or "", fid)
                 out[key] = loc
+        return out
+
+    def _groups_by_index(self, partition: str, slices: list[FileSlice]) -> dict[int, FileSlice]:
+        """The file slices of a hashed index partition (record or secondary index) by their
+        file-group number (``...-NNNN-0``), checked to be ``0..n-1``."""
+        by_index: dict[int, FileSlice] = {}
+        for fs in slices:
+            try:
+                by_index[int(fs.file_id.rsplit("-", 2)[-2])] = fs
+            except ValueError:
+                raise HoodieCorruptedDataError(
+                    f"{self.storage.uri(partition)}: file group {fs.file_id} is not an "
+                    "index file group id"
+                ) from None
+        n = len(slices)
+        if sorted(by_index) != list(range(n)):
+            raise HoodieCorruptedDataError(
+                f"{self.storage.uri(partition)}: file groups {sorted(by_index)} are not 0..{n - 1}"
+            )
+        return by_index
+
+    def secondary_index_record_keys(self, partition: str, values: Iterable[str | None]) -> set[str]:
+        """The record keys whose live entry in secondary index ``partition`` has one of
+        ``values`` (as Java strings them: :func:`~hoodie_ray.metadata.secondary_index.
+        java_strings`). Only the file groups the values hash to are read (Java places every
+        entry of a value in the group of its ``<escaped value>$`` prefix)."""
+        prefixes = sorted({escape_key_part(v) + SEPARATOR for v in values})
+        slices = self.file_slices(partition)
+        if not prefixes or not slices:
+            return set()
+        by_index = self._groups_by_index(partition, slices)
+        n = len(slices)
+        of_group: dict[int, list[str]] = {}
+        for p in prefixes:
+            of_group.setdefault(key_to_file_group_index(p, n) if n > 1 else 0, []).append(p)
+        out: set[str] = set()
+        for g, ps in sorted(of_group.items()):
+            starts = tuple(ps)
+            for key, (value, schema) in self.slice_records(by_index[g]).items():
+                if key.startswith(starts) and not is_deleted_record(decode_value(value, schema)):
+                    out.add(split_secondary_index_key(key)[1])
         return out
 
     def column_ranges(

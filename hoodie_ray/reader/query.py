@@ -291,6 +291,10 @@ def _plan_snapshot(query: _Query, as_of: str | _dt.datetime | None) -> ReadPlan:
     slices = _prune_by_record_index(tbl, slices, query, latest, stats)
     if "record_index" in stats:
         stats["pruned_by"].append("record_index")  # a lookup decides even when all match
+    else:
+        slices = _prune_by_secondary_index(tbl, slices, query, latest, stats)
+        if "secondary_index" in stats:
+            stats["pruned_by"].append("secondary_index")
     n = len(slices)
     slices = _prune_by_column_stats(tbl, slices, query.filters)
     pruned("column_stats", n)
@@ -552,6 +556,77 @@ def _prune_by_record_index(
     located = tbl.metadata_table.refresh().record_index_locations(keys) if keys else {}
     groups = set(located.values())
     stats["record_index"] = {"keys": len(keys), "found": len(located)}
+    return [s for s in slices if (s.partition_path, s.file_id) in groups]
+
+
+def _secondary_index_of(tbl: HoodieTable, fields: set[str]) -> dict[str, str]:
+    """Filtered field -> the secondary index (MDT partition) over it, for the table's
+    completed secondary indexes with a one-field definition."""
+    from hoodie_ray.metadata.layout import INDEX_DEFS_PROPERTY, SECONDARY_INDEX_PREFIX
+    from hoodie_ray.metadata.secondary_index import index_definitions
+
+    built = [p for p in tbl.metadata_partitions if p.startswith(SECONDARY_INDEX_PREFIX)]
+    if not built:
+        return {}
+    rel = tbl.table_config.props.get(INDEX_DEFS_PROPERTY, "").strip()
+    out: dict[str, str] = {}
+    for name, d in index_definitions(tbl.storage, rel).items():
+        one = d.source_fields[0] if len(d.source_fields) == 1 else None
+        if name in built and d.is_secondary and one in fields:
+            out.setdefault(str(one), name)
+    return out
+
+
+def _prune_by_secondary_index(
+    tbl: HoodieTable,
+    slices: list[SliceSpec],
+    query: _Query,
+    latest: bool,
+    stats: dict[str, Any],
+) -> list[SliceSpec]:
+    """Lookups by an indexed column: ``=`` / ``IN`` on the field of a secondary index names
+    the record keys that hold those values (the index's entries), and the record index
+    names their file groups: only those are planned. Like the record index, it describes
+    the latest snapshot; ``stats`` records the lookup or why it was skipped."""
+    from hoodie_ray.metadata.secondary_index import java_strings
+
+    if not query.filters or not tbl.uses_metadata_table:
+        return slices
+    eq = [f for f in query.filters if f.op in ("=", "IN")]
+    index_of = _secondary_index_of(tbl, {f.field for f in eq})
+    chosen = next((f for f in eq if f.field in index_of), None)
+    if chosen is None:
+        return slices
+    part = index_of[chosen.field]
+    if not latest:
+        stats["secondary_index_skipped"] = (
+            "not a snapshot of the latest commit (the index describes the latest one)"
+        )
+        return slices
+    if RECORD_INDEX not in tbl.metadata_partitions:
+        stats["secondary_index_skipped"] = "the table keeps no record index to locate the keys"
+        return slices
+    values = (
+        chosen.value if chosen.op == "IN" else pa.array([chosen.value.as_py()], chosen.value.type)
+    )
+    values = values.drop_null()  # a null never compares equal
+    if len(values) > MAX_RECORD_INDEX_LOOKUP_KEYS:
+        stats["secondary_index_skipped"] = f"{len(values)} values to look up"
+        return slices
+    mdt = tbl.metadata_table.refresh()
+    keys = mdt.secondary_index_record_keys(part, java_strings(values, chosen.field))
+    if len(keys) > MAX_RECORD_INDEX_LOOKUP_KEYS:
+        stats["secondary_index_skipped"] = f"{len(keys)} record keys to locate"
+        return slices
+    located = mdt.record_index_locations(keys) if keys else {}
+    groups = set(located.values())
+    stats["secondary_index"] = {
+        "index": part,
+        "field": chosen.field,
+        "values": len(values),
+        "keys": len(keys),
+        "found": len(located),
+    }
     return [s for s in slices if (s.partition_path, s.file_id) in groups]
 
 
