@@ -160,19 +160,12 @@ def test_warm_topology_holds_no_lock_between_writes(ray_session, tmp_path):
 
 
 def test_two_stream_writers_on_one_table_in_one_cluster(ray_session, tmp_path):
-    """Two jobs' topologies side by side (their actors named by job): disjoint checkpoints
-    both commit; on a shared file group the later committer replays and commits."""
+    """Two jobs' topologies side by side (their actors named by job): on a shared file group
+    the later committer replays its checkpoint and commits."""
     small = {f"ray.{r}.num_cpus": "0.1" for r in ("coordinator", "assigner", "writer")}
     retry = {"hoodie.write.num.retries.on.conflict.failures": "1"}
     path, opts, model = _seeded(tmp_path, small, retry)
     with hr.HoodieStreamWriter(path, opts) as a, hr.HoodieStreamWriter(path, opts) as b:
-        a_rows, b_rows = [row("a1", "a", 2, 10)], [row("b1", "b", 2, 20)]
-        a.write(to_arrow(a_rows, True))
-        b.write(to_arrow(b_rows, True))
-        assert a.checkpoint() is not None and b.checkpoint() is not None
-        model.upsert(a_rows)
-        model.upsert(b_rows)
-        model.assert_hudi_rs_reads(path, "disjoint")
         a_rows, b_rows = [row("a2", "a", 3, 11)], [row("a2", "a", 4, 21), row("b2", "b", 4, 22)]
         a.write(to_arrow(a_rows, True))
         b.write(to_arrow(b_rows, True))
@@ -184,3 +177,24 @@ def test_two_stream_writers_on_one_table_in_one_cluster(ray_session, tmp_path):
     model.assert_hudi_rs_reads(path, "shared file group")
     assert len(_instants(path, Action.ROLLBACK)) == 1
     _no_pending(path)
+
+
+def test_lost_coordinator_instant_is_rolled_back_not_left_to_its_heartbeat(ray_session, tmp_path):
+    """Under OCC a new coordinator's recovery keeps pending writes whose heartbeat is live,
+    the lost coordinator's own instant too: the driver rolls that one back itself, and the
+    checkpoint's input is replayed into a new instant."""
+    import ray
+
+    path, opts, model = _seeded(tmp_path)
+    rows = [row("a1", "a", 2, 10), row("c1", "c", 2, 11)]
+    with hr.HoodieStreamWriter(path, opts) as w:
+        w.write(to_arrow(rows, True))
+        lost = w._instant
+        ray.kill(w.actors["coordinator"], no_restart=True)
+        instant = w.checkpoint()
+    assert instant not in (None, lost)
+    model.upsert(rows)
+    model.assert_hudi_rs_reads(path)
+    _no_pending(path)
+    assert len(_instants(path, Action.ROLLBACK)) == 1
+    assert not (tmp_path / "t" / ".hoodie" / ".heartbeat" / str(lost)).exists()
