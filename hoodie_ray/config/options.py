@@ -667,7 +667,8 @@ OPTIONS: tuple[ConfigOption, ...] = (
         0,
         _non_negative_int,
         "Under optimistic_concurrency_control: times a write that lost a conflict is retried "
-        "against the table as it is then (single-process writes, hr.write engine='local').",
+        "against the table as it is then (a single-process write; on Ray, a checkpoint replayed "
+        "from its kept input into a new instant).",
     ),
     ConfigOption(
         "hoodie.write.lock.wait_time_ms",

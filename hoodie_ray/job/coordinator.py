@@ -32,7 +32,7 @@ from hoodie_ray.exceptions import (
 )
 from hoodie_ray.file_group.view import FileSlice, FileSystemView
 from hoodie_ray.job.archival import archive_table
-from hoodie_ray.job.conflict import TxnStart, conflicts_of
+from hoodie_ray.job.conflict import TxnStart, conflicts_of, is_compaction
 from hoodie_ray.job.setup import (
     TableSetup,
     bucket_options_for_table,
@@ -230,6 +230,8 @@ class Coordinator:
         )
         self._lock_depth = 0  # OCC: nesting of _locked blocks holding the lock
         self._txn: dict[str, TxnStart] = {}  # OCC: what each open instant knew at its start
+        # OCC: the completed instants the job's key index reflects (mark_loaded, own commits)
+        self._loaded: set[str] | None = None
         self._rolled_back: set[str] = set()
         self.table: HoodieTable | None = None
         # a handle kept from an earlier job on this table: its timeline is reused (refreshed,
@@ -445,6 +447,36 @@ class Coordinator:
         self._started[instant] = time.monotonic()
         return instant
 
+    def mark_loaded(self) -> None:
+        """OCC: the job's assigners load their key index from the table as it is now (call
+        before the slices they load are listed); :meth:`written_by_others` is relative to it."""
+        assert self.table is not None
+        tl = self.table.refresh().active_timeline
+        self._loaded = {i.timestamp for i in tl.completed()}
+
+    def written_by_others(self) -> list[str]:
+        """OCC: writes another writer completed since :meth:`mark_loaded` (compactions, cleans
+        and rollbacks leave every key where it was and do not count; this job's own commits
+        are added as they land). A key index loaded before them may miss keys they wrote: the
+        job reloads it. Empty without OCC, or before any :meth:`mark_loaded`."""
+        if not self.wc.occ or self._loaded is None:
+            return []
+        assert self.table is not None
+        table = self.table.refresh()
+        completed = table.active_timeline.completed()
+        self._loaded.intersection_update(i.timestamp for i in completed)  # archived ones go
+        out = []
+        for inst in completed:
+            if inst.timestamp in self._loaded:
+                continue
+            if inst.action in (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT) and (
+                not is_compaction(inst, table.metadata(inst))
+            ):
+                out.append(inst.timestamp)
+            else:
+                self._loaded.add(inst.timestamp)  # no write: checked once
+        return out
+
     def commit(self, instant: str, stats: list[HoodieWriteStat]) -> CommitResult:
         """Write the completed instant with the statuses of every writer.
 
@@ -466,6 +498,8 @@ class Coordinator:
             if self.heartbeats is not None:
                 self.heartbeats.stop(instant)
         self._txn.pop(instant, None)
+        if self._loaded is not None:
+            self._loaded.add(instant)  # the job's key index took this commit's keys itself
         return CommitResult.from_stats(instant, stats)
 
     def _compacted_since(self, instant: str) -> bool:

@@ -41,6 +41,7 @@ class CoordinatorActor:
     def __init__(self, path: str, options: Any, storage_options: Any, lock_owner: str) -> None:
         self.core = Coordinator(path, options, storage_options, lock_owner=lock_owner)
         self.table = ""
+        self._job = lock_owner.rsplit(":", 1)[-1]  # under OCC part of the compactors' names
         self._pool: CompactorPool | None = None
 
     def open(self, input_schema: pa.Schema | None) -> TableSetup:
@@ -54,11 +55,27 @@ class CoordinatorActor:
     def refix_schema(self, data_schema: pa.Schema) -> TableSetup:
         return self.core.refix_schema(data_schema)
 
-    def start_checkpoint(self) -> tuple[str, list[FileSlice], WriteProfile, set[tuple[str, str]]]:
+    def start_checkpoint(
+        self,
+    ) -> tuple[str, list[FileSlice], WriteProfile, set[tuple[str, str]], list[str]]:
+        """A new instant, the slices and write profile its writers and assigners start from,
+        the frozen log files, and (OCC) the writes other writers completed since the
+        assigners loaded their key index. Under OCC the instant is started first: the
+        conflict check at commit covers whatever completed after the slices were listed."""
+        if self.core.wc.occ:
+            instant = self.core.start_instant()
+            others = self.core.written_by_others()
+            slices = self.core.latest_slices()
+            profile = self.core.profile(slices)
+            return instant, slices, profile, self.core.frozen_logs(), others
         slices = self.core.latest_slices()
         profile = self.core.profile(slices)
         instant = self.core.start_instant()
-        return instant, slices, profile, self.core.frozen_logs()
+        return instant, slices, profile, self.core.frozen_logs(), []
+
+    def mark_loaded(self) -> None:
+        """OCC: the assigners (re)load their key index from the table as it is now."""
+        self.core.mark_loaded()
 
     def latest_slices(self) -> list[FileSlice]:
         return self.core.latest_slices()
@@ -86,7 +103,9 @@ class CoordinatorActor:
 
     def _runner(self) -> CompactorPool:
         if self._pool is None:
-            self._pool = CompactorPool(self.core.wc, self.table)
+            # under OCC another job's topology may write this table: its compactors are its own
+            name = f"{self.table}/{self._job}" if self.core.wc.occ else self.table
+            self._pool = CompactorPool(self.core.wc, name)
         return self._pool
 
     def finish_compaction(self) -> None:

@@ -232,14 +232,15 @@ def _check_role(role: str) -> None:
 
 
 def refuse_occ(wc: WriteConfig) -> None:
-    """The Ray topology writes as the table's single writer: optimistic concurrency control
-    runs on the single-process path only (``hr.write(..., engine="local")``,
-    ``HoodieWriteClient``) until its checkpoints retry a conflict against the new state."""
+    """``HoodieDatasink`` writes as the table's single writer: its input comes from Ray Data's
+    write tasks, so a checkpoint that lost a conflict under optimistic concurrency control has
+    nothing to be replayed from. ``hr.write(ds, ...)`` (which keeps the dataset's blocks until
+    the commit) and ``HoodieStreamWriter`` write under OCC."""
     if wc.occ:
         raise HoodieOptionError(
             "option hoodie.write.concurrency.mode=optimistic_concurrency_control is not "
-            'supported on the Ray write path yet: write with engine="local" '
-            "(HoodieWriteClient), or leave the option at single_writer"
+            "supported by HoodieDatasink (a conflicted commit could not be replayed): write "
+            "the dataset with hr.write(ds, path, options), or leave the option at single_writer"
         )
 
 

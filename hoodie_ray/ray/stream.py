@@ -13,6 +13,17 @@ commit is on disk. If any actor dies before or during a checkpoint, the whole to
 restarted (every actor rebuilds its state from the table), the open instant is rolled back and
 the kept input replayed; ``checkpoint()`` then returns a committed instant holding every record
 once. When recovery keeps failing, a :class:`HoodieWriteError` says so and nothing is committed.
+
+Optimistic concurrency control (``hoodie.write.concurrency.mode=optimistic_concurrency_control``):
+the coordinator takes the table lock only for its short turns (open, an instant's start, a
+commit with its conflict check and table services), never between them, so another writer
+commits beside the topology, and a warm ``hr.write`` topology holds no lock while parked. A
+checkpoint that starts after another writer's commit reloads the assigners' key index first
+(the topology restarts its assigners and writers from the table). A checkpoint whose commit
+conflicts (:class:`HoodieWriteConflictError`: its instant was rolled back in the same lock turn)
+is replayed from the kept input into a new instant on a topology reloaded from the table, up to
+``hoodie.write.num.retries.on.conflict.failures`` times; then the error is raised and nothing
+of that checkpoint is in the table.
 """
 
 from __future__ import annotations
@@ -34,12 +45,17 @@ import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from hoodie_ray.config.options import resolve_options
-from hoodie_ray.exceptions import HoodieCommitConflictError, HoodieError, HoodieWriteError
+from hoodie_ray.exceptions import (
+    HoodieCommitConflictError,
+    HoodieError,
+    HoodieWriteConflictError,
+    HoodieWriteError,
+)
 from hoodie_ray.job.client import input_data_schema
 from hoodie_ray.job.coordinator import CommitResult
 from hoodie_ray.job.setup import TableSetup
 from hoodie_ray.ray.actors import AssignerActor, CoordinatorActor, WriterActor
-from hoodie_ray.ray.runtime import actor_resources, ensure_ray, refuse_occ
+from hoodie_ray.ray.runtime import actor_resources, ensure_ray
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.lock import (
     new_owner_id,
@@ -62,6 +78,15 @@ MAX_RECOVERIES = 3
 
 class _TopologyLost(Exception):
     """An actor died: restart the topology and replay."""
+
+
+class _Conflicted(Exception):
+    """OCC: the checkpoint's commit lost a conflict (its instant is rolled back): reload the
+    topology from the table and replay, or raise ``error`` once the retries are spent."""
+
+    def __init__(self, error: HoodieWriteConflictError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _unwrap(e: BaseException) -> BaseException:
@@ -155,7 +180,6 @@ class HoodieStreamWriter:
         self.path = path
         self.options = dict(options or {})
         self.wc = resolve_options(self.options)
-        refuse_occ(self.wc)
         self.storage_options = storage_options
         self.ray_address = ray_address
         self.num_writers = self.wc.write_tasks
@@ -417,7 +441,14 @@ class HoodieStreamWriter:
     # -- topology ------------------------------------------------------------------------------
     def _name(self, role: str) -> str:
         assert self._setup is not None
-        return f"{self._setup.table_config.name}/{role}"
+        return self._prefixed(self._setup.table_config.name, role)
+
+    def _prefixed(self, table: str, role: str) -> str:
+        """``<table>/<role>``; under OCC ``<table>/<job>/<role>`` (several writers' topologies
+        on one table side by side in one cluster, each its own names)."""
+        if self.wc.occ:
+            return f"{table}/{self.owner.rsplit(':', 1)[-1]}/{role}"
+        return f"{table}/{role}"
 
     def _table_name(self) -> str:
         try:
@@ -467,8 +498,9 @@ class HoodieStreamWriter:
                     ray.kill(a, no_restart=True)
                 time.sleep(0.05)
 
-    def _restart_workers(self) -> None:
-        """(Re)create assigners and writers from the table's current state."""
+    def _restart_workers(self) -> tuple[Any, Any]:
+        """(Re)create assigners and writers from the table's current state; the references of
+        the file slices and write profile they were made from."""
         self._pending_done = []  # calls to the assigners being replaced
         self._workers_stale = False
         assert self._setup is not None
@@ -476,6 +508,8 @@ class HoodieStreamWriter:
             ray.kill(a, no_restart=True)
         self._assigners, self._writers = [], []
         self._attempt += 1
+        if self.wc.occ:
+            self._coord.mark_loaded.remote()  # runs before latest_slices: calls run in order
         slices, profile = self._coord.latest_slices.remote(), self._coord.profile.remote()
         # SPREAD: a multi-node cluster gets assigners and writers on every node.
         a_opts = {**actor_resources("assigner", self.wc), "scheduling_strategy": "SPREAD"}
@@ -494,6 +528,7 @@ class HoodieStreamWriter:
                 ).remote(self._setup, cfg, profile, slices, self._writers)
             )
         self._instant = None
+        return slices, profile
 
     def _unique(self, role: str, table: str | None = None) -> str:
         """Actor name ``<table>/<role>``.
@@ -502,7 +537,7 @@ class HoodieStreamWriter:
         this writer did not create belongs to another live write job on the same table: that is
         a conflict, never something to kill. Our own (being replaced in a recovery) is replaced.
         """
-        name = f"{table}/{role}" if table else self._name(role)
+        name = self._prefixed(table, role) if table else self._name(role)
         try:
             old = ray.get_actor(name, namespace=NAMESPACE)
             if name not in self._owned_names:
@@ -530,13 +565,26 @@ class HoodieStreamWriter:
             self._restart_workers()
         # The file slices and the write profile go from the coordinator to the actors by
         # reference: the driver never holds them (their size grows with the table).
-        instant_ref, slices, profile, frozen = self._coord.start_checkpoint.options(
-            num_returns=4
+        instant_ref, slices, profile, frozen, others = self._coord.start_checkpoint.options(
+            num_returns=5
         ).remote()
         instant = ray.get(instant_ref)
         # Known before the actors hear of it: if one of them is lost now, recovery rolls the
         # instant back (else it stays pending, and a pending write blocks compaction).
         self._instant = instant
+        if self.wc.occ:
+            written = ray.get(others)
+            if written:
+                # OCC: another writer committed since the assigners loaded their key index
+                # (its keys, its file groups): reload it, after this instant's start, so the
+                # conflict check covers whatever completes after the reload
+                log.info(
+                    "hoodie_ray: %s written by another writer (%s): reloading the topology",
+                    self.path,
+                    ", ".join(written),
+                )
+                slices, profile = self._restart_workers()
+                self._instant = instant
         done, self._pending_done = self._pending_done, []
         ray.get(
             done
@@ -615,6 +663,9 @@ class HoodieStreamWriter:
         except (RayActorError, RayTaskError) as e:
             if _is_actor_loss(e):
                 raise _TopologyLost(instant) from e
+            err = _unwrap(e)
+            if isinstance(err, HoodieWriteConflictError):
+                raise _Conflicted(err) from None
             raise
         marks.append(time.perf_counter())
         steps = [b - a for a, b in itertools.pairwise(marks)]
@@ -627,9 +678,11 @@ class HoodieStreamWriter:
         return result
 
     def _run(self, fn: Any) -> Any:
-        """Run a step; on actor loss restart the topology, replay the open input, retry."""
-        losses = 0
-        recover = False
+        """Run a step; on actor loss restart the topology, replay the open input, retry. Under
+        OCC a checkpoint that lost a conflict is replayed into a new instant
+        (``hoodie.write.num.retries.on.conflict.failures`` times)."""
+        losses = conflicts = 0
+        recover = replay = False
         is_checkpoint = fn == self._checkpoint_once
         while True:
             try:
@@ -640,7 +693,24 @@ class HoodieStreamWriter:
                         return committed
                     if not is_checkpoint:
                         return None  # the replay re-sent this batch too
+                if replay:
+                    replay = False
+                    self._replay_after_conflict()
                 return fn()
+            except _Conflicted as c:
+                # the coordinator rolled the instant back in its conflict check's lock turn
+                self._instant = None
+                conflicts += 1
+                retries = self.wc.num_retries_on_conflict
+                if conflicts > retries:
+                    self._fail_instant()
+                    raise HoodieWriteConflictError(
+                        f"{c.error} (the checkpoint's input was written {conflicts} time(s): "
+                        f"hoodie.write.num.retries.on.conflict.failures={retries}; nothing of "
+                        "it was committed)"
+                    ) from None
+                log.warning("hoodie_ray: %s; replaying the checkpoint into a new instant", c.error)
+                replay = True
             except (RayActorError, RayTaskError, GetTimeoutError, _TopologyLost) as e:
                 if not (_is_actor_loss(e) or isinstance(e, _TopologyLost)):
                     self._fail_instant()
@@ -695,10 +765,25 @@ class HoodieStreamWriter:
                 self._restart_workers()
                 self._inputs = []
                 return CommitResult(instant)
+            if self.wc.occ:
+                # the lazy policy kept it (its heartbeat has not expired yet): it is ours
+                ray.get(self._coord.rollback.remote(instant))
         self._restart_workers()
         for item in list(self._inputs):
             self._send(item)
         return None
+
+    def _replay_after_conflict(self) -> None:
+        """After a lost conflict: the assigners and writers start again from the table as the
+        other writer left it (key index, small files, file slices), and the checkpoint's kept
+        input is sent again; it goes into a new instant."""
+        assert self._instant is None
+        _drain(self._inflight)
+        self._inflight = []
+        self._stop_workers()
+        self._restart_workers()
+        for item in list(self._inputs):
+            self._send(item)
 
     def _fail_instant(self) -> None:
         _drain(self._inflight)
@@ -770,7 +855,9 @@ class HoodieStreamWriter:
 # knows the owner id), when a call with other options or to
 # another table comes, when this process starts any other topology, and when any other writer
 # of this process takes the table's lock (every table lock asks it to). Another process is refused
-# by the lock while it is parked, as while a call runs.
+# by the lock while it is parked, as while a call runs. Under optimistic concurrency control a
+# parked topology holds no lock (its coordinator takes it only for its turns): other writers
+# commit meanwhile, and the next call's checkpoint reloads the key index it then finds stale.
 
 
 @dataclass
@@ -876,8 +963,9 @@ def _park(p: _Parked, idle_s: float) -> None:
     p.timer.daemon = True
     p.timer.start()
 
-    p.release = functools.partial(_expire, p)  # what the timer does, asked for by a lock
-    register_idle_holder(p.uri, p.release)
+    if not p.writer.wc.occ:  # under OCC a parked topology holds no lock: nothing to give up
+        p.release = functools.partial(_expire, p)  # what the timer does, asked for by a lock
+        register_idle_holder(p.uri, p.release)
 
 
 def _options_key(
@@ -899,7 +987,6 @@ def write_warm(
     from hoodie_ray.storage import open_storage
 
     wc = resolve_options(options)
-    refuse_occ(wc)  # before a parked topology of this table is touched
     idle_s = wc.warm_idle_s
     uri = open_storage(path, storage_options).base_uri
     key = _options_key(options, storage_options, ray_address)

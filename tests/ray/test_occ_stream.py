@@ -1,0 +1,200 @@
+"""Optimistic concurrency control on the Ray path: a HoodieStreamWriter (or a warm ``hr.write``
+topology) and a single-process backfill (HoodieWriteClient) on one table.
+
+The backfill commits between the stream's ``write`` (its instant is open, its rows assigned)
+and its ``checkpoint``, as a second process would. The stream's coordinator takes the table
+lock only for its short turns, so the backfill never waits for it; a conflicted checkpoint is
+replayed into a new instant, or raises with nothing of it in the table. Every table is read
+back with hudi-rs and compared with the model of the commits that landed."""
+
+from __future__ import annotations
+
+import pytest
+
+import hoodie_ray as hr
+from hoodie_ray.exceptions import HoodieWriteConflictError
+from hoodie_ray.job.client import HoodieWriteClient
+from hoodie_ray.ray import stream
+from hoodie_ray.table import HoodieTable
+from hoodie_ray.timeline.instant import Action
+from hoodie_ray.write.lock import LOCK_PATH
+from tests.write.model import TableModel, model_options, to_arrow
+
+pytestmark = pytest.mark.ray
+
+OCC = {
+    "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+    # a writer that kept the lock between its turns fails these tests in seconds, not minutes
+    "hoodie.write.lock.wait_time_ms": "3000",
+    "write.tasks": "1",
+}
+
+
+#: Every insert opens a new file group: a key the stream's index missed would be written twice
+#: (in a group of its own), not merged into the small file group the other writer put it in.
+NO_SMALL_FILES = {"hoodie.parquet.small.file.limit": "1"}
+
+
+def row(key: str, p: str, ts: int, v: int) -> dict:
+    return {"key": key, "p": p, "ts": ts, "v": v, "s": f"{key}@{ts}"}
+
+
+def _seeded(tmp_path, *extra: dict, version: str | None = None) -> tuple[str, dict, TableModel]:
+    """Four keys in each of partitions a and b, committed by a backfill client."""
+    path, model = str(tmp_path / "t"), TableModel()
+    opts = model_options(OCC, *extra, version=version)
+    rows = [row(f"a{i}", "a", 1, i) for i in range(4)] + [row(f"b{i}", "b", 1, i) for i in range(4)]
+    model.write(path, opts, "upsert", rows)
+    return path, opts, model
+
+
+def _instants(path: str, action: str | None = None) -> list:
+    tl = HoodieTable.load(path).active_timeline.reload()
+    return [i for i in tl.instants if action is None or i.action == action]
+
+
+def _no_pending(path: str) -> None:
+    assert [i.timestamp for i in _instants(path) if not i.is_completed] == []
+
+
+def test_stream_and_backfill_on_disjoint_partitions_both_commit(ray_session, tmp_path):
+    path, opts, model = _seeded(tmp_path, NO_SMALL_FILES)
+    stream_rows = [row("a1", "a", 2, 10), row("a7", "a", 2, 11)]
+    backfill = [row(f"b{i}", "b", 3, 20 + i) for i in range(6)]  # b4, b5: new keys
+    with hr.HoodieStreamWriter(path, opts) as w:
+        w.write(to_arrow(stream_rows, True))  # the stream's instant is open now
+        # the backfill takes the lock for its turns while the stream's instant is in flight
+        done = HoodieWriteClient(path, opts).write(to_arrow(backfill, True)).instant
+        instant = w.checkpoint()
+        assert instant is not None and done is not None and instant < done
+        model.upsert(backfill)
+        model.upsert(stream_rows)
+        model.assert_hudi_rs_reads(path, "disjoint")
+        # the next checkpoint starts after the backfill's commit: the stream's key index is
+        # reloaded, so b5 (a key only the backfill wrote) is an update, not a second copy
+        more = [row("b5", "b", 4, 30), row("a2", "a", 4, 31)]
+        w.write(to_arrow(more, True))
+        assert w.checkpoint() is not None
+        model.upsert(more)
+    model.assert_hudi_rs_reads(path, "after the reload")
+    assert not _instants(path, Action.ROLLBACK)
+    _no_pending(path)
+
+
+@pytest.mark.parametrize("version", ["8", "6"])
+def test_conflicted_checkpoint_is_replayed_and_commits(ray_session, tmp_path, version):
+    path, opts, model = _seeded(
+        tmp_path, {"hoodie.write.num.retries.on.conflict.failures": "1"}, version=version
+    )
+    stream_rows = [row("a1", "a", 5, 10), row("a9", "a", 5, 11), row("c0", "c", 5, 12)]
+    backfill = [row("a1", "a", 3, 20), row("a0", "a", 3, 21), row("a8", "a", 3, 22)]
+    with hr.HoodieStreamWriter(path, opts) as w:
+        w.write(to_arrow(stream_rows, True))
+        first = w._instant
+        assert first is not None
+        other = HoodieWriteClient(path, opts).write(to_arrow(backfill, True)).instant
+        instant = w.checkpoint()  # conflicts on a1's file group: rolled back, replayed
+    assert instant is not None and instant != first
+    model.upsert(backfill)
+    model.upsert(stream_rows)
+    model.assert_hudi_rs_reads(path, "replayed")
+    completed = {i.timestamp for i in _instants(path) if i.is_completed}
+    assert {other, instant} <= completed and first not in completed
+    assert len(_instants(path, Action.ROLLBACK)) == 1
+    _no_pending(path)
+    assert hr.validate_metadata(path) == []  # empty where the table has no metadata table
+
+
+def test_conflict_without_retries_raises_and_commits_nothing(ray_session, tmp_path):
+    path, opts, model = _seeded(tmp_path)  # hoodie.write.num.retries.on.conflict.failures=0
+    stream_rows = [row("a1", "a", 5, 10), row("z0", "z", 5, 11)]
+    backfill = [row("a1", "a", 3, 20)]
+    with hr.HoodieStreamWriter(path, opts) as w:
+        w.write(to_arrow(stream_rows, True))
+        first = w._instant
+        other = HoodieWriteClient(path, opts).write(to_arrow(backfill, True)).instant
+        with pytest.raises(HoodieWriteConflictError) as err:
+            w.checkpoint()
+        msg = str(err.value)
+        assert first in msg and other in msg and "a/" in msg  # both instants, the file group
+        assert "hoodie.write.num.retries.on.conflict.failures=0" in msg
+        model.upsert(backfill)  # nothing of the stream's checkpoint, z0 included
+        model.assert_hudi_rs_reads(path, "conflicted")
+        _no_pending(path)
+        # the writer goes on from the table as the backfill left it
+        again = [row("a1", "a", 6, 30)]
+        w.write(to_arrow(again, True))
+        assert w.checkpoint() is not None
+        model.upsert(again)
+    model.assert_hudi_rs_reads(path, "after the conflict")
+    _no_pending(path)
+
+
+def test_warm_topology_holds_no_lock_between_writes(ray_session, tmp_path):
+    path, opts, model = _seeded(tmp_path, NO_SMALL_FILES)
+    lock = tmp_path / "t" / LOCK_PATH
+    try:
+        first = [row("a1", "a", 2, 10)]
+        hr.write(to_arrow(first, True), path, opts)  # on Ray; the topology is parked
+        model.upsert(first)
+        parked = stream._parked.get(next(iter(stream._parked), ""))
+        assert parked is not None and not parked.writer._closed
+        coordinator = parked.writer.actors["coordinator"]
+        assert not lock.exists()  # parked, and the table's lock is free
+        # another writer of this process commits in between: the topology stays parked
+        backfill = [row("b1", "b", 3, 20), row("b8", "b", 3, 21)]
+        model.write(path, opts, "upsert", backfill)
+        again = stream._parked.get(next(iter(stream._parked), ""))
+        assert again is parked and not parked.writer._closed
+        # the next call is a checkpoint of the same topology, which reloads its key index
+        # from the table the backfill changed: b8 is updated, not written twice
+        second = [row("b8", "b", 4, 30), row("a2", "a", 4, 31)]
+        hr.write(to_arrow(second, True), path, opts)
+        model.upsert(second)
+        assert parked.writer.actors["coordinator"] == coordinator
+        assert not lock.exists()
+        model.assert_hudi_rs_reads(path, "warm")
+    finally:
+        stream.release_warm_writers()
+    _no_pending(path)
+
+
+def test_two_stream_writers_on_one_table_in_one_cluster(ray_session, tmp_path):
+    """Two jobs' topologies side by side (their actors named by job): on a shared file group
+    the later committer replays its checkpoint and commits."""
+    small = {f"ray.{r}.num_cpus": "0.1" for r in ("coordinator", "assigner", "writer")}
+    retry = {"hoodie.write.num.retries.on.conflict.failures": "1"}
+    path, opts, model = _seeded(tmp_path, small, retry)
+    with hr.HoodieStreamWriter(path, opts) as a, hr.HoodieStreamWriter(path, opts) as b:
+        a_rows, b_rows = [row("a2", "a", 3, 11)], [row("a2", "a", 4, 21), row("b2", "b", 4, 22)]
+        a.write(to_arrow(a_rows, True))
+        b.write(to_arrow(b_rows, True))
+        first = b._instant
+        assert a.checkpoint() is not None
+        assert b.checkpoint() not in (None, first)  # conflicted on a2's group, replayed
+        model.upsert(a_rows)
+        model.upsert(b_rows)
+    model.assert_hudi_rs_reads(path, "shared file group")
+    assert len(_instants(path, Action.ROLLBACK)) == 1
+    _no_pending(path)
+
+
+def test_lost_coordinator_instant_is_rolled_back_not_left_to_its_heartbeat(ray_session, tmp_path):
+    """Under OCC a new coordinator's recovery keeps pending writes whose heartbeat is live,
+    the lost coordinator's own instant too: the driver rolls that one back itself, and the
+    checkpoint's input is replayed into a new instant."""
+    import ray
+
+    path, opts, model = _seeded(tmp_path)
+    rows = [row("a1", "a", 2, 10), row("c1", "c", 2, 11)]
+    with hr.HoodieStreamWriter(path, opts) as w:
+        w.write(to_arrow(rows, True))
+        lost = w._instant
+        ray.kill(w.actors["coordinator"], no_restart=True)
+        instant = w.checkpoint()
+    assert instant not in (None, lost)
+    model.upsert(rows)
+    model.assert_hudi_rs_reads(path)
+    _no_pending(path)
+    assert len(_instants(path, Action.ROLLBACK)) == 1
+    assert not (tmp_path / "t" / ".hoodie" / ".heartbeat" / str(lost)).exists()
