@@ -81,7 +81,7 @@ def test_stream_and_backfill_on_disjoint_partitions_both_commit(ray_session, tmp
     _no_pending(path)
 
 
-@pytest.mark.parametrize("version", ["8", "6"])
+@pytest.mark.parametrize("version", ["8", pytest.param("6", marks=pytest.mark.slow)])
 def test_conflicted_checkpoint_is_replayed_and_commits(ray_session, tmp_path, version):
     path, opts, model = _seeded(
         tmp_path, {"hoodie.write.num.retries.on.conflict.failures": "1"}, version=version
@@ -159,6 +159,7 @@ def test_warm_topology_holds_no_lock_between_writes(ray_session, tmp_path):
     _no_pending(path)
 
 
+@pytest.mark.slow  # two topologies' start-ups; the replay itself is tested above
 def test_two_stream_writers_on_one_table_in_one_cluster(ray_session, tmp_path):
     """Two jobs' topologies side by side (their actors named by job): on a shared file group
     the later committer replays its checkpoint and commits."""
