@@ -199,3 +199,71 @@ def test_lost_coordinator_instant_is_rolled_back_not_left_to_its_heartbeat(ray_s
     _no_pending(path)
     assert len(_instants(path, Action.ROLLBACK)) == 1
     assert not (tmp_path / "t" / ".hoodie" / ".heartbeat" / str(lost)).exists()
+
+
+# A table-service process: compact, clean and archive in turn until the stop file appears,
+# then one last round; prints what it did as one JSON line.
+_SERVICES = """
+import json, os, sys
+import hoodie_ray as hr
+
+path, options, stop = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+done = {"compactions": 0, "cleaned": 0, "archived": 0, "rounds": 0}
+while True:
+    last = os.path.exists(stop)
+    done["compactions"] += hr.compact(path, options).instant is not None
+    done["cleaned"] += hr.clean(path, options).num_files
+    done["archived"] += len(hr.archive(path, options).instants)
+    done["rounds"] += 1
+    if last:
+        break
+print(json.dumps(done), flush=True)
+"""
+
+
+def test_table_services_from_another_process_beside_a_stream_writer(ray_session, tmp_path):
+    """A HoodieStreamWriter under OCC with its own services off makes 20 checkpoints while
+    another process compacts, cleans and archives the table in a loop: every checkpoint
+    commits, no key is lost or doubled (hudi-rs equals the model), nothing is left pending,
+    the metadata table validates clean."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    keep = {
+        "clean.retain_commits": "2",
+        "hoodie.keep.min.commits": "4",
+        "hoodie.keep.max.commits": "6",
+        "compaction.delta_commits": "1",
+    }
+    path, opts, model = _seeded(tmp_path, keep, version="8")
+    stop = tmp_path / "stop"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SERVICES, path, json.dumps(opts), str(stop)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ.copy(),
+    )
+    try:
+        writer_opts = {**opts, "hoodie.table.services.enabled": "false"}
+        with hr.HoodieStreamWriter(path, writer_opts) as w:
+            for c in range(20):
+                rows = [row(f"{p}{(c + i) % 6}", p, 2 + c, c) for p in "ab" for i in range(3)]
+                w.write(to_arrow(rows, True))
+                model.upsert(rows)
+                assert w.checkpoint() is not None
+        stop.touch()
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    done = json.loads(out.strip().splitlines()[-1])
+    assert done["compactions"] > 0 and done["rounds"] > 1, done
+    model.assert_hudi_rs_reads(path)
+    _no_pending(path)
+    assert not _instants(path, Action.ROLLBACK)
+    assert hr.validate_metadata(path) == []
