@@ -155,17 +155,33 @@ def is_compaction(inst: Instant, meta: HoodieCommitMetadata | None = None) -> bo
     return bool(meta.compacted) or (meta.operation_type or "").upper() in _COMPACTIONS
 
 
+#: What still conflicts with a write under non-blocking concurrency control: file groups a
+#: replacecommit replaced or a clustering / replace plan will rewrite (the writes' logs would
+#: be left behind in a replaced group).
+_REPLACING = frozenset({Action.REPLACE_COMMIT, Action.CLUSTERING})
+
+
 def conflicts_of(
-    table: HoodieTable, start: TxnStart, stats: Iterable[HoodieWriteStat]
+    table: HoodieTable,
+    start: TxnStart,
+    stats: Iterable[HoodieWriteStat],
+    *,
+    writes_conflict: bool = True,
 ) -> list[Conflict]:
     """The conflicts of a commit of ``stats`` that started at ``start``, read from the
-    table's timeline as it is now (call under the table lock, with the timeline reloaded)."""
+    table's timeline as it is now (call under the table lock, with the timeline reloaded).
+
+    ``writes_conflict=False`` is non-blocking concurrency control: other writes to the same
+    file groups (delta commits, each with its own log files) are no conflict; only a
+    replacecommit or clustering on them is."""
     own = file_groups(stats)
     if not own:
         return []
     tl = table.active_timeline
     others = []
     for inst in candidates(tl.instants, start, tl.layout_version >= 2):
+        if not writes_conflict and inst.action not in _REPLACING:
+            continue
         if inst.is_completed:
             meta = table.metadata(inst)
             if not is_compaction(inst, meta):
