@@ -14,8 +14,6 @@ groups with hoodie_ray's reader.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 import hoodie_ray as hr
@@ -78,15 +76,29 @@ def test_refused_outside_mor_bucket_index_v8(extra, needs):
     assert needs in str(err.value)
 
 
-def test_refused_on_a_table_without_the_bucket_index_table_unchanged(tmp_path):
+@pytest.mark.parametrize(
+    "created, needs",
+    [
+        ({"hoodie.write.table.version": "8"}, "index.type=BUCKET"),
+        (
+            {"index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "2"},
+            "table version 8",
+        ),
+    ],
+    ids=["v8-flink-state-index", "v6-bucket"],
+)
+def test_refused_on_a_table_it_cannot_write_table_unchanged(tmp_path, created, needs):
+    """The table's own type, version and index decide (the options leave them out)."""
     path, model = str(tmp_path / "t"), TableModel()
-    model.write(path, model_options(version="8"), "upsert", [row("a1", "a", 1, 1)])
-    before = sorted(os.listdir(tmp_path / "t" / ".hoodie" / "timeline"))
+    model.write(path, model_options(created), "upsert", [row("a1", "a", 1, 1)])
+    hoodie = tmp_path / "t" / ".hoodie"
+    before = sorted(p.name for p in hoodie.rglob("*") if ".aux" not in p.parts)
     nbcc = model_options({"hoodie.write.concurrency.mode": "non_blocking_concurrency_control"})
     with pytest.raises(HoodieOptionError) as err:
         HoodieWriteClient(path, nbcc).write(to_arrow([row("a1", "a", 2, 2)], True))
-    assert "index.type=BUCKET" in str(err.value) and path in str(err.value)
-    assert sorted(os.listdir(tmp_path / "t" / ".hoodie" / "timeline")) == before
+    assert needs in str(err.value) and path in str(err.value)
+    assert "hoodie.write.concurrency.mode" in str(err.value)
+    assert sorted(p.name for p in hoodie.rglob("*") if ".aux" not in p.parts) == before
     model.assert_hudi_rs_reads(path)
 
 
