@@ -632,11 +632,19 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "hoodie.write.concurrency.mode",
         "concurrency_mode",
         "single_writer",
-        _choice("single_writer", "optimistic_concurrency_control", upper=False),
+        _choice(
+            "single_writer",
+            "optimistic_concurrency_control",
+            "non_blocking_concurrency_control",
+            upper=False,
+        ),
         "single_writer: one writer holds the table's lock for its whole job; "
         "optimistic_concurrency_control: writers run side by side, take the lock only to start "
         "an instant and to commit, and the later of two commits touching one file group fails "
-        "with HoodieWriteConflictError.",
+        "with HoodieWriteConflictError; non_blocking_concurrency_control (MERGE_ON_READ, "
+        "index.type=BUCKET, table version 8+): writers take the same short lock turns and all "
+        "commit, each appending its own log files to the shared file groups, which readers and "
+        "compaction merge by the ordering field.",
     ),
     ConfigOption(
         "hoodie.cleaner.policy.failed.writes",
@@ -841,8 +849,19 @@ class WriteConfig:
 
     @property
     def occ(self) -> bool:
-        """Optimistic concurrency control (several writers on the table)."""
-        return self.concurrency_mode == "optimistic_concurrency_control"
+        """Several writers on the table (Java's ``supportsMultiWriter``): optimistic or
+        non-blocking concurrency control. Both take the table lock for short turns only, keep
+        instant heartbeats and roll back failed writes lazily; :attr:`nbcc` tells them apart
+        where they differ (the conflict check)."""
+        return self.concurrency_mode in (
+            "optimistic_concurrency_control",
+            "non_blocking_concurrency_control",
+        )
+
+    @property
+    def nbcc(self) -> bool:
+        """Non-blocking concurrency control: writers of one file group all commit."""
+        return self.concurrency_mode == "non_blocking_concurrency_control"
 
     @property
     def lazy_failed_writes(self) -> bool:
@@ -944,9 +963,43 @@ def _check_concurrency(wc: WriteConfig, given: Mapping[str, str]) -> None:
         key = given.get("failed_writes_clean_policy") or _BY_ATTR["failed_writes_clean_policy"].key
         raise HoodieOptionError(
             f"option {key}=EAGER cannot be used with hoodie.write.concurrency.mode="
-            "optimistic_concurrency_control: it would roll back other writers' live instants "
+            f"{wc.concurrency_mode}: it would roll back other writers' live instants "
             "(use LAZY)"
         )
+    if wc.nbcc:
+        reason = nbcc_refusal(
+            wc.table_type if wc.is_set("table_type") else None,
+            wc.table_version if wc.is_set("write_table_version") else None,
+            wc.index_type if wc.is_set("index_type") else None,
+        )
+        if reason:
+            key = given.get("concurrency_mode") or _BY_ATTR["concurrency_mode"].key
+            raise HoodieOptionError(f"option {key}=non_blocking_concurrency_control {reason}")
+
+
+def nbcc_refusal(
+    table_type: str | None, table_version: int | None, index_type: str | None
+) -> str | None:
+    """Why non-blocking concurrency control cannot write a table of this type, version and
+    index (None: it can; a None argument is not checked). As Java's ``HoodieWriteConfig``
+    and ``CommonClientUtils.validateTableVersion``: MERGE_ON_READ with the simple bucket index,
+    table version 8+ (logs sliced by completion time)."""
+    if table_type is not None and table_type != "MERGE_ON_READ":
+        return (
+            f"needs a MERGE_ON_READ table, not {table_type}: writers of one file group must "
+            "each append their own log files"
+        )
+    if index_type is not None and index_type != "BUCKET":
+        return (
+            f"needs index.type=BUCKET, not {index_type}: every writer must route a key to the "
+            "same file group"
+        )
+    if table_version is not None and table_version < 8:
+        return (
+            f"needs table version 8 or later, not {table_version}: logs of concurrent writers "
+            "join file slices by completion time"
+        )
+    return None
 
 
 def _check_lock(wc: WriteConfig, given: Mapping[str, str]) -> None:

@@ -20,6 +20,12 @@ carries over only logs of completed writes, and a write whose logs a compaction 
 meanwhile left in the superseded slice moves them into the new one as it commits
 (:func:`hoodie_ray.write.commit.relocate_superseded_logs`). The rule (:func:`candidates`, :func:`find_conflicts`) is pure; :func:`conflicts_of`
 reads what it needs from the table.
+
+Non-blocking concurrency control (``writes_conflict=False``) keeps only replacecommits and
+clustering plans as candidates: writers of one file group each append their own log files
+and all commit. Java skips conflict resolution under NBCC except for bulk inserts (which the
+coordinator checks in full, as Java); the replace / clustering check is kept so a write never
+commits logs into a group replaced meanwhile.
 """
 
 from __future__ import annotations
@@ -43,6 +49,11 @@ _COMPLETED_WRITES = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLAC
 _PENDING_PLANS = frozenset(
     {Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING, Action.REPLACE_COMMIT}
 )
+
+#: What still conflicts with a write under non-blocking concurrency control: file groups a
+#: replacecommit replaced or a clustering / replace plan will rewrite (the writes' logs would
+#: be left behind in a replaced group).
+_REPLACING = frozenset({Action.REPLACE_COMMIT, Action.CLUSTERING})
 
 
 @dataclass(frozen=True)
@@ -70,14 +81,23 @@ class Conflict:
 
 
 def candidates(
-    instants: Iterable[Instant], start: TxnStart, by_completion_time: bool
+    instants: Iterable[Instant],
+    start: TxnStart,
+    by_completion_time: bool,
+    *,
+    writes_conflict: bool = True,
 ) -> list[Instant]:
     """The instants a commit that started at ``start`` is checked against: writes completed
     after it started (by completion time on layout 2 timelines, else by what was completed at
-    its start), and plans still pending that were scheduled after its instant."""
+    its start), and plans still pending that were scheduled after its instant.
+
+    ``writes_conflict=False`` (non-blocking concurrency control): only replacecommits and
+    clustering plans; other writes to the same file groups each add their own log files."""
     out = []
     for inst in instants:
         if inst.timestamp == start.instant:
+            continue
+        if not writes_conflict and inst.action not in _REPLACING:
             continue
         if inst.is_completed:
             if inst.action not in _COMPLETED_WRITES:
@@ -156,16 +176,26 @@ def is_compaction(inst: Instant, meta: HoodieCommitMetadata | None = None) -> bo
 
 
 def conflicts_of(
-    table: HoodieTable, start: TxnStart, stats: Iterable[HoodieWriteStat]
+    table: HoodieTable,
+    start: TxnStart,
+    stats: Iterable[HoodieWriteStat],
+    *,
+    writes_conflict: bool = True,
 ) -> list[Conflict]:
     """The conflicts of a commit of ``stats`` that started at ``start``, read from the
-    table's timeline as it is now (call under the table lock, with the timeline reloaded)."""
+    table's timeline as it is now (call under the table lock, with the timeline reloaded).
+
+    ``writes_conflict=False`` is non-blocking concurrency control: other writes to the same
+    file groups (delta commits, each with its own log files) are no conflict; only a
+    replacecommit or clustering on them is."""
     own = file_groups(stats)
     if not own:
         return []
     tl = table.active_timeline
     others = []
-    for inst in candidates(tl.instants, start, tl.layout_version >= 2):
+    for inst in candidates(
+        tl.instants, start, tl.layout_version >= 2, writes_conflict=writes_conflict
+    ):
         if inst.is_completed:
             meta = table.metadata(inst)
             if not is_compaction(inst, meta):

@@ -37,6 +37,7 @@ from hoodie_ray.job.setup import (
     TableSetup,
     bucket_options_for_table,
     check_bucket_layout,
+    check_concurrency_mode,
     check_new_table_location,
     check_options_match_table,
     create_table,
@@ -347,6 +348,7 @@ class Coordinator:
                 raise HoodieTableNotFoundError(f"no Hudi table at {self.path}")
             if wc.operation == "delete":
                 raise HoodieTableNotFoundError(f"cannot delete from {self.path}: no table there")
+            check_concurrency_mode(wc, None, self.path)
             create_table(self.storage, wc, input_schema)
         table = HoodieTable.from_storage(self.storage, self.storage_options, self.path)
         if self._reuse is not None and self._reuse.table_config.props == table.table_config.props:
@@ -354,6 +356,7 @@ class Coordinator:
         self.table = table
         cfg = table.table_config
         check_options_match_table(cfg, wc)
+        check_concurrency_mode(wc, cfg, self.path)
         unsupported = cfg.write_unsupported_reason()
         if unsupported:
             raise HoodieUnsupportedError(
@@ -520,7 +523,10 @@ class Coordinator:
             return
         assert self.table is not None
         self.table.refresh()
-        conflicts = conflicts_of(self.table, start, stats)
+        # NBCC: writers of one file group all commit (Java resolves conflicts there only for
+        # bulk inserts, which write base files); replace and clustering still conflict
+        nbcc = self.wc.nbcc and self.wc.operation != "bulk_insert"
+        conflicts = conflicts_of(self.table, start, stats, writes_conflict=not nbcc)
         if not conflicts:
             return
         self.rollback(instant)
@@ -595,7 +601,9 @@ class Coordinator:
         svc = self.compaction_service()
         if svc.pending():
             return None
-        return svc.schedule()
+        # NBCC: other writers' delta commits go on beside the plan, which covers the completed
+        # ones only (a log completing after the plan's instant joins the next slice)
+        return svc.schedule(beside_writes=self.wc.nbcc)
 
     def pending_compactions(self) -> list[str]:
         return self.compaction_service().pending()

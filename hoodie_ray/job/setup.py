@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from hoodie_ray.avro.schema import arrow_to_avro_schema, avro_to_arrow_schema
-from hoodie_ray.config.options import WriteConfig
+from hoodie_ray.config.options import WriteConfig, nbcc_refusal
 from hoodie_ray.config.table_config import (
     BUCKET_NUM_PROPERTY,
     KEYGEN_TYPE_BY_CLASS,
@@ -288,6 +288,27 @@ def check_options_match_table(cfg: HoodieTableConfig, wc: WriteConfig) -> None:
         problems.append(f"table name {wc.table_name} != table's {cfg.name}")
     if problems:
         raise HoodieOptionError("options conflict with the existing table: " + "; ".join(problems))
+
+
+def check_concurrency_mode(wc: WriteConfig, cfg: HoodieTableConfig | None, path: str) -> None:
+    """Non-blocking concurrency control writes only MERGE_ON_READ tables of version 8+ with
+    the bucket index: the table's own (``cfg``), or for a table about to be created the
+    options'. Raises :class:`HoodieOptionError` naming the option and the reason, before
+    anything is written."""
+    if not wc.nbcc:
+        return
+    if cfg is None:
+        reason = nbcc_refusal(wc.table_type, wc.table_version, wc.index_type)
+    else:
+        bucket = cfg.props.get(BUCKET_NUM_PROPERTY) is not None
+        reason = nbcc_refusal(
+            cfg.table_type, cfg.table_version, "BUCKET" if bucket else wc.index_type
+        )
+    if reason:
+        raise HoodieOptionError(
+            f"{path}: option hoodie.write.concurrency.mode=non_blocking_concurrency_control "
+            + reason
+        )
 
 
 def latest_commit_schema(table: HoodieTable) -> pa.Schema | None:

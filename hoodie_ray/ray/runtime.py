@@ -236,11 +236,23 @@ def refuse_occ(wc: WriteConfig) -> None:
     write tasks, so a checkpoint that lost a conflict under optimistic concurrency control has
     nothing to be replayed from. ``hr.write(ds, ...)`` (which keeps the dataset's blocks until
     the commit) and ``HoodieStreamWriter`` write under OCC."""
+    refuse_nbcc(wc)
     if wc.occ:
         raise HoodieOptionError(
             "option hoodie.write.concurrency.mode=optimistic_concurrency_control is not "
             "supported by HoodieDatasink (a conflicted commit could not be replayed): write "
             "the dataset with hr.write(ds, path, options), or leave the option at single_writer"
+        )
+
+
+def refuse_nbcc(wc: WriteConfig) -> None:
+    """Non-blocking concurrency control runs on the single-process path for now: the Ray
+    topology's fixed-bucket writes under it are not tested yet."""
+    if wc.nbcc:
+        raise HoodieOptionError(
+            "option hoodie.write.concurrency.mode=non_blocking_concurrency_control is "
+            "supported on the single-process path for now (hr.write(..., engine='local'), "
+            "HoodieWriteClient); on Ray use optimistic_concurrency_control or single_writer"
         )
 
 

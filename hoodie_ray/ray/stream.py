@@ -55,7 +55,7 @@ from hoodie_ray.job.client import input_data_schema
 from hoodie_ray.job.coordinator import CommitResult
 from hoodie_ray.job.setup import TableSetup
 from hoodie_ray.ray.actors import AssignerActor, CoordinatorActor, WriterActor
-from hoodie_ray.ray.runtime import actor_resources, ensure_ray
+from hoodie_ray.ray.runtime import actor_resources, ensure_ray, refuse_nbcc
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.lock import (
     new_owner_id,
@@ -180,6 +180,7 @@ class HoodieStreamWriter:
         self.path = path
         self.options = dict(options or {})
         self.wc = resolve_options(self.options)
+        refuse_nbcc(self.wc)
         self.storage_options = storage_options
         self.ray_address = ray_address
         self.num_writers = self.wc.write_tasks

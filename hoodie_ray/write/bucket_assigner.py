@@ -66,6 +66,19 @@ def new_file_id_for_task(task_id: int, num_tasks: int) -> str:
             return fid
 
 
+#: The fixed part of a bucket's file id under non-blocking concurrency control (Java's
+#: ``BucketIdentifier`` constant suffix).
+NBCC_FILE_ID_SUFFIX = "-0000-0000-0000-000000000000"
+
+
+def nbcc_bucket_file_id(bucket: int) -> str:
+    """The file id of ``bucket`` under non-blocking concurrency control,
+    ``<bucket:08d>-0000-0000-0000-000000000000-0`` (Java's ``newBucketFileIdForNBCC``): every
+    writer that creates the bucket's file group names it alike, so concurrent first writes of
+    a bucket land in one file group."""
+    return f"{bucket_file_id_prefix(bucket)}{NBCC_FILE_ID_SUFFIX}-0"
+
+
 def _partition_tasks(parts: Sequence[str], num_tasks: int) -> np.ndarray:
     """A stable hash of each partition path, modulo ``num_tasks`` (one value per partition,
     not per row)."""
@@ -220,6 +233,7 @@ class AssignerConfig:
     num_writers: int = 1  # writer tasks new file groups are spread over
     partitioned: bool = True  # the table has partition fields (keys can move)
     record_index: bool = False  # the table keeps (or is to keep) a record index
+    fixed_bucket_ids: bool = False  # NBCC: one file id per bucket, whatever writer creates it
 
     @property
     def compares_moves(self) -> bool:
@@ -260,6 +274,7 @@ class AssignerConfig:
             index_bootstrap=wc.index_bootstrap,
             merge_mode=merge_mode,
             num_writers=wc.write_tasks,
+            fixed_bucket_ids=wc.nbcc,
         )
         values.update(overrides)
         return cls(**values)
@@ -831,7 +846,11 @@ class BucketAssigner:
             part, bucket = pdict[c // self.config.bucket_num], c % self.config.bucket_num
             fid = self._bucket_file_ids.get((part, bucket))
             if fid is None:
-                fid = f"{bucket_file_id_prefix(bucket)}{str(uuid.uuid4())[8:]}-0"
+                fid = (
+                    nbcc_bucket_file_id(bucket)
+                    if self.config.fixed_bucket_ids
+                    else f"{bucket_file_id_prefix(bucket)}{str(uuid.uuid4())[8:]}-0"
+                )
                 self._bucket_file_ids[(part, bucket)] = fid
                 self._small.setdefault(part, []).append(SmallFile(fid, 0, is_new=True))
                 new_groups.add((part, fid))

@@ -205,12 +205,20 @@ class StreamWriteFunction:
             rows = precombine(rows, self.ctx.ordering_field)
         bid = (bucket.partition_path, bucket.file_id)
         g = self._group(bid)
-        if g.base_instant is None and not g.log_files:
+        if g.base_instant is None and not g.log_files and not self._logs_only:
             self._create(bid, g, rows)
         elif self.ctx.is_mor:
             self._append(bid, g, rows)
         else:
             self._merge(bid, g, rows)
+
+    @property
+    def _logs_only(self) -> bool:
+        """Non-blocking concurrency control on a MOR table: a new file group starts with a
+        log file, never a base file (Java's NBCC writers tag new buckets as updates), so two
+        writers creating one bucket's group at once leave two log files in one slice, not two
+        base files of which one hides the other."""
+        return self.ctx.is_mor and self.ctx.write_config.nbcc
 
     def _next_seq(self, n: int) -> int:
         start = self._seq
@@ -303,6 +311,7 @@ class StreamWriteFunction:
         if not blocks:
             return
         payload = b"".join(blocks)
+        new_group = bid not in self._slices  # NBCC: a group created with logs only
         name, offset, size_after = self._append_to_log(part, fid, g, payload)
         rel = join(part, name)
         st = self._stat(
@@ -319,7 +328,9 @@ class StreamWriteFunction:
         n_up = upserts.num_rows
         # New keys appended to a small file group count as inserts, the rest as updates.
         n_new = 0
-        if IS_NEW in upserts.column_names and n_up:
+        if new_group:
+            n_new = n_up
+        elif IS_NEW in upserts.column_names and n_up:
             n_new = int(pc.sum(upserts.column(IS_NEW)).as_py() or 0)
         if self._keeps_record_index:
             new_keys = upserts.filter(upserts.column(IS_NEW)).column(RECORD_KEY) if n_new else None

@@ -129,7 +129,13 @@ def test_concurrency_options_have_hudis_names_and_defaults():
 @pytest.mark.parametrize(
     ("options", "named"),
     [
-        ({"hoodie.write.concurrency.mode": "non_blocking_concurrency_control"}, "concurrency.mode"),
+        (
+            {
+                "hoodie.write.concurrency.mode": "non_blocking_concurrency_control",
+                "table.type": "COPY_ON_WRITE",
+            },
+            "concurrency.mode",
+        ),
         ({"hoodie.write.concurrency.mode": "multi"}, "hoodie.write.concurrency.mode"),
         ({"hoodie.write.num.retries.on.conflict.failures": "-1"}, "retries.on.conflict"),
         ({"hoodie.client.heartbeat.interval_in_ms": "0"}, "heartbeat.interval_in_ms"),

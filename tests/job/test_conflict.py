@@ -99,3 +99,21 @@ def test_compactions_never_conflict():
     assert not is_compaction(done(T3, Action.COMMIT), upsert)
     assert not is_compaction(done(T3, Action.COMMIT))
     assert not is_compaction(Instant(T3, Action.CLUSTERING, State.REQUESTED))
+
+
+def test_nbcc_candidates_are_replace_and_clustering_only():
+    """Non-blocking concurrency control: delta commits and compactions on the same file
+    groups are no candidates; a replacecommit or a clustering plan still is."""
+    start = TxnStart(T1, frozenset())
+    timeline = [
+        done(T2, completion=T3),
+        done(T3, Action.COMMIT, completion=T4),  # a compaction's commit
+        done(T3, Action.REPLACE_COMMIT, completion=T4),
+        Instant(T4, Action.CLUSTERING, State.REQUESTED),
+        Instant(T4, Action.COMPACTION, State.REQUESTED),
+    ]
+    got = candidates(timeline, start, by_completion_time=True, writes_conflict=False)
+    assert [(i.timestamp, i.action) for i in got] == [
+        (T3, Action.REPLACE_COMMIT),
+        (T4, Action.CLUSTERING),
+    ]
