@@ -201,18 +201,9 @@ def check_metadata_table_writable(cfg: HoodieTableConfig, enable: bool | None, p
     """
     listed = completed_partitions(cfg) + inflight_partitions(cfg)
     if cfg.table_version < 8:
-        if listed:
-            raise HoodieUnsupportedError(
-                f"{path} (table version {cfg.table_version}) has a metadata table "
-                f"({', '.join(listed)}); hoodie_ray maintains metadata tables from table "
-                f"version 8: drop it with `hoodie-ray metadata drop {path}` or upgrade the "
-                f"table with `hoodie-ray upgrade {path}`"
-            )
-        if enable:
-            raise HoodieUnsupportedError(
-                f"hoodie.metadata.enable=true: hoodie_ray maintains metadata tables from table "
-                f"version 8 and {path} is version {cfg.table_version} (`hoodie-ray upgrade`)"
-            )
+        from hoodie_ray.metadata_writer.v6 import check_v6_metadata_table_writable
+
+        check_v6_metadata_table_writable(listed, enable, path)
         return
     if enable is False:
         return  # the writer drops it
@@ -258,6 +249,9 @@ class MetadataWriter:
         config: compaction and cleaning thresholds of the MDT.
     """
 
+    #: the instant of the ``files`` partition's initialisation
+    files_init_instant = FILES_INIT_INSTANT
+
     def __init__(self, table: HoodieTable, config: MetadataWriteConfig | None = None) -> None:
         self.table = table
         self.config = config or MetadataWriteConfig()
@@ -282,10 +276,14 @@ class MetadataWriter:
     def schema_json(self) -> str:
         return rec.metadata_schema_json(self.table_version)
 
+    def mdt_props(self) -> dict[str, str]:
+        """The MDT's ``hoodie.properties`` for this data table."""
+        return metadata_table_props(self.table.config, self.table_version)
+
     @property
     def timeline(self) -> ActiveTimeline:
         if self._timeline is None:
-            cfg = HoodieTableConfig(metadata_table_props(self.table.config, self.table_version))
+            cfg = HoodieTableConfig(self.mdt_props())
             self._timeline = ActiveTimeline.of_table(self.storage, cfg).load()
         return self._timeline
 
@@ -361,12 +359,12 @@ class MetadataWriter:
             self.table.storage.delete_dir(METADATA_TABLE_PATH)
             self._timeline = None
         self._save_data_props(**{PARTITIONS_INFLIGHT_PROPERTY: FILES})
-        props = metadata_table_props(self.table.config, self.table_version)
+        props = self.mdt_props()
         self.storage.makedirs(HoodieTableConfig(props).timeline_path)
         HoodieTableConfig(props).save(self.storage)
         self._timeline = None
         listing = list_data_files(self.table.storage_view())
-        ts = FILES_INIT_INSTANT
+        ts = self.files_init_instant
         self._start(Instant(ts, Action.DELTA_COMMIT, State.REQUESTED))
         self._partition_folder(FILES, ts)
         records = [rec.all_partitions_record(listing.keys())]
@@ -525,9 +523,9 @@ class MetadataWriter:
         self.timeline.create_requested(requested, plan)
         self.timeline.transition_to_inflight(requested)
 
-    def _service_instant(self, tl: ActiveTimeline) -> str:
-        """A new instant for an MDT table service: after every instant and completion time
-        on the timeline."""
+    def _service_instant(self, tl: ActiveTimeline, action: str = Action.COMPACTION) -> str:
+        """A new instant for an MDT table service (``action``): after every instant and
+        completion time on the timeline."""
         last = max([i.timestamp for i in tl.instants] + [tl.max_completion_time() or ""])
         return new_instant_time(last or None)
 
@@ -946,7 +944,7 @@ class MetadataWriter:
                 blocks.append(HFileDataBlock(header, content=self._hfile(upserts, base=False)))
             if deletes:
                 blocks.append(DeleteBlock(header, deletes, part))
-            name = log_file_name(fid, instant, 1, LOG_WRITE_TOKEN)
+            name = self._log_name(part, fid, instant, base_instants)
             writer = LogWriter(
                 self.storage, part, name, table_version=self.table_version, append=False
             )
@@ -970,6 +968,11 @@ class MetadataWriter:
                 )
             )
         return stats
+
+    def _log_name(self, part: str, fid: str, instant: str, base_instants: Mapping[str, str]) -> str:
+        """The new log file MDT delta commit ``instant`` writes to group ``fid`` (v8+: named
+        by the delta commit itself)."""
+        return log_file_name(fid, instant, 1, LOG_WRITE_TOKEN)
 
     def _file_groups(self, part: str) -> tuple[int, dict[str, str]]:
         """From one listing of an MDT partition: how many file groups it has (1 for
@@ -1022,11 +1025,15 @@ class MetadataWriter:
             operation_type=op,
         )
 
+    def _commit_bytes(self, meta: HoodieCommitMetadata) -> bytes:
+        """Commit metadata as the MDT timeline stores it (layout 2: Avro)."""
+        return meta.to_bytes(2)
+
     def _complete(self, instant: str, stats: Sequence[HoodieWriteStat], op: str) -> None:
         meta = self._commit_metadata(stats, op)
         try:
             self.timeline.complete(
-                Instant(instant, Action.DELTA_COMMIT, State.INFLIGHT), meta.to_bytes(2)
+                Instant(instant, Action.DELTA_COMMIT, State.INFLIGHT), self._commit_bytes(meta)
             )
         except OSError as e:
             raise HoodieCommitStateUnknownError(
@@ -1080,14 +1087,18 @@ class MetadataWriter:
         ]
         if not chosen:
             return []
-        mcfg = HoodieTableConfig(metadata_table_props(self.table.config, self.table_version))
+        mcfg = HoodieTableConfig(self.mdt_props())
         archive_instants(
             tl,
-            LSMTimeline(self.storage, mcfg.archive_path),
+            self._archived_timeline(mcfg),
             chosen,
             cfg.timeline_compaction_batch_size,
         )
         return [i.timestamp for i in chosen]
+
+    def _archived_timeline(self, mcfg: HoodieTableConfig) -> Any:
+        """Where the MDT's archived instants go (v8+: its LSM history)."""
+        return LSMTimeline(self.storage, mcfg.archive_path)
 
     def latest_compaction_time(self) -> str | None:
         """The instant of the MDT's latest completed compaction (Java's
@@ -1136,7 +1147,7 @@ class MetadataWriter:
         self._start(Instant(ts, Action.COMPACTION, State.REQUESTED), _compaction_plan(ops))
         stats = [self._compact_slice(mdt, part, fs, ts) for part, fs in ops]
         meta = self._commit_metadata(stats, "COMPACT", compacted=True)
-        tl.complete(Instant(ts, Action.COMPACTION, State.INFLIGHT), meta.to_bytes(2))
+        tl.complete(Instant(ts, Action.COMPACTION, State.INFLIGHT), self._commit_bytes(meta))
         return ts
 
     def _compact_slice(self, mdt: MetadataTable, part: str, fs: Any, ts: str) -> HoodieWriteStat:
@@ -1185,7 +1196,7 @@ class MetadataWriter:
             return None
         tl = self.timeline
         start = time.monotonic()
-        ts = self._service_instant(tl)
+        ts = self._service_instant(tl, Action.CLEAN)
         plan = _cleaner_plan(last.timestamp, doomed, self.storage)
         self._start(Instant(ts, Action.CLEAN, State.REQUESTED), plan)
         parts: dict[str, HoodieCleanPartitionMetadata] = {}
@@ -1285,7 +1296,12 @@ def metadata_writer(
     """The one MDT writer of a table handle (``config`` replaces the kept one when given)."""
     w = _WRITERS.get(table)
     if w is None:
-        w = _WRITERS[table] = MetadataWriter(table, config)
+        if table.table_version < 8:
+            from hoodie_ray.metadata_writer.v6 import V6MetadataWriter
+
+            w = _WRITERS[table] = V6MetadataWriter(table, config)
+        else:
+            w = _WRITERS[table] = MetadataWriter(table, config)
     elif config is not None:
         w.config = config
     return w
