@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 import hoodie_ray as hr
+from hoodie_ray.cli import main
 from hoodie_ray.exceptions import HoodieUnsupportedError
 from hoodie_ray.hfile import HFileReader
 from hoodie_ray.job import maintenance
@@ -111,8 +112,9 @@ def test_v6_table_keeps_a_0x_metadata_table_through_every_action(tmp_path: Path)
     assert "commit" in {i.action for i in t.timeline}  # a data compaction went through the MDT
 
 
-def test_init_metadata_on_v6_table_then_rollback(tmp_path: Path, monkeypatch) -> None:
-    """``hr.init_metadata`` builds the 0.x MDT from a listing; a write that dies after its MDT
+def test_init_metadata_on_v6_table_then_rollback(tmp_path: Path, monkeypatch, capsys) -> None:
+    """``hoodie-ray metadata init`` / ``hr.init_metadata`` build the 0.x MDT from a listing,
+    ``hoodie-ray metadata validate`` finds it in sync; a write that dies after its MDT
     delta commit is rolled back in both by the next writer (its rollback blocks listed)."""
     from hoodie_ray.timeline.timeline import ActiveTimeline
 
@@ -121,7 +123,11 @@ def test_init_metadata_on_v6_table_then_rollback(tmp_path: Path, monkeypatch) ->
     model, wl = TableModel(), Workload(3)
     model.write(path, opts, "upsert", wl.rows_for(wl.keys[:20]))
     assert not _mdt(path).exists()
-    assert hr.init_metadata(path) == ["files"]
+    assert main(["metadata", "init", path]) == 0
+    assert "metadata table built: files" in capsys.readouterr().out
+    assert main(["metadata", "validate", path]) == 0
+    assert "metadata table in sync (files)" in capsys.readouterr().out
+    assert hr.init_metadata(path) == ["files"]  # rebuilt
     _check(path, model, "after init")
     _check_layout(path)
     model.write(path, opts, "upsert", wl.rows_for(wl.keys[10:25]))  # enable unset: kept
@@ -199,3 +205,26 @@ def test_java_v6_sample_gets_a_metadata_table(tmp_path: Path) -> None:
         for r in hudi_rs_read(path).to_pylist()
     }
     assert got == want
+
+
+@pytest.mark.parametrize("to_version", [8, 9])
+def test_upgrade_rebuilds_the_metadata_table_in_the_new_layout(
+    tmp_path: Path, to_version: int
+) -> None:
+    """``hr.upgrade`` of a v6 table with a 0.x MDT: the MDT is rebuilt in the 1.x layout
+    (hudi-rs then lists the table through it), and writes keep it."""
+    path = str(tmp_path / "t")
+    opts = {**OPTIONS, "table.type": "MERGE_ON_READ", "hoodie.metadata.enable": "true"}
+    model, wl = TableModel(), Workload(5)
+    model.write(path, opts, "upsert", wl.rows_for(wl.keys[:20]))
+    _check_layout(path)
+    assert hr.upgrade(path, to_version=to_version) == to_version
+    t = HoodieTable.load(path)
+    assert t.table_version == to_version and t.config[PARTITIONS_PROPERTY] == "files"
+    props = (_mdt(path) / ".hoodie" / "hoodie.properties").read_text()
+    assert f"hoodie.table.version={to_version}" in props
+    assert (_mdt(path) / ".hoodie" / "timeline").is_dir()
+    _check(path, model, "after the upgrade")
+    v8 = {k: v for k, v in opts.items() if k != "hoodie.write.table.version"}
+    model.write(path, v8, "upsert", wl.rows_for(wl.keys[10:30]))
+    _check(path, model, "write after the upgrade")
