@@ -192,6 +192,18 @@ class V6MetadataWriter(MetadataWriter):
                 return ts
         return super()._service_instant(tl, action)
 
+    def compact(self, force: bool = False) -> str | None:
+        """0.x's ``compactIfNecessary``: no compaction while a data instant before the latest
+        MDT delta commit is pending (its delta commit's log would stay in the replaced slice:
+        v6 logs join slices by name, not by completion time)."""
+        tl = self.timeline.reload()
+        done = [i.timestamp for i in tl.find([Action.DELTA_COMMIT], [State.COMPLETED])]
+        latest = max(done, default="")
+        data = self.table.active_timeline.reload()
+        if any(i.timestamp < latest for i in data.pending()):
+            return None
+        return super().compact(force)
+
     def _log_name(self, part: str, fid: str, instant: str, base_instants: Mapping[str, str]) -> str:
         """The next log version of the group's latest slice (named by its base instant)."""
         names = self.storage.list_file_names(part)

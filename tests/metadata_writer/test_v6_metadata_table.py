@@ -73,13 +73,15 @@ def _check_layout(path: str) -> None:
 
 def test_v6_table_keeps_a_0x_metadata_table_through_every_action(tmp_path: Path) -> None:
     """A version 6 MOR table with hoodie.metadata.enable=true: inserts, upserts, deletes,
-    compactions, cleans and the MDT's own compaction (``<instant>001``) and clean
-    (``<instant>002``): after each commit hudi-rs equals the model and the validator finds
+    compactions, cleans, archival and the MDT's own compaction (``<instant>001``), clean
+    (``<instant>002``) and archival: after each commit hudi-rs equals the model and the validator finds
     nothing."""
     path = str(tmp_path / "t")
     opts = model_options(
         {
             "hoodie.metadata.enable": "true",
+            "hoodie.keep.min.commits": "3",
+            "hoodie.keep.max.commits": "5",
             "compaction.delta_commits": "3",
             "clean.retain_commits": "2",
             "hoodie.metadata.compact.max.delta.commits": "4",
@@ -110,6 +112,9 @@ def test_v6_table_keeps_a_0x_metadata_table_through_every_action(tmp_path: Path)
     compactions = [i.timestamp for i in t.metadata_table.timeline.instants if i.action == "commit"]
     assert all(len(ts) == 20 and ts.endswith("001") for ts in compactions)
     assert "commit" in {i.action for i in t.timeline}  # a data compaction went through the MDT
+    assert t.has_archived_instants()  # the data table archives (.hoodie/archived)
+    assert list((_mdt(path) / ".hoodie" / "archived").glob(".commits_.archive.*"))  # the MDT too
+    assert len(t.metadata_table.timeline.instants) < 20
 
 
 def test_init_metadata_on_v6_table_then_rollback(tmp_path: Path, monkeypatch, capsys) -> None:
@@ -228,3 +233,25 @@ def test_upgrade_rebuilds_the_metadata_table_in_the_new_layout(
     v8 = {k: v for k, v in opts.items() if k != "hoodie.write.table.version"}
     model.write(path, v8, "upsert", wl.rows_for(wl.keys[10:30]))
     _check(path, model, "write after the upgrade")
+
+
+def test_no_mdt_compaction_while_an_older_data_instant_is_pending(tmp_path: Path) -> None:
+    """0.x's rule: the MDT does not compact while a data instant older than its latest delta
+    commit is pending; it does once that instant is gone."""
+    from hoodie_ray.metadata_writer.writer import metadata_writer
+    from hoodie_ray.timeline.instant import Action, Instant, State
+
+    path = str(tmp_path / "t")
+    opts = {**OPTIONS, "table.type": "MERGE_ON_READ", "hoodie.metadata.enable": "true"}
+    model, wl = TableModel(), Workload(5)
+    model.write(path, opts, "upsert", wl.rows_for(wl.keys[:10]))
+    t = HoodieTable.load(path)
+    first = t.active_timeline.completed_commits()[0].timestamp
+    pending = Instant(str(int(first) - 1), Action.DELTA_COMMIT, State.REQUESTED)
+    t.active_timeline.create_requested(pending, b"")
+    w = metadata_writer(t)
+    assert w.compact() is None
+    t.active_timeline.delete_instant(pending)
+    ts = w.compact()
+    assert ts is not None and ts == first + "001"
+    _check(path, model, "after the MDT compaction")
