@@ -165,7 +165,7 @@ class MetadataWriteConfig:
 
 def metadata_enabled_for(table_version: int, enable: bool | None) -> bool:
     """``hoodie.metadata.enable`` resolved: Hudi 1.x's default (on) for table versions 8+;
-    version 6 metadata tables are not written."""
+    off for version 6 (whose writer keeps an existing one when unset: v6.py)."""
     if enable is None:
         return table_version >= 8
     return enable
@@ -195,9 +195,8 @@ def check_metadata_table_writable(cfg: HoodieTableConfig, enable: bool | None, p
     """Refuse a write that would leave a metadata table stale, before anything is written.
 
     Raises:
-        HoodieUnsupportedError: a version 6 table with a metadata table (or asked for one), or
-            an MDT partition this writer does not maintain (named, with the command that
-            drops it).
+        HoodieUnsupportedError: an MDT partition this writer does not maintain (on version 6
+            tables anything but ``files``), named, with the command that drops it.
     """
     listed = completed_partitions(cfg) + inflight_partitions(cfg)
     if cfg.table_version < 8:
