@@ -44,7 +44,11 @@ from hoodie_ray.metadata.layout import (
     inflight_partitions,
 )
 from hoodie_ray.metadata.reader import load_metadata_config
-from hoodie_ray.metadata_writer.writer import MAINTAINED_PARTITIONS, metadata_writer
+from hoodie_ray.metadata_writer.writer import (
+    MAINTAINED_PARTITIONS,
+    MetadataWriteConfig,
+    metadata_writer,
+)
 from hoodie_ray.storage import join
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant, State
@@ -124,6 +128,13 @@ def _switch_version(
     metadata table's properties, then the table's in one atomic rename (the switch), then
     the old timeline files deleted; to 9, the metadata table recompacted."""
     storage = table.storage
+    rebuild = False
+    if table.table_config.table_version == 6 and (
+        has_metadata_table(table.table_config) or storage.exists(METADATA_TABLE_PATH)
+    ):
+        # a 0.x metadata table is not carried over: dropped, then rebuilt in the new layout
+        rebuild = has_metadata_table(table.table_config)
+        metadata_writer(table).drop()
     cfg = table.table_config
     props = dict(cfg.props)
     moved: list[str] = []
@@ -142,6 +153,9 @@ def _switch_version(
     if to_version == 9 and has_metadata_table(HoodieTableConfig(props)):
         upgraded = HoodieTable.from_storage(storage, storage_options, path)
         metadata_writer(upgraded).compact(force=True)
+    if rebuild:
+        upgraded = HoodieTable.from_storage(storage, storage_options, path)
+        metadata_writer(upgraded, MetadataWriteConfig(enable=True)).initialize()
 
 
 def _move_timeline_to_layout_2(table: HoodieTable) -> list[str]:

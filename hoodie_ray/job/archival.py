@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from hoodie_ray.config.options import WriteConfig
+from hoodie_ray.metadata.layout import has_metadata_table
 from hoodie_ray.metadata_writer.writer import metadata_writer
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.archive import archive_instants, instants_to_archive
@@ -21,16 +22,16 @@ def archivable_instants(table: HoodieTable, wc: WriteConfig) -> list[Instant]:
     ``hoodie.keep.min.commits`` within the limits
     :func:`~hoodie_ray.timeline.archive.instants_to_archive` keeps.
 
-    With a metadata table (table versions 8+), as Hudi's ``TimelineArchiverV2``: nothing until
-    the metadata table has compacted once, then only instants before the first commit that
-    completed after its latest compaction (its log blocks name the data instants they
+    With a metadata table (any table version), as Hudi's ``TimelineArchiverV2`` (and 0.x's
+    archiver): nothing until the metadata table has compacted once, then only instants
+    before the first commit that completed after its latest compaction (its log blocks name the data instants they
     belong to, judged against the data table's active timeline)."""
     tl = table.active_timeline
     tl.reload()
     if len(tl.completed_commits()) <= wc.keep_max_commits:
         return []
     retain_from = None
-    if table.uses_metadata_table:
+    if has_metadata_table(table.table_config):  # v6 too (0.x's archiver has the same bound)
         compacted = metadata_writer(table).latest_compaction_time()
         if compacted is None:
             return []

@@ -173,6 +173,9 @@ class MetadataTable:
         dt = self.data_timeline
         if dt.is_committed(ts) or dt.completion_time(ts) is not None:
             return True
+        done = dt.get(ts)  # layout 1 (no completion times): a completed clean or rollback
+        if done is not None and done.is_completed:
+            return True
         if dt.contains(ts):
             return False  # pending on the data timeline
         inst = self.timeline.get(ts)

@@ -167,7 +167,7 @@ class MetadataWriteConfig:
 
 def metadata_enabled_for(table_version: int, enable: bool | None) -> bool:
     """``hoodie.metadata.enable`` resolved: Hudi 1.x's default (on) for table versions 8+;
-    version 6 metadata tables are not written."""
+    off for version 6 (whose writer keeps an existing one when unset: v6.py)."""
     if enable is None:
         return table_version >= 8
     return enable
@@ -197,24 +197,14 @@ def check_metadata_table_writable(cfg: HoodieTableConfig, enable: bool | None, p
     """Refuse a write that would leave a metadata table stale, before anything is written.
 
     Raises:
-        HoodieUnsupportedError: a version 6 table with a metadata table (or asked for one), or
-            an MDT partition this writer does not maintain (named, with the command that
-            drops it).
+        HoodieUnsupportedError: an MDT partition this writer does not maintain (on version 6
+            tables anything but ``files``), named, with the command that drops it.
     """
     listed = completed_partitions(cfg) + inflight_partitions(cfg)
     if cfg.table_version < 8:
-        if listed:
-            raise HoodieUnsupportedError(
-                f"{path} (table version {cfg.table_version}) has a metadata table "
-                f"({', '.join(listed)}); hoodie_ray maintains metadata tables from table "
-                f"version 8: drop it with `hoodie-ray metadata drop {path}` or upgrade the "
-                f"table with `hoodie-ray upgrade {path}`"
-            )
-        if enable:
-            raise HoodieUnsupportedError(
-                f"hoodie.metadata.enable=true: hoodie_ray maintains metadata tables from table "
-                f"version 8 and {path} is version {cfg.table_version} (`hoodie-ray upgrade`)"
-            )
+        from hoodie_ray.metadata_writer.v6 import check_v6_metadata_table_writable
+
+        check_v6_metadata_table_writable(listed, enable, path)
         return
     if enable is False:
         return  # the writer drops it
@@ -266,6 +256,9 @@ class MetadataWriter:
         config: compaction and cleaning thresholds of the MDT.
     """
 
+    #: the instant of the ``files`` partition's initialisation
+    files_init_instant = FILES_INIT_INSTANT
+
     def __init__(self, table: HoodieTable, config: MetadataWriteConfig | None = None) -> None:
         self.table = table
         self.config = config or MetadataWriteConfig()
@@ -290,10 +283,14 @@ class MetadataWriter:
     def schema_json(self) -> str:
         return rec.metadata_schema_json(self.table_version)
 
+    def mdt_props(self) -> dict[str, str]:
+        """The MDT's ``hoodie.properties`` for this data table."""
+        return metadata_table_props(self.table.config, self.table_version)
+
     @property
     def timeline(self) -> ActiveTimeline:
         if self._timeline is None:
-            cfg = HoodieTableConfig(metadata_table_props(self.table.config, self.table_version))
+            cfg = HoodieTableConfig(self.mdt_props())
             self._timeline = ActiveTimeline.of_table(self.storage, cfg).load()
         return self._timeline
 
@@ -369,12 +366,12 @@ class MetadataWriter:
             self.table.storage.delete_dir(METADATA_TABLE_PATH)
             self._timeline = None
         self._save_data_props(**{PARTITIONS_INFLIGHT_PROPERTY: FILES})
-        props = metadata_table_props(self.table.config, self.table_version)
+        props = self.mdt_props()
         self.storage.makedirs(HoodieTableConfig(props).timeline_path)
         HoodieTableConfig(props).save(self.storage)
         self._timeline = None
         listing = list_data_files(self.table.storage_view())
-        ts = FILES_INIT_INSTANT
+        ts = self.files_init_instant
         self._start(Instant(ts, Action.DELTA_COMMIT, State.REQUESTED))
         self._partition_folder(FILES, ts)
         records = [rec.all_partitions_record(listing.keys())]
@@ -553,9 +550,9 @@ class MetadataWriter:
         self.timeline.create_requested(requested, plan)
         self.timeline.transition_to_inflight(requested)
 
-    def _service_instant(self, tl: ActiveTimeline) -> str:
-        """A new instant for an MDT table service: after every instant and completion time
-        on the timeline."""
+    def _service_instant(self, tl: ActiveTimeline, action: str = Action.COMPACTION) -> str:
+        """A new instant for an MDT table service (``action``): after every instant and
+        completion time on the timeline."""
         last = max([i.timestamp for i in tl.instants] + [tl.max_completion_time() or ""])
         return new_instant_time(last or None)
 
@@ -1031,7 +1028,7 @@ class MetadataWriter:
             n_upserts = len(cols) if cols is not None else len(upserts)
             if deletes:
                 blocks.append(DeleteBlock(header, deletes, part))
-            name = log_file_name(fid, instant, 1, LOG_WRITE_TOKEN)
+            name = self._log_name(part, fid, instant, base_instants)
             writer = LogWriter(
                 self.storage, part, name, table_version=self.table_version, append=False
             )
@@ -1055,6 +1052,11 @@ class MetadataWriter:
                 )
             )
         return stats
+
+    def _log_name(self, part: str, fid: str, instant: str, base_instants: Mapping[str, str]) -> str:
+        """The new log file MDT delta commit ``instant`` writes to group ``fid`` (v8+: named
+        by the delta commit itself)."""
+        return log_file_name(fid, instant, 1, LOG_WRITE_TOKEN)
 
     def _file_groups(self, part: str) -> tuple[int, dict[str, str]]:
         """From one listing of an MDT partition: how many file groups it has (1 for
@@ -1122,11 +1124,15 @@ class MetadataWriter:
             operation_type=op,
         )
 
+    def _commit_bytes(self, meta: HoodieCommitMetadata) -> bytes:
+        """Commit metadata as the MDT timeline stores it (layout 2: Avro)."""
+        return meta.to_bytes(2)
+
     def _complete(self, instant: str, stats: Sequence[HoodieWriteStat], op: str) -> None:
         meta = self._commit_metadata(stats, op)
         try:
             self.timeline.complete(
-                Instant(instant, Action.DELTA_COMMIT, State.INFLIGHT), meta.to_bytes(2)
+                Instant(instant, Action.DELTA_COMMIT, State.INFLIGHT), self._commit_bytes(meta)
             )
         except OSError as e:
             raise HoodieCommitStateUnknownError(
@@ -1180,14 +1186,18 @@ class MetadataWriter:
         ]
         if not chosen:
             return []
-        mcfg = HoodieTableConfig(metadata_table_props(self.table.config, self.table_version))
+        mcfg = HoodieTableConfig(self.mdt_props())
         archive_instants(
             tl,
-            LSMTimeline(self.storage, mcfg.archive_path),
+            self._archived_timeline(mcfg),
             chosen,
             cfg.timeline_compaction_batch_size,
         )
         return [i.timestamp for i in chosen]
+
+    def _archived_timeline(self, mcfg: HoodieTableConfig) -> Any:
+        """Where the MDT's archived instants go (v8+: its LSM history)."""
+        return LSMTimeline(self.storage, mcfg.archive_path)
 
     def latest_compaction_time(self) -> str | None:
         """The instant of the MDT's latest completed compaction (Java's
@@ -1236,7 +1246,7 @@ class MetadataWriter:
         self._start(Instant(ts, Action.COMPACTION, State.REQUESTED), _compaction_plan(ops))
         stats = [self._compact_slice(mdt, part, fs, ts) for part, fs in ops]
         meta = self._commit_metadata(stats, "COMPACT", compacted=True)
-        tl.complete(Instant(ts, Action.COMPACTION, State.INFLIGHT), meta.to_bytes(2))
+        tl.complete(Instant(ts, Action.COMPACTION, State.INFLIGHT), self._commit_bytes(meta))
         return ts
 
     def _compact_slice(self, mdt: MetadataTable, part: str, fs: Any, ts: str) -> HoodieWriteStat:
@@ -1322,7 +1332,7 @@ class MetadataWriter:
             return None
         tl = self.timeline
         start = time.monotonic()
-        ts = self._service_instant(tl)
+        ts = self._service_instant(tl, Action.CLEAN)
         plan = _cleaner_plan(last.timestamp, doomed, self.storage)
         self._start(Instant(ts, Action.CLEAN, State.REQUESTED), plan)
         parts: dict[str, HoodieCleanPartitionMetadata] = {}
@@ -1422,7 +1432,12 @@ def metadata_writer(
     """The one MDT writer of a table handle (``config`` replaces the kept one when given)."""
     w = _WRITERS.get(table)
     if w is None:
-        w = _WRITERS[table] = MetadataWriter(table, config)
+        if table.table_version < 8:
+            from hoodie_ray.metadata_writer.v6 import V6MetadataWriter
+
+            w = _WRITERS[table] = V6MetadataWriter(table, config)
+        else:
+            w = _WRITERS[table] = MetadataWriter(table, config)
     elif config is not None:
         w.config = config
     return w

@@ -229,6 +229,7 @@ class CommitProtocol:
         from hoodie_ray.timeline.plans import (
             HoodieInstantInfo,
             HoodieRollbackMetadata,
+            HoodieRollbackPartitionMetadata,
             HoodieRollbackPlan,
             RollbackRequest,
         )
@@ -269,6 +270,10 @@ class CommitProtocol:
             partition_deleted_files=per_part,
             instants_rollback=[HoodieInstantInfo(instant, action)],
         )
+        for rel in appended:  # v6: the logs that now end with a rollback block, by size
+            part = rel.rpartition("/")[0]
+            pm = meta.partition_metadata.setdefault(part, HoodieRollbackPartitionMetadata(part))
+            pm.rollback_log_files[self.storage.uri(rel)] = self.storage.size(rel)
         metadata_writer(self.table).update_rollback(rb_ts, meta)
         self.timeline.complete(Instant(rb_ts, Action.ROLLBACK, State.INFLIGHT), meta.to_bytes())
         if inst is not None:

@@ -157,11 +157,10 @@ def test_validator_names_each_difference(tmp_path: Path) -> None:
     assert diffs == [f"files: {part}/{victim}: listed file does not exist"]
 
 
-def test_version_6_metadata_tables_are_refused(tmp_path: Path) -> None:
+def test_version_6_has_no_metadata_table_by_default(tmp_path: Path) -> None:
+    """Version 6 keeps one only when asked (tests/metadata_writer/test_v6_metadata_table.py)."""
     path = str(tmp_path / "t")
     rows = to_arrow([Workload(1)._row("k1")], True)
-    with pytest.raises(HoodieUnsupportedError, match="hoodie-ray upgrade"):
-        HoodieWriteClient(path, {**OPTIONS, "hoodie.metadata.enable": "true"}).write(rows)
     HoodieWriteClient(path, OPTIONS).write(rows)  # version 6: no metadata table by default
     assert not (tmp_path / "t" / ".hoodie" / "metadata").exists()
 

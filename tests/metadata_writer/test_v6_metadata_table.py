@@ -1,0 +1,257 @@
+"""Version 6 (Hudi 0.x) tables with a metadata table (hoodie_ray/metadata_writer/v6.py): the
+``files`` partition kept in the 0.x layout by every action, checked by hudi-rs and by the
+validator after every step, and the MDT's files checked against the 0.x layout."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import hoodie_ray as hr
+from hoodie_ray.cli import main
+from hoodie_ray.exceptions import HoodieUnsupportedError
+from hoodie_ray.hfile import HFileReader
+from hoodie_ray.job import maintenance
+from hoodie_ray.job.client import HoodieWriteClient
+from hoodie_ray.log_format import HFileDataBlock, LogReader
+from hoodie_ray.metadata.layout import PARTITIONS_PROPERTY
+from hoodie_ray.metadata_writer.v6 import v6_metadata_schema
+from hoodie_ray.table import HoodieTable
+from tests.conftest import SHARED_TABLES, hudi_rs_read
+from tests.write.model import (
+    OPTIONS,
+    TableModel,
+    Workload,
+    model_options,
+    to_arrow,
+)
+
+
+def _check(path: str, model: TableModel, step: str) -> None:
+    diffs = maintenance.validate_metadata(path)
+    assert not diffs, f"{step}: " + "; ".join(map(str, diffs))
+    model.assert_hudi_rs_reads(path, f"{step} differs")
+
+
+def _mdt(path: str) -> Path:
+    return Path(path) / ".hoodie" / "metadata"
+
+
+def _check_layout(path: str) -> None:
+    """The 0.x layout: a version 6 MDT with a layout-1 timeline (JSON commit metadata, no
+    completion times), v6 log naming (by base instant, versioned) and HBase-dialect HFiles
+    holding 0.15's record schema."""
+    mdt = _mdt(path)
+    props = (mdt / ".hoodie" / "hoodie.properties").read_text()
+    assert "hoodie.table.version=6" in props and "hoodie.timeline.layout.version=1" in props
+    assert not (mdt / ".hoodie" / "timeline").exists()
+    instants = [p.name for p in (mdt / ".hoodie").iterdir() if p.is_file()]
+    done = [n for n in instants if n.endswith(".deltacommit")]
+    assert done and all("_" not in n for n in instants)
+    json.loads((mdt / ".hoodie" / sorted(done)[-1]).read_text())  # JSON, not Avro
+    schema = json.dumps(v6_metadata_schema(), separators=(",", ":")).encode()
+    files = mdt / "files"
+    bases = sorted(files.glob("*.hfile"))
+    assert bases
+    for p in bases:
+        data = p.read_bytes()
+        assert data[-4:] == b"\x03\x00\x00\x03"  # HBase's trailer version
+        r = HFileReader(data, str(p))
+        assert json.loads(r.file_info[b"schema"]) == json.loads(schema)
+        assert r.meta_block_names == ["bloomFilter"]
+    base_instants = {p.name.rsplit("_", 1)[1].removesuffix(".hfile") for p in bases}
+    for p in files.glob(".files-*.log.*"):
+        assert p.name.split("_")[1].split(".log")[0] in base_instants  # named by the slice
+        for b in LogReader(p.read_bytes(), str(p)):
+            if isinstance(b, HFileDataBlock):
+                assert bytes(b.content)[-4:] == b"\x03\x00\x00\x03"
+
+
+def test_v6_table_keeps_a_0x_metadata_table_through_every_action(tmp_path: Path) -> None:
+    """A version 6 MOR table with hoodie.metadata.enable=true: inserts, upserts, deletes,
+    compactions, cleans, archival and the MDT's own compaction (``<instant>001``), clean
+    (``<instant>002``) and archival: after each commit hudi-rs equals the model and the validator finds
+    nothing."""
+    path = str(tmp_path / "t")
+    opts = model_options(
+        {
+            "hoodie.metadata.enable": "true",
+            "hoodie.keep.min.commits": "3",
+            "hoodie.keep.max.commits": "5",
+            "compaction.delta_commits": "3",
+            "clean.retain_commits": "2",
+            "hoodie.metadata.compact.max.delta.commits": "4",
+            "hoodie.metadata.cleaner.commits.retained": "2",
+        },
+        table_type="MERGE_ON_READ",
+        version="6",
+        small_files=True,
+    )
+    client = HoodieWriteClient(path, opts)
+    model, wl = TableModel(), Workload(7)
+    rows = wl.rows_for(wl.keys[:40])
+    client.write(to_arrow(rows, True))
+    model.upsert(rows)
+    t = HoodieTable.load(path)
+    assert t.table_version == 6 and t.config[PARTITIONS_PROPERTY] == "files"
+    _check(path, model, "first commit")
+    for i in range(9):
+        kind, rows = wl.next_commit()
+        model.write(path, opts, "delete" if kind == "delete" else "upsert", rows, client)
+        _check(path, model, f"commit {i} ({kind})")
+    maintenance.clean(path, {"clean.retain_commits": "1"})
+    _check(path, model, "clean")
+    _check_layout(path)
+    t = HoodieTable.load(path)
+    actions = {i.action for i in t.metadata_table.timeline.instants}
+    assert {"deltacommit", "commit", "clean"} <= actions, actions
+    compactions = [i.timestamp for i in t.metadata_table.timeline.instants if i.action == "commit"]
+    assert all(len(ts) == 20 and ts.endswith("001") for ts in compactions)
+    assert "commit" in {i.action for i in t.timeline}  # a data compaction went through the MDT
+    assert t.has_archived_instants()  # the data table archives (.hoodie/archived)
+    assert list((_mdt(path) / ".hoodie" / "archived").glob(".commits_.archive.*"))  # the MDT too
+    assert len(t.metadata_table.timeline.instants) < 20
+
+
+def test_init_metadata_on_v6_table_then_rollback(tmp_path: Path, monkeypatch, capsys) -> None:
+    """``hoodie-ray metadata init`` / ``hr.init_metadata`` build the 0.x MDT from a listing,
+    ``hoodie-ray metadata validate`` finds it in sync; a write that dies after its MDT
+    delta commit is rolled back in both by the next writer (its rollback blocks listed)."""
+    from hoodie_ray.timeline.timeline import ActiveTimeline
+
+    path = str(tmp_path / "t")
+    opts = {**OPTIONS, "table.type": "MERGE_ON_READ"}  # version 6, no MDT by default
+    model, wl = TableModel(), Workload(3)
+    model.write(path, opts, "upsert", wl.rows_for(wl.keys[:20]))
+    assert not _mdt(path).exists()
+    assert main(["metadata", "init", path]) == 0
+    assert "metadata table built: files" in capsys.readouterr().out
+    assert main(["metadata", "validate", path]) == 0
+    assert "metadata table in sync (files)" in capsys.readouterr().out
+    assert hr.init_metadata(path) == ["files"]  # rebuilt
+    _check(path, model, "after init")
+    _check_layout(path)
+    model.write(path, opts, "upsert", wl.rows_for(wl.keys[10:25]))  # enable unset: kept
+    _check(path, model, "write after init")
+
+    real = ActiveTimeline.complete
+
+    def die_on_data_completion(self, instant, content, completion_time=None):  # type: ignore[no-untyped-def]
+        if ".hoodie/metadata" not in self.storage.base_uri and instant.action == "deltacommit":
+            raise KeyboardInterrupt("writer killed")
+        return real(self, instant, content, completion_time)
+
+    monkeypatch.setattr(ActiveTimeline, "complete", die_on_data_completion)
+    more = wl.rows_for(wl.keys[20:30])
+    with pytest.raises(KeyboardInterrupt):
+        HoodieWriteClient(path, opts).write(to_arrow(more, True))
+    monkeypatch.setattr(ActiveTimeline, "complete", real)
+    # rolled back at once; the dead write's appended blocks and the rollback blocks after them
+    # are listed by the rollback's MDT delta commit
+    _check(path, model, "after the crash")
+    assert any(i.action == "rollback" for i in HoodieTable.load(path).timeline)
+    model.write(path, opts, "upsert", more)
+    _check(path, model, "after the next write")
+    _check_layout(path)
+    t = HoodieTable.load(path)
+    rollbacks = [i.timestamp for i in t.timeline if i.action == "rollback"]
+    assert rollbacks
+    mdt_instants = {i.timestamp for i in t.metadata_table.timeline.instants}
+    assert set(rollbacks) <= mdt_instants  # each data rollback is an MDT delta commit
+    data = {i.timestamp for i in t.timeline}
+    deltas = {i.timestamp for i in t.metadata_table.timeline.instants if i.action == "deltacommit"}
+    assert {d for d in deltas if not d.startswith("0" * 14)} <= data  # the dead one is gone
+
+
+def test_v6_partitions_other_than_files_are_refused(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    opts = {**OPTIONS, "hoodie.metadata.enable": "true"}
+    HoodieWriteClient(path, opts).write(to_arrow([Workload(1)._row("k1")], True))
+    t = HoodieTable.load(path)
+    cfg = t.table_config.with_props(**{PARTITIONS_PROPERTY: "files,column_stats"})
+    cfg.save(t.storage)
+    with pytest.raises(HoodieUnsupportedError, match="--partition column_stats"):
+        HoodieWriteClient(path, opts).write(to_arrow([Workload(1)._row("k2")], True))
+
+
+def test_java_v6_sample_gets_a_metadata_table(tmp_path: Path) -> None:
+    """A Java-written v6 sample (no MDT in any sample: Spark wrote them with
+    hoodie.metadata.enable=false) gets a 0.x MDT from ``init_metadata``, then is appended to."""
+    zpath = SHARED_TABLES / "trips_mor_avro_v6_trips_8i1u.zip"
+    if not zpath.is_file():
+        pytest.skip(f"{zpath} is absent (a fresh clone has no ../shared)")
+    with zipfile.ZipFile(zpath) as z:
+        z.extractall(tmp_path)
+    root = next(
+        p.parent.parent
+        for p in tmp_path.rglob(".hoodie/hoodie.properties")
+        if ".hoodie/metadata" not in p.as_posix() and "__MACOSX" not in p.as_posix()
+    )
+    path = str(root)
+    before = hudi_rs_read(path).to_pylist()
+    assert hr.init_metadata(path) == ["files"]
+    assert maintenance.validate_metadata(path) == []
+    _check_layout(path)
+    row = {k: v for k, v in before[0].items() if not k.startswith("_hoodie")}
+    row["fare"] = 99.0
+    row["ts"] = int(row["ts"]) + 1
+    HoodieWriteClient(path, {"hoodie.datasource.write.precombine.field": "ts"}).write(
+        pa.Table.from_pylist([row])
+    )
+    assert maintenance.validate_metadata(path) == []
+    want = {r["uuid"]: {k: v for k, v in r.items() if not k.startswith("_hoodie")} for r in before}
+    want[row["uuid"]] = row
+    got = {
+        r["uuid"]: {k: v for k, v in r.items() if not k.startswith("_hoodie")}
+        for r in hudi_rs_read(path).to_pylist()
+    }
+    assert got == want
+
+
+@pytest.mark.parametrize("to_version", [8, 9])
+def test_upgrade_rebuilds_the_metadata_table_in_the_new_layout(
+    tmp_path: Path, to_version: int
+) -> None:
+    """``hr.upgrade`` of a v6 table with a 0.x MDT: the MDT is rebuilt in the 1.x layout
+    (hudi-rs then lists the table through it), and writes keep it."""
+    path = str(tmp_path / "t")
+    opts = {**OPTIONS, "table.type": "MERGE_ON_READ", "hoodie.metadata.enable": "true"}
+    model, wl = TableModel(), Workload(5)
+    model.write(path, opts, "upsert", wl.rows_for(wl.keys[:20]))
+    _check_layout(path)
+    assert hr.upgrade(path, to_version=to_version) == to_version
+    t = HoodieTable.load(path)
+    assert t.table_version == to_version and t.config[PARTITIONS_PROPERTY] == "files"
+    props = (_mdt(path) / ".hoodie" / "hoodie.properties").read_text()
+    assert f"hoodie.table.version={to_version}" in props
+    assert (_mdt(path) / ".hoodie" / "timeline").is_dir()
+    _check(path, model, "after the upgrade")
+    v8 = {k: v for k, v in opts.items() if k != "hoodie.write.table.version"}
+    model.write(path, v8, "upsert", wl.rows_for(wl.keys[10:30]))
+    _check(path, model, "write after the upgrade")
+
+
+def test_no_mdt_compaction_while_an_older_data_instant_is_pending(tmp_path: Path) -> None:
+    """0.x's rule: the MDT does not compact while a data instant older than its latest delta
+    commit is pending; it does once that instant is gone."""
+    from hoodie_ray.metadata_writer.writer import metadata_writer
+    from hoodie_ray.timeline.instant import Action, Instant, State
+
+    path = str(tmp_path / "t")
+    opts = {**OPTIONS, "table.type": "MERGE_ON_READ", "hoodie.metadata.enable": "true"}
+    model, wl = TableModel(), Workload(5)
+    model.write(path, opts, "upsert", wl.rows_for(wl.keys[:10]))
+    t = HoodieTable.load(path)
+    first = t.active_timeline.completed_commits()[0].timestamp
+    pending = Instant(str(int(first) - 1), Action.DELTA_COMMIT, State.REQUESTED)
+    t.active_timeline.create_requested(pending, b"")
+    w = metadata_writer(t)
+    assert w.compact() is None
+    t.active_timeline.delete_instant(pending)
+    ts = w.compact()
+    assert ts is not None and ts == first + "001"
+    _check(path, model, "after the MDT compaction")
