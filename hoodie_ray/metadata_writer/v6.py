@@ -36,13 +36,11 @@ from functools import lru_cache
 from typing import Any
 
 from hoodie_ray.config.table_config import HoodieTableConfig, table_checksum
-from hoodie_ray.exceptions import HoodieUnsupportedError
 from hoodie_ray.file_group.naming import log_file_name, parse_log_file_name
 from hoodie_ray.hfile import build_bloom_filter, write_hbase_hfile
 from hoodie_ray.log_format.reader import read_log_file
 from hoodie_ray.metadata import records as rec
 from hoodie_ray.metadata.layout import (
-    FILES,
     METADATA_PAYLOAD,
     METADATA_RECORD_KEY,
     inflight_partitions,
@@ -51,7 +49,10 @@ from hoodie_ray.metadata_writer.writer import (
     BLOOM_META_BLOCK,
     BLOOM_TYPE_CODE,
     LOG_WRITE_TOKEN,
+    V6_MAINTAINED_PARTITIONS,
     MetadataWriter,
+    check_v6_metadata_table_writable,
+    register_layout_1_writer,
 )
 from hoodie_ray.storage import join
 from hoodie_ray.timeline.archive import ArchivedLogTimeline
@@ -69,7 +70,6 @@ __all__ = [
 ]
 
 #: MDT partitions kept on version 6 tables.
-V6_MAINTAINED_PARTITIONS = frozenset({FILES})
 #: 0.x: SOLO_COMMIT_TIMESTAMP + the partition-initialisation suffix 010.
 V6_FILES_INIT_INSTANT = "00000000000000010"
 #: 0.x's MDT compaction / clean instants: the latest delta commit + these suffixes.
@@ -78,20 +78,6 @@ CLEAN_SUFFIX = "002"
 METADATA_KEYGEN_CLASS = "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator"
 #: 1.0 additions absent from 0.15's HoodieMetadata.avsc: top-level and nested field names.
 _ADDED_IN_1_0 = {"SecondaryIndexMetadata", "position", "isTightBound"}
-
-
-def check_v6_metadata_table_writable(listed: list[str], enable: bool | None, path: str) -> None:
-    """Refuse to write a version 6 table whose MDT holds a partition hoodie_ray does not keep
-    in the 0.x layout (named, with the command that drops it)."""
-    for p in listed:
-        if p not in V6_MAINTAINED_PARTITIONS:
-            raise HoodieUnsupportedError(
-                f"{path} (table version 6): the metadata table's {p} index is not maintained "
-                f"by hoodie_ray on version 6 tables (only files), so writing would leave it "
-                f"stale; drop it with `hoodie-ray metadata drop {path} --partition {p}`, or the "
-                f"whole metadata table with `hoodie-ray metadata drop {path}`, or upgrade the "
-                f"table with `hoodie-ray upgrade {path}`"
-            )
 
 
 def _strip(schema: Any) -> Any:
@@ -140,6 +126,7 @@ def v6_metadata_table_props(data: Mapping[str, str]) -> dict[str, str]:
     return props
 
 
+@register_layout_1_writer
 class V6MetadataWriter(MetadataWriter):
     """The metadata table of a version 6 table, in the 0.x layout (``files`` only)."""
 

@@ -202,8 +202,6 @@ def check_metadata_table_writable(cfg: HoodieTableConfig, enable: bool | None, p
     """
     listed = completed_partitions(cfg) + inflight_partitions(cfg)
     if cfg.table_version < 8:
-        from hoodie_ray.metadata_writer.v6 import check_v6_metadata_table_writable
-
         check_v6_metadata_table_writable(listed, enable, path)
         return
     if enable is False:
@@ -1424,6 +1422,34 @@ def partition_stats_files(view: Any, part: str) -> list[str]:
 
 
 _WRITERS: weakref.WeakKeyDictionary[HoodieTable, MetadataWriter] = weakref.WeakKeyDictionary()
+#: The writer of version 6 tables' metadata tables (the 0.x layout: metadata_writer/v6.py,
+#: which builds on this module and registers itself when the package is imported).
+_LAYOUT_1_WRITER: type[MetadataWriter] | None = None
+
+
+def register_layout_1_writer(cls: type[MetadataWriter]) -> type[MetadataWriter]:
+    """Class decorator: ``cls`` writes the metadata tables of version 6 tables."""
+    global _LAYOUT_1_WRITER
+    _LAYOUT_1_WRITER = cls
+    return cls
+
+
+#: The MDT partitions hoodie_ray keeps in the 0.x layout (version 6 tables).
+V6_MAINTAINED_PARTITIONS = frozenset({FILES})
+
+
+def check_v6_metadata_table_writable(listed: list[str], enable: bool | None, path: str) -> None:
+    """Refuse to write a version 6 table whose MDT holds a partition hoodie_ray does not keep
+    in the 0.x layout (named, with the command that drops it)."""
+    for p in listed:
+        if p not in V6_MAINTAINED_PARTITIONS:
+            raise HoodieUnsupportedError(
+                f"{path} (table version 6): the metadata table's {p} index is not maintained "
+                f"by hoodie_ray on version 6 tables (only files), so writing would leave it "
+                f"stale; drop it with `hoodie-ray metadata drop {path} --partition {p}`, or the "
+                f"whole metadata table with `hoodie-ray metadata drop {path}`, or upgrade the "
+                f"table with `hoodie-ray upgrade {path}`"
+            )
 
 
 def metadata_writer(
@@ -1433,9 +1459,9 @@ def metadata_writer(
     w = _WRITERS.get(table)
     if w is None:
         if table.table_version < 8:
-            from hoodie_ray.metadata_writer.v6 import V6MetadataWriter
-
-            w = _WRITERS[table] = V6MetadataWriter(table, config)
+            if _LAYOUT_1_WRITER is None:  # the package's __init__ imports v6.py, which sets it
+                raise HoodieUnsupportedError("the 0.x metadata-table writer is not loaded")
+            w = _WRITERS[table] = _LAYOUT_1_WRITER(table, config)
         else:
             w = _WRITERS[table] = MetadataWriter(table, config)
     elif config is not None:
