@@ -459,7 +459,10 @@ def _positions(data: np.ndarray, starts: np.ndarray, lens: np.ndarray, f: Any) -
     for length in uniq.tolist():
         idx = None if len(uniq) == 1 else np.flatnonzero(lens == length)
         s = starts if idx is None else starts[idx]
-        mat = data[s[:, None] + np.arange(length, dtype=np.int64)]
+        if idx is None:  # one length: the keys lie back to back (Arrow offsets), no gather
+            mat = data[int(s[0]) : int(s[0]) + n * length].reshape(n, length)
+        else:
+            mat = data[s[:, None] + np.arange(length, dtype=np.int64)]
         if hash_type == MURMUR_HASH:
             block = _murmur_positions(mat, nb_hash, vector_size)
         else:
