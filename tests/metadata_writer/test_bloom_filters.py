@@ -91,7 +91,7 @@ def test_bloom_filters_kept_through_upserts_compaction_and_clean(tmp_path: Path)
         }
 
 
-@pytest.mark.parametrize("how", ["init_metadata", "write option"])
+@pytest.mark.parametrize("how", ["hoodie-ray metadata init --bloom-filters", "write option"])
 def test_bloom_filters_built_on_request_validated_and_dropped(tmp_path: Path, how: str) -> None:
     path = str(tmp_path / "t")
     opts = model_options(version="9", small_files=True)
@@ -99,8 +99,11 @@ def test_bloom_filters_built_on_request_validated_and_dropped(tmp_path: Path, ho
     model.write(path, opts, "upsert", wl.rows_for(wl.keys))
     kind, rows = wl.next_commit()
     model.write(path, opts, kind, rows)
-    if how == "init_metadata":
-        parts = hr.init_metadata(path, options=BLOOM_ON)
+    if how.startswith("hoodie-ray"):
+        from hoodie_ray.cli import main
+
+        assert main(["metadata", "init", path, "--bloom-filters"]) == 0
+        parts = HoodieTable.load(path).metadata_partitions
     else:
         model.write(path, {**opts, **BLOOM_ON}, "upsert", wl.rows_for(wl.keys[:5]))
         parts = HoodieTable.load(path).metadata_partitions
