@@ -327,13 +327,23 @@ def metadata_group() -> None:
     """The metadata table (.hoodie/metadata): file listings readers use instead of listing."""
 
 
-@table_command(metadata_group, "init")
-def metadata_init(path: str, storage_kv: tuple[str, ...], output: str) -> None:
+@table_command(
+    metadata_group,
+    "init",
+    click.option(
+        "--bloom-filters",
+        is_flag=True,
+        help="Also build the bloom_filters index from the base files' footers "
+        "(hoodie.metadata.index.bloom.filter.enable).",
+    ),
+)
+def metadata_init(path: str, bloom_filters: bool, storage_kv: tuple[str, ...], output: str) -> None:
     """Build the metadata table from a listing of the table's files (rebuilds an existing
     one), under the writer lock."""
     load_table(path, storage_kv)
     fn = lazy_feature("hoodie_ray.job.maintenance", "init_metadata", "the metadata table")
-    parts = fn(path, storage_options=storage_options_from(storage_kv))
+    options = {"hoodie.metadata.index.bloom.filter.enable": "true"} if bloom_filters else None
+    parts = fn(path, storage_options=storage_options_from(storage_kv), options=options)
     doc = {"table": table_doc(path, storage_kv), "partitions": parts}
     emit(output, doc, [View(lines=[f"metadata table built: {', '.join(parts)}"])])
 

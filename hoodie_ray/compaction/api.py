@@ -25,6 +25,7 @@ from hoodie_ray.file_group.naming import (
     parse_base_file_name,
     parse_log_file_name,
 )
+from hoodie_ray.index.bloom_filter import BloomFilterSpec
 from hoodie_ray.metadata_writer.writer import metadata_writer
 from hoodie_ray.storage import FileInfo, Storage, join
 from hoodie_ray.table import HoodieTable
@@ -166,7 +167,16 @@ class CompactionService:
             )
         ctx, avro_json, output_schema = compaction_context(self.table, instant)
         return [
-            CompactionTask(ctx, instant, op, i, avro_json, self.wc.parquet_codec, output_schema)
+            CompactionTask(
+                ctx,
+                instant,
+                op,
+                i,
+                avro_json,
+                self.wc.parquet_codec,
+                output_schema,
+                BloomFilterSpec.of(self.wc),
+            )
             for i, op in enumerate(plan.operations or [])
         ]
 

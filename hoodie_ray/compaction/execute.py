@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import IO
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hoodie_ray.file_group.naming import base_file_name
+from hoodie_ray.index.bloom_filter import BloomFilterSpec, record_key_footer
 from hoodie_ray.log_format.blocks import dictionary_columns
 from hoodie_ray.meta import FILE_NAME as FILE_NAME_COL
+from hoodie_ray.meta import RECORD_KEY
 from hoodie_ray.reader.file_slice_reader import ReadContext, SliceSpec, iter_file_slice
 from hoodie_ray.storage import join
 from hoodie_ray.table import HoodieTable
@@ -27,7 +30,8 @@ class CompactionTask:
 
     ``output_schema``: the base file's columns; ``_hoodie_file_name``, when one of them, is
     written by the compaction and never read (the context leaves it out). None: the
-    context's output columns.
+    context's output columns. ``bloom``: the record-key bloom filter of the new base file's
+    footer (none when None), built as the rows stream through.
     """
 
     context: ReadContext  # the read context, end instant = the compaction instant
@@ -37,6 +41,7 @@ class CompactionTask:
     avro_schema_json: str
     codec: str = "snappy"
     output_schema: pa.Schema | None = None
+    bloom: BloomFilterSpec | None = None
 
 
 #: Rows of the one ``_hoodie_file_name`` chunk an operation builds; its column in each output
@@ -77,8 +82,13 @@ def execute_operation(task: CompactionTask) -> HoodieWriteStat:
     with storage.open_output(rel) as out:
         unit = constant_strings(name, _NAME_CHUNK_ROWS)
         merged = iter_file_slice(ctx, slc, storage)
-        batches = (_as_written(t, schema, unit) for t in merged if t.num_rows)
-        rows = _write_parquet_stream(out, schema, batches, compression)
+        keys = _KeyFooter(task.bloom) if RECORD_KEY in schema.names else None
+        batches: Iterable[pa.Table] = (_as_written(t, schema, unit) for t in merged if t.num_rows)
+        if keys is not None:
+            batches = map(keys.observe, batches)
+        rows = _write_parquet_stream(
+            out, schema, batches, compression, keys.footer if keys is not None else None
+        )
         size = out.tell()
     log_size = sum(
         storage.size(join(part, n))
@@ -100,11 +110,44 @@ def _as_written(table: pa.Table, schema: pa.Schema, name_unit: pa.Array) -> pa.T
     return table if table.schema == schema else table.cast(schema)
 
 
+class _KeyFooter:
+    """The record keys of a streamed base file as Java's writer footer holds them: the bloom
+    filter (keys added in row order) and the key range."""
+
+    def __init__(self, spec: BloomFilterSpec | None) -> None:
+        self.spec = spec
+        self.builder = spec.builder() if spec is not None else None
+        self.min_key: str | None = None
+        self.max_key: str | None = None
+
+    def observe(self, table: pa.Table) -> pa.Table:
+        keys = table.column(RECORD_KEY)
+        if self.builder is not None:
+            self.builder.add(keys)
+        mm = pc.min_max(keys)
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        if lo is not None and (self.min_key is None or lo < self.min_key):
+            self.min_key = lo
+        if hi is not None and (self.max_key is None or hi > self.max_key):
+            self.max_key = hi
+        return table
+
+    def footer(self) -> dict[bytes, bytes]:
+        bloom = self.builder.build() if self.builder is not None else None
+        return record_key_footer(
+            None, self.spec, bloom=bloom, min_key=self.min_key, max_key=self.max_key
+        )
+
+
 def _write_parquet_stream(
-    out: IO[bytes], schema: pa.Schema, batches: Iterable[pa.Table], compression: str | None
+    out: IO[bytes],
+    schema: pa.Schema,
+    batches: Iterable[pa.Table],
+    compression: str | None,
+    footer: Callable[[], dict[bytes, bytes]] | None = None,
 ) -> int:
     """Write ``batches`` into one Parquet file on ``out`` (an empty file when there are
-    none); the rows written."""
+    none); the rows written. ``footer``: key-value metadata added once every row is written."""
     rows = 0
     w: pq.ParquetWriter | None = None
     try:
@@ -119,6 +162,10 @@ def _write_parquet_stream(
             rows += table.num_rows
         if w is None:
             w = pq.ParquetWriter(out, schema, compression=compression, use_dictionary=False)
+        if footer is not None:
+            extra = footer()
+            if extra:
+                w.add_key_value_metadata(extra)
     finally:
         if w is not None:
             w.close()

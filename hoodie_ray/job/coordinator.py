@@ -46,7 +46,7 @@ from hoodie_ray.job.setup import (
     table_exists,
 )
 from hoodie_ray.meta import META_PREFIX
-from hoodie_ray.metadata.layout import COLUMN_STATS, PARTITION_STATS, RECORD_INDEX
+from hoodie_ray.metadata.layout import BLOOM_FILTERS, COLUMN_STATS, PARTITION_STATS, RECORD_INDEX
 from hoodie_ray.metadata_writer.writer import (
     MetadataWriteConfig,
     check_metadata_table_writable,
@@ -340,6 +340,20 @@ class Coordinator:
         elif wants_partition_stats and PARTITION_STATS not in w.partitions:
             w.drop_partition(COLUMN_STATS)  # rebuilt with the partition statistics
             w.initialize_column_stats(True)
+        self._sync_bloom_filters(w, wc)
+
+    @staticmethod
+    def _sync_bloom_filters(w: Any, wc: WriteConfig) -> None:
+        """Build ``bloom_filters`` when asked for and missing; drop it when turned off."""
+        has = BLOOM_FILTERS in w.partitions
+        if (
+            has
+            and wc.is_set("metadata_bloom_filter_enable")
+            and not wc.metadata_bloom_filter_enable
+        ):
+            w.drop_partition(BLOOM_FILTERS)
+        elif wc.metadata_bloom_filter_enable and not has:
+            w.initialize_bloom_filters()
 
     def _open(self, input_schema: pa.Schema | None) -> TableSetup:
         wc = self.wc

@@ -446,19 +446,24 @@ def init_metadata(
 ) -> list[str]:
     """Build the metadata table of the table at ``path`` from a listing of its files (an
     existing one is rebuilt), under the table lock (``options`` may name its provider,
-    ``hoodie.write.lock.provider``); the MDT partitions it now holds.
+    ``hoodie.write.lock.provider``); the MDT partitions it now holds. With
+    ``hoodie.metadata.index.bloom.filter.enable=true`` in ``options`` it also builds the
+    ``bloom_filters`` partition from the base files' footers.
 
     Example::
 
-        hr.init_metadata("/data/trips")
+        hr.init_metadata("/data/trips", options={"hoodie.metadata.index.bloom.filter.enable": "true"})
     """
     table = HoodieTable.load(path, storage_options)
     check_metadata_table_writable(table.table_config, True, path)
-    with open_lock(table.storage, resolve_options(options)):
+    wc = resolve_options(options)
+    with open_lock(table.storage, wc):
         CommitProtocol(table).rollback_pending_writes()
         w = metadata_writer(table, MetadataWriteConfig(enable=True))
         w.drop()
         w.initialize()
+        if wc.metadata_bloom_filter_enable:
+            w.initialize_bloom_filters()
         return w.partitions
 
 

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from hoodie_ray.file_group.naming import parse_base_file_name, parse_log_file_name
+from hoodie_ray.metadata import records as rec
 from hoodie_ray.metadata.column_stats import partition_stats_records
 from hoodie_ray.metadata.layout import (
+    BLOOM_FILTERS,
     COLUMN_STATS,
     FILES,
     PARTITION_STATS,
@@ -25,6 +27,7 @@ from hoodie_ray.metadata.layout import (
 from hoodie_ray.metadata.reader import list_data_files
 from hoodie_ray.metadata.records import encode_records, is_deleted_record
 from hoodie_ray.metadata.secondary_index import secondary_index_key
+from hoodie_ray.metadata_writer.bloom_filters import initial_bloom_records
 from hoodie_ray.metadata_writer.writer import metadata_writer, partition_stats_files
 from hoodie_ray.table import HoodieTable
 
@@ -74,7 +77,60 @@ def validate_metadata_table(table: HoodieTable) -> list[MetadataDifference]:
         out += _validate_partition_stats(table)
     if any(p.startswith(SECONDARY_INDEX_PREFIX) for p in parts):
         out += _validate_secondary_indexes(table)
+    if BLOOM_FILTERS in parts:
+        out += _validate_bloom_filters(table)
     return out
+
+
+def _validate_bloom_filters(table: HoodieTable) -> list[MetadataDifference]:
+    """Every committed base file the ``files`` partition lists has a ``bloom_filters`` record
+    whose filter (type and serialized bytes) is its footer's, and no other file has a live
+    one."""
+    listing = table.metadata_table.files_listing()
+    want = initial_bloom_records(table, listing)
+    names = {
+        k: f"{part}/{name}" if part else name
+        for part, files in listing.items()
+        for name in files
+        for k in [rec.bloom_filter_key(part, name)]
+    }
+    have = {
+        k: r
+        for k, r in table.metadata_table.records(BLOOM_FILTERS).items()
+        if not is_deleted_record(r)
+    }
+    out: list[MetadataDifference] = []
+    for k, r in want.items():
+        got = have.get(k)
+        where = names.get(k, k)
+        if got is None:
+            out.append(MetadataDifference(BLOOM_FILTERS, where, "entry missing"))
+            continue
+        w, g = r["BloomFilterMetadata"], _bloom_value(got)
+        if str(g.get("type")) != w["type"]:
+            out.append(
+                MetadataDifference(
+                    BLOOM_FILTERS, where, f"type {g.get('type')!r}, footer {w['type']!r}"
+                )
+            )
+        elif bytes(g.get("bloomFilter") or b"") != w["bloomFilter"]:
+            out.append(
+                MetadataDifference(BLOOM_FILTERS, where, "bloom filter differs from the footer's")
+            )
+    for k in sorted(set(have) - set(want)):
+        out.append(
+            MetadataDifference(
+                BLOOM_FILTERS, names.get(k, k), "entry for a file that is not a live base file"
+            )
+        )
+    return out
+
+
+def _bloom_value(record: dict[str, Any]) -> dict[str, Any]:
+    value = record.get("BloomFilterMetadata")
+    if isinstance(value, tuple):
+        value = value[1]
+    return value if isinstance(value, dict) else {}
 
 
 def _validate_secondary_indexes(table: HoodieTable) -> list[MetadataDifference]:

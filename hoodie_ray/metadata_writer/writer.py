@@ -60,6 +60,7 @@ from hoodie_ray.log_format.blocks import (
 from hoodie_ray.log_format.reader import read_log_file
 from hoodie_ray.log_format.writer import LogWriter
 from hoodie_ray.metadata import records as rec
+from hoodie_ray.metadata.bloom_filters import BLOOM_FILTER_FILE_GROUPS
 from hoodie_ray.metadata.column_stats import (
     column_stats_records,
     column_stats_tombstones,
@@ -67,6 +68,7 @@ from hoodie_ray.metadata.column_stats import (
     partition_stats_records,
 )
 from hoodie_ray.metadata.layout import (
+    BLOOM_FILTERS,
     COLUMN_STATS,
     FILES,
     HFILE_EXTENSION,
@@ -97,6 +99,11 @@ from hoodie_ray.metadata.secondary_index import (
     secondary_index_file_group,
     secondary_index_groups,
     secondary_index_record,
+)
+from hoodie_ray.metadata_writer.bloom_filters import (
+    clean_bloom_records,
+    commit_bloom_records,
+    initial_bloom_records,
 )
 from hoodie_ray.storage import Storage, join
 from hoodie_ray.table import HoodieTable
@@ -175,7 +182,9 @@ def metadata_enabled_for(table_version: int, enable: bool | None) -> bool:
 
 #: MDT partitions this writer maintains (and every ``secondary_index_<name>`` with a
 #: definition: :func:`is_maintained`).
-MAINTAINED_PARTITIONS = frozenset({FILES, RECORD_INDEX, COLUMN_STATS, PARTITION_STATS})
+MAINTAINED_PARTITIONS = frozenset(
+    {FILES, RECORD_INDEX, COLUMN_STATS, PARTITION_STATS, BLOOM_FILTERS}
+)
 
 
 def is_maintained(partition: str) -> bool:
@@ -423,6 +432,13 @@ class MetadataWriter:
                 stats.update(partition_stats_records(part, found, self.table_version))
             self._initialize_partition(PARTITION_STATS, stats, 1, first_suffix=3)
 
+    def initialize_bloom_filters(self) -> None:
+        """Build ``bloom_filters`` (every committed base file's footer filter, in Java's 4 file
+        groups) for a table that has none."""
+        listing = self.reader().files_listing()
+        records = initial_bloom_records(self.table, listing)
+        self._initialize_partition(BLOOM_FILTERS, records, BLOOM_FILTER_FILE_GROUPS, first_suffix=2)
+
     def initialize_secondary_index(self, name: str, source_field: str) -> str:
         """Build secondary index ``name`` over ``source_field`` from the latest file slices
         (every live record's value), record its definition in ``index.json`` and list it; the
@@ -599,6 +615,10 @@ class MetadataWriter:
             self._column_stats_changes(instant, written, ch, meta.extra_metadata.get("schema"))
         if any(p.startswith(SECONDARY_INDEX_PREFIX) for p in self.partitions):
             self._secondary_index_changes(instant, meta, ch)
+        if BLOOM_FILTERS in self.partitions:
+            files = [(p, n) for p, names in added.items() for n in names]
+            for k, r in commit_bloom_records(self.table.storage, instant, files).items():
+                ch.put(BLOOM_FILTERS, k, r)
         return ch
 
     # -- column and partition statistics --------------------------------------------------------
@@ -905,6 +925,9 @@ class MetadataWriter:
                         p, n, cols, table_version=self.table_version
                     ):
                         ch.put(COLUMN_STATS, k, r)
+        if BLOOM_FILTERS in self.partitions:
+            for k, r in clean_bloom_records(instant, deleted).items():
+                ch.put(BLOOM_FILTERS, k, r)
         self._write_delta_commit(instant, ch)
 
     def update_rollback(self, instant: str, meta: HoodieRollbackMetadata) -> None:

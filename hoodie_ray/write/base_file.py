@@ -1,7 +1,9 @@
 """Base files: Parquet written from Arrow with the five meta columns first (spec §5).
 
 Like Java's writer: every column optional, the Avro schema in the footer
-(``parquet.avro.schema``, ``writer.model.name=avro``) and the min/max record keys.
+(``parquet.avro.schema``, ``writer.model.name=avro``), the min/max record keys and Hudi's
+record-key bloom filter with its type code (``index/bloom_filter.py``; the writer's
+``hoodie.index.bloom.*`` options, none with ``hoodie.parquet.bloom.filter.enabled=false``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from hoodie_ray.index.bloom_filter import BloomFilterSpec, record_key_footer
 from hoodie_ray.log_format.blocks import dictionary_columns
 from hoodie_ray.meta import META_FIELDS, PARTITION_PATH, RECORD_KEY
 from hoodie_ray.storage import Storage
@@ -64,29 +67,33 @@ def parquet_bytes(
     avro_schema: Mapping[str, Any] | None,
     codec: str = "snappy",
     extra_metadata: Mapping[str, str] | None = None,
+    bloom: BloomFilterSpec | None = None,
 ) -> bytes:
-    """Encode a table as one Parquet file, with Java-like footer metadata."""
+    """Encode a table as one Parquet file, with Java-like footer metadata: the record keys'
+    range and, with a ``bloom`` spec, their bloom filter (keys added in row order)."""
     md: dict[bytes, bytes] = {}
     if avro_schema is not None:
         md[b"parquet.avro.schema"] = json.dumps(avro_schema, separators=(",", ":")).encode()
         md[b"writer.model.name"] = b"avro"
-    if RECORD_KEY in table.column_names and table.num_rows:
-        mm = pc.min_max(table.column(RECORD_KEY))
-        md[b"hoodie_min_record_key"] = str(mm["min"].as_py()).encode()
-        md[b"hoodie_max_record_key"] = str(mm["max"].as_py()).encode()
+    if RECORD_KEY in table.column_names:
+        md.update(record_key_footer(table.column(RECORD_KEY), bloom))
     for k, v in (extra_metadata or {}).items():
         md[k.encode()] = v.encode()
-    table = table.replace_schema_metadata(md)
+    table = table.replace_schema_metadata(None)
     buf = io.BytesIO()
-    pq.write_table(
-        table,
+    # The footer's key-value metadata is added to the writer: without the Arrow schema
+    # (store_schema=False, as Java writes none) pyarrow drops the schema's own metadata.
+    with pq.ParquetWriter(
         buf,
+        table.schema,
         compression=None if codec in ("none", "uncompressed") else codec,
         # Dictionary encoding only pays for columns whose values repeat (sampled per column).
         use_dictionary=dictionary_columns(table),
         write_statistics=True,
         store_schema=False,
-    )
+    ) as w:
+        w.write_table(table)
+        w.add_key_value_metadata(md)
     return buf.getvalue()
 
 
@@ -97,9 +104,11 @@ def write_base_file(
     *,
     avro_schema: Mapping[str, Any] | None,
     codec: str = "snappy",
+    bloom: BloomFilterSpec | None = None,
 ) -> int:
-    """Write a base file (whole, then visible) and return its size in bytes."""
-    data = parquet_bytes(table, avro_schema=avro_schema, codec=codec)
+    """Write a base file (whole, then visible) and return its size in bytes; ``bloom``: the
+    footer's bloom filter (none when None)."""
+    data = parquet_bytes(table, avro_schema=avro_schema, codec=codec, bloom=bloom)
     storage.write_bytes(rel_path, data)
     return len(data)
 

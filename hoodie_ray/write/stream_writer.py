@@ -30,6 +30,7 @@ from hoodie_ray.file_group.naming import (
     parse_log_file_name,
 )
 from hoodie_ray.file_group.view import FileSlice
+from hoodie_ray.index.bloom_filter import BloomFilterSpec
 from hoodie_ray.log_format.writer import ends_on_block
 from hoodie_ray.merge import apply_updates
 from hoodie_ray.meta import FILE_NAME, META_FIELDS, META_PREFIX, RECORD_KEY
@@ -452,6 +453,7 @@ class StreamWriteFunction:
             records,
             avro_schema=self.ctx.avro_schema,
             codec=self.ctx.write_config.parquet_codec,
+            bloom=BloomFilterSpec.of(self.ctx.write_config),
         )
 
     @property

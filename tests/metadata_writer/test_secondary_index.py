@@ -236,12 +236,14 @@ def test_other_indexes_are_still_refused_with_their_name(tmp_path):
     root = extract_sample_table(JAVA, tmp_path / "java")
     table = HoodieTable.load(str(root))
     cfg = table.table_config
-    parts = cfg.props[PARTITIONS_PROPERTY] + ",bloom_filters"
+    parts = cfg.props[PARTITIONS_PROPERTY] + ",expr_index_price"
     cfg.with_props(**{PARTITIONS_PROPERTY: parts}).save(table.storage)
     data = hudi_rs_read(root)
     data = data.drop_columns([c for c in META_FIELDS if c in data.column_names]).slice(0, 1)
     before = sorted(p.name for p in (root / ".hoodie" / "timeline").iterdir())
-    with pytest.raises(hr.HoodieUnsupportedError, match="bloom_filters.*--partition bloom_filters"):
+    with pytest.raises(
+        hr.HoodieUnsupportedError, match="expr_index_price.*--partition expr_index_price"
+    ):
         HoodieWriteClient(str(root)).write(data)
     assert sorted(p.name for p in (root / ".hoodie" / "timeline").iterdir()) == before
 
