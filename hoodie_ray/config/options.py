@@ -362,6 +362,15 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "Record size (bytes) assumed before any commit gives a measured average.",
     ),
     ConfigOption(
+        "hoodie.record.size.estimation.threshold",
+        "record_size_estimation_threshold",
+        1.0,
+        _parse_float,
+        "A commit measures the average record size only once it wrote more than this "
+        "fraction of hoodie.parquet.small.file.limit (Java's rule: a small commit's bytes are "
+        "mostly fixed costs such as the base files' bloom filter footers).",
+    ),
+    ConfigOption(
         "hoodie.logfile.max.size",
         "logfile_max_size",
         1073741824,
@@ -828,6 +837,7 @@ class WriteConfig:
     small_file_limit: int = _default("small_file_limit")
     parquet_max_file_size: int = _default("parquet_max_file_size")
     record_size_estimate: int = _default("record_size_estimate")
+    record_size_estimation_threshold: float = _default("record_size_estimation_threshold")
     logfile_max_size: int = _default("logfile_max_size")
     log_block_format: str = _default("log_block_format")
     parquet_codec: str = _default("parquet_codec")

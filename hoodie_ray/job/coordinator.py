@@ -123,14 +123,17 @@ def write_profile(
     slices: list[FileSlice],
     sizes: dict[tuple[str, str], int],
 ) -> WriteProfile:
-    """Average record size from the latest commits, and the small file groups."""
+    """Average record size from the latest commits that wrote enough bytes to measure it
+    (``hoodie.record.size.estimation.threshold`` x the small-file limit, as Java's
+    ``averageBytesPerRecord``), and the small file groups."""
     avg = wc.record_size_estimate
+    threshold = wc.record_size_estimation_threshold * wc.small_file_limit
     for inst in reversed(table.commits()[-5:]):
         meta = table.metadata(inst)
         stats = [s for ss in meta.partition_to_write_stats.values() for s in ss]
         nbytes = sum(s.total_write_bytes for s in stats if s.num_writes)
         nrec = sum(s.num_writes for s in stats if s.num_writes)
-        if nrec > 0 and nbytes > 0:
+        if nrec > 0 and nbytes > threshold:
             avg = max(1, nbytes // nrec)
             break
     small: dict[str, list[SmallFile]] = {}

@@ -163,9 +163,12 @@ def test_unknown_option_changes_nothing(tmp_path):
 
 def test_small_files_take_inserts_before_new_groups(tmp_path):
     path = tmp_path / "t"
+    # (limits above the ~430 KB bloom filter footer every base file carries at Java's
+    # defaults; the first commit is below the limit, so the estimate, not its bytes per
+    # record, sizes the small group's room: Java's record size estimation threshold)
     small_files = {
-        "hoodie.parquet.small.file.limit": "100000",
-        "hoodie.parquet.max.file.size": "200000",
+        "hoodie.parquet.small.file.limit": "1000000",
+        "hoodie.parquet.max.file.size": "2000000",
         "hoodie.copyonwrite.record.size.estimate": "1000",
     }
     opts = model_options(small_files)
