@@ -123,7 +123,7 @@ def _has_compaction() -> bool:
     [
         # 7 delta commits: the writer's compaction (every 5 delta commits) runs on S3 too
         ("MERGE_ON_READ", "avro", 7),
-        ("MERGE_ON_READ", "parquet", 7),
+        pytest.param("MERGE_ON_READ", "parquet", 7, marks=pytest.mark.slow),  # suite time
         ("COPY_ON_WRITE", "avro", 5),
     ],
 )

@@ -20,6 +20,7 @@ def test_parse_args_writer_lists_and_paths() -> None:
         parse_args(["--paths", "flink"])
 
 
+@pytest.mark.slow  # 30 s (a Spark session's start included): run before a scaling run
 def test_every_path(spark_session, tmp_path, capsys) -> None:
     rc = main(
         [
