@@ -20,7 +20,6 @@ fpp = 1e-9 (431328 bits, 30 hashes).
 from __future__ import annotations
 
 import base64
-import binascii
 import functools
 import math
 import struct
@@ -30,6 +29,15 @@ import numpy as np
 import pyarrow as pa
 
 from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieInputError, HoodieUnsupportedError
+from hoodie_ray.index.bloom_filter import (
+    DYNAMIC_HEAD,
+    FILTER_HEAD,
+    FILTER_VERSION,
+    MURMUR_HASH,
+    decode_filter,
+    key_positions,
+    murmur2_rows,
+)
 
 __all__ = [
     "BLOOM_FILTER_META_BLOCK",
@@ -41,12 +49,6 @@ __all__ = [
 #: Name of the META block and the file info value that types it.
 BLOOM_FILTER_META_BLOCK = "bloomFilter"
 BLOOM_FILTER_TYPE_CODE = b"DYNAMIC_V0"
-
-_VERSION = -1
-_MURMUR = 1
-_FILTER_HEAD = struct.Struct(">iiBi")  # version, nbHash, hashType, vectorSize
-_DYNAMIC_HEAD = struct.Struct(">iii")  # nr, currentNbRecord, number of rows
-_M = np.uint32(0x5BD1E995)
 
 
 def build_bloom_filter(
@@ -80,8 +82,8 @@ def build_bloom_filter(
         positions = _bit_positions(keys, nb_hash, vector_size)  # (n, nb_hash)
         for r in range(n_rows):
             bits[r, (positions if n_rows == 1 else positions[rows_of == r]).ravel()] = True
-    head = _FILTER_HEAD.pack(_VERSION, nb_hash, _MURMUR, vector_size)
-    parts = [head, _DYNAMIC_HEAD.pack(num_entries, current, n_rows)]
+    head = FILTER_HEAD.pack(FILTER_VERSION, nb_hash, MURMUR_HASH, vector_size)
+    parts = [head, DYNAMIC_HEAD.pack(num_entries, current, n_rows)]
     for row in bits:
         parts += (head, np.packbits(row, bitorder="little").tobytes())
     return base64.b64encode(b"".join(parts))
@@ -101,36 +103,26 @@ def bloom_might_contain(serialized: bytes, key: bytes) -> bool:
 @functools.lru_cache(maxsize=8)
 def _parsed(serialized: bytes) -> tuple[int, int, tuple[bytes, ...]]:
     """(nbHash, vectorSize, bit bytes of each row) of a serialized filter."""
-    raw = _decode(serialized)
+    raw = decode_filter(serialized)
     try:
-        version, nb_hash, hash_type, vector_size = _FILTER_HEAD.unpack_from(raw, 0)
-        _nr, _current, n_rows = _DYNAMIC_HEAD.unpack_from(raw, _FILTER_HEAD.size)
+        version, nb_hash, hash_type, vector_size = FILTER_HEAD.unpack_from(raw, 0)
+        _nr, _current, n_rows = DYNAMIC_HEAD.unpack_from(raw, FILTER_HEAD.size)
     except struct.error:
         raise HoodieCorruptedDataError("bloom filter is truncated") from None
-    if version != _VERSION or nb_hash <= 0 or vector_size <= 0 or n_rows < 0:
+    if version != FILTER_VERSION or nb_hash <= 0 or vector_size <= 0 or n_rows < 0:
         raise HoodieCorruptedDataError(
             f"bloom filter header is not a DYNAMIC_V0 filter ({version})"
         )
-    if hash_type != _MURMUR:
+    if hash_type != MURMUR_HASH:
         raise HoodieUnsupportedError(f"bloom filter hash type {hash_type} (only murmur, 1)")
     n_bytes = (vector_size + 7) // 8
-    row_size = _FILTER_HEAD.size + n_bytes
-    start = _FILTER_HEAD.size + _DYNAMIC_HEAD.size
+    row_size = FILTER_HEAD.size + n_bytes
+    start = FILTER_HEAD.size + DYNAMIC_HEAD.size
     if len(raw) != start + n_rows * row_size:
         raise HoodieCorruptedDataError("bloom filter size does not match its header")
-    at = start + _FILTER_HEAD.size
+    at = start + FILTER_HEAD.size
     rows = tuple(raw[at + r * row_size : at + r * row_size + n_bytes] for r in range(n_rows))
     return nb_hash, vector_size, rows
-
-
-def _decode(serialized: bytes) -> bytes:
-    raw = bytes(serialized)
-    if raw[:4] == b"\xff\xff\xff\xff":
-        return raw
-    try:
-        return base64.b64decode(raw, validate=True)
-    except (binascii.Error, ValueError):
-        raise HoodieCorruptedDataError("bloom filter is neither Base64 nor binary") from None
 
 
 def _bit_positions(keys: Sequence[bytes] | pa.Array, nb_hash: int, vector_size: int) -> np.ndarray:
@@ -160,7 +152,7 @@ def _bit_positions(keys: Sequence[bytes] | pa.Array, nb_hash: int, vector_size: 
         block = np.empty((mat.shape[0], nb_hash), dtype=np.int64)
         seed = np.zeros(mat.shape[0], dtype=np.uint32)
         for h in range(nb_hash):
-            seed = _murmur2(mat, seed)
+            seed = murmur2_rows(mat, seed)
             # Java: Math.abs(initval % maxValue) on ints
             block[:, h] = np.abs(seed.view(np.int32).astype(np.int64)) % vector_size
         if idx is None:
@@ -176,68 +168,5 @@ def _joined(arr: pa.Array) -> bytes | memoryview:
 
 
 def _positions_of(key: bytes, nb_hash: int, vector_size: int) -> list[int]:
-    """The bit positions of one key (plain Python; the same as :func:`_bit_positions`)."""
-    out = []
-    seed = 0
-    for _ in range(nb_hash):
-        seed = _murmur2_one(key, seed)
-        signed = seed - (1 << 32) if seed >= 1 << 31 else seed
-        out.append(abs(signed) % vector_size)
-    return out
-
-
-def _murmur2_one(data: bytes, seed: int) -> int:
-    """``MurmurHash.hash(data, seed)`` of one key, as the uint32 bit pattern of the Java int."""
-    m = 0x5BD1E995
-    mask = 0xFFFFFFFF
-    length = len(data)
-    h = (seed ^ length) & mask
-    n4 = length >> 2
-    for (k,) in struct.iter_unpack("<I", data[: 4 * n4]):
-        k = (k * m) & mask
-        k ^= k >> 24
-        k = (k * m) & mask
-        h = ((h * m) & mask) ^ k
-    left = length - 4 * n4
-    if left:
-        tail = [b - 256 if b >= 128 else b for b in data[4 * n4 :]]  # Java bytes are signed
-        if left >= 3:
-            h ^= (tail[left - 3] << 16) & mask
-        if left >= 2:
-            h ^= (tail[left - 2] << 8) & mask
-        h ^= tail[left - 1] & mask
-        h = (h * m) & mask
-    h ^= h >> 13
-    h = (h * m) & mask
-    h ^= h >> 15
-    return h
-
-
-def _murmur2(mat: np.ndarray, seed: np.ndarray) -> np.ndarray:
-    """Hudi's (Hadoop's) ``MurmurHash.hash`` of each row of ``mat`` (uint8, one key per row)
-    with the given seeds, as uint32 bit patterns of the Java ints."""
-    length = mat.shape[1]
-    h = seed ^ np.uint32(length)
-    n4 = length >> 2
-    if n4:
-        words = np.ascontiguousarray(mat[:, : 4 * n4]).view("<u4")
-        for i in range(n4):
-            k = words[:, i] * _M
-            k ^= k >> np.uint32(24)
-            k *= _M
-            h = h * _M
-            h ^= k
-    left = length - 4 * n4
-    if left:
-        # Java: h ^= data[len - 3] << 16; data[len - 2] << 8; data[len - 1], bytes sign-extended
-        signed = mat[:, 4 * n4 :].view(np.int8).astype(np.int32).view(np.uint32)
-        if left >= 3:
-            h ^= signed[:, left - 3] << np.uint32(16)
-        if left >= 2:
-            h ^= signed[:, left - 2] << np.uint32(8)
-        h ^= signed[:, left - 1]
-        h = h * _M
-    h ^= h >> np.uint32(13)
-    h = h * _M
-    h ^= h >> np.uint32(15)
-    return h
+    """The bit positions of one key (the same as :func:`_bit_positions`)."""
+    return key_positions(key, nb_hash, vector_size, MURMUR_HASH).tolist()

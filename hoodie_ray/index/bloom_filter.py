@@ -60,7 +60,10 @@ if TYPE_CHECKING:
 __all__ = [
     "BLOOM_FILTER_FOOTER_KEY",
     "BLOOM_TYPE_CODE_FOOTER_KEY",
+    "DYNAMIC_HEAD",
     "DYNAMIC_V0",
+    "FILTER_HEAD",
+    "FILTER_VERSION",
     "JENKINS_HASH",
     "MAX_RECORD_KEY_FOOTER_KEY",
     "MIN_RECORD_KEY_FOOTER_KEY",
@@ -69,7 +72,10 @@ __all__ = [
     "BloomFilter",
     "BloomFilterBuilder",
     "BloomFilterSpec",
+    "decode_filter",
     "footer_bloom_filter",
+    "key_positions",
+    "murmur2_rows",
     "record_key_footer",
 ]
 
@@ -89,9 +95,9 @@ _TYPES = (SIMPLE, DYNAMIC_V0)
 JENKINS_HASH = 0
 MURMUR_HASH = 1
 
-_VERSION = -1
-_FILTER_HEAD = struct.Struct(">iiBi")  # version, nbHash, hashType, vectorSize
-_DYNAMIC_HEAD = struct.Struct(">iii")  # nr, currentNbRecord, number of rows
+FILTER_VERSION = -1
+FILTER_HEAD = struct.Struct(">iiBi")  # version, nbHash, hashType, vectorSize
+DYNAMIC_HEAD = struct.Struct(">iii")  # nr, currentNbRecord, number of rows
 _M = np.uint32(0x5BD1E995)
 _MASK = 0xFFFFFFFF
 #: Keys hashed per numpy step (bounds the (keys x hashes) position matrix).
@@ -190,10 +196,10 @@ class BloomFilter:
     # -- serialization -------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
         """Java's ``DataOutput`` serialization (``write``)."""
-        head = _FILTER_HEAD.pack(_VERSION, self.nb_hash, self.hash_type, self.vector_size)
+        head = FILTER_HEAD.pack(FILTER_VERSION, self.nb_hash, self.hash_type, self.vector_size)
         if self.filter_type == SIMPLE:
             return head + self.rows[0].tobytes()
-        parts = [head, _DYNAMIC_HEAD.pack(self.num_entries, self.current, len(self.rows))]
+        parts = [head, DYNAMIC_HEAD.pack(self.num_entries, self.current, len(self.rows))]
         for row in self.rows:
             parts += (head, row.tobytes())
         return b"".join(parts)
@@ -212,33 +218,33 @@ class BloomFilter:
         """
         if filter_type not in _TYPES:
             raise HoodieCorruptedDataError(f"bloom filter type code {filter_type!r} is unknown")
-        raw = _decode(data)
+        raw = decode_filter(data)
         try:
-            version, nb_hash, hash_type, vector_size = _FILTER_HEAD.unpack_from(raw, 0)
+            version, nb_hash, hash_type, vector_size = FILTER_HEAD.unpack_from(raw, 0)
         except struct.error:
             raise HoodieCorruptedDataError("bloom filter is truncated") from None
-        if version != _VERSION or nb_hash <= 0 or vector_size <= 0:
+        if version != FILTER_VERSION or nb_hash <= 0 or vector_size <= 0:
             raise HoodieCorruptedDataError(f"bloom filter header is not Hadoop's ({version})")
         if hash_type not in (JENKINS_HASH, MURMUR_HASH):
             raise HoodieCorruptedDataError(f"bloom filter hash type {hash_type} is unknown")
         n_bytes = (vector_size + 7) // 8
         if filter_type == SIMPLE:
-            if len(raw) != _FILTER_HEAD.size + n_bytes:
+            if len(raw) != FILTER_HEAD.size + n_bytes:
                 raise HoodieCorruptedDataError("SIMPLE bloom filter size does not match its header")
-            rows = np.frombuffer(raw, np.uint8, n_bytes, _FILTER_HEAD.size).reshape(1, n_bytes)
+            rows = np.frombuffer(raw, np.uint8, n_bytes, FILTER_HEAD.size).reshape(1, n_bytes)
             return cls(SIMPLE, nb_hash, vector_size, hash_type, rows)
         try:
-            nr, current, n_rows = _DYNAMIC_HEAD.unpack_from(raw, _FILTER_HEAD.size)
+            nr, current, n_rows = DYNAMIC_HEAD.unpack_from(raw, FILTER_HEAD.size)
         except struct.error:
             raise HoodieCorruptedDataError("DYNAMIC_V0 bloom filter is truncated") from None
-        row_size = _FILTER_HEAD.size + n_bytes
-        start = _FILTER_HEAD.size + _DYNAMIC_HEAD.size
+        row_size = FILTER_HEAD.size + n_bytes
+        start = FILTER_HEAD.size + DYNAMIC_HEAD.size
         if n_rows < 1 or len(raw) != start + n_rows * row_size:
             raise HoodieCorruptedDataError("DYNAMIC_V0 bloom filter size does not match its header")
         table = np.frombuffer(raw, np.uint8, n_rows * row_size, start).reshape(n_rows, row_size)
-        if not all(bytes(r[: _FILTER_HEAD.size]) == raw[: _FILTER_HEAD.size] for r in table):
+        if not all(bytes(r[: FILTER_HEAD.size]) == raw[: FILTER_HEAD.size] for r in table):
             raise HoodieCorruptedDataError("DYNAMIC_V0 bloom filter rows differ in their sizes")
-        rows = np.ascontiguousarray(table[:, _FILTER_HEAD.size :])
+        rows = np.ascontiguousarray(table[:, FILTER_HEAD.size :])
         return cls(DYNAMIC_V0, nb_hash, vector_size, hash_type, rows, nr, current)
 
     def __eq__(self, other: object) -> bool:
@@ -253,7 +259,7 @@ class BloomFilter:
         raw = key.encode() if isinstance(key, str) else bytes(key)
         if not raw:
             raise HoodieInputError("bloom filter keys must not be empty")
-        positions = _positions_of(raw, self.nb_hash, self.vector_size, self.hash_type)
+        positions = key_positions(raw, self.nb_hash, self.vector_size, self.hash_type)
         byte, bit = positions >> 3, (1 << (positions & 7)).astype(np.uint8)
         return bool(((self.rows[:, byte] & bit) != 0).all(axis=1).any())
 
@@ -399,7 +405,8 @@ def footer_bloom_filter(metadata: Mapping[bytes, bytes] | None) -> BloomFilter |
 
 
 # -- hashing ------------------------------------------------------------------------------------
-def _decode(data: bytes | str) -> bytes:
+def decode_filter(data: bytes | str) -> bytes:
+    """A serialized filter's binary form (from Base64 text, or already binary)."""
     if isinstance(data, str):
         data = data.encode("ascii", "replace")
     raw = bytes(data)
@@ -526,7 +533,7 @@ def _murmur_positions(mat: np.ndarray, nb_hash: int, vector_size: int) -> np.nda
     return out.T
 
 
-def _murmur2(mat: np.ndarray, seed: np.ndarray) -> np.ndarray:
+def murmur2_rows(mat: np.ndarray, seed: np.ndarray) -> np.ndarray:
     """Hadoop's ``MurmurHash.hash`` of each row of ``mat`` (uint8, one key per row) with the
     given seeds, as uint32 bit patterns of the Java ints."""
     length = mat.shape[1]
@@ -624,7 +631,7 @@ def _jenkins(mat: np.ndarray, seed: np.ndarray) -> np.ndarray:
     return c
 
 
-def _positions_of(key: bytes, nb_hash: int, vector_size: int, hash_type: int) -> np.ndarray:
+def key_positions(key: bytes, nb_hash: int, vector_size: int, hash_type: int) -> np.ndarray:
     """The bit positions of one key (the matrix path over a single row)."""
     mat = np.frombuffer(key, np.uint8).reshape(1, -1)
     if hash_type == MURMUR_HASH:
@@ -641,5 +648,5 @@ def java_hash(key: bytes, seed: int, hash_type: int = MURMUR_HASH) -> int:
     """Hadoop's ``Hash.hash(key, seed)`` of one key as a Java int (for tests and tools)."""
     mat = np.frombuffer(key, np.uint8).reshape(1, -1)
     s = np.array([seed & _MASK], dtype=np.uint32)
-    h = _murmur2(mat, s) if hash_type == MURMUR_HASH else _jenkins(mat, s)
+    h = murmur2_rows(mat, s) if hash_type == MURMUR_HASH else _jenkins(mat, s)
     return int(h.view(np.int32)[0])

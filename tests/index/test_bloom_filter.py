@@ -21,9 +21,9 @@ from hoodie_ray.index.bloom_filter import (
     SIMPLE,
     BloomFilter,
     BloomFilterSpec,
-    _positions_of,
     footer_bloom_filter,
     java_hash,
+    key_positions,
 )
 from tests.conftest import SAMPLE_TABLE_PARAMS, extract_sample_table
 
@@ -135,7 +135,7 @@ def test_hashes_are_hadoops() -> None:
             for _ in range(9):  # chained seeds, Math.abs(h % vectorSize)
                 seed = java_hash(key, seed, hash_type)
                 want.append(abs(seed) % 1009)
-            assert _positions_of(key, 9, 1009, hash_type).tolist() == want
+            assert key_positions(key, 9, 1009, hash_type).tolist() == want
     jenkins = BloomFilterSpec(num_entries=50, fpp=0.01, filter_type=SIMPLE, hash_type=0)
     f = jenkins.build(keys)
     assert f.to_bytes()[8] == 0 and f.might_contain_many(pa.array(keys, pa.binary())).all()
