@@ -4,15 +4,22 @@ Byte-level checks against real HBase-written HFiles, which live in hudi-rs's tes
 License 2.0): its ``crates/core/tests/data/hfile/hudi_1_0_hbase_*.hfile`` (written by Hudi's
 ``HoodieAvroHFileWriter`` through HBase 2.4.9 / 2.4.13) and the metadata table of
 ``crates/test/data/quickstart_trips_table/mor/avro/v8_trips_8i3u1d.zip`` (the same HBase writer
-Hudi 0.x uses for its MDT). Point ``HOODIE_RAY_HUDI_RS`` at a hudi-rs checkout to run them
-(default ``../shared/hudi-rs``); they skip without one. The other tests need nothing.
+Hudi 0.x uses for its MDT). They are taken from, in order: a hudi-rs checkout named by
+``HOODIE_RAY_HUDI_RS``, ``../shared/hudi-rs``, or the tool library's git mirror of hudi-rs
+(``../.mirror/apache+hudi-rs/repo``, whose files this module unpacks into the temporary
+directory); they skip without any of them. The other tests need nothing.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import re
+import shutil
 import struct
+import subprocess
+import tarfile
+import tempfile
 import zipfile
 import zlib
 from pathlib import Path
@@ -25,13 +32,52 @@ from hoodie_ray.hfile._format import I64, WRITER_FILE_INFO_KEYS, proto_fields
 from hoodie_ray.hfile.hbase_writer import _midpoint_row, crc32c, write_hbase_hfile
 from hoodie_ray.log_format import HFileDataBlock, LogReader
 
-HUDI_RS = Path(
-    os.environ.get(
-        "HOODIE_RAY_HUDI_RS", Path(__file__).resolve().parents[2] / ".." / "shared" / "hudi-rs"
-    )
-)
-HFILE_DIR = HUDI_RS / "crates" / "core" / "tests" / "data" / "hfile"
-V8_SAMPLE = HUDI_RS / "crates/test/data/quickstart_trips_table/mor/avro/v8_trips_8i3u1d.zip"
+_PROJECT = Path(__file__).resolve().parents[2]
+_HFILE_DATA = "crates/core/tests/data/hfile"
+_V8_ZIP = "crates/test/data/quickstart_trips_table/mor/avro/v8_trips_8i3u1d.zip"
+
+
+def _from_git_mirror(repo: Path) -> Path | None:
+    """The two test-data paths of a bare git mirror of hudi-rs, unpacked once per commit."""
+    try:
+        head = subprocess.run(
+            ["git", "--git-dir", str(repo), "rev-parse", "HEAD"],
+            capture_output=True,
+            check=True,
+            text=True,
+        ).stdout.strip()
+        dest = Path(tempfile.gettempdir()) / f"hoodie_ray_hudi_rs_{head[:12]}"
+        if not (dest / _V8_ZIP).is_file():
+            tar = subprocess.run(
+                ["git", "--git-dir", str(repo), "archive", head, _HFILE_DATA, _V8_ZIP],
+                capture_output=True,
+                check=True,
+            ).stdout
+            part = Path(tempfile.mkdtemp(prefix=dest.name, dir=dest.parent))
+            with tarfile.open(fileobj=io.BytesIO(tar)) as t:
+                t.extractall(part, filter="data")
+            if dest.exists():  # another test process unpacked it meanwhile
+                shutil.rmtree(part)
+            else:
+                os.replace(part, dest)
+        return dest
+    except (OSError, subprocess.CalledProcessError, tarfile.TarError):
+        return None
+
+
+def _hudi_rs_root() -> Path:
+    if "HOODIE_RAY_HUDI_RS" in os.environ:
+        return Path(os.environ["HOODIE_RAY_HUDI_RS"])
+    checkout = _PROJECT / ".." / "shared" / "hudi-rs"
+    mirror = _PROJECT / ".." / ".mirror" / "apache+hudi-rs" / "repo"
+    if not checkout.is_dir() and mirror.is_dir():
+        return _from_git_mirror(mirror) or checkout
+    return checkout
+
+
+HUDI_RS = _hudi_rs_root()
+HFILE_DIR = HUDI_RS / _HFILE_DATA
+V8_SAMPLE = HUDI_RS / _V8_ZIP
 HEADER = struct.Struct(">8siiqBii")
 
 
@@ -82,7 +128,7 @@ def test_rewriting_hbase_written_hfiles_reproduces_them(path: Path | None) -> No
     entries, file info, meta blocks and block size (GZ and NONE, 16 KB - 512 KB blocks, fake
     first keys in the index); multi-level ones are refused, files with repeated keys rejected."""
     if path is None:
-        pytest.skip(f"no hudi-rs checkout at {HUDI_RS} (set HOODIE_RAY_HUDI_RS)")
+        pytest.skip(f"no hudi-rs test data at {HUDI_RS} (set HOODIE_RAY_HUDI_RS)")
     data = path.read_bytes()
     m = re.search(r"_(\d+)KB_", path.name)
     block_size = int(m.group(1)) * 1024 if m else 1 << 20
@@ -101,7 +147,7 @@ def test_rewriting_hbase_written_hfiles_reproduces_them(path: Path | None) -> No
 def v8_mdt_hfiles(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, bytes]]:
     """Every HFile of the v8 sample's MDT (HBase dialect): base files, then log-block HFiles."""
     if not V8_SAMPLE.is_file():
-        pytest.skip(f"no hudi-rs checkout at {HUDI_RS} (set HOODIE_RAY_HUDI_RS)")
+        pytest.skip(f"no hudi-rs test data at {HUDI_RS} (set HOODIE_RAY_HUDI_RS)")
     dest = tmp_path_factory.mktemp("v8_mdt")
     with zipfile.ZipFile(V8_SAMPLE) as z:
         z.extractall(
