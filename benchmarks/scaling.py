@@ -1,6 +1,7 @@
 """Scaling: the mor-q1 base commits through every input path at 1, 2, 4, 8 (16) writers.
 
-    python -m benchmarks.scaling [--quick] [--writers 1,2,4,8] [--assigners N] [--json]
+    python -m benchmarks.scaling [--quick] [--writers 1,2,4,8] [--assigners N]
+        [--chaining on|off|both] [--json]
 
 Paths (``--paths``, all by default):
 
@@ -17,6 +18,10 @@ Paths (``--paths``, all by default):
   quick size (``--spark-rows`` per commit). Its time splits into RayDP's conversion
   (``spark_to_ray``: Spark's Arrow conversion and the transfer into Ray's object store) and
   hoodie_ray's write and commit.
+
+With as many assigners as writers, assigner task i and writer task i run chained in one actor
+(``pipeline.operator-chaining``, the default); ``--chaining off`` runs them as separate actors,
+``both`` runs each path both ways (the CPU of a chained actor is reported as ``assign-write``).
 
 For each path and writer count (assigners = writers unless ``--assigners``): wall rows/s, the
 speed-up over 1 writer, each role's CPU-s (driver, coordinator, assigners, writers, other Ray
@@ -90,6 +95,7 @@ class PathRun:
     writers: int
     assigners: int
     rows: int = 0
+    chained: bool = False
     usage: CpuUsage | None = None
     pids: dict[str, int] = field(default_factory=dict)
     commit_s: list[float] = field(default_factory=list)
@@ -100,12 +106,21 @@ class PathRun:
 
     @property
     def label(self) -> str:
-        return f"{self.path} w{self.writers} a{self.assigners}"
+        return f"{self.path} w{self.writers} a{self.assigners}" + (
+            " chained" if self.chained else ""
+        )
 
     def role_cpu_s(self) -> dict[str, float]:
         """CPU-s by role in the measured section: driver, coordinator, assigner, writer and
         other (Ray Data / RayDP tasks, any other worker)."""
-        out = {"driver": 0.0, "coordinator": 0.0, "assigner": 0.0, "writer": 0.0, "other": 0.0}
+        out = {
+            "driver": 0.0,
+            "coordinator": 0.0,
+            "assigner": 0.0,
+            "writer": 0.0,
+            "assign-write": 0.0,
+            "other": 0.0,
+        }
         if self.usage is None:
             return out
         out["driver"] = self.usage.driver_cpu_s
@@ -122,6 +137,7 @@ class PathRun:
             "path": self.path,
             "writers": self.writers,
             "assigners": self.assigners,
+            "chained": self.chained,
             "rows": self.rows,
             "gate": None if self.gate is None else ("pass" if self.gate.passed else "fail"),
             "error": self.error,
@@ -192,12 +208,20 @@ def run_path(
     assigners: int,
     batch_rows: int,
     workdir: Path,
+    chaining: bool = True,
 ) -> PathRun:
     """Ingest ``workload``'s commits through one input path; gate; figures."""
-    run = PathRun(path_kind, writers, assigners, rows=workload.num_rows)
+    run = PathRun(
+        path_kind,
+        writers,
+        assigners,
+        rows=workload.num_rows,
+        chained=chaining and assigners == writers,
+    )
     options = hoodie_options(
         workload, "parquet", writers, _table_name(path_kind, writers), 6, assigners
     )
+    options["pipeline.operator-chaining"] = str(chaining).lower()
     # Dataset blocks of the driver path's batch size: both paths hand the topology the same pieces
     blocks = max(1, -(-workload.commits[0].num_rows // batch_rows))
     try:
@@ -267,9 +291,10 @@ class Results:
         for r in self.runs:
             f = r.figures()
             rate = f.get("rows_per_s")
+            kind = f"{r.path}/{r.chained}"
             if r.writers == 1 and rate:
-                base[r.path] = rate
-            f["speedup_vs_1"] = _r(ratio(rate, base.get(r.path)))
+                base[kind] = rate
+            f["speedup_vs_1"] = _r(ratio(rate, base.get(kind)))
             out.append(f)
         return out
 
@@ -277,7 +302,8 @@ class Results:
         rows = self.rows()
 
         def pick(path: str, writers: int, key: str) -> Any:
-            for f in rows:
+            # the chained run where there are both (the default topology)
+            for f in sorted(rows, key=lambda f: not f.get("chained")):
                 if f["path"] == path and f["writers"] == writers:
                     return f.get(key)
             return None
@@ -325,6 +351,7 @@ def render(res: Results) -> str:
         "path",
         "w",
         "a",
+        "chain",
         "rows/s",
         "x1",
         "rows/CPU-s",
@@ -346,13 +373,14 @@ def render(res: Results) -> str:
                 f["path"],
                 f["writers"],
                 f["assigners"],
+                "y" if f.get("chained") else "n",
                 fmt_num(f.get("rows_per_s")),
                 f.get("speedup_vs_1"),
                 fmt_num(f.get("rows_per_cpu_s")),
                 c.get("driver"),
                 c.get("coordinator"),
-                c.get("assigner"),
-                c.get("writer"),
+                c.get("assigner") or c.get("assign-write"),
+                c.get("writer") if not f.get("chained") else "(chained)",
                 c.get("other"),
                 f.get("driver_cpu_share"),
                 f.get("assigner_cpu_share"),
@@ -421,6 +449,10 @@ def run_peers(
     return out
 
 
+#: ``--chaining``: the pipeline.operator-chaining settings each path runs with.
+CHAINING = {"on": (True,), "off": (False,), "both": (True, False)}
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python -m benchmarks.scaling",
@@ -431,6 +463,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--writers", default="1,2,4,8", help="writer counts, e.g. 1,2,4,8,16")
     p.add_argument("--assigners", type=int, default=0, help="assigners (0: as many as writers)")
     p.add_argument("--paths", default=",".join(PATHS), help="driver,dataset,spark")
+    p.add_argument(
+        "--chaining",
+        choices=sorted(CHAINING),
+        default="on",
+        help="assigner i and writer i in one actor (pipeline.operator-chaining): on, off, both",
+    )
     p.add_argument("--peers", default="delta,paimon", help="delta,paimon ('' for none)")
     p.add_argument("--spark-rows", type=int, default=SPARK_ROWS, help="rows per Spark commit")
     p.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS)
@@ -471,22 +509,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                 wl = _spark_workload(workload, args.spark_rows)
                 exp = expected_snapshot(wl)
                 res.workload["spark"] = wl.summary()
-            for w in args.writers:
-                table_dir = workdir / f"{kind}_w{w}"
-                run = run_path(
-                    hr,
-                    ray,
-                    kind,
-                    wl,
-                    exp,
-                    table_dir,
-                    w,
-                    args.assigners or w,
-                    args.batch_rows,
-                    workdir,
-                )
-                res.runs.append(run)
-                shutil.rmtree(table_dir, ignore_errors=True)
+            for chaining in CHAINING[args.chaining]:
+                for w in args.writers:
+                    table_dir = workdir / f"{kind}_w{w}"
+                    run = run_path(
+                        hr,
+                        ray,
+                        kind,
+                        wl,
+                        exp,
+                        table_dir,
+                        w,
+                        args.assigners or w,
+                        args.batch_rows,
+                        workdir,
+                        chaining,
+                    )
+                    res.runs.append(run)
+                    shutil.rmtree(table_dir, ignore_errors=True)
         if args.peers:
             res.peers = run_peers(args.peers, workload, args.writers, workdir, args.peer_timeout)
         print(render(res))

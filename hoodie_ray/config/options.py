@@ -279,6 +279,14 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "Bucket-assigner actors; defaults to write.tasks.",
     ),
     ConfigOption(
+        "pipeline.operator-chaining",
+        "operator_chaining",
+        True,
+        _parse_bool,
+        "Run bucket-assigner task i and writer task i in one actor when they are as many "
+        "(Flink's operator chaining): an assigner's rows for its own writer stay in process.",
+    ),
+    ConfigOption(
         "write.batch.size",
         "write_batch_size",
         256 * _MB,
@@ -826,6 +834,7 @@ class WriteConfig:
     timebased_scalar_unit: str = _default("timebased_scalar_unit")
     write_tasks: int = _default("write_tasks")
     bucket_assign_tasks: int | None = _default("bucket_assign_tasks")
+    operator_chaining: bool = _default("operator_chaining")
     write_batch_size: int = _default("write_batch_size")
     write_task_max_size: int = _default("write_task_max_size")
     max_inflight_batches: int = _default("max_inflight_batches")
@@ -897,6 +906,12 @@ class WriteConfig:
     @property
     def assign_tasks(self) -> int:
         return self.bucket_assign_tasks or self.write_tasks
+
+    @property
+    def chained_tasks(self) -> bool:
+        """Assigner task i and writer task i run in one actor (``pipeline.operator-chaining``
+        with as many assigners as writers)."""
+        return self.operator_chaining and self.assign_tasks == self.write_tasks
 
     @property
     def record_key_fields(self) -> list[str]:

@@ -3,6 +3,12 @@
 * ``<table>/coordinator``: :class:`~hoodie_ray.job.coordinator.Coordinator`
 * ``<table>/assigner-<i>``: :class:`~hoodie_ray.write.bucket_assigner.BucketAssigner`
 * ``<table>/writer-<i>``: :class:`~hoodie_ray.write.stream_writer.StreamWriteFunction`
+* ``<table>/assign-write-<i>``: both of task ``i`` in one process, Flink's operator chaining
+  (``pipeline.operator-chaining``, when assigners and writers are as many): an assigner's rows
+  for its own (home) writer never leave the process
+
+Each actor class is a thin Ray wrapper of a plain task class (:class:`AssignTask`,
+:class:`WriteTask`, :class:`AssignWriteTask`).
 
 Every actor rebuilds its state from the table when it starts, so a restarted actor is as good
 as the one it replaces; the driver replays the input of the open checkpoint after a failure.
@@ -133,11 +139,11 @@ class CoordinatorActor:
         return os.getpid()
 
 
-@ray.remote
-class AssignerActor:
+class AssignTask:
     """Holds the key index of one assigner task; tags rows, splits them by writer and sends
     them on to the writers itself (in batches: :class:`~hoodie_ray.write.routing.WriterOutbox`),
-    so the driver submits no call per writer."""
+    so the driver submits no call per writer. ``local``: the writer task living in this
+    process (chained), which gets its rows by a plain call."""
 
     def __init__(
         self,
@@ -146,6 +152,7 @@ class AssignerActor:
         profile: WriteProfile,
         slices: list[FileSlice],
         writers: list[Any],
+        local: WriteTask | None = None,
     ) -> None:
         ctx = setup.context
         warm_up()  # compiled index kernels loaded at start, not in the first batch
@@ -157,6 +164,7 @@ class AssignerActor:
         self.setup = setup
         self.task_id = config.task_id
         self.writers = writers
+        self._local = local
         self._bucket_index = config.index_type == "BUCKET"
         wc = ctx.write_config
         self.outbox = WriterOutbox(len(writers), outbox_rows(wc.write_batch_rows, len(writers)))
@@ -210,18 +218,32 @@ class AssignerActor:
         self._send(self.outbox.add(parts))
         return batch.num_rows
 
-    def flush_writers(self) -> None:
-        """Send what the outbox holds and wait until every writer took all this task sent
-        (the checkpoint barrier: the writers flush next)."""
+    def flush_writers(self) -> list[Any]:
+        """Send what the outbox holds; the write calls still in flight, which the driver
+        waits for (the checkpoint barrier: the writers flush next). A chained task must not
+        wait for them itself: its peer may be waiting for this task's writer."""
         self._send(self.outbox.drain())
         sent, self._sent = self._sent, []
-        ray.get(sent)
+        if self._local is None:
+            ray.get(sent)
+            return []
+        return sent
 
     def _send(self, due: list[tuple[int, list[pa.Table]]]) -> None:
         for j, tables in due:
-            self._sent.append(self.writers[j].write.remote(*tables))
+            if self._local is not None and j == self.task_id:
+                self._local.write(*tables)  # chained: the home writer is in this process
+            else:
+                self._sent.append(self.writers[j].write.remote(*tables))
         if len(self._sent) > self._max_sent:  # backpressure: the writers lag behind
-            done, self._sent = ray.wait(self._sent, num_returns=len(self._sent) - self._max_sent)
+            if self._local is not None:
+                # chained peers never block on each other (a cycle would deadlock): only
+                # the finished calls are dropped, and their failures surface
+                done, self._sent = ray.wait(self._sent, num_returns=len(self._sent), timeout=0)
+            else:
+                done, self._sent = ray.wait(
+                    self._sent, num_returns=len(self._sent) - self._max_sent
+                )
             ray.get(done)  # a writer's failure surfaces here
 
     def start_checkpoint(self, profile: WriteProfile) -> None:
@@ -244,41 +266,97 @@ class AssignerActor:
         return os.getpid()
 
 
-@ray.remote
-class WriterActor:
+class WriteTask:
     """Buffers and writes the file groups routed to one writer task."""
 
     def __init__(self, context: WriteContext, task_id: int, attempt: int) -> None:
-        self.core = StreamWriteFunction(context, task_id, attempt)
+        self.write_fn = StreamWriteFunction(context, task_id, attempt)
         self.table = context.table_config.name
 
     def start_instant(
         self, instant: str, slices: list[FileSlice], frozen: set[tuple[str, str]]
     ) -> None:
-        self.core.start_instant(instant, {(s.partition_path, s.file_id): s for s in slices}, frozen)
+        self.write_fn.start_instant(
+            instant, {(s.partition_path, s.file_id): s for s in slices}, frozen
+        )
 
     def set_context(self, context: WriteContext) -> None:
         """The table schema evolved (see ``HoodieStreamWriter._evolve``)."""
-        self.core.set_context(context)
+        self.write_fn.set_context(context)
 
     def write(self, *tables: pa.Table) -> int:
         n = 0
         for t in tables:
             if t.num_rows:
-                self.core.write(t)
+                self.write_fn.write(t)
                 n += t.num_rows
-        metrics.count_records(self.table, "writer", n, 0, self.core.task_id)
-        metrics.gauge_buffered(self.table, self.core.task_id, self.core.buffered_bytes)
+        metrics.count_records(self.table, "writer", n, 0, self.write_fn.task_id)
+        metrics.gauge_buffered(self.table, self.write_fn.task_id, self.write_fn.buffered_bytes)
         return n
 
     def flush(self) -> list[HoodieWriteStat]:
-        stats = self.core.flush_all()
-        metrics.record_flush(self.table, self.core.task_id, stats)
-        metrics.gauge_buffered(self.table, self.core.task_id, self.core.buffered_bytes)
+        stats = self.write_fn.flush_all()
+        metrics.record_flush(self.table, self.write_fn.task_id, stats)
+        metrics.gauge_buffered(self.table, self.write_fn.task_id, self.write_fn.buffered_bytes)
         return stats
 
     def abort(self) -> None:
-        self.core.abort()
+        self.write_fn.abort()
 
     def pid(self) -> int:
         return os.getpid()
+
+
+class AssignWriteTask(AssignTask, WriteTask):
+    """Assigner task ``i`` and writer task ``i`` in one process (Flink's operator chaining):
+    the rows an assigner tags for its home writer (all of them on a table this topology
+    wrote, see :func:`~hoodie_ray.write.bucket_assigner.home_writers`) go to the writer by a
+    plain call, with no object, no remote call and half the actors. Rows for another task's
+    writer (an uneven writer plan) still go by remote call, to the peers :meth:`set_peers`
+    names."""
+
+    def __init__(
+        self,
+        setup: TableSetup,
+        config: AssignerConfig,
+        profile: WriteProfile,
+        slices: list[FileSlice],
+        num_tasks: int,
+        attempt: int,
+    ) -> None:
+        WriteTask.__init__(self, setup.context, config.task_id, attempt)
+        AssignTask.__init__(self, setup, config, profile, slices, [None] * num_tasks, local=self)
+
+    def set_peers(self, tasks: list[Any]) -> None:
+        """The handles of every chained task, this one's included (unused: its rows stay)."""
+        self.writers = list(tasks)
+
+    def begin(
+        self,
+        committed: bool,
+        profile: WriteProfile,
+        instant: str,
+        slices: list[FileSlice],
+        frozen: set[tuple[str, str]],
+    ) -> None:
+        """A checkpoint's start in one call: the last checkpoint's index state kept when it
+        committed (``checkpoint_done``), the new write profile, the writer's new instant."""
+        if committed:
+            self.checkpoint_done()
+        self.start_checkpoint(profile)
+        self.start_instant(instant, slices, frozen)
+
+
+@ray.remote
+class AssignerActor(AssignTask):
+    """``<table>/assigner-<i>``: :class:`AssignTask` as a Ray actor."""
+
+
+@ray.remote
+class WriterActor(WriteTask):
+    """``<table>/writer-<i>``: :class:`WriteTask` as a Ray actor."""
+
+
+@ray.remote
+class AssignWriteActor(AssignWriteTask):
+    """``<table>/assign-write-<i>``: :class:`AssignWriteTask` as a Ray actor."""

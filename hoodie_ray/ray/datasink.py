@@ -18,7 +18,7 @@ from hoodie_ray.exceptions import HoodieWriteError
 from hoodie_ray.job.client import route_input
 from hoodie_ray.job.coordinator import CommitResult
 from hoodie_ray.ray.runtime import NAMESPACE, refuse_occ
-from hoodie_ray.ray.stream import HoodieStreamWriter
+from hoodie_ray.ray.stream import HoodieStreamWriter, assigner_role
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.records import to_arrow
 
@@ -80,7 +80,10 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
         if setup is None:
             raise HoodieWriteError(f"the write topology of {self.path} is not open")
         na = self.wc.assign_tasks
-        assigners = [ray.get_actor(f"{table}/assigner-{i}", namespace=NAMESPACE) for i in range(na)]
+        assigners = [
+            ray.get_actor(f"{table}/{assigner_role(self.wc, i)}", namespace=NAMESPACE)
+            for i in range(na)
+        ]
         rows, refs = 0, []  # type: tuple[int, list[Any]]
         for block in blocks:
             t = to_arrow(block)

@@ -44,7 +44,7 @@ import pyarrow as pa
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
-from hoodie_ray.config.options import resolve_options
+from hoodie_ray.config.options import WriteConfig, resolve_options
 from hoodie_ray.exceptions import (
     HoodieCommitConflictError,
     HoodieError,
@@ -54,7 +54,7 @@ from hoodie_ray.exceptions import (
 from hoodie_ray.job.client import input_data_schema
 from hoodie_ray.job.coordinator import CommitResult
 from hoodie_ray.job.setup import TableSetup
-from hoodie_ray.ray.actors import AssignerActor, CoordinatorActor, WriterActor
+from hoodie_ray.ray.actors import AssignerActor, AssignWriteActor, CoordinatorActor, WriterActor
 from hoodie_ray.ray.runtime import actor_resources, ensure_ray, refuse_nbcc
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.lock import (
@@ -146,6 +146,12 @@ def _drain(refs: list[Any]) -> None:
             ray.get(ref, timeout=60)
 
 
+def assigner_role(wc: WriteConfig, task_id: int) -> str:
+    """The role part of assigner task ``task_id``'s actor name: ``assign-write-<i>`` when it
+    is chained with writer task i (:attr:`WriteConfig.chained_tasks`), else ``assigner-<i>``."""
+    return f"assign-write-{task_id}" if wc.chained_tasks else f"assigner-{task_id}"
+
+
 def parts_per_call(num_assigners: int) -> int:
     """Routed parts (each 1/na of an input block) an assigner takes per call: one below 8
     assigners, else na/4, so a call carries about a quarter block however wide the topology."""
@@ -185,6 +191,8 @@ class HoodieStreamWriter:
         self.ray_address = ray_address
         self.num_writers = self.wc.write_tasks
         self.num_assigners = self.wc.assign_tasks
+        # assigner task i and writer task i in one actor (pipeline.operator-chaining)
+        self.chained = self.wc.chained_tasks
         self.owner = new_owner_id()
         self._setup: TableSetup | None = None
         self._coord: Any = None
@@ -206,6 +214,7 @@ class HoodieStreamWriter:
         self._begin_s = 0.0  # the open instant's start
         self._owned_names: set[str] = set()
         self._pending_done: list[Any] = []  # the assigners' last checkpoint_done calls
+        self._committed = False  # chained: the next begin keeps the last checkpoint's index
 
     # -- public API ----------------------------------------------------------------------------
     def __enter__(self) -> HoodieStreamWriter:
@@ -419,6 +428,10 @@ class HoodieStreamWriter:
     def actor_pids(self) -> dict[str, int]:
         """Process ids of the actors (for monitoring and benchmarks)."""
         out = {"coordinator": ray.get(self._coord.pid.remote())} if self._coord else {}
+        if self.chained:
+            for i, t in enumerate(self._assigners):
+                out[assigner_role(self.wc, i)] = ray.get(t.pid.remote())
+            return out
         for i, a in enumerate(self._assigners):
             out[f"assigner-{i}"] = ray.get(a.pid.remote())
         for i, w in enumerate(self._writers):
@@ -433,7 +446,8 @@ class HoodieStreamWriter:
 
     @property
     def actors(self) -> dict[str, Any]:
-        """The actor handles by role name, e.g. ``writer-0`` (fault tests use these)."""
+        """The actor handles by role name, e.g. ``writer-0`` (fault tests use these; chained,
+        ``assigner-i`` and ``writer-i`` are the same actor)."""
         out = {"coordinator": self._coord}
         out.update({f"assigner-{i}": a for i, a in enumerate(self._assigners)})
         out.update({f"writer-{i}": w for i, w in enumerate(self._writers)})
@@ -479,9 +493,13 @@ class HoodieStreamWriter:
             raise _unwrap(e) from None
         self._restart_workers()
 
+    def _worker_actors(self) -> list[Any]:
+        """The assigner and writer actors, each once (chained, a task is both)."""
+        return list(self._assigners) if self.chained else self._assigners + self._writers
+
     def _stop_workers(self, timeout: float = 60.0) -> None:
         """Kill the assigners and writers and wait until each is dead (not just told to die)."""
-        old = self._assigners + self._writers
+        old = self._worker_actors()
         self._assigners, self._writers = [], []
         for a in old:
             with contextlib.suppress(Exception):
@@ -503,9 +521,10 @@ class HoodieStreamWriter:
         """(Re)create assigners and writers from the table's current state; the references of
         the file slices and write profile they were made from."""
         self._pending_done = []  # calls to the assigners being replaced
+        self._committed = False
         self._workers_stale = False
         assert self._setup is not None
-        for a in self._assigners + self._writers:
+        for a in self._worker_actors():
             ray.kill(a, no_restart=True)
         self._assigners, self._writers = [], []
         self._attempt += 1
@@ -515,6 +534,9 @@ class HoodieStreamWriter:
         # SPREAD: a multi-node cluster gets assigners and writers on every node.
         a_opts = {**actor_resources("assigner", self.wc), "scheduling_strategy": "SPREAD"}
         w_opts = {**actor_resources("writer", self.wc), "scheduling_strategy": "SPREAD"}
+        if self.chained:
+            self._start_chained(slices, profile, a_opts, w_opts)
+            return slices, profile
         for i in range(self.num_writers):
             self._writers.append(
                 WriterActor.options(  # type: ignore[attr-defined]
@@ -530,6 +552,29 @@ class HoodieStreamWriter:
             )
         self._instant = None
         return slices, profile
+
+    def _start_chained(
+        self, slices: Any, profile: Any, a_opts: dict[str, Any], w_opts: dict[str, Any]
+    ) -> None:
+        """One actor per task, sized as its assigner and writer together, each told its peers
+        (for the rows an uneven writer plan sends to another task's writer)."""
+        assert self._setup is not None
+        opts = dict(a_opts)
+        for k in ("num_cpus", "memory"):
+            if k in a_opts or k in w_opts:
+                opts[k] = a_opts.get(k, 0) + w_opts.get(k, 0)
+        tasks = []
+        for i in range(self.num_writers):
+            cfg = self._coord.assigner_config.remote(i, self.num_assigners)
+            tasks.append(
+                AssignWriteActor.options(  # type: ignore[attr-defined]
+                    name=self._unique(assigner_role(self.wc, i)), namespace=NAMESPACE, **opts
+                ).remote(self._setup, cfg, profile, slices, self.num_writers, self._attempt)
+            )
+        for t in tasks:
+            t.set_peers.remote(tasks)  # before any other call of this driver's: calls run in order
+        self._assigners, self._writers = tasks, list(tasks)
+        self._instant = None
 
     def _unique(self, role: str, table: str | None = None) -> str:
         """Actor name ``<table>/<role>``.
@@ -587,11 +632,20 @@ class HoodieStreamWriter:
                 slices, profile = self._restart_workers()
                 self._instant = instant
         done, self._pending_done = self._pending_done, []
-        ray.get(
-            done
-            + [a.start_checkpoint.remote(profile) for a in self._assigners]
-            + [w.start_instant.remote(instant, slices, frozen) for w in self._writers]
-        )
+        if self.chained:
+            committed, self._committed = self._committed, False
+            ray.get(
+                [
+                    t.begin.remote(committed, profile, instant, slices, frozen)
+                    for t in self._assigners
+                ]
+            )
+        else:
+            ray.get(
+                done
+                + [a.start_checkpoint.remote(profile) for a in self._assigners]
+                + [w.start_instant.remote(instant, slices, frozen) for w in self._writers]
+            )
         self._begin_s = time.perf_counter() - t0
 
     def _send(self, item: _Input) -> None:
@@ -652,7 +706,8 @@ class HoodieStreamWriter:
         self._inflight = []
         marks.append(time.perf_counter())
         # the assigners' last rows to the writers, and every write they sent, done
-        ray.get([a.flush_writers.remote() for a in self._assigners])
+        in_flight = ray.get([a.flush_writers.remote() for a in self._assigners])
+        ray.get([ref for refs in in_flight for ref in refs])
         marks.append(time.perf_counter())
         stats_lists = ray.get([w.flush.remote() for w in self._writers])
         marks.append(time.perf_counter())
@@ -674,7 +729,10 @@ class HoodieStreamWriter:
         self._instant = None
         # Not waited for: each assigner runs it before the next checkpoint's start (one
         # caller's calls to an actor run in order), and its result is checked there.
-        self._pending_done = [a.checkpoint_done.remote() for a in self._assigners]
+        if self.chained:
+            self._committed = True  # the next begin call runs checkpoint_done
+        else:
+            self._pending_done = [a.checkpoint_done.remote() for a in self._assigners]
         self._setup = TableSetup(self._setup.context, self._setup.keygen, True)  # type: ignore[union-attr]
         return result
 
@@ -810,7 +868,7 @@ class HoodieStreamWriter:
         self._closed = True
         if rollback and self._instant is not None:
             self._fail_instant()
-        for a in self._assigners + self._writers:
+        for a in self._worker_actors():
             try:
                 ray.kill(a, no_restart=True)
             except Exception:

@@ -295,7 +295,7 @@ def test_writers_share_file_groups_of_uneven_load(ray_session, tmp_path):
             assert held == [plan, plan], i
             assert w.checkpoint() is not None
             after = ray.get(
-                [x.__ray_call__.remote(lambda s: s.core.records_in) for x in w._writers]
+                [x.__ray_call__.remote(lambda s: s.write_fn.records_in) for x in w._writers]
             )
             per_writer.append(sorted(a - b for a, b in zip(after, before, strict=True)))
             before = after
