@@ -2,29 +2,41 @@
 
 The same writer as :class:`~hoodie_ray.metadata_writer.writer.MetadataWriter` (one MDT delta
 commit per data action at the data instant's time, completed first; rollbacks, compaction,
-clean and archival of the MDT), with what Hudi 0.14 / 0.15 does differently:
+clean and archival of the MDT), with what Hudi 0.14 / 0.15 does differently. Each point was
+checked against apache/hudi's Java sources of the 0.14.x / 0.15 line (class.method named):
 
 * the MDT is a version 6 table: timeline layout 1 (``.hoodie/metadata/.hoodie/<instant>.
   deltacommit``, no completion times), JSON commit metadata, archived instants in
-  ``.hoodie/metadata/.hoodie/archived`` log files, ``hoodie.properties`` as 0.x's
-  ``HoodieBackedTableMetadataWriter.initializeMetaClient`` sets it;
+  ``.hoodie/metadata/.hoodie/archived`` log files, ``hoodie.properties`` as
+  ``HoodieBackedTableMetadataWriter.initializeMetaClient`` builds it (:func:`v6_metadata_table_props`);
+* file groups are ``files-0000-0``, ``record-index-0000-0``, ... (``HoodieTableMetadataUtil
+  .getFileIDForFileGroup``: ``<prefix><index:04d>-0``); ``files`` has one
+  (``initializeFilesPartition``);
+* a partition is initialised at the latest completed data instant (14 zeros on an empty
+  table) plus ``010``, ``011``, ... for the next free one (``HoodieBackedTableMetadataWriter
+  .initializeIfNeeded`` / ``generateUniqueCommitInstantTime``, ``HoodieTableMetadataUtil
+  .createIndexInitTimestamp``); 0.x readers count such instants as valid (``isValidInstant``);
 * log files are named by the base instant of their file slice and versioned
-  (``.files-0000-0_<base>.log.<n>_<token>``): each MDT delta commit writes the next version;
+  (``.files-0000-0_<base>.log.<n>_<token>``); each MDT delta commit writes the next version, as
+  ``HoodieLogFormatWriter`` rolls over on a file system without append (``StorageSchemes``:
+  ``file``, ``s3``, ``gs``, ...; HDFS appends instead);
 * HFiles (base files and the content of HFile log blocks) are written by HBase's writer
   (:func:`~hoodie_ray.hfile.write_hbase_hfile`: CRC32C, full-key indexes, creation time 0);
-* the record schema is 0.15's ``HoodieMetadataRecord`` (no ``SecondaryIndexMetadata``, no
-  record-index ``position``, no column-stats ``isTightBound``: fields 1.0 added);
-* the MDT's own compaction and clean are named after the latest MDT delta commit:
-  ``<instant>001`` and ``<instant>002``.
+  a base file carries ``HoodieAvroHFileWriter``'s file info (``schema``; ``minRecordKey`` /
+  ``maxRecordKey``, empty for an empty file; ``bloomFilterTypeCode``) and its ``bloomFilter``
+  meta block; a log block's HFile only ``schema`` (``HoodieHFileDataBlock.serializeRecords``);
+  the ``key`` field of each value is blanked, the key being the cell's row;
+* the record schema is 0.x's ``HoodieMetadataRecord``: 1.x's without the fields 1.0 added
+  (``SecondaryIndexMetadata``, record-index ``position``, column-stats ``isTightBound``) and
+  without the ``LocalDateWrapper`` branch of ``minValue`` / ``maxValue`` (0.x: 12 branches);
+* the MDT's own compaction and clean are named after the latest completed MDT delta commit:
+  ``<instant>001`` and ``<instant>002`` (``HoodieTableMetadataUtil.createCompactionTimestamp``
+  / ``createCleanTimestamp``, called by ``HoodieBackedTableMetadataWriter.compactIfNecessary``
+  / ``cleanIfNecessary``).
 
 Only the ``files`` partition is maintained; a version 6 table whose MDT lists another partition
 (0.x's ``column_stats``, ``bloom_filters``, ``record_index``) is refused, naming it and the
 command that drops it (:func:`check_v6_metadata_table_writable`).
-
-Not confirmed from Java sources (written from memory of 0.14 / 0.15, see docs): the init
-instant, which Java names ``<latest data instant>010`` on a table with history
-(``00000000000000010`` on an empty one) and hoodie_ray always names ``00000000000000010``
-(readers count every ``00000000000000xyz`` instant as an initialisation).
 """
 
 from __future__ import annotations
@@ -43,6 +55,7 @@ from hoodie_ray.metadata import records as rec
 from hoodie_ray.metadata.layout import (
     METADATA_PAYLOAD,
     METADATA_RECORD_KEY,
+    V6_INIT_SUFFIX,
     inflight_partitions,
 )
 from hoodie_ray.metadata_writer.writer import (
@@ -69,15 +82,25 @@ __all__ = [
     "v6_metadata_table_props",
 ]
 
-#: MDT partitions kept on version 6 tables.
-#: 0.x: SOLO_COMMIT_TIMESTAMP + the partition-initialisation suffix 010.
-V6_FILES_INIT_INSTANT = "00000000000000010"
+#: 0.x's ``SOLO_COMMIT_TIMESTAMP``: the base of the init instant on a table with no commit.
+SOLO_COMMIT_TIMESTAMP = "0" * 14
 #: 0.x's MDT compaction / clean instants: the latest delta commit + these suffixes.
 COMPACTION_SUFFIX = "001"
 CLEAN_SUFFIX = "002"
 METADATA_KEYGEN_CLASS = "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator"
-#: 1.0 additions absent from 0.15's HoodieMetadata.avsc: top-level and nested field names.
+#: 1.x additions absent from 0.x's HoodieMetadata.avsc: top-level and nested field names.
 _ADDED_IN_1_0 = {"SecondaryIndexMetadata", "position", "isTightBound"}
+#: ... and the union branch of ``minValue`` / ``maxValue`` 0.x does not have (the last one, so
+#: the other branches keep their indexes).
+_BRANCHES_ADDED_IN_1_0 = {"LocalDateWrapper"}
+
+
+def _branch_name(branch: Any) -> str | None:
+    """The name of a union branch: a named record's, or a reference's."""
+    if isinstance(branch, dict):
+        name = branch.get("name")
+        return name if isinstance(name, str) else None
+    return branch if isinstance(branch, str) else None
 
 
 def _strip(schema: Any) -> Any:
@@ -87,14 +110,14 @@ def _strip(schema: Any) -> Any:
             out["fields"] = [f for f in out["fields"] if f.get("name") not in _ADDED_IN_1_0]
         return out
     if isinstance(schema, list):
-        return [_strip(s) for s in schema]
+        return [_strip(s) for s in schema if _branch_name(s) not in _BRANCHES_ADDED_IN_1_0]
     return schema
 
 
 @lru_cache(maxsize=2)
 def v6_metadata_schema_json(meta_fields: bool = True) -> str:
-    """0.15's ``HoodieMetadataRecord`` writer schema (with the ``_hoodie_*`` fields, as the
-    MDT writer stores it): the v8 schema without the fields 1.0 added."""
+    """0.x's ``HoodieMetadataRecord`` writer schema (with the ``_hoodie_*`` fields, as the
+    MDT writer stores it): the v8 schema without the fields and the union branch 1.x added."""
     return json.dumps(
         _strip(rec.metadata_schema(8, meta_fields)), separators=(",", ":"), ensure_ascii=False
     )
@@ -106,7 +129,14 @@ def v6_metadata_schema(meta_fields: bool = True) -> dict[str, Any]:
 
 
 def v6_metadata_table_props(data: Mapping[str, str]) -> dict[str, str]:
-    """``hoodie.properties`` of the 0.x MDT of the data table with properties ``data``."""
+    """``hoodie.properties`` of the 0.x MDT of the data table with properties ``data``.
+
+    What ``HoodieBackedTableMetadataWriter.initializeMetaClient`` sets (table type, name,
+    archive folder, payload class, HFILE, record key ``key``, populate meta fields false, key
+    generator) and ``HoodieTableMetaClient.PropertyBuilder.build`` adds (version 6), the
+    layout version and checksum ``HoodieTableConfig.create`` adds; no timeline time zone
+    (nothing sets one). ``hoodie.datasource.write.drop.partition.columns=false`` is kept
+    unconfirmed: 0.14's ``HoodieTableConfig.create`` was not found."""
     name = data.get("hoodie.table.name", "table")
     props = {
         "hoodie.table.name": f"{name}_metadata",
@@ -120,7 +150,6 @@ def v6_metadata_table_props(data: Mapping[str, str]) -> dict[str, str]:
         "hoodie.populate.meta.fields": "false",
         "hoodie.table.keygenerator.class": METADATA_KEYGEN_CLASS,
         "hoodie.datasource.write.drop.partition.columns": "false",
-        "hoodie.table.timeline.timezone": data.get("hoodie.table.timeline.timezone", "LOCAL"),
     }
     props["hoodie.table.checksum"] = table_checksum(props)
     return props
@@ -130,7 +159,16 @@ def v6_metadata_table_props(data: Mapping[str, str]) -> dict[str, str]:
 class V6MetadataWriter(MetadataWriter):
     """The metadata table of a version 6 table, in the 0.x layout (``files`` only)."""
 
-    files_init_instant = V6_FILES_INIT_INSTANT
+    def init_instant(self, partition: str, first_suffix: int) -> str:
+        """0.x: the latest completed data instant (``SOLO_COMMIT_TIMESTAMP`` on a table with
+        none) plus ``010``, or the next suffix where that instant is taken in the MDT
+        (``generateUniqueCommitInstantTime``)."""
+        done = self.table.active_timeline.reload().completed()
+        base = done[-1].timestamp if done else SOLO_COMMIT_TIMESTAMP
+        tl = self.timeline.reload()
+        return next(
+            ts for n in range(int(V6_INIT_SUFFIX), 1000) if not tl.contains(ts := f"{base}{n:03d}")
+        )
 
     @property
     def schema_json(self) -> str:

@@ -263,9 +263,6 @@ class MetadataWriter:
         config: compaction and cleaning thresholds of the MDT.
     """
 
-    #: the instant of the ``files`` partition's initialisation
-    files_init_instant = FILES_INIT_INSTANT
-
     def __init__(self, table: HoodieTable, config: MetadataWriteConfig | None = None) -> None:
         self.table = table
         self.config = config or MetadataWriteConfig()
@@ -378,7 +375,7 @@ class MetadataWriter:
         HoodieTableConfig(props).save(self.storage)
         self._timeline = None
         listing = list_data_files(self.table.storage_view())
-        ts = self.files_init_instant
+        ts = self.init_instant(FILES, 0)
         self._start(Instant(ts, Action.DELTA_COMMIT, State.REQUESTED))
         self._partition_folder(FILES, ts)
         records = [rec.all_partitions_record(listing.keys())]
@@ -487,12 +484,7 @@ class MetadataWriter:
         self._save_data_props(
             **{PARTITIONS_INFLIGHT_PROPERTY: join_partitions([*inflight, partition])}
         )
-        tl = self.timeline.reload()
-        ts = next(
-            f"{INIT_INSTANT_PREFIX}{n:03d}"
-            for n in range(first_suffix, 1000)
-            if not tl.contains(f"{INIT_INSTANT_PREFIX}{n:03d}")
-        )
+        ts = self.init_instant(partition, first_suffix)
         self._start(Instant(ts, Action.DELTA_COMMIT, State.REQUESTED))
         self._partition_folder(partition, ts)
         by_group: list[dict[str, dict[str, Any]]] | list[rec.RecordIndexColumns] = (
@@ -513,6 +505,19 @@ class MetadataWriter:
                     [p for p in inflight_partitions(cfg) if p != partition]
                 ),
             }
+        )
+
+    def init_instant(self, partition: str, first_suffix: int) -> str:
+        """The instant of ``partition``'s initialisation delta commit (spec 5.5): ``files`` at
+        ``00000000000000000``, the others at the first free ``00000000000000<xyz>`` from
+        ``first_suffix`` (1.x's rule; the 0.x writer has its own)."""
+        if partition == FILES:
+            return FILES_INIT_INSTANT
+        tl = self.timeline.reload()
+        return next(
+            f"{INIT_INSTANT_PREFIX}{n:03d}"
+            for n in range(first_suffix, 1000)
+            if not tl.contains(f"{INIT_INSTANT_PREFIX}{n:03d}")
         )
 
     def _initial_file_group(

@@ -18,7 +18,7 @@ from hoodie_ray.hfile import HFileReader
 from hoodie_ray.job import maintenance
 from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.log_format import HFileDataBlock, LogReader
-from hoodie_ray.metadata.layout import PARTITIONS_PROPERTY
+from hoodie_ray.metadata.layout import PARTITIONS_PROPERTY, is_init_instant
 from hoodie_ray.metadata_writer.v6 import v6_metadata_schema
 from hoodie_ray.table import HoodieTable
 from tests.conftest import SHARED_TABLES, hudi_rs_read
@@ -164,7 +164,7 @@ def test_init_metadata_on_v6_table_then_rollback(tmp_path: Path, monkeypatch, ca
     assert set(rollbacks) <= mdt_instants  # each data rollback is an MDT delta commit
     data = {i.timestamp for i in t.timeline}
     deltas = {i.timestamp for i in t.metadata_table.timeline.instants if i.action == "deltacommit"}
-    assert {d for d in deltas if not d.startswith("0" * 14)} <= data  # the dead one is gone
+    assert {d for d in deltas if not is_init_instant(d)} <= data  # the dead one is gone
 
 
 def test_v6_partitions_other_than_files_are_refused(tmp_path: Path) -> None:
@@ -255,3 +255,103 @@ def test_no_mdt_compaction_while_an_older_data_instant_is_pending(tmp_path: Path
     ts = w.compact()
     assert ts is not None and ts == first + "001"
     _check(path, model, "after the MDT compaction")
+
+
+def test_v6_init_instant_is_the_latest_data_instant_plus_010(tmp_path: Path) -> None:
+    """0.14 / 0.15's ``initializeIfNeeded``: a table with no commit gets its MDT at
+    ``SOLO_COMMIT_TIMESTAMP + 010``; one with history at its latest completed instant + 010
+    (``createIndexInitTimestamp``), a rebuild too; each data commit after it is read back."""
+    path = str(tmp_path / "t")
+    opts = {**OPTIONS, "table.type": "MERGE_ON_READ", "hoodie.metadata.enable": "true"}
+    model, wl = TableModel(), Workload(11)
+    model.write(path, opts, "upsert", wl.rows_for(wl.keys[:10]))
+    t = HoodieTable.load(path)
+    deltas = [i.timestamp for i in t.metadata_table.timeline.instants]
+    assert deltas[0] == "00000000000000010"  # initialised before the first commit
+    _check(path, model, "first commit")
+
+    plain = {**OPTIONS, "table.type": "MERGE_ON_READ"}
+    path2 = str(tmp_path / "t2")
+    model2 = TableModel()
+    model2.write(path2, plain, "upsert", wl.rows_for(wl.keys[:10]))
+    model2.write(path2, plain, "upsert", wl.rows_for(wl.keys[5:15]))
+    latest = HoodieTable.load(path2).active_timeline.completed()[-1].timestamp
+    assert hr.init_metadata(path2) == ["files"]
+    t2 = HoodieTable.load(path2)
+    init = [i.timestamp for i in t2.metadata_table.timeline.instants]
+    assert init == [latest + "010"]
+    assert is_init_instant(init[0]) and len(init[0]) == 20
+    files = sorted(p.name for p in (_mdt(path2) / "files").iterdir())
+    assert f"files-0000-0_0-2-0_{latest}010.hfile" in files
+    _check(path2, model2, "after init")
+    model2.write(path2, plain, "upsert", wl.rows_for(wl.keys[12:20]))
+    _check(path2, model2, "write after init")
+    _check_layout(path2)
+    model2.write(path2, plain, "delete", wl.rows_for(wl.keys[:3]))
+    _check(path2, model2, "delete after init")
+
+
+def test_is_init_instant_knows_both_layouts() -> None:
+    assert is_init_instant("00000000000000000")  # 1.x files
+    assert is_init_instant("00000000000000010")  # 0.x on an empty table
+    assert is_init_instant("20240101010101123010") and is_init_instant("20240101010101123011")
+    assert not is_init_instant("20240101010101123")  # a data instant
+    assert not is_init_instant("20240101010101123001")  # an MDT compaction
+    assert not is_init_instant("20240101010101123002")  # an MDT clean
+    assert not is_init_instant("20240101010101123010001")  # a compaction after an init
+
+
+def test_v6_schema_and_properties_are_0x_ones() -> None:
+    """0.x's ``HoodieMetadataRecord``: 11 fields with the meta fields, column stats without
+    ``isTightBound``, ``minValue`` / ``maxValue`` of 12 branches (no ``LocalDateWrapper``),
+    record index without ``position``; ``hoodie.properties`` as ``initializeMetaClient`` sets
+    it (no time zone)."""
+    from hoodie_ray.metadata_writer.v6 import v6_metadata_table_props
+
+    schema = v6_metadata_schema()
+    fields = {f["name"]: f for f in schema["fields"]}
+    assert len(fields) == 11 and "SecondaryIndexMetadata" not in fields
+    cs = fields["ColumnStatsMetadata"]["type"][1]
+    assert [f["name"] for f in cs["fields"]] == [
+        "fileName",
+        "columnName",
+        "minValue",
+        "maxValue",
+        "valueCount",
+        "nullCount",
+        "totalSize",
+        "totalUncompressedSize",
+        "isDeleted",
+    ]
+    by_name = {f["name"]: f for f in cs["fields"]}
+    assert len(by_name["minValue"]["type"]) == 12 and len(by_name["maxValue"]["type"]) == 12
+    assert "LocalDateWrapper" not in json.dumps(schema)
+    ri = fields["recordIndexMetadata"]["type"][1]
+    assert [f["name"] for f in ri["fields"]] == [
+        "partitionName",
+        "fileIdHighBits",
+        "fileIdLowBits",
+        "fileIndex",
+        "fileId",
+        "instantTime",
+        "fileIdEncoding",
+    ]
+    props = v6_metadata_table_props(
+        {"hoodie.table.name": "trips", "hoodie.table.timeline.timezone": "UTC"}
+    )
+    assert set(props) == {
+        "hoodie.table.name",
+        "hoodie.table.type",
+        "hoodie.table.version",
+        "hoodie.timeline.layout.version",
+        "hoodie.archivelog.folder",
+        "hoodie.compaction.payload.class",
+        "hoodie.table.base.file.format",
+        "hoodie.table.recordkey.fields",
+        "hoodie.populate.meta.fields",
+        "hoodie.table.keygenerator.class",
+        "hoodie.datasource.write.drop.partition.columns",
+        "hoodie.table.checksum",
+    }
+    assert props["hoodie.table.name"] == "trips_metadata"
+    assert props["hoodie.table.recordkey.fields"] == "key"
