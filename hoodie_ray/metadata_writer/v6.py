@@ -34,18 +34,24 @@ checked against apache/hudi's Java sources of the 0.14.x / 0.15 line (class.meth
   / ``createCleanTimestamp``, called by ``HoodieBackedTableMetadataWriter.compactIfNecessary``
   / ``cleanIfNecessary``).
 
-Only the ``files`` partition is maintained; a version 6 table whose MDT lists another partition
-(0.x's ``column_stats``, ``bloom_filters``, ``record_index``) is refused, naming it and the
-command that drops it (:func:`check_v6_metadata_table_writable`).
+The ``files`` and ``record_index`` partitions are maintained. The record index as 0.14 keeps
+it: ``record-index-<i>-0`` file groups, as many as ``estimateFileGroupCount`` gives with 0.14's
+defaults (:meth:`V6MetadataWriter.record_index_groups`), keys hashed to them by
+``mapRecordKeyToFileGroupIndex`` (1.x's hash), values in the 0.x schema (no ``position``),
+deletes in delete blocks. Its location's ``instantTime`` is the writing instant, as hoodie_ray's
+1.x record index has it (0.x's ``getRecordIndexUpdates`` takes the record's new location's
+instant; not checked further). A version 6 table whose MDT lists another partition (0.x's
+``column_stats``, ``bloom_filters``) is refused, naming it and the command that drops it
+(:func:`check_v6_metadata_table_writable`): their 0.x forms were not checked.
 """
 
 from __future__ import annotations
 
-import copy
-import json
+import math
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any
+
+import pyarrow as pa
 
 from hoodie_ray.config.table_config import HoodieTableConfig, table_checksum
 from hoodie_ray.file_group.naming import log_file_name, parse_log_file_name
@@ -87,45 +93,26 @@ SOLO_COMMIT_TIMESTAMP = "0" * 14
 #: 0.x's MDT compaction / clean instants: the latest delta commit + these suffixes.
 COMPACTION_SUFFIX = "001"
 CLEAN_SUFFIX = "002"
+#: 0.14's record-index sizing defaults (``HoodieMetadataConfig``; the average record size is
+#: ``HoodieBackedTableMetadataWriter.RECORD_INDEX_AVERAGE_RECORD_SIZE``).
+RI_MIN_GROUPS = 10
+RI_MAX_GROUPS = 10_000
+RI_GROWTH_FACTOR = 2.0
+RI_MAX_GROUP_BYTES = 1 << 30
+RI_AVERAGE_RECORD_BYTES = 48
 METADATA_KEYGEN_CLASS = "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator"
-#: 1.x additions absent from 0.x's HoodieMetadata.avsc: top-level and nested field names.
-_ADDED_IN_1_0 = {"SecondaryIndexMetadata", "position", "isTightBound"}
-#: ... and the union branch of ``minValue`` / ``maxValue`` 0.x does not have (the last one, so
-#: the other branches keep their indexes).
-_BRANCHES_ADDED_IN_1_0 = {"LocalDateWrapper"}
 
 
-def _branch_name(branch: Any) -> str | None:
-    """The name of a union branch: a named record's, or a reference's."""
-    if isinstance(branch, dict):
-        name = branch.get("name")
-        return name if isinstance(name, str) else None
-    return branch if isinstance(branch, str) else None
-
-
-def _strip(schema: Any) -> Any:
-    if isinstance(schema, dict):
-        out = {k: _strip(v) for k, v in schema.items()}
-        if isinstance(out.get("fields"), list):
-            out["fields"] = [f for f in out["fields"] if f.get("name") not in _ADDED_IN_1_0]
-        return out
-    if isinstance(schema, list):
-        return [_strip(s) for s in schema if _branch_name(s) not in _BRANCHES_ADDED_IN_1_0]
-    return schema
-
-
-@lru_cache(maxsize=2)
 def v6_metadata_schema_json(meta_fields: bool = True) -> str:
     """0.x's ``HoodieMetadataRecord`` writer schema (with the ``_hoodie_*`` fields, as the
-    MDT writer stores it): the v8 schema without the fields and the union branch 1.x added."""
-    return json.dumps(
-        _strip(rec.metadata_schema(8, meta_fields)), separators=(",", ":"), ensure_ascii=False
-    )
+    MDT writer stores it): :func:`~hoodie_ray.metadata.records.metadata_schema_json` of table
+    version 6, the v8 schema without the fields and the union branch 1.0 added."""
+    return rec.metadata_schema_json(6, meta_fields)
 
 
 def v6_metadata_schema(meta_fields: bool = True) -> dict[str, Any]:
     """:func:`v6_metadata_schema_json` parsed (a fresh copy)."""
-    return copy.deepcopy(json.loads(v6_metadata_schema_json(meta_fields)))  # type: ignore[no-any-return]
+    return rec.metadata_schema(6, meta_fields)
 
 
 def v6_metadata_table_props(data: Mapping[str, str]) -> dict[str, str]:
@@ -157,7 +144,8 @@ def v6_metadata_table_props(data: Mapping[str, str]) -> dict[str, str]:
 
 @register_layout_1_writer
 class V6MetadataWriter(MetadataWriter):
-    """The metadata table of a version 6 table, in the 0.x layout (``files`` only)."""
+    """The metadata table of a version 6 table, in the 0.x layout (``files`` and
+    ``record_index``)."""
 
     def init_instant(self, partition: str, first_suffix: int) -> str:
         """0.x: the latest completed data instant (``SOLO_COMMIT_TIMESTAMP`` on a table with
@@ -170,9 +158,16 @@ class V6MetadataWriter(MetadataWriter):
             ts for n in range(int(V6_INIT_SUFFIX), 1000) if not tl.contains(ts := f"{base}{n:03d}")
         )
 
-    @property
-    def schema_json(self) -> str:
-        return v6_metadata_schema_json()
+    def record_index_groups(self, keys: int) -> int:
+        """0.x's ``HoodieTableMetadataUtil.estimateFileGroupCount`` with 0.14's defaults
+        (``hoodie.metadata.record.index.min.filegroup.count`` 10, ``max.filegroup.count``
+        10000, ``growth.factor`` 2.0, ``max.filegroup.size`` 1 GiB over
+        ``RECORD_INDEX_AVERAGE_RECORD_SIZE`` 48 bytes)."""
+        expected = math.ceil(keys * RI_GROWTH_FACTOR)
+        estimate = expected // (RI_MAX_GROUP_BYTES // RI_AVERAGE_RECORD_BYTES)
+        if estimate >= RI_MAX_GROUPS:
+            return RI_MAX_GROUPS
+        return RI_MIN_GROUPS if estimate <= RI_MIN_GROUPS else max(1, estimate)
 
     def mdt_props(self) -> dict[str, str]:
         return v6_metadata_table_props(self.table.config)
@@ -188,9 +183,22 @@ class V6MetadataWriter(MetadataWriter):
 
     def _hfile(self, records: Mapping[str, dict[str, Any]], *, base: bool) -> bytes:
         keys = sorted(records, key=lambda k: k.encode())
-        values = rec.encode_records([records[k] for k in keys], v6_metadata_schema())
+        values = rec.encode_records([records[k] for k in keys], self.table_version)
+        return self._hbase_hfile([k.encode() for k in keys], values, base=base)
+
+    def _hfile_columns(self, cols: rec.RecordIndexColumns, *, base: bool) -> bytes:
+        """Record-index entries (sorted, unique keys) in an HBase-dialect HFile. HBase's
+        writer takes pairs: one Python bytes object per key here (the 1.x writer's Arrow
+        path has no HBase twin)."""
+        values = cols.values
+        rows = cols.keys.cast(pa.large_binary()).to_pylist()
+        return self._hbase_hfile(rows, [values[i] for i in cols.loc.tolist()], base=base)
+
+    def _hbase_hfile(self, rows: list[bytes], values: list[bytes], *, base: bool) -> bytes:
+        """``HoodieAvroHFileWriter``'s base file (``schema``, ``minRecordKey`` /
+        ``maxRecordKey`` -- empty without keys --, ``bloomFilterTypeCode`` and the
+        ``bloomFilter`` meta block) or ``HoodieHFileDataBlock``'s content (``schema`` only)."""
         info = {b"schema": self.schema_json.encode()}
-        rows = [k.encode() for k in keys]
         meta: dict[str, bytes] = {}
         if base:
             meta[BLOOM_META_BLOCK] = build_bloom_filter(rows)

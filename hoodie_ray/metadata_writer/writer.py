@@ -401,9 +401,12 @@ class MetadataWriter:
                 ms_of[base_ts] = rec.instant_to_epoch_ms(base_ts, tz)
             located.append((part, fid, ms_of[base_ts], keys))
         cols = rec.RecordIndexColumns.of_locations(located, self.table_version)
-        total = len(cols)
-        groups = max(RECORD_INDEX_MIN_GROUPS, -(-total // RECORD_INDEX_KEYS_PER_GROUP))
+        groups = self.record_index_groups(len(cols))
         self._initialize_partition(RECORD_INDEX, cols, groups, first_suffix=2)
+
+    def record_index_groups(self, keys: int) -> int:
+        """The record index's file groups for ``keys`` keys: ``max(10, keys / 4M)``."""
+        return max(RECORD_INDEX_MIN_GROUPS, -(-keys // RECORD_INDEX_KEYS_PER_GROUP))
 
     def initialize_column_stats(self, with_partition_stats: bool) -> None:
         """Build ``column_stats`` (every committed file's statistics, as Java computes them,
@@ -1463,7 +1466,7 @@ def register_layout_1_writer(cls: type[MetadataWriter]) -> type[MetadataWriter]:
 
 
 #: The MDT partitions hoodie_ray keeps in the 0.x layout (version 6 tables).
-V6_MAINTAINED_PARTITIONS = frozenset({FILES})
+V6_MAINTAINED_PARTITIONS = frozenset({FILES, RECORD_INDEX})
 
 
 def check_v6_metadata_table_writable(listed: list[str], enable: bool | None, path: str) -> None:
@@ -1473,7 +1476,8 @@ def check_v6_metadata_table_writable(listed: list[str], enable: bool | None, pat
         if p not in V6_MAINTAINED_PARTITIONS:
             raise HoodieUnsupportedError(
                 f"{path} (table version 6): the metadata table's {p} index is not maintained "
-                f"by hoodie_ray on version 6 tables (only files), so writing would leave it "
+                f"by hoodie_ray on version 6 tables (only "
+                f"{' and '.join(sorted(V6_MAINTAINED_PARTITIONS))}), so writing would leave it "
                 f"stale; drop it with `hoodie-ray metadata drop {path} --partition {p}`, or the "
                 f"whole metadata table with `hoodie-ray metadata drop {path}`, or upgrade the "
                 f"table with `hoodie-ray upgrade {path}`"
