@@ -431,6 +431,10 @@ def test_v6_record_index_through_upserts_deletes_and_compactions(tmp_path: Path)
     assert compactions and all(ts.endswith("001") for ts in compactions)
     assert "commit" in {i.action for i in t.timeline}  # a data compaction
     assert maintenance.validate_metadata(path) == []
+    # the validator did read the index: against no live key, every model key is reported
+    from hoodie_ray.metadata_writer.validate import record_index_differences
+
+    assert len(record_index_differences(t, [])) == len(model.rows)
 
 
 def test_v6_sample_gets_a_record_index(tmp_path: Path, capsys) -> None:
@@ -483,3 +487,18 @@ def test_v6_sample_gets_a_record_index(tmp_path: Path, capsys) -> None:
     }
     assert got == want
     _record_index_layout(path)
+
+
+def test_v6_record_index_file_groups_follow_0x_sizing(tmp_path: Path) -> None:
+    """The record index's file groups follow 0.14's ``estimateFileGroupCount`` (10 up to
+    ~112M keys, then one per ~11.2M, at most 10000)."""
+    from hoodie_ray.metadata_writer.writer import metadata_writer
+
+    path = str(tmp_path / "t")
+    opts = {**OPTIONS, "hoodie.metadata.enable": "true"}
+    HoodieWriteClient(path, opts).write(to_arrow([Workload(1)._row("k1")], True))
+    w = metadata_writer(HoodieTable.load(path))
+    per_group = (1 << 30) // 48
+    assert [w.record_index_groups(n) for n in (0, 1000, 5 * per_group)] == [10, 10, 10]
+    assert w.record_index_groups(30 * per_group) == 60  # 2.0 x the keys / 22369621
+    assert w.record_index_groups(10**12) == 10_000
