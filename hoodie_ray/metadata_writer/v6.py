@@ -38,9 +38,10 @@ The ``files`` and ``record_index`` partitions are maintained. The record index a
 it: ``record-index-<i>-0`` file groups, as many as ``estimateFileGroupCount`` gives with 0.14's
 defaults (:meth:`V6MetadataWriter.record_index_groups`), keys hashed to them by
 ``mapRecordKeyToFileGroupIndex`` (1.x's hash), values in the 0.x schema (no ``position``),
-deletes in delete blocks. Its location's ``instantTime`` is the writing instant, as hoodie_ray's
-1.x record index has it (0.x's ``getRecordIndexUpdates`` takes the record's new location's
-instant; not checked further). A version 6 table whose MDT lists another partition (0.x's
+deletes in delete blocks. A location's ``instantTime`` is the writing instant (0.14's
+``HoodieBackedTableMetadataWriter.getRecordIndexUpdates``: a written record's new location
+"refers to the current commit"); the initial build's, the slice's base instant
+(``readRecordKeysFromBaseFiles``). A version 6 table whose MDT lists another partition (0.x's
 ``column_stats``, ``bloom_filters``) is refused, naming it and the command that drops it
 (:func:`check_v6_metadata_table_writable`): their 0.x forms were not checked.
 """
