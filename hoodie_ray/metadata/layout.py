@@ -28,6 +28,10 @@ HFILE_EXTENSION = ".hfile"
 #: Instant times of MDT partition initialisations start with 14 zeros
 #: (``00000000000000000`` files, ``...001`` column_stats, ...; spec 5.5).
 INIT_INSTANT_PREFIX = "0" * 14
+#: 0.x's partition-initialisation suffix (``PARTITION_INITIALIZATION_TIME_SUFFIX``, ``010``;
+#: ``011`` ... for the next partitions) on a 17-digit instant: 20 digits.
+V6_INIT_SUFFIX = "010"
+V6_INIT_INSTANT_LENGTH = 20
 #: Write token of the empty log that brings an MDT file group into being (spec 1.5).
 INIT_WRITE_TOKEN = "0-0-0"
 
@@ -93,5 +97,11 @@ def metadata_table_props(data: Mapping[str, str], table_version: int) -> dict[st
 
 
 def is_init_instant(ts: str) -> bool:
-    """True for the instant of an MDT partition initialisation (``00000000000000xyz``)."""
-    return ts.startswith(INIT_INSTANT_PREFIX)
+    """True for the instant of an MDT partition initialisation: 1.x's ``00000000000000xyz``
+    (spec 5.5), and 0.14 / 0.15's ``<data instant><010 + n>``, 20 digits, which
+    ``HoodieTableMetadataUtil.isValidInstant`` counts as valid (``createIndexInitTimestamp``:
+    the latest completed data instant, or 14 zeros on an empty table, plus ``010``, ``011``,
+    ...)."""
+    return ts.startswith(INIT_INSTANT_PREFIX) or (
+        len(ts) == V6_INIT_INSTANT_LENGTH and ts.isdigit() and ts[-3:] >= V6_INIT_SUFFIX
+    )

@@ -1,7 +1,8 @@
 """Records of the metadata table (``HoodieMetadataRecord``) as Apache Hudi Java 1.x writes them.
 
 Everything a writer needs to produce the keys and values of the metadata table (MDT) for table
-versions 8 and 9 (spec/metadata-table.md sections 1.4, 1.6, 3 and 4.3):
+versions 8 and 9 (spec/metadata-table.md sections 1.4, 1.6, 3 and 4.3), and for version 6 (Hudi
+0.14 / 0.15: the v8 schema without what 1.0 added):
 
 * :func:`metadata_schema` / :func:`metadata_schema_json`: the writer schema Java stores in the
   HFile file info and in log-block headers: ``HoodieMetadataRecord`` with the five ``_hoodie_*``
@@ -471,28 +472,59 @@ def _named_record(name: str, v9: bool, prefix: Sequence[dict[str, Any]] = ()) ->
     return _record(name, [*prefix, *fields], doc)
 
 
+#: 1.0's additions, absent from 0.x's ``HoodieMetadata.avsc`` (table version 6): field names
+#: (top-level ``SecondaryIndexMetadata``, record-index ``position``, column-stats
+#: ``isTightBound``) and the ``minValue`` / ``maxValue`` union branch ``LocalDateWrapper`` (0.x:
+#: 12 branches; it is the last wrapper, so the others keep their branch indexes).
+_FIELDS_ADDED_IN_1_0 = frozenset({"SecondaryIndexMetadata", "position", "isTightBound"})
+_BRANCHES_ADDED_IN_1_0 = frozenset({"LocalDateWrapper"})
+
+
+def _branch_name(branch: Any) -> str | None:
+    """The name of a union branch: a named record's, or a reference's."""
+    if isinstance(branch, dict):
+        name = branch.get("name")
+        return name if isinstance(name, str) else None
+    return branch if isinstance(branch, str) else None
+
+
+def _strip_1_0(schema: Any) -> Any:
+    """``schema`` without what 1.0 added (a fresh copy)."""
+    if isinstance(schema, dict):
+        out = {k: _strip_1_0(v) for k, v in schema.items()}
+        if isinstance(out.get("fields"), list):
+            out["fields"] = [f for f in out["fields"] if f.get("name") not in _FIELDS_ADDED_IN_1_0]
+        return out
+    if isinstance(schema, list):
+        return [_strip_1_0(b) for b in schema if _branch_name(b) not in _BRANCHES_ADDED_IN_1_0]
+    return schema
+
+
 def _build_schema(table_version: int, meta_fields: bool) -> dict[str, Any]:
     meta = [_field(n, ["null", "string"], "", None) for n in META_FIELDS if meta_fields]
     record = _named_record("HoodieMetadataRecord", table_version >= 9, meta)
     # the top-level record names its namespace (between its name and its doc, as Java writes)
-    return {"type": "record", "name": record["name"], "namespace": NAMESPACE, **record}
+    schema = {"type": "record", "name": record["name"], "namespace": NAMESPACE, **record}
+    return _strip_1_0(schema) if table_version == 6 else schema
 
 
 def _check_version(table_version: int) -> None:
-    if table_version not in (8, 9):
+    if table_version not in (6, 8, 9):
         raise HoodieInputError(
-            f"metadata-table records are written for table versions 8 and 9, not {table_version}"
+            f"metadata-table records are written for table versions 6, 8 and 9, not {table_version}"
         )
 
 
 def metadata_schema(table_version: int, meta_fields: bool = True) -> dict[str, Any]:
-    """The ``HoodieMetadataRecord`` writer schema that Java 1.x stores for ``table_version``
+    """The ``HoodieMetadataRecord`` writer schema that Java stores for ``table_version``
     (a fresh dict each call): with the five ``_hoodie_*`` meta fields first, as in HFile file
     info and log-block headers, or without them (``meta_fields=False``), as in the
     ``extraMetadata.schema`` of MDT commit metadata.
 
     v9 (Hudi 1.1.x) is v8 (Hudi 1.0.x) plus the ``valueType`` field of
-    ``HoodieMetadataColumnStats`` and the ``ArrayWrapper`` branch of ``minValue``/``maxValue``.
+    ``HoodieMetadataColumnStats`` and the ``ArrayWrapper`` branch of ``minValue``/``maxValue``;
+    v6 (Hudi 0.14 / 0.15) is v8 without ``SecondaryIndexMetadata``, the record index's
+    ``position``, the column statistics' ``isTightBound`` and the ``LocalDateWrapper`` branch.
     """
     _check_version(table_version)
     return json.loads(metadata_schema_json(table_version, meta_fields))  # type: ignore[no-any-return]

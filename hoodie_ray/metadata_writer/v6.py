@@ -2,38 +2,57 @@
 
 The same writer as :class:`~hoodie_ray.metadata_writer.writer.MetadataWriter` (one MDT delta
 commit per data action at the data instant's time, completed first; rollbacks, compaction,
-clean and archival of the MDT), with what Hudi 0.14 / 0.15 does differently:
+clean and archival of the MDT), with what Hudi 0.14 / 0.15 does differently. Each point was
+checked against apache/hudi's Java sources of the 0.14.x / 0.15 line (class.method named):
 
 * the MDT is a version 6 table: timeline layout 1 (``.hoodie/metadata/.hoodie/<instant>.
   deltacommit``, no completion times), JSON commit metadata, archived instants in
-  ``.hoodie/metadata/.hoodie/archived`` log files, ``hoodie.properties`` as 0.x's
-  ``HoodieBackedTableMetadataWriter.initializeMetaClient`` sets it;
+  ``.hoodie/metadata/.hoodie/archived`` log files, ``hoodie.properties`` as
+  ``HoodieBackedTableMetadataWriter.initializeMetaClient`` builds it (:func:`v6_metadata_table_props`);
+* file groups are ``files-0000-0``, ``record-index-0000-0``, ... (``HoodieTableMetadataUtil
+  .getFileIDForFileGroup``: ``<prefix><index:04d>-0``); ``files`` has one
+  (``initializeFilesPartition``);
+* a partition is initialised at the latest completed data instant (14 zeros on an empty
+  table) plus ``010``, ``011``, ... for the next free one (``HoodieBackedTableMetadataWriter
+  .initializeIfNeeded`` / ``generateUniqueCommitInstantTime``, ``HoodieTableMetadataUtil
+  .createIndexInitTimestamp``); 0.x readers count such instants as valid (``isValidInstant``);
 * log files are named by the base instant of their file slice and versioned
-  (``.files-0000-0_<base>.log.<n>_<token>``): each MDT delta commit writes the next version;
+  (``.files-0000-0_<base>.log.<n>_<token>``); each MDT delta commit writes the next version, as
+  ``HoodieLogFormatWriter`` rolls over on a file system without append (``StorageSchemes``:
+  ``file``, ``s3``, ``gs``, ...; HDFS appends instead);
 * HFiles (base files and the content of HFile log blocks) are written by HBase's writer
   (:func:`~hoodie_ray.hfile.write_hbase_hfile`: CRC32C, full-key indexes, creation time 0);
-* the record schema is 0.15's ``HoodieMetadataRecord`` (no ``SecondaryIndexMetadata``, no
-  record-index ``position``, no column-stats ``isTightBound``: fields 1.0 added);
-* the MDT's own compaction and clean are named after the latest MDT delta commit:
-  ``<instant>001`` and ``<instant>002``.
+  a base file carries ``HoodieAvroHFileWriter``'s file info (``schema``; ``minRecordKey`` /
+  ``maxRecordKey``, empty for an empty file; ``bloomFilterTypeCode``) and its ``bloomFilter``
+  meta block; a log block's HFile only ``schema`` (``HoodieHFileDataBlock.serializeRecords``);
+  the ``key`` field of each value is blanked, the key being the cell's row;
+* the record schema is 0.x's ``HoodieMetadataRecord``: 1.x's without the fields 1.0 added
+  (``SecondaryIndexMetadata``, record-index ``position``, column-stats ``isTightBound``) and
+  without the ``LocalDateWrapper`` branch of ``minValue`` / ``maxValue`` (0.x: 12 branches);
+* the MDT's own compaction and clean are named after the latest completed MDT delta commit:
+  ``<instant>001`` and ``<instant>002`` (``HoodieTableMetadataUtil.createCompactionTimestamp``
+  / ``createCleanTimestamp``, called by ``HoodieBackedTableMetadataWriter.compactIfNecessary``
+  / ``cleanIfNecessary``).
 
-Only the ``files`` partition is maintained; a version 6 table whose MDT lists another partition
-(0.x's ``column_stats``, ``bloom_filters``, ``record_index``) is refused, naming it and the
-command that drops it (:func:`check_v6_metadata_table_writable`).
-
-Not confirmed from Java sources (written from memory of 0.14 / 0.15, see docs): the init
-instant, which Java names ``<latest data instant>010`` on a table with history
-(``00000000000000010`` on an empty one) and hoodie_ray always names ``00000000000000010``
-(readers count every ``00000000000000xyz`` instant as an initialisation).
+The ``files`` and ``record_index`` partitions are maintained. The record index as 0.14 keeps
+it: ``record-index-<i>-0`` file groups, as many as ``estimateFileGroupCount`` gives with 0.14's
+defaults (:meth:`V6MetadataWriter.record_index_groups`), keys hashed to them by
+``mapRecordKeyToFileGroupIndex`` (1.x's hash), values in the 0.x schema (no ``position``),
+deletes in delete blocks. A location's ``instantTime`` is the writing instant (0.14's
+``HoodieBackedTableMetadataWriter.getRecordIndexUpdates``: a written record's new location
+"refers to the current commit"); the initial build's, the slice's base instant
+(``readRecordKeysFromBaseFiles``). A version 6 table whose MDT lists another partition (0.x's
+``column_stats``, ``bloom_filters``) is refused, naming it and the command that drops it
+(:func:`check_v6_metadata_table_writable`): their 0.x forms were not checked.
 """
 
 from __future__ import annotations
 
-import copy
-import json
+import math
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any
+
+import pyarrow as pa
 
 from hoodie_ray.config.table_config import HoodieTableConfig, table_checksum
 from hoodie_ray.file_group.naming import log_file_name, parse_log_file_name
@@ -43,6 +62,7 @@ from hoodie_ray.metadata import records as rec
 from hoodie_ray.metadata.layout import (
     METADATA_PAYLOAD,
     METADATA_RECORD_KEY,
+    V6_INIT_SUFFIX,
     inflight_partitions,
 )
 from hoodie_ray.metadata_writer.writer import (
@@ -69,44 +89,42 @@ __all__ = [
     "v6_metadata_table_props",
 ]
 
-#: MDT partitions kept on version 6 tables.
-#: 0.x: SOLO_COMMIT_TIMESTAMP + the partition-initialisation suffix 010.
-V6_FILES_INIT_INSTANT = "00000000000000010"
+#: 0.x's ``SOLO_COMMIT_TIMESTAMP``: the base of the init instant on a table with no commit.
+SOLO_COMMIT_TIMESTAMP = "0" * 14
 #: 0.x's MDT compaction / clean instants: the latest delta commit + these suffixes.
 COMPACTION_SUFFIX = "001"
 CLEAN_SUFFIX = "002"
+#: 0.14's record-index sizing defaults (``HoodieMetadataConfig``; the average record size is
+#: ``HoodieBackedTableMetadataWriter.RECORD_INDEX_AVERAGE_RECORD_SIZE``).
+RI_MIN_GROUPS = 10
+RI_MAX_GROUPS = 10_000
+RI_GROWTH_FACTOR = 2.0
+RI_MAX_GROUP_BYTES = 1 << 30
+RI_AVERAGE_RECORD_BYTES = 48
 METADATA_KEYGEN_CLASS = "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator"
-#: 1.0 additions absent from 0.15's HoodieMetadata.avsc: top-level and nested field names.
-_ADDED_IN_1_0 = {"SecondaryIndexMetadata", "position", "isTightBound"}
 
 
-def _strip(schema: Any) -> Any:
-    if isinstance(schema, dict):
-        out = {k: _strip(v) for k, v in schema.items()}
-        if isinstance(out.get("fields"), list):
-            out["fields"] = [f for f in out["fields"] if f.get("name") not in _ADDED_IN_1_0]
-        return out
-    if isinstance(schema, list):
-        return [_strip(s) for s in schema]
-    return schema
-
-
-@lru_cache(maxsize=2)
 def v6_metadata_schema_json(meta_fields: bool = True) -> str:
-    """0.15's ``HoodieMetadataRecord`` writer schema (with the ``_hoodie_*`` fields, as the
-    MDT writer stores it): the v8 schema without the fields 1.0 added."""
-    return json.dumps(
-        _strip(rec.metadata_schema(8, meta_fields)), separators=(",", ":"), ensure_ascii=False
-    )
+    """0.x's ``HoodieMetadataRecord`` writer schema (with the ``_hoodie_*`` fields, as the
+    MDT writer stores it): :func:`~hoodie_ray.metadata.records.metadata_schema_json` of table
+    version 6, the v8 schema without the fields and the union branch 1.0 added."""
+    return rec.metadata_schema_json(6, meta_fields)
 
 
 def v6_metadata_schema(meta_fields: bool = True) -> dict[str, Any]:
     """:func:`v6_metadata_schema_json` parsed (a fresh copy)."""
-    return copy.deepcopy(json.loads(v6_metadata_schema_json(meta_fields)))  # type: ignore[no-any-return]
+    return rec.metadata_schema(6, meta_fields)
 
 
 def v6_metadata_table_props(data: Mapping[str, str]) -> dict[str, str]:
-    """``hoodie.properties`` of the 0.x MDT of the data table with properties ``data``."""
+    """``hoodie.properties`` of the 0.x MDT of the data table with properties ``data``.
+
+    What ``HoodieBackedTableMetadataWriter.initializeMetaClient`` sets (table type, name,
+    archive folder, payload class, HFILE, record key ``key``, populate meta fields false, key
+    generator) and ``HoodieTableMetaClient.PropertyBuilder.build`` adds (version 6), the
+    layout version and checksum ``HoodieTableConfig.create`` adds; no timeline time zone
+    (nothing sets one). ``hoodie.datasource.write.drop.partition.columns=false`` is kept
+    unconfirmed: 0.14's ``HoodieTableConfig.create`` was not found."""
     name = data.get("hoodie.table.name", "table")
     props = {
         "hoodie.table.name": f"{name}_metadata",
@@ -120,7 +138,6 @@ def v6_metadata_table_props(data: Mapping[str, str]) -> dict[str, str]:
         "hoodie.populate.meta.fields": "false",
         "hoodie.table.keygenerator.class": METADATA_KEYGEN_CLASS,
         "hoodie.datasource.write.drop.partition.columns": "false",
-        "hoodie.table.timeline.timezone": data.get("hoodie.table.timeline.timezone", "LOCAL"),
     }
     props["hoodie.table.checksum"] = table_checksum(props)
     return props
@@ -128,13 +145,30 @@ def v6_metadata_table_props(data: Mapping[str, str]) -> dict[str, str]:
 
 @register_layout_1_writer
 class V6MetadataWriter(MetadataWriter):
-    """The metadata table of a version 6 table, in the 0.x layout (``files`` only)."""
+    """The metadata table of a version 6 table, in the 0.x layout (``files`` and
+    ``record_index``)."""
 
-    files_init_instant = V6_FILES_INIT_INSTANT
+    def init_instant(self, partition: str, first_suffix: int) -> str:
+        """0.x: the latest completed data instant (``SOLO_COMMIT_TIMESTAMP`` on a table with
+        none) plus ``010``, or the next suffix where that instant is taken in the MDT
+        (``generateUniqueCommitInstantTime``)."""
+        done = self.table.active_timeline.reload().completed()
+        base = done[-1].timestamp if done else SOLO_COMMIT_TIMESTAMP
+        tl = self.timeline.reload()
+        return next(
+            ts for n in range(int(V6_INIT_SUFFIX), 1000) if not tl.contains(ts := f"{base}{n:03d}")
+        )
 
-    @property
-    def schema_json(self) -> str:
-        return v6_metadata_schema_json()
+    def record_index_groups(self, keys: int) -> int:
+        """0.x's ``HoodieTableMetadataUtil.estimateFileGroupCount`` with 0.14's defaults
+        (``hoodie.metadata.record.index.min.filegroup.count`` 10, ``max.filegroup.count``
+        10000, ``growth.factor`` 2.0, ``max.filegroup.size`` 1 GiB over
+        ``RECORD_INDEX_AVERAGE_RECORD_SIZE`` 48 bytes)."""
+        expected = math.ceil(keys * RI_GROWTH_FACTOR)
+        estimate = expected // (RI_MAX_GROUP_BYTES // RI_AVERAGE_RECORD_BYTES)
+        if estimate >= RI_MAX_GROUPS:
+            return RI_MAX_GROUPS
+        return RI_MIN_GROUPS if estimate <= RI_MIN_GROUPS else max(1, estimate)
 
     def mdt_props(self) -> dict[str, str]:
         return v6_metadata_table_props(self.table.config)
@@ -150,9 +184,22 @@ class V6MetadataWriter(MetadataWriter):
 
     def _hfile(self, records: Mapping[str, dict[str, Any]], *, base: bool) -> bytes:
         keys = sorted(records, key=lambda k: k.encode())
-        values = rec.encode_records([records[k] for k in keys], v6_metadata_schema())
+        values = rec.encode_records([records[k] for k in keys], self.table_version)
+        return self._hbase_hfile([k.encode() for k in keys], values, base=base)
+
+    def _hfile_columns(self, cols: rec.RecordIndexColumns, *, base: bool) -> bytes:
+        """Record-index entries (sorted, unique keys) in an HBase-dialect HFile. HBase's
+        writer takes pairs: one Python bytes object per key here (the 1.x writer's Arrow
+        path has no HBase twin)."""
+        values = cols.values
+        rows = cols.keys.cast(pa.large_binary()).to_pylist()
+        return self._hbase_hfile(rows, [values[i] for i in cols.loc.tolist()], base=base)
+
+    def _hbase_hfile(self, rows: list[bytes], values: list[bytes], *, base: bool) -> bytes:
+        """``HoodieAvroHFileWriter``'s base file (``schema``, ``minRecordKey`` /
+        ``maxRecordKey`` -- empty without keys --, ``bloomFilterTypeCode`` and the
+        ``bloomFilter`` meta block) or ``HoodieHFileDataBlock``'s content (``schema`` only)."""
         info = {b"schema": self.schema_json.encode()}
-        rows = [k.encode() for k in keys]
         meta: dict[str, bytes] = {}
         if base:
             meta[BLOOM_META_BLOCK] = build_bloom_filter(rows)

@@ -263,9 +263,6 @@ class MetadataWriter:
         config: compaction and cleaning thresholds of the MDT.
     """
 
-    #: the instant of the ``files`` partition's initialisation
-    files_init_instant = FILES_INIT_INSTANT
-
     def __init__(self, table: HoodieTable, config: MetadataWriteConfig | None = None) -> None:
         self.table = table
         self.config = config or MetadataWriteConfig()
@@ -378,7 +375,7 @@ class MetadataWriter:
         HoodieTableConfig(props).save(self.storage)
         self._timeline = None
         listing = list_data_files(self.table.storage_view())
-        ts = self.files_init_instant
+        ts = self.init_instant(FILES, 0)
         self._start(Instant(ts, Action.DELTA_COMMIT, State.REQUESTED))
         self._partition_folder(FILES, ts)
         records = [rec.all_partitions_record(listing.keys())]
@@ -404,9 +401,12 @@ class MetadataWriter:
                 ms_of[base_ts] = rec.instant_to_epoch_ms(base_ts, tz)
             located.append((part, fid, ms_of[base_ts], keys))
         cols = rec.RecordIndexColumns.of_locations(located, self.table_version)
-        total = len(cols)
-        groups = max(RECORD_INDEX_MIN_GROUPS, -(-total // RECORD_INDEX_KEYS_PER_GROUP))
+        groups = self.record_index_groups(len(cols))
         self._initialize_partition(RECORD_INDEX, cols, groups, first_suffix=2)
+
+    def record_index_groups(self, keys: int) -> int:
+        """The record index's file groups for ``keys`` keys: ``max(10, keys / 4M)``."""
+        return max(RECORD_INDEX_MIN_GROUPS, -(-keys // RECORD_INDEX_KEYS_PER_GROUP))
 
     def initialize_column_stats(self, with_partition_stats: bool) -> None:
         """Build ``column_stats`` (every committed file's statistics, as Java computes them,
@@ -487,12 +487,7 @@ class MetadataWriter:
         self._save_data_props(
             **{PARTITIONS_INFLIGHT_PROPERTY: join_partitions([*inflight, partition])}
         )
-        tl = self.timeline.reload()
-        ts = next(
-            f"{INIT_INSTANT_PREFIX}{n:03d}"
-            for n in range(first_suffix, 1000)
-            if not tl.contains(f"{INIT_INSTANT_PREFIX}{n:03d}")
-        )
+        ts = self.init_instant(partition, first_suffix)
         self._start(Instant(ts, Action.DELTA_COMMIT, State.REQUESTED))
         self._partition_folder(partition, ts)
         by_group: list[dict[str, dict[str, Any]]] | list[rec.RecordIndexColumns] = (
@@ -513,6 +508,19 @@ class MetadataWriter:
                     [p for p in inflight_partitions(cfg) if p != partition]
                 ),
             }
+        )
+
+    def init_instant(self, partition: str, first_suffix: int) -> str:
+        """The instant of ``partition``'s initialisation delta commit (spec 5.5): ``files`` at
+        ``00000000000000000``, the others at the first free ``00000000000000<xyz>`` from
+        ``first_suffix`` (1.x's rule; the 0.x writer has its own)."""
+        if partition == FILES:
+            return FILES_INIT_INSTANT
+        tl = self.timeline.reload()
+        return next(
+            f"{INIT_INSTANT_PREFIX}{n:03d}"
+            for n in range(first_suffix, 1000)
+            if not tl.contains(f"{INIT_INSTANT_PREFIX}{n:03d}")
         )
 
     def _initial_file_group(
@@ -1458,7 +1466,7 @@ def register_layout_1_writer(cls: type[MetadataWriter]) -> type[MetadataWriter]:
 
 
 #: The MDT partitions hoodie_ray keeps in the 0.x layout (version 6 tables).
-V6_MAINTAINED_PARTITIONS = frozenset({FILES})
+V6_MAINTAINED_PARTITIONS = frozenset({FILES, RECORD_INDEX})
 
 
 def check_v6_metadata_table_writable(listed: list[str], enable: bool | None, path: str) -> None:
@@ -1468,7 +1476,8 @@ def check_v6_metadata_table_writable(listed: list[str], enable: bool | None, pat
         if p not in V6_MAINTAINED_PARTITIONS:
             raise HoodieUnsupportedError(
                 f"{path} (table version 6): the metadata table's {p} index is not maintained "
-                f"by hoodie_ray on version 6 tables (only files), so writing would leave it "
+                f"by hoodie_ray on version 6 tables (only "
+                f"{' and '.join(sorted(V6_MAINTAINED_PARTITIONS))}), so writing would leave it "
                 f"stale; drop it with `hoodie-ray metadata drop {path} --partition {p}`, or the "
                 f"whole metadata table with `hoodie-ray metadata drop {path}`, or upgrade the "
                 f"table with `hoodie-ray upgrade {path}`"

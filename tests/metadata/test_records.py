@@ -161,10 +161,29 @@ def test_schema_versions_differ_only_in_value_type_and_array_wrapper() -> None:
     for f in cs9["fields"][2:4]:
         f["type"] = [b for b in f["type"] if _union_names([b])[0] != "ArrayWrapper"]
     assert v9 == v8
-    for v in (8, 9):
+    for v in (6, 8, 9):
         fastavro.parse_schema(R.metadata_schema(v))
     with pytest.raises(HoodieInputError):
-        R.metadata_schema(6)
+        R.metadata_schema(7)
+
+
+def test_v6_schema_is_v8_without_what_1_0_added() -> None:
+    """Table version 6 (Hudi 0.14 / 0.15): no ``SecondaryIndexMetadata``, no record-index
+    ``position``, no column-stats ``isTightBound``, no ``LocalDateWrapper`` branch (12)."""
+    v6, v8 = R.metadata_schema(6), R.metadata_schema(8)
+    assert [f["name"] for f in v6["fields"]] == [f["name"] for f in v8["fields"]][:-1]
+    cs6, cs8 = v6["fields"][9]["type"][1], v8["fields"][9]["type"][1]
+    assert [f["name"] for f in cs6["fields"]] == [
+        f["name"] for f in cs8["fields"] if f["name"] != "isTightBound"
+    ]
+    for f in cs6["fields"][2:4]:
+        assert _union_names(f["type"]) == ["null", *R.WRAPPER_NAMES[:-1]]
+        assert len(f["type"]) == 12
+    ri6, ri8 = v6["fields"][10]["type"][1], v8["fields"][10]["type"][1]
+    assert [f["name"] for f in ri6["fields"]] == [f["name"] for f in ri8["fields"]][:-1]
+    # a record-index value: v8's without its two trailing nulls (position, secondary index)
+    v6_value = R.record_index_value("p", "f1", 1, 6)
+    assert R.record_index_value("p", "f1", 1, 8) == v6_value + b"\x00\x00"
 
 
 #: The v8 and v9 schema JSON (with meta fields) as the package wrote them before the schemas

@@ -18,7 +18,7 @@ from hoodie_ray.hfile import HFileReader
 from hoodie_ray.job import maintenance
 from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.log_format import HFileDataBlock, LogReader
-from hoodie_ray.metadata.layout import PARTITIONS_PROPERTY
+from hoodie_ray.metadata.layout import PARTITIONS_PROPERTY, is_init_instant
 from hoodie_ray.metadata_writer.v6 import v6_metadata_schema
 from hoodie_ray.table import HoodieTable
 from tests.conftest import SHARED_TABLES, hudi_rs_read
@@ -164,18 +164,27 @@ def test_init_metadata_on_v6_table_then_rollback(tmp_path: Path, monkeypatch, ca
     assert set(rollbacks) <= mdt_instants  # each data rollback is an MDT delta commit
     data = {i.timestamp for i in t.timeline}
     deltas = {i.timestamp for i in t.metadata_table.timeline.instants if i.action == "deltacommit"}
-    assert {d for d in deltas if not d.startswith("0" * 14)} <= data  # the dead one is gone
+    assert {d for d in deltas if not is_init_instant(d)} <= data  # the dead one is gone
 
 
-def test_v6_partitions_other_than_files_are_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("partition", ["column_stats", "bloom_filters"])
+def test_v6_partitions_not_kept_in_the_0x_layout_are_refused(
+    tmp_path: Path, partition: str
+) -> None:
+    """0.x's column statistics and bloom filters were not checked against Java: refused,
+    naming the partition and the command that drops it."""
     path = str(tmp_path / "t")
     opts = {**OPTIONS, "hoodie.metadata.enable": "true"}
     HoodieWriteClient(path, opts).write(to_arrow([Workload(1)._row("k1")], True))
     t = HoodieTable.load(path)
-    cfg = t.table_config.with_props(**{PARTITIONS_PROPERTY: "files,column_stats"})
+    cfg = t.table_config.with_props(**{PARTITIONS_PROPERTY: f"files,{partition}"})
     cfg.save(t.storage)
-    with pytest.raises(HoodieUnsupportedError, match="--partition column_stats"):
+    with pytest.raises(HoodieUnsupportedError, match=f"metadata drop .* --partition {partition}"):
         HoodieWriteClient(path, opts).write(to_arrow([Workload(1)._row("k2")], True))
+    assert (
+        HoodieTable.load(path).active_timeline.completed()[-1:]
+        == t.active_timeline.completed()[-1:]
+    )
 
 
 def test_java_v6_sample_gets_a_metadata_table(tmp_path: Path) -> None:
@@ -255,3 +264,241 @@ def test_no_mdt_compaction_while_an_older_data_instant_is_pending(tmp_path: Path
     ts = w.compact()
     assert ts is not None and ts == first + "001"
     _check(path, model, "after the MDT compaction")
+
+
+def test_v6_init_instant_is_the_latest_data_instant_plus_010(tmp_path: Path) -> None:
+    """0.14 / 0.15's ``initializeIfNeeded``: a table with no commit gets its MDT at
+    ``SOLO_COMMIT_TIMESTAMP + 010``; one with history at its latest completed instant + 010
+    (``createIndexInitTimestamp``), a rebuild too; each data commit after it is read back."""
+    path = str(tmp_path / "t")
+    opts = {**OPTIONS, "table.type": "MERGE_ON_READ", "hoodie.metadata.enable": "true"}
+    model, wl = TableModel(), Workload(11)
+    model.write(path, opts, "upsert", wl.rows_for(wl.keys[:10]))
+    t = HoodieTable.load(path)
+    deltas = [i.timestamp for i in t.metadata_table.timeline.instants]
+    assert deltas[0] == "00000000000000010"  # initialised before the first commit
+    _check(path, model, "first commit")
+
+    plain = {**OPTIONS, "table.type": "MERGE_ON_READ"}
+    path2 = str(tmp_path / "t2")
+    model2 = TableModel()
+    model2.write(path2, plain, "upsert", wl.rows_for(wl.keys[:10]))
+    model2.write(path2, plain, "upsert", wl.rows_for(wl.keys[5:15]))
+    latest = HoodieTable.load(path2).active_timeline.completed()[-1].timestamp
+    assert hr.init_metadata(path2) == ["files"]
+    t2 = HoodieTable.load(path2)
+    init = [i.timestamp for i in t2.metadata_table.timeline.instants]
+    assert init == [latest + "010"]
+    assert is_init_instant(init[0]) and len(init[0]) == 20
+    files = sorted(p.name for p in (_mdt(path2) / "files").iterdir())
+    assert f"files-0000-0_0-2-0_{latest}010.hfile" in files
+    _check(path2, model2, "after init")
+    model2.write(path2, plain, "upsert", wl.rows_for(wl.keys[12:20]))
+    _check(path2, model2, "write after init")
+    _check_layout(path2)
+    model2.write(path2, plain, "delete", wl.rows_for(wl.keys[:3]))
+    _check(path2, model2, "delete after init")
+
+
+def test_is_init_instant_knows_both_layouts() -> None:
+    assert is_init_instant("00000000000000000")  # 1.x files
+    assert is_init_instant("00000000000000010")  # 0.x on an empty table
+    assert is_init_instant("20240101010101123010") and is_init_instant("20240101010101123011")
+    assert not is_init_instant("20240101010101123")  # a data instant
+    assert not is_init_instant("20240101010101123001")  # an MDT compaction
+    assert not is_init_instant("20240101010101123002")  # an MDT clean
+    assert not is_init_instant("20240101010101123010001")  # a compaction after an init
+
+
+def test_v6_schema_and_properties_are_0x_ones() -> None:
+    """0.x's ``HoodieMetadataRecord``: 11 fields with the meta fields, column stats without
+    ``isTightBound``, ``minValue`` / ``maxValue`` of 12 branches (no ``LocalDateWrapper``),
+    record index without ``position``; ``hoodie.properties`` as ``initializeMetaClient`` sets
+    it (no time zone)."""
+    from hoodie_ray.metadata_writer.v6 import v6_metadata_table_props
+
+    schema = v6_metadata_schema()
+    fields = {f["name"]: f for f in schema["fields"]}
+    assert len(fields) == 11 and "SecondaryIndexMetadata" not in fields
+    cs = fields["ColumnStatsMetadata"]["type"][1]
+    assert [f["name"] for f in cs["fields"]] == [
+        "fileName",
+        "columnName",
+        "minValue",
+        "maxValue",
+        "valueCount",
+        "nullCount",
+        "totalSize",
+        "totalUncompressedSize",
+        "isDeleted",
+    ]
+    by_name = {f["name"]: f for f in cs["fields"]}
+    assert len(by_name["minValue"]["type"]) == 12 and len(by_name["maxValue"]["type"]) == 12
+    assert "LocalDateWrapper" not in json.dumps(schema)
+    ri = fields["recordIndexMetadata"]["type"][1]
+    assert [f["name"] for f in ri["fields"]] == [
+        "partitionName",
+        "fileIdHighBits",
+        "fileIdLowBits",
+        "fileIndex",
+        "fileId",
+        "instantTime",
+        "fileIdEncoding",
+    ]
+    props = v6_metadata_table_props(
+        {"hoodie.table.name": "trips", "hoodie.table.timeline.timezone": "UTC"}
+    )
+    assert set(props) == {
+        "hoodie.table.name",
+        "hoodie.table.type",
+        "hoodie.table.version",
+        "hoodie.timeline.layout.version",
+        "hoodie.archivelog.folder",
+        "hoodie.compaction.payload.class",
+        "hoodie.table.base.file.format",
+        "hoodie.table.recordkey.fields",
+        "hoodie.populate.meta.fields",
+        "hoodie.table.keygenerator.class",
+        "hoodie.datasource.write.drop.partition.columns",
+        "hoodie.table.checksum",
+    }
+    assert props["hoodie.table.name"] == "trips_metadata"
+    assert props["hoodie.table.recordkey.fields"] == "key"
+
+
+def _record_index_layout(path: str) -> None:
+    """0.x's record index: file groups ``record-index-000i-0`` (at least 10), HBase-dialect
+    HFiles in the 0.x schema (no ``position``), logs named by their slice."""
+    from hoodie_ray.metadata.records import decode_value
+
+    ri = _mdt(path) / "record_index"
+    bases = sorted(ri.glob("*.hfile"))
+    assert bases
+    fids = {p.name.split("_")[0] for p in bases} | {
+        p.name[1:].split("_")[0] for p in ri.glob(".record-index-*.log.*")
+    }
+    assert len(fids) >= 10 and all(f.startswith("record-index-") and f.endswith("-0") for f in fids)
+    schema = json.dumps(v6_metadata_schema(), separators=(",", ":"))
+    for p in bases:
+        data = p.read_bytes()
+        assert data[-4:] == b"\x03\x00\x00\x03"  # HBase's trailer version
+        r = HFileReader(data, str(p))
+        assert json.loads(r.file_info[b"schema"]) == json.loads(schema)
+        for _, v in r.items():
+            info = decode_value(v, schema)["recordIndexMetadata"]
+            assert "position" not in info and info["fileIdEncoding"] in (0, 1)
+    base_instants = {p.name.rsplit("_", 1)[1].removesuffix(".hfile") for p in bases}
+    for p in ri.glob(".record-index-*.log.*"):
+        assert p.name.split("_")[1].split(".log")[0] in base_instants
+
+
+def test_v6_record_index_through_upserts_deletes_and_compactions(tmp_path: Path) -> None:
+    """A version 6 MOR table keeping 0.x's record index (``record_index``) beside ``files``:
+    built at the first write, kept by upserts, deletes, data and MDT compactions and cleans;
+    after each commit hudi-rs equals the model and the validator (which checks every key's
+    location) finds nothing."""
+    path = str(tmp_path / "t")
+    opts = model_options(
+        {
+            "hoodie.metadata.enable": "true",
+            "hoodie.metadata.record.index.enable": "true",
+            "compaction.delta_commits": "2",
+            "hoodie.metadata.compact.max.delta.commits": "3",
+            "hoodie.metadata.cleaner.commits.retained": "1",
+        },
+        table_type="MERGE_ON_READ",
+        version="6",
+        small_files=True,
+    )
+    client = HoodieWriteClient(path, opts)
+    model, wl = TableModel(), Workload(23)
+    rows = wl.rows_for(wl.keys[:40])
+    client.write(to_arrow(rows, True))
+    model.upsert(rows)
+    t = HoodieTable.load(path)
+    assert t.table_version == 6 and t.metadata_partitions == ["files", "record_index"]
+    init = [i.timestamp for i in t.metadata_table.timeline.instants]
+    assert init[:2] == ["00000000000000010", "00000000000000011"]  # files, then record_index
+    _check(path, model, "first commit")
+    for i in range(7):
+        kind, rows = wl.next_commit()
+        model.write(path, opts, "delete" if kind == "delete" else "upsert", rows, client)
+        _check(path, model, f"commit {i} ({kind})")
+    _check_layout(path)
+    _record_index_layout(path)
+    t = HoodieTable.load(path)
+    compactions = [i.timestamp for i in t.metadata_table.timeline.instants if i.action == "commit"]
+    assert compactions and all(ts.endswith("001") for ts in compactions)
+    assert "commit" in {i.action for i in t.timeline}  # a data compaction
+    assert maintenance.validate_metadata(path) == []
+    # the validator did read the index: against no live key, every model key is reported
+    from hoodie_ray.metadata_writer.validate import record_index_differences
+
+    assert len(record_index_differences(t, [])) == len(model.rows)
+
+
+def test_v6_sample_gets_a_record_index(tmp_path: Path, capsys) -> None:
+    """A Java-written v6 sample: ``init_metadata`` builds the 0.x MDT at its latest instant +
+    010, the first write with ``hoodie.metadata.record.index.enable=true`` adds the record
+    index at the next free suffix of the same instant (011: ``generateUniqueCommitInstantTime``),
+    then an upsert and a delete keep it; hudi-rs reads the expected rows."""
+    zpath = SHARED_TABLES / "trips_mor_avro_v6_trips_8i3d.zip"
+    if not zpath.is_file():
+        pytest.skip(f"{zpath} is absent (a fresh clone has no ../shared)")
+    with zipfile.ZipFile(zpath) as z:
+        z.extractall(tmp_path)
+    root = next(
+        p.parent.parent
+        for p in tmp_path.rglob(".hoodie/hoodie.properties")
+        if ".hoodie/metadata" not in p.as_posix() and "__MACOSX" not in p.as_posix()
+    )
+    path = str(root)
+    before = {r["uuid"]: r for r in hudi_rs_read(path).to_pylist()}
+    latest = HoodieTable.load(path).active_timeline.completed()[-1].timestamp
+    assert hr.init_metadata(path) == ["files"]
+    opts = {
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.metadata.record.index.enable": "true",
+        "index.global.enabled": "true",
+    }
+    want = {
+        k: {c: v for c, v in r.items() if not c.startswith("_hoodie")} for k, r in before.items()
+    }
+    first = next(iter(want.values()))
+    row = {**first, "fare": 99.0, "ts": int(first["ts"]) + 1}
+    HoodieWriteClient(path, opts).write(pa.Table.from_pylist([row]))
+    want[row["uuid"]] = row
+    t = HoodieTable.load(path)
+    assert t.metadata_partitions == ["files", "record_index"]
+    inits = [
+        i.timestamp for i in t.metadata_table.timeline.instants if is_init_instant(i.timestamp)
+    ]
+    assert inits == [latest + "010", latest + "011"]  # no data instant completed between them
+    assert maintenance.validate_metadata(path) == []
+    gone = sorted(want)[1]
+    HoodieWriteClient(path, {**opts, "write.operation": "delete"}).write(
+        pa.Table.from_pylist([want.pop(gone)])
+    )
+    assert main(["metadata", "validate", path]) == 0
+    assert "metadata table in sync (files,record_index)" in capsys.readouterr().out
+    got = {
+        r["uuid"]: {c: v for c, v in r.items() if not c.startswith("_hoodie")}
+        for r in hudi_rs_read(path).to_pylist()
+    }
+    assert got == want
+    _record_index_layout(path)
+
+
+def test_v6_record_index_file_groups_follow_0x_sizing(tmp_path: Path) -> None:
+    """The record index's file groups follow 0.14's ``estimateFileGroupCount`` (10 up to
+    ~112M keys, then one per ~11.2M, at most 10000)."""
+    from hoodie_ray.metadata_writer.writer import metadata_writer
+
+    path = str(tmp_path / "t")
+    opts = {**OPTIONS, "hoodie.metadata.enable": "true"}
+    HoodieWriteClient(path, opts).write(to_arrow([Workload(1)._row("k1")], True))
+    w = metadata_writer(HoodieTable.load(path))
+    per_group = (1 << 30) // 48
+    assert [w.record_index_groups(n) for n in (0, 1000, 5 * per_group)] == [10, 10, 10]
+    assert w.record_index_groups(30 * per_group) == 60  # 2.0 x the keys / 22369621
+    assert w.record_index_groups(10**12) == 10_000
