@@ -63,6 +63,7 @@ from hoodie_ray.write.bucket_assigner import (
     SmallFile,
     WriteProfile,
     plan_writers,
+    writer_of_groups,
 )
 from hoodie_ray.write.commit import CommitProtocol, relocate_superseded_logs
 from hoodie_ray.write.context import WriteContext
@@ -435,6 +436,25 @@ class Coordinator:
         assert self.table is not None
         slices = self.latest_slices() if slices is None else slices
         return write_profile(self.table, self.wc, slices, slice_sizes(self.storage, slices))
+
+    def slices_by_writer(
+        self, slices: list[FileSlice], profile: WriteProfile, num_writers: int
+    ) -> list[list[FileSlice]]:
+        """The file slices each writer task needs: those of the file groups routed to it
+        (:func:`~hoodie_ray.write.bucket_assigner.writer_of_groups` under the checkpoint's
+        writer plan, as the assigners route). Each writer then reads 1/n of the listing per
+        checkpoint, not all of it: the listing grows with the table, the writers with the
+        width."""
+        if num_writers <= 1:
+            return [slices]
+        groups = [s.file_group_id for s in slices]
+        owner = writer_of_groups(
+            groups, num_writers, profile.writer_plan, self.wc.index_type == "BUCKET"
+        )
+        out: list[list[FileSlice]] = [[] for _ in range(num_writers)]
+        for s, w in zip(slices, owner.tolist(), strict=True):
+            out[w].append(s)
+        return out
 
     def assigner_config(self, task_id: int, num_tasks: int) -> AssignerConfig:
         cfg = self.table.table_config if self.table is not None else None

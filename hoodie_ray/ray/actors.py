@@ -61,23 +61,29 @@ class CoordinatorActor:
     def refix_schema(self, data_schema: pa.Schema) -> TableSetup:
         return self.core.refix_schema(data_schema)
 
-    def start_checkpoint(
-        self,
-    ) -> tuple[str, list[FileSlice], WriteProfile, set[tuple[str, str]], list[str]]:
-        """A new instant, the slices and write profile its writers and assigners start from,
-        the frozen log files, and (OCC) the writes other writers completed since the
-        assigners loaded their key index. Under OCC the instant is started first: the
-        conflict check at commit covers whatever completed after the slices were listed."""
+    def start_checkpoint(self, num_writers: int) -> tuple[Any, ...]:
+        """A new instant, the write profile its assigners start from, the frozen log files,
+        (OCC) the writes other writers completed since the assigners loaded their key index,
+        then the file slices of each of the ``num_writers`` writers (``num_returns=4 +
+        num_writers``: each writer fetches its own). Under OCC the instant is started first:
+        the conflict check at commit covers whatever completed after the slices were listed."""
+        others: list[str] = []
         if self.core.wc.occ:
             instant = self.core.start_instant()
             others = self.core.written_by_others()
             slices = self.core.latest_slices()
             profile = self.core.profile(slices)
-            return instant, slices, profile, self.core.frozen_logs(), others
-        slices = self.core.latest_slices()
-        profile = self.core.profile(slices)
-        instant = self.core.start_instant()
-        return instant, slices, profile, self.core.frozen_logs(), []
+        else:
+            slices = self.core.latest_slices()
+            profile = self.core.profile(slices)
+            instant = self.core.start_instant()
+        per_writer = self.core.slices_by_writer(slices, profile, num_writers)
+        return (instant, profile, self.core.frozen_logs(), others, *per_writer)
+
+    def split_slices(self, slices: list[FileSlice], profile: WriteProfile, num_writers: int) -> Any:
+        """``slices`` split by writer task (``num_returns=num_writers``)."""
+        per_writer = self.core.slices_by_writer(slices, profile, num_writers)
+        return tuple(per_writer) if num_writers > 1 else per_writer[0]
 
     def mark_loaded(self) -> None:
         """OCC: the assigners (re)load their key index from the table as it is now."""

@@ -611,9 +611,10 @@ class HoodieStreamWriter:
             self._restart_workers()
         # The file slices and the write profile go from the coordinator to the actors by
         # reference: the driver never holds them (their size grows with the table).
-        instant_ref, slices, profile, frozen, others = self._coord.start_checkpoint.options(
-            num_returns=5
-        ).remote()
+        nw = self.num_writers
+        instant_ref, profile, frozen, others, *slices = self._coord.start_checkpoint.options(
+            num_returns=4 + nw
+        ).remote(nw)
         instant = ray.get(instant_ref)
         # Known before the actors hear of it: if one of them is lost now, recovery rolls the
         # instant back (else it stays pending, and a pending write blocks compaction).
@@ -629,22 +630,27 @@ class HoodieStreamWriter:
                     self.path,
                     ", ".join(written),
                 )
-                slices, profile = self._restart_workers()
+                every, profile = self._restart_workers()
+                slices = self._coord.split_slices.options(num_returns=nw).remote(every, profile, nw)
+                slices = slices if nw > 1 else [slices]
                 self._instant = instant
         done, self._pending_done = self._pending_done, []
         if self.chained:
             committed, self._committed = self._committed, False
             ray.get(
                 [
-                    t.begin.remote(committed, profile, instant, slices, frozen)
-                    for t in self._assigners
+                    t.begin.remote(committed, profile, instant, slices[i], frozen)
+                    for i, t in enumerate(self._assigners)
                 ]
             )
         else:
             ray.get(
                 done
                 + [a.start_checkpoint.remote(profile) for a in self._assigners]
-                + [w.start_instant.remote(instant, slices, frozen) for w in self._writers]
+                + [
+                    w.start_instant.remote(instant, slices[j], frozen)
+                    for j, w in enumerate(self._writers)
+                ]
             )
         self._begin_s = time.perf_counter() - t0
 
