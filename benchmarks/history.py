@@ -76,6 +76,7 @@ from benchmarks.common import (
     error_text,
     git_commit,
     machine_info,
+    parse_option,
     percentile,
     progress_log,
     text_table,
@@ -637,13 +638,6 @@ def save_json(out: dict[str, Any], results_dir: Path, mode: str, stamp: str) -> 
 # ---------------------------------------------------------------------------------------------
 
 
-def _parse_option(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected k=v, got {text!r}")
-    return key.strip(), value.strip()
-
-
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python -m benchmarks.history",
@@ -666,7 +660,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--option",
         action="append",
-        type=_parse_option,
+        type=parse_option,
         default=[],
         metavar="K=V",
         help="a Hudi option (repeatable), e.g. hoodie.keep.max.commits=30",
