@@ -189,7 +189,7 @@ def test_record_index_compaction_writes_the_per_record_bytes(
         merged = w._merged_slice(mdt, RECORD_INDEX, fs)
         for r in merged.values():
             r["_hoodie_file_name"] = name
-        cols = w._merged_record_index(mdt, fs, name)
+        cols = w._merged_index_columns(mdt, fs, name)
         assert len(cols) == len(merged) and len(cols.values) < max(2, len(merged))
         assert w._hfile_columns(cols, base=True) == w._hfile(merged, base=True)
     live = {k for fs in mdt.file_slices(RECORD_INDEX) for k in mdt.slice_records(fs)}
