@@ -1529,6 +1529,7 @@ class ScaleTable:
     settle_s: float | None = None
     upserts: Measurement | None = None
     commit_s: list[float] = field(default_factory=list)
+    commit_cpu_s: list[float] = field(default_factory=list)  # driver + Ray workers
     actor_pids: dict[str, int] = field(default_factory=dict)
     index: list[dict[str, int]] = field(default_factory=list)
     restart: Measurement | None = None
@@ -1595,6 +1596,7 @@ class ScaleTable:
             "settle_s": _r(self.settle_s),
             "upserts": m(self.upserts),
             "commit_s": [_r(s) for s in self.commit_s],
+            "commit_cpu_s": [_r(s) for s in self.commit_cpu_s],
             "commit_latency_s": _latency(self.commit_s),
             "index": self.index,
             "index_bytes_per_key": _r(self.bytes_per_key(self.index), 1),
@@ -1681,6 +1683,7 @@ def _scale_upserts(
                 raise RuntimeError("checkpoint() returned None after a non-empty commit")
             usages.append(meter.usage)
             run.commit_s.append(meter.usage.wall_s)
+            run.commit_cpu_s.append(meter.usage.total_cpu_s)
             log(f"scale {run.label}: upsert {j + 1}/{sw.num_upserts} in {meter.usage.wall_s:.1f} s")
         run.index = _index_stats(w)
     run.upserts = Measurement("upsert commits", sw.upsert_records, combine_usage(usages))

@@ -575,6 +575,9 @@ def test_scale_variant_end_to_end_without_actors(
     assert last["speedup_vs_delta_merge_scale"] is None and last["delta_merge"].startswith("skip")
     big, ref = last["tables"]["big"], last["tables"]["reference"]
     assert big["index"][0]["keys"] == 2264 and ref["index"][0]["keys"] == 464
+    assert len(big["commit_cpu_s"]) == len(big["commit_s"]) == 8
+    assert abs(sum(big["commit_cpu_s"]) - big["upserts"]["cpu_s"]) < 0.01
+    assert last["options"] == {}
     assert big["restart_check_rows"] == 3 and ref["restart"] is None
     assert (
         big["gate"]
