@@ -382,6 +382,17 @@ SCALE_UPDATE_SHARE = 2 / 3
 SCALE_CHUNK_ROWS = 1_000_000
 
 
+def parse_option(text: str) -> tuple[str, str]:
+    """``K=V`` of a ``--option`` argument as ``(K, V)`` (argparse ``type``; the value may hold
+    ``=``)."""
+    import argparse
+
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected k=v, got {text!r}")
+    return key.strip(), value.strip()
+
+
 def scale_sizes(*, quick: bool, scale: float = 1.0) -> tuple[int, int, int]:
     """``(bulk keys, bulk keys of the reference table, records per upsert commit)``."""
     f = scale * (SCALE_QUICK_FACTOR if quick else 1.0)

@@ -24,15 +24,25 @@ Targets:
 * the ``.hoodie/`` file count stays bounded: the last sample is at most 1.1x the largest sample
   of the first half of the run (archival keeps the active timeline between two bounds).
 
+``--secondary-index COLUMN`` (client mode; the table needs a metadata table with the record
+index: ``--option hoodie.write.table.version=8 --option
+hoodie.metadata.record.index.enable=true``) builds a secondary index over ``COLUMN`` with
+``hr.create_index`` after the first commit, outside the measurement; the client then keeps it
+up to date in every later commit. ``driver`` changes on (almost) every update of a key
+(``rider`` and ``seq`` never do, ``fare`` is a random float), so an index on it removes the old
+entry and adds the new one for each updated row.
+
 After the run the table is read back with ``hr.read`` and must hold exactly the keys written,
-each at its latest ``ts``. Results are printed as a table and written as JSON to
+each at its latest ``ts``; with a secondary index, ``hr.validate_metadata`` must also find the
+metadata table (the index included) equal to one rebuilt from the snapshot. Results are
+printed as a table and written as JSON to
 ``benchmarks/results/history-<mode>-<UTC timestamp>.json``.
 
 Usage::
 
     python -m benchmarks.history --mode client|stream|both [--commits N] [--checkpoints M]
         [--rows 200] [--keys 20000] [--window 100] [--path DIR] [--option k=v ...]
-        [--quick] [--json] [--check]
+        [--secondary-index COLUMN] [--quick] [--json] [--check]
 
 ``--quick`` runs 600 commits / 300 checkpoints. ``--option`` adds or overrides Hudi options
 (``--option hoodie.keep.max.commits=30``). ``--check`` exits 1 when a target is missed. Progress
@@ -66,6 +76,7 @@ from benchmarks.common import (
     error_text,
     git_commit,
     machine_info,
+    parse_option,
     percentile,
     progress_log,
     text_table,
@@ -155,7 +166,8 @@ class Upserts:
                 "uuid": self.keys.take(pa.array(idx)),
                 "ts": ts,
                 "rider": [f"rider-{i % 1000:03d}" for i in idx],
-                "driver": [f"driver-{i % 500:03d}" for i in idx],
+                # changes on (almost) every update of a key: a secondary index on it moves
+                "driver": [f"driver-{(i + t) % 500:03d}" for i, t in zip(idx, ts, strict=True)],
                 "fare": self.rng.uniform(5.0, 100.0, n),
                 "seq": idx.astype(np.int32),
             },
@@ -296,6 +308,9 @@ class RunResult:
     rows_read: int | None = None
     read_check: str | None = None
     read_s: float | None = None
+    secondary_index: str | None = None  # the indexed column
+    secondary_index_s: float | None = None  # hr.create_index after the first commit
+    metadata_check: str | None = None  # hr.validate_metadata after the run (with an index)
     error: str | None = None
 
     def full_windows(self) -> list[Window]:
@@ -320,11 +335,16 @@ class RunResult:
     def targets(self) -> dict[str, bool | None]:
         g = self.growth_ratio()
         _, _, bounded = self.hoodie_files_bound()
-        return {
+        out = {
             "growth_ratio_le_target": None if g is None else g <= GROWTH_TARGET,
             "hoodie_files_bounded": bounded,
             "read_back": None if self.read_check is None else self.read_check == "ok",
         }
+        if self.secondary_index:
+            out["metadata_valid"] = (
+                None if self.metadata_check is None else self.metadata_check == "ok"
+            )
+        return out
 
     def target_met(self) -> bool:
         return self.error is None and all(v is True for v in self.targets().values())
@@ -370,6 +390,9 @@ class RunResult:
             "rows_read": self.rows_read,
             "read_check": self.read_check,
             "read_s": _r(self.read_s),
+            "secondary_index": self.secondary_index,
+            "secondary_index_s": _r(self.secondary_index_s),
+            "metadata_check": self.metadata_check,
             "windows": [
                 {k: (_r(v, 5) if isinstance(v, float) else v) for k, v in asdict(w).items()}
                 for w in self.windows
@@ -406,8 +429,14 @@ def _window(
     )
 
 
-def _measure_commits(run: RunResult, upserts: Upserts, commit: Callable[[pa.Table], Any]) -> None:
-    """Call ``commit(batch)`` ``run.commits`` times, timed one by one, sampling per window."""
+def _measure_commits(
+    run: RunResult,
+    upserts: Upserts,
+    commit: Callable[[pa.Table], Any],
+    after_first: Callable[[], Any] | None = None,
+) -> None:
+    """Call ``commit(batch)`` ``run.commits`` times, timed one by one, sampling per window;
+    ``after_first()`` runs once after the first commit, outside the measurement."""
     lat: list[float] = []
     cpu: list[float] = []
     inserts = 0
@@ -419,6 +448,8 @@ def _measure_commits(run: RunResult, upserts: Upserts, commit: Callable[[pa.Tabl
         lat.append(time.perf_counter() - c0)
         cpu.append(time.process_time() - p0)
         inserts += new
+        if i == 1 and after_first is not None:
+            after_first()
         if len(lat) == run.window or i == run.commits:
             w = _window(
                 len(run.windows) + 1,
@@ -469,12 +500,23 @@ def run_client(args: argparse.Namespace, path: Path, options: dict[str, str]) ->
     run = RunResult("client", str(path), args.commits, args.rows, args.keys, args.window, options)
     upserts = Upserts(args.keys, args.rows, args.seed)
     log(f"client: {args.commits:,} commits of {args.rows} rows into {path} ...")
+    run.secondary_index = args.secondary_index
     try:
         t0 = time.perf_counter()
         client = hr.HoodieWriteClient(str(path), options)
         run.startup_s = time.perf_counter() - t0
-        _measure_commits(run, upserts, client.write)
+
+        def create_index() -> None:
+            t0 = time.perf_counter()
+            hr.create_index(str(path), f"{args.secondary_index}_idx", args.secondary_index)
+            run.secondary_index_s = time.perf_counter() - t0
+            log(f"client: index on {args.secondary_index} in {run.secondary_index_s:.2f} s")
+
+        _measure_commits(run, upserts, client.write, create_index if args.secondary_index else None)
         _read_back(run, upserts, hr)
+        if args.secondary_index:
+            diffs = hr.validate_metadata(str(path))
+            run.metadata_check = "ok" if not diffs else f"{len(diffs)} differences: {diffs[:3]}"
     except Exception as e:
         traceback.print_exc(file=sys.stderr)
         run.error = error_text(e)
@@ -573,6 +615,12 @@ def render_report(run: RunResult) -> str:
         f"{run.distinct_keys} distinct keys written"
         f"{'' if run.read_s is None else f', read in {run.read_s:.2f} s'})"
     )
+    if run.secondary_index:
+        created = "-" if run.secondary_index_s is None else f"{run.secondary_index_s:.2f} s"
+        lines.append(
+            f"secondary index on {run.secondary_index} (created after commit 1 in {created}); "
+            f"metadata table against the snapshot: {run.metadata_check or '-'}"
+        )
     if run.error:
         lines.append(f"ERROR: {run.error}")
     return "\n".join(lines)
@@ -588,13 +636,6 @@ def save_json(out: dict[str, Any], results_dir: Path, mode: str, stamp: str) -> 
 # ---------------------------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------------------------
-
-
-def _parse_option(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected k=v, got {text!r}")
-    return key.strip(), value.strip()
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -619,10 +660,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--option",
         action="append",
-        type=_parse_option,
+        type=parse_option,
         default=[],
         metavar="K=V",
         help="a Hudi option (repeatable), e.g. hoodie.keep.max.commits=30",
+    )
+    p.add_argument(
+        "--secondary-index",
+        default=None,
+        metavar="COLUMN",
+        help="client mode: hr.create_index on COLUMN after the first commit (needs the "
+        "metadata table with hoodie.metadata.record.index.enable=true); e.g. driver",
     )
     p.add_argument(
         "--quick",
@@ -645,6 +693,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             p.error(f"--{name} must be at least 1")
     if args.rows > args.keys:
         p.error("--rows must not exceed --keys")
+    if args.secondary_index is not None:
+        if args.mode != "client":
+            p.error("--secondary-index runs in client mode only")
+        if args.secondary_index not in SCHEMA.names or args.secondary_index in ("uuid", "ts"):
+            payload = [n for n in SCHEMA.names if n not in ("uuid", "ts")]
+            p.error(f"--secondary-index: one of {', '.join(payload)}")
     args.options = dict(args.option)
     return args
 
@@ -682,7 +736,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 out["json_path"] = str(saved)
                 print(f"JSON: {saved}", flush=True)
             outputs[mode] = out
-            if run.error or run.read_check != "ok" or (args.check and not run.target_met()):
+            failed = run.error or run.read_check != "ok" or run.metadata_check not in (None, "ok")
+            if failed or (args.check and not run.target_met()):
                 rc = 1
     finally:
         if args.path is None and not args.keep:

@@ -49,7 +49,7 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -82,6 +82,7 @@ from benchmarks.common import (
     iter_batches,
     lww_dedup,
     machine_info,
+    parse_option,
     percentile,
     progress_log,
     ratio,
@@ -585,10 +586,11 @@ def hoodie_options(
     table_name: str,
     table_version: int = 6,
     assigners: int = 1,
+    extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """Writer options of mor-q1: ``assigners`` bucket assigners (1 in the benchmark; 0 = as many
     as writers, Flink's default), ``writers`` writers, compaction off, a new table of
-    ``table_version`` (6 or 8)."""
+    ``table_version`` (6 or 8); ``extra`` (``--option k=v``) added last, overriding."""
     opts = {
         "hoodie.table.name": table_name,
         "hoodie.write.table.version": str(table_version),
@@ -604,6 +606,7 @@ def hoodie_options(
     }
     if workload.partition_field:
         opts["hoodie.datasource.write.partitionpath.field"] = workload.partition_field
+    opts.update(extra or {})
     return opts
 
 
@@ -791,6 +794,7 @@ def run_hoodie(
     full: bool,
     table_version: int = 6,
     assigners: int = 1,
+    extra_options: Mapping[str, str] | None = None,
 ) -> HoodieRun:
     """Ingest every commit through ``hr.HoodieStreamWriter``; gate; with ``full`` also reads
     and compaction.
@@ -817,7 +821,7 @@ def run_hoodie(
         fmt,
         writers,
         str(path),
-        hoodie_options(workload, fmt, writers, table_name, table_version, assigners),
+        hoodie_options(workload, fmt, writers, table_name, table_version, assigners, extra_options),
     )
     log(f"hoodie_ray {run.label}: ingest of {len(workload.commits)} commits ...")
     meter = CpuMeter(ray_workers=True)
@@ -943,6 +947,7 @@ def run_client(
     path: Path,
     fmt: str,
     table_version: int = 6,
+    extra_options: Mapping[str, str] | None = None,
 ) -> ClientRun:
     """Ingest every commit with one ``hr.HoodieWriteClient(path, options)``, one ``write(commit)``
     per commit, in this process, measured as one section; then the gate (hudi-rs).
@@ -953,7 +958,12 @@ def run_client(
     """
     run = ClientRun(fmt, str(path))
     options = hoodie_options(
-        workload, fmt, 1, f"mor_q1_{workload.variant}_{fmt}_client", table_version
+        workload,
+        fmt,
+        1,
+        f"mor_q1_{workload.variant}_{fmt}_client",
+        table_version,
+        extra=extra_options,
     )
     log(f"hoodie_ray {run.label}: ingest of {len(workload.commits)} commits ...")
     try:
@@ -1167,6 +1177,7 @@ class Results:
                 "writers": self.args.writers,
                 "table_version": getattr(self.args, "table_version", 6),
                 "assigners": getattr(self.args, "assigners", 1),
+                "options": getattr(self.args, "options", {}),
                 **_provenance(self.machine, self.hoodie_error),
                 "iceberg_upsert": self.iceberg_status,
                 "ray_init_s": _r(self.ray_init_s),
@@ -1518,6 +1529,7 @@ class ScaleTable:
     settle_s: float | None = None
     upserts: Measurement | None = None
     commit_s: list[float] = field(default_factory=list)
+    commit_cpu_s: list[float] = field(default_factory=list)  # driver + Ray workers
     actor_pids: dict[str, int] = field(default_factory=dict)
     index: list[dict[str, int]] = field(default_factory=list)
     restart: Measurement | None = None
@@ -1584,6 +1596,7 @@ class ScaleTable:
             "settle_s": _r(self.settle_s),
             "upserts": m(self.upserts),
             "commit_s": [_r(s) for s in self.commit_s],
+            "commit_cpu_s": [_r(s) for s in self.commit_cpu_s],
             "commit_latency_s": _latency(self.commit_s),
             "index": self.index,
             "index_bytes_per_key": _r(self.bytes_per_key(self.index), 1),
@@ -1670,6 +1683,7 @@ def _scale_upserts(
                 raise RuntimeError("checkpoint() returned None after a non-empty commit")
             usages.append(meter.usage)
             run.commit_s.append(meter.usage.wall_s)
+            run.commit_cpu_s.append(meter.usage.total_cpu_s)
             log(f"scale {run.label}: upsert {j + 1}/{sw.num_upserts} in {meter.usage.wall_s:.1f} s")
         run.index = _index_stats(w)
     run.upserts = Measurement("upsert commits", sw.upsert_records, combine_usage(usages))
@@ -1723,7 +1737,13 @@ def run_scale_table(
     run = ScaleTable(label, sw, str(path))
     name = f"mor_q1_scale_{label}"
     opts = hoodie_options(
-        sw.as_workload(), SCALE_FORMAT, args.writers, name, args.table_version, args.assigners
+        sw.as_workload(),
+        SCALE_FORMAT,
+        args.writers,
+        name,
+        args.table_version,
+        args.assigners,
+        args.options,
     )
     bulk_opts = {**opts, "hoodie.datasource.write.operation": "insert"}
     check_keys = max(round(sw.upsert_rows * RESTART_CHECK_SHARE), 3) if restart else 0
@@ -1960,6 +1980,7 @@ class ScaleResults:
                 "writers": self.args.writers,
                 "table_version": self.args.table_version,
                 "assigners": self.args.assigners,
+                "options": self.args.options,
                 "log_block_format": SCALE_FORMAT,
                 "bulk_operation": "insert",
                 **_provenance(self.machine, self.hoodie_error),
@@ -1987,7 +2008,8 @@ def render_scale_report(res: ScaleResults) -> str:
         f"{f'  scale={res.args.scale}' if res.args.scale != 1.0 else ''}",
         f"hoodie_ray: table version {res.args.table_version}, {res.args.writers} writers, "
         f"{res.args.assigners} assigner(s), {SCALE_FORMAT} log blocks, bulk load with "
-        "operation=insert, compaction off",
+        "operation=insert, compaction off"
+        + "".join(f", {k}={v}" for k, v in res.args.options.items()),
         f"machine: {m['cores']} cores ({m['cpu_model']}), {m['memory_gb']} GB; python "
         f"{m['python']}; {m['date']}; commit {git_commit(_REPO)}",
         f"data: {big.description}",
@@ -2248,6 +2270,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=6,
         help="hoodie.write.table.version of the tables hoodie_ray writes",
     )
+    p.add_argument(
+        "--option",
+        action="append",
+        type=parse_option,
+        default=[],
+        metavar="K=V",
+        help="a Hudi option for every table hoodie_ray writes (repeatable), added last, e.g. "
+        "hoodie.metadata.record.index.enable=true (with --table-version 8)",
+    )
     hidden = argparse.SUPPRESS
     p.add_argument("--scale", type=float, default=1.0, help=hidden)
     p.add_argument(
@@ -2275,6 +2306,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         p.error(f"--formats: unknown {bad}; expected {LOG_FORMATS}")
     if args.batch_rows < 1 or args.batch_rows > DEFAULT_BATCH_ROWS:
         p.error(f"--batch-rows must be in 1..{DEFAULT_BATCH_ROWS}")
+    args.options = dict(args.option)
     return args
 
 
@@ -2394,7 +2426,7 @@ def _main(args: argparse.Namespace, workdir: Path) -> int:
         for fmt in args.formats:
             path = workdir / f"hudi_client_{fmt}"
             res.client_runs.append(
-                run_client(hr, workload, expected, path, fmt, args.table_version)
+                run_client(hr, workload, expected, path, fmt, args.table_version, args.options)
             )
             if not args.keep:
                 shutil.rmtree(path, ignore_errors=True)
@@ -2431,6 +2463,7 @@ def _main(args: argparse.Namespace, workdir: Path) -> int:
                     full=not args.no_full,
                     table_version=args.table_version,
                     assigners=args.assigners,
+                    extra_options=args.options,
                 )
                 res.runs.append(run)
                 if not args.keep:
@@ -2449,6 +2482,7 @@ def _main(args: argparse.Namespace, workdir: Path) -> int:
                     full=False,
                     table_version=args.table_version,
                     assigners=args.assigners,
+                    extra_options=args.options,
                 )
                 if not args.keep:
                     shutil.rmtree(path, ignore_errors=True)

@@ -260,11 +260,16 @@ class MetadataTable:
         return {k: decode_value(v, s) for k, (v, s) in self.raw_records(partition, keys).items()}
 
     def record_index_by_file_group(self) -> dict[tuple[str, str], list[str]]:
-        """``(data partition, file id) -> record keys`` from the ``record_index`` partition."""
+        """``(data partition, file id) -> record keys`` from the ``record_index`` partition
+        (each distinct stored value decoded once: the keys of a file group share theirs)."""
         out: dict[tuple[str, str], list[str]] = {}
+        keys_at: dict[tuple[bytes, str], list[str]] = {}
         for key, (value, schema) in self.raw_records(RECORD_INDEX).items():
-            part, fid, _ = decode_record_index(decode_value(value, schema))
-            out.setdefault((part or "", fid), []).append(key)
+            at = keys_at.get((value, schema))
+            if at is None:
+                part, fid, _ = decode_record_index(decode_value(value, schema))
+                at = keys_at[(value, schema)] = out.setdefault((part or "", fid), [])
+            at.append(key)
         return out
 
     def record_index_locations(self, keys: Iterable[str]) -> dict[str, tuple[str, str]]:

@@ -1281,8 +1281,8 @@ class MetadataWriter:
     def _compact_slice(self, mdt: MetadataTable, part: str, fs: Any, ts: str) -> HoodieWriteStat:
         """The new base HFile of one MDT file slice, compacted at ``ts``."""
         name = base_file_name(fs.file_id, BASE_WRITE_TOKEN, ts, HFILE_EXTENSION)
-        if part == RECORD_INDEX:
-            cols = self._merged_record_index(mdt, fs, name)
+        if part == RECORD_INDEX or part.startswith(SECONDARY_INDEX_PREFIX):
+            cols = self._merged_index_columns(mdt, fs, name)
             data = self._hfile_columns(cols, base=True)
             self.storage.write_bytes(join(part, name), data)
             size, written = len(data), len(cols)
@@ -1302,12 +1302,13 @@ class MetadataWriter:
             total_log_files_compacted=len(fs.log_files),
         )
 
-    def _merged_record_index(
+    def _merged_index_columns(
         self, mdt: MetadataTable, fs: Any, name: str
     ) -> rec.RecordIndexColumns:
-        """The live entries of one record-index file slice, column-wise, each value
-        re-encoded as :meth:`_merged_slice` and ``_compact_slice`` would (the current schema,
-        ``_hoodie_file_name`` = ``name``), but once per distinct stored value."""
+        """The live entries of one record-index or secondary-index file slice, column-wise,
+        each value re-encoded as :meth:`_merged_slice` and ``_compact_slice`` would (the
+        current schema, ``_hoodie_file_name`` = ``name``), but once per distinct stored value
+        (a record index's values are its data file groups, a secondary index's all alike)."""
         slice_records = mdt.slice_records(fs)
         keys = sorted(slice_records, key=str.encode)
         values: list[bytes] = []

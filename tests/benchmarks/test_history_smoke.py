@@ -106,3 +106,39 @@ def test_client_run_report_and_table(tmp_path: Path, capsys: pytest.CaptureFixtu
     snapshot = hr.read(out["path"])
     assert snapshot.num_rows == out["distinct_keys"] == out["rows_read"]
     assert len(set(snapshot["uuid"].to_pylist())) == out["distinct_keys"]
+
+
+def test_secondary_index_run_keeps_the_index(tmp_path: Path) -> None:
+    """``--secondary-index driver``: the index is built after commit 1 and kept by every later
+    commit; ``driver`` changes on updates, so entries move. The index read back from the
+    metadata table equals one made from the hudi-rs snapshot."""
+    import hoodie_ray as hr
+    from hoodie_ray.metadata.secondary_index import secondary_index_key
+    from hoodie_ray.table import HoodieTable
+    from tests.conftest import hudi_rs_read
+
+    assert parse_args(["--secondary-index", "driver"]).secondary_index == "driver"
+    for bad in (["--secondary-index", "uuid"], ["--mode", "stream", "--secondary-index", "fare"]):
+        with pytest.raises(SystemExit):
+            parse_args(bad)
+    u = Upserts(10, 10, seed=1)
+    first, second = u.batch()[0], u.batch()[0]
+    drivers = dict(zip(first["uuid"].to_pylist(), first["driver"].to_pylist(), strict=True))
+    moved = zip(second["uuid"].to_pylist(), second["driver"].to_pylist(), strict=True)
+    assert all(drivers[k] != d for k, d in moved)
+
+    options = ["hoodie.write.table.version=8", "hoodie.metadata.record.index.enable=true"]
+    rc = main(
+        ["--commits", "12", "--rows", "30", "--keys", "60", "--window", "6"]
+        + [a for o in options for a in ("--option", o)]
+        + ["--secondary-index", "driver", "--path", str(tmp_path), "--no-save", "--json"]
+    )
+    assert rc == 0
+    path = tmp_path / "history_client"
+    snap = hudi_rs_read(path)
+    assert snap.num_rows == len(set(snap["uuid"].to_pylist())) == 60
+    table = HoodieTable.load(str(path))
+    entries = set(table.metadata_table.records("secondary_index_driver_idx"))
+    rows = zip(snap["driver"].to_pylist(), snap["uuid"].to_pylist(), strict=True)
+    assert entries == {secondary_index_key(d, k) for d, k in rows}
+    assert hr.validate_metadata(str(path)) == []

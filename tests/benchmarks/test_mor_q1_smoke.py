@@ -40,6 +40,7 @@ from benchmarks.mor_q1 import (
     Results,
     combine_usage,
     compaction_floor,
+    hoodie_options,
     iceberg_upsert_peer,
     main,
     parse_args,
@@ -299,6 +300,15 @@ def test_args() -> None:
     a = parse_args(["--variant", "zipf", "--writers", "1"])
     assert isinstance(a, argparse.Namespace)
     assert a.variant == "zipf" and a.writers == 1 and a.formats == ["parquet", "avro"]
+    assert a.options == {}
+    ri = "hoodie.metadata.record.index.enable"
+    a = parse_args(["--variant", "scale", "--option", f"{ri}=true", "--option", "write.tasks=4"])
+    assert a.options == {ri: "true", "write.tasks": "4"}
+    opts = hoodie_options(tiny_scale().as_workload(), "parquet", 2, "t", 8, 1, a.options)
+    assert opts[ri] == "true" and opts["write.tasks"] == "4"  # added last: they override
+    assert opts["hoodie.write.table.version"] == "8"
+    with pytest.raises(SystemExit):
+        parse_args(["--option", "novalue"])
 
 
 @pytest.mark.ray
@@ -565,6 +575,9 @@ def test_scale_variant_end_to_end_without_actors(
     assert last["speedup_vs_delta_merge_scale"] is None and last["delta_merge"].startswith("skip")
     big, ref = last["tables"]["big"], last["tables"]["reference"]
     assert big["index"][0]["keys"] == 2264 and ref["index"][0]["keys"] == 464
+    assert len(big["commit_cpu_s"]) == len(big["commit_s"]) == 8
+    assert abs(sum(big["commit_cpu_s"]) - big["upserts"]["cpu_s"]) < 0.01
+    assert last["options"] == {}
     assert big["restart_check_rows"] == 3 and ref["restart"] is None
     assert (
         big["gate"]

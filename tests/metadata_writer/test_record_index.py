@@ -189,11 +189,20 @@ def test_record_index_compaction_writes_the_per_record_bytes(
         merged = w._merged_slice(mdt, RECORD_INDEX, fs)
         for r in merged.values():
             r["_hoodie_file_name"] = name
-        cols = w._merged_record_index(mdt, fs, name)
+        cols = w._merged_index_columns(mdt, fs, name)
         assert len(cols) == len(merged) and len(cols.values) < max(2, len(merged))
         assert w._hfile_columns(cols, base=True) == w._hfile(merged, base=True)
     live = {k for fs in mdt.file_slices(RECORD_INDEX) for k in mdt.slice_records(fs)}
     assert live == set(model.rows)
+    # the writers' key-index bootstrap: the keys of each data file group, as its files say
+    from hoodie_ray.reader.index_bootstrap import bootstrap_entries
+
+    table = HoodieTable.load(path)
+    files = bootstrap_entries(table, table.view().latest_file_slices(), use_record_index=False)
+    by_group = {(p, f): sorted(k.to_pylist()) for p, f, k in files if len(k)}
+    assert len(by_group) > 1
+    located = mdt.record_index_by_file_group()
+    assert {g: sorted(ks) for g, ks in located.items()} == by_group
     assert w.compact(force=True) is not None
     from hoodie_ray.job import maintenance
 
