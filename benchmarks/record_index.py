@@ -1,6 +1,6 @@
 """The metadata table's record index at scale: building it, keeping it, and point lookups.
 
-Three measurements, in one process (``--only`` picks some):
+Three measurements, in one process (``--only`` picks some), and a fourth on request:
 
 * ``init``: ``MetadataWriter.initialize_record_index`` over ``--init-keys`` keys (default
   1M, 2M, 4M), 20,000 keys per data file group (ids ``<uuid>-0``) in 30 partitions, keys
@@ -16,11 +16,15 @@ Three measurements, in one process (``--only`` picks some):
   ``key = k`` (one key) and ``key IN`` 100 keys, against the same filters planned without
   the record index (every file group read, rows filtered) and the unfiltered full scan.
 
+* ``hbase`` (only when named): one record-index base HFile of a version 6 table (HBase
+  dialect, CRC-32C checksums) of ``--hbase-keys`` UUID keys, written column-wise; the bloom
+  filter and the CRC-32C (kernel and numpy twin) alone beside it.
+
 Rows (``commit`` / ``lookup``): ``key`` (string, 14 bytes), ``p`` (one of 8 partitions),
 ``ts`` (int64), ``v`` (float64), ``s`` (string, ~24 bytes).
 
-Usage: ``python -m benchmarks.record_index [--only init,commit,lookup] [--init-keys 1e6,2e6]
-[--json]``.
+Usage: ``python -m benchmarks.record_index [--only init,commit,lookup,hbase] [--init-keys 1e6,2e6]
+[--hbase-keys 1e6] [--json]``.
 """
 
 from __future__ import annotations
@@ -133,6 +137,65 @@ def bench_init(sizes: list[int]) -> list[dict[str, Any]]:
     return out
 
 
+# -- a version 6 record-index HFile ---------------------------------------------------------------
+def bench_hbase_hfile(n: int, repeats: int) -> dict[str, Any]:
+    """One base HFile of a version 6 table's record index (HBase dialect, CRC-32C checksums),
+    ``n`` UUID keys (36 bytes) in 50 file groups (values 48-50 bytes), written by the v6 MDT
+    writer's column-wise path (``V6MetadataWriter._hfile_columns``: bloom filter included);
+    the median of ``repeats``, then the bloom filter alone and the file's CRC-32C (every 16 KiB)
+    by the compiled kernel and by its numpy twin."""
+    from hoodie_ray import jit
+    from hoodie_ray.hfile import build_bloom_filter
+    from hoodie_ray.hfile.checksum import crc32c_chunks
+    from hoodie_ray.job.client import HoodieWriteClient
+    from hoodie_ray.metadata import records as rec
+    from hoodie_ray.metadata_writer.writer import metadata_writer
+    from hoodie_ray.table import HoodieTable
+
+    rng = random.Random(1)
+    keys = [str(uuid.UUID(int=rng.getrandbits(128))) for _ in range(n)]
+    groups = 50
+    per = -(-n // groups)
+    located = [
+        (
+            f"p{g:02d}",
+            f"{uuid.UUID(int=rng.getrandbits(128))}-0",
+            1_700_000_000_000,
+            keys[a : a + per],
+        )
+        for g, a in enumerate(range(0, n, per))
+    ]
+    cols = rec.RecordIndexColumns.of_locations(located, 6).sorted_unique()
+    del keys, located
+    with _tmp() as d:
+        path = str(d / "t")
+        opts = {**OPTIONS, "hoodie.write.table.version": "6", "hoodie.metadata.enable": "true"}
+        HoodieWriteClient(path, opts).write(_rows(np.arange(1), 1))
+        w = metadata_writer(HoodieTable.load(path))
+        runs = [_timed(lambda: w._hfile_columns(cols, base=True)) for _ in range(repeats)]
+    data = runs[-1][1]
+    rows = cols.keys.cast(pa.large_binary())
+    bloom_s, _ = _timed(lambda: build_bloom_filter(rows))
+    buf = np.frombuffer(data, dtype=np.uint8)
+    starts = np.arange(0, len(buf), 16384)
+    lens = np.minimum(16384, len(buf) - starts)
+    numpy_s, twin = _timed(lambda: crc32c_chunks(buf, starts, lens, compiled=False))
+    out = {
+        "keys": n,
+        "hfile_bytes": len(data),
+        "seconds": round(statistics.median(t for t, _ in runs), 2),
+        "seconds_each": [round(t, 2) for t, _ in runs],
+        "bloom_filter_s": round(bloom_s, 2),
+        "crc32c_numpy_s": round(numpy_s, 3),
+    }
+    if jit.enabled():
+        crc32c_chunks(buf[:16], [0], [16], compiled=True)  # loads the kernel
+        kernel_s, crcs = _timed(lambda: crc32c_chunks(buf, starts, lens, compiled=True))
+        assert (crcs == twin).all()
+        out["crc32c_kernel_s"] = round(kernel_s, 3)
+    return out
+
+
 # -- per-commit cost -----------------------------------------------------------------------------
 def bench_commit(base: int, commits: int, rows: int) -> dict[str, Any]:
     from hoodie_ray.job.client import HoodieWriteClient
@@ -224,6 +287,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--commits", type=int, default=8)
     ap.add_argument("--commit-rows", type=float, default=20_000)
     ap.add_argument("--lookup-keys", type=float, default=2_000_000)
+    ap.add_argument("--hbase-keys", type=float, default=1_000_000)
     ap.add_argument("--repeats", type=int, default=5, help="timed reads of each lookup")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
@@ -235,6 +299,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         report["commit"] = bench_commit(int(args.commit_base), args.commits, int(args.commit_rows))
     if "lookup" in only:
         report["lookup"] = bench_lookup(int(args.lookup_keys), args.repeats)
+    if "hbase" in only:
+        report["hbase"] = bench_hbase_hfile(int(args.hbase_keys), min(args.repeats, 3))
     print_report(report, args.json, 8)
     return report
 

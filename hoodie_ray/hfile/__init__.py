@@ -11,7 +11,8 @@ intermediate levels in HBase-written files), the meta index (2.4) and the FILE_I
 and the version bytes ends the file (2.7). Hudi 1.x writes the "native" ``hudi-io`` dialect (row-only
 index keys, NULL checksums), older Hudi the HBase dialect (full KeyValue index keys, CRC32C
 checksums); :class:`HFileReader` reads both, :func:`write_hfile` writes the native one (2.8) and
-:func:`write_hbase_hfile` the HBase one (Hudi 0.x's metadata tables, table version 6).
+:func:`write_hbase_hfile` the HBase one (Hudi 0.x's metadata tables, table version 6;
+:func:`write_hfile_arrays` / :func:`write_hbase_hfile_arrays` take the entries column-wise).
 The MDT keeps such files as base files (``*.hfile``) and as the content of HFile data blocks in
 its log files (4.2). Base files also carry a ``bloomFilter`` META block of their keys
 (:func:`build_bloom_filter`, :func:`bloom_might_contain`; Hudi's ``DYNAMIC_V0`` filter, 2.5).
@@ -25,7 +26,7 @@ from hoodie_ray.hfile.bloom import (
     bloom_might_contain,
     build_bloom_filter,
 )
-from hoodie_ray.hfile.hbase_writer import write_hbase_hfile
+from hoodie_ray.hfile.hbase_writer import write_hbase_hfile, write_hbase_hfile_arrays
 from hoodie_ray.hfile.reader import HFileReader, HFileTrailer
 from hoodie_ray.hfile.writer import write_hfile, write_hfile_arrays
 
@@ -37,6 +38,7 @@ __all__ = [
     "bloom_might_contain",
     "build_bloom_filter",
     "write_hbase_hfile",
+    "write_hbase_hfile_arrays",
     "write_hfile",
     "write_hfile_arrays",
 ]

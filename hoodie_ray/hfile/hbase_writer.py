@@ -22,13 +22,23 @@ It differs from the native dialect (:mod:`hoodie_ray.hfile.writer`) in:
 
 Only single-level data indexes are written: HBase moves to a multi-level index once the index
 reaches 128 KiB (about 3,000 data blocks of 1 MiB), which :func:`write_hbase_hfile` refuses.
+
+Nothing runs Python per entry or per byte: :func:`write_hbase_hfile_arrays` takes the entries
+as Arrow columns (the record index's millions of keys), each data block's payload is a slice
+of KeyValues one Arrow kernel assembled, GZ payloads are deflated on threads, and the
+checksums of all blocks are computed in one call once their sizes are known
+(:func:`~hoodie_ray.hfile.checksum.crc32c_chunks`: a compiled kernel or its numpy twin).
+:func:`write_hbase_hfile` takes ``(key, value)`` pairs, for small files.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pyarrow as pa
 
 from hoodie_ray.exceptions import HoodieInputError, HoodieUnsupportedError
 from hoodie_ray.hfile._format import (
@@ -62,15 +72,17 @@ from hoodie_ray.hfile._format import (
     proto_bytes_field,
     proto_varint_field,
 )
+from hoodie_ray.hfile.checksum import crc32c, crc32c_chunks
 from hoodie_ray.hfile.writer import (
+    _MAX_COMPRESS_THREADS,
+    _ArrowKeyValues,
     _check_codec,
     _check_file_info,
     _check_meta_blocks,
-    _data_payload,
     _KeyValues,
 )
 
-__all__ = ["crc32c", "write_hbase_hfile"]
+__all__ = ["crc32c", "write_hbase_hfile", "write_hbase_hfile_arrays"]
 
 #: HBase's ChecksumType.CRC32C code.
 CHECKSUM_CRC32C = 2
@@ -80,27 +92,6 @@ HBASE_VERSION_BYTES = b"\x03\x00\x00\x03"
 MAX_INDEX_CHUNK = 128 * 1024
 #: A "first on row" key's tail: no family, timestamp Long.MAX_VALUE, type Maximum (255).
 _FIRST_ON_ROW_TAIL = b"\x00" + I64.pack(0x7FFFFFFFFFFFFFFF) + b"\xff"
-
-_CRC32C_TABLE: list[int] = []
-
-
-def _crc32c_table() -> list[int]:
-    if not _CRC32C_TABLE:
-        for i in range(256):
-            c = i
-            for _ in range(8):
-                c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-            _CRC32C_TABLE.append(c)
-    return _CRC32C_TABLE
-
-
-def crc32c(data: bytes | memoryview, crc: int = 0) -> int:
-    """CRC-32C (Castagnoli) of ``data``, continuing from ``crc``."""
-    table = _crc32c_table()
-    c = crc ^ 0xFFFFFFFF
-    for b in bytes(data):
-        c = table[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
 
 
 def write_hbase_hfile(
@@ -124,6 +115,7 @@ def write_hbase_hfile(
     ``hfile.CREATE_TIME_TS``), which they may not replace. ``meta_blocks`` maps names to raw
     bytes, written in name order. ``create_time_ms`` is 0 as Hudi leaves it; ``comparator``
     the trailer's comparator class name. ``allow_empty`` accepts no entries.
+    For many entries, :func:`write_hbase_hfile_arrays` takes them column-wise.
 
     Raises:
         HoodieInputError: entries out of order, bad arguments (named).
@@ -131,40 +123,67 @@ def write_hbase_hfile(
     """
     codec = _check_codec(compression, block_size)
     kv = _KeyValues.of(entries, allow_empty)
+    return _write(kv, codec, file_info, meta_blocks, block_size, create_time_ms, comparator)
+
+
+def write_hbase_hfile_arrays(
+    rows: pa.Array | pa.ChunkedArray,
+    values: pa.Array | pa.ChunkedArray,
+    *,
+    file_info: Mapping[bytes, bytes] | None = None,
+    meta_blocks: Mapping[str, bytes] | None = None,
+    compression: str = "gz",
+    block_size: int = 1 << 20,
+    create_time_ms: int = 0,
+    comparator: bytes = COMPARATOR_CLASS_NAME,
+    allow_empty: bool = False,
+) -> bytes:
+    """:func:`write_hbase_hfile` over two Arrow columns: row keys and values (string or
+    binary, no nulls, the same length; keys strictly ascending by unsigned bytes). The same
+    bytes as :func:`write_hbase_hfile` writes for the same entries, with no Python object per
+    entry: the KeyValues are assembled by one Arrow kernel over the columns' buffers, each data
+    block's payload is a slice of them.
+
+    Raises:
+        HoodieInputError: columns of another type or length, nulls, keys out of order, bad
+            arguments (named).
+        HoodieUnsupportedError: a data index that HBase would split into levels.
+    """
+    codec = _check_codec(compression, block_size)
+    kv = _ArrowKeyValues.of(rows, values, allow_empty)
+    return _write(kv, codec, file_info, meta_blocks, block_size, create_time_ms, comparator)
+
+
+def _write(
+    kv: _KeyValues | _ArrowKeyValues,
+    codec: int,
+    file_info: Mapping[bytes, bytes] | None,
+    meta_blocks: Mapping[str, bytes] | None,
+    block_size: int,
+    create_time_ms: int,
+    comparator: bytes,
+) -> bytes:
     extra = _check_file_info(file_info)
     metas = _check_meta_blocks(meta_blocks)
     if not isinstance(comparator, bytes) or not comparator:
         raise HoodieInputError("HFile comparator class name must be non-empty bytes")
+    n = kv.count
+    bounds = _block_bounds(kv.row_lens + kv.value_lens + (KEY_OVERHEAD + 9), block_size)
+    index_keys = _data_index_keys(kv, bounds)
     out = _Output(codec)
-    n = len(kv.rows)
-    sizes = kv.row_lens + kv.value_lens + (KEY_OVERHEAD + 9)
     data_index: list[bytes] = []
-    index_size = 8  # InlineBlockWriter's non-root chunk: 4 x (entries + 2) + entries' bytes
-    bounds = _block_bounds(sizes, block_size)
-    for i, (a, b) in enumerate(bounds):
-        payload = _data_payload(kv.rows[a:b], kv.values[a:b], kv.row_lens[a:b], kv.value_lens[a:b])
-        if i == 0:
-            key = _full_key(kv.rows[a], KEY_TAIL)
-        else:
-            key = _full_key(_midpoint_row(kv.rows[a - 1], kv.rows[a]), _FIRST_ON_ROW_TAIL)
-        offset, size = out.add(HFileBlockType.DATA, payload, uncompressed_total=True)
+    for key, (raw_len, stored) in zip(index_keys, _stored_data(kv, bounds, codec), strict=True):
+        offset, size = out.add_stored(HFileBlockType.DATA, stored, raw_len)
         out.last_data = offset
         data_index.append(_entry(offset, size, key))
-        index_size += 4 + 12 + len(key)
-        if i < len(bounds) - 1 and index_size >= MAX_INDEX_CHUNK and len(data_index) >= 16:
-            raise HoodieUnsupportedError(
-                f"an HBase-dialect HFile of {n} entries in {len(bounds)}+ data blocks needs a "
-                "multi-level block index, which hoodie_ray does not write (use a larger "
-                "block size)"
-            )
     meta_index = []
     for name, raw in metas:
-        offset, size = out.add(HFileBlockType.META, raw, uncompressed_total=True)
+        offset, size = out.add(HFileBlockType.META, raw)
         meta_index.append(_entry(offset, size, name))
     load_on_open = out.offset
     root = b"".join(data_index)
     out.add(HFileBlockType.ROOT_INDEX, root, uncompressed_total=False)
-    out.add(HFileBlockType.ROOT_INDEX, b"".join(meta_index), uncompressed_total=True)
+    out.add(HFileBlockType.ROOT_INDEX, b"".join(meta_index))
     file_info_offset = out.offset
     info = {
         FI_MAX_MEMSTORE_TS: I64.pack(0),
@@ -175,16 +194,12 @@ def write_hbase_hfile(
         **extra,
     }
     if n:
-        info[FI_LAST_KEY] = _full_key(kv.rows[-1], KEY_TAIL)
+        info[FI_LAST_KEY] = _full_key(kv.row(n - 1), KEY_TAIL)
     body = b"".join(
         proto_bytes_field(1, proto_bytes_field(1, k) + proto_bytes_field(2, info[k]))
         for k in sorted(info)
     )
-    out.add(
-        HFileBlockType.FILE_INFO,
-        PBUF_MAGIC + encode_varint(len(body)) + body,
-        uncompressed_total=True,
-    )
+    out.add(HFileBlockType.FILE_INFO, PBUF_MAGIC + encode_varint(len(body)) + body)
     fields: dict[TrailerField, int | bytes] = {
         TrailerField.FILE_INFO_OFFSET: file_info_offset,
         TrailerField.LOAD_ON_OPEN_OFFSET: load_on_open,
@@ -204,48 +219,118 @@ def write_hbase_hfile(
         for f, v in fields.items()
     )
     head = HFileBlockType.TRAILER + encode_varint(len(proto)) + proto
-    out.blocks.append(head + bytes(TRAILER_SIZE - 4 - len(head)) + HBASE_VERSION_BYTES)
-    return b"".join(out.blocks)
+    return out.finish(head + bytes(TRAILER_SIZE - 4 - len(head)) + HBASE_VERSION_BYTES)
+
+
+def _data_index_keys(
+    kv: _KeyValues | _ArrowKeyValues, bounds: list[tuple[int, int]]
+) -> list[bytes]:
+    """Each data block's root-index key: the first under its first cell, every later one under
+    the midpoint row before it; refused (before any block is built) where HBase's index would
+    reach ``MAX_INDEX_CHUNK`` with blocks still to come and so grow a level."""
+    keys: list[bytes] = []
+    index_size = 8  # InlineBlockWriter's non-root chunk: 4 x (entries + 2) + entries' bytes
+    for i, (a, _) in enumerate(bounds):
+        if i == 0:
+            key = _full_key(kv.row(a), KEY_TAIL)
+        else:
+            key = _full_key(_midpoint_row(kv.row(a - 1), kv.row(a)), _FIRST_ON_ROW_TAIL)
+        keys.append(key)
+        index_size += 4 + 12 + len(key)
+        if i < len(bounds) - 1 and index_size >= MAX_INDEX_CHUNK and len(keys) >= 16:
+            raise HoodieUnsupportedError(
+                f"an HBase-dialect HFile of {kv.count} entries in {len(bounds)}+ data blocks "
+                "needs a multi-level block index, which hoodie_ray does not write (use a "
+                "larger block size)"
+            )
+    return keys
+
+
+def _stored_data(
+    kv: _KeyValues | _ArrowKeyValues, bounds: list[tuple[int, int]], codec: int
+) -> list[tuple[int, bytes]]:
+    """``(payload length, stored payload)`` of each data block. GZ payloads are deflated on
+    worker threads (zlib releases the GIL) while the next ones are assembled; the bytes do not
+    depend on the threads."""
+    payloads = (kv.payload(a, b) for a, b in bounds)
+    workers = min(_MAX_COMPRESS_THREADS, os.cpu_count() or 1)
+    if codec != CODEC_GZ or len(bounds) < 2 or workers < 2:
+        return [(len(p), _stored(p, codec)) for p in payloads]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hfile-gz") as pool:
+        futures = [(len(p), pool.submit(_stored, p, codec)) for p in payloads]
+        return [(n, f.result()) for n, f in futures]
+
+
+def _stored(payload: bytes, codec: int) -> bytes:
+    return gzip_compress(payload) if codec == CODEC_GZ else payload
 
 
 class _Output:
-    """Blocks written so far, the previous offset of each block type, the running
-    ``totalUncompressedBytes``."""
+    """Blocks written so far (header and stored payload; their CRC32C checksums are computed
+    for all blocks at once by :meth:`finish`), the previous offset of each block type, the
+    running ``totalUncompressedBytes``."""
 
     def __init__(self, codec: int) -> None:
         self.codec = codec
-        self.blocks: list[bytes] = []
+        self.bodies: list[bytes] = []
         self.offset = 0
         self.prev: dict[bytes, int] = {}
         self.uncompressed_total = 0
         self.last_data = -1
 
-    def add(self, magic: bytes, payload: bytes, *, uncompressed_total: bool) -> tuple[int, int]:
-        """Write one block; its (offset, on-disk size with header)."""
-        stored = gzip_compress(payload) if self.codec == CODEC_GZ else payload
+    def add(
+        self, magic: bytes, payload: bytes, *, uncompressed_total: bool = True
+    ) -> tuple[int, int]:
+        """Write one block of ``payload``; its (offset, on-disk size with header)."""
+        return self.add_stored(
+            magic, _stored(payload, self.codec), len(payload), uncompressed_total=uncompressed_total
+        )
+
+    def add_stored(
+        self, magic: bytes, stored: bytes, raw_len: int, *, uncompressed_total: bool = True
+    ) -> tuple[int, int]:
+        """Write one block of a payload of ``raw_len`` bytes stored as ``stored``; its
+        (offset, on-disk size with header and checksums)."""
         data_size = HEADER_SIZE + len(stored)
         n_check = checksum_bytes(data_size)
         header = BLOCK_HEADER.pack(
             magic,
             len(stored) + n_check,
-            len(payload),
+            raw_len,
             self.prev.get(magic, -1),
             CHECKSUM_CRC32C,
             BYTES_PER_CHECKSUM,
             data_size,
         )
-        body = header + stored
-        sums = b"".join(
-            crc32c(body[i : i + BYTES_PER_CHECKSUM]).to_bytes(CHECKSUM_SIZE, "big")
-            for i in range(0, data_size, BYTES_PER_CHECKSUM)
-        )
         offset = self.offset
         self.prev[magic] = offset
-        self.blocks.append(body + sums)
-        self.offset += len(body) + len(sums)
+        self.bodies.append(header + stored)
+        self.offset += data_size + n_check
         if uncompressed_total:
-            self.uncompressed_total += HEADER_SIZE + len(payload)
-        return offset, len(body) + len(sums)
+            self.uncompressed_total += HEADER_SIZE + raw_len
+        return offset, data_size + n_check
+
+    def finish(self, trailer: bytes) -> bytes:
+        """The file: each block followed by the CRC32C of every ``BYTES_PER_CHECKSUM`` chunk
+        of it (all chunks of all blocks checksummed in one call), then ``trailer``."""
+        sizes = np.fromiter(map(len, self.bodies), dtype=np.int64, count=len(self.bodies))
+        chunks = -(-sizes // BYTES_PER_CHECKSUM)
+        body_starts = np.cumsum(sizes) - sizes
+        first_chunk = np.cumsum(chunks) - chunks
+        owner = np.repeat(np.arange(len(sizes)), chunks)
+        within = (np.arange(int(chunks.sum())) - first_chunk[owner]) * BYTES_PER_CHECKSUM
+        lens = np.minimum(sizes[owner] - within, BYTES_PER_CHECKSUM)
+        buf = b"".join(self.bodies)
+        crcs = crc32c_chunks(np.frombuffer(buf, dtype=np.uint8), body_starts[owner] + within, lens)
+        sums = crcs.astype(">u4").tobytes()
+        ends = np.cumsum(chunks * CHECKSUM_SIZE)
+        starts = (ends - chunks * CHECKSUM_SIZE).tolist()
+        pieces: list[bytes] = [b""] * (2 * len(self.bodies) + 1)
+        pieces[0:-1:2] = self.bodies
+        pieces[1::2] = [sums[a:b] for a, b in zip(starts, ends.tolist(), strict=True)]
+        pieces[-1] = trailer
+        self.bodies = []
+        return b"".join(pieces)
 
 
 def _block_bounds(sizes: np.ndarray, block_size: int) -> list[tuple[int, int]]:

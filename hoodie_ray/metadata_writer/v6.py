@@ -56,7 +56,7 @@ import pyarrow as pa
 
 from hoodie_ray.config.table_config import HoodieTableConfig, table_checksum
 from hoodie_ray.file_group.naming import log_file_name, parse_log_file_name
-from hoodie_ray.hfile import build_bloom_filter, write_hbase_hfile
+from hoodie_ray.hfile import build_bloom_filter, write_hbase_hfile, write_hbase_hfile_arrays
 from hoodie_ray.log_format.reader import read_log_file
 from hoodie_ray.metadata import records as rec
 from hoodie_ray.metadata.layout import (
@@ -188,30 +188,39 @@ class V6MetadataWriter(MetadataWriter):
         return self._hbase_hfile([k.encode() for k in keys], values, base=base)
 
     def _hfile_columns(self, cols: rec.RecordIndexColumns, *, base: bool) -> bytes:
-        """Record-index entries (sorted, unique keys) in an HBase-dialect HFile. HBase's
-        writer takes pairs: one Python bytes object per key here (the 1.x writer's Arrow
-        path has no HBase twin)."""
-        values = cols.values
-        rows = cols.keys.cast(pa.large_binary()).to_pylist()
-        return self._hbase_hfile(rows, [values[i] for i in cols.loc.tolist()], base=base)
+        """Record-index entries (sorted, unique keys) in an HBase-dialect HFile, column-wise
+        (:func:`~hoodie_ray.hfile.write_hbase_hfile_arrays`: no Python object per key); the
+        bytes :meth:`_hfile` writes for the same records."""
+        rows = cols.keys.cast(pa.large_binary())
+        info, meta = self._hbase_file_info(rows, base=base)
+        return write_hbase_hfile_arrays(
+            rows, cols.value_column(), file_info=info, meta_blocks=meta, allow_empty=base
+        )
 
     def _hbase_hfile(self, rows: list[bytes], values: list[bytes], *, base: bool) -> bytes:
-        """``HoodieAvroHFileWriter``'s base file (``schema``, ``minRecordKey`` /
-        ``maxRecordKey`` -- empty without keys --, ``bloomFilterTypeCode`` and the
-        ``bloomFilter`` meta block) or ``HoodieHFileDataBlock``'s content (``schema`` only)."""
-        info = {b"schema": self.schema_json.encode()}
-        meta: dict[str, bytes] = {}
-        if base:
-            meta[BLOOM_META_BLOCK] = build_bloom_filter(rows)
-            info[b"bloomFilterTypeCode"] = BLOOM_TYPE_CODE
-            info[b"minRecordKey"] = rows[0] if rows else b""
-            info[b"maxRecordKey"] = rows[-1] if rows else b""
+        info, meta = self._hbase_file_info(rows, base=base)
         return write_hbase_hfile(
             list(zip(rows, values, strict=True)),
             file_info=info,
             meta_blocks=meta,
             allow_empty=base,
         )
+
+    def _hbase_file_info(
+        self, rows: list[bytes] | pa.Array, *, base: bool
+    ) -> tuple[dict[bytes, bytes], dict[str, bytes]]:
+        """File info and meta blocks of ``HoodieAvroHFileWriter``'s base file (``schema``,
+        ``minRecordKey`` / ``maxRecordKey`` -- empty without keys --, ``bloomFilterTypeCode``
+        and the ``bloomFilter`` meta block) or of ``HoodieHFileDataBlock``'s content
+        (``schema`` only), for the sorted keys ``rows``."""
+        info = {b"schema": self.schema_json.encode()}
+        meta: dict[str, bytes] = {}
+        if base:
+            meta[BLOOM_META_BLOCK] = build_bloom_filter(rows)
+            info[b"bloomFilterTypeCode"] = BLOOM_TYPE_CODE
+            info[b"minRecordKey"] = _key_bytes(rows, 0)
+            info[b"maxRecordKey"] = _key_bytes(rows, -1)
+        return info, meta
 
     def _commit_bytes(self, meta: HoodieCommitMetadata) -> bytes:
         return meta.to_bytes(1)
@@ -267,3 +276,12 @@ class V6MetadataWriter(MetadataWriter):
 
     def _archived_timeline(self, mcfg: HoodieTableConfig) -> Any:
         return ArchivedLogTimeline(self.storage, mcfg.archive_path)
+
+
+def _key_bytes(rows: list[bytes] | pa.Array, i: int) -> bytes:
+    """Key ``i`` of ``rows`` (a list or an Arrow binary array), empty where there is none."""
+    if not len(rows):
+        return b""
+    key = rows[i] if isinstance(rows, list) else rows[i % len(rows)].as_py()
+    assert isinstance(key, bytes)
+    return key

@@ -36,3 +36,11 @@ def test_record_index_reports_init_commit_and_lookup(capsys: pytest.CaptureFixtu
     assert res["commit"]["record_index_on"]["median_s"] > 0
     assert res["lookup"]["eq_1_key"]["rows"] == 1
     assert res["lookup"]["full_scan_rows"] == 3000
+
+
+def test_record_index_reports_the_v6_hbase_hfile() -> None:
+    from benchmarks import record_index
+
+    res = record_index.main(["--only", "hbase", "--hbase-keys", "3000", "--repeats", "1"])
+    assert res["hbase"]["keys"] == 3000 and res["hbase"]["hfile_bytes"] > 0
+    assert res["hbase"]["crc32c_numpy_s"] >= 0

@@ -23,13 +23,20 @@ import tempfile
 import zipfile
 import zlib
 from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from hoodie_ray.exceptions import HoodieInputError, HoodieUnsupportedError
-from hoodie_ray.hfile import HFileReader
+from hoodie_ray.hfile import HFileReader, checksum
 from hoodie_ray.hfile._format import I64, WRITER_FILE_INFO_KEYS, proto_fields
-from hoodie_ray.hfile.hbase_writer import _midpoint_row, crc32c, write_hbase_hfile
+from hoodie_ray.hfile.hbase_writer import (
+    _midpoint_row,
+    crc32c,
+    write_hbase_hfile,
+    write_hbase_hfile_arrays,
+)
 from hoodie_ray.log_format import HFileDataBlock, LogReader
 
 _PROJECT = Path(__file__).resolve().parents[2]
@@ -98,17 +105,26 @@ def _trailer(data: bytes) -> dict[int, int | bytes]:
     return dict(proto_fields(t[9 : 9 + n]))
 
 
-def _rewrite(data: bytes, block_size: int) -> bytes:
+def _rewrite(data: bytes, block_size: int, arrays: bool = False) -> bytes:
+    """The file re-written from its entries, as pairs or (``arrays``) as Arrow columns."""
     r = HFileReader(data)
     t = _trailer(data)
-    return write_hbase_hfile(
-        list(r.items()),
+    items = list(r.items())
+    if arrays:
+        rows = pa.array([k for k, _ in items], pa.binary())
+        values = pa.array([v for _, v in items], pa.binary())
+        return write_hbase_hfile_arrays(rows, values, **_rewrite_options(r, t, block_size))
+    return write_hbase_hfile(items, **_rewrite_options(r, t, block_size))
+
+
+def _rewrite_options(r: HFileReader, t: dict[int, int | bytes], block_size: int) -> dict[str, Any]:
+    return dict(
         file_info={k: v for k, v in r.file_info.items() if k not in WRITER_FILE_INFO_KEYS},
         meta_blocks={n: r.meta_block(n) or b"" for n in r.meta_block_names},
-        compression={1: "gz", 2: "none"}[int(t[12])],  # type: ignore[arg-type]
+        compression={1: "gz", 2: "none"}[int(t[12])],  # type: ignore[call-overload]
         block_size=block_size,
         create_time_ms=I64.unpack(r.file_info[b"hfile.CREATE_TIME_TS"])[0],
-        comparator=t[11],  # type: ignore[arg-type]
+        comparator=t[11],
         allow_empty=True,
     )
 
@@ -117,16 +133,27 @@ def _entries(n: int, width: int = 9) -> list[tuple[bytes, bytes]]:
     return [(f"key-{i:0{width}d}".encode(), f"value-{i}".encode() * 3) for i in range(n)]
 
 
+def _kernel_paths() -> list[bool]:
+    """The checksums' numpy twin always; the compiled kernel where numba imports."""
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return [False]
+    return [False, True]
+
+
 # -- against real HBase-written files -------------------------------------------------------------
 def _hudi_rs_hfiles() -> list[Path]:
     return sorted(HFILE_DIR.glob("hudi_1_0_hbase_*.hfile")) if HFILE_DIR.is_dir() else []
 
 
+@pytest.mark.parametrize("arrays", [False, True], ids=["pairs", "arrays"])
 @pytest.mark.parametrize("path", _hudi_rs_hfiles() or [None], ids=lambda p: p.name if p else "none")
-def test_rewriting_hbase_written_hfiles_reproduces_them(path: Path | None) -> None:
+def test_rewriting_hbase_written_hfiles_reproduces_them(path: Path | None, arrays: bool) -> None:
     """Each single-level HFile of hudi-rs's HFile test data comes out byte for byte from its
     entries, file info, meta blocks and block size (GZ and NONE, 16 KB - 512 KB blocks, fake
-    first keys in the index); multi-level ones are refused, files with repeated keys rejected."""
+    first keys in the index), given as pairs or as Arrow columns; multi-level ones are refused,
+    files with repeated keys rejected."""
     if path is None:
         pytest.skip(f"no hudi-rs test data at {HUDI_RS} (set HOODIE_RAY_HUDI_RS)")
     data = path.read_bytes()
@@ -135,12 +162,12 @@ def test_rewriting_hbase_written_hfiles_reproduces_them(path: Path | None) -> No
     levels = _trailer(data)[8]
     if "non_unique" in path.name:
         with pytest.raises(HoodieInputError, match="strictly ascending"):
-            _rewrite(data, block_size)
+            _rewrite(data, block_size, arrays)
     elif levels != 1:
         with pytest.raises(HoodieUnsupportedError, match="multi-level"):
-            _rewrite(data, block_size)
+            _rewrite(data, block_size, arrays)
     else:
-        assert _rewrite(data, block_size) == data
+        assert _rewrite(data, block_size, arrays) == data
 
 
 @pytest.fixture(scope="module")
@@ -162,15 +189,20 @@ def v8_mdt_hfiles(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, b
     return out
 
 
+@pytest.mark.parametrize("kernel", _kernel_paths(), ids=lambda k: "kernel" if k else "numpy")
 def test_rewriting_the_v8_sample_mdt_hfiles_reproduces_them(
-    v8_mdt_hfiles: list[tuple[str, bytes]],
+    v8_mdt_hfiles: list[tuple[str, bytes]], kernel: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every MDT HFile Java wrote through HBase (base files with their bloom filter meta block,
-    log-block HFiles with only the schema) is re-written byte for byte (1 MiB blocks)."""
+    log-block HFiles with only the schema) is re-written byte for byte (1 MiB blocks), from
+    pairs and from Arrow columns, with the checksums of the compiled kernel and of its numpy
+    twin."""
+    monkeypatch.setattr(checksum, "_use_kernel", lambda total: kernel)
     assert sum(n.endswith(".hfile") for n, _ in v8_mdt_hfiles) >= 20
     assert any("#" in n for n, _ in v8_mdt_hfiles)
     for name, data in v8_mdt_hfiles:
         assert _rewrite(data, 1 << 20) == data, name
+        assert _rewrite(data, 1 << 20, arrays=True) == data, name
 
 
 # -- the layout, without samples -------------------------------------------------------------------
@@ -236,3 +268,72 @@ def test_empty_file_and_refusals() -> None:
         write_hbase_hfile(_entries(1), file_info={b"hfile.LASTKEY": b""})
     with pytest.raises(HoodieUnsupportedError, match="multi-level"):
         write_hbase_hfile(_entries(4000, 200), block_size=64, compression="none")
+
+
+# -- column-wise entries ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("n", "block_size", "compression"),
+    [(1, 1 << 20, "gz"), (300, 2048, "gz"), (300, 2048, "none"), (2000, 16384, "gz")],
+)
+def test_arrays_write_the_bytes_of_pairs(n: int, block_size: int, compression: str) -> None:
+    """Arrow columns (binary, string, chunked) give the pairs' bytes: block cuts, midpoint
+    index keys, checksums, file info, meta blocks."""
+    kvs = _entries(n)
+    opts: dict[str, Any] = dict(
+        file_info={b"schema": b"{}"},
+        meta_blocks={"bloomFilter": b"b" * 50},
+        block_size=block_size,
+        compression=compression,
+    )
+    want = write_hbase_hfile(kvs, **opts)
+    rows = pa.array([k for k, _ in kvs], pa.binary())
+    values = pa.array([v for _, v in kvs], pa.large_binary())
+    assert write_hbase_hfile_arrays(rows, values, **opts) == want
+    as_text = pa.array([k.decode() for k, _ in kvs], pa.string())
+    chunked = pa.chunked_array([values.slice(0, n // 2), values.slice(n // 2)])
+    assert write_hbase_hfile_arrays(as_text, chunked, **opts) == want
+    assert list(HFileReader(want).items()) == kvs
+
+
+def test_arrays_empty_file_and_refusals() -> None:
+    empty = pa.array([], pa.binary())
+    assert write_hbase_hfile_arrays(empty, empty, allow_empty=True) == write_hbase_hfile(
+        [], allow_empty=True
+    )
+    with pytest.raises(HoodieInputError, match="at least one entry"):
+        write_hbase_hfile_arrays(empty, empty)
+    rows = pa.array([b"a", b"c", b"b"])
+    values = pa.array([b"1", b"2", b"3"])
+    with pytest.raises(HoodieInputError, match=r"key 2 b'b' sorts before the key before it b'c'"):
+        write_hbase_hfile_arrays(rows, values)
+    with pytest.raises(HoodieInputError, match="differ in length: 3 keys, 2 values"):
+        write_hbase_hfile_arrays(pa.array([b"a", b"b", b"c"]), values.slice(0, 2))
+    with pytest.raises(HoodieInputError, match="values may not be null"):
+        write_hbase_hfile_arrays(pa.array([b"a"]), pa.array([None], pa.binary()))
+    with pytest.raises(HoodieInputError, match="row keys must be an Arrow string or binary"):
+        write_hbase_hfile_arrays(pa.array([1]), pa.array([b"x"]))
+    with pytest.raises(HoodieUnsupportedError, match="multi-level"):
+        kvs = _entries(4000, 200)
+        write_hbase_hfile_arrays(
+            pa.array([k for k, _ in kvs]),
+            pa.array([v for _, v in kvs]),
+            block_size=64,
+            compression="none",
+        )
+
+
+def test_checksum_paths_write_the_same_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file of several 16 KiB checksum chunks per block: the same bytes whichever CRC path
+    runs, each chunk's checksum right."""
+    kvs = _entries(3000)
+    files = []
+    for kernel in _kernel_paths():
+        monkeypatch.setattr(checksum, "_use_kernel", lambda total, k=kernel: k)
+        files.append(write_hbase_hfile(kvs, compression="none", block_size=40_000))
+    assert files.count(files[0]) == len(files)
+    data = files[0]
+    for off, _, odsw, _, _, _, bpc, ddsh in _blocks(data):
+        sums = data[off + ddsh : off + 33 + odsw]
+        chunks = [data[off + i : off + min(i + bpc, ddsh)] for i in range(0, ddsh, bpc)]
+        assert sums == b"".join(crc32c(c).to_bytes(4, "big") for c in chunks)
+    assert any(ddsh > 16384 for *_, ddsh in _blocks(data))

@@ -502,3 +502,36 @@ def test_v6_record_index_file_groups_follow_0x_sizing(tmp_path: Path) -> None:
     assert [w.record_index_groups(n) for n in (0, 1000, 5 * per_group)] == [10, 10, 10]
     assert w.record_index_groups(30 * per_group) == 60  # 2.0 x the keys / 22369621
     assert w.record_index_groups(10**12) == 10_000
+
+
+def test_v6_record_index_hfiles_column_wise_are_the_record_path_bytes(tmp_path: Path) -> None:
+    """The record index's HFiles written column-wise (``_hfile_columns``: Arrow keys and
+    values, no Python object per key) are byte for byte those of the per-record path
+    (``_hfile``: a record dict per key), as base files (bloom filter, key range; several data
+    blocks) and as log-block content, empty base files too."""
+    from hoodie_ray.metadata import records as rec
+    from hoodie_ray.metadata_writer.writer import metadata_writer
+
+    path = str(tmp_path / "t")
+    opts = {**OPTIONS, "hoodie.metadata.enable": "true"}
+    HoodieWriteClient(path, opts).write(to_arrow([Workload(1)._row("k1")], True))
+    w = metadata_writer(HoodieTable.load(path))
+    fids = ["6e1b3a4c-52f0-4c1e-9a7e-0d2f3b4c5d6e-0", "a0b1c2d3-e4f5-4a6b-8c7d-9e0f1a2b3c4d-0"]
+    located = [
+        ("p1", fids[0], 1_700_000_000_000, [f"key-{i:06d}-é" for i in range(0, 30_000, 2)]),
+        ("p2", fids[1], 1_700_000_000_500, [f"key-{i:06d}" for i in range(1, 30_000, 2)]),
+    ]
+    cols = rec.RecordIndexColumns.of_locations(located, 6).sorted_unique()
+    records = {
+        k: rec.record_index_record(k, part, fid, ms)[1]
+        for part, fid, ms, keys in located
+        for k in keys
+    }
+    for base in (True, False):
+        data = w._hfile_columns(cols, base=base)
+        assert data == w._hfile(records, base=base)
+        r = HFileReader(data)
+        assert [k for k, _ in r.items()] == sorted(k.encode() for k in records)
+        assert r.trailer.data_index_count >= 2
+    empty = rec.RecordIndexColumns.empty()
+    assert w._hfile_columns(empty, base=True) == w._hfile({}, base=True)
