@@ -47,7 +47,14 @@ def test_dataset_stream_keeps_actors_and_matches_the_driver_path(ray_session, tm
     by_driver, by_dataset = tmp_path / "driver", tmp_path / "dataset"
     with (
         hr.HoodieStreamWriter(
-            str(by_driver), {**OPTIONS, **TOPOLOGY, "hoodie.table.name": "driver"}
+            # unchained (separate assigner and writer actors): both topologies, one model
+            str(by_driver),
+            {
+                **OPTIONS,
+                **TOPOLOGY,
+                "hoodie.table.name": "driver",
+                "pipeline.operator-chaining": "false",
+            },
         ) as d,
         hr.HoodieStreamWriter(str(by_dataset), {**OPTIONS, **TOPOLOGY}) as w,
     ):
