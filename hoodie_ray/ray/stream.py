@@ -42,7 +42,7 @@ from typing import Any
 
 import pyarrow as pa
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+from ray.exceptions import GetTimeoutError, ObjectLostError, RayActorError, RayTaskError
 
 from hoodie_ray.config.options import WriteConfig, resolve_options
 from hoodie_ray.exceptions import (
@@ -703,6 +703,15 @@ class HoodieStreamWriter:
             done, self._inflight = ray.wait(self._inflight, num_returns=len(self._inflight) - limit)
             ray.get(done)
 
+    def _await_sent(self, in_flight: list[list[Any]]) -> None:
+        """Wait for the write calls the assigners sent and handed over (chained tasks never
+        wait for a peer themselves)."""
+        try:
+            ray.get([ref for refs in in_flight for ref in refs])
+        except ObjectLostError as e:
+            # the task that made a write call died after handing its reference over
+            raise _TopologyLost(self._instant or "") from e
+
     def _checkpoint_once(self) -> CommitResult:
         if self._instant is None:
             self._begin_instant()
@@ -712,8 +721,7 @@ class HoodieStreamWriter:
         self._inflight = []
         marks.append(time.perf_counter())
         # the assigners' last rows to the writers, and every write they sent, done
-        in_flight = ray.get([a.flush_writers.remote() for a in self._assigners])
-        ray.get([ref for refs in in_flight for ref in refs])
+        self._await_sent(ray.get([a.flush_writers.remote() for a in self._assigners]))
         marks.append(time.perf_counter())
         stats_lists = ray.get([w.flush.remote() for w in self._writers])
         marks.append(time.perf_counter())

@@ -33,3 +33,37 @@ def test_chained_tasks_send_other_tasks_rows_to_their_peers(ray_session, tmp_pat
             assert w.checkpoint() is not None
             model.upsert(rows)
             model.assert_hudi_rs_reads(path, f"checkpoint {i}")
+
+
+def test_a_chained_task_lost_after_handing_over_its_writes(ray_session, tmp_path, monkeypatch):
+    """A chained task dies after the checkpoint barrier handed the driver its write calls to
+    peers: the topology restarts, the open instant is rolled back and the checkpoint's input
+    replayed; nothing lost, nothing twice."""
+    import ray
+
+    from hoodie_ray.ray.stream import HoodieStreamWriter
+
+    await_sent = HoodieStreamWriter._await_sent
+    killed: list[list[list]] = []
+
+    def kill_a_sender(self, in_flight):
+        if not killed and any(in_flight):
+            killed.append(in_flight)
+            ray.kill(self._assigners[[bool(r) for r in in_flight].index(True)], no_restart=True)
+        return await_sent(self, in_flight)
+
+    monkeypatch.setattr(HoodieStreamWriter, "_await_sent", kill_a_sender)
+    model, wl = TableModel(), Workload(seed=29)
+    first = wl.rows_for(wl.keys[:60])
+    path = tmp_path / "t"
+    one = {**OPTIONS, **SMALL_FILES, "write.tasks": "1"}
+    hr.write(to_arrow(first, True), str(path), one)
+    model.upsert(first)
+    with hr.HoodieStreamWriter(str(path), {**one, "write.tasks": "3"}) as w:
+        for _ in range(2):
+            rows = wl.upserts(40)
+            w.write(to_arrow(rows, True))
+            assert w.checkpoint() is not None
+            model.upsert(rows)
+    assert killed, "no task handed over a write call to a peer"
+    model.assert_hudi_rs_reads(path)
