@@ -1308,30 +1308,33 @@ class MetadataWriter:
         """The live entries of one record-index or secondary-index file slice, column-wise,
         each value re-encoded as :meth:`_merged_slice` and ``_compact_slice`` would (the
         current schema, ``_hoodie_file_name`` = ``name``), but once per distinct stored value
-        (a record index's values are its data file groups, a secondary index's all alike)."""
-        slice_records = mdt.slice_records(fs)
-        keys = sorted(slice_records, key=str.encode)
+        (a record index's values are its data file groups, a secondary index's all alike):
+        the slice merged by :meth:`MetadataTable.slice_columns`, its values dictionary-encoded
+        by Arrow, no Python object per key."""
+        sc = mdt.slice_columns(fs)
         values: list[bytes] = []
-        index: dict[tuple[bytes, str], int] = {}
-        loc = np.empty(len(keys), dtype=np.int32)
-        live = np.ones(len(keys), dtype=bool)
-        for i, k in enumerate(keys):
-            raw, schema = slice_records[k]
-            at = index.get((raw, schema))
-            if at is None:
+        loc = np.zeros(len(sc), dtype=np.int32)
+        live = np.ones(len(sc), dtype=bool)
+        for s_id, schema in enumerate(sc.schemas):
+            rows = np.flatnonzero(sc.schema_ids == s_id)
+            if not len(rows):
+                continue
+            same = len(rows) == len(sc)
+            stored = sc.values if same else sc.values.take(pa.array(rows))
+            codes = pc.dictionary_encode(stored)
+            new_at = np.empty(len(codes.dictionary), dtype=np.int32)
+            for i, raw in enumerate(codes.dictionary.to_pylist()):
                 r = decode_value(raw, schema)
                 if rec.is_deleted_record(r):
-                    at = -1
+                    new_at[i] = -1
                 else:
                     r["_hoodie_file_name"] = name
-                    at = len(values)
+                    new_at[i] = len(values)
                     values.append(rec.encode_records([r], self.table_version)[0])
-                index[(raw, schema)] = at
-            if at < 0:
-                live[i] = False
-            loc[i] = max(at, 0)
-        arr = pa.array(keys, pa.large_string())
-        cols = rec.RecordIndexColumns(arr, loc, values)
+            at = new_at[codes.indices.to_numpy(zero_copy_only=False)]
+            loc[rows] = np.maximum(at, 0)
+            live[rows] = at >= 0
+        cols = rec.RecordIndexColumns(sc.keys.cast(pa.large_string()), loc, values)
         return cols if live.all() else cols.take(np.flatnonzero(live))
 
     def _merged_slice(self, mdt: MetadataTable, part: str, fs: Any) -> dict[str, dict[str, Any]]:
