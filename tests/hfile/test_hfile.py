@@ -706,3 +706,25 @@ def test_columns_split_blocks_alike_compiled_or_not(
     with pytest.raises(HoodieCorruptedDataError, match=r"HFile bad\.hfile is corrupt"):
         HFileReader(bad, "bad.hfile").columns()
     assert len(r.columns()[0]) == r.entry_count
+
+
+def test_bloom_filter_bytes_are_the_per_key_models() -> None:
+    """The filter's rows, bit by bit, as a per-key model sets them (each key's scalar bit
+    positions in the row Java's InternalDynamicBloomFilter.add gives it: rows filled in turn,
+    then reused round-robin), keys of mixed lengths."""
+    rng = random.Random(5)
+    keys = [rng.randbytes(rng.choice([3, 8, 13])) for _ in range(257)]
+    num, cap = 20, 100
+    ser = build_bloom_filter(keys, num_entries=num, fpp=0.01, max_entries=cap)
+    raw = base64.b64decode(ser)
+    _, nb_hash, _, size = struct.unpack_from(">iiBi", raw)
+    max_rows = -(-cap // num)
+    rows = [bytearray((size + 7) // 8) for _ in range(max_rows)]
+    for j, k in enumerate(keys):
+        filled = max_rows * num
+        r = j // num if j < filled else (0 if j == filled else (j - filled - 1) % max_rows)
+        for p in _positions_of(k, nb_hash, size):
+            rows[r][p >> 3] |= 1 << (p & 7)
+    assert [
+        raw[25 + i * (13 + len(rows[0])) + 13 :][: len(rows[0])] for i in range(max_rows)
+    ] == rows
