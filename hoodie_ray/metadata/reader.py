@@ -127,18 +127,16 @@ class SliceColumns:
         return cls(none, none, np.zeros(0, dtype=np.int32), [])
 
 
-def _newest_of_each_key(keys: pa.Array, merged: bool) -> np.ndarray | None:
-    """Positions of the last copy of each key, in ascending key order; None when ``keys`` are
-    so already (a single HFile: sorted and unique)."""
+def newest_of_each_key(keys: pa.Array) -> np.ndarray:
+    """Positions of the last copy of each of ``keys`` (string or binary), in ascending order
+    of the keys' bytes: a stable Arrow sort, then the last of each run of equal keys."""
     n = len(keys)
-    if not merged or n == 0:
-        return None
     order = pc.sort_indices(keys).to_numpy()  # stable: the copies of a key stay in order
     if n > 1:
         ks = keys.take(pa.array(order))
         same = pc.equal(ks.slice(1), ks.slice(0, n - 1)).to_numpy(zero_copy_only=False)
         if same.any():
-            return order[np.append(~same, True)]  # the last of each run of equal keys
+            return order[np.append(~same, True)]
     return order
 
 
@@ -298,7 +296,8 @@ class MetadataTable:
         all_keys = pa.concat_arrays(keys) if len(keys) > 1 else keys[0]
         all_values = pa.concat_arrays(values) if len(values) > 1 else values[0]
         schema_ids = np.concatenate(schema_of)
-        newest = _newest_of_each_key(all_keys, len(keys) > 1)
+        # a single HFile is sorted and unique already
+        newest = newest_of_each_key(all_keys) if len(keys) > 1 else None
         if newest is not None:
             idx = pa.array(newest)
             all_keys, all_values = all_keys.take(idx), all_values.take(idx)
