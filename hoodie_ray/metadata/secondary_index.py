@@ -130,30 +130,31 @@ def secondary_index_changes(old: pa.Table, new: pa.Table) -> tuple[pa.Array, pa.
     (``old``) and after (``new``) it: tables of unique ``key`` (record key) and ``value``
     (secondary value or null) columns. A key whose value is new or changed gains the entry of
     its new value, one whose value changed loses its old one, one that is gone loses its entry
-    (a null value is a value: null to null is no change); an entry both gained and lost (a key
-    that moved its old value to another key's) is only gained. Returns ``(added keys, removed
-    keys)`` as MDT keys (:func:`secondary_index_keys`), column-wise: an Arrow join of the two,
-    no Python object per record key."""
-    flag = pa.scalar(True)
-    o = pa.table(
-        {"key": _large(old.column("key")), "was": _large(old.column("value"))}
-    ).append_column("in_old", pa.repeat(flag, old.num_rows))
-    n = pa.table(
-        {"key": _large(new.column("key")), "now": _large(new.column("value"))}
-    ).append_column("in_new", pa.repeat(flag, new.num_rows))
-    j = n.join(o, keys="key", join_type="full outer", use_threads=False)
-    in_old = pc.fill_null(j.column("in_old"), False)
-    in_new = pc.fill_null(j.column("in_new"), False)
-    was, now = j.column("was"), j.column("now")
-    same = pc.or_(
-        pc.fill_null(pc.equal(was, now), False), pc.and_(pc.is_null(was), pc.is_null(now))
+    (a null value is a value: null to null is no change); an entry both gained and lost is only
+    gained. Returns ``(added keys, removed keys)`` as MDT keys (:func:`secondary_index_keys`),
+    column-wise: each new key's old value found by an Arrow hash lookup (``index_in``), no
+    Python object per record key."""
+    old_keys, was_all = _large(old.column("key")), _large(old.column("value"))
+    new_keys, now = _large(new.column("key")), _large(new.column("value"))
+    at = pc.index_in(new_keys, value_set=old_keys)  # each new key's row in old, null if none
+    in_old = pc.is_valid(at)
+    was = was_all.take(at)
+    same = pc.and_(
+        in_old,
+        pc.or_(pc.fill_null(pc.equal(was, now), False), pc.and_(pc.is_null(was), pc.is_null(now))),
     )
-    put = pc.and_(in_new, pc.or_(pc.invert(in_old), pc.invert(same)))
-    lose = pc.and_(in_old, pc.or_(pc.invert(in_new), pc.invert(same)))
-    keys = j.column("key")
-    added = secondary_index_keys(now.filter(put), keys.filter(put))
-    removed = secondary_index_keys(was.filter(lose), keys.filter(lose))
-    removed = removed.filter(pc.invert(pc.is_in(removed, value_set=added)))
+    changed = pc.invert(same)
+    lose = pc.and_(in_old, changed)  # changed: the old value's entry goes
+    gone = pc.invert(pc.is_in(old_keys, value_set=new_keys))  # left the group(s)
+    added = secondary_index_keys(now.filter(changed), new_keys.filter(changed))
+    removed = pa.concat_arrays(
+        [
+            secondary_index_keys(was.filter(lose), new_keys.filter(lose)),
+            secondary_index_keys(was_all.filter(gone), old_keys.filter(gone)),
+        ]
+    )
+    if len(added) and len(removed):
+        removed = removed.filter(pc.invert(pc.is_in(removed, value_set=added)))
     return added, removed
 
 
