@@ -1,6 +1,6 @@
 """The metadata table's record index at scale: building it, keeping it, and point lookups.
 
-Three measurements, in one process (``--only`` picks some), and a fourth on request:
+Three measurements, in one process (``--only`` picks some), and two more on request:
 
 * ``init``: ``MetadataWriter.initialize_record_index`` over ``--init-keys`` keys (default
   1M, 2M, 4M), 20,000 keys per data file group (ids ``<uuid>-0``) in 30 partitions, keys
@@ -20,11 +20,16 @@ Three measurements, in one process (``--only`` picks some), and a fourth on requ
   dialect, CRC-32C checksums) of ``--hbase-keys`` UUID keys, written column-wise; the bloom
   filter and the CRC-32C (kernel and numpy twin) alone beside it.
 
+* ``compact`` (only when named): one MDT compaction of a record index of ``--compact-keys``
+  keys (the ``init`` keys, then one upsert of 20,000 new rows -- fewer below 1M keys -- so
+  every record-index file group has a log file): wall and CPU seconds of ``MetadataWriter.compact``, the median of
+  ``--repeats`` (at most 3) runs, each on a fresh copy of the table.
+
 Rows (``commit`` / ``lookup``): ``key`` (string, 14 bytes), ``p`` (one of 8 partitions),
 ``ts`` (int64), ``v`` (float64), ``s`` (string, ~24 bytes).
 
-Usage: ``python -m benchmarks.record_index [--only init,commit,lookup,hbase] [--init-keys 1e6,2e6]
-[--hbase-keys 1e6] [--json]``.
+Usage: ``python -m benchmarks.record_index [--only init,commit,lookup,hbase,compact]
+[--init-keys 1e6,2e6] [--hbase-keys 1e6] [--compact-keys 1.5e6] [--json]``.
 """
 
 from __future__ import annotations
@@ -196,6 +201,48 @@ def bench_hbase_hfile(n: int, repeats: int) -> dict[str, Any]:
     return out
 
 
+# -- the MDT compaction of the record index -------------------------------------------------------
+def bench_compact(n: int, repeats: int) -> dict[str, Any]:
+    """One MDT compaction (``MetadataWriter.compact``) of a record index of ``n`` keys whose
+    every file group has one log file (an upsert of up to 20,000 new rows after the index was
+    built from ``n`` keys, as ``init`` builds it); each run on a fresh copy of the table."""
+    from hoodie_ray.job.client import HoodieWriteClient
+    from hoodie_ray.metadata.layout import RECORD_INDEX
+    from hoodie_ray.metadata_writer.writer import MetadataWriter
+    from hoodie_ray.table import HoodieTable
+
+    opts = {**OPTIONS, **RI_ON, "hoodie.metadata.compact.max.delta.commits": "100"}
+    with _tmp() as d:
+        pristine = d / "pristine"
+        HoodieWriteClient(str(pristine), opts).write(_rows(np.arange(1), 1))
+        w = MetadataWriter(HoodieTable.load(str(pristine)))
+        w.drop_partition(RECORD_INDEX)
+        w.initialize_record_index(_init_entries(n))
+        new = max(1, min(20_000, n // 50))
+        HoodieWriteClient(str(pristine), opts).write(_rows(np.arange(1, new + 1), 2))
+        walls, cpus = [], []
+        for r in range(repeats):
+            path = d / f"run{r}"
+            shutil.copytree(pristine, path)
+            w = MetadataWriter(HoodieTable.load(str(path)))
+            gc.collect()
+            t, c = time.perf_counter(), time.process_time()
+            assert w.compact() is not None
+            walls.append(time.perf_counter() - t)
+            cpus.append(time.process_time() - c)
+            shutil.rmtree(path)
+        groups = len(list((pristine / ".hoodie/metadata/record_index").glob("*.hfile")))
+    return {
+        "keys": n + new,
+        "file_groups": groups,
+        "seconds": round(statistics.median(walls), 2),
+        "cpu_s": round(statistics.median(cpus), 2),
+        "seconds_each": [round(t, 2) for t in walls],
+        "cpu_s_each": [round(t, 2) for t in cpus],
+        "us_per_key_cpu": round(statistics.median(cpus) / (n + new) * 1e6, 2),
+    }
+
+
 # -- per-commit cost -----------------------------------------------------------------------------
 def bench_commit(base: int, commits: int, rows: int) -> dict[str, Any]:
     from hoodie_ray.job.client import HoodieWriteClient
@@ -288,6 +335,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--commit-rows", type=float, default=20_000)
     ap.add_argument("--lookup-keys", type=float, default=2_000_000)
     ap.add_argument("--hbase-keys", type=float, default=1_000_000)
+    ap.add_argument("--compact-keys", type=float, default=1_500_000)
     ap.add_argument("--repeats", type=int, default=5, help="timed reads of each lookup")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
@@ -301,6 +349,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         report["lookup"] = bench_lookup(int(args.lookup_keys), args.repeats)
     if "hbase" in only:
         report["hbase"] = bench_hbase_hfile(int(args.hbase_keys), min(args.repeats, 3))
+    if "compact" in only:
+        report["compact"] = bench_compact(int(args.compact_keys), min(args.repeats, 3))
     print_report(report, args.json, 8)
     return report
 

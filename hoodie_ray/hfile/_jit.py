@@ -1,6 +1,8 @@
-"""numba kernel of :mod:`hoodie_ray.hfile.checksum` (imported only when it is used): CRC-32C
-of many chunks of one buffer. Its tables come in as an argument, so no code of another file is
-compiled in."""
+"""numba kernels of :mod:`hoodie_ray.hfile` (imported only when they are used): CRC-32C of many
+chunks of one buffer (:mod:`~hoodie_ray.hfile.checksum`; its tables come in as an argument, so
+no code of another file is compiled in), and the walk over a data block's KeyValues that
+:meth:`~hoodie_ray.hfile.HFileReader.columns` splits column-wise, with the gather of their
+bytes."""
 
 # mypy: ignore-errors
 
@@ -40,3 +42,54 @@ def crc32c_chunks(data, starts, lens, tables, out):
             c = t0[(c ^ np.uint32(data[p])) & np.uint32(0xFF)] ^ (c >> np.uint32(8))
             p += 1
         out[i] = c
+
+
+@numba.njit(cache=True, nogil=True)
+def entry_spans(buf, extra, row_start, row_len, value_start, value_len):
+    # Each KeyValue ``keyLength valueLength rowLength | row | key tail | value | extra bytes``
+    # of a native-layout data block: where its row and value start and how long they are.
+    # Returns the number of entries, or -1 - position of the first one that does not decode
+    # (the numpy twin, reader._entry_spans, raises there).
+    end = buf.shape[0]
+    cap = row_start.shape[0]
+    pos = 0
+    n = 0
+    while pos < end:
+        if pos + 10 > end or n == cap:
+            return -1 - pos
+        key_len = (
+            (np.int64(buf[pos]) << 24)
+            | (np.int64(buf[pos + 1]) << 16)
+            | (np.int64(buf[pos + 2]) << 8)
+            | np.int64(buf[pos + 3])
+        )
+        v_len = (
+            (np.int64(buf[pos + 4]) << 24)
+            | (np.int64(buf[pos + 5]) << 16)
+            | (np.int64(buf[pos + 6]) << 8)
+            | np.int64(buf[pos + 7])
+        )
+        r_len = (np.int64(buf[pos + 8]) << 8) | np.int64(buf[pos + 9])
+        if key_len < r_len + 2:
+            return -1 - pos
+        v_start = pos + 8 + key_len
+        if v_start + v_len + extra > end:
+            return -1 - pos
+        row_start[n] = pos + 10
+        row_len[n] = r_len
+        value_start[n] = v_start
+        value_len[n] = v_len
+        pos = v_start + v_len + extra
+        n += 1
+    return n
+
+
+@numba.njit(cache=True, nogil=True)
+def gather(buf, starts, lens, offsets, out):
+    # The bytes [starts[i], starts[i] + lens[i]) of ``buf`` one after the other into ``out``
+    # from offsets[i] (the numpy twin: reader._gather).
+    for i in range(starts.shape[0]):
+        s = starts[i]
+        o = offsets[i]
+        for j in range(lens[i]):
+            out[o + j] = buf[s + j]

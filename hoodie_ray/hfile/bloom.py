@@ -36,7 +36,7 @@ from hoodie_ray.index.bloom_filter import (
     MURMUR_HASH,
     decode_filter,
     key_positions,
-    murmur2_rows,
+    murmur_positions,
 )
 
 __all__ = [
@@ -80,8 +80,9 @@ def build_bloom_filter(
     bits = np.zeros((n_rows, vector_size), dtype=bool)
     if n:
         positions = _bit_positions(keys, nb_hash, vector_size)  # (n, nb_hash)
-        for r in range(n_rows):
-            bits[r, (positions if n_rows == 1 else positions[rows_of == r]).ravel()] = True
+        if n_rows > 1:  # each key's bits in its own row of the flattened rows
+            positions = positions + (rows_of * vector_size)[:, None]
+        bits.reshape(-1)[positions.ravel()] = True
     head = FILTER_HEAD.pack(FILTER_VERSION, nb_hash, MURMUR_HASH, vector_size)
     parts = [head, DYNAMIC_HEAD.pack(num_entries, current, n_rows)]
     for row in bits:
@@ -149,12 +150,8 @@ def _bit_positions(keys: Sequence[bytes] | pa.Array, nb_hash: int, vector_size: 
             else:
                 joined = b"".join([keys[i] for i in idx.tolist()])
         mat = np.frombuffer(joined, np.uint8).reshape(-1, length)
-        block = np.empty((mat.shape[0], nb_hash), dtype=np.int64)
-        seed = np.zeros(mat.shape[0], dtype=np.uint32)
-        for h in range(nb_hash):
-            seed = murmur2_rows(mat, seed)
-            # Java: Math.abs(initval % maxValue) on ints
-            block[:, h] = np.abs(seed.view(np.int32).astype(np.int64)) % vector_size
+        # the nb_hash chained rounds, each key's words mixed once for all of them
+        block = murmur_positions(mat, nb_hash, vector_size)
         if idx is None:
             return block
         out[idx] = block

@@ -6,14 +6,22 @@ meta index and the file info. Data blocks are found through the index, decompres
 time and split into rows and values with one ``struct.unpack_from`` and two slices per entry.
 Index keys may be row-only (``int16 len | row``, native) or full HBase KeyValue keys (HBase
 dialect, possibly shortened "fake" keys between blocks); only their row part is compared.
+:meth:`HFileReader.columns` gives every entry as two Arrow columns with no Python object per
+entry: one walk of each block's entry offsets (compiled, ``hfile/_jit.py``, where numba runs
+and the file is large or numba already loaded; a plain loop otherwise), the row and value bytes
+gathered by numpy.
 """
 
 from __future__ import annotations
 
 import struct
+import sys
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
 
 from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieUnsupportedError
 from hoodie_ray.hfile._format import (
@@ -46,6 +54,7 @@ from hoodie_ray.hfile._format import (
 __all__ = ["HFileReader", "HFileTrailer"]
 
 _MAX_INDEX_LEVELS = 16
+_KEY_VALUE_LENS = struct.Struct(">II")
 _DECODE_ERRORS = (FormatError, struct.error, IndexError, ValueError, OverflowError)
 
 
@@ -124,6 +133,35 @@ class HFileReader:
         for b in range(len(self._index_rows)):
             rows, values = self._block(b, keep=False)
             yield from zip(rows, values, strict=True)
+
+    def columns(self) -> tuple[pa.Array, pa.Array]:
+        """Every row key and value in key (file) order, as two Arrow ``large_binary`` columns
+        (the entries of :meth:`items`, split column-wise: no Python object per entry)."""
+        rows: list[pa.Array] = []
+        values: list[pa.Array] = []
+        compiled = _use_kernel(self.entry_count)
+        for b in range(len(self._index_rows)):
+            offset = self._index_offsets[b]
+            try:
+                payload = self._read_block(offset, (HFileBlockType.DATA,), f"data block {b}")
+                if self._fast:
+                    r, v = _split_columns(payload, self._fast_extra, compiled)
+                else:
+                    r_list, v_list = _split_general(payload, self._tags, self._mvcc)
+                    r = pa.array(r_list, pa.large_binary())
+                    v = pa.array(v_list, pa.large_binary())
+            except FormatError as e:
+                raise self._corrupt(str(e)) from None
+            except _DECODE_ERRORS as e:
+                raise self._corrupt(f"data block {b} at offset {offset}: {e}") from None
+            rows.append(r)
+            values.append(v)
+        if not rows:
+            empty = pa.array([], pa.large_binary())
+            return empty, empty
+        if len(rows) == 1:
+            return rows[0], values[0]
+        return pa.concat_arrays(rows), pa.concat_arrays(values)
 
     def get(self, key: bytes) -> bytes | None:
         """The value of ``key``, or None; reads (at most) the one data block that may hold it."""
@@ -436,6 +474,111 @@ def _split_fast(payload: bytes, extra: int) -> tuple[list[bytes], list[bytes]]:
     if pos != end:
         raise FormatError("the last key-value overruns its data block")
     return rows, values
+
+
+#: Files of at least this many entries are split by the compiled walk even in a process that has
+#: not loaded numba yet: the plain loop costs ~1 us an entry, loading numba ~0.2-0.5 CPU-s once
+#: (an MDT compaction of a record index this large reads ten such files or more); smaller
+#: files only where numba is loaded already.
+_KERNEL_MIN_ENTRIES = 1 << 17
+
+
+def _use_kernel(entries: int) -> bool:
+    if "numba" not in sys.modules and entries < _KERNEL_MIN_ENTRIES:
+        return False
+    from hoodie_ray import jit
+
+    return jit.enabled()
+
+
+def _split_columns(payload: bytes, extra: int, compiled: bool) -> tuple[pa.Array, pa.Array]:
+    """:func:`_split_fast` column-wise: rows and values of a data block as ``large_binary``
+    Arrow arrays (the same bytes; a block that does not decode raises :class:`FormatError`)."""
+    buf = np.frombuffer(payload, dtype=np.uint8)
+    spans = _entry_spans_compiled(buf, extra) if compiled else None
+    if spans is None:
+        spans = _entry_spans(payload, extra)
+    row_start, row_len, value_start, value_len = spans
+    return (
+        _gather(buf, row_start, row_len, compiled),
+        _gather(buf, value_start, value_len, compiled),
+    )
+
+
+def _entry_spans_compiled(
+    buf: np.ndarray, extra: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The compiled :func:`_entry_spans`; None when the block does not decode (the plain
+    loop then raises its error)."""
+    from hoodie_ray.hfile import _jit
+
+    cap = len(buf) // 10 + 1  # every KeyValue has at least its 10-byte head
+    out = [np.empty(cap, dtype=np.int64) for _ in range(4)]
+    n = _jit.entry_spans(buf, extra, *out)
+    if n < 0:
+        return None
+    row_start, row_len, value_start, value_len = (a[:n] for a in out)
+    return row_start, row_len, value_start, value_len
+
+
+def _entry_spans(
+    payload: bytes, extra: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Where each KeyValue's row and value start in a native-layout data block and how long
+    they are (checked as :func:`_split_fast` checks them). The loop only finds where each
+    KeyValue starts; its lengths are read back column-wise."""
+    offs: list[int] = []
+    add = offs.append
+    unpack = _KEY_VALUE_LENS.unpack_from
+    pos = 0
+    end = len(payload)
+    step = 8 + extra
+    while pos < end:
+        key_len, v_len = unpack(payload, pos)
+        add(pos)
+        pos += step + key_len + v_len
+    if pos != end:
+        raise FormatError("the last key-value overruns its data block")
+    buf = np.frombuffer(payload, dtype=np.uint8)
+    at = np.array(offs, dtype=np.int64)
+    if len(at) and int(at[-1]) + 10 > end:
+        raise FormatError("the last key-value overruns its data block")
+    key_len = _be(buf, at, 4)
+    value_len = _be(buf, at + 4, 4)
+    row_len = _be(buf, at + 8, 2)
+    bad = np.flatnonzero(key_len < row_len + 2)
+    if len(bad):
+        raise FormatError(f"key-value at block position {int(at[bad[0]])}: row longer than its key")
+    return at + 10, row_len, at + 8 + key_len, value_len
+
+
+def _be(buf: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
+    """The big-endian unsigned integers of ``width`` bytes at positions ``at`` of ``buf``."""
+    out = np.zeros(len(at), dtype=np.int64)
+    for i in range(width):
+        out <<= 8
+        out |= buf[at + i]
+    return out
+
+
+def _gather(buf: np.ndarray, starts: np.ndarray, lens: np.ndarray, compiled: bool) -> pa.Array:
+    """The byte ranges ``[starts[i], starts[i] + lens[i])`` of ``buf`` as a ``large_binary``
+    array."""
+    offsets = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    total = int(offsets[-1])
+    if compiled:
+        from hoodie_ray.hfile import _jit
+
+        data = np.empty(total, dtype=np.uint8)
+        _jit.gather(buf, starts, lens, offsets, data)
+    else:
+        # each output byte's source: its range's start, shifted by its place in the range
+        src = np.repeat(starts - offsets[:-1], lens) + np.arange(total, dtype=np.int64)
+        data = buf[src]
+    return pa.Array.from_buffers(
+        pa.large_binary(), len(lens), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
 
 
 def _entry_offsets(payload: bytes, extra: int) -> list[int]:

@@ -76,6 +76,7 @@ __all__ = [
     "footer_bloom_filter",
     "key_positions",
     "murmur2_rows",
+    "murmur_positions",
     "record_key_footer",
 ]
 
@@ -471,7 +472,7 @@ def _positions(data: np.ndarray, starts: np.ndarray, lens: np.ndarray, f: Any) -
         else:
             mat = data[s[:, None] + np.arange(length, dtype=np.int64)]
         if hash_type == MURMUR_HASH:
-            block = _murmur_positions(mat, nb_hash, vector_size)
+            block = murmur_positions(mat, nb_hash, vector_size)
         else:
             block = np.empty((len(s), nb_hash), dtype=np.int64)
             seed = np.zeros(len(s), dtype=np.uint32)
@@ -491,7 +492,7 @@ def _java_abs_mod(h: np.ndarray, vector_size: int) -> np.ndarray:
     return np.remainder(v, vector_size, out=v)
 
 
-def _murmur_positions(mat: np.ndarray, nb_hash: int, vector_size: int) -> np.ndarray:
+def murmur_positions(mat: np.ndarray, nb_hash: int, vector_size: int) -> np.ndarray:
     """The ``nb_hash`` chained Hadoop ``MurmurHash.hash`` rounds of each row of ``mat`` (uint8,
     one key per row, seed 0 first) as bit positions. A word's mix (``k *= m; k ^= k >>> 24;
     k *= m``) does not depend on the seed: it is computed once for all rounds, as is the tail's
@@ -635,7 +636,7 @@ def key_positions(key: bytes, nb_hash: int, vector_size: int, hash_type: int) ->
     """The bit positions of one key (the matrix path over a single row)."""
     mat = np.frombuffer(key, np.uint8).reshape(1, -1)
     if hash_type == MURMUR_HASH:
-        return _murmur_positions(mat, nb_hash, vector_size)[0]
+        return murmur_positions(mat, nb_hash, vector_size)[0]
     out = np.empty(nb_hash, dtype=np.int64)
     seed = np.zeros(1, dtype=np.uint32)
     for h in range(nb_hash):

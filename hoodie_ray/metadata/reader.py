@@ -15,7 +15,12 @@ partition keeps the newest record of a key; a delete block removes keys.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from hoodie_ray.config.table_config import (
     PROPERTIES_FILE,
@@ -101,6 +106,40 @@ def _unwrap(v: Any) -> Any:
     return v
 
 
+@dataclass(frozen=True)
+class SliceColumns:
+    """The live entries of one MDT file slice column-wise (:meth:`MetadataTable.slice_columns`):
+    ``keys`` (``large_binary``, ascending by bytes, unique), each one's newest stored value
+    (``values``, ``large_binary``) and the writer schema it was stored with
+    (``schemas[schema_ids[i]]``)."""
+
+    keys: pa.Array
+    values: pa.Array
+    schema_ids: np.ndarray
+    schemas: list[str]
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @classmethod
+    def empty(cls) -> SliceColumns:
+        none = pa.array([], pa.large_binary())
+        return cls(none, none, np.zeros(0, dtype=np.int32), [])
+
+
+def newest_of_each_key(keys: pa.Array) -> np.ndarray:
+    """Positions of the last copy of each of ``keys`` (string or binary), in ascending order
+    of the keys' bytes: a stable Arrow sort, then the last of each run of equal keys."""
+    n = len(keys)
+    order = pc.sort_indices(keys).to_numpy()  # stable: the copies of a key stay in order
+    if n > 1:
+        ks = keys.take(pa.array(order))
+        same = pc.equal(ks.slice(1), ks.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+        if same.any():
+            return order[np.append(~same, True)]
+    return order
+
+
 def load_metadata_config(storage: Storage) -> HoodieTableConfig:
     """The MDT's ``hoodie.properties`` (HFile base files: not a data-table config)."""
     if not storage.exists(PROPERTIES_FILE):
@@ -182,20 +221,14 @@ class MetadataTable:
         return inst is not None and inst.action != Action.DELTA_COMMIT
 
     # -- records ------------------------------------------------------------------------------
-    def _slice_records(
-        self, fs: FileSlice, keys: set[str] | None
-    ) -> Iterator[tuple[str, bytes | None, str]]:
-        """(key, value or None for a delete, schema json) in the order they apply."""
+    def _slice_sources(self, fs: FileSlice) -> Iterator[tuple[HFileReader | pa.Array, str]]:
+        """What one MDT file slice is merged from, in the order it applies: ``(HFile, schema
+        json)`` for its base file and each valid HFile data block, ``(deleted keys, "")`` for
+        each valid delete block."""
         if fs.base_file:
             rel = join(fs.partition_path, fs.base_file)
             reader = HFileReader(self.storage.read_bytes(rel), self.storage.uri(rel))
-            schema = reader.file_info.get(b"schema", b"").decode()
-            if keys is None:
-                items: Iterable[tuple[bytes, bytes]] = reader.items()
-            else:
-                items = reader.get_many(k.encode() for k in keys).items()
-            for k, v in items:
-                yield k.decode(), v, schema
+            yield reader, reader.file_info.get(b"schema", b"").decode()
         for name in fs.log_files:
             log = parse_log_file_name(name)
             if log is None or not self.valid_instant(log.instant):
@@ -216,16 +249,65 @@ class MetadataTable:
                     reader = HFileReader(b.content, f"{self.storage.uri(rel)}@{b.offset}")
                     if not schema:
                         schema = reader.file_info.get(b"schema", b"").decode()
-                    if keys is None:
-                        items = reader.items()
-                    else:
-                        items = reader.get_many(k.encode() for k in keys).items()
-                    for k, v in items:
-                        yield k.decode(), v, schema
+                    yield reader, schema
                 elif isinstance(b, DeleteBlock):
-                    for k in b.record_keys.to_pylist():
-                        if keys is None or k in keys:
-                            yield k, None, ""
+                    yield b.record_keys, ""
+
+    def _slice_records(
+        self, fs: FileSlice, keys: set[str] | None
+    ) -> Iterator[tuple[str, bytes | None, str]]:
+        """(key, value or None for a delete, schema json) in the order they apply."""
+        for source, schema in self._slice_sources(fs):
+            if isinstance(source, HFileReader):
+                if keys is None:
+                    items: Iterable[tuple[bytes, bytes]] = source.items()
+                else:
+                    items = source.get_many(k.encode() for k in keys).items()
+                for k, v in items:
+                    yield k.decode(), v, schema
+            else:
+                for k in source.to_pylist():
+                    if keys is None or k in keys:
+                        yield k, None, ""
+
+    def slice_columns(self, fs: FileSlice) -> SliceColumns:
+        """:meth:`slice_records` column-wise: the newest value of every live key of one MDT
+        file slice, sorted by key bytes, with no Python object per key (each HFile split into
+        Arrow columns, the newest copy of each key kept by a stable Arrow sort)."""
+        keys: list[pa.Array] = []
+        values: list[pa.Array] = []
+        schema_of: list[np.ndarray] = []
+        schemas: list[str] = []
+        for source, schema in self._slice_sources(fs):
+            if isinstance(source, HFileReader):
+                k, v = source.columns()
+                if schema not in schemas:
+                    schemas.append(schema)
+                at = schemas.index(schema)
+            else:
+                k = source.cast(pa.large_binary())
+                v = pa.nulls(len(k), pa.large_binary())  # a delete
+                at = -1
+            keys.append(k)
+            values.append(v)
+            schema_of.append(np.full(len(k), at, dtype=np.int32))
+        if not keys:
+            return SliceColumns.empty()
+        all_keys = pa.concat_arrays(keys) if len(keys) > 1 else keys[0]
+        all_values = pa.concat_arrays(values) if len(values) > 1 else values[0]
+        schema_ids = np.concatenate(schema_of)
+        # a single HFile is sorted and unique already
+        newest = newest_of_each_key(all_keys) if len(keys) > 1 else None
+        if newest is not None:
+            idx = pa.array(newest)
+            all_keys, all_values = all_keys.take(idx), all_values.take(idx)
+            schema_ids = schema_ids[newest]
+        live = schema_ids >= 0
+        if not live.all():
+            idx = pa.array(np.flatnonzero(live))
+            all_keys, all_values = all_keys.take(idx), all_values.take(idx)
+            schema_ids = schema_ids[live]
+        return SliceColumns(all_keys, all_values, schema_ids, schemas)
 
     def raw_records(
         self, partition: str, keys: Iterable[str] | None = None

@@ -41,11 +41,15 @@ __all__ = [
     "SECONDARY_INDEX_TYPE",
     "IndexDefinition",
     "escape_key_part",
+    "escape_key_parts",
     "index_definitions",
+    "java_string_array",
     "java_strings",
     "save_index_definitions",
+    "secondary_index_changes",
     "secondary_index_file_group",
     "secondary_index_key",
+    "secondary_index_keys",
     "secondary_index_record",
     "split_secondary_index_key",
     "unescape_key_part",
@@ -96,6 +100,68 @@ def unescape_key_part(s: str) -> str | None:
 def secondary_index_key(secondary: str | None, record_key: str) -> str:
     """The MDT key of the entry ``secondary -> record_key``."""
     return escape_key_part(secondary) + SEPARATOR + escape_key_part(record_key)
+
+
+def escape_key_parts(parts: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """:func:`escape_key_part` of each string of ``parts`` (``large_string``), column-wise:
+    a ``\\`` before each ``\\``, ``$`` and NUL; a null is the NUL character."""
+    if isinstance(parts, pa.ChunkedArray):
+        parts = parts.combine_chunks()
+    out = parts.cast(pa.large_string())
+    for c in (ESCAPE, SEPARATOR, NULL_CHAR):  # the escape character first
+        out = pc.replace_substring(out, c, ESCAPE + c)
+    return pc.fill_null(out, NULL_CHAR)
+
+
+def secondary_index_keys(
+    secondary: pa.Array | pa.ChunkedArray, record_keys: pa.Array | pa.ChunkedArray
+) -> pa.Array:
+    """:func:`secondary_index_key` of each pair ``(secondary[i], record_keys[i])``,
+    column-wise (``large_string``)."""
+    return pc.binary_join_element_wise(
+        escape_key_parts(secondary),
+        escape_key_parts(record_keys),
+        pa.scalar(SEPARATOR, pa.large_string()),
+    )
+
+
+def secondary_index_changes(old: pa.Table, new: pa.Table) -> tuple[pa.Array, pa.Array]:
+    """The entries one action adds and removes, from each record key's secondary value before
+    (``old``) and after (``new``) it: tables of unique ``key`` (record key) and ``value``
+    (secondary value or null) columns. A key whose value is new or changed gains the entry of
+    its new value, one whose value changed loses its old one, one that is gone loses its entry
+    (a null value is a value: null to null is no change); an entry both gained and lost is only
+    gained. Returns ``(added keys, removed keys)`` as MDT keys (:func:`secondary_index_keys`),
+    column-wise: each new key's old value found by an Arrow hash lookup (``index_in``), no
+    Python object per record key."""
+    old_keys, was_all = _large(old.column("key")), _large(old.column("value"))
+    new_keys, now = _large(new.column("key")), _large(new.column("value"))
+    at = pc.index_in(new_keys, value_set=old_keys)  # each new key's row in old, null if none
+    in_old = pc.is_valid(at)
+    was = was_all.take(at)
+    same = pc.and_(
+        in_old,
+        pc.or_(pc.fill_null(pc.equal(was, now), False), pc.and_(pc.is_null(was), pc.is_null(now))),
+    )
+    changed = pc.invert(same)
+    lose = pc.and_(in_old, changed)  # changed: the old value's entry goes
+    gone = pc.invert(pc.is_in(old_keys, value_set=new_keys))  # left the group(s)
+    added = secondary_index_keys(now.filter(changed), new_keys.filter(changed))
+    removed = pa.concat_arrays(
+        [
+            secondary_index_keys(was.filter(lose), new_keys.filter(lose)),
+            secondary_index_keys(was_all.filter(gone), old_keys.filter(gone)),
+        ]
+    )
+    if len(added) and len(removed):
+        removed = removed.filter(pc.invert(pc.is_in(removed, value_set=added)))
+    return added, removed
+
+
+def _large(col: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks else pa.array([], col.type)
+    return col.cast(pa.large_string())
 
 
 def _separator_at(key: str) -> int:
@@ -165,6 +231,33 @@ def _java_float_text(text: str, value: float) -> str:
             return f"{minus}{ds}{'0' * (point - len(ds))}.0"
         return f"{minus}{ds[:point]}.{ds[point:]}"
     return f"{minus}{ds[0]}.{ds[1:] or '0'}E{point - 1}"
+
+
+def java_string_array(values: pa.Array | pa.ChunkedArray, field_name: str) -> pa.Array:
+    """:func:`java_strings` as an Arrow ``large_string`` array: column-wise for strings,
+    integers, booleans, dates and timestamps (decimals and floating point numbers through
+    their Python values).
+
+    Raises:
+        HoodieUnsupportedError: as :func:`java_strings`.
+    """
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks else pa.array([], values.type)
+    t = values.type
+    if pa.types.is_dictionary(t):
+        values = values.dictionary_decode()
+        t = values.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t):
+        return pc.cast(values, pa.large_string())
+    if pa.types.is_boolean(t):
+        return pc.if_else(values, "true", "false").cast(pa.large_string())
+    if pa.types.is_date32(t) or pa.types.is_date64(t):
+        days = pc.cast(pc.cast(values, pa.date32()), pa.int32())
+        return pc.cast(days, pa.large_string())
+    if pa.types.is_timestamp(t):
+        micros = pc.cast(pc.cast(values, pa.timestamp("us", t.tz)), pa.int64())
+        return pc.cast(micros, pa.large_string())
+    return pa.array(java_strings(values, field_name), pa.large_string())
 
 
 def java_strings(values: pa.Array | pa.ChunkedArray, field_name: str) -> list[str | None]:

@@ -87,15 +87,22 @@ from hoodie_ray.metadata.layout import (
     join_partitions,
     metadata_table_props,
 )
-from hoodie_ray.metadata.reader import MetadataTable, list_data_files, partition_of_key
+from hoodie_ray.metadata.reader import (
+    MetadataTable,
+    list_data_files,
+    newest_of_each_key,
+    partition_of_key,
+)
 from hoodie_ray.metadata.records import decode_value
 from hoodie_ray.metadata.secondary_index import (
     INDEX_DEFS_DEFAULT_PATH,
     SECONDARY_INDEX_TYPE,
     IndexDefinition,
     index_definitions,
+    java_string_array,
     java_strings,
     save_index_definitions,
+    secondary_index_changes,
     secondary_index_file_group,
     secondary_index_groups,
     secondary_index_record,
@@ -814,7 +821,25 @@ class MetadataWriter:
         end_instant: str | None,
     ) -> dict[str, dict[str, str | None]]:
         """Field -> (record key -> secondary value) over the merged records of ``slices``
-        (a field the schema lacks is null for every record)."""
+        (a field the schema lacks is null for every record): :meth:`secondary_columns` as
+        Python dicts."""
+        cols = self.secondary_columns(slices, fields, schema, end_instant)
+        return {
+            f: dict(zip(t.column("key").to_pylist(), t.column("value").to_pylist(), strict=True))
+            for f, t in cols.items()
+        }
+
+    def secondary_columns(
+        self,
+        slices: Sequence[Any],
+        fields: Sequence[str],
+        schema: pa.Schema | None,
+        end_instant: str | None,
+    ) -> dict[str, pa.Table]:
+        """Field -> table of unique ``key`` (record key) and ``value`` (its secondary value,
+        the Java string; null for a null, and for every record where the schema lacks the
+        field) over the merged records of ``slices``, column-wise; a key in several slices
+        has its last slice's value."""
         from hoodie_ray.meta import META_FIELDS, RECORD_KEY
         from hoodie_ray.reader.file_slice_reader import (
             ReadContext,
@@ -822,9 +847,10 @@ class MetadataWriter:
             merge_columns,
         )
 
-        out: dict[str, dict[str, str | None]] = {f: {} for f in fields}
+        none = pa.array([], pa.large_string())
+        empty = {f: pa.table({"key": none, "value": none}) for f in fields}
         if schema is None or not slices or not self.table.table_config.populate_meta_fields:
-            return out
+            return empty
         if RECORD_KEY not in schema.names:  # a commit's schema: the meta columns come first
             meta = [pa.field(c, pa.string()) for c in META_FIELDS]
             schema = pa.schema(meta + [f for f in schema if f.name not in META_FIELDS])
@@ -834,14 +860,30 @@ class MetadataWriter:
         ctx = ReadContext.of_table(
             self.table, read_schema, (RECORD_KEY, *present), end_instant=end_instant
         )
+        keys: list[pa.Array] = []
+        values: dict[str, list[pa.Array]] = {f: [] for f in fields}
         for s in slices:
             for t in iter_file_slice(ctx, s, self.table.storage):
                 if not t.num_rows:
                     continue
-                keys = t.column(RECORD_KEY).to_pylist()
+                keys.append(t.column(RECORD_KEY).combine_chunks().cast(pa.large_string()))
                 for f in fields:
-                    vals = java_strings(t.column(f), f) if f in present else [None] * len(keys)
-                    out[f].update(zip(keys, vals, strict=True))
+                    values[f].append(
+                        java_string_array(t.column(f), f)
+                        if f in present
+                        else pa.nulls(t.num_rows, pa.large_string())
+                    )
+        if not keys:
+            return empty
+        all_keys = pa.concat_arrays(keys)
+        take = None
+        if pc.count_distinct(all_keys).as_py() != len(all_keys):
+            take = pa.array(newest_of_each_key(all_keys))
+            all_keys = all_keys.take(take)
+        out = {}
+        for f in fields:
+            vals = pa.concat_arrays(values[f])
+            out[f] = pa.table({"key": all_keys, "value": vals if take is None else vals.take(take)})
         return out
 
     def _secondary_index_changes(
@@ -852,7 +894,7 @@ class MetadataWriter:
         a key new to the group gains an entry, a key whose value changed loses the old one and
         gains the new one, a key that left the group (deleted, or moved) loses its entry. A
         key that moved to another group in the same action keeps it. Compactions change no
-        value and write nothing."""
+        value and write nothing. Compared column-wise (:func:`secondary_index_changes`)."""
         from hoodie_ray.file_group.view import FileSystemView
 
         defs = self.secondary_indexes()
@@ -890,22 +932,16 @@ class MetadataWriter:
         schema_json = meta.extra_metadata.get("schema")
         schema = avro_to_arrow_schema(schema_json) if schema_json else self.table.schema
         fields = sorted({d.source_field for d in defs.values()})
-        old = self.secondary_values(before, fields, self.table.schema or schema, None)
-        new = self.secondary_values(after, fields, schema, instant)
+        old = self.secondary_columns(before, fields, self.table.schema or schema, None)
+        new = self.secondary_columns(after, fields, schema, instant)
         for p, d in sorted(defs.items()):
-            was, now = old[d.source_field], new[d.source_field]
-            gone: set[str] = set()
-            for rk, v in now.items():
-                if rk in was and was[rk] == v:
-                    continue
-                if rk in was:
-                    gone.add(secondary_index_record(was[rk], rk, True)[0])
-                k, r = secondary_index_record(v, rk)
-                ch.put(p, k, r)
-            for rk, v in was.items():
-                if rk not in now:
-                    gone.add(secondary_index_record(v, rk, True)[0])
-            gone -= set(ch.upserts.get(p, {}))
+            added, removed = secondary_index_changes(old[d.source_field], new[d.source_field])
+            if len(added):
+                record = secondary_index_record(None, "")[1]  # every live entry's, alike
+                upserts = ch.upserts.setdefault(p, {})
+                for k in added.to_pylist():
+                    upserts[k] = record
+            gone = set(removed.to_pylist()) - set(ch.upserts.get(p, {}))
             if gone:
                 ch.deletes.setdefault(p, set()).update(gone)
 
@@ -1308,30 +1344,33 @@ class MetadataWriter:
         """The live entries of one record-index or secondary-index file slice, column-wise,
         each value re-encoded as :meth:`_merged_slice` and ``_compact_slice`` would (the
         current schema, ``_hoodie_file_name`` = ``name``), but once per distinct stored value
-        (a record index's values are its data file groups, a secondary index's all alike)."""
-        slice_records = mdt.slice_records(fs)
-        keys = sorted(slice_records, key=str.encode)
+        (a record index's values are its data file groups, a secondary index's all alike):
+        the slice merged by :meth:`MetadataTable.slice_columns`, its values dictionary-encoded
+        by Arrow, no Python object per key."""
+        sc = mdt.slice_columns(fs)
         values: list[bytes] = []
-        index: dict[tuple[bytes, str], int] = {}
-        loc = np.empty(len(keys), dtype=np.int32)
-        live = np.ones(len(keys), dtype=bool)
-        for i, k in enumerate(keys):
-            raw, schema = slice_records[k]
-            at = index.get((raw, schema))
-            if at is None:
+        loc = np.zeros(len(sc), dtype=np.int32)
+        live = np.ones(len(sc), dtype=bool)
+        for s_id, schema in enumerate(sc.schemas):
+            rows = np.flatnonzero(sc.schema_ids == s_id)
+            if not len(rows):
+                continue
+            same = len(rows) == len(sc)
+            stored = sc.values if same else sc.values.take(pa.array(rows))
+            codes = pc.dictionary_encode(stored)
+            new_at = np.empty(len(codes.dictionary), dtype=np.int32)
+            for i, raw in enumerate(codes.dictionary.to_pylist()):
                 r = decode_value(raw, schema)
                 if rec.is_deleted_record(r):
-                    at = -1
+                    new_at[i] = -1
                 else:
                     r["_hoodie_file_name"] = name
-                    at = len(values)
+                    new_at[i] = len(values)
                     values.append(rec.encode_records([r], self.table_version)[0])
-                index[(raw, schema)] = at
-            if at < 0:
-                live[i] = False
-            loc[i] = max(at, 0)
-        arr = pa.array(keys, pa.large_string())
-        cols = rec.RecordIndexColumns(arr, loc, values)
+            at = new_at[codes.indices.to_numpy(zero_copy_only=False)]
+            loc[rows] = np.maximum(at, 0)
+            live[rows] = at >= 0
+        cols = rec.RecordIndexColumns(sc.keys.cast(pa.large_string()), loc, values)
         return cols if live.all() else cols.take(np.flatnonzero(live))
 
     def _merged_slice(self, mdt: MetadataTable, part: str, fs: Any) -> dict[str, dict[str, Any]]:

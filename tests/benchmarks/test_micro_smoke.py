@@ -44,3 +44,11 @@ def test_record_index_reports_the_v6_hbase_hfile() -> None:
     res = record_index.main(["--only", "hbase", "--hbase-keys", "3000", "--repeats", "1"])
     assert res["hbase"]["keys"] == 3000 and res["hbase"]["hfile_bytes"] > 0
     assert res["hbase"]["crc32c_numpy_s"] >= 0
+
+
+def test_record_index_reports_the_mdt_compaction() -> None:
+    from benchmarks import record_index
+
+    res = record_index.main(["--only", "compact", "--compact-keys", "3000", "--repeats", "1"])
+    assert res["compact"]["keys"] == 3060 and res["compact"]["file_groups"] == 10
+    assert res["compact"]["cpu_s"] >= 0

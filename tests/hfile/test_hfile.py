@@ -14,8 +14,10 @@ import zlib
 from pathlib import Path
 
 import fastavro
+import pyarrow as pa
 import pytest
 
+from hoodie_ray import jit
 from hoodie_ray.exceptions import (
     HoodieCorruptedDataError,
     HoodieInputError,
@@ -29,6 +31,7 @@ from hoodie_ray.hfile import (
     build_bloom_filter,
     write_hfile,
 )
+from hoodie_ray.hfile import reader as hr_reader
 from hoodie_ray.hfile._format import (
     I64,
     WRITER_FILE_INFO_KEYS,
@@ -84,6 +87,9 @@ def entries(n: int, value_len: int = 30, key_len: int = 12) -> list[tuple[bytes,
 def check_reader(r: HFileReader, expected: list[tuple[bytes, bytes]]) -> None:
     assert r.entry_count == len(expected)
     assert list(r.items()) == expected
+    rows, values = r.columns()
+    assert rows.type == values.type == pa.large_binary()
+    assert list(zip(rows.to_pylist(), values.to_pylist(), strict=True)) == expected
     for k, v in expected:
         assert r.get(k) == v
     assert r.get_many([k for k, _ in expected] + [b"", b"\xff" * 3]) == dict(expected)
@@ -269,6 +275,10 @@ def _small_file(compression: str = "gz") -> bytes:
 def _exercise(r: HFileReader) -> None:
     for k, _ in r.items():
         r.get(k)
+    for compiled in (False, True) if jit.enabled() else (False,):
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(hr_reader, "_use_kernel", lambda entries, c=compiled: c)
+            r.columns()
     r.get_many([b"k0", b"k5"])
     list(r.scan_prefix(b"k00"))
     r.meta_block("m")
@@ -668,3 +678,53 @@ def test_get_many_searches_blocks_in_place_or_splits_them_alike() -> None:
         assert r.get_many(asked) == want
         assert HFileReader(write_hfile(entries, block_size=2000)).get_many(asked) == want
     assert hr_reader._FEW_KEYS < 200  # both paths ran
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_columns_split_blocks_alike_compiled_or_not(
+    compiled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``columns()`` gives the entries of ``items()`` through the compiled walk and through
+    the plain loop: keys and values of every length (empty values, 2-byte row lengths), many
+    blocks, an empty file; a damaged block is corrupt either way."""
+    if compiled and not jit.enabled():
+        pytest.skip("numba is not available (HOODIE_RAY_NO_JIT or not installed)")
+    monkeypatch.setattr(hr_reader, "_use_kernel", lambda entries: compiled)
+    rng = random.Random(11)
+    keys = sorted({rng.randbytes(rng.randint(1, 300)) for _ in range(2000)})
+    entries = [(k, rng.randbytes(rng.choice([0, 1, 7, 700]))) for k in keys]
+    for block_size in (1 << 20, 3000):
+        r = HFileReader(write_hfile(entries, block_size=block_size), "cols.hfile")
+        rows, values = r.columns()
+        assert rows.to_pylist() == keys and values.to_pylist() == [v for _, v in entries]
+    rows, values = HFileReader(write_hfile([], allow_empty=True)).columns()
+    assert len(rows) == len(values) == 0
+    raw = _small_file("none")
+    r = HFileReader(raw)
+    at = raw.index(b"DATABLK*") + 33  # the first KeyValue's key length, made too short
+    bad = raw[:at] + b"\x00\x00\x00\x01" + raw[at + 4 :]
+    with pytest.raises(HoodieCorruptedDataError, match=r"HFile bad\.hfile is corrupt"):
+        HFileReader(bad, "bad.hfile").columns()
+    assert len(r.columns()[0]) == r.entry_count
+
+
+def test_bloom_filter_bytes_are_the_per_key_models() -> None:
+    """The filter's rows, bit by bit, as a per-key model sets them (each key's scalar bit
+    positions in the row Java's InternalDynamicBloomFilter.add gives it: rows filled in turn,
+    then reused round-robin), keys of mixed lengths."""
+    rng = random.Random(5)
+    keys = [rng.randbytes(rng.choice([3, 8, 13])) for _ in range(257)]
+    num, cap = 20, 100
+    ser = build_bloom_filter(keys, num_entries=num, fpp=0.01, max_entries=cap)
+    raw = base64.b64decode(ser)
+    _, nb_hash, _, size = struct.unpack_from(">iiBi", raw)
+    max_rows = -(-cap // num)
+    rows = [bytearray((size + 7) // 8) for _ in range(max_rows)]
+    for j, k in enumerate(keys):
+        filled = max_rows * num
+        r = j // num if j < filled else (0 if j == filled else (j - filled - 1) % max_rows)
+        for p in _positions_of(k, nb_hash, size):
+            rows[r][p >> 3] |= 1 << (p & 7)
+    assert [
+        raw[25 + i * (13 + len(rows[0])) + 13 :][: len(rows[0])] for i in range(max_rows)
+    ] == rows

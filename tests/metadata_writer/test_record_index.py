@@ -208,3 +208,73 @@ def test_record_index_compaction_writes_the_per_record_bytes(
 
     assert maintenance.validate_metadata(path) == []
     assert sorted(hudi_rs_read(path).column("key").to_pylist()) == sorted(model.rows)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_record_index_compaction_files_are_the_per_record_paths_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compiled: bool
+) -> None:
+    """The files an MDT compaction writes for the record index (slices merged column-wise:
+    HFiles split into Arrow columns, the newest copy of each key by a stable sort, values
+    dictionary-encoded) are byte for byte what the per-record path writes from
+    ``slice_records`` (clock frozen), with the compiled HFile walk and with the plain loop;
+    keys deleted and written again, moved and updated in later delta commits included."""
+    from hoodie_ray import jit
+    from hoodie_ray.file_group.naming import parse_base_file_name
+    from hoodie_ray.hfile import reader as hr_reader
+    from tests.write.model import TableModel, Workload
+
+    if compiled and not jit.enabled():
+        pytest.skip("numba is not available (HOODIE_RAY_NO_JIT or not installed)")
+    monkeypatch.setattr(hr_reader, "_use_kernel", lambda entries: compiled)
+    _frozen_clock(monkeypatch)
+    path = str(tmp_path / "t")
+    opts = model_options(
+        {
+            "hoodie.metadata.record.index.enable": "true",
+            "hoodie.metadata.compact.max.delta.commits": "100",
+        },
+        table_type="MERGE_ON_READ",
+        version="8",
+        small_files=True,
+    )
+    wl, model = Workload(31, keys=120), TableModel()
+    client = HoodieWriteClient(path, opts)
+    for rows in (
+        wl.rows_for(wl.keys[:80]),
+        [{**wl._row(k), "_hoodie_is_deleted": True, "ts": 10**9} for k in wl.keys[:10]],
+        wl.rows_for(wl.keys[5:120]),  # keys 5-9 come back, 80-119 are new
+        [{**wl._row(k), "_hoodie_is_deleted": True, "ts": 10**9} for k in wl.keys[100:104]],
+    ):
+        client.write(to_arrow(rows, True))
+        model.upsert(rows)
+    w = W.MetadataWriter(HoodieTable.load(path))
+    mdt = w.reader()
+    expected: dict[str, bytes] = {}  # file id -> the per-record path's base file
+    for fs in mdt.file_slices(RECORD_INDEX):
+        records = mdt.slice_records(fs)
+        sc = mdt.slice_columns(fs)  # the same newest entries, sorted by key bytes
+        assert sc.keys.to_pylist() == sorted(k.encode() for k in records)
+        got = zip(sc.keys.to_pylist(), sc.values.to_pylist(), sc.schema_ids.tolist(), strict=True)
+        assert {k.decode(): (v, sc.schemas[i]) for k, v, i in got} == records
+        if not fs.log_files:
+            continue
+        merged = {k: R.decode_value(v, schema) for k, (v, schema) in records.items()}
+        live = {k: r for k, r in merged.items() if not R.is_deleted_record(r)}
+        expected[fs.file_id] = live  # type: ignore[assignment]
+    assert len(expected) > 1
+    ts = w.compact()
+    assert ts is not None
+    rdir = Path(path) / ".hoodie" / "metadata" / RECORD_INDEX
+    seen = 0
+    for f in rdir.glob(f"*_{ts}.hfile"):
+        fid = parse_base_file_name(f.name).file_id
+        live = expected[fid]  # type: ignore[assignment]
+        for r in live.values():  # type: ignore[attr-defined]
+            r["_hoodie_file_name"] = f.name
+        assert f.read_bytes() == w._hfile(live, base=True)  # type: ignore[arg-type]
+        seen += 1
+    assert seen == len(expected)
+    assert sorted(hudi_rs_read(path).column("key").to_pylist()) == sorted(model.rows)
+    located = W.MetadataWriter(HoodieTable.load(path)).reader().record_index_by_file_group()
+    assert sorted(k for ks in located.values() for k in ks) == sorted(model.rows)
