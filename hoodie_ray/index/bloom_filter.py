@@ -32,8 +32,8 @@ without it holds a ``SIMPLE`` filter) and ``hoodie_min_record_key`` /
 
 Keys are hashed column-wise over the Arrow buffers. A compiled kernel (``index/_bloom_jit.py``)
 hashes 256 keys at a time, each step of a round vectorised over them, and sets each key's bits
-as they come (~0.1 s per 1M 36-byte keys at Hudi's 30 hashes, about 4x its twin); it runs where
-numba is loaded already or a filter reaches :data:`JIT_MIN_KEYS` keys. Its numpy twin
+as they come (~0.1 s per 1M 36-byte keys at Hudi's 30 hashes, ~3x its twin); it runs where
+numba is loaded already or once the process has hashed :data:`JIT_MIN_KEYS` keys. Its numpy twin
 (``_positions``, and ``HOODIE_RAY_NO_JIT=1``) takes the keys of one length as a matrix, in
 chunks: MurmurHash mixes each 4-byte word of a key independently of the seed, so the mixed words
 are computed once and each of the ``nbHash`` chained rounds costs two vector operations a word;
@@ -108,11 +108,14 @@ _M = np.uint32(0x5BD1E995)
 _MASK = 0xFFFFFFFF
 #: Keys hashed per numpy step (bounds the (keys x hashes) position matrix).
 _CHUNK = 1 << 15
-#: A filter reaching this many keys loads numba for the compiled kernel where it is not loaded
-#: yet (~0.33 CPU-s once per process, the cached kernel included; then ~0.1 s per 1M keys
-#: against the twin's ~0.45 s at Java's defaults): a loss of at most ~0.15 s once, then a gain
-#: for every large filter the process builds.
+#: Once a process has hashed this many keys with the numpy twin (its filters together), it
+#: loads numba for the compiled kernel where it is not loaded yet (~0.33 CPU-s once per process,
+#: the cached kernel included; then ~0.1 s per 1M keys against the twin's ~0.35-0.45 s at
+#: Java's defaults): a process writing one small file never pays for it, one writing many pays
+#: it once, after about as much time in the twin, and gains on every key after.
 JIT_MIN_KEYS = 1 << 19
+#: Keys this process hashed with the numpy twin by default (towards :data:`JIT_MIN_KEYS`).
+_twin_keys = 0
 
 
 @dataclass(frozen=True)
@@ -304,7 +307,7 @@ class BloomFilterBuilder:
         """Add a batch of keys: an Arrow string / binary array (or chunked array), or a
         sequence of ``str`` / ``bytes``. ``compiled`` forces the kernel (True) or its numpy twin
         (False), which set the same bits; by default the kernel runs where numba is loaded or
-        once the filter holds :data:`JIT_MIN_KEYS` keys.
+        once the process has hashed :data:`JIT_MIN_KEYS` keys.
 
         Raises:
             HoodieInputError: a null or empty key (named by its position in the batch).
@@ -327,7 +330,7 @@ class BloomFilterBuilder:
             rows_of if len(self._flags) > 1 else None,
             self._nb_hash,
             self.spec.hash_type,
-            compiled=_use_kernel(self.count + n) if compiled is None else compiled,
+            compiled=compiled,
         )
         self.count += n
 
@@ -487,8 +490,8 @@ def set_bits(
     """Set the bits of keys ``data[starts[i] : starts[i] + lens[i]]`` (empty keys are hashed
     too; callers refuse them) in ``flags``, a C-contiguous ``(rows, vectorSize)`` bool array:
     key ``i`` in row ``rows_of[i]`` (row 0 when None). ``compiled`` forces the kernel (True)
-    or the numpy twin (False); by default the kernel runs where numba is loaded or for
-    :data:`JIT_MIN_KEYS` keys."""
+    or the numpy twin (False); by default the kernel runs where numba is loaded or once this
+    process has hashed :data:`JIT_MIN_KEYS` keys."""
     n = len(lens)
     if n == 0:
         return
@@ -520,7 +523,9 @@ def set_bits(
 
 
 def _use_kernel(n_keys: int) -> bool:
-    if "numba" not in sys.modules and n_keys < JIT_MIN_KEYS:
+    global _twin_keys
+    if "numba" not in sys.modules and _twin_keys + n_keys < JIT_MIN_KEYS:
+        _twin_keys += n_keys
         return False
     from hoodie_ray import jit
 
