@@ -217,6 +217,28 @@ def test_kernel_and_numpy_twin_set_the_same_bits(hash_type: int, filter_type: st
         built[compiled] = b.build()
     assert built[True].to_bytes() == built[False].to_bytes()
     assert built[True].might_contain_many(pa.array(non_empty, pa.binary())).all()
+    # a sliced Arrow array (its offsets start past 0) gives the filter of its keys
+    sliced = pa.array([b"x"] * 5 + non_empty, pa.binary())[5:]
+    assert spec.build(sliced, compiled=True).to_bytes() == built[False].to_bytes()
+
+
+def test_the_kernel_is_loaded_once_the_process_has_hashed_enough_keys(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where numba is not loaded yet, the twin runs until this process has hashed
+    JIT_MIN_KEYS keys (all its filters together); then numba is loaded, unless switched off."""
+    import sys
+
+    from hoodie_ray import jit
+    from hoodie_ray.index import bloom_filter as bf
+
+    enabled = jit.enabled()  # decided (and numba imported, if at all) before numba is hidden
+    monkeypatch.delitem(sys.modules, "numba", raising=False)
+    monkeypatch.setattr(bf, "JIT_MIN_KEYS", 100)
+    monkeypatch.setattr(bf, "_twin_keys", 0)
+    assert not bf._use_kernel(60) and not bf._use_kernel(39)
+    assert bf._twin_keys == 99
+    assert bf._use_kernel(1) == enabled
 
 
 def test_same_filter_as_the_hfile_bloom_meta_block() -> None:
