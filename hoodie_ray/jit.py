@@ -1,9 +1,10 @@
 """Whether the compiled (numba) kernels may run: numba importable, ``HOODIE_RAY_NO_JIT`` unset.
 
-The kernels (``avro/_jit.py``, ``index/_jit.py``, ``hfile/_jit.py``) are sequential byte walks
-that numpy cannot express column-wise; every one has a numpy twin that gives the same result, used when numba is
-missing, when ``HOODIE_RAY_NO_JIT=1`` (for debugging and comparison) and for inputs a kernel
-does not cover. numba compiles a kernel on its first call and caches the machine code on disk
+The kernels (``avro/_jit.py``, ``index/_jit.py``, ``index/_bloom_jit.py``, ``hfile/_jit.py``)
+are sequential byte walks that numpy cannot express column-wise, or fuse what numpy can only do
+in passes over large temporaries; every one has a numpy twin that gives the same result, used
+when numba is missing, when ``HOODIE_RAY_NO_JIT=1`` (for debugging and comparison) and for
+inputs a kernel does not cover. numba compiles a kernel on its first call and caches the machine code on disk
 (``__pycache__``), so later processes only load it.
 """
 

@@ -35,8 +35,9 @@ from hoodie_ray.index.bloom_filter import (
     FILTER_VERSION,
     MURMUR_HASH,
     decode_filter,
+    key_buffers,
     key_positions,
-    murmur_positions,
+    set_bits,
 )
 
 __all__ = [
@@ -79,10 +80,8 @@ def build_bloom_filter(
     current = n - (n_rows - 1) * num_entries if n else 0
     bits = np.zeros((n_rows, vector_size), dtype=bool)
     if n:
-        positions = _bit_positions(keys, nb_hash, vector_size)  # (n, nb_hash)
-        if n_rows > 1:  # each key's bits in its own row of the flattened rows
-            positions = positions + (rows_of * vector_size)[:, None]
-        bits.reshape(-1)[positions.ravel()] = True
+        data, starts, lens = key_buffers(keys)
+        set_bits(bits, data, starts, lens, rows_of if n_rows > 1 else None, nb_hash, MURMUR_HASH)
     head = FILTER_HEAD.pack(FILTER_VERSION, nb_hash, MURMUR_HASH, vector_size)
     parts = [head, DYNAMIC_HEAD.pack(num_entries, current, n_rows)]
     for row in bits:
@@ -126,44 +125,6 @@ def _parsed(serialized: bytes) -> tuple[int, int, tuple[bytes, ...]]:
     return nb_hash, vector_size, rows
 
 
-def _bit_positions(keys: Sequence[bytes] | pa.Array, nb_hash: int, vector_size: int) -> np.ndarray:
-    """(len(keys), nb_hash) bit positions, keys of one length hashed together with numpy."""
-    out = np.empty((len(keys), nb_hash), dtype=np.int64)
-    arrow = keys.cast(pa.large_binary()) if isinstance(keys, pa.Array) else None
-    if arrow is not None:
-        offsets = np.frombuffer(arrow.buffers()[1], np.int64)[
-            arrow.offset : arrow.offset + len(arrow) + 1
-        ]
-        lengths = np.diff(offsets)
-    else:
-        lengths = np.array(list(map(len, keys)), dtype=np.int64)
-    if len(keys) and int(lengths.min()) == 0:
-        raise HoodieInputError("bloom filter keys must not be empty")
-    for length in np.unique(lengths).tolist():
-        if lengths[0] == length and (lengths == length).all():
-            idx = None
-            joined = _joined(arrow) if arrow is not None else b"".join(keys)  # type: ignore[arg-type]
-        else:
-            idx = np.flatnonzero(lengths == length)
-            if arrow is not None:
-                joined = _joined(arrow.take(pa.array(idx)))
-            else:
-                joined = b"".join([keys[i] for i in idx.tolist()])
-        mat = np.frombuffer(joined, np.uint8).reshape(-1, length)
-        # the nb_hash chained rounds, each key's words mixed once for all of them
-        block = murmur_positions(mat, nb_hash, vector_size)
-        if idx is None:
-            return block
-        out[idx] = block
-    return out
-
-
-def _joined(arr: pa.Array) -> bytes | memoryview:
-    """The bytes of a large-binary array's values, one after another."""
-    offsets = np.frombuffer(arr.buffers()[1], np.int64)[arr.offset : arr.offset + len(arr) + 1]
-    return memoryview(arr.buffers()[2])[int(offsets[0]) : int(offsets[-1])]
-
-
 def _positions_of(key: bytes, nb_hash: int, vector_size: int) -> list[int]:
-    """The bit positions of one key (the same as :func:`_bit_positions`)."""
+    """The bit positions of one key (the bits :func:`build_bloom_filter` sets for it)."""
     return key_positions(key, nb_hash, vector_size, MURMUR_HASH).tolist()

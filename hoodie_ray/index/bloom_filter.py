@@ -30,12 +30,14 @@ what base-file footers (``org.apache.hudi.bloomfilter``) and the metadata table'
 without it holds a ``SIMPLE`` filter) and ``hoodie_min_record_key`` /
 ``hoodie_max_record_key``.
 
-Keys are hashed column-wise over the Arrow buffers with numpy: the keys of one length as a
-matrix, in chunks. MurmurHash mixes each 4-byte word of a key independently of the seed, so the
-mixed words are computed once and each of the ``nbHash`` chained rounds costs two vector
-operations a word (~1.3 us a 36-byte key for Hudi's 30 hashes). A compiled per-key kernel was
-slower: the 30 rounds of one key form one dependency chain, while numpy runs the same step over
-thousands of keys at once.
+Keys are hashed column-wise over the Arrow buffers. A compiled kernel (``index/_bloom_jit.py``)
+hashes 256 keys at a time, each step of a round vectorised over them, and sets each key's bits
+as they come (~0.1 s per 1M 36-byte keys at Hudi's 30 hashes, ~3x its twin); it runs where
+numba is loaded already or once the process has hashed :data:`JIT_MIN_KEYS` keys. Its numpy twin
+(``_positions``, and ``HOODIE_RAY_NO_JIT=1``) takes the keys of one length as a matrix, in
+chunks: MurmurHash mixes each 4-byte word of a key independently of the seed, so the mixed words
+are computed once and each of the ``nbHash`` chained rounds costs two vector operations a word;
+it builds the (keys x nbHash) positions of a chunk, then sets them. Both set the same bits.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ import base64
 import binascii
 import math
 import struct
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -65,6 +68,7 @@ __all__ = [
     "FILTER_HEAD",
     "FILTER_VERSION",
     "JENKINS_HASH",
+    "JIT_MIN_KEYS",
     "MAX_RECORD_KEY_FOOTER_KEY",
     "MIN_RECORD_KEY_FOOTER_KEY",
     "MURMUR_HASH",
@@ -74,10 +78,12 @@ __all__ = [
     "BloomFilterSpec",
     "decode_filter",
     "footer_bloom_filter",
+    "key_buffers",
     "key_positions",
     "murmur2_rows",
     "murmur_positions",
     "record_key_footer",
+    "set_bits",
 ]
 
 #: Footer keys of Hudi base files (``HoodieAvroWriteSupport`` / ``HoodieBloomFilterWriteSupport``).
@@ -103,6 +109,14 @@ _M = np.uint32(0x5BD1E995)
 _MASK = 0xFFFFFFFF
 #: Keys hashed per numpy step (bounds the (keys x hashes) position matrix).
 _CHUNK = 1 << 15
+#: Once a process has hashed this many keys with the numpy twin (its filters together), it
+#: loads numba for the compiled kernel where it is not loaded yet (~0.33 CPU-s once per process,
+#: the cached kernel included; then ~0.1 s per 1M keys against the twin's ~0.35-0.45 s at
+#: Java's defaults): a process writing one small file never pays for it, one writing many pays
+#: it once, after about as much time in the twin, and gains on every key after.
+JIT_MIN_KEYS = 1 << 19
+#: Keys this process hashed with the numpy twin by default (towards :data:`JIT_MIN_KEYS`).
+_twin_keys = 0
 
 
 @dataclass(frozen=True)
@@ -165,10 +179,10 @@ class BloomFilterSpec:
         """An empty filter of this spec to add keys to."""
         return BloomFilterBuilder(self)
 
-    def build(self, keys: Any) -> BloomFilter:
+    def build(self, keys: Any, *, compiled: bool | None = None) -> BloomFilter:
         """The filter of ``keys`` added in order (see :meth:`BloomFilterBuilder.add`)."""
         b = self.builder()
-        b.add(keys)
+        b.add(keys, compiled=compiled)
         return b.build()
 
 
@@ -266,11 +280,13 @@ class BloomFilter:
 
     def might_contain_many(self, keys: Any) -> np.ndarray:
         """:meth:`might_contain` of every key of a string column (bool array), column-wise."""
-        data, starts, lens = _key_buffers(keys)
+        data, starts, lens = key_buffers(keys)
         out = np.zeros(len(lens), dtype=bool)
         for lo in range(0, len(lens), _CHUNK):
             hi = min(lo + _CHUNK, len(lens))
-            pos = _positions(data, starts[lo:hi], lens[lo:hi], self)
+            pos = _positions(
+                data, starts[lo:hi], lens[lo:hi], self.nb_hash, self.vector_size, self.hash_type
+            )
             byte, bit = pos >> 3, (1 << (pos & 7)).astype(np.uint8)
             for row in self.rows:
                 out[lo:hi] |= ((row[byte] & bit) != 0).all(axis=1)
@@ -288,14 +304,16 @@ class BloomFilterBuilder:
         self._flags = np.zeros((1, self._vector), dtype=np.bool_)
         self.count = 0
 
-    def add(self, keys: Any) -> None:
+    def add(self, keys: Any, *, compiled: bool | None = None) -> None:
         """Add a batch of keys: an Arrow string / binary array (or chunked array), or a
-        sequence of ``str`` / ``bytes``.
+        sequence of ``str`` / ``bytes``. ``compiled`` forces the kernel (True) or its numpy twin
+        (False), which set the same bits; by default the kernel runs where numba is loaded or
+        once the process has hashed :data:`JIT_MIN_KEYS` keys.
 
         Raises:
             HoodieInputError: a null or empty key (named by its position in the batch).
         """
-        data, starts, lens = _key_buffers(keys)
+        data, starts, lens = key_buffers(keys)
         n = len(lens)
         if n == 0:
             return
@@ -305,13 +323,16 @@ class BloomFilterBuilder:
             grown = np.zeros((need, self._vector), dtype=np.bool_)
             grown[: len(self._flags)] = self._flags
             self._flags = grown
-        flat = self._flags.reshape(-1)
-        for lo in range(0, n, _CHUNK):
-            hi = min(lo + _CHUNK, n)
-            pos = _positions(data, starts[lo:hi], lens[lo:hi], self)
-            if len(self._flags) > 1:
-                pos += (rows_of[lo:hi] * self._vector)[:, None]
-            flat[pos.ravel()] = True
+        set_bits(
+            self._flags,
+            data,
+            starts,
+            lens,
+            rows_of if len(self._flags) > 1 else None,
+            self._nb_hash,
+            self.spec.hash_type,
+            compiled=compiled,
+        )
         self.count += n
 
     @property
@@ -419,7 +440,7 @@ def decode_filter(data: bytes | str) -> bytes:
         raise HoodieCorruptedDataError("bloom filter is neither Base64 nor binary") from None
 
 
-def _key_buffers(keys: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def key_buffers(keys: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(data, starts, lengths)`` of a key column over its Arrow buffers (no copy)."""
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks() if keys.num_chunks != 1 else keys.chunk(0)
@@ -456,10 +477,72 @@ def _key_buffers(keys: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return data, offs[:-1], lens
 
 
-def _positions(data: np.ndarray, starts: np.ndarray, lens: np.ndarray, f: Any) -> np.ndarray:
+def set_bits(
+    flags: np.ndarray,
+    data: np.ndarray,
+    starts: np.ndarray,
+    lens: np.ndarray,
+    rows_of: np.ndarray | None,
+    nb_hash: int,
+    hash_type: int,
+    *,
+    compiled: bool | None = None,
+) -> None:
+    """Set the bits of keys ``data[starts[i] : starts[i] + lens[i]]`` (empty keys are hashed
+    too; callers refuse them) in ``flags``, a C-contiguous ``(rows, vectorSize)`` bool array:
+    key ``i`` in row ``rows_of[i]`` (row 0 when None). ``compiled`` forces the kernel (True)
+    or the numpy twin (False); by default the kernel runs where numba is loaded or once this
+    process has hashed :data:`JIT_MIN_KEYS` keys."""
+    n = len(lens)
+    if n == 0:
+        return
+    vector_size = flags.shape[1]
+    if compiled is None:
+        compiled = _use_kernel(n)
+    if compiled:
+        from hoodie_ray.index import _bloom_jit
+
+        kernel = _bloom_jit.murmur_bits if hash_type == MURMUR_HASH else _bloom_jit.jenkins_bits
+        rows = np.zeros(0, np.int64) if rows_of is None else np.ascontiguousarray(rows_of, np.int64)
+        kernel(
+            data,
+            np.ascontiguousarray(starts, np.int64),
+            np.ascontiguousarray(lens, np.int64),
+            rows,
+            nb_hash,
+            vector_size,
+            flags.reshape(-1).view(np.uint8),
+        )
+        return
+    flat = flags.reshape(-1)
+    for lo in range(0, n, _CHUNK):
+        hi = min(lo + _CHUNK, n)
+        pos = _positions(data, starts[lo:hi], lens[lo:hi], nb_hash, vector_size, hash_type)
+        if rows_of is not None:
+            pos += (rows_of[lo:hi] * vector_size)[:, None]
+        flat[pos.ravel()] = True
+
+
+def _use_kernel(n_keys: int) -> bool:
+    global _twin_keys
+    if "numba" not in sys.modules and _twin_keys + n_keys < JIT_MIN_KEYS:
+        _twin_keys += n_keys
+        return False
+    from hoodie_ray import jit
+
+    return jit.enabled()
+
+
+def _positions(
+    data: np.ndarray,
+    starts: np.ndarray,
+    lens: np.ndarray,
+    nb_hash: int,
+    vector_size: int,
+    hash_type: int,
+) -> np.ndarray:
     """(keys, nbHash) bit positions, the keys of each length hashed together as a matrix."""
     n = len(lens)
-    nb_hash, vector_size, hash_type = f.nb_hash, f.vector_size, f.hash_type
     out = np.empty((n, nb_hash), dtype=np.int64)
     if n == 0:
         return out

@@ -4,9 +4,11 @@ the footers of the shared sample tables, Hadoop's hashes and row layout, members
 from __future__ import annotations
 
 import base64
+import random
 import struct
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -18,14 +20,25 @@ from hoodie_ray.index.bloom_filter import (
     BLOOM_TYPE_CODE_FOOTER_KEY,
     DYNAMIC_V0,
     JENKINS_HASH,
+    MURMUR_HASH,
     SIMPLE,
     BloomFilter,
     BloomFilterSpec,
     footer_bloom_filter,
     java_hash,
     key_positions,
+    set_bits,
 )
 from tests.conftest import SAMPLE_TABLE_PARAMS, extract_sample_table
+
+
+def _paths() -> list[bool]:
+    """The numpy twin always; the compiled kernel where numba imports."""
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return [False]
+    return [False, True]
 
 
 def _java_footer_files(root: Path) -> list[Path]:
@@ -50,8 +63,9 @@ def test_java_footer_filters_are_rebuilt_byte_for_byte(tmp_path: Path, name: str
         keys = pq.read_table(f, columns=["_hoodie_record_key"]).column(0)
         stored = md[BLOOM_FILTER_FOOTER_KEY.encode()]
         assert md[BLOOM_TYPE_CODE_FOOTER_KEY.encode()] == DYNAMIC_V0.encode()
-        built = BloomFilterSpec().build(keys)
-        assert built.serialize_to_string().encode() == stored, f.name
+        for compiled in _paths():
+            built = BloomFilterSpec().build(keys, compiled=compiled)
+            assert built.serialize_to_string().encode() == stored, (f.name, compiled)
         decoded = footer_bloom_filter(md)
         assert decoded == built and decoded.to_bytes() == base64.b64decode(stored)
         assert (decoded.num_entries, decoded.nb_hash, decoded.vector_size) == (60000, 30, 2587966)
@@ -141,6 +155,92 @@ def test_hashes_are_hadoops() -> None:
     assert f.to_bytes()[8] == 0 and f.might_contain_many(pa.array(keys, pa.binary())).all()
 
 
+def _random_keys(rnd: random.Random, n: int) -> list[bytes]:
+    """Keys of 0-40 bytes: empty, ASCII, arbitrary bytes (>= 0x80: Java's sign-extended tail
+    bytes) and non-ASCII UTF-8, of one length in runs (the kernel's uniform groups) and mixed."""
+    words = ["é", "☃", "𝄞", "ß", "日本", "key"]
+    out: list[bytes] = []
+    while len(out) < n:
+        kind = rnd.randrange(4)
+        if kind == 0:
+            out.append(b"" if rnd.random() < 0.2 else bytes(rnd.randrange(256) for _ in range(40)))
+        elif kind == 1:
+            out.append("".join(rnd.choices(words, k=rnd.randrange(1, 8))).encode())
+        elif kind == 2:
+            out.append(bytes(rnd.randrange(256) for _ in range(rnd.randrange(0, 41))))
+        else:  # a run of one length, longer than a kernel group
+            length = rnd.randrange(0, 41)
+            out += [bytes(rnd.randrange(256) for _ in range(length)) for _ in range(300)]
+    out = out[: n - 3]
+    for at in (0, n // 2, len(out) + 2):  # empty keys first, inside, last
+        out.insert(at, b"")
+    return out
+
+
+@pytest.mark.skipif(_paths() == [False], reason="numba is not installed: no kernel to compare")
+@pytest.mark.parametrize("hash_type", [MURMUR_HASH, JENKINS_HASH])
+@pytest.mark.parametrize("filter_type", [SIMPLE, DYNAMIC_V0])
+def test_kernel_and_numpy_twin_set_the_same_bits(hash_type: int, filter_type: str) -> None:
+    """The compiled kernel (index/_bloom_jit.py) and its numpy twin set the same bits for the
+    same keys, empty and non-ASCII ones included, in one row or several; both match each key's
+    scalar positions."""
+    rnd = random.Random(hash_type * 10 + len(filter_type))
+    keys = _random_keys(rnd, 2000)
+    assert b"" in keys and any(k and max(k) >= 0x80 for k in keys)
+    spec = BloomFilterSpec(
+        num_entries=400, fpp=0.001, filter_type=filter_type, max_entries=1200, hash_type=hash_type
+    )
+    # the keys back to back, as Arrow holds them (key_buffers refuses empty keys)
+    data = np.frombuffer(b"".join(keys) + b"\0", np.uint8)
+    lens = np.array([len(k) for k in keys], np.int64)
+    starts = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
+    rows_of = spec.builder()._rows_of(len(keys)) if filter_type == DYNAMIC_V0 else None
+    n_rows = spec.max_rows
+    got = {}
+    for compiled in (False, True):
+        flags = np.zeros((n_rows, spec.vector_size), dtype=np.bool_)
+        set_bits(flags, data, starts, lens, rows_of, spec.nb_hash, hash_type, compiled=compiled)
+        got[compiled] = flags
+    assert (got[False] == got[True]).all() and got[True].any()
+    for i in [i for i, k in enumerate(keys) if not k] + list(range(1, len(keys), 23)):
+        row = 0 if rows_of is None else int(rows_of[i])
+        assert got[True][
+            row, key_positions(keys[i], spec.nb_hash, spec.vector_size, hash_type)
+        ].all()
+    # and through the builder, in uneven batches (the rows depend on the keys before them)
+    non_empty = [k for k in keys if k]
+    built = {}
+    for compiled in (False, True):
+        b = spec.builder()
+        for lo in range(0, len(non_empty), 777):
+            b.add(non_empty[lo : lo + 777], compiled=compiled)
+        built[compiled] = b.build()
+    assert built[True].to_bytes() == built[False].to_bytes()
+    assert built[True].might_contain_many(pa.array(non_empty, pa.binary())).all()
+    # a sliced Arrow array (its offsets start past 0) gives the filter of its keys
+    sliced = pa.array([b"x"] * 5 + non_empty, pa.binary())[5:]
+    assert spec.build(sliced, compiled=True).to_bytes() == built[False].to_bytes()
+
+
+def test_the_kernel_is_loaded_once_the_process_has_hashed_enough_keys(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where numba is not loaded yet, the twin runs until this process has hashed
+    JIT_MIN_KEYS keys (all its filters together); then numba is loaded, unless switched off."""
+    import sys
+
+    from hoodie_ray import jit
+    from hoodie_ray.index import bloom_filter as bf
+
+    enabled = jit.enabled()  # decided (and numba imported, if at all) before numba is hidden
+    monkeypatch.delitem(sys.modules, "numba", raising=False)
+    monkeypatch.setattr(bf, "JIT_MIN_KEYS", 100)
+    monkeypatch.setattr(bf, "_twin_keys", 0)
+    assert not bf._use_kernel(60) and not bf._use_kernel(39)
+    assert bf._twin_keys == 99
+    assert bf._use_kernel(1) == enabled
+
+
 def test_same_filter_as_the_hfile_bloom_meta_block() -> None:
     """The MDT base files' filter (hfile/bloom.py, verified against Java's HFiles) agrees."""
     keys = [f"key/{i}".encode() * (1 + i % 3) for i in range(25000)]
@@ -152,8 +252,9 @@ def test_bad_keys_and_filters_are_named() -> None:
     spec = BloomFilterSpec(num_entries=10, fpp=0.1)
     with pytest.raises(HoodieInputError, match="record key is null"):
         spec.build(pa.array(["a", None]))
-    with pytest.raises(HoodieInputError, match="record key is empty"):
-        spec.build(["a", ""])
+    for compiled in _paths():
+        with pytest.raises(HoodieInputError, match="record key is empty"):
+            spec.build(["a", ""], compiled=compiled)
     with pytest.raises(HoodieCorruptedDataError, match="neither Base64"):
         BloomFilter.from_serialized(b"not base64 !")
     good = spec.build(["a"]).to_bytes()
