@@ -87,6 +87,28 @@ def _positive(parser: Callable[[str, str], Any]) -> Callable[[str, str], Any]:
     return parse
 
 
+#: Java's ``Integer.MAX_VALUE``: the largest count an option Hudi reads as an ``int`` takes.
+JAVA_INT_MAX = 2**31 - 1
+
+
+def _java_int(key: str, v: str) -> int:
+    """A positive integer Hudi's Java reads as an ``int``."""
+    out = _parse_int(key, v)
+    if not 0 < out <= JAVA_INT_MAX:
+        raise HoodieOptionError(
+            f"option {key}: must be an integer in [1, {JAVA_INT_MAX}], got {v!r}"
+        )
+    return out
+
+
+def _fraction(key: str, v: str) -> float:
+    """A number strictly between 0 and 1 (a rate)."""
+    out = _parse_float(key, v)
+    if not 0 < out < 1:
+        raise HoodieOptionError(f"option {key}: must be within (0, 1), got {v!r}")
+    return out
+
+
 def _non_negative_int(key: str, v: str) -> int:
     out = _parse_int(key, v)
     if out < 0:
@@ -411,7 +433,7 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "hoodie.index.bloom.num_entries",
         "bloom_num_entries",
         60000,
-        _positive(_parse_int),
+        _java_int,
         "Keys a base file's bloom filter is sized for (a DYNAMIC_V0 filter adds a row of that "
         "size per this many keys).",
     ),
@@ -419,7 +441,7 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "hoodie.index.bloom.fpp",
         "bloom_fpp",
         0.000000001,
-        _positive(_parse_float),
+        _fraction,
         "False-positive rate a base file's bloom filter is sized for (at num_entries keys).",
     ),
     ConfigOption(
@@ -434,7 +456,7 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "hoodie.bloom.index.filter.dynamic.max.entries",
         "bloom_max_entries",
         100000,
-        _positive(_parse_int),
+        _java_int,
         "Keys a DYNAMIC_V0 filter grows rows for; past it, keys go round-robin over the rows.",
     ),
     ConfigOption(

@@ -161,3 +161,21 @@ def test_write_conflict_error_pickles_and_is_a_commit_conflict():
     e = pickle.loads(pickle.dumps(HoodieWriteConflictError("instant 1 conflicts with 2")))
     assert isinstance(e, HoodieWriteConflictError) and isinstance(e, HoodieCommitConflictError)
     assert str(e) == "instant 1 conflicts with 2"
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("hoodie.index.bloom.fpp", "1"),
+        ("hoodie.index.bloom.fpp", "1.5"),
+        ("hoodie.index.bloom.fpp", "0"),
+        ("hoodie.index.bloom.num_entries", "99999999999999999999"),
+        ("hoodie.bloom.index.filter.dynamic.max.entries", "2147483648"),
+        ("hoodie.bloom.index.filter.dynamic.max.entries", "0"),
+    ],
+)
+def test_bloom_filter_options_are_checked_when_read(key, value):
+    """A bloom filter option out of Java's range is refused when the options are read, before
+    a write opens an instant (found by the options fuzz: they failed at the first flush)."""
+    with pytest.raises(HoodieOptionError, match=key.replace(".", r"\.")):
+        resolve_options({key: value})
