@@ -124,7 +124,7 @@ def _has_compaction() -> bool:
         # 7 delta commits: the writer's compaction (every 5 delta commits) runs on S3 too
         ("MERGE_ON_READ", "avro", 7),
         pytest.param("MERGE_ON_READ", "parquet", 7, marks=pytest.mark.slow),  # suite time
-        ("COPY_ON_WRITE", "avro", 5),
+        pytest.param("COPY_ON_WRITE", "avro", 5, marks=pytest.mark.slow),  # suite time
     ],
 )
 def test_model_random_commits_s3(

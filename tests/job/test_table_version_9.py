@@ -142,7 +142,9 @@ def _fail_next_write(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ActiveTimeline, "complete", dead)
 
 
-@pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
+@pytest.mark.parametrize(
+    "table_type", ["MERGE_ON_READ", pytest.param("COPY_ON_WRITE", marks=pytest.mark.slow)]
+)
 def test_model_on_version_9(tmp_path, monkeypatch, table_type):
     """Inserts, upserts, deletes, compactions, cleans, archival and the rollback of a failed
     write on a new version 9 table: hudi-rs reads the model after every step."""

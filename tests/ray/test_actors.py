@@ -35,6 +35,7 @@ def test_chained_tasks_send_other_tasks_rows_to_their_peers(ray_session, tmp_pat
             model.assert_hudi_rs_reads(path, f"checkpoint {i}")
 
 
+@pytest.mark.slow  # suite time: the fault tests kill chained tasks (writer-0, assigner-1) in CI
 def test_a_chained_task_lost_after_handing_over_its_writes(ray_session, tmp_path, monkeypatch):
     """A chained task dies after the checkpoint barrier handed the driver its write calls to
     peers: the topology restarts, the open instant is rolled back and the checkpoint's input

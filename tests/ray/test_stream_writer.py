@@ -89,7 +89,12 @@ def test_stream_writer_model_many_checkpoints(ray_session, tmp_path):
     _no_pending(path)
 
 
-@pytest.mark.parametrize("version", [pytest.param("6", marks=pytest.mark.slow), "8"])
+# suite time: both versions slow; CI kills actors in tests/reliability/test_faults.py and
+# tests/ray/test_dataset_stream.py
+@pytest.mark.parametrize(
+    "version",
+    [pytest.param("6", marks=pytest.mark.slow), pytest.param("8", marks=pytest.mark.slow)],
+)
 def test_actor_faults_nothing_lost_nothing_twice(ray_session, tmp_path, version):
 
     path = tmp_path / "t"

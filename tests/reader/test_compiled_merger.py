@@ -194,6 +194,7 @@ def test_large_random_folds_compact_and_grow_the_table() -> None:
         _check(10_000 + seed, big=True)
 
 
+@pytest.mark.slow  # suite time: the random folds above cover the same merge in CI
 def test_hot_keys_compact_blocks_held_by_their_merge_columns() -> None:
     compactions = {"n": 0}
     real = CompiledLogRecordBuffer._compact

@@ -211,6 +211,9 @@ def test_a_writer_that_lost_its_lock_leaves_its_instant_to_the_new_holder(tmp_pa
     assert_no_debris(path)
 
 
+# suite time: readers beside async compaction are checked in CI by
+# tests/compaction/test_compaction.py::test_async_compaction_readers_always_see_the_model[8]
+@pytest.mark.slow
 def test_readers_during_writes_compaction_and_clean_see_committed_states(tmp_path):
     path = tmp_path / "t"
     commits = 45 if FULL else 15

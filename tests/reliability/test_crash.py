@@ -146,6 +146,7 @@ def test_kill9_client_writer(tmp_path, points):
 
 
 @pytest.mark.ray
+@pytest.mark.slow  # suite time: test_kill9_stream_driver_embedded_ray kills the driver in CI
 @pytest.mark.parametrize(
     "points", [pytest.param(1, id="ci"), pytest.param(8, id="full", marks=pytest.mark.slow)]
 )
