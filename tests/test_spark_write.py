@@ -59,6 +59,7 @@ def _cached_rdds(spark) -> int:
     return int(spark.sparkContext._jsc.getPersistentRDDs().size())
 
 
+@pytest.mark.slow  # suite time: the Spark round trip and refused-row tests run in CI
 def test_spark_dataframes_through_one_stream_release_their_caches(spark_session, tmp_path):
     """A Spark DataFrame per checkpoint into one live topology: the actors live on, each
     DataFrame's RayDP cache is released once committed, zero rows write no instant."""

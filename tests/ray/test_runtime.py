@@ -183,6 +183,7 @@ def test_wait_ready_turns_a_queued_actor_into_an_error(ray_session: Any) -> None
 
 @pytest.mark.ray
 @pytest.mark.spark
+@pytest.mark.slow  # suite time: placement checks without Spark run in CI (this module)
 def test_topology_places_next_to_a_spark_executor(spark_session: Any, ray_session: Any) -> None:
     """1 coordinator + 2 assigners + 2 writers on the 2-CPU Ray while an executor holds a CPU,
     and Spark -> Ray conversion still runs beside them."""

@@ -40,12 +40,16 @@ def test_hr_write_model(ray_session, tmp_path):
     _no_pending(path)
 
 
-def test_eight_assigners_take_two_blocks_parts_per_call(ray_session, tmp_path):
-    """At 8 assigners a routed block's parts go to the assigners two blocks at a time (the
-    held parts of an odd block at the checkpoint): the same rows, in arrival order per key."""
+def test_parts_per_call_grows_with_the_assigners():
     from hoodie_ray.ray.stream import parts_per_call
 
     assert [parts_per_call(n) for n in (1, 2, 4, 7, 8, 16)] == [1, 1, 1, 1, 2, 4]
+
+
+@pytest.mark.slow  # suite time: eight assigner actors; the parts rule is checked above
+def test_eight_assigners_take_two_blocks_parts_per_call(ray_session, tmp_path):
+    """At 8 assigners a routed block's parts go to the assigners two blocks at a time (the
+    held parts of an odd block at the checkpoint): the same rows, in arrival order per key."""
     path = tmp_path / "t"
     model, wl = TableModel(), Workload(seed=17)
     options = {**OPTIONS, "write.tasks": "1", "write.bucket_assign.tasks": "8"}

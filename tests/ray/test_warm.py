@@ -39,6 +39,7 @@ def _parked() -> stream._Parked | None:
         return next(iter(stream._parked.values()), None)
 
 
+@pytest.mark.slow  # suite time: test_dataset_stream's warm hr.write test reuses a topology in CI
 def test_the_next_call_reuses_the_topology_and_others_take_the_table_back(
     ray_session, tmp_path: Path
 ) -> None:

@@ -19,7 +19,9 @@ def test_model_random_commits(tmp_path, table_type, block_format):
     run_random_commits(tmp_path / "t", opts, commits=22, seed=seed)
 
 
-@pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
+@pytest.mark.parametrize(
+    "table_type", ["MERGE_ON_READ", pytest.param("COPY_ON_WRITE", marks=pytest.mark.slow)]
+)
 def test_model_random_commits_table_version_8(tmp_path, table_type):
     opts = model_options(
         {"compaction.delta_commits": "4"}, table_type=table_type, version="8", small_files=True
