@@ -13,13 +13,14 @@ from typing import Any
 import pyarrow as pa
 
 from hoodie_ray.config.options import WriteConfig, resolve_options
-from hoodie_ray.exceptions import HoodieWriteConflictError
+from hoodie_ray.exceptions import HoodieError, HoodieWriteConflictError
 from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.job.coordinator import CommitResult, Coordinator
-from hoodie_ray.job.setup import TableSetup
+from hoodie_ray.job.setup import TableSetup, remove_unborn_table
 from hoodie_ray.meta import META_PREFIX
 from hoodie_ray.metadata.layout import RECORD_INDEX
 from hoodie_ray.reader.index_bootstrap import bootstrap_entries, bootstrap_entries_with_ordering
+from hoodie_ray.storage import open_storage
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.bucket_assigner import (
     AssignerConfig,
@@ -230,6 +231,8 @@ class HoodieWriteClient:
         """
         table = to_arrow(data)
         retries = self.wc.num_retries_on_conflict if self.wc.occ else 0
+        storage = open_storage(self.path, self.storage_options)
+        fresh = not storage.exists(".hoodie")
         for attempt in range(retries + 1):
             try:
                 return self._write_once(table)
@@ -237,6 +240,10 @@ class HoodieWriteClient:
                 self._assigner = None  # rebuilt from the table the other writer changed
                 if attempt == retries:
                     raise
+            except HoodieError:
+                if fresh:  # a new table's refused first write leaves no .hoodie behind
+                    remove_unborn_table(storage)
+                raise
         raise AssertionError("unreachable")
 
     def _write_once(self, table: pa.Table) -> CommitResult:

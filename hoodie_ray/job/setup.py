@@ -54,6 +54,27 @@ def table_exists(storage: Storage) -> bool:
     return storage.exists(PROPERTIES_FILE)
 
 
+#: What a table's first write leaves in ``.hoodie`` before its first instant: the table's
+#: properties (and their backup) and the auxiliary folder of the writer lock.
+_UNBORN_FILES = (PROPERTIES_FILE, PROPERTIES_FILE + ".backup")
+
+
+def remove_unborn_table(storage: Storage) -> bool:
+    """Remove the ``.hoodie`` folder of a table whose first write was refused before it
+    opened an instant (a bad schema, a null key): the path is left as the user gave it, not
+    holding a table with no commits. Anything else there (an instant, a data or metadata
+    table file) keeps it. True when it was removed."""
+    if not storage.exists(".hoodie"):
+        return False
+    if any(entry.name != ".hoodie" for entry in storage.list_dir("")):
+        return False
+    for name in storage.walk_files(".hoodie"):
+        if name not in _UNBORN_FILES and not name.startswith(".hoodie/.aux/"):
+            return False
+    storage.delete_dir(".hoodie")
+    return True
+
+
 @dataclass(frozen=True)
 class _KeyLayout:
     """What a key generator is built from besides its type: the record key and partition

@@ -48,12 +48,13 @@ from hoodie_ray.config.options import WriteConfig, resolve_options
 from hoodie_ray.exceptions import (
     HoodieCommitConflictError,
     HoodieError,
+    HoodieInputError,
     HoodieWriteConflictError,
     HoodieWriteError,
 )
 from hoodie_ray.job.client import input_data_schema
 from hoodie_ray.job.coordinator import CommitResult
-from hoodie_ray.job.setup import TableSetup
+from hoodie_ray.job.setup import TableSetup, remove_unborn_table
 from hoodie_ray.ray.actors import AssignerActor, AssignWriteActor, CoordinatorActor, WriterActor
 from hoodie_ray.ray.runtime import actor_resources, ensure_ray, refuse_nbcc
 from hoodie_ray.table import HoodieTable
@@ -64,6 +65,7 @@ from hoodie_ray.write.lock import (
 )
 from hoodie_ray.write.lock_providers import open_lock
 from hoodie_ray.write.records import (
+    dtypes_schema,
     is_pandas,
     is_ray_dataset,
     is_spark_dataframe,
@@ -126,16 +128,47 @@ def dataset_items(ds: Any) -> Iterator[tuple[pa.Schema, _Input]]:
 
 
 def _bundle_items(ds: Any) -> Iterator[tuple[pa.Schema, _Input]]:
+    resolved: dict[Any, pa.Schema] = {}  # a pandas block schema -> its Arrow schema
     for bundle in ds.iter_internal_ref_bundles():
         schema = getattr(bundle.schema, "base_schema", bundle.schema)
-        if not isinstance(schema, pa.Schema):
+        if schema is None:
             schema = getattr(ds.schema(), "base_schema", None)
         slices = bundle.slices or [None] * len(bundle.blocks)
         for entry, sl in zip(bundle.blocks, slices, strict=True):
             rows = None if sl is None else (sl.start_offset, sl.end_offset)
             n = entry.metadata.num_rows if sl is None else sl.num_rows
             if n is None or n > 0:
-                yield schema, _Input(entry.ref, rows)
+                yield _arrow_schema(schema, entry.ref, resolved), _Input(entry.ref, rows)
+
+
+def _arrow_schema(schema: Any, ref: Any, resolved: dict[Any, pa.Schema]) -> pa.Schema:
+    """The Arrow schema of a Ray Data block of ``schema``: an Arrow block's own, or what
+    :func:`to_arrow` makes of a pandas block (Ray Data's ``PandasBlockSchema``, from
+    ``from_pandas``, ``map_batches(batch_format="pandas")``...). Its dtypes decide it, but an
+    ``object`` column's values do: then one block of that schema is asked, where it lies
+    (one small task per distinct schema of a write; the block never comes to the driver)."""
+    if isinstance(schema, pa.Schema):
+        return schema
+    names, dtypes = getattr(schema, "names", None), getattr(schema, "types", None)
+    if names is None or dtypes is None:
+        raise HoodieInputError(
+            f"a Ray Dataset block has a schema hoodie_ray cannot read: {schema!r}"
+        )
+    if schema not in resolved:
+        arrow = dtypes_schema(names, dtypes)
+        if any(pa.types.is_null(f.type) for f in arrow):
+            try:
+                arrow = ray.get(_block_schema.remote(ref))
+            except RayTaskError as e:  # a column of mixed values: HoodieInputError, as itself
+                raise _unwrap(e) from None
+        resolved[schema] = arrow
+    return resolved[schema]
+
+
+@ray.remote(num_cpus=0)
+def _block_schema(block: Any) -> pa.Schema:
+    """The Arrow schema :func:`to_arrow` gives a block (run beside it: only the schema moves)."""
+    return pandas_schema(block) if is_pandas(block) else to_arrow(block).schema
 
 
 def _drain(refs: list[Any]) -> None:
@@ -206,6 +239,10 @@ class HoodieStreamWriter:
         self._inflight: list[Any] = []
         # routed parts waiting to go to each assigner in one call (_assign_parts)
         self._parts: list[list[Any]] = []
+        # the row counts of the open checkpoint's routed blocks, never fetched unless it fails
+        self._routed: list[Any] = []
+        # the table's storage when this writer found no table there (False: it found one)
+        self._fresh: Any = None
         self._attempt = 0
         self._closed = False
         self.results: list[CommitResult] = []
@@ -310,7 +347,7 @@ class HoodieStreamWriter:
             ray.get(counts)
         except (RayActorError, RayTaskError) as e:
             if not _is_actor_loss(e):
-                _drain(counts)
+                _drain(counts + [p for parts in routed for p in parts])
                 raise _unwrap(e) from None
             lost = True  # an assigner died: the items go the way of any write (replayed)
         self._inputs.extend(items)
@@ -481,7 +518,9 @@ class HoodieStreamWriter:
     def _start(self, schema: pa.Schema | None) -> None:
         from hoodie_ray.storage import open_storage
 
-        open_storage(self.path, self.storage_options)  # a bad path fails here, as a HoodieError
+        storage = open_storage(self.path, self.storage_options)  # a bad path fails here
+        if self._fresh is None:  # a new table's refused first write leaves no .hoodie behind
+            self._fresh = storage if not storage.exists(".hoodie") else False
         release_warm_writers()  # the process's idle topology gives its resources (and lock) up
         ensure_ray(self.ray_address)
         self._coord = self._new_coordinator()
@@ -666,9 +705,8 @@ class HoodieStreamWriter:
         else:
             router = self._assigners[self._next_router]
             self._next_router = (self._next_router + 1) % na
-            *parts, _count = router.route.options(num_returns=na + 1).remote(
-                item.ref, item.rows, na
-            )
+            *parts, count = router.route.options(num_returns=na + 1).remote(item.ref, item.rows, na)
+            self._routed.append(count)
             self._assign_parts(parts)
 
     def _assign_parts(self, parts: list[Any]) -> None:
@@ -719,6 +757,7 @@ class HoodieStreamWriter:
         self._send_held_parts()
         ray.get(self._inflight)
         self._inflight = []
+        self._routed = []
         marks.append(time.perf_counter())
         # the assigners' last rows to the writers, and every write they sent, done
         self._await_sent(ray.get([a.flush_writers.remote() for a in self._assigners]))
@@ -804,8 +843,8 @@ class HoodieStreamWriter:
     def _recover(self) -> CommitResult | None:
         """Restart every actor, roll back the open instant (unless it committed), replay input."""
         instant = self._instant
-        self._inflight = []
-        self._parts = []
+        # not fetched: a call to a lost actor's peer may wait for that actor's replacement
+        self._inflight, self._parts, self._routed = [], [], []
         # The surviving assigners and writers go first: a writer still running its last flush
         # would otherwise write files (or append log blocks) of the instant being rolled back.
         self._stop_workers()
@@ -851,15 +890,22 @@ class HoodieStreamWriter:
         other writer left it (key index, small files, file slices), and the checkpoint's kept
         input is sent again; it goes into a new instant."""
         assert self._instant is None
-        _drain(self._inflight)
-        self._inflight = []
+        self._drop_pending()
         self._stop_workers()
         self._restart_workers()
         for item in list(self._inputs):
             self._send(item)
 
+    def _drop_pending(self) -> None:
+        """Forget the calls and routed parts of a failed attempt, fetching each first: Ray logs
+        an error no one fetched as an "Unhandled error" with a traceback when its reference
+        goes, and a refused row's error is already raised by then, as itself."""
+        held = [p for parts in self._parts for p in parts]
+        _drain(self._inflight + held + self._routed)
+        self._inflight, self._parts, self._routed = [], [], []
+
     def _fail_instant(self) -> None:
-        _drain(self._inflight)
+        self._drop_pending()
         self._workers_stale = bool(self._assigners)
         if self._instant is not None and self._coord is not None:
             try:
@@ -872,8 +918,6 @@ class HoodieStreamWriter:
                 pass  # left pending: rolled back by the next writer
         self._instant = None
         self._inputs = []
-        self._inflight = []
-        self._parts = []
         self._release_spark_frames()
 
     def _shutdown(self, rollback: bool) -> None:
@@ -898,6 +942,9 @@ class HoodieStreamWriter:
         self._assigners, self._writers, self._coord = [], [], None
         self._release_spark_frames()
         self._release_names()
+        if rollback and self._fresh and not self.results:
+            with contextlib.suppress(HoodieError):
+                remove_unborn_table(self._fresh)
 
     def _release_names(self, timeout: float = 30.0) -> None:
         """Wait until our actors' names are free (ray.kill is asynchronous), so the next writer

@@ -56,6 +56,18 @@ def pandas_schema(df: Any) -> pa.Schema:
         raise HoodieInputError(f"cannot convert the DataFrame to Arrow: {e}") from None
 
 
+def dtypes_schema(names: Any, dtypes: Any) -> pa.Schema:
+    """The Arrow schema of a pandas frame known only by its column names and dtypes (Ray
+    Data's ``PandasBlockSchema``): what :func:`pandas_schema` gives for every dtype but
+    ``object``, whose values decide their type: such a column gets type ``null`` (the only
+    dtype that does), which :func:`normalise_schema` reads as "the table's type" (a string in
+    a new table)."""
+    import pandas as pd
+
+    empty = pd.DataFrame({n: pd.Series([], dtype=t) for n, t in zip(names, dtypes, strict=True)})
+    return pandas_schema(empty)
+
+
 def to_arrow(data: Any) -> pa.Table:
     """Accept a pyarrow Table/RecordBatch or a pandas DataFrame; anything else is an error."""
     if isinstance(data, pa.Table):

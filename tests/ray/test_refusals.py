@@ -1,0 +1,111 @@
+"""Bad input on the Ray engine, as a user's script meets it: our own error, raised as itself,
+and nothing else on stderr (no "Unhandled error" traceback from Ray about a reference no one
+fetched); a new table's refused first write leaves no ``.hoodie`` behind."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pyarrow as pa
+import pytest
+
+import hoodie_ray as hr
+
+pytestmark = pytest.mark.ray
+
+OPTIONS = {
+    "hoodie.table.name": "bad",
+    "hoodie.datasource.write.recordkey.field": "key",
+    "precombine.field": "ts",
+}
+
+# Each case: a name, then the statements that write it into the table at ``path``.
+_SCRIPT = textwrap.dedent(
+    """
+    import gc, sys
+    import pyarrow as pa, ray
+    import hoodie_ray as hr
+
+    ray.init(address=sys.argv[1], namespace="hoodie_ray", log_to_driver=True)
+    EXISTING = ("arrow", "stream_arrow")  # the others write into a new table
+    root = sys.argv[2]
+    opts = {
+        "hoodie.table.name": "bad", "hoodie.datasource.write.recordkey.field": "key",
+        "precombine.field": "ts", "write.tasks": "2", "write.bucket_assign.tasks": "2",
+    }
+    good = pa.table({"key": ["a", "b"], "ts": [1, 2]})
+    null_key = pa.table({"key": pa.array(["c", None]), "ts": [3, 4]})
+
+    def stream(path, data):
+        with hr.HoodieStreamWriter(path, opts) as w:
+            w.write(data)
+            w.checkpoint()
+
+    cases = {
+        "dataset": lambda p: hr.write(ray.data.from_arrow([good, null_key]), p, opts),
+        "arrow": lambda p: hr.write(null_key, p, opts),
+        "stream_dataset": lambda p: stream(p, ray.data.from_arrow([good, null_key, good])),
+        "stream_arrow": lambda p: stream(p, [good, null_key]),
+        "schema": lambda p: hr.write(good.append_column("u", pa.array([1, 2], pa.uint64())), p, opts),
+    }
+    for name, case in cases.items():
+        existing = name in EXISTING
+        path = f"{root}/{name}-{existing}"
+        if existing:
+            hr.write(good, path, opts, engine="local")
+        try:
+            case(path)
+        except hr.HoodieError as e:
+            print(f"{name} {existing}: {type(e).__name__}: {e}", flush=True)
+        else:
+            print(f"{name} {existing}: not refused", flush=True)
+    gc.collect()
+    ray.shutdown()
+    """
+)
+
+
+def test_bad_input_leaves_only_our_error(ray_session, tmp_path):
+    address = ray_session.get_runtime_context().gcs_address
+    script = tmp_path / "bad_input.py"
+    script.write_text(_SCRIPT)
+    run = subprocess.run(
+        [sys.executable, str(script), address, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    out = run.stdout.splitlines()
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert len(out) == 5, run.stdout
+    for line in out:
+        assert "not refused" not in line, line
+        kind = "HoodieSchemaError" if line.startswith("schema") else "HoodieInputError"
+        assert f": {kind}: " in line, line
+    noise = [
+        line
+        for line in run.stderr.splitlines()
+        if "ERROR" in line or "Traceback" in line or "Unhandled" in line
+    ]
+    assert not noise, run.stderr[-3000:]
+    for name in ("dataset", "schema"):  # refused before an instant: no table there
+        assert not (tmp_path / f"{name}-False" / ".hoodie" / "hoodie.properties").exists(), name
+    for name in ("arrow", "stream_arrow"):
+        t = hr.read(str(tmp_path / f"{name}-True"))
+        assert sorted(t.column("key").to_pylist()) == ["a", "b"], name
+
+
+def test_refused_first_write_leaves_no_table(tmp_path):
+    """The local engine's too (the Ray engine's is above); a refusal after the first commit
+    keeps the table as it was."""
+    bad = pa.table({"key": pa.array([None], pa.string()), "ts": [1]})
+    path = tmp_path / "t"
+    with pytest.raises(hr.HoodieInputError, match="key"):
+        hr.write(bad, str(path), OPTIONS, engine="local")
+    assert not (path / ".hoodie").exists()
+    hr.write(pa.table({"key": ["a"], "ts": [1]}), str(path), OPTIONS, engine="local")
+    with pytest.raises(hr.HoodieInputError, match="key"):
+        hr.write(bad, str(path), OPTIONS, engine="local")
+    assert hr.read(str(path)).column("key").to_pylist() == ["a"]
