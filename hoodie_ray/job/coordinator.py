@@ -68,6 +68,7 @@ from hoodie_ray.write.bucket_assigner import (
 from hoodie_ray.write.commit import CommitProtocol, relocate_superseded_logs
 from hoodie_ray.write.context import WriteContext
 from hoodie_ray.write.heartbeat import HeartbeatClient
+from hoodie_ray.write.lock import ProcessId
 from hoodie_ray.write.lock_providers import open_lock
 from hoodie_ray.write.records import normalise_schema
 
@@ -216,6 +217,7 @@ class Coordinator:
         storage_options: dict[str, Any] | None = None,
         lock_owner: str | None = None,
         table: HoodieTable | None = None,
+        lock_job: ProcessId | None = None,
     ) -> None:
         self.path = path
         self.wc = resolve_options(options)
@@ -223,7 +225,7 @@ class Coordinator:
             table.storage if table is not None else open_storage(path, storage_options)
         )
         # the provider hoodie.write.lock.provider names (hoodie_ray's own lock by default)
-        self.lock = open_lock(self.storage, self.wc, owner=lock_owner)
+        self.lock = open_lock(self.storage, self.wc, owner=lock_owner, job=lock_job)
         # Instant heartbeats under the lazy failed-writes policy (always under OCC): the next
         # writer rolls back only instants whose heartbeat expired
         self.heartbeats = (

@@ -36,6 +36,7 @@ from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.metadata import HoodieWriteStat
 from hoodie_ray.write.bucket_assigner import AssignerConfig, WriteProfile
 from hoodie_ray.write.context import WriteContext
+from hoodie_ray.write.lock import ProcessId
 from hoodie_ray.write.routing import WriterOutbox, outbox_rows, split_by_writer
 from hoodie_ray.write.stream_writer import StreamWriteFunction
 
@@ -44,8 +45,17 @@ from hoodie_ray.write.stream_writer import StreamWriteFunction
 class CoordinatorActor:
     """Hands out instants, commits checkpoints, recovers the table on start."""
 
-    def __init__(self, path: str, options: Any, storage_options: Any, lock_owner: str) -> None:
-        self.core = Coordinator(path, options, storage_options, lock_owner=lock_owner)
+    def __init__(
+        self,
+        path: str,
+        options: Any,
+        storage_options: Any,
+        lock_owner: str,
+        lock_job: ProcessId | None = None,
+    ) -> None:
+        self.core = Coordinator(
+            path, options, storage_options, lock_owner=lock_owner, lock_job=lock_job
+        )
         self.table = ""
         self._job = lock_owner.rsplit(":", 1)[-1]  # under OCC part of the compactors' names
         self._pool: CompactorPool | None = None

@@ -59,6 +59,7 @@ from hoodie_ray.ray.actors import AssignerActor, AssignWriteActor, CoordinatorAc
 from hoodie_ray.ray.runtime import actor_resources, ensure_ray, refuse_nbcc
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.lock import (
+    ProcessId,
     new_owner_id,
     register_idle_holder,
     unregister_idle_holder,
@@ -227,6 +228,7 @@ class HoodieStreamWriter:
         # assigner task i and writer task i in one actor (pipeline.operator-chaining)
         self.chained = self.wc.chained_tasks
         self.owner = new_owner_id()
+        self._job = ProcessId.current()  # the driver: its lock is dead once this process is
         self._setup: TableSetup | None = None
         self._coord: Any = None
         self._assigners: list[Any] = []
@@ -513,7 +515,7 @@ class HoodieStreamWriter:
             name=self._unique("coordinator", self._table_name()),
             namespace=NAMESPACE,
             **actor_resources("coordinator", self.wc),
-        ).remote(self.path, self.options, self.storage_options, self.owner)
+        ).remote(self.path, self.options, self.storage_options, self.owner, self._job)
 
     def _start(self, schema: pa.Schema | None) -> None:
         from hoodie_ray.storage import open_storage

@@ -8,24 +8,34 @@ release. ``write/lock_providers.py`` picks one by ``hoodie.write.lock.provider``
 hoodie_ray's own lock lives at ``.hoodie/.aux/hoodie_ray.writer.lock`` (``.aux`` is Hudi's auxiliary folder,
 ignored by every reader). It is created put-if-absent; its owner rewrites it every heartbeat
 interval from a daemon thread. A lock whose heartbeat is older than the expiry is stale (its
-owner died) and is taken over. A second live writer gets :class:`HoodieCommitConflictError`.
+owner died) and is taken over. It names the process that renews it and the job's driver
+(:class:`ProcessId`): when both are gone from this host (a writer killed with ``kill -9``), the
+next writer takes it over at once instead of waiting out the expiry. A second live writer gets
+:class:`HoodieCommitConflictError`, saying when the lock expires.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 
 from hoodie_ray.exceptions import HoodieCommitConflictError, HoodieIOError, HoodiePathError
 from hoodie_ray.storage import Storage
 
 LOCK_PATH = ".hoodie/.aux/hoodie_ray.writer.lock"
 _MISSING = object()
+#: How long a writer waits for a dead driver's actors to go (Ray reaps them in 2-5 s) before
+#: it takes over their lock.
+REAP_WAIT_S = 15.0
+
+log = logging.getLogger("hoodie_ray")
 
 # Writers of this process that hold a table's lock while idle (a warm hr.write topology): they
 # give the table up when another writer of this process wants it (base URI -> release).
@@ -56,6 +66,68 @@ def release_idle_holder(base_uri: str) -> None:
 
 def new_owner_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+def _machine() -> str:
+    """This kernel boot and PID namespace: two processes with equal ``_machine()`` see the
+    same PIDs (a host name alone does not tell containers apart)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+        return f"{boot}/{os.stat('/proc/self/ns/pid').st_ino}"
+    except OSError:  # not Linux: no way to tell, the lock then waits for its expiry
+        return ""
+
+
+@dataclass(frozen=True)
+class ProcessId:
+    """A process, told apart from a later one with the same PID by its start time."""
+
+    host: str
+    machine: str  # _machine(): boot id and PID namespace; "" where unknown
+    pid: int
+    start: float  # seconds since the epoch, as the kernel gives it
+
+    @classmethod
+    def current(cls) -> ProcessId:
+        import psutil
+
+        return cls(socket.gethostname(), _machine(), os.getpid(), psutil.Process().create_time())
+
+    @classmethod
+    def parse(cls, raw: object) -> ProcessId | None:
+        """From :meth:`to_json`'s form; None for anything else (a lock of an older writer)."""
+        if not isinstance(raw, dict):
+            return None
+        try:
+            return cls(str(raw["host"]), str(raw["machine"]), int(raw["pid"]), float(raw["start"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+    def local(self) -> bool:
+        """Whether this process can see it: same host, boot and PID namespace."""
+        here = _machine()
+        return bool(here) and self.machine == here and self.host == socket.gethostname()
+
+    def gone(self) -> bool:
+        """True when it certainly ended: a local process whose PID is free or now another's."""
+        if not self.local():
+            return False
+        import psutil
+
+        try:
+            proc = psutil.Process(self.pid)
+            return proc.status() == psutil.STATUS_ZOMBIE or abs(proc.create_time() - self.start) > 1
+        except psutil.NoSuchProcess:
+            return True
+        except psutil.Error:  # e.g. access denied: it exists
+            return False
+
+    def __str__(self) -> str:
+        return f"process {self.pid} on {self.host}"
 
 
 class TableLock:
@@ -168,16 +240,52 @@ class WriterLock(TableLock):
         heartbeat_ms: int = 10000,
         expire_ms: int = 60000,
         owner: str | None = None,
+        job: ProcessId | None = None,
     ) -> None:
         self.storage = storage
         self.heartbeat_s = heartbeat_ms / 1000.0
         self.expire_s = expire_ms / 1000.0
         # A write job passes its own id, so a restarted coordinator re-takes the job's lock.
         self.owner = owner or new_owner_id()
+        self.process = ProcessId.current()  # the process that renews the lock
+        self.job = job or self.process  # the job's driver (a Ray job's coordinator renews)
         self._init_thread()
 
     def _payload(self) -> bytes:
-        return json.dumps({"owner": self.owner, "heartbeat": time.time()}).encode()
+        return json.dumps(
+            {
+                "owner": self.owner,
+                "heartbeat": time.time(),
+                "process": self.process.to_json(),
+                "job": self.job.to_json(),
+            }
+        ).encode()
+
+    def _holder_gone(self, cur: dict) -> bool:
+        """Whether the live-looking lock ``cur`` has no holder left: its renewing process and
+        its job's driver both ended on this host. When only the driver ended (killed), Ray
+        reaps the job's actors in seconds: wait for them (:data:`REAP_WAIT_S`)."""
+        process, job = ProcessId.parse(cur.get("process")), ProcessId.parse(cur.get("job"))
+        if process is None or job is None or not job.gone():
+            return False
+        deadline = time.monotonic() + REAP_WAIT_S
+        while not process.gone():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
+    def _refusal(self, cur: dict, age: float) -> str:
+        process = ProcessId.parse(cur.get("process"))
+        where = f" ({process})" if process is not None else ""
+        left = max(0.0, self.expire_s - age)
+        return (
+            f"table {self.storage.base_uri} is being written by {cur.get('owner')}{where}, "
+            f"heartbeat {age:.0f}s ago; one writer per table. The lock expires in {left:.0f}s "
+            f"unless its holder renews it (hoodie.write.lock.expire_ms="
+            f"{self.expire_s * 1000:.0f}); a holder whose process is gone from this host is "
+            "taken over at once"
+        )
 
     def _read(self) -> dict | None:
         """The lock's content, or None when it is missing or unreadable."""
@@ -227,9 +335,12 @@ class WriterLock(TableLock):
                 break
             age = time.time() - float(cur.get("heartbeat", 0))
             if age <= self.expire_s:
-                raise HoodieCommitConflictError(
-                    f"table {self.storage.base_uri} is being written by {cur.get('owner')} "
-                    f"(heartbeat {age:.0f}s ago); one writer per table"
+                if not self._holder_gone(cur):
+                    raise HoodieCommitConflictError(self._refusal(cur, age))
+                log.warning(
+                    "hoodie_ray: taking over the writer lock of %s from %s: its processes are gone",
+                    self.storage.base_uri,
+                    cur.get("owner"),
                 )
             self.storage.delete(LOCK_PATH)  # stale: its owner stopped heartbeating
         else:

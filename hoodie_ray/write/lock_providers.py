@@ -51,7 +51,7 @@ from hoodie_ray.exceptions import (
     HoodiePathError,
 )
 from hoodie_ray.storage import ArrowStorage, LocalStorage, Storage, open_storage
-from hoodie_ray.write.lock import TableLock, WriterLock, new_owner_id
+from hoodie_ray.write.lock import ProcessId, TableLock, WriterLock, new_owner_id
 
 FS_LOCK_FILE = "lock"
 FS_LOCK_DEFAULT_FOLDER = ".hoodie"
@@ -515,9 +515,14 @@ class StorageBasedLock(TableLock):
 
 
 def open_lock(
-    storage: Storage, wc: WriteConfig | None = None, owner: str | None = None
+    storage: Storage,
+    wc: WriteConfig | None = None,
+    owner: str | None = None,
+    job: ProcessId | None = None,
 ) -> TableLock:
-    """The table lock ``hoodie.write.lock.provider`` names, configured from ``wc``.
+    """The table lock ``hoodie.write.lock.provider`` names, configured from ``wc``; ``owner``
+    the job's id, ``job`` its driver process (hoodie_ray's own lock records both, so that the
+    next writer can tell a dead holder at once).
 
     Raises:
         HoodieOptionError: the provider cannot run on this storage (naming option and storage).
@@ -545,5 +550,9 @@ def open_lock(
             owner=owner,
         )
     return WriterLock(
-        storage, heartbeat_ms=wc.lock_heartbeat_ms, expire_ms=wc.lock_expire_ms, owner=owner
+        storage,
+        heartbeat_ms=wc.lock_heartbeat_ms,
+        expire_ms=wc.lock_expire_ms,
+        owner=owner,
+        job=job,
     )

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+import threading
+import time
+
+import psutil
 import pytest
 
 from hoodie_ray.exceptions import HoodieCommitConflictError
 from hoodie_ray.storage import LocalStorage
-from hoodie_ray.write.lock import LOCK_PATH, WriterLock
+from hoodie_ray.write.lock import LOCK_PATH, REAP_WAIT_S, ProcessId, WriterLock
 
 
 @pytest.fixture
@@ -84,4 +91,71 @@ def test_release_owned_frees_a_dead_owners_lock_and_its_heartbeat_does_not_write
     with pytest.raises(HoodieCommitConflictError, match="lost the writer lock"):
         a.check()
     b.release()
+    a.release()
+
+
+_HOLD = """
+import sys, time
+from hoodie_ray.storage import LocalStorage
+from hoodie_ray.write.lock import WriterLock
+WriterLock(LocalStorage(sys.argv[1])).acquire()
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def _holder(storage: LocalStorage) -> subprocess.Popen:
+    """Another process that takes the table's lock (heartbeating) and keeps it."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, storage.base_uri], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_lock_of_a_writer_killed_on_this_host_is_taken_over_at_once(storage):
+    holder = _holder(storage)
+    with pytest.raises(HoodieCommitConflictError) as e:
+        WriterLock(storage).acquire()
+    # the refusal names the holder's process and says when the lock expires
+    assert f"process {holder.pid} on " in str(e.value)
+    assert re.search(r"expires in \d+s .*hoodie\.write\.lock\.expire_ms=60000", str(e.value))
+    holder.kill()  # kill -9: no release, the heartbeat is seconds old
+    holder.wait()
+    lock = WriterLock(storage).acquire()  # no wait for the 60 s expiry
+    lock.check()
+    lock.release()
+
+
+def test_dead_driver_waits_for_its_renewing_process_then_takes_over(storage):
+    """A Ray job's driver killed: its coordinator (the process that renews the lock) lives on
+    for the seconds Ray takes to reap it; the next writer waits for it, then takes over."""
+    driver = subprocess.Popen([sys.executable, "-c", "pass"])
+    driver.wait()
+    here = ProcessId.current()
+    job = ProcessId(here.host, here.machine, driver.pid, 1.0)  # gone (or its PID reused)
+    renewer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    held = WriterLock(storage, job=job)
+    held.process = ProcessId(
+        held.process.host,
+        held.process.machine,
+        renewer.pid,
+        psutil.Process(renewer.pid).create_time(),
+    )
+    held.acquire()
+    held._stop.set()  # the heartbeat thread stops, the file stays: as if the renewer held it
+    threading.Timer(0.3, renewer.kill).start()
+    t0 = time.monotonic()
+    lock = WriterLock(storage).acquire()
+    assert 0.2 < time.monotonic() - t0 < REAP_WAIT_S
+    renewer.wait()
+    lock.release()
+
+
+def test_holder_on_another_host_is_left_to_its_expiry(storage):
+    a = WriterLock(storage).acquire()
+    a.process = a.job = ProcessId("elsewhere", "other-boot/1", 1, 1.0)
+    assert a.renew()
+    with pytest.raises(HoodieCommitConflictError, match=r"process 1 on elsewhere.*expires in"):
+        WriterLock(storage).acquire()
     a.release()
