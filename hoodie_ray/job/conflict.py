@@ -75,9 +75,28 @@ class Conflict:
     pending: bool = False
 
     def describe(self) -> str:
-        groups = ", ".join(f"{p or '<non-partitioned>'}/{f}" for p, f in self.file_groups)
-        what = "pending plan" if self.pending else "completed"
-        return f"{self.instant} ({self.action}, {what}) on file groups {groups}"
+        return describe_conflicts([self])
+
+
+def _listed(items: list[str], most: int) -> str:
+    shown = ", ".join(items[:most])
+    return shown if len(items) <= most else f"{shown} and {len(items) - most} more"
+
+
+def describe_conflicts(conflicts: list[Conflict], most: int = 3) -> str:
+    """The conflicts in a few words: instants that touched the same file groups named once
+    with those groups (at most ``most`` instants and file groups listed, then how many more)."""
+    by_groups: dict[tuple[FileGroup, ...], list[Conflict]] = {}
+    for c in conflicts:
+        by_groups.setdefault(tuple(sorted(c.file_groups)), []).append(c)
+    parts = []
+    for groups, cs in by_groups.items():
+        kinds = sorted({f"{c.action}, {'pending plan' if c.pending else 'completed'}" for c in cs})
+        names = _listed([c.instant for c in cs], most)
+        fgs = _listed([f"{p or '<non-partitioned>'}/{f}" for p, f in groups], most)
+        plural = "s" if len(groups) > 1 else ""
+        parts.append(f"{names} ({'; '.join(kinds)}) on file group{plural} {fgs}")
+    return "; ".join(parts)
 
 
 def candidates(

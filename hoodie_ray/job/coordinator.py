@@ -32,7 +32,7 @@ from hoodie_ray.exceptions import (
 )
 from hoodie_ray.file_group.view import FileSlice, FileSystemView
 from hoodie_ray.job.archival import archive_table
-from hoodie_ray.job.conflict import TxnStart, conflicts_of, is_compaction
+from hoodie_ray.job.conflict import TxnStart, conflicts_of, describe_conflicts, is_compaction
 from hoodie_ray.job.setup import (
     TableSetup,
     bucket_options_for_table,
@@ -571,7 +571,7 @@ class Coordinator:
         self.rollback(instant)
         raise HoodieWriteConflictError(
             f"{self.path}: write {instant} conflicts with "
-            + "; ".join(c.describe() for c in conflicts)
+            + describe_conflicts(conflicts)
             + f"; {instant} was rolled back"
         )
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from hoodie_ray.job.conflict import (
+    Conflict,
     TxnStart,
     candidates,
+    describe_conflicts,
     file_groups,
     find_conflicts,
     is_compaction,
@@ -117,3 +119,16 @@ def test_nbcc_candidates_are_replace_and_clustering_only():
         (T3, Action.REPLACE_COMMIT),
         (T4, Action.CLUSTERING),
     ]
+
+
+def test_conflicts_with_the_same_file_groups_are_described_once():
+    """Four instants on the same two file groups: the groups named once, the message short."""
+    groups = (("2026/11/28", "1f4e6c1a-5b0e-4c62-9d55-3c1d6e2f0a11-0"), ("", "f2"))
+    conflicts = [Conflict(f"2026112812000{i}000", "deltacommit", groups) for i in range(4)]
+    conflicts.append(Conflict(T4, "compaction", (("a", "f9"),), pending=True))
+    text = describe_conflicts(conflicts)
+    assert text.count(groups[0][1]) == 1 and text.count("f2") == 1
+    assert "20261128120000000, 20261128120001000, 20261128120002000 and 1 more" in text
+    assert "(deltacommit, completed) on file groups" in text
+    assert f"{T4} (compaction, pending plan) on file group a/f9" in text
+    assert len(text) < 300
