@@ -346,6 +346,10 @@ class Results:
         }
 
 
+def _dash(v: Any) -> Any:
+    return "-" if v is None else v
+
+
 def render(res: Results) -> str:
     headers = [
         "path",
@@ -383,12 +387,13 @@ def render(res: Results) -> str:
                 c.get("writer") if not f.get("chained") else "(chained)",
                 c.get("other"),
                 f.get("driver_cpu_share"),
-                f.get("assigner_cpu_share"),
+                # one actor does both when chained: no assigner / writer split to show
+                "(chained)" if f.get("chained") else f.get("assigner_cpu_share"),
                 f.get("commit_p95_s"),
                 f.get("gate") or f.get("error"),
             ]
         )
-    lines = [text_table(headers, body)]
+    lines = [text_table(headers, [[_dash(v) for v in row] for row in body])]
     for f in res.rows():
         if f.get("phase_p50_ms"):
             ph = ", ".join(f"{k} {v}" for k, v in f["phase_p50_ms"].items())

@@ -16,6 +16,7 @@ import importlib
 import inspect
 import io
 import json
+import re
 import os
 import sys
 import time
@@ -614,8 +615,9 @@ _SLICE_COLUMNS = [
     click.option(
         "--engine",
         type=click.Choice(["local", "ray"]),
-        default=None,
-        help="Run the operations in this process (local) or as Ray tasks (hr.compact's default).",
+        default="local",
+        show_default=True,
+        help="Run the operations in this process (local) or as Ray tasks.",
     ),
     dry_run_option,
 )
@@ -810,7 +812,8 @@ def archive(
     rows = [{"instant": ts, "action": action} for ts, action in result.instants]
     doc = {"table": table_doc(path, storage_kv), "instants": rows, "dry_run": dry_run}
     if not rows:
-        line = "nothing to archive"
+        doc["reason"] = result.reason
+        line = f"nothing to archive: {result.reason}"
     else:
         span = f"{rows[0]['instant']} .. {rows[-1]['instant']}"
         verb = "would be archived (dry run)" if dry_run else "archived"
@@ -901,8 +904,11 @@ def _input_batches(
     import pyarrow as pa
 
     p = Path(input_path)
-    if not p.is_file():
+    if not p.exists():
         raise CliError(f"input file not found: {input_path}")
+    if not p.is_file():
+        kind = "a directory" if p.is_dir() else "not a regular file (a device, FIFO or socket)"
+        raise CliError(f"input {input_path} is {kind}: give a .parquet or .csv file")
     name = p.name.lower()
     try:
         if name.endswith((".parquet", ".pq", ".parq")):
@@ -1183,3 +1189,28 @@ def _first_line(e: BaseException) -> str:
     text = str(e).strip()
     first = text.splitlines()[0].strip() if text else ""
     return first or type(e).__name__
+
+
+_RST_ROLE = re.compile(r":[a-z]+:`~?(?:[\w.]+\.)?([^`]+)`")
+
+
+def plain_help(text: str | None) -> str | None:
+    """A docstring as a terminal shows it: reST roles and double backticks taken out
+    (``:func:`hoodie_ray.api.write``` -> ``write``)."""
+    if text is None:
+        return None
+    return _RST_ROLE.sub(r"\1", text).replace("``", "")
+
+
+def _plain_command_help(cmd: click.Command) -> None:
+    cmd.help = plain_help(cmd.help)
+    cmd.short_help = plain_help(cmd.short_help)
+    for param in cmd.params:
+        if isinstance(param, click.Option):
+            param.help = plain_help(param.help)
+    if isinstance(cmd, click.Group):
+        for sub in cmd.commands.values():
+            _plain_command_help(sub)
+
+
+_plain_command_help(cli)

@@ -54,6 +54,24 @@ def archivable_instants(table: HoodieTable, wc: WriteConfig) -> list[Instant]:
     )
 
 
+def nothing_to_archive_reason(table: HoodieTable, wc: WriteConfig) -> str:
+    """Why :func:`archivable_instants` named no instant, in a user's words."""
+    tl = table.active_timeline
+    n = len(tl.completed_commits())
+    if n <= wc.keep_max_commits:
+        return (
+            f"{n} completed commit(s) on the active timeline; archival starts past "
+            f"hoodie.keep.max.commits={wc.keep_max_commits}"
+        )
+    if has_metadata_table(table.table_config):
+        if metadata_writer(table).latest_compaction_time() is None:
+            return "the metadata table has not compacted yet: its logs still name every instant"
+    return (
+        "the oldest instants are still needed (a pending write or compaction, commits "
+        "cleaning has yet to retain, or the metadata table's uncompacted logs)"
+    )
+
+
 def archive_table(table: HoodieTable, wc: WriteConfig) -> list[Instant]:
     """Archive the instants :func:`archivable_instants` names (the archived timeline is
     written before any instant file is deleted); those instants."""

@@ -30,7 +30,7 @@ from hoodie_ray.compaction.clean import (
 from hoodie_ray.compaction.execute import CompactionTask
 from hoodie_ray.config.options import WriteConfig, resolve_options
 from hoodie_ray.exceptions import HoodieCompactionError, HoodieError, HoodieUnsupportedError
-from hoodie_ray.job.archival import archivable_instants, archive_table
+from hoodie_ray.job.archival import archivable_instants, archive_table, nothing_to_archive_reason
 from hoodie_ray.metadata.layout import FILES, RECORD_INDEX
 from hoodie_ray.metadata_writer.validate import (
     MetadataDifference,
@@ -143,6 +143,7 @@ class ArchiveResult:
 
     instants: tuple[tuple[str, str], ...] = ()
     dry_run: bool = False
+    reason: str = ""  # when no instant moves: why
 
 
 def _lock(svc: CompactionService) -> TableLock:
@@ -432,7 +433,8 @@ def archive(
     wc = resolve_options(options)
     with _ServiceLock(table.storage, wc) as turns, turns.turn():
         chosen = archivable_instants(table, wc) if dry_run else archive_table(table, wc)
-        return ArchiveResult(tuple((i.timestamp, i.action) for i in chosen), dry_run)
+        reason = "" if chosen else nothing_to_archive_reason(table, wc)
+        return ArchiveResult(tuple((i.timestamp, i.action) for i in chosen), dry_run, reason)
 
 
 # -- the metadata table ----------------------------------------------------------------------------

@@ -43,3 +43,22 @@ def test_every_path(spark_session, tmp_path, capsys) -> None:
     assert "dataset_vs_driver_cpu_w1" in doc["summary"]
     (delta,) = doc["peers"]
     assert delta["gate"] == "pass"
+
+
+def test_render_shows_no_none() -> None:
+    """A chained run has no assigner/writer CPU split: its share column says so."""
+    from benchmarks.scaling import Results, render
+
+    class Fixed(Results):
+        def rows(self) -> list[dict]:
+            common = {"path": "dataset", "writers": 2, "assigners": 2, "rows_per_s": 1000.0}
+            return [
+                {**common, "chained": True, "cpu_s": {"assign-write": 1.0}},
+                {**common, "chained": False, "cpu_s": {"assigner": 1.0, "writer": 2.0}},
+            ]
+
+        def summary(self) -> dict:
+            return {}
+
+    text = render(Fixed(workload={}))
+    assert "None" not in text and "(chained)" in text

@@ -346,6 +346,10 @@ def test_table_services_with_dry_run(
     assert not active & {i["instant"] for i in doc["instants"]}
     assert run_json(capsys, "archive", str(path), *keep)["instants"] == []
     assert hr.read(str(path)).num_rows == 5
+    # nothing to archive says why: too few commits for hoodie.keep.max.commits (50)
+    rc, out, err = run(capsys, "archive", str(path), "--dry-run")
+    assert rc == 0 and out.startswith("nothing to archive: "), out
+    assert "archival starts past hoodie.keep.max.commits=50" in out
 
 
 # -- compact / upgrade when the library lacks them -----------------------------------------------
@@ -493,6 +497,8 @@ def test_write_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
     garbage.write_bytes(b"not parquet at all")
     cases = [
         (["--input", tmp_path / "missing.parquet"], "input file not found"),
+        (["--input", "/dev/null"], "/dev/null is not a regular file"),
+        (["--input", tmp_path], "is a directory"),
         (["--input", bad_ext], "use a .parquet or .csv file"),
         (["--input", garbage], "cannot read input"),
         (["--input", src, "--option", "oops"], "--option must be KEY=VALUE"),
@@ -870,3 +876,23 @@ def test_metadata_create_index_and_drop_index(
     assert rc != 0 and "nope" in err
     doc = run_json(capsys, "metadata", "drop-index", root, "currency_idx")
     assert "secondary_index_currency_idx" not in doc["partitions"]
+
+
+def test_help_is_plain_text_and_shows_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every command's --help without reST markup (double backticks, roles); defaults shown."""
+    from hoodie_ray.cli.commands import cli
+
+    def commands(group: Any, prefix: list[str]) -> list[list[str]]:
+        out = []
+        for name, cmd in group.commands.items():
+            out.append([*prefix, name])
+            if hasattr(cmd, "commands"):
+                out += commands(cmd, [*prefix, name])
+        return out
+
+    for argv in commands(cli, []):
+        rc, out, _ = run(capsys, *argv, "--help")
+        assert rc == 0, argv
+        assert "``" not in out and ":func:" not in out and ":class:" not in out, argv
+    rc, out, _ = run(capsys, "compact", "--help")
+    assert "[default: local]" in " ".join(out.split())
