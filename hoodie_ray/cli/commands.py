@@ -16,8 +16,8 @@ import importlib
 import inspect
 import io
 import json
-import re
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence

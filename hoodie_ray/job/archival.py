@@ -63,9 +63,9 @@ def nothing_to_archive_reason(table: HoodieTable, wc: WriteConfig) -> str:
             f"{n} completed commit(s) on the active timeline; archival starts past "
             f"hoodie.keep.max.commits={wc.keep_max_commits}"
         )
-    if has_metadata_table(table.table_config):
-        if metadata_writer(table).latest_compaction_time() is None:
-            return "the metadata table has not compacted yet: its logs still name every instant"
+    mdt = has_metadata_table(table.table_config)
+    if mdt and metadata_writer(table).latest_compaction_time() is None:
+        return "the metadata table has not compacted yet: its logs still name every instant"
     return (
         "the oldest instants are still needed (a pending write or compaction, commits "
         "cleaning has yet to retain, or the metadata table's uncompacted logs)"
