@@ -32,7 +32,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def ray_session() -> Iterator[Any]:
-    """A local Ray (``num_cpus=2``, namespace ``hoodie_ray``) shared by the session; yields ``ray``.
+    """A local Ray (``num_cpus=2``, namespace ``hoodie_ray``, with its dashboard) shared by the
+    session; yields ``ray``.
 
     With ``RAY_ADDRESS`` set, the tests join that cluster instead. Ray is shut down at the end
     only when this fixture started it.
@@ -46,7 +47,9 @@ def ray_session() -> Iterator[Any]:
         # metrics exported every 2 s, not Ray's 10: the metrics tests read them sooner
         os.environ.setdefault("RAY_metrics_report_interval_ms", "2000")
     t0 = time.perf_counter()
-    ensure_ray(num_cpus=RAY_NUM_CPUS, include_dashboard=False)
+    # the dashboard head (~1.5 s more at start) writes the session's Prometheus scrape config
+    # and Grafana folders, which the dashboard tests use as a user's Prometheus would
+    ensure_ray(num_cpus=RAY_NUM_CPUS, include_dashboard=True)
     TIMINGS["ray_init"] = time.perf_counter() - t0
     try:
         import ray.data

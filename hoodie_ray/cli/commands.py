@@ -1154,6 +1154,38 @@ def _split_json_result(text: str) -> tuple[Any, str]:
     return None, text.strip()
 
 
+@cli.group("dashboard")
+def dashboard_group() -> None:
+    """hoodie_ray's Grafana dashboard (rows/s, commits, checkpoint phases, buffers, index,
+    compaction), beside Ray's own."""
+
+
+@dashboard_group.command("install")
+@click.option(
+    "--session",
+    "session_dir",
+    default=None,
+    help="A Ray session folder [default: the latest, /tmp/ray/session_latest].",
+)
+@output_option
+def dashboard_install(session_dir: str | None, output: str) -> None:
+    """Put the dashboard in the Ray session's Grafana dashboards folder, which Grafana loads
+    when started with Ray's config (grafana-server --config <session>/metrics/grafana/grafana.ini)."""
+    from hoodie_ray.ray.dashboard import install_dashboard
+
+    path = install_dashboard(session_dir)
+    doc = {"dashboard": str(path)}
+    emit(output, doc, [View(lines=[f"installed {path}"])])
+
+
+@dashboard_group.command("show")
+def dashboard_show() -> None:
+    """Print the dashboard's JSON (to import it into a Grafana provisioned another way)."""
+    from hoodie_ray.ray.dashboard import dashboard_json
+
+    click.echo(dashboard_json(), nl=False)
+
+
 @cli.group("bench")
 def bench_group() -> None:
     """Benchmarks (from a source checkout)."""

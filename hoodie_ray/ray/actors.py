@@ -123,6 +123,10 @@ class CoordinatorActor:
         metrics.gauge_pending_compactions(self.table, pending)
         return dataclasses.replace(result, services=self.core.last_services)
 
+    def record_phases(self, phases: dict[str, float]) -> None:
+        """The driver's timing of the last checkpoint, into the phase histogram."""
+        metrics.record_checkpoint_phases(self.table, phases)
+
     def _runner(self) -> CompactorPool:
         if self._pool is None:
             # under OCC another job's topology may write this table: its compactors are its own

@@ -9,6 +9,7 @@ import ray
 
 from hoodie_ray.compaction.execute import CompactionTask, execute_operation
 from hoodie_ray.config.options import WriteConfig
+from hoodie_ray.ray import metrics
 from hoodie_ray.ray.runtime import NAMESPACE, actor_resources
 from hoodie_ray.timeline.metadata import HoodieWriteStat
 
@@ -17,8 +18,15 @@ from hoodie_ray.timeline.metadata import HoodieWriteStat
 class CompactorActor:
     """Merges file slices into new base files (Flink CompactOperator)."""
 
+    def __init__(self, table: str = "", task_id: int = 0) -> None:
+        self.table, self.task_id = table, task_id  # the metrics tags
+
     def execute(self, task: CompactionTask) -> HoodieWriteStat:
-        return execute_operation(task)
+        stat = execute_operation(task)
+        metrics.count_compacted(
+            self.table, self.task_id, 1, int(getattr(stat, "total_write_bytes", 0) or 0)
+        )
+        return stat
 
     def pid(self) -> int:
         return os.getpid()
@@ -45,7 +53,7 @@ class CompactorPool:
             self.actors.append(
                 CompactorActor.options(  # type: ignore[attr-defined]
                     name=name, namespace=NAMESPACE, max_restarts=0, **opts
-                ).remote()
+                ).remote(self.table.split("/")[0], i)
             )
 
     def submit(self, tasks: list[CompactionTask]) -> list[Any]:

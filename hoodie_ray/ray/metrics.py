@@ -30,13 +30,13 @@ DEFAULT_REPORT_INTERVAL_S = 10.0
 """Ray's ``metrics_report_interval_ms`` default, used where Ray's config cannot be read."""
 
 
-def _get(kind: str, name: str, doc: str, **kw: Any) -> Any:
+def _get(kind: str, name: str, doc: str, tag_keys: tuple[str, ...] = _TAGS, **kw: Any) -> Any:
     m = _metrics.get(name)
     if m is None:
         from ray.util import metrics as rm
 
         cls = {"counter": rm.Counter, "gauge": rm.Gauge, "histogram": rm.Histogram}[kind]
-        m = _metrics[name] = cls(name, description=doc, tag_keys=_TAGS, **kw)
+        m = _metrics[name] = cls(name, description=doc, tag_keys=tag_keys, **kw)
     return m
 
 
@@ -155,8 +155,36 @@ def record_commit(table: str, latency_s: float) -> None:
         "histogram",
         "hoodie_ray_commit_latency_s",
         "Instant requested -> completed, seconds",
-        boundaries=[0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60],
+        boundaries=LATENCY_BOUNDARIES,
     ).observe(latency_s, series)
+
+
+#: Seconds buckets of the latency histograms (a commit; a checkpoint's phase).
+LATENCY_BOUNDARIES = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60]
+
+
+@_safe
+def record_checkpoint_phases(table: str, phases: dict[str, float]) -> None:
+    """One checkpoint's seconds per phase (``HoodieStreamWriter.checkpoint_phases``), as the
+    driver timed them; recorded by the coordinator, tagged ``phase`` besides the usual tags."""
+    hist = _get(
+        "histogram",
+        "hoodie_ray_checkpoint_phase_s",
+        "Seconds a checkpoint spent in one phase (begin, input, align, flush, commit)",
+        tag_keys=(*_TAGS, "phase"),
+        boundaries=LATENCY_BOUNDARIES,
+    )
+    series = tags(table, "coordinator")
+    for phase, seconds in phases.items():
+        hist.observe(max(0.0, float(seconds)), {**series, "phase": phase})
+
+
+@_safe
+def count_compacted(table: str, task_id: int, slices: int, nbytes: int) -> None:
+    series = tags(table, "compactor", task_id)
+    _get("counter", "hoodie_ray_compacted_slices", "File slices compacted").inc(slices, series)
+    if nbytes:
+        _get("counter", "hoodie_ray_bytes_written", "Bytes written to storage").inc(nbytes, series)
 
 
 @_safe

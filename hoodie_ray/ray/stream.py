@@ -781,6 +781,7 @@ class HoodieStreamWriter:
         marks.append(time.perf_counter())
         steps = [b - a for a, b in itertools.pairwise(marks)]
         self._phases.append(dict(zip(CHECKPOINT_PHASES, [self._begin_s, *steps], strict=True)))
+        self._coord.record_phases.remote(self._phases[-1])  # never fails: not waited for
         self._instant = None
         # Not waited for: each assigner runs it before the next checkpoint's start (one
         # caller's calls to an actor run in order), and its result is checked there.
