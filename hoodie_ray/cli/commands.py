@@ -415,7 +415,15 @@ def metadata_create_index(
     and keep it from then on (its definition goes to .hoodie/.index_defs/index.json)."""
     load_table(path, storage_kv)
     fn = lazy_feature("hoodie_ray.job.maintenance", "create_index", "the metadata table")
-    part = fn(path, name, column, kind=kind, storage_options=storage_options_from(storage_kv))
+    with _slice_progress(_isatty(sys.stderr), "indexing file slices") as on_progress:
+        part = fn(
+            path,
+            name,
+            column,
+            kind=kind,
+            storage_options=storage_options_from(storage_kv),
+            on_progress=on_progress,
+        )
     doc = {"table": table_doc(path, storage_kv), "index": part, "column": column, "kind": kind}
     emit(output, doc, [View(lines=[f"index {part} built over {column}"])])
 
@@ -673,19 +681,37 @@ def _optional_kwargs(
     return kwargs
 
 
+def _rate_text(bar: Any, t0: float) -> str:
+    """The rate shown beside a progress bar: file slices a second."""
+    elapsed = time.monotonic() - t0
+    pos = getattr(bar, "pos", 0) if bar is not None else 0
+    return f"{pos / elapsed:.1f}/s" if elapsed > 0 and pos else ""
+
+
 @contextlib.contextmanager
-def _slice_progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
-    """hr.compact's ``on_progress(done, total)``: a click progress bar on stderr, opened at
-    the first call (when the total is known); None when ``enabled`` is not."""
+def _slice_progress(
+    enabled: bool, label: str = "compacting file slices"
+) -> Iterator[Callable[[int, int], None] | None]:
+    """An API's ``on_progress(done, total)`` (hr.compact, hr.create_index): a click progress
+    bar on stderr (done/total, percent, time left, rate), opened at the first call (when the
+    total is known); None when ``enabled`` is not."""
     if not enabled:
         yield None
         return
     bar: Any = None
+    t0 = time.monotonic()
 
     def on_progress(done: int, total: int) -> None:
         nonlocal bar
         if bar is None:
-            bar = click.progressbar(length=total, label="compacting file slices", file=sys.stderr)
+            bar = click.progressbar(
+                length=total,
+                label=label,
+                file=sys.stderr,
+                show_pos=True,
+                show_percent=True,
+                item_show_func=lambda _: _rate_text(bar, t0),
+            )
             bar.__enter__()
         bar.update(done - bar.pos)
 

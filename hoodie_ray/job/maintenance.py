@@ -502,12 +502,14 @@ def create_index(
     kind: str = "secondary",
     storage_options: dict[str, Any] | None = None,
     options: dict[str, Any] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> str:
     """Build secondary index ``name`` over ``column`` in the metadata table of the table at
     ``path`` from its current snapshot, under the writer lock, and keep it from then on (its
     definition goes to ``.hoodie/.index_defs/index.json``); the MDT partition's name
     (``secondary_index_<name>``). ``options`` may name the lock provider
-    (``hoodie.write.lock.provider``).
+    (``hoodie.write.lock.provider``). ``on_progress(done, total)`` is called as the file
+    slices are read (for progress bars; quiet by default).
 
     Example::
 
@@ -532,7 +534,7 @@ def create_index(
             )
         if partition in completed_partitions(table.table_config):
             raise HoodieUnsupportedError(f"{path}: index {partition} exists already")
-        return w.initialize_secondary_index(partition, column)
+        return w.initialize_secondary_index(partition, column, on_progress)
 
 
 def drop_index(

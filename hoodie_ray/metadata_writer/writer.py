@@ -26,7 +26,7 @@ import json
 import logging
 import time
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -446,10 +446,16 @@ class MetadataWriter:
         records = initial_bloom_records(self.table, listing)
         self._initialize_partition(BLOOM_FILTERS, records, BLOOM_FILTER_FILE_GROUPS, first_suffix=2)
 
-    def initialize_secondary_index(self, name: str, source_field: str) -> str:
+    def initialize_secondary_index(
+        self,
+        name: str,
+        source_field: str,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> str:
         """Build secondary index ``name`` over ``source_field`` from the latest file slices
         (every live record's value), record its definition in ``index.json`` and list it; the
-        MDT partition's name (``secondary_index_<name>``)."""
+        MDT partition's name (``secondary_index_<name>``). ``on_progress(done, total)`` after
+        each file slice read."""
         partition = (
             name if name.startswith(SECONDARY_INDEX_PREFIX) else f"{SECONDARY_INDEX_PREFIX}{name}"
         )
@@ -461,7 +467,9 @@ class MetadataWriter:
             )
         java_strings(pa.array([], schema.field(source_field).type), source_field)  # refuses types
         slices = self.table.view().latest_file_slices()
-        values = self.secondary_values(slices, [source_field], schema, None)[source_field]
+        cols = self.secondary_columns(slices, [source_field], schema, None, on_progress)
+        t = cols[source_field]
+        values = dict(zip(t.column("key").to_pylist(), t.column("value").to_pylist(), strict=True))
         records = dict(secondary_index_record(v, rk) for rk, v in values.items())
         cfg = self.table.table_config
         rel = cfg.props.get(INDEX_DEFS_PROPERTY, "").strip() or INDEX_DEFS_DEFAULT_PATH
@@ -835,11 +843,12 @@ class MetadataWriter:
         fields: Sequence[str],
         schema: pa.Schema | None,
         end_instant: str | None,
+        on_progress: Callable[[int, int], None] | None = None,
     ) -> dict[str, pa.Table]:
         """Field -> table of unique ``key`` (record key) and ``value`` (its secondary value,
         the Java string; null for a null, and for every record where the schema lacks the
         field) over the merged records of ``slices``, column-wise; a key in several slices
-        has its last slice's value."""
+        has its last slice's value. ``on_progress(done, total)`` after each slice."""
         from hoodie_ray.meta import META_FIELDS, RECORD_KEY
         from hoodie_ray.reader.file_slice_reader import (
             ReadContext,
@@ -862,7 +871,9 @@ class MetadataWriter:
         )
         keys: list[pa.Array] = []
         values: dict[str, list[pa.Array]] = {f: [] for f in fields}
-        for s in slices:
+        for done, s in enumerate(slices, start=1):
+            if on_progress is not None and done > 1:
+                on_progress(done - 1, len(slices))
             for t in iter_file_slice(ctx, s, self.table.storage):
                 if not t.num_rows:
                     continue
@@ -873,6 +884,8 @@ class MetadataWriter:
                         if f in present
                         else pa.nulls(t.num_rows, pa.large_string())
                     )
+        if on_progress is not None:
+            on_progress(len(slices), len(slices))
         if not keys:
             return empty
         all_keys = pa.concat_arrays(keys)

@@ -861,7 +861,7 @@ def test_explain_prints_the_record_index_lookup(
 
 
 def test_metadata_create_index_and_drop_index(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`metadata create-index` builds a secondary index (listed in the table's metadata
     partitions); a bad column is a clear error; `drop-index` removes it."""
@@ -876,6 +876,12 @@ def test_metadata_create_index_and_drop_index(
     assert rc != 0 and "nope" in err
     doc = run_json(capsys, "metadata", "drop-index", root, "currency_idx")
     assert "secondary_index_currency_idx" not in doc["partitions"]
+    # on a terminal the build shows its progress on stderr: file slices done of total
+    monkeypatch.setattr("hoodie_ray.cli.commands._isatty", lambda stream: True)
+    monkeypatch.setattr("click._termui_impl.isatty", lambda stream: True)
+    rc, out, err = run(capsys, "metadata", "create-index", root, "currency_idx", "currency")
+    assert rc == 0 and out.startswith("index secondary_index_currency_idx built")
+    assert "indexing file slices" in err and "5/5  100%" in err and "/s" in err
 
 
 def test_help_is_plain_text_and_shows_defaults(capsys: pytest.CaptureFixture[str]) -> None:

@@ -269,8 +269,13 @@ def test_other_indexes_are_still_refused_with_their_name(tmp_path):
 def test_create_index_builds_from_the_snapshot_and_drop_index_removes_it(tmp_path):
     root = extract_sample_table(JAVA, tmp_path / "java")
     expected = _rows(hudi_rs_read(root))
-    part = hr.create_index(str(root), "currency_idx", "currency")
+    calls: list[tuple[int, int]] = []
+    part = hr.create_index(
+        str(root), "currency_idx", "currency", on_progress=lambda d, t: calls.append((d, t))
+    )
     assert part == "secondary_index_currency_idx"
+    total = len(HoodieTable.load(str(root)).view().latest_file_slices())
+    assert calls == [(d, total) for d in range(1, total + 1)]  # one call a file slice read
     table = HoodieTable.load(str(root))
     assert part in table.table_config.props[PARTITIONS_PROPERTY].split(",")
     assert not table.table_config.props.get(PARTITIONS_INFLIGHT_PROPERTY)
