@@ -623,9 +623,8 @@ _SLICE_COLUMNS = [
     click.option(
         "--engine",
         type=click.Choice(["local", "ray"]),
-        default="local",
-        show_default=True,
-        help="Run the operations in this process (local) or as Ray tasks.",
+        default=None,
+        help="Run the operations in this process (local, the default) or as Ray tasks.",
     ),
     dry_run_option,
 )
@@ -1249,7 +1248,7 @@ def _first_line(e: BaseException) -> str:
     return first or type(e).__name__
 
 
-_RST_ROLE = re.compile(r":[a-z]+:`~?(?:[\w.]+\.)?([^`]+)`")
+_RST_ROLE = re.compile(r"(?::[a-z]+)+:`~?(?:[\w.]+\.)?([^`<]+?)(?:\s*<[^`>]*>)?`")
 
 
 def plain_help(text: str | None) -> str | None:

@@ -13,14 +13,13 @@ from typing import Any
 import pyarrow as pa
 
 from hoodie_ray.config.options import WriteConfig, resolve_options
-from hoodie_ray.exceptions import HoodieError, HoodieWriteConflictError
+from hoodie_ray.exceptions import HoodieWriteConflictError
 from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.job.coordinator import CommitResult, Coordinator
-from hoodie_ray.job.setup import TableSetup, remove_unborn_table
+from hoodie_ray.job.setup import TableSetup
 from hoodie_ray.meta import META_PREFIX
 from hoodie_ray.metadata.layout import RECORD_INDEX
 from hoodie_ray.reader.index_bootstrap import bootstrap_entries, bootstrap_entries_with_ordering
-from hoodie_ray.storage import open_storage
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.bucket_assigner import (
     AssignerConfig,
@@ -231,8 +230,6 @@ class HoodieWriteClient:
         """
         table = to_arrow(data)
         retries = self.wc.num_retries_on_conflict if self.wc.occ else 0
-        storage = open_storage(self.path, self.storage_options)
-        fresh = not storage.exists(".hoodie")
         for attempt in range(retries + 1):
             try:
                 return self._write_once(table)
@@ -240,10 +237,6 @@ class HoodieWriteClient:
                 self._assigner = None  # rebuilt from the table the other writer changed
                 if attempt == retries:
                     raise
-            except HoodieError:
-                if fresh:  # a new table's refused first write leaves no .hoodie behind
-                    remove_unborn_table(storage)
-                raise
         raise AssertionError("unreachable")
 
     def _write_once(self, table: pa.Table) -> CommitResult:
@@ -251,12 +244,14 @@ class HoodieWriteClient:
         coord = Coordinator(self.path, wc, self.storage_options, table=self._table)
         setup = coord.open(table.schema)
         self._table = coord.table
+        ok = False
         try:
             prepared = prepare_input(setup, table, wc)
             if not prepared.data_schema.equals(setup.context.data_schema):
                 # a new table's first batch decides its schema; a later one may evolve it
                 setup = coord.refix_schema(prepared.data_schema)
             if prepared.num_rows == 0:
+                ok = True
                 return CommitResult(None)
             rows = prepared.table
             if wc.operation in ("upsert", "delete"):
@@ -292,6 +287,7 @@ class HoodieWriteClient:
             assigner.checkpoint_done()
             self._assigner_timeline = self._timeline_state(coord, True)
             self._assigner = assigner
+            ok = True
             return dataclasses.replace(result, services=coord.last_services)
         finally:
-            coord.close()
+            coord.close(discard_unborn=not ok)  # a refused first write leaves no table

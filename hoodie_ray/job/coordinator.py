@@ -26,6 +26,7 @@ from hoodie_ray.compaction.plan import frozen_log_files
 from hoodie_ray.config.options import WriteConfig, resolve_options
 from hoodie_ray.config.table_config import BUCKET_NUM_PROPERTY
 from hoodie_ray.exceptions import (
+    HoodieError,
     HoodieTableNotFoundError,
     HoodieUnsupportedError,
     HoodieWriteConflictError,
@@ -43,6 +44,7 @@ from hoodie_ray.job.setup import (
     create_table,
     keygen_for,
     latest_commit_schema,
+    remove_unborn_table,
     table_exists,
 )
 from hoodie_ray.meta import META_PREFIX
@@ -226,6 +228,7 @@ class Coordinator:
         )
         # the provider hoodie.write.lock.provider names (hoodie_ray's own lock by default)
         self.lock = open_lock(self.storage, self.wc, owner=lock_owner, job=lock_job)
+        self._fresh = False  # open found no .hoodie (a table this job would create)
         # Instant heartbeats under the lazy failed-writes policy (always under OCC): the next
         # writer rolls back only instants whose heartbeat expired
         self.heartbeats = (
@@ -266,15 +269,34 @@ class Coordinator:
         if not table_exists(self.storage):
             # before the lock: its file would leave .hoodie/ behind in a refused directory
             check_new_table_location(self.storage, self.wc)
+        # no .hoodie before this job's lock: what a refused first write leaves is removed
+        self._fresh = not self.storage.exists(".hoodie")
         if self.wc.occ:
             with self._locked():
-                return self._open(input_schema)
+                try:
+                    return self._open(input_schema)
+                except BaseException:
+                    self._discard_unborn()
+                    raise
         self.lock.acquire()
         try:
             return self._open(input_schema)
         except BaseException:
+            self._discard_unborn()
             self.lock.release()
             raise
+
+    def _discard_unborn(self) -> None:
+        """Remove the ``.hoodie`` of a table this job found absent and wrote no instant to
+        (:func:`~hoodie_ray.job.setup.remove_unborn_table`), under the lock: no other writer
+        of ours can be creating it meanwhile."""
+        if not self._fresh:
+            return
+        try:
+            with self._locked():  # single writer: still ours; OCC: one turn
+                remove_unborn_table(self.storage)
+        except HoodieError:
+            pass  # the lock was lost, or storage refused: leave it
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -762,7 +784,11 @@ class Coordinator:
         with self._locked():
             return [i.timestamp for i in archive_table(self.table, self.wc)]
 
-    def close(self) -> None:
+    def close(self, discard_unborn: bool = False) -> None:
+        """Release the table; ``discard_unborn``: the job failed, so a table it created and
+        never committed to is removed first."""
+        if discard_unborn:
+            self._discard_unborn()
         if self.heartbeats is not None:
             self.heartbeats.close()
         self.lock.release()

@@ -34,6 +34,7 @@ from hoodie_ray.keygen import KeyGenerator, TimestampFormat, choose_key_generato
 from hoodie_ray.storage import Storage
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.context import WriteContext
+from hoodie_ray.write.lock import LOCK_PATH
 from hoodie_ray.write.records import normalise_schema
 
 
@@ -55,21 +56,22 @@ def table_exists(storage: Storage) -> bool:
 
 
 #: What a table's first write leaves in ``.hoodie`` before its first instant: the table's
-#: properties (and their backup) and the auxiliary folder of the writer lock.
-_UNBORN_FILES = (PROPERTIES_FILE, PROPERTIES_FILE + ".backup")
+#: properties (and their backup) and hoodie_ray's writer lock.
+_UNBORN_FILES = (PROPERTIES_FILE, PROPERTIES_FILE + ".backup", LOCK_PATH)
 
 
 def remove_unborn_table(storage: Storage) -> bool:
     """Remove the ``.hoodie`` folder of a table whose first write was refused before it
     opened an instant (a bad schema, a null key): the path is left as the user gave it, not
     holding a table with no commits. Anything else there (an instant, a data or metadata
-    table file) keeps it. True when it was removed."""
+    table file, another engine's auxiliary file) keeps it. The caller holds the table's lock
+    and found no ``.hoodie`` before taking it. True when it was removed."""
     if not storage.exists(".hoodie"):
         return False
     if any(entry.name != ".hoodie" for entry in storage.list_dir("")):
         return False
     for name in storage.walk_files(".hoodie"):
-        if name not in _UNBORN_FILES and not name.startswith(".hoodie/.aux/"):
+        if name not in _UNBORN_FILES:
             return False
     storage.delete_dir(".hoodie")
     return True

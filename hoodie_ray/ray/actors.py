@@ -152,8 +152,8 @@ class CoordinatorActor:
     def commit_latencies(self) -> list[float]:
         return list(self.core.commit_latencies)
 
-    def close(self) -> None:
-        self.core.close()
+    def close(self, discard_unborn: bool = False) -> None:
+        self.core.close(discard_unborn)
 
     def pid(self) -> int:
         return os.getpid()

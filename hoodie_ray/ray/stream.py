@@ -54,7 +54,7 @@ from hoodie_ray.exceptions import (
 )
 from hoodie_ray.job.client import input_data_schema
 from hoodie_ray.job.coordinator import CommitResult
-from hoodie_ray.job.setup import TableSetup, remove_unborn_table
+from hoodie_ray.job.setup import TableSetup
 from hoodie_ray.ray.actors import AssignerActor, AssignWriteActor, CoordinatorActor, WriterActor
 from hoodie_ray.ray.runtime import actor_resources, ensure_ray, refuse_nbcc
 from hoodie_ray.table import HoodieTable
@@ -156,8 +156,11 @@ def _arrow_schema(schema: Any, ref: Any, resolved: dict[Any, pa.Schema]) -> pa.S
             f"a Ray Dataset block has a schema hoodie_ray cannot read: {schema!r}"
         )
     if schema not in resolved:
-        arrow = dtypes_schema(names, dtypes)
-        if any(pa.types.is_null(f.type) for f in arrow):
+        try:
+            arrow: pa.Schema | None = dtypes_schema(names, dtypes)
+        except Exception:  # a dtype an empty frame cannot be made of: ask the block
+            arrow = None
+        if arrow is None or any(pa.types.is_null(f.type) for f in arrow):
             try:
                 arrow = ray.get(_block_schema.remote(ref))
             except RayTaskError as e:  # a column of mixed values: HoodieInputError, as itself
@@ -172,12 +175,32 @@ def _block_schema(block: Any) -> pa.Schema:
     return pandas_schema(block) if is_pandas(block) else to_arrow(block).schema
 
 
-def _drain(refs: list[Any]) -> None:
-    """Wait for tasks of a failed checkpoint and take their errors (Ray logs an error no one
-    fetched as 'unhandled' when its reference goes)."""
-    for ref in refs:
-        with contextlib.suppress(Exception):
-            ray.get(ref, timeout=60)
+def _drain(
+    refs: list[Any], routed: list[tuple[Any, list[Any]]] | None = None, timeout: float = 60.0
+) -> None:
+    """Wait (``timeout`` in all) for the calls of a failed checkpoint and take their errors:
+    Ray logs an error no one fetched as an "Unhandled error" when its reference goes.
+    ``refs`` return small values (row counts); ``routed`` pairs a routed block's row count
+    with its parts, which are fetched only where the count is an error (then they hold the
+    same error; the parts of a block routed fine hold its rows, which stay where they are)."""
+    routed = routed or []
+    every = list(refs) + [count for count, _ in routed]
+    if not every:
+        return
+    ready, _ = ray.wait(every, num_returns=len(every), timeout=timeout, fetch_local=False)
+    failed = set()
+    for ref in ready:
+        try:
+            ray.get(ref, timeout=5)
+        except GetTimeoutError:
+            continue
+        except Exception:
+            failed.add(ref)
+    for count, parts in routed:
+        if count in failed:  # the same task made the parts: ready, each the same error
+            for part in parts:
+                with contextlib.suppress(Exception):
+                    ray.get(part, timeout=5)
 
 
 def assigner_role(wc: WriteConfig, task_id: int) -> str:
@@ -242,14 +265,13 @@ class HoodieStreamWriter:
         # routed parts waiting to go to each assigner in one call (_assign_parts)
         self._parts: list[list[Any]] = []
         # the row counts of the open checkpoint's routed blocks, never fetched unless it fails
-        self._routed: list[Any] = []
-        # the table's storage when this writer found no table there (False: it found one)
-        self._fresh: Any = None
+        self._routed: list[tuple[Any, list[Any]]] = []  # (row count, parts) of each block
         self._attempt = 0
         self._closed = False
         self.results: list[CommitResult] = []
         # seconds each checkpoint spent per phase (:meth:`checkpoint_phases`)
         self._phases: list[dict[str, float]] = []
+        self._phase_calls: list[Any] = []
         self._begin_s = 0.0  # the open instant's start
         self._owned_names: set[str] = set()
         self._pending_done: list[Any] = []  # the assigners' last checkpoint_done calls
@@ -349,7 +371,7 @@ class HoodieStreamWriter:
             ray.get(counts)
         except (RayActorError, RayTaskError) as e:
             if not _is_actor_loss(e):
-                _drain(counts + [p for parts in routed for p in parts])
+                _drain([], list(zip(counts, routed, strict=True)))
                 raise _unwrap(e) from None
             lost = True  # an assigner died: the items go the way of any write (replayed)
         self._inputs.extend(items)
@@ -439,12 +461,15 @@ class HoodieStreamWriter:
             return
         try:
             self.checkpoint()
-        finally:
-            self._shutdown(rollback=True)
+        except BaseException:
+            self._shutdown(rollback=True, failed=True)
+            raise
+        self._shutdown(rollback=True)
 
     def abort(self) -> None:
-        """Drop the open checkpoint (rolled back) and stop."""
-        self._shutdown(rollback=True)
+        """Drop the open checkpoint (rolled back) and stop. A new table this writer created
+        and never committed to is removed (its first write was refused)."""
+        self._shutdown(rollback=True, failed=True)
 
     @property
     def last_result(self) -> CommitResult | None:
@@ -520,9 +545,7 @@ class HoodieStreamWriter:
     def _start(self, schema: pa.Schema | None) -> None:
         from hoodie_ray.storage import open_storage
 
-        storage = open_storage(self.path, self.storage_options)  # a bad path fails here
-        if self._fresh is None:  # a new table's refused first write leaves no .hoodie behind
-            self._fresh = storage if not storage.exists(".hoodie") else False
+        open_storage(self.path, self.storage_options)  # a bad path fails here, as a HoodieError
         release_warm_writers()  # the process's idle topology gives its resources (and lock) up
         ensure_ray(self.ray_address)
         self._coord = self._new_coordinator()
@@ -708,7 +731,7 @@ class HoodieStreamWriter:
             router = self._assigners[self._next_router]
             self._next_router = (self._next_router + 1) % na
             *parts, count = router.route.options(num_returns=na + 1).remote(item.ref, item.rows, na)
-            self._routed.append(count)
+            self._routed.append((count, parts))
             self._assign_parts(parts)
 
     def _assign_parts(self, parts: list[Any]) -> None:
@@ -781,7 +804,10 @@ class HoodieStreamWriter:
         marks.append(time.perf_counter())
         steps = [b - a for a, b in itertools.pairwise(marks)]
         self._phases.append(dict(zip(CHECKPOINT_PHASES, [self._begin_s, *steps], strict=True)))
-        self._coord.record_phases.remote(self._phases[-1])  # never fails: not waited for
+        # the metrics call is not waited for; its reference is kept so that a coordinator
+        # lost meanwhile is no "Unhandled error" (drained at the next checkpoint and at exit)
+        _drain(self._phase_calls, timeout=0)
+        self._phase_calls = [self._coord.record_phases.remote(self._phases[-1])]
         self._instant = None
         # Not waited for: each assigner runs it before the next checkpoint's start (one
         # caller's calls to an actor run in order), and its result is checked there.
@@ -903,8 +929,7 @@ class HoodieStreamWriter:
         """Forget the calls and routed parts of a failed attempt, fetching each first: Ray logs
         an error no one fetched as an "Unhandled error" with a traceback when its reference
         goes, and a refused row's error is already raised by then, as itself."""
-        held = [p for parts in self._parts for p in parts]
-        _drain(self._inflight + held + self._routed)
+        _drain(self._inflight, self._routed)  # held parts are parts of routed blocks
         self._inflight, self._parts, self._routed = [], [], []
 
     def _fail_instant(self) -> None:
@@ -923,7 +948,7 @@ class HoodieStreamWriter:
         self._inputs = []
         self._release_spark_frames()
 
-    def _shutdown(self, rollback: bool) -> None:
+    def _shutdown(self, rollback: bool, failed: bool = False) -> None:
         if self._closed:
             return
         self._closed = True
@@ -938,16 +963,15 @@ class HoodieStreamWriter:
             with contextlib.suppress(Exception):
                 ray.get(self._coord.finish_compaction.remote(), timeout=600)
             try:
-                ray.get(self._coord.close.remote(), timeout=60)
+                ray.get(self._coord.close.remote(discard_unborn=failed), timeout=60)
             except Exception:
                 pass
             ray.kill(self._coord, no_restart=True)
         self._assigners, self._writers, self._coord = [], [], None
+        _drain(self._phase_calls, timeout=5)
+        self._phase_calls = []
         self._release_spark_frames()
         self._release_names()
-        if rollback and self._fresh and not self.results:
-            with contextlib.suppress(HoodieError):
-                remove_unborn_table(self._fresh)
 
     def _release_names(self, timeout: float = 30.0) -> None:
         """Wait until our actors' names are free (ray.kill is asynchronous), so the next writer

@@ -79,6 +79,22 @@ def _machine() -> str:
         return ""
 
 
+def _proc_start(pid: int) -> tuple[int, bool] | None:
+    """``(start time in clock ticks since boot, zombie)`` of a process from
+    ``/proc/<pid>/stat`` (fixed for the process's life, unlike a wall-clock start time, which
+    moves when the clock is stepped); None when there is no such entry."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()  # after "pid (comm) ": state is field 3
+    try:
+        return int(fields[19]), fields[0] == b"Z"  # starttime is field 22
+    except (IndexError, ValueError):
+        return None
+
+
 @dataclass(frozen=True)
 class ProcessId:
     """A process, told apart from a later one with the same PID by its start time."""
@@ -86,13 +102,13 @@ class ProcessId:
     host: str
     machine: str  # _machine(): boot id and PID namespace; "" where unknown
     pid: int
-    start: float  # seconds since the epoch, as the kernel gives it
+    start: int  # clock ticks after boot (/proc/<pid>/stat); -1 where unknown
 
     @classmethod
     def current(cls) -> ProcessId:
-        import psutil
-
-        return cls(socket.gethostname(), _machine(), os.getpid(), psutil.Process().create_time())
+        pid = os.getpid()
+        known = _proc_start(pid)
+        return cls(socket.gethostname(), _machine(), pid, known[0] if known else -1)
 
     @classmethod
     def parse(cls, raw: object) -> ProcessId | None:
@@ -100,9 +116,10 @@ class ProcessId:
         if not isinstance(raw, dict):
             return None
         try:
-            return cls(str(raw["host"]), str(raw["machine"]), int(raw["pid"]), float(raw["start"]))
+            p = cls(str(raw["host"]), str(raw["machine"]), int(raw["pid"]), int(raw["start"]))
         except (KeyError, TypeError, ValueError):
             return None
+        return p if p.pid > 0 else None
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -110,21 +127,30 @@ class ProcessId:
     def local(self) -> bool:
         """Whether this process can see it: same host, boot and PID namespace."""
         here = _machine()
-        return bool(here) and self.machine == here and self.host == socket.gethostname()
+        return (
+            bool(here)
+            and self.start >= 0
+            and self.machine == here
+            and self.host == socket.gethostname()
+        )
 
     def gone(self) -> bool:
-        """True when it certainly ended: a local process whose PID is free or now another's."""
+        """True when it certainly ended: a local process whose PID is free, a zombie, or now
+        another process's."""
         if not self.local():
             return False
-        import psutil
-
-        try:
-            proc = psutil.Process(self.pid)
-            return proc.status() == psutil.STATUS_ZOMBIE or abs(proc.create_time() - self.start) > 1
-        except psutil.NoSuchProcess:
-            return True
-        except psutil.Error:  # e.g. access denied: it exists
+        known = _proc_start(self.pid)
+        if known is None:
+            # no /proc entry: gone, unless /proc hides other users' processes (hidepid)
+            try:
+                os.kill(self.pid, 0)
+            except ProcessLookupError:
+                return True
+            except OSError:  # EPERM: it exists
+                return False
             return False
+        start, zombie = known
+        return zombie or start != self.start
 
     def __str__(self) -> str:
         return f"process {self.pid} on {self.host}"
@@ -261,14 +287,15 @@ class WriterLock(TableLock):
             }
         ).encode()
 
-    def _holder_gone(self, cur: dict) -> bool:
-        """Whether the live-looking lock ``cur`` has no holder left: its renewing process and
-        its job's driver both ended on this host. When only the driver ended (killed), Ray
-        reaps the job's actors in seconds: wait for them (:data:`REAP_WAIT_S`)."""
+    def _holder_gone(self, cur: dict, age: float) -> bool:
+        """Whether the live-looking lock ``cur`` (heartbeat ``age`` seconds old) has no
+        holder left: its renewing process and its job's driver both ended on this host. When
+        only the driver ended (killed), Ray reaps the job's actors in seconds: wait for them
+        (:data:`REAP_WAIT_S` at most, and never past the lock's expiry)."""
         process, job = ProcessId.parse(cur.get("process")), ProcessId.parse(cur.get("job"))
-        if process is None or job is None or not job.gone():
+        if process is None or job is None or not process.local() or not job.gone():
             return False
-        deadline = time.monotonic() + REAP_WAIT_S
+        deadline = time.monotonic() + min(REAP_WAIT_S, max(0.0, self.expire_s - age))
         while not process.gone():
             if time.monotonic() >= deadline:
                 return False
@@ -335,8 +362,10 @@ class WriterLock(TableLock):
                 break
             age = time.time() - float(cur.get("heartbeat", 0))
             if age <= self.expire_s:
-                if not self._holder_gone(cur):
+                if not self._holder_gone(cur, age):
                     raise HoodieCommitConflictError(self._refusal(cur, age))
+                if self._load() != cur:
+                    continue  # renewed, released or taken meanwhile: look again
                 log.warning(
                     "hoodie_ray: taking over the writer lock of %s from %s: its processes are gone",
                     self.storage.base_uri,

@@ -901,4 +901,4 @@ def test_help_is_plain_text_and_shows_defaults(capsys: pytest.CaptureFixture[str
         assert rc == 0, argv
         assert "``" not in out and ":func:" not in out and ":class:" not in out, argv
     rc, out, _ = run(capsys, "compact", "--help")
-    assert "[default: local]" in " ".join(out.split())
+    assert "(local, the default)" in " ".join(out.split())

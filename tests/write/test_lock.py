@@ -8,12 +8,11 @@ import sys
 import threading
 import time
 
-import psutil
 import pytest
 
 from hoodie_ray.exceptions import HoodieCommitConflictError
 from hoodie_ray.storage import LocalStorage
-from hoodie_ray.write.lock import LOCK_PATH, REAP_WAIT_S, ProcessId, WriterLock
+from hoodie_ray.write.lock import LOCK_PATH, REAP_WAIT_S, ProcessId, WriterLock, _proc_start
 
 
 @pytest.fixture
@@ -127,24 +126,28 @@ def test_lock_of_a_writer_killed_on_this_host_is_taken_over_at_once(storage):
     lock.release()
 
 
-def test_dead_driver_waits_for_its_renewing_process_then_takes_over(storage):
-    """A Ray job's driver killed: its coordinator (the process that renews the lock) lives on
-    for the seconds Ray takes to reap it; the next writer waits for it, then takes over."""
+def _dead_driver_lock(storage: LocalStorage) -> tuple[WriterLock, subprocess.Popen]:
+    """A lock as a Ray job's coordinator holds it once its driver was killed: the driver is
+    gone, the renewing process (a sleeper here) still runs, the heartbeat fresh."""
     driver = subprocess.Popen([sys.executable, "-c", "pass"])
     driver.wait()
     here = ProcessId.current()
-    job = ProcessId(here.host, here.machine, driver.pid, 1.0)  # gone (or its PID reused)
+    job = ProcessId(here.host, here.machine, driver.pid, 1)  # gone (or its PID reused)
     renewer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     held = WriterLock(storage, job=job)
-    held.process = ProcessId(
-        held.process.host,
-        held.process.machine,
-        renewer.pid,
-        psutil.Process(renewer.pid).create_time(),
-    )
+    started = _proc_start(renewer.pid)
+    assert started is not None
+    held.process = ProcessId(here.host, here.machine, renewer.pid, started[0])
     held.acquire()
     held._stop.set()  # the heartbeat thread stops, the file stays: as if the renewer held it
-    threading.Timer(0.3, renewer.kill).start()
+    return held, renewer
+
+
+def test_dead_driver_waits_for_its_renewing_process_then_takes_over(storage):
+    """A Ray job's driver killed: its coordinator (the process that renews the lock) lives on
+    for the seconds Ray takes to reap it; the next writer waits for it, then takes over."""
+    _, renewer = _dead_driver_lock(storage)
+    threading.Timer(0.3, renewer.kill).start()  # a zombie until waited for: gone too
     t0 = time.monotonic()
     lock = WriterLock(storage).acquire()
     assert 0.2 < time.monotonic() - t0 < REAP_WAIT_S
@@ -152,9 +155,28 @@ def test_dead_driver_waits_for_its_renewing_process_then_takes_over(storage):
     lock.release()
 
 
+def test_a_lock_taken_while_waiting_for_the_reap_is_not_deleted(storage):
+    """The dead job's lock released, and taken by a live writer, while the next writer waits
+    for the reap: that writer reads the lock again and is refused, the live one keeps it."""
+    held, renewer = _dead_driver_lock(storage)
+    live = WriterLock(storage)
+
+    def release_and_take() -> None:
+        held._drop()
+        live.acquire()
+        renewer.kill()
+
+    threading.Timer(0.3, release_and_take).start()
+    with pytest.raises(HoodieCommitConflictError, match="being written by"):
+        WriterLock(storage).acquire()
+    renewer.wait()
+    live.check()
+    live.release()
+
+
 def test_holder_on_another_host_is_left_to_its_expiry(storage):
     a = WriterLock(storage).acquire()
-    a.process = a.job = ProcessId("elsewhere", "other-boot/1", 1, 1.0)
+    a.process = a.job = ProcessId("elsewhere", "other-boot/1", 1, 1)
     assert a.renew()
     with pytest.raises(HoodieCommitConflictError, match=r"process 1 on elsewhere.*expires in"):
         WriterLock(storage).acquire()
