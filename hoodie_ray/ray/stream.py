@@ -177,17 +177,18 @@ def _block_schema(block: Any) -> pa.Schema:
 
 def _drain(
     refs: list[Any], routed: list[tuple[Any, list[Any]]] | None = None, timeout: float = 60.0
-) -> None:
+) -> list[Any]:
     """Wait (``timeout`` in all) for the calls of a failed checkpoint and take their errors:
     Ray logs an error no one fetched as an "Unhandled error" when its reference goes.
     ``refs`` return small values (row counts); ``routed`` pairs a routed block's row count
     with its parts, which are fetched only where the count is an error (then they hold the
-    same error; the parts of a block routed fine hold its rows, which stay where they are)."""
+    same error; the parts of a block routed fine hold its rows, which stay where they are).
+    The calls not done by then are returned."""
     routed = routed or []
     every = list(refs) + [count for count, _ in routed]
     if not every:
-        return
-    ready, _ = ray.wait(every, num_returns=len(every), timeout=timeout, fetch_local=False)
+        return []
+    ready, waiting = ray.wait(every, num_returns=len(every), timeout=timeout, fetch_local=False)
     failed = set()
     for ref in ready:
         try:
@@ -201,6 +202,7 @@ def _drain(
             for part in parts:
                 with contextlib.suppress(Exception):
                     ray.get(part, timeout=5)
+    return list(waiting)
 
 
 def assigner_role(wc: WriteConfig, task_id: int) -> str:
@@ -806,8 +808,8 @@ class HoodieStreamWriter:
         self._phases.append(dict(zip(CHECKPOINT_PHASES, [self._begin_s, *steps], strict=True)))
         # the metrics call is not waited for; its reference is kept so that a coordinator
         # lost meanwhile is no "Unhandled error" (drained at the next checkpoint and at exit)
-        _drain(self._phase_calls, timeout=0)
-        self._phase_calls = [self._coord.record_phases.remote(self._phases[-1])]
+        self._phase_calls = _drain(self._phase_calls, timeout=0)
+        self._phase_calls.append(self._coord.record_phases.remote(self._phases[-1]))
         self._instant = None
         # Not waited for: each assigner runs it before the next checkpoint's start (one
         # caller's calls to an actor run in order), and its result is checked there.
