@@ -344,7 +344,13 @@ def metadata_init(path: str, bloom_filters: bool, storage_kv: tuple[str, ...], o
     load_table(path, storage_kv)
     fn = lazy_feature("hoodie_ray.job.maintenance", "init_metadata", "the metadata table")
     options = {"hoodie.metadata.index.bloom.filter.enable": "true"} if bloom_filters else None
-    parts = fn(path, storage_options=storage_options_from(storage_kv), options=options)
+    with _slice_progress(_isatty(sys.stderr), "reading base file footers") as on_progress:
+        parts = fn(
+            path,
+            storage_options=storage_options_from(storage_kv),
+            options=options,
+            on_progress=on_progress,
+        )
     doc = {"table": table_doc(path, storage_kv), "partitions": parts}
     emit(output, doc, [View(lines=[f"metadata table built: {', '.join(parts)}"])])
 

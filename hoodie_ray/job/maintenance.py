@@ -445,12 +445,14 @@ def init_metadata(
     *,
     storage_options: dict[str, Any] | None = None,
     options: dict[str, Any] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> list[str]:
     """Build the metadata table of the table at ``path`` from a listing of its files (an
     existing one is rebuilt), under the table lock (``options`` may name its provider,
     ``hoodie.write.lock.provider``); the MDT partitions it now holds. With
     ``hoodie.metadata.index.bloom.filter.enable=true`` in ``options`` it also builds the
-    ``bloom_filters`` partition from the base files' footers.
+    ``bloom_filters`` partition from the base files' footers, calling ``on_progress(done,
+    total)`` after each footer read (for progress bars; quiet by default).
 
     Example::
 
@@ -465,7 +467,7 @@ def init_metadata(
         w.drop()
         w.initialize()
         if wc.metadata_bloom_filter_enable:
-            w.initialize_bloom_filters()
+            w.initialize_bloom_filters(on_progress)
         return w.partitions
 
 

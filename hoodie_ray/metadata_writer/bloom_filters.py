@@ -9,7 +9,7 @@ every committed base file the ``files`` partition lists.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from hoodie_ray.file_group.naming import parse_base_file_name
@@ -61,17 +61,25 @@ def clean_bloom_records(instant: str, deleted: Mapping[str, Iterable[str]]) -> R
     return out
 
 
-def initial_bloom_records(table: HoodieTable, listing: Mapping[str, Iterable[str]]) -> Records:
+def initial_bloom_records(
+    table: HoodieTable,
+    listing: Mapping[str, Iterable[str]],
+    on_progress: Callable[[int, int], None] | None = None,
+) -> Records:
     """Records of every committed base file of ``listing`` (partition -> file names), each
-    stamped with the instant that wrote it."""
+    stamped with the instant that wrote it; ``on_progress(done, total)`` after each footer."""
     tl = table.active_timeline
-    out: Records = {}
+    files = []
     for part, names in sorted(listing.items()):
         for name in sorted(names):
             b = parse_base_file_name(name)
-            if b is None or not tl.is_committed(b.instant):
-                continue
-            kr = _file_record(table.storage, part, name, b.instant)
-            if kr is not None:
-                out[kr[0]] = kr[1]
+            if b is not None and tl.is_committed(b.instant):
+                files.append((part, name, b.instant))
+    out: Records = {}
+    for done, (part, name, instant) in enumerate(files, start=1):
+        kr = _file_record(table.storage, part, name, instant)
+        if kr is not None:
+            out[kr[0]] = kr[1]
+        if on_progress is not None:
+            on_progress(done, len(files))
     return out

@@ -439,11 +439,13 @@ class MetadataWriter:
                 stats.update(partition_stats_records(part, found, self.table_version))
             self._initialize_partition(PARTITION_STATS, stats, 1, first_suffix=3)
 
-    def initialize_bloom_filters(self) -> None:
+    def initialize_bloom_filters(
+        self, on_progress: Callable[[int, int], None] | None = None
+    ) -> None:
         """Build ``bloom_filters`` (every committed base file's footer filter, in Java's 4 file
-        groups) for a table that has none."""
+        groups) for a table that has none; ``on_progress(done, total)`` per footer read."""
         listing = self.reader().files_listing()
-        records = initial_bloom_records(self.table, listing)
+        records = initial_bloom_records(self.table, listing, on_progress)
         self._initialize_partition(BLOOM_FILTERS, records, BLOOM_FILTER_FILE_GROUPS, first_suffix=2)
 
     def initialize_secondary_index(

@@ -144,10 +144,15 @@ def test_java_table_gets_bloom_filters_from_its_java_footers(tmp_path: Path) -> 
     from tests.conftest import extract_sample_table, hudi_rs_read
 
     root = extract_sample_table("sample_mor_avro_v9_txns_complex_meta", tmp_path / "java")
-    assert BLOOM_FILTERS in hr.init_metadata(str(root), options=BLOOM_ON)
+    calls: list[tuple[int, int]] = []
+    parts = hr.init_metadata(
+        str(root), options=BLOOM_ON, on_progress=lambda d, n: calls.append((d, n))
+    )
+    assert BLOOM_FILTERS in parts
     assert not maintenance.validate_metadata(str(root))
     t = HoodieTable.load(str(root))
     records = _bloom_records(str(root))
+    assert calls and calls == [(d, calls[0][1]) for d in range(1, calls[0][1] + 1)]  # per footer
     checked = 0
     for part, names in t.metadata_table.files_listing().items():
         for name in names:
@@ -158,7 +163,7 @@ def test_java_table_gets_bloom_filters_from_its_java_footers(tmp_path: Path) -> 
             value = records[rec.bloom_filter_key(part, name)]["BloomFilterMetadata"]
             assert value["bloomFilter"] == md[BLOOM_FILTER_FOOTER_KEY.encode()]
             checked += 1
-    assert checked >= 5
+    assert checked >= 5 and calls[-1] == (checked, checked)  # one progress call a footer
     data = hudi_rs_read(root)
     expected = data.num_rows
     data = data.drop_columns([c for c in META_FIELDS if c in data.column_names]).slice(0, 1)
