@@ -1,16 +1,17 @@
 """Scaling: the mor-q1 base commits through every input path at 1, 2, 4, 8 (16) writers.
 
     python -m benchmarks.scaling [--quick] [--writers 1,2,4,8] [--assigners N]
-        [--chaining on|off|both] [--json]
+        [--chaining on|off|both] [--blocks N] [--json]
 
 Paths (``--paths``, all by default):
 
 * ``driver``: ``HoodieStreamWriter.write(pa.Table)`` from this process, batches of
-  ``--batch-rows``; the driver puts each batch into the object store and hands over the
-  reference.
+  ``--batch-rows`` (``--blocks N``: each commit in N batches); the driver puts each batch into
+  the object store and hands over the reference.
 * ``dataset``: one Ray Dataset per commit into one live topology
   (``HoodieStreamWriter.write(ds)``, one checkpoint per commit), in blocks of ``--batch-rows``
-  (the driver path's batches). The dataset's blocks are in the object store before the commit
+  (the driver path's batches; ``--blocks N``: N blocks a commit, as ``map_batches`` or
+  ``read_parquet`` over many files make them). The dataset's blocks are in the object store before the commit
   is timed (a pipeline's upstream made them): the section measures hoodie_ray, not how the
   blocks were made.
 * ``spark``: one Spark DataFrame per commit (``spark.read.parquet`` of the commit's rows,
@@ -209,6 +210,7 @@ def run_path(
     batch_rows: int,
     workdir: Path,
     chaining: bool = True,
+    blocks: int = 0,
 ) -> PathRun:
     """Ingest ``workload``'s commits through one input path; gate; figures."""
     run = PathRun(
@@ -223,6 +225,8 @@ def run_path(
     )
     options["pipeline.operator-chaining"] = str(chaining).lower()
     # Dataset blocks of the driver path's batch size: both paths hand the topology the same pieces
+    if blocks > 0:
+        batch_rows = -(-workload.commits[0].num_rows // blocks)
     blocks = max(1, -(-workload.commits[0].num_rows // batch_rows))
     try:
         if path_kind == "dataset":
@@ -477,6 +481,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--peers", default="delta,paimon", help="delta,paimon ('' for none)")
     p.add_argument("--spark-rows", type=int, default=SPARK_ROWS, help="rows per Spark commit")
     p.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS)
+    p.add_argument("--blocks", type=int, default=0, help="pieces per commit (0: by --batch-rows)")
     p.add_argument("--peer-timeout", type=float, default=1800.0)
     hidden = argparse.SUPPRESS
     p.add_argument("--keys", type=int, default=None, help=hidden)
@@ -508,6 +513,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         expected = expected_snapshot(workload)
         res = Results(workload.summary(), machine=machine_info())
+        res.workload["blocks_per_commit"] = args.blocks or "by batch rows"
         for kind in args.paths:
             wl, exp = workload, expected
             if kind == "spark":
@@ -529,6 +535,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         args.batch_rows,
                         workdir,
                         chaining,
+                        args.blocks,
                     )
                     res.runs.append(run)
                     shutil.rmtree(table_dir, ignore_errors=True)
