@@ -326,6 +326,9 @@ class _HashTable:
         return self.hashes.nbytes + self._slots.nbytes
 
 
+_warmed = False
+
+
 def warm_up() -> None:
     """Load numba and the compiled kernels of the key index now (a few hundred ms), so that
     this process's indexes use the compact compiled tables and an actor pays the load at
@@ -333,11 +336,20 @@ def warm_up() -> None:
     already (it costs ~140 MB resident)."""
     from hoodie_ray import jit
 
-    jit.enabled()  # imports numba unless it is switched off or missing
+    global _warmed
+    if _warmed or not jit.enabled():  # imports numba unless it is switched off or missing
+        return
+    _warmed = True
     idx = KeyIndex()
     keys = pa.array([f"warm{i}" for i in range(2 * _JIT_MIN_KEYS)])
     idx.put(keys, np.zeros(len(keys), dtype=np.int32))
     idx.lookup(keys)
+    # the bloom filter kernel of the base files a writer creates (~80 ms to load from cache)
+    from hoodie_ray.index.bloom_filter import MURMUR_HASH, set_bits
+
+    one = np.frombuffer(b"warm", dtype=np.uint8)
+    starts, lens = np.zeros(1, np.int64), np.full(1, 4, np.int64)
+    set_bits(np.zeros((1, 64), dtype=bool), one, starts, lens, None, 3, MURMUR_HASH, compiled=True)
 
 
 @dataclass

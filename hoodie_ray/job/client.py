@@ -150,9 +150,41 @@ def route_input(
     The schema the batch evolves the table to was set up front (:func:`input_data_schema`);
     a block whose columns disagree with it (another block of the same dataset, say) is refused.
     """
-    table = to_arrow(block)
-    if rows is not None:
-        table = table.slice(rows[0], rows[1] - rows[0])
+    return route_pieces(setup, [(block, rows)], num_tasks)
+
+
+def route_pieces(
+    setup: TableSetup, pieces: list[tuple[Any, tuple[int, int] | None]], num_tasks: int
+) -> list[pa.Table]:
+    """:func:`route_input` of several input pieces (a block and its ``[start, stop)`` slice, or
+    None for all of it) at once, in order: one call's fixed costs (the preparation's compute
+    calls, the split) are paid once for all of them, so small blocks cost what large ones do.
+    Pieces whose Arrow schemas differ are prepared apart and their parts joined."""
+    tables = []
+    for block, rows in pieces:
+        t = to_arrow(block)
+        tables.append(t if rows is None else t.slice(rows[0], rows[1] - rows[0]))
+    runs: list[list[pa.Table]] = []  # consecutive tables of one schema
+    for t in tables:
+        if runs and runs[-1][0].schema.equals(t.schema):
+            runs[-1].append(t)
+        else:
+            runs.append([t])
+    routed = [
+        _route_table(
+            setup, run[0] if len(run) == 1 else pa.concat_tables(run).combine_chunks(), num_tasks
+        )
+        for run in runs
+    ]
+    if len(routed) == 1:
+        return routed[0]
+    return [
+        pa.concat_tables([r[i] for r in routed], promote_options="permissive")
+        for i in range(num_tasks)
+    ]
+
+
+def _route_table(setup: TableSetup, table: pa.Table, num_tasks: int) -> list[pa.Table]:
     fixed = setup if setup.schema_fixed else dataclasses.replace(setup, schema_fixed=True)
     wc = setup.context.write_config
     prepared = prepare_input(fixed, table, wc)

@@ -27,7 +27,7 @@ import ray
 
 from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.index import warm_up
-from hoodie_ray.job.client import build_assigner, route_input
+from hoodie_ray.job.client import build_assigner, route_pieces
 from hoodie_ray.job.coordinator import Coordinator
 from hoodie_ray.job.setup import TableSetup
 from hoodie_ray.ray import metrics
@@ -39,6 +39,10 @@ from hoodie_ray.write.context import WriteContext
 from hoodie_ray.write.lock import ProcessId
 from hoodie_ray.write.routing import WriterOutbox, outbox_rows, split_by_writer
 from hoodie_ray.write.stream_writer import StreamWriteFunction
+
+#: The input pieces of a route call: ``(i, rows)``, the ``[start, stop)`` rows (None: all)
+#: of the call's i-th block argument.
+Pieces = list[tuple[int, tuple[int, int] | None]]
 
 
 @ray.remote
@@ -205,18 +209,19 @@ class AssignTask:
         """The table schema evolved: input routed from now on is prepared against it."""
         self.setup = setup
 
-    def route(self, block: Any, rows: tuple[int, int] | None, num_tasks: int) -> Any:
-        """An input block prepared and split by assigner task, then its row count
+    def route(self, pieces: Pieces, num_tasks: int, *blocks: Any) -> Any:
+        """Input pieces prepared and split by assigner task, then their row count
         (``num_returns=num_tasks + 1``; the count is what a driver waits on to learn that the
-        block was accepted without fetching it): the per-row work of the input (normalising,
+        input was accepted without fetching it): the per-row work of the input (normalising,
         keys, partition paths) runs here, in the assigners, never in the driver
-        (:func:`~hoodie_ray.job.client.route_input`)."""
-        parts = route_input(self.setup, block, num_tasks, rows)
+        (:func:`~hoodie_ray.job.client.route_pieces`). ``pieces``: ``(i, rows)``, the
+        ``[start, stop)`` rows of ``blocks[i]`` (None: all of them), in input order."""
+        parts = route_pieces(self.setup, [(blocks[i], rows) for i, rows in pieces], num_tasks)
         return (*parts, sum(p.num_rows for p in parts))
 
-    def route_assign(self, block: Any, rows: tuple[int, int] | None) -> int:
-        """The one-assigner topology: an input block prepared and assigned in one call."""
-        (prepared,) = route_input(self.setup, block, 1, rows)
+    def route_assign(self, pieces: Pieces, *blocks: Any) -> int:
+        """The one-assigner topology: input pieces prepared and assigned in one call."""
+        (prepared,) = route_pieces(self.setup, [(blocks[i], rows) for i, rows in pieces], 1)
         return self.assign(prepared)
 
     def assign(self, *batches: pa.Table) -> int:
@@ -290,6 +295,7 @@ class WriteTask:
     """Buffers and writes the file groups routed to one writer task."""
 
     def __init__(self, context: WriteContext, task_id: int, attempt: int) -> None:
+        warm_up()  # compiled kernels (the base files' bloom filters) loaded at start
         self.write_fn = StreamWriteFunction(context, task_id, attempt)
         self.table = context.table_config.name
 

@@ -1,11 +1,14 @@
 """The driver of the Ray write topology: :class:`HoodieStreamWriter` and :func:`write_warm`.
 
-Input blocks go by reference from the driver (or Ray's object store, for a Dataset) to one
-assigner actor in turn, which prepares them (keys, partition paths) and splits them by assigner
-(hash of the record key, or of the bucket) -> each assigner tags its rows and sends them on to
-the writer actors itself (by file group, in batches: the writer outbox), never through the
-driver -> write statuses -> coordinator, which commits at each checkpoint. The driver submits
-one call per block and assigner, and at a checkpoint waits for the assigners' last sends
+Input blocks go by reference from the driver (or Ray's object store, for a Dataset) to the
+assigner actors in rounds (:func:`~hoodie_ray.write.routing.round_rows` rows, or what is left
+at a checkpoint): a round is cut into shares (:func:`~hoodie_ray.write.routing.cut_shares`),
+each routed by one assigner, which prepares its pieces (keys, partition paths) and splits them
+by assigner (hash of the record key, or of the bucket) -> each assigner tags its rows of the
+round and sends them on to the writer actors itself (by file group, in batches: the writer
+outbox), never through the driver -> write statuses -> coordinator, which commits at each
+checkpoint. The driver submits a call per router and per assigner and round, however many
+blocks the round came in, and at a checkpoint waits for the assigners' last sends
 (``flush_writers``) before the writers flush.
 
 Exactly-once: the driver keeps the input of the open checkpoint (object references) until its
@@ -55,7 +58,13 @@ from hoodie_ray.exceptions import (
 from hoodie_ray.job.client import input_data_schema
 from hoodie_ray.job.coordinator import CommitResult
 from hoodie_ray.job.setup import TableSetup
-from hoodie_ray.ray.actors import AssignerActor, AssignWriteActor, CoordinatorActor, WriterActor
+from hoodie_ray.ray.actors import (
+    AssignerActor,
+    AssignWriteActor,
+    CoordinatorActor,
+    Pieces,
+    WriterActor,
+)
 from hoodie_ray.ray.runtime import actor_resources, ensure_ray, refuse_nbcc
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.lock import (
@@ -73,6 +82,7 @@ from hoodie_ray.write.records import (
     pandas_schema,
     to_arrow,
 )
+from hoodie_ray.write.routing import cut_shares, round_rows
 
 log = logging.getLogger("hoodie_ray")
 NAMESPACE = "hoodie_ray"
@@ -118,6 +128,7 @@ class _Input:
 
     ref: Any  # ObjectRef of an Arrow table, a pandas DataFrame or a Ray Data block
     rows: tuple[int, int] | None  # the [start, stop) slice of the block that is input
+    num_rows: int | None = None  # None: unknown (Ray Data may not say)
 
 
 def dataset_items(ds: Any) -> Iterator[tuple[pa.Schema, _Input]]:
@@ -139,7 +150,7 @@ def _bundle_items(ds: Any) -> Iterator[tuple[pa.Schema, _Input]]:
             rows = None if sl is None else (sl.start_offset, sl.end_offset)
             n = entry.metadata.num_rows if sl is None else sl.num_rows
             if n is None or n > 0:
-                yield _arrow_schema(schema, entry.ref, resolved), _Input(entry.ref, rows)
+                yield _arrow_schema(schema, entry.ref, resolved), _Input(entry.ref, rows, n)
 
 
 def _arrow_schema(schema: Any, ref: Any, resolved: dict[Any, pa.Schema]) -> pa.Schema:
@@ -211,12 +222,6 @@ def assigner_role(wc: WriteConfig, task_id: int) -> str:
     return f"assign-write-{task_id}" if wc.chained_tasks else f"assigner-{task_id}"
 
 
-def parts_per_call(num_assigners: int) -> int:
-    """Routed parts (each 1/na of an input block) an assigner takes per call: one below 8
-    assigners, else na/4, so a call carries about a quarter block however wide the topology."""
-    return max(1, num_assigners // 4)
-
-
 #: The phases of a checkpoint timed by :meth:`HoodieStreamWriter.checkpoint_phases`.
 CHECKPOINT_PHASES = ("begin", "input", "align", "flush", "commit")
 
@@ -261,13 +266,21 @@ class HoodieStreamWriter:
         self._instant: str | None = None
         self._inputs: list[_Input] = []  # the open checkpoint's input (object refs)
         self._spark_frames: list[Any] = []  # Spark DataFrames of the open checkpoint
-        self._next_router = 0  # the assigner that routes the next input block
+        self._next_router = 0  # the assigner that routes the next share of input
+        # input of the open checkpoint not yet routed: routed a round at a time (_send_round)
+        self._pending: list[_Input] = []
+        self._pending_rows = 0
+        self._round_rows = round_rows(self.wc.write_batch_rows, self.num_assigners)
+        # small Arrow batches written, kept in the driver until a batch's worth (_hold)
+        self._held: list[pa.Table] = []
+        self._held_rows = 0
+        # the last input schema accepted, and the setup it was accepted against
+        self._accepted: tuple[pa.Schema, TableSetup] | None = None
+        self._route_width = 1  # routers per round at most: the cluster's CPUs, <= assigners
         self._workers_stale = False  # restart assigners and writers before the next instant
         self._inflight: list[Any] = []
-        # routed parts waiting to go to each assigner in one call (_assign_parts)
-        self._parts: list[list[Any]] = []
-        # the row counts of the open checkpoint's routed blocks, never fetched unless it fails
-        self._routed: list[tuple[Any, list[Any]]] = []  # (row count, parts) of each block
+        # the row counts of the open checkpoint's route calls, never fetched unless it fails
+        self._routed: list[tuple[Any, list[Any]]] = []  # (row count, parts) of each call
         self._attempt = 0
         self._closed = False
         self.results: list[CommitResult] = []
@@ -314,8 +327,38 @@ class HoodieStreamWriter:
         """
         if self._closed:
             raise HoodieWriteError("write after close")
+        if isinstance(data, (pa.Table, pa.RecordBatch)) and data.num_rows < self._round_rows:
+            self._hold(to_arrow(data))
+            return
+        self._put_held()  # earlier input goes first
         for schema, item in self._input_items(data):
             self._write_item(schema, item)
+
+    def _hold(self, table: pa.Table) -> None:
+        """A small Arrow batch, kept in the driver with the ones before it until a batch's
+        worth is there (``write.batch.rows``), then put into the object store as one: a put
+        and its reference cost the same for ten rows as for a batch."""
+        if not table.num_rows:
+            return
+        if self._held and not self._held[0].schema.equals(table.schema):
+            self._put_held()
+        self._accept_schema(table.schema, pending=len(self._held))
+        if self._instant is None:  # the instant starts with the first input (see _send)
+            self._run(self._begin_instant)
+        self._held.append(table)
+        self._held_rows += table.num_rows
+        if self._held_rows >= self.wc.write_batch_rows:
+            self._put_held()
+
+    def _put_held(self) -> None:
+        """The small batches :meth:`_hold` kept, into the open checkpoint as one input."""
+        if not self._held:
+            return
+        held, self._held, self._held_rows = self._held, [], 0
+        table = held[0] if len(held) == 1 else pa.concat_tables(held)
+        item = _Input(ray.put(table), None, table.num_rows)
+        self._inputs.append(item)
+        self._run(lambda: self._send(item))
 
     def _input_items(self, data: Any) -> Iterator[tuple[pa.Schema, _Input]]:
         """(schema, input) of each block of ``data``, put into the object store where it is
@@ -335,11 +378,11 @@ class HoodieStreamWriter:
         if is_pandas(data):
             schema = pandas_schema(data)
             if len(data):
-                yield schema, _Input(ray.put(data), None)
+                yield schema, _Input(ray.put(data), None, len(data))
             return
         table = to_arrow(data)
         if table.num_rows:
-            yield table.schema, _Input(ray.put(table), None)
+            yield table.schema, _Input(ray.put(table), None, table.num_rows)
 
     def _write_item(self, schema: pa.Schema, item: _Input) -> None:
         self._accept_schema(schema)
@@ -353,27 +396,31 @@ class HoodieStreamWriter:
         The prepared blocks wait in the object store meanwhile."""
         if self._closed:
             raise HoodieWriteError("write after close")
+        self._put_held()
         items: list[_Input] = []
         for schema, item in self._input_items(data):
             self._accept_schema(schema, pending=len(items))
             items.append(item)
         if not items:
             return
-        na = self.num_assigners
-        routed: list[list[Any]] = []
-        counts = []
-        for k, item in enumerate(items):
-            router = self._assigners[(self._next_router + k) % na]
-            *parts, count = router.route.options(num_returns=na + 1).remote(item.ref, item.rows, na)
-            routed.append(parts)
-            counts.append(count)
-        self._next_router = (self._next_router + len(items)) % na
+        if self._pending:
+            self._run(self._send_round)  # earlier input goes first
+        rounds: list[list[_Input]] = [[]]
+        rows = 0
+        for item in items:
+            if rows >= self._round_rows:
+                rounds.append([])
+                rows = 0
+            rounds[-1].append(item)
+            rows += item.num_rows or 0
+        routed = [self._route(r) for r in rounds]
+        counts = [count for calls in routed for count, _ in calls]
         lost = False
         try:
             ray.get(counts)
         except (RayActorError, RayTaskError) as e:
             if not _is_actor_loss(e):
-                _drain([], list(zip(counts, routed, strict=True)))
+                _drain([], [call for calls in routed for call in calls])
                 raise _unwrap(e) from None
             lost = True  # an assigner died: the items go the way of any write (replayed)
         self._inputs.extend(items)
@@ -383,12 +430,13 @@ class HoodieStreamWriter:
         else:
             self._run(lambda: self._send_routed(routed))
 
-    def _send_routed(self, routed: list[list[Any]]) -> None:
-        """Prepared parts (one per assigner, of each block) to the assigners and writers."""
+    def _send_routed(self, routed: list[list[tuple[Any, list[Any]]]]) -> None:
+        """Rounds routed already (their route calls' row counts and parts) to the assigners."""
         if self._instant is None:
             self._begin_instant()
-        for parts in routed:
-            self._assign_parts(parts)
+        for calls in routed:
+            self._routed.extend(calls)
+            self._assign_round([parts for _, parts in calls])
 
     def _accept_schema(self, schema: pa.Schema, pending: int = 0) -> None:
         """Start the topology on the first input and fix or evolve the table schema for an
@@ -404,6 +452,9 @@ class HoodieStreamWriter:
             and not self._inputs
             and not pending
         )
+        seen = self._accepted
+        if not decides and seen is not None and seen[1] is self._setup and seen[0].equals(schema):
+            return  # the blocks of one input share a schema: checked once per setup
         data_schema = input_data_schema(self._setup, schema, self.wc, decides=decides)
         if not data_schema.equals(self._setup.context.data_schema):
             if decides:
@@ -411,6 +462,7 @@ class HoodieStreamWriter:
                 self._restart_workers()
             else:
                 self._evolve(data_schema)
+        self._accepted = (schema, self._setup)
 
     def _evolve(self, data_schema: pa.Schema) -> None:
         """The table schema evolves: the coordinator records it at the next commit, the
@@ -419,7 +471,8 @@ class HoodieStreamWriter:
         Each actor gets it before any row of the new schema: one caller's calls to an actor
         run in order."""
         assert self._setup is not None
-        self._send_held_parts()  # parts prepared in the old schema go before the change
+        self._put_held()  # input of the old schema goes before the change
+        self._run(self._send_round)
         self._setup = ray.get(self._coord.refix_schema.remote(data_schema))
         ray.get(
             [a.set_setup.remote(self._setup) for a in self._assigners]
@@ -438,6 +491,7 @@ class HoodieStreamWriter:
 
     def checkpoint(self) -> str | None:
         """Commit everything written since the last checkpoint; the instant, or None if empty."""
+        self._put_held()
         if not self._inputs:
             self._release_spark_frames()  # DataFrames of zero rows
             return None
@@ -550,6 +604,8 @@ class HoodieStreamWriter:
         open_storage(self.path, self.storage_options)  # a bad path fails here, as a HoodieError
         release_warm_writers()  # the process's idle topology gives its resources (and lock) up
         ensure_ray(self.ray_address)
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        self._route_width = max(1, min(self.num_assigners, cpus))
         self._coord = self._new_coordinator()
         try:
             self._setup = ray.get(self._coord.open.remote(schema))
@@ -721,43 +777,66 @@ class HoodieStreamWriter:
         self._begin_s = time.perf_counter() - t0
 
     def _send(self, item: _Input) -> None:
-        """Route one input block through assigners to writers (non-blocking, bounded). The
-        driver passes references only; a block reaches the assigner that routes it (in turn)
-        straight from the object store."""
+        """Input for the open checkpoint: kept until a round's worth of rows
+        (:func:`~hoodie_ray.write.routing.round_rows`) is there, then routed (non-blocking,
+        bounded). The driver passes references only. The instant starts with the first
+        input (under OCC its start is what later commits are checked against)."""
         if self._instant is None:
             self._begin_instant()
+        self._pending.append(item)
+        self._pending_rows += item.num_rows or 0
+        if self._pending_rows >= self._round_rows:
+            self._send_round()
+
+    def _send_round(self) -> None:
+        """Route the input collected so far through the assigners to the writers: a call per
+        router and per assigner, however many blocks it came in."""
+        items, self._pending, self._pending_rows = self._pending, [], 0
+        if not items:
+            return
+        if self._instant is None:
+            self._begin_instant()
+        if self.num_assigners == 1:
+            for pieces, refs in self._shares(items):
+                self._track(self._assigners[0].route_assign.remote(pieces, *refs))
+            return
+        calls = self._route(items)
+        self._routed.extend(calls)
+        self._assign_round([parts for _, parts in calls])
+
+    def _shares(self, items: list[_Input]) -> list[tuple[Pieces, list[Any]]]:
+        """The round cut into one share per router (:func:`cut_shares`): each as the route
+        call's pieces and its block arguments (each block once)."""
+        out = []
+        for share in cut_shares([(it.rows, it.num_rows) for it in items], self._route_width):
+            refs: list[Any] = []
+            slot: dict[int, int] = {}
+            pieces: Pieces = []
+            for i, rows in share:
+                if i not in slot:
+                    slot[i] = len(refs)
+                    refs.append(items[i].ref)
+                pieces.append((slot[i], rows))
+            out.append((pieces, refs))
+        return out
+
+    def _route(self, items: list[_Input]) -> list[tuple[Any, list[Any]]]:
+        """Route calls for a round of input, one per share, the routers in turn: the row
+        count and the parts (one per assigner) of each call."""
         na = self.num_assigners
-        if na == 1:
-            self._track(self._assigners[0].route_assign.remote(item.ref, item.rows))
-        else:
+        calls = []
+        for pieces, refs in self._shares(items):
             router = self._assigners[self._next_router]
             self._next_router = (self._next_router + 1) % na
-            *parts, count = router.route.options(num_returns=na + 1).remote(item.ref, item.rows, na)
-            self._routed.append((count, parts))
-            self._assign_parts(parts)
+            *parts, count = router.route.options(num_returns=na + 1).remote(pieces, na, *refs)
+            calls.append((count, parts))
+        return calls
 
-    def _assign_parts(self, parts: list[Any]) -> None:
-        """Prepared parts of one input block, the i-th for assigner i, to the assigners (which
-        send their tagged rows on to the writers themselves). A block's part for one of na
-        assigners holds 1/na of its rows: at 8 assigners and more, the parts of na/4 blocks
-        go to an assigner in one call (:func:`parts_per_call`), so the calls of a checkpoint
-        do not grow with the square of the width; the rest goes at the checkpoint."""
-        if len(self._parts) != len(parts):
-            self._parts = [[] for _ in parts]
-        per_call = parts_per_call(len(parts))
-        for i, part in enumerate(parts):
-            held = self._parts[i]
-            held.append(part)
-            if len(held) >= per_call:
-                self._parts[i] = []
-                self._track(self._assigners[i].assign.remote(*held))
-
-    def _send_held_parts(self) -> None:
-        """The parts still held for each assigner, sent (the checkpoint's input complete)."""
-        held, self._parts = self._parts, []
-        for i, parts in enumerate(held):
-            if parts:
-                self._track(self._assigners[i].assign.remote(*parts))
+    def _assign_round(self, routed: list[list[Any]]) -> None:
+        """The parts of a round's route calls, the i-th of each for assigner i, to the
+        assigners in one call each (which send their tagged rows on to the writers)."""
+        for i, assigner in enumerate(self._assigners):
+            self._track(assigner.assign.remote(*[parts[i] for parts in routed]))
 
     def _track(self, ref: Any) -> None:
         """An assigner call in flight (bounded: the driver waits when too many are)."""
@@ -781,7 +860,7 @@ class HoodieStreamWriter:
         if self._instant is None:
             self._begin_instant()
         marks = [time.perf_counter()]
-        self._send_held_parts()
+        self._send_round()
         ray.get(self._inflight)
         self._inflight = []
         self._routed = []
@@ -875,7 +954,8 @@ class HoodieStreamWriter:
         """Restart every actor, roll back the open instant (unless it committed), replay input."""
         instant = self._instant
         # not fetched: a call to a lost actor's peer may wait for that actor's replacement
-        self._inflight, self._parts, self._routed = [], [], []
+        self._inflight, self._routed = [], []
+        self._pending, self._pending_rows = [], 0
         # The surviving assigners and writers go first: a writer still running its last flush
         # would otherwise write files (or append log blocks) of the instant being rolled back.
         self._stop_workers()
@@ -931,8 +1011,9 @@ class HoodieStreamWriter:
         """Forget the calls and routed parts of a failed attempt, fetching each first: Ray logs
         an error no one fetched as an "Unhandled error" with a traceback when its reference
         goes, and a refused row's error is already raised by then, as itself."""
-        _drain(self._inflight, self._routed)  # held parts are parts of routed blocks
-        self._inflight, self._parts, self._routed = [], [], []
+        _drain(self._inflight, self._routed)
+        self._inflight, self._routed = [], []
+        self._pending, self._pending_rows = [], 0
 
     def _fail_instant(self) -> None:
         self._drop_pending()
@@ -948,6 +1029,7 @@ class HoodieStreamWriter:
                 pass  # left pending: rolled back by the next writer
         self._instant = None
         self._inputs = []
+        self._held, self._held_rows = [], 0
         self._release_spark_frames()
 
     def _shutdown(self, rollback: bool, failed: bool = False) -> None:

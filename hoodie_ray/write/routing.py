@@ -100,3 +100,54 @@ def outbox_rows(batch_rows: int, num_writers: int) -> int:
     """Rows an assigner holds per writer before sending: an input batch's share of one writer,
     at least :data:`MIN_OUTBOX_ROWS`, so parts stay large however wide the topology."""
     return max(MIN_OUTBOX_ROWS, batch_rows // max(1, num_writers))
+
+
+#: Rows a router takes at least in one call: a round of input smaller than ``k`` times this is
+#: routed by fewer than ``k`` tasks (:func:`cut_shares`).
+MIN_ROUTE_ROWS = 16_384
+#: Rows per assigner below which the driver keeps collecting input before it routes a round
+#: (:func:`round_rows`).
+MIN_PART_ROWS = 16_384
+
+#: One input piece as the driver keeps it: its ``[start, stop)`` rows in its block (None: all
+#: of the block) and its row count (None: unknown, as Ray Data may leave it).
+InputPiece = tuple[tuple[int, int] | None, int | None]
+#: A share of a round: ``(i, rows)``, the ``[start, stop)`` rows of input piece i (None: all).
+Share = list[tuple[int, tuple[int, int] | None]]
+
+
+def round_rows(batch_rows: int, num_assigners: int) -> int:
+    """Input rows the driver collects before it routes them as one round: a round costs one
+    route call per router and one assign call per assigner, however many blocks it holds, so
+    the calls follow the rows, not the blocks; each assigner's call carries at least
+    :data:`MIN_PART_ROWS` rows of a full round."""
+    return max(batch_rows, num_assigners * MIN_PART_ROWS)
+
+
+def cut_shares(pieces: list[InputPiece], k: int) -> list[Share]:
+    """Cut a round of input pieces, in order, into at most ``k`` contiguous shares of about
+    equal rows (one per router: a large block is routed by several tasks at once, many small
+    ones by one), never fewer rows a share than :data:`MIN_ROUTE_ROWS` where the round has
+    more. A piece of unknown size stays whole, in the share it starts."""
+    total = sum(n or 0 for _, n in pieces)
+    k = max(1, min(k, total // MIN_ROUTE_ROWS))
+    target = -(-total // k) if total else 0
+    shares: list[Share] = [[]]
+    fill = 0
+    for i, (rows, n) in enumerate(pieces):
+        if n is None:
+            shares[-1].append((i, rows))
+            continue
+        start = rows[0] if rows is not None else 0
+        left = n
+        while left > 0:
+            if fill >= target and len(shares) < k:
+                shares.append([])
+                fill = 0
+            take = left if len(shares) == k else min(left, target - fill)
+            whole = take == n
+            shares[-1].append((i, rows if whole else (start, start + take)))
+            start += take
+            left -= take
+            fill += take
+    return [s for s in shares if s]

@@ -40,16 +40,10 @@ def test_hr_write_model(ray_session, tmp_path):
     _no_pending(path)
 
 
-def test_parts_per_call_grows_with_the_assigners():
-    from hoodie_ray.ray.stream import parts_per_call
-
-    assert [parts_per_call(n) for n in (1, 2, 4, 7, 8, 16)] == [1, 1, 1, 1, 2, 4]
-
-
-@pytest.mark.slow  # suite time: eight assigner actors; the parts rule is checked above
-def test_eight_assigners_take_two_blocks_parts_per_call(ray_session, tmp_path):
-    """At 8 assigners a routed block's parts go to the assigners two blocks at a time (the
-    held parts of an odd block at the checkpoint): the same rows, in arrival order per key."""
+@pytest.mark.slow  # suite time: eight assigner actors; the cut is checked in tests/write
+def test_eight_assigners_take_a_round_of_five_blocks(ray_session, tmp_path):
+    """At 8 assigners five blocks go as one round (a route call, then one assign call per
+    assigner with its parts): the same rows, in arrival order per key."""
     path = tmp_path / "t"
     model, wl = TableModel(), Workload(seed=17)
     options = {**OPTIONS, "write.tasks": "1", "write.bucket_assign.tasks": "8"}
@@ -60,10 +54,10 @@ def test_eight_assigners_take_two_blocks_parts_per_call(ray_session, tmp_path):
                 kind, more = wl.next_commit()
                 if kind == "upsert":
                     rows += more
-            for k in range(5):  # five blocks: two calls per assigner, one part held
+            for k in range(5):  # five small blocks: one round at the checkpoint
                 part = rows[k * len(rows) // 5 : (k + 1) * len(rows) // 5]
                 w.write(to_arrow(part, True))
-                model.upsert(part)
+            model.upsert(rows)  # one round: a key's rows fold by ordering value first
             assert w.checkpoint() is not None
     model.assert_hudi_rs_reads(path, "8 assigners")
 
@@ -81,8 +75,7 @@ def test_stream_writer_model_many_checkpoints(ray_session, tmp_path):
             # two writes per checkpoint: the same key can arrive twice in one instant
             w.write(to_arrow(rows[: len(rows) // 2], True))
             w.write(to_arrow(rows[len(rows) // 2 :], True))
-            model.upsert(rows[: len(rows) // 2])
-            model.upsert(rows[len(rows) // 2 :])
+            model.upsert(rows)  # one round: a key's rows fold by ordering value first
             assert w.checkpoint() is not None
             model.assert_hudi_rs_reads(path, f"checkpoint {i}")
         assert w.checkpoint() is None  # nothing written since
