@@ -1,7 +1,7 @@
 """Scaling: the mor-q1 base commits through every input path at 1, 2, 4, 8 (16) writers.
 
     python -m benchmarks.scaling [--quick] [--writers 1,2,4,8] [--assigners N]
-        [--chaining on|off|both] [--blocks N] [--json]
+        [--chaining on|off|both] [--blocks N] [--pipelined] [--json]
 
 Paths (``--paths``, all by default):
 
@@ -19,6 +19,9 @@ Paths (``--paths``, all by default):
   quick size (``--spark-rows`` per commit). Its time splits into RayDP's conversion
   (``spark_to_ray``: Spark's Arrow conversion and the transfer into Ray's object store) and
   hoodie_ray's write and commit.
+
+``--pipelined``: each commit's checkpoint is ``checkpoint(wait=False)``: the next commit's input
+is routed and buffered while it flushes and commits (chained, the default topology).
 
 With as many assigners as writers, assigner task i and writer task i run chained in one actor
 (``pipeline.operator-chaining``, the default); ``--chaining off`` runs them as separate actors,
@@ -80,6 +83,8 @@ DEFAULT_BATCH_ROWS = 100_000
 SPARK_ROWS = 50_000
 
 GOALS = {
+    "cpu_w8_vs_w1": ">= 0.8 (issue 38, 2 cores: rows per CPU-s at 8 tasks / at 1, each path)",
+    "blocks_64_vs_2": ">= 0.8 (issue 38: rows per CPU-s, --blocks 64 / --blocks 2 runs)",
     "dataset_vs_driver_cpu": ">= 0.9 (2 cores: Dataset path rows per CPU-s / driver path's)",
     "driver_cpu_share": "<= 0.05 on the driver and Dataset paths",
     "assigner_cpu_share": "<= 0.25",
@@ -130,6 +135,19 @@ class PathRun:
             out[role_of.get(p.pid, "other")] += p.cpu_s
         return out
 
+    def task_busy_share(self) -> dict[str, float]:
+        """Each write task's CPU-s over the section's wall time (1.0: a core busy all along),
+        by role name: how much of the run each task worked."""
+        u = self.usage
+        if u is None or not u.wall_s:
+            return {}
+        by_pid = {p.pid: p.cpu_s for p in u.processes}
+        return {
+            role: round(by_pid[pid] / u.wall_s, 3)
+            for role, pid in sorted(self.pids.items())
+            if pid in by_pid and role != "coordinator"
+        }
+
     def figures(self) -> dict[str, Any]:
         u = self.usage
         cpu = self.role_cpu_s()
@@ -154,6 +172,7 @@ class PathRun:
             assigner_cpu_share=_r(ratio(cpu["assigner"], cpu["writer"])),
             commit_p50_s=_r(percentile(self.commit_s, 50)),
             commit_p95_s=_r(percentile(self.commit_s, 95)),
+            task_busy_share=self.task_busy_share(),
         )
         if self.phases:
             # where a checkpoint's time goes (HoodieStreamWriter.checkpoint_phases): the
@@ -211,6 +230,7 @@ def run_path(
     workdir: Path,
     chaining: bool = True,
     blocks: int = 0,
+    pipelined: bool = False,
 ) -> PathRun:
     """Ingest ``workload``'s commits through one input path; gate; figures."""
     run = PathRun(
@@ -240,6 +260,7 @@ def run_path(
             w.start(workload.schema)
             wait_for_ray_idle()
             run.pids = dict(w.actor_pids())
+            handle = None
             with CpuMeter(ray_workers=True) as meter:
                 for item in inputs:
                     c0 = time.perf_counter()
@@ -254,11 +275,15 @@ def run_path(
                         w.write(ds)
                     else:
                         w.write(item)
-                    if w.checkpoint() is None:
+                    if pipelined:
+                        handle = w.checkpoint(wait=False)
+                    elif w.checkpoint() is None:
                         raise RuntimeError("checkpoint() returned None after a non-empty commit")
                     run.commit_s.append(time.perf_counter() - c0)
                     if path_kind == "spark":
                         release_spark_df(item)
+                if handle is not None and handle.result() is None:
+                    raise RuntimeError("the last pipelined checkpoint committed nothing")
             run.usage = meter.usage
             run.phases = w.checkpoint_phases()
     except Exception as e:
@@ -320,6 +345,10 @@ class Results:
                 ratio(pick("dataset", w, "rows_per_cpu_s"), pick("driver", w, "rows_per_cpu_s"))
             )
         for path in PATHS:
+            if top is not None and top != 1:
+                out[f"cpu_w{top}_vs_w1_{path}"] = _r(
+                    ratio(pick(path, top, "rows_per_cpu_s"), pick(path, 1, "rows_per_cpu_s"))
+                )
             shares = [pick(path, w, "driver_cpu_share") for w in ws]
             shares = [s for s in shares if s is not None]
             if shares:
@@ -402,6 +431,9 @@ def render(res: Results) -> str:
         if f.get("phase_p50_ms"):
             ph = ", ".join(f"{k} {v}" for k, v in f["phase_p50_ms"].items())
             lines.append(f"{f['path']} w{f['writers']}: checkpoint phases p50 (ms): {ph}")
+        if f.get("task_busy_share"):
+            busy = ", ".join(f"{k} {v}" for k, v in f["task_busy_share"].items())
+            lines.append(f"{f['path']} w{f['writers']}: task busy share of the wall time: {busy}")
     for p in res.peers:
         lines.append(
             f"peer {p.get('name')} w{p.get('writers', '-')}: {fmt_num(p.get('rows_per_s'))} rows/s"
@@ -478,6 +510,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default="on",
         help="assigner i and writer i in one actor (pipeline.operator-chaining): on, off, both",
     )
+    p.add_argument(
+        "--pipelined", action="store_true", help="checkpoint(wait=False) for every commit"
+    )
     p.add_argument("--peers", default="delta,paimon", help="delta,paimon ('' for none)")
     p.add_argument("--spark-rows", type=int, default=SPARK_ROWS, help="rows per Spark commit")
     p.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS)
@@ -514,6 +549,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         expected = expected_snapshot(workload)
         res = Results(workload.summary(), machine=machine_info())
         res.workload["blocks_per_commit"] = args.blocks or "by batch rows"
+        res.workload["pipelined"] = args.pipelined
         for kind in args.paths:
             wl, exp = workload, expected
             if kind == "spark":
@@ -536,6 +572,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         workdir,
                         chaining,
                         args.blocks,
+                        args.pipelined,
                     )
                     res.runs.append(run)
                     shutil.rmtree(table_dir, ignore_errors=True)

@@ -44,6 +44,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "HoodieStreamWriter": ("hoodie_ray.ray.stream", "HoodieStreamWriter"),
+    "CheckpointHandle": ("hoodie_ray.ray.stream", "CheckpointHandle"),
     "HoodieDatasink": ("hoodie_ray.ray.datasink", "HoodieDatasink"),
     "read": ("hoodie_ray.reader.query", "read"),
     "read_ray": ("hoodie_ray.ray.datasource", "read_ray"),
@@ -78,6 +79,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "ArchiveResult",
+    "CheckpointHandle",
     "CleanResult",
     "CommitResult",
     "CompactionResult",

@@ -127,6 +127,13 @@ class CoordinatorActor:
         metrics.gauge_pending_compactions(self.table, pending)
         return dataclasses.replace(result, services=self.core.last_services)
 
+    def commit_flight(self, instant: str, num_tasks: int, *results: Any) -> Any:
+        """A pipelined checkpoint's commit (:meth:`commit`): ``results`` are the write
+        statuses of its ``num_tasks`` tasks, then the results of its input's calls. Ray
+        resolves them all before this runs, so a failed call fails the commit unrun:
+        nothing of a checkpoint whose input failed is committed."""
+        return self.commit(instant, [s for stats in results[:num_tasks] for s in stats])
+
     def record_phases(self, phases: dict[str, float]) -> None:
         """The driver's timing of the last checkpoint, into the phase histogram."""
         metrics.record_checkpoint_phases(self.table, phases)
@@ -193,6 +200,7 @@ class AssignTask:
         wc = ctx.write_config
         self.outbox = WriterOutbox(len(writers), outbox_rows(wc.write_batch_rows, len(writers)))
         self._sent: list[Any] = []  # write calls to the writers not yet known to be done
+        self._peer_held: dict[int, list[pa.Table]] = {}  # chained: rows for peers' writers
         self._max_sent = wc.max_inflight_batches * len(writers)
         self._gauge_at = 0.0
         self._gauge_index()
@@ -219,21 +227,23 @@ class AssignTask:
         parts = route_pieces(self.setup, [(blocks[i], rows) for i, rows in pieces], num_tasks)
         return (*parts, sum(p.num_rows for p in parts))
 
-    def route_assign(self, pieces: Pieces, *blocks: Any) -> int:
+    def route_assign(self, pieces: Pieces, *blocks: Any) -> tuple[int, int]:
         """The one-assigner topology: input pieces prepared and assigned in one call."""
         (prepared,) = route_pieces(self.setup, [(blocks[i], rows) for i, rows in pieces], 1)
         return self.assign(prepared)
 
-    def assign(self, *batches: pa.Table) -> int:
+    def assign(self, *batches: pa.Table) -> tuple[int, int]:
         """Tag rows (parts routed from one or more input blocks, in arrival order) and send
-        them on to the writers (when their outbox is full); the rows."""
+        them on to the writers (when their outbox is full); the rows, and those of them
+        tagged for another task's writer (chained: the driver's barrier waits for those)."""
         if len(batches) == 1:
             batch = batches[0]
         else:
             try:
                 batch = pa.concat_tables(batches)
             except pa.ArrowInvalid:  # parts prepared before and after a schema change
-                return sum(self.assign(b) for b in batches)
+                each = [self.assign(b) for b in batches]
+                return sum(r for r, _ in each), sum(p for _, p in each)
         tagged = self.core.assign_batch(batch)
         metrics.count_records(self.table, "assigner", batch.num_rows, tagged.num_rows, self.task_id)
         self._gauge_index(every_s=1.0)
@@ -241,23 +251,56 @@ class AssignTask:
             tagged, len(self.writers), self.core.profile.writer_plan, self._bucket_index
         )
         self._send(self.outbox.add(parts))
-        return batch.num_rows
+        home = parts[self.task_id].num_rows if self._local is not None else tagged.num_rows
+        elsewhere = tagged.num_rows - home
+        return batch.num_rows, elsewhere
 
     def flush_writers(self) -> list[Any]:
         """Send what the outbox holds; the write calls still in flight, which the driver
         waits for (the checkpoint barrier: the writers flush next). A chained task must not
         wait for them itself: its peer may be waiting for this task's writer."""
         self._send(self.outbox.drain())
+        held, self._peer_held = self._peer_held, {}
+        for j, tables in held.items():
+            self._sent.append(self.writers[j].write.remote(*tables))
         sent, self._sent = self._sent, []
         if self._local is None:
             ray.get(sent)
             return []
         return sent
 
+    def finish(self, *peer_rows: list[pa.Table] | None) -> list[HoodieWriteStat]:
+        """Chained, the barrier and the flush in one call: the outbox drained into the home
+        writer, the rows other tasks tagged for it (``peer_rows``: their :meth:`barrier`
+        parts for this task, or none where the driver knows there are none) written, then
+        the flush; the write statuses."""
+        assert self._local is not None
+        self._send(self.outbox.drain())
+        assert not self._peer_held, "finish() with rows held for a peer: barrier() first"
+        rows = [t for part in peer_rows if part for t in part]
+        if rows:
+            self._local.write(*rows)
+        return self._local.flush()
+
+    def barrier(self, num_tasks: int) -> Any:
+        """Chained, a pipelined checkpoint's barrier: the outbox drained into the home writer
+        and the rows held for each peer returned, the j-th for task j (None: none; its own
+        slot always None), for the driver to hand to the peers' :meth:`finish` in the order
+        of their calls (``num_returns=num_tasks``)."""
+        self._send(self.outbox.drain())
+        held, self._peer_held = self._peer_held, {}
+        parts = [held.get(j) if j != self.task_id else None for j in range(num_tasks)]
+        return tuple(parts) if num_tasks > 1 else parts[0]
+
     def _send(self, due: list[tuple[int, list[pa.Table]]]) -> None:
         for j, tables in due:
             if self._local is not None and j == self.task_id:
                 self._local.write(*tables)  # chained: the home writer is in this process
+            elif self._local is not None:
+                # chained: a peer's rows wait for the checkpoint barrier (flush_writers sends
+                # them, barrier hands them to the driver), so nothing reaches a peer's writer
+                # but in the order the driver gives its calls
+                self._peer_held.setdefault(j, []).extend(tables)
             else:
                 self._sent.append(self.writers[j].write.remote(*tables))
         if len(self._sent) > self._max_sent:  # backpressure: the writers lag behind

@@ -41,7 +41,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, overload
 
 import pyarrow as pa
 import ray
@@ -111,6 +111,11 @@ def _unwrap(e: BaseException) -> BaseException:
         inner = _unwrap(cause)
         return inner if isinstance(inner, HoodieError) else e
     return e
+
+
+def _name(instant: Any) -> str:
+    """An instant the driver may hold as the reference it comes from (pipelined)."""
+    return str(ray.get(instant)) if isinstance(instant, ray.ObjectRef) else str(instant)
 
 
 def _is_actor_loss(e: BaseException) -> bool:
@@ -216,6 +221,52 @@ def _drain(
     return list(waiting)
 
 
+@dataclass
+class _Flight:
+    """A pipelined checkpoint (``checkpoint(wait=False)``) whose flush and commit run while
+    the driver goes on; its input is kept until the commit is known."""
+
+    instant: Any  # the instant, or the reference the coordinator will resolve it from
+    inputs: list[_Input]
+    frames: list[Any]  # its Spark DataFrames, released once it is settled
+    commit: Any  # ObjectRef of its CommitResult
+    calls: list[Any]  # its input's calls, barrier and flush calls (fetched if it fails)
+    routed: list[tuple[Any, list[Any]]]
+    followed: bool = False  # the next instant's begin calls wait for this commit
+    result: CommitResult | None = None
+
+
+class CheckpointHandle:
+    """What ``checkpoint(wait=False)`` returns: the checkpoint flushes and commits while the
+    pipeline writes on. :meth:`result` waits for its commit and gives its instant (None
+    when there was nothing to commit); a failure is raised there, or by the writer's next
+    ``checkpoint``, as a synchronous checkpoint's would be."""
+
+    def __init__(
+        self, writer: HoodieStreamWriter, flight: _Flight | None, instant: str | None = None
+    ) -> None:
+        self._writer = writer
+        self._flight = flight
+        self._instant = instant
+
+    def done(self) -> bool:
+        """True once the commit is settled (no wait)."""
+        f = self._flight
+        if f is None or f.result is not None or self._writer._flight is not f:
+            return True
+        ready, _ = ray.wait([f.commit], timeout=0)
+        return bool(ready)
+
+    def result(self) -> str | None:
+        """Wait for the commit; its instant."""
+        f = self._flight
+        if f is None:
+            return self._instant
+        if self._writer._flight is f:
+            self._writer._wait_flight()
+        return f.result.instant if f.result is not None else None
+
+
 def assigner_role(wc: WriteConfig, task_id: int) -> str:
     """The role part of assigner task ``task_id``'s actor name: ``assign-write-<i>`` when it
     is chained with writer task i (:attr:`WriteConfig.chained_tasks`), else ``assigner-<i>``."""
@@ -281,6 +332,7 @@ class HoodieStreamWriter:
         self._inflight: list[Any] = []
         # the row counts of the open checkpoint's route calls, never fetched unless it fails
         self._routed: list[tuple[Any, list[Any]]] = []  # (row count, parts) of each call
+        self._peer_rows = 0  # rows of the open checkpoint an assigner tagged for another task
         self._attempt = 0
         self._closed = False
         self.results: list[CommitResult] = []
@@ -291,6 +343,8 @@ class HoodieStreamWriter:
         self._owned_names: set[str] = set()
         self._pending_done: list[Any] = []  # the assigners' last checkpoint_done calls
         self._committed = False  # chained: the next begin keeps the last checkpoint's index
+        self._flight: _Flight | None = None  # the pipelined checkpoint still committing
+        self._stale_instants: list[Any] = []  # started instants recovery must roll back
 
     # -- public API ----------------------------------------------------------------------------
     def __enter__(self) -> HoodieStreamWriter:
@@ -489,17 +543,130 @@ class HoodieStreamWriter:
         if not target.equals(setup.context.data_schema):
             self._evolve(target)
 
-    def checkpoint(self) -> str | None:
-        """Commit everything written since the last checkpoint; the instant, or None if empty."""
+    @overload
+    def checkpoint(self, wait: Literal[True] = True) -> str | None: ...
+
+    @overload
+    def checkpoint(self, wait: Literal[False]) -> CheckpointHandle: ...
+
+    def checkpoint(self, wait: bool = True) -> str | CheckpointHandle | None:
+        """Commit everything written since the last checkpoint; the instant, or None if empty.
+
+        ``wait=False`` pipelines it (Flink's checkpoints do not stop the stream): the writers
+        flush and the coordinator commits while this returns at once with a
+        :class:`CheckpointHandle`, and what is written next is routed, assigned and buffered
+        into the next instant meanwhile. One checkpoint is in flight at a time (the next
+        ``checkpoint`` waits for it); commits stay in order, and a failure is recovered or
+        raised exactly as for a synchronous checkpoint (a lost actor: both checkpoints'
+        input replayed, each once). Pipelined where assigners and writers are chained and
+        concurrency control is single-writer; elsewhere it commits before it returns.
+        """
         self._put_held()
+        self._wait_flight()
         if not self._inputs:
             self._release_spark_frames()  # DataFrames of zero rows
-            return None
-        result = self._run(self._checkpoint_once)
+            return None if wait else CheckpointHandle(self, None)
+        if not wait and self.chained and not self.wc.occ:
+            flight = self._run(self._checkpoint_async)
+            if isinstance(flight, _Flight):
+                self._flight = flight
+                return CheckpointHandle(self, flight)
+            result = flight  # recovered and committed on the way
+        else:
+            result = self._run(self._checkpoint_once)
         self._inputs = []
         self._release_spark_frames()
         self.results.append(result)
-        return result.instant
+        return result.instant if wait else CheckpointHandle(self, None, result.instant)
+
+    def _checkpoint_async(self) -> _Flight:
+        """Send the open checkpoint's last input, its barrier, flushes and commit, and return
+        without waiting: each task runs them in the order the driver gave them, before the
+        next instant's calls, and the commit runs once every call it depends on succeeded."""
+        if self._instant is None:
+            self._begin_instant()
+        self._send_round()
+        nt = len(self._assigners)
+        tasks = self._assigners
+        if nt == 1:
+            barriers: list[Any] = []
+            stats = [tasks[0].finish.remote()]
+        else:
+            # the rows each task tagged for another's writer go by the driver's calls
+            parts = [t.barrier.options(num_returns=nt).remote(nt) for t in tasks]
+            barriers = [ref for refs in parts for ref in refs]
+            stats = [
+                t.finish.remote(*[parts[i][j] for i in range(nt) if i != j])
+                for j, t in enumerate(tasks)
+            ]
+        calls = self._inflight
+        commit = self._coord.commit_flight.remote(self._instant, nt, *stats, *calls)
+        flight = _Flight(
+            self._instant,
+            self._inputs,
+            self._spark_frames,
+            commit,
+            calls + barriers + stats,
+            self._routed,
+        )
+        self._inflight, self._routed, self._inputs, self._spark_frames = [], [], [], []
+        self._instant = None
+        self._committed = False  # the next begin has the commit as an argument
+        self._setup = TableSetup(self._setup.context, self._setup.keygen, True)  # type: ignore[union-attr]
+        return flight
+
+    def _wait_flight(self) -> None:
+        """Settle the pipelined checkpoint, if any: its result recorded, or its failure
+        recovered (replayed, then the open input after it) or raised."""
+        f, self._flight = self._flight, None
+        if f is None:
+            return
+        try:
+            result = ray.get(f.commit)
+        except (RayActorError, RayTaskError, ObjectLostError, GetTimeoutError) as e:
+            self._flight_failed(f, e)
+            return
+        self._settled(f, result)
+
+    def _settled(self, f: _Flight, result: CommitResult) -> None:
+        f.result = result
+        self.results.append(result)
+        if not f.followed:
+            self._committed = True  # the next begin runs checkpoint_done
+        frames, self._spark_frames = self._spark_frames, f.frames
+        self._release_spark_frames()
+        self._spark_frames = frames
+
+    def _flight_failed(self, f: _Flight, e: BaseException) -> None:
+        """The pipelined checkpoint failed. A lost actor: the open instant (begun behind it)
+        is rolled back, the checkpoint's input replayed and committed, then the open input
+        replayed into a new instant. Anything else (a refused row): neither is committed."""
+        _drain(f.calls, f.routed, timeout=30)
+        open_inputs, open_frames, open_instant = self._inputs, self._spark_frames, self._instant
+        if _is_actor_loss(e) or isinstance(e, (ObjectLostError, GetTimeoutError)):
+            log.warning(
+                "hoodie_ray: a pipelined checkpoint lost an actor (%s); restarting the topology "
+                "and replaying it, then the input written behind it",
+                e,
+            )
+            self._stale_instants = [open_instant] if open_instant is not None else []
+            self._instant, self._inputs, self._spark_frames = f.instant, f.inputs, f.frames
+            result = self._run(self._checkpoint_once, recover=True)
+            self._release_spark_frames()
+            f.result = result
+            self.results.append(result)
+            self._inputs, self._spark_frames = open_inputs, open_frames
+            for item in list(open_inputs):
+                self._run(lambda item=item: self._send(item))
+            return
+        err = _unwrap(e)
+        self._fail_instant()  # the open instant, begun behind it
+        self._spark_frames = f.frames
+        self._release_spark_frames()
+        if self._coord is not None:
+            with contextlib.suppress(Exception):
+                ray.get(self._coord.rollback.remote(f.instant), timeout=120)
+        raise err from None
 
     def _release_spark_frames(self) -> None:
         """Spark DataFrames written are committed or dropped: their caches go."""
@@ -535,7 +702,8 @@ class HoodieStreamWriter:
         """Seconds each committed checkpoint spent in each phase, as the driver saw them
         (:data:`CHECKPOINT_PHASES`): ``begin`` (the coordinator's new instant and the
         actors' start), ``input`` (waiting for the input still being routed and assigned),
-        ``align`` (the assigners' last rows reaching the writers), ``flush`` (the writers
+        ``align`` (the assigners' last rows reaching the writers; 0 where, chained, every row
+        stayed in its task: that barrier is then part of ``flush``), ``flush`` (the writers
         writing their files) and ``commit`` (the coordinator's commit). Where the time of a
         checkpoint goes as the topology widens."""
         return [dict(p) for p in self._phases]
@@ -737,6 +905,20 @@ class HoodieStreamWriter:
         instant_ref, profile, frozen, others, *slices = self._coord.start_checkpoint.options(
             num_returns=4 + nw
         ).remote(nw)
+        flight = self._flight
+        if flight is not None and self.chained and not self.wc.occ:
+            # Pipelined: the tasks begin the instant once the checkpoint before it commits
+            # (its result is an argument Ray waits for), and the driver does not wait: the
+            # instant is its reference until someone needs it.
+            self._instant = instant_ref
+            flight.followed = True
+            self._committed = False
+            self._inflight.extend(
+                t.begin.remote(flight.commit, profile, instant_ref, slices[i], frozen)
+                for i, t in enumerate(self._assigners)
+            )
+            self._begin_s = time.perf_counter() - t0
+            return
         instant = ray.get(instant_ref)
         # Known before the actors hear of it: if one of them is lost now, recovery rolls the
         # instant back (else it stays pending, and a pending write blocks compaction).
@@ -845,7 +1027,11 @@ class HoodieStreamWriter:
         limit = self.wc.max_inflight_batches * max(1, na)
         if len(self._inflight) > limit:
             done, self._inflight = ray.wait(self._inflight, num_returns=len(self._inflight) - limit)
-            ray.get(done)
+            self._note_assigned(ray.get(done))
+
+    def _note_assigned(self, results: list[Any]) -> None:
+        """Assign calls' results: (rows, rows tagged for another task's writer)."""
+        self._peer_rows += sum(r[1] for r in results if isinstance(r, tuple))
 
     def _await_sent(self, in_flight: list[list[Any]]) -> None:
         """Wait for the write calls the assigners sent and handed over (chained tasks never
@@ -861,14 +1047,20 @@ class HoodieStreamWriter:
             self._begin_instant()
         marks = [time.perf_counter()]
         self._send_round()
-        ray.get(self._inflight)
+        self._note_assigned(ray.get(self._inflight))
         self._inflight = []
         self._routed = []
         marks.append(time.perf_counter())
-        # the assigners' last rows to the writers, and every write they sent, done
-        self._await_sent(ray.get([a.flush_writers.remote() for a in self._assigners]))
-        marks.append(time.perf_counter())
-        stats_lists = ray.get([w.flush.remote() for w in self._writers])
+        if self.chained and not self._peer_rows:
+            # every row stayed in its task: the barrier and the flush are one call a task
+            marks.append(marks[-1])
+            stats_lists = ray.get([t.finish.remote() for t in self._assigners])
+        else:
+            # the assigners' last rows to the writers, and every write they sent, done
+            self._await_sent(ray.get([a.flush_writers.remote() for a in self._assigners]))
+            marks.append(time.perf_counter())
+            stats_lists = ray.get([w.flush.remote() for w in self._writers])
+        self._peer_rows = 0
         marks.append(time.perf_counter())
         stats = [s for ss in stats_lists for s in ss]
         instant = self._instant
@@ -899,13 +1091,14 @@ class HoodieStreamWriter:
         self._setup = TableSetup(self._setup.context, self._setup.keygen, True)  # type: ignore[union-attr]
         return result
 
-    def _run(self, fn: Any) -> Any:
+    def _run(self, fn: Any, recover: bool = False) -> Any:
         """Run a step; on actor loss restart the topology, replay the open input, retry. Under
         OCC a checkpoint that lost a conflict is replayed into a new instant
-        (``hoodie.write.num.retries.on.conflict.failures`` times)."""
+        (``hoodie.write.num.retries.on.conflict.failures`` times). ``recover``: an actor was
+        lost already (a pipelined checkpoint's): recover first."""
         losses = conflicts = 0
-        recover = replay = False
-        is_checkpoint = fn == self._checkpoint_once
+        replay = False
+        is_checkpoint = fn in (self._checkpoint_once, self._checkpoint_async)
         while True:
             try:
                 if recover:
@@ -956,6 +1149,7 @@ class HoodieStreamWriter:
         # not fetched: a call to a lost actor's peer may wait for that actor's replacement
         self._inflight, self._routed = [], []
         self._pending, self._pending_rows = [], 0
+        self._peer_rows = 0
         # The surviving assigners and writers go first: a writer still running its last flush
         # would otherwise write files (or append log blocks) of the instant being rolled back.
         self._stop_workers()
@@ -964,6 +1158,11 @@ class HoodieStreamWriter:
             ray.get(self._coord.pid.remote(), timeout=30)
         except Exception:
             coord_alive = False
+        stale, self._stale_instants = self._stale_instants, []
+        if coord_alive:
+            for s in stale:  # begun behind a pipelined checkpoint; its input is replayed later
+                with contextlib.suppress(Exception):
+                    ray.get(self._coord.rollback.remote(s), timeout=120)
         if not coord_alive:
             ray.kill(self._coord, no_restart=True)
             self._coord = self._new_coordinator()
@@ -979,7 +1178,7 @@ class HoodieStreamWriter:
                 self._instant = None
                 self._restart_workers()
                 self._inputs = []
-                return CommitResult(instant)
+                return CommitResult(_name(instant))
             ray.get(self._coord.rollback.remote(instant))
         if instant is not None and not coord_alive:
             # The new coordinator rolled back pending instants on open, unless it had committed.
@@ -987,7 +1186,7 @@ class HoodieStreamWriter:
             if completed:
                 self._restart_workers()
                 self._inputs = []
-                return CommitResult(instant)
+                return CommitResult(_name(instant))
             if self.wc.occ:
                 # the lazy policy kept it (its heartbeat has not expired yet): it is ours
                 ray.get(self._coord.rollback.remote(instant))
@@ -1014,6 +1213,7 @@ class HoodieStreamWriter:
         _drain(self._inflight, self._routed)
         self._inflight, self._routed = [], []
         self._pending, self._pending_rows = [], 0
+        self._peer_rows = 0
 
     def _fail_instant(self) -> None:
         self._drop_pending()
@@ -1035,6 +1235,9 @@ class HoodieStreamWriter:
     def _shutdown(self, rollback: bool, failed: bool = False) -> None:
         if self._closed:
             return
+        if self._flight is not None:  # a pipelined checkpoint settles first (or rolls back)
+            with contextlib.suppress(Exception):
+                self._wait_flight()
         self._closed = True
         if rollback and self._instant is not None:
             self._fail_instant()

@@ -1,0 +1,128 @@
+"""Pipelined checkpoints (``checkpoint(wait=False)``): the next instant's input is routed and
+buffered while a checkpoint flushes and commits; exactly-once as for synchronous ones."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+import hoodie_ray as hr
+from tests.write.model import OPTIONS, TableModel, Workload, hudi_rs_snapshot, to_arrow
+
+pytestmark = pytest.mark.ray
+
+TOPOLOGY = {"write.tasks": "2", "write.bucket_assign.tasks": "2"}
+
+
+def _commits(seed: int, n: int) -> list[list[dict]]:
+    wl = Workload(seed=seed)
+    out = []
+    for i in range(n):
+        rows = wl.rows_for(wl.keys[:30]) if i == 0 else []
+        while len(rows) < 20:
+            kind, more = wl.next_commit()
+            if kind == "upsert":
+                rows += more
+        out.append(rows)
+    return out
+
+
+def test_pipelined_and_synchronous_checkpoints_write_the_same_table(ray_session, tmp_path):
+    """The same commits, each checkpoint pipelined behind the next one's input, and each
+    synchronous: hudi-rs reads the model from both, and one instant per checkpoint."""
+    commits = _commits(5, 6)
+    model = TableModel()
+    for rows in commits:
+        model.upsert(rows)
+    handles = []
+    with hr.HoodieStreamWriter(str(tmp_path / "piped"), {**OPTIONS, **TOPOLOGY}) as w:
+        for rows in commits:
+            w.write(to_arrow(rows[: len(rows) // 2], True))
+            w.write(to_arrow(rows[len(rows) // 2 :], True))
+            handles.append(w.checkpoint(wait=False))
+        instants = [h.result() for h in handles]
+        assert w.checkpoint(wait=False).result() is None  # nothing written since
+    with hr.HoodieStreamWriter(str(tmp_path / "sync"), {**OPTIONS, **TOPOLOGY}) as w:
+        for rows in commits:
+            w.write(to_arrow(rows, True))
+            assert w.checkpoint() is not None
+    assert len(set(instants)) == len(commits) and instants == sorted(instants)
+    assert all(h.done() for h in handles)
+    model.assert_hudi_rs_reads(tmp_path / "piped", "pipelined")
+    model.assert_hudi_rs_reads(tmp_path / "sync", "synchronous")
+
+
+def test_rows_for_another_tasks_writer_reach_it_through_the_barrier(ray_session, tmp_path):
+    """A table written by one task, then by two pipelined: the file groups' home writers are
+    not the tasks their keys reach, so rows cross between tasks at every barrier."""
+    path = tmp_path / "t"
+    commits = _commits(7, 4)
+    model = TableModel()
+    hr.write(to_arrow(commits[0], True), str(path), {**OPTIONS, "write.tasks": "1"})
+    model.upsert(commits[0])
+    with hr.HoodieStreamWriter(str(path), {**OPTIONS, **TOPOLOGY}) as w:
+        handles = []
+        for rows in commits[1:]:
+            w.write(to_arrow(rows, True))
+            model.upsert(rows)
+            handles.append(w.checkpoint(wait=False))
+        assert all(h.result() is not None for h in handles)
+    model.assert_hudi_rs_reads(path, "rows across tasks")
+
+
+def test_a_task_killed_while_one_checkpoint_commits_and_the_next_buffers(
+    ray_session, tmp_path, caplog
+):
+    """Kill a task after checkpoint n was sent off and n+1's input written: n is replayed and
+    committed (or found committed), then n+1's input is replayed into a new instant; every
+    row once."""
+    import ray
+
+    path = tmp_path / "t"
+    commits = _commits(9, 4)
+    model = TableModel()
+    with hr.HoodieStreamWriter(str(path), {**OPTIONS, **TOPOLOGY}) as w:
+        w.write(to_arrow(commits[0], True))
+        assert w.checkpoint() is not None
+        model.upsert(commits[0])
+        for k, victim in enumerate(("assigner-0", "writer-1")):
+            n, n1 = commits[1 + 2 * k], commits[2 + 2 * k] if 2 + 2 * k < len(commits) else []
+            w.write(to_arrow(n, True))
+            handle = w.checkpoint(wait=False)
+            if n1:
+                w.write(to_arrow(n1, True))
+            ray.kill(w.actors[victim], no_restart=True)
+            assert handle.result() is not None
+            model.upsert(n)
+            if n1:
+                assert w.checkpoint() is not None
+                model.upsert(n1)
+            model.assert_hudi_rs_reads(path, f"after killing {victim}")
+    table = hr.HoodieTable.load(str(path))
+    assert not [i for i in table.active_timeline.reload().instants if not i.is_completed]
+    # the kills met the checkpoint in flight (its flush had not run), not a later one
+    assert "pipelined checkpoint lost an actor" in caplog.text
+
+
+def test_a_refused_row_fails_the_pipelined_checkpoint_and_the_one_behind_it(ray_session, tmp_path):
+    """A null key in checkpoint n: its commit never runs, the instant begun behind it is
+    rolled back too, and the error is raised as itself; the table is as before."""
+    path = tmp_path / "t"
+    commits = _commits(11, 2)
+    model = TableModel()
+    with hr.HoodieStreamWriter(str(path), {**OPTIONS, **TOPOLOGY}) as w:
+        w.write(to_arrow(commits[0], True))
+        assert w.checkpoint() is not None
+        model.upsert(commits[0])
+        bad = to_arrow(commits[1], True)
+        bad = bad.set_column(0, "key", pa.array([None, *bad.column("key").to_pylist()[1:]]))
+        w.write(bad)
+        handle = w.checkpoint(wait=False)
+        w.write(to_arrow(commits[1], True))
+        with pytest.raises(hr.HoodieInputError, match="null or empty"):
+            handle.result()
+        assert w.checkpoint() is None  # the input behind it went with it
+    model.assert_hudi_rs_reads(path, "refused")
+    assert hudi_rs_snapshot(path).num_rows == len(model.rows)
+    table = hr.HoodieTable.load(str(path))
+    assert not [i for i in table.active_timeline.reload().instants if not i.is_completed]
