@@ -394,6 +394,7 @@ class HoodieStreamWriter:
         and its reference cost the same for ten rows as for a batch."""
         if not table.num_rows:
             return
+        self._settle_for_occ()
         if self._held and not self._held[0].schema.equals(table.schema):
             self._put_held()
         self._accept_schema(table.schema, pending=len(self._held))
@@ -439,6 +440,7 @@ class HoodieStreamWriter:
             yield table.schema, _Input(ray.put(table), None, table.num_rows)
 
     def _write_item(self, schema: pa.Schema, item: _Input) -> None:
+        self._settle_for_occ()
         self._accept_schema(schema)
         self._inputs.append(item)
         self._run(lambda: self._send(item))
@@ -451,6 +453,7 @@ class HoodieStreamWriter:
         if self._closed:
             raise HoodieWriteError("write after close")
         self._put_held()
+        self._wait_flight()
         items: list[_Input] = []
         for schema, item in self._input_items(data):
             self._accept_schema(schema, pending=len(items))
@@ -558,15 +561,16 @@ class HoodieStreamWriter:
         into the next instant meanwhile. One checkpoint is in flight at a time (the next
         ``checkpoint`` waits for it); commits stay in order, and a failure is recovered or
         raised exactly as for a synchronous checkpoint (a lost actor: both checkpoints'
-        input replayed, each once). Pipelined where assigners and writers are chained and
-        concurrency control is single-writer; elsewhere it commits before it returns.
-        """
+        input replayed, each once; under OCC a lost conflict replays it into a new
+        instant, then the input behind it). Pipelined where assigners and writers are chained
+        (elsewhere it commits before it returns); under OCC the first write behind it waits
+        for its commit (the next instant's start must know what other writers committed)."""
         self._put_held()
         self._wait_flight()
         if not self._inputs:
             self._release_spark_frames()  # DataFrames of zero rows
             return None if wait else CheckpointHandle(self, None)
-        if not wait and self.chained and not self.wc.occ:
+        if not wait and self.chained:
             flight = self._run(self._checkpoint_async)
             if isinstance(flight, _Flight):
                 self._flight = flight
@@ -615,6 +619,13 @@ class HoodieStreamWriter:
         self._setup = TableSetup(self._setup.context, self._setup.keygen, True)  # type: ignore[union-attr]
         return flight
 
+    def _settle_for_occ(self) -> None:
+        """Under OCC the next instant's start decides whether the key index must be reloaded
+        (another writer committed meanwhile), which needs the checkpoint in flight committed:
+        it is settled before the first input behind it, not before the checkpoint returns."""
+        if self._flight is not None and self.wc.occ:
+            self._wait_flight()
+
     def _wait_flight(self) -> None:
         """Settle the pipelined checkpoint, if any: its result recorded, or its failure
         recovered (replayed, then the open input after it) or raised."""
@@ -660,6 +671,20 @@ class HoodieStreamWriter:
                 self._run(lambda item=item: self._send(item))
             return
         err = _unwrap(e)
+        if isinstance(err, HoodieWriteConflictError):
+            # OCC: the coordinator rolled n back in its conflict check; replayed into a new
+            # instant on a reloaded topology (up to the retries), then the open input
+            log.warning("hoodie_ray: %s; replaying the checkpoint into a new instant", err)
+            self._stale_instants = [open_instant] if open_instant is not None else []
+            self._instant, self._inputs, self._spark_frames = None, f.inputs, f.frames
+            result = self._run(self._checkpoint_once, conflicts=1)
+            self._release_spark_frames()
+            f.result = result
+            self.results.append(result)
+            self._inputs, self._spark_frames = open_inputs, open_frames
+            for item in list(open_inputs):
+                self._run(lambda item=item: self._send(item))
+            return
         self._fail_instant()  # the open instant, begun behind it
         self._spark_frames = f.frames
         self._release_spark_frames()
@@ -1091,13 +1116,14 @@ class HoodieStreamWriter:
         self._setup = TableSetup(self._setup.context, self._setup.keygen, True)  # type: ignore[union-attr]
         return result
 
-    def _run(self, fn: Any, recover: bool = False) -> Any:
+    def _run(self, fn: Any, recover: bool = False, conflicts: int = 0) -> Any:
         """Run a step; on actor loss restart the topology, replay the open input, retry. Under
         OCC a checkpoint that lost a conflict is replayed into a new instant
         (``hoodie.write.num.retries.on.conflict.failures`` times). ``recover``: an actor was
-        lost already (a pipelined checkpoint's): recover first."""
-        losses = conflicts = 0
-        replay = False
+        lost already, ``conflicts``: the checkpoint lost that many conflicts already (a
+        pipelined checkpoint's): recover or replay first."""
+        losses = 0
+        replay = conflicts > 0
         is_checkpoint = fn in (self._checkpoint_once, self._checkpoint_async)
         while True:
             try:
@@ -1202,6 +1228,10 @@ class HoodieStreamWriter:
         assert self._instant is None
         self._drop_pending()
         self._stop_workers()
+        stale, self._stale_instants = self._stale_instants, []
+        for s in stale:  # begun behind a pipelined checkpoint; its input is replayed later
+            with contextlib.suppress(Exception):
+                ray.get(self._coord.rollback.remote(s), timeout=120)
         self._restart_workers()
         for item in list(self._inputs):
             self._send(item)

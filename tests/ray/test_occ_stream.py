@@ -268,3 +268,33 @@ def test_table_services_from_another_process_beside_a_stream_writer(ray_session,
     _no_pending(path)
     assert not _instants(path, Action.ROLLBACK)
     assert hr.validate_metadata(path) == []
+
+
+def test_a_pipelined_checkpoint_that_loses_a_conflict_is_replayed_before_the_one_behind(
+    ray_session, tmp_path
+):
+    """OCC: checkpoint n is sent off (``wait=False``) after a backfill committed to its file
+    group; n+1's input is written behind it. n's commit loses the conflict (rolled back), is
+    replayed into a new instant, and n+1 then commits after it: every row once, in order."""
+    path, opts, model = _seeded(
+        tmp_path, {"hoodie.write.num.retries.on.conflict.failures": "1"}, version="8"
+    )
+    stream_rows = [row("a1", "a", 5, 10), row("a9", "a", 5, 11)]
+    backfill = [row("a1", "a", 3, 20), row("a0", "a", 3, 21)]
+    behind = [row("a0", "a", 6, 30), row("b2", "b", 6, 31)]
+    with hr.HoodieStreamWriter(path, opts) as w:
+        w.write(to_arrow(stream_rows, True))
+        first = w._instant
+        other = HoodieWriteClient(path, opts).write(to_arrow(backfill, True)).instant
+        handle = w.checkpoint(wait=False)
+        w.write(to_arrow(behind, True))  # settles n first: its conflict, replay and commit
+        replayed = handle.result()
+        last = w.checkpoint()
+    assert replayed is not None and replayed != first and replayed < last
+    model.upsert(backfill)
+    model.upsert(stream_rows)
+    model.upsert(behind)
+    model.assert_hudi_rs_reads(path, "replayed, then the checkpoint behind it")
+    completed = {i.timestamp for i in _instants(path) if i.is_completed}
+    assert {other, replayed, last} <= completed and first not in completed
+    _no_pending(path)
