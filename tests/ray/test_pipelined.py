@@ -3,6 +3,8 @@ buffered while a checkpoint flushes and commits; exactly-once as for synchronous
 
 from __future__ import annotations
 
+import time
+
 import pyarrow as pa
 import pytest
 
@@ -30,7 +32,7 @@ def _commits(seed: int, n: int) -> list[list[dict]]:
 def test_pipelined_and_synchronous_checkpoints_write_the_same_table(ray_session, tmp_path):
     """The same commits, each checkpoint pipelined behind the next one's input, and each
     synchronous: hudi-rs reads the model from both, and one instant per checkpoint."""
-    commits = _commits(5, 6)
+    commits = _commits(5, 4)
     model = TableModel()
     for rows in commits:
         model.upsert(rows)
@@ -79,28 +81,28 @@ def test_a_task_killed_while_one_checkpoint_commits_and_the_next_buffers(
     import ray
 
     path = tmp_path / "t"
-    commits = _commits(9, 4)
+    first, n, n1 = _commits(9, 3)
     model = TableModel()
     with hr.HoodieStreamWriter(str(path), {**OPTIONS, **TOPOLOGY}) as w:
-        w.write(to_arrow(commits[0], True))
+        w.write(to_arrow(first, True))
         assert w.checkpoint() is not None
-        model.upsert(commits[0])
-        for k, victim in enumerate(("assigner-0", "writer-1")):
-            n, n1 = commits[1 + 2 * k], commits[2 + 2 * k] if 2 + 2 * k < len(commits) else []
-            w.write(to_arrow(n, True))
-            handle = w.checkpoint(wait=False)
-            if n1:
-                w.write(to_arrow(n1, True))
-            ray.kill(w.actors[victim], no_restart=True)
-            assert handle.result() is not None
-            model.upsert(n)
-            if n1:
-                assert w.checkpoint() is not None
-                model.upsert(n1)
-            model.assert_hudi_rs_reads(path, f"after killing {victim}")
+        model.upsert(first)
+        w.write(to_arrow(n, True))
+        victim = w.actors["writer-1"]
+        # held busy (not waited for) so that n's flush on it cannot be done when it dies
+        victim.__ray_call__.remote(lambda _: time.sleep(2))
+        handle = w.checkpoint(wait=False)
+        w.write(to_arrow(n1, True))
+        ray.kill(victim, no_restart=True)
+        assert handle.result() is not None
+        model.upsert(n)
+        model.assert_hudi_rs_reads(path, "checkpoint n after the kill")
+        assert w.checkpoint() is not None
+        model.upsert(n1)
+        model.assert_hudi_rs_reads(path, "and n+1")
     table = hr.HoodieTable.load(str(path))
     assert not [i for i in table.active_timeline.reload().instants if not i.is_completed]
-    # the kills met the checkpoint in flight (its flush had not run), not a later one
+    # the kill met the checkpoint in flight (its flush had not run), not a later one
     assert "pipelined checkpoint lost an actor" in caplog.text
 
 

@@ -37,7 +37,27 @@ def main(path: str) -> None:
             nodes[role] = ray.get(
                 h.__ray_call__.remote(lambda self: ray.get_runtime_context().get_node_id())
             )
-    print(json.dumps({"nodes": nodes}))
+    # The default topology (chained tasks, resources sized from the cluster): the tasks
+    # spread over both nodes and each writes its share, through pipelined checkpoints.
+    default = {k: v for k, v in opts.items() if not k.startswith("ray.")}
+    default.update({"hoodie.table.name": "two_nodes_default", "write.bucket_assign.tasks": "2"})
+    tasks: dict[str, dict[str, object]] = {}
+    with hr.HoodieStreamWriter(path + "_default", default) as w:
+        for c in range(3):
+            keys = [f"k{i}" for i in range(c * 500, c * 500 + 1000)]
+            w.write(pa.table({"key": keys, "ts": [c] * len(keys), "v": list(range(len(keys)))}))
+            w.checkpoint(wait=False)
+        w.checkpoint()
+        for i, h in enumerate(w._assigners):
+            tasks[f"task-{i}"] = ray.get(
+                h.__ray_call__.remote(
+                    lambda self: {
+                        "node": ray.get_runtime_context().get_node_id(),
+                        "rows": self.write_fn.records_in,
+                    }
+                )
+            )
+    print(json.dumps({"nodes": nodes, "tasks": tasks}))
     ray.shutdown()
     cluster.shutdown()
 
