@@ -121,8 +121,8 @@ def _has_compaction() -> bool:
 @pytest.mark.parametrize(
     ("table_type", "block_format", "commits"),
     [
-        # 7 delta commits: the writer's compaction (every 5 delta commits) runs on S3 too
-        ("MERGE_ON_READ", "avro", 7),
+        # 6 delta commits: the writer's compaction (every 5 delta commits) runs on S3 too
+        ("MERGE_ON_READ", "avro", 6),
         pytest.param("MERGE_ON_READ", "parquet", 7, marks=pytest.mark.slow),  # suite time
         pytest.param("COPY_ON_WRITE", "avro", 5, marks=pytest.mark.slow),  # suite time
     ],

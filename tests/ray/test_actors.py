@@ -14,7 +14,9 @@ def test_chained_tasks_send_other_tasks_rows_to_their_peers(ray_session, tmp_pat
     """A table one task wrote, upserted by three chained tasks: most found keys sit in file
     groups whose home writer is another task's, so those rows go to a peer by remote call
     (while the peer sends to this one) and the checkpoint barrier waits for them in the
-    driver. hudi-rs reads the model after each checkpoint. (The unchained topology of as
+    driver; every other checkpoint is pipelined (``wait=False``): those rows go through the
+    driver's barrier calls instead. hudi-rs reads the model after each checkpoint. (The
+    unchained topology of as
     many assigners as writers runs where a test sets ``pipeline.operator-chaining=false``;
     fewer assigners than writers never chain.)"""
     model, wl = TableModel(), Workload(seed=23)
@@ -27,10 +29,13 @@ def test_chained_tasks_send_other_tasks_rows_to_their_peers(ray_session, tmp_pat
         w.start()
         assert set(w.actor_pids()) == {"coordinator", *(f"assign-write-{i}" for i in range(3))}
         assert w.actors["assigner-2"] == w.actors["writer-2"]
-        for i in range(3):
+        for i in range(4):
             rows = wl.upserts(40)
             w.write(to_arrow(rows, True))
-            assert w.checkpoint() is not None
+            if i % 2:
+                assert w.checkpoint(wait=False).result() is not None
+            else:
+                assert w.checkpoint() is not None
             model.upsert(rows)
             model.assert_hudi_rs_reads(path, f"checkpoint {i}")
 

@@ -1,5 +1,5 @@
-"""A 2-node local Ray cluster places writers on both nodes (an explicitly sized topology, and
-the default chained one) and yields the same table."""
+"""A 2-node local Ray cluster: the default topology's tasks on both nodes, each writing, and
+the table right."""
 
 from __future__ import annotations
 
@@ -28,13 +28,10 @@ def test_two_node_cluster(tmp_path):
         env=env,
     )
     assert out.returncode == 0, out.stderr[-3000:]
-    report = json.loads(out.stdout.strip().splitlines()[-1])
-    nodes, tasks = report["nodes"], report["tasks"]
-    assert nodes["writer-0"] != nodes["writer-1"], f"writers share a node: {nodes}"
+    tasks = json.loads(out.stdout.strip().splitlines()[-1])["tasks"]
     # the default topology: its two chained tasks on the two nodes, each writing rows
     assert tasks["task-0"]["node"] != tasks["task-1"]["node"], f"tasks share a node: {tasks}"
     assert all(t["rows"] > 0 for t in tasks.values()), tasks
-    for table in (path, tmp_path / "t_default"):
-        t = hudi_rs_read(table)
-        assert t.num_rows == 2000
-        assert sorted(t.column("key").to_pylist()) == sorted(f"k{i}" for i in range(2000))
+    t = hudi_rs_read(path)
+    assert t.num_rows == 2000
+    assert sorted(t.column("key").to_pylist()) == sorted(f"k{i}" for i in range(2000))

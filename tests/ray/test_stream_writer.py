@@ -66,7 +66,7 @@ def test_stream_writer_model_many_checkpoints(ray_session, tmp_path):
     path = tmp_path / "t"
     model, wl = TableModel(), Workload(seed=5)
     with hr.HoodieStreamWriter(str(path), {**OPTIONS, **TOPOLOGY}) as w:
-        for i in range(12):
+        for i in range(8):
             rows = wl.rows_for(wl.keys[:30]) if i == 0 else []
             while len(rows) < 20:
                 kind, more = wl.next_commit()

@@ -17,32 +17,16 @@ def main(path: str) -> None:
     cluster.add_node(num_cpus=1)
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, namespace="hoodie_ray")
+    # The default topology (chained tasks, resources sized from the cluster): the tasks
+    # spread over both nodes and each writes its share, through pipelined checkpoints.
     opts = {
         "hoodie.table.name": "two_nodes",
         "hoodie.datasource.write.recordkey.field": "key",
         "precombine.field": "ts",
         "write.tasks": "2",
-        "write.bucket_assign.tasks": "1",
-        "ray.writer.num_cpus": "0.5",
-        "ray.assigner.num_cpus": "0.25",
-        "ray.coordinator.num_cpus": "0.1",
     }
-    nodes = {}
-    with hr.HoodieStreamWriter(path, opts) as w:
-        for c in range(3):
-            keys = [f"k{i}" for i in range(c * 500, c * 500 + 1000)]
-            w.write(pa.table({"key": keys, "ts": [c] * len(keys), "v": list(range(len(keys)))}))
-            w.checkpoint()
-        for role, h in w.actors.items():
-            nodes[role] = ray.get(
-                h.__ray_call__.remote(lambda self: ray.get_runtime_context().get_node_id())
-            )
-    # The default topology (chained tasks, resources sized from the cluster): the tasks
-    # spread over both nodes and each writes its share, through pipelined checkpoints.
-    default = {k: v for k, v in opts.items() if not k.startswith("ray.")}
-    default.update({"hoodie.table.name": "two_nodes_default", "write.bucket_assign.tasks": "2"})
     tasks: dict[str, dict[str, object]] = {}
-    with hr.HoodieStreamWriter(path + "_default", default) as w:
+    with hr.HoodieStreamWriter(path, opts) as w:
         for c in range(3):
             keys = [f"k{i}" for i in range(c * 500, c * 500 + 1000)]
             w.write(pa.table({"key": keys, "ts": [c] * len(keys), "v": list(range(len(keys)))}))
@@ -57,7 +41,7 @@ def main(path: str) -> None:
                     }
                 )
             )
-    print(json.dumps({"nodes": nodes, "tasks": tasks}))
+    print(json.dumps({"tasks": tasks}))
     ray.shutdown()
     cluster.shutdown()
 
