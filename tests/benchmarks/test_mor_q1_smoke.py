@@ -366,6 +366,7 @@ def test_end_to_end_tiny_hoodie_ray_ingest_passes_the_gate(
 
 
 @pytest.mark.ray
+@pytest.mark.slow  # suite time: a benchmark peer, not hoodie_ray; run with the benchmarks
 @pytest.mark.skipif(
     importlib.util.find_spec("pyiceberg") is None,
     reason="the iceberg peer needs pyiceberg: pip install -e '.[bench]' (CI has only .[dev])",

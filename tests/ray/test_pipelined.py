@@ -31,9 +31,11 @@ def _commits(seed: int, n: int) -> list[list[dict]]:
     return out
 
 
-def test_pipelined_and_synchronous_checkpoints_write_the_same_table(ray_session, tmp_path):
-    """The same commits, each checkpoint pipelined behind the next one's input, and each
-    synchronous: hudi-rs reads the model from both, and one instant per checkpoint."""
+def test_pipelined_checkpoints_write_what_synchronous_ones_write(ray_session, tmp_path):
+    """The commits of ``test_stream_writer_model_many_checkpoints`` (tests/ray/
+    test_stream_writer.py: the same seed, written there with synchronous checkpoints and read
+    back as this model), each checkpoint pipelined behind the next one's input: hudi-rs reads
+    the model, one instant per checkpoint, in order."""
     commits = _commits(5, 3)
     model = TableModel()
     for rows in commits:
@@ -46,14 +48,9 @@ def test_pipelined_and_synchronous_checkpoints_write_the_same_table(ray_session,
             handles.append(w.checkpoint(wait=False))
         instants = [h.result() for h in handles]
         assert w.checkpoint(wait=False).result() is None  # nothing written since
-    with hr.HoodieStreamWriter(str(tmp_path / "sync"), {**OPTIONS, **TOPOLOGY}) as w:
-        for rows in commits:
-            w.write(to_arrow(rows, True))
-            assert w.checkpoint() is not None
     assert len(set(instants)) == len(commits) and instants == sorted(instants)
     assert all(h.done() for h in handles)
     model.assert_hudi_rs_reads(tmp_path / "piped", "pipelined")
-    model.assert_hudi_rs_reads(tmp_path / "sync", "synchronous")
 
 
 def test_a_task_killed_while_one_checkpoint_commits_and_the_next_buffers(

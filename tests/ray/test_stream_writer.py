@@ -175,7 +175,12 @@ def test_bad_table_paths_fail_as_themselves_on_ray(ray_session, tmp_path):
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["d", "data.parquet", "file"]
 
 
-@pytest.mark.parametrize("version", [pytest.param("6", marks=pytest.mark.slow), "8"])
+# suite time: both slow; the Ray model tests' workloads carry late records and partition
+# moves (tests/write/model.py), and tests/write/test_partition_moves.py has the rules
+@pytest.mark.parametrize(
+    "version",
+    [pytest.param("6", marks=pytest.mark.slow), pytest.param("8", marks=pytest.mark.slow)],
+)
 def test_late_records_that_move_partition_lose_on_ray(ray_session, tmp_path, version):
     """Global index, event time: through HoodieStreamWriter (async compaction) and hr.write on
     Ray, a record older than its key's stored copy in another partition changes nothing."""
