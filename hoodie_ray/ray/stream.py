@@ -373,9 +373,12 @@ class HoodieStreamWriter:
         DataFrame, a Ray Dataset or a Spark DataFrame of a RayDP session.
 
         The driver only hands over object references: a Dataset's blocks go from Ray's object
-        store to the assigners as they are, an Arrow table or DataFrame is put there once. The
-        per-row work (normalising, record keys, partition paths, the split by assigner) runs
-        in the assigner actors. The schema is checked here, from the input's schema alone; a
+        store to the assigners as they are, an Arrow table or DataFrame is put there once
+        (Arrow batches smaller than a round are held and put a ``write.batch.rows`` at a
+        time). Input is routed a round of rows at a time, by as many tasks as the round has
+        rows for (:func:`~hoodie_ray.write.routing.cut_shares`). The per-row work
+        (normalising, record keys, partition paths, the split by assigner) runs in the
+        assigner actors. The schema is checked here, from the input's schema alone; a
         row the table refuses (a null key, say) fails the open checkpoint: it is rolled back
         and the error raised by this call or the next ``write``/``checkpoint``.
         """
