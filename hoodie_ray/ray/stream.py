@@ -647,58 +647,60 @@ class HoodieStreamWriter:
         self.results.append(result)
         if not f.followed:
             self._committed = True  # the next begin runs checkpoint_done
-        frames, self._spark_frames = self._spark_frames, f.frames
-        self._release_spark_frames()
-        self._spark_frames = frames
+        self._release_spark_frames(f.frames)
 
     def _flight_failed(self, f: _Flight, e: BaseException) -> None:
         """The pipelined checkpoint failed. A lost actor: the open instant (begun behind it)
         is rolled back, the checkpoint's input replayed and committed, then the open input
         replayed into a new instant. Anything else (a refused row): neither is committed."""
         _drain(f.calls, f.routed, timeout=30)
-        open_inputs, open_frames, open_instant = self._inputs, self._spark_frames, self._instant
         if _is_actor_loss(e) or isinstance(e, (ObjectLostError, GetTimeoutError)):
             log.warning(
                 "hoodie_ray: a pipelined checkpoint lost an actor (%s); restarting the topology "
                 "and replaying it, then the input written behind it",
                 e,
             )
-            self._stale_instants = [open_instant] if open_instant is not None else []
-            self._instant, self._inputs, self._spark_frames = f.instant, f.inputs, f.frames
-            result = self._run(self._checkpoint_once, recover=True)
-            self._release_spark_frames()
-            f.result = result
-            self.results.append(result)
-            self._inputs, self._spark_frames = open_inputs, open_frames
-            for item in list(open_inputs):
-                self._run(lambda item=item: self._send(item))
+            self._replay_flight(f, lost=True)
             return
         err = _unwrap(e)
         if isinstance(err, HoodieWriteConflictError):
             # OCC: the coordinator rolled n back in its conflict check; replayed into a new
             # instant on a reloaded topology (up to the retries), then the open input
             log.warning("hoodie_ray: %s; replaying the checkpoint into a new instant", err)
-            self._stale_instants = [open_instant] if open_instant is not None else []
-            self._instant, self._inputs, self._spark_frames = None, f.inputs, f.frames
-            result = self._run(self._checkpoint_once, conflicts=1)
-            self._release_spark_frames()
-            f.result = result
-            self.results.append(result)
-            self._inputs, self._spark_frames = open_inputs, open_frames
-            for item in list(open_inputs):
-                self._run(lambda item=item: self._send(item))
+            self._replay_flight(f, lost=False)
             return
         self._fail_instant()  # the open instant, begun behind it
-        self._spark_frames = f.frames
-        self._release_spark_frames()
+        self._release_spark_frames(f.frames)
         if self._coord is not None:
             with contextlib.suppress(Exception):
                 ray.get(self._coord.rollback.remote(f.instant), timeout=120)
         raise err from None
 
-    def _release_spark_frames(self) -> None:
-        """Spark DataFrames written are committed or dropped: their caches go."""
-        frames, self._spark_frames = self._spark_frames, []
+    def _replay_flight(self, f: _Flight, *, lost: bool) -> None:
+        """The failed pipelined checkpoint ``f`` replayed synchronously (``lost``: an actor
+        was lost, else it lost an OCC conflict and the coordinator rolled it back) after the
+        instant begun behind it is rolled back, then the input written behind it replayed
+        into a new open instant."""
+        open_inputs, open_frames = self._inputs, self._spark_frames
+        self._stale_instants = [self._instant] if self._instant is not None else []
+        self._instant = f.instant if lost else None
+        self._inputs, self._spark_frames = f.inputs, f.frames
+        if lost:
+            result = self._run(self._checkpoint_once, recover=True)
+        else:
+            result = self._run(self._checkpoint_once, conflicts=1)
+        self._release_spark_frames()
+        f.result = result
+        self.results.append(result)
+        self._inputs, self._spark_frames = open_inputs, open_frames
+        for item in list(open_inputs):
+            self._run(lambda item=item: self._send(item))
+
+    def _release_spark_frames(self, frames: list[Any] | None = None) -> None:
+        """Spark DataFrames written are committed or dropped: their caches go (``frames``: those
+        of a settled pipelined checkpoint; by default the open checkpoint's)."""
+        if frames is None:
+            frames, self._spark_frames = self._spark_frames, []
         if frames:
             from hoodie_ray.spark import release_spark_df
 

@@ -11,24 +11,18 @@ import pytest
 
 import hoodie_ray as hr
 from tests.fixtures_ray import checkpoint_with_kill
-from tests.write.model import OPTIONS, TableModel, Workload, hudi_rs_snapshot, to_arrow
+from tests.write.model import (
+    OPTIONS,
+    TableModel,
+    Workload,
+    hudi_rs_snapshot,
+    to_arrow,
+    upsert_commits,
+)
 
 pytestmark = pytest.mark.ray
 
 TOPOLOGY = {"write.tasks": "2", "write.bucket_assign.tasks": "2"}
-
-
-def _commits(seed: int, n: int) -> list[list[dict]]:
-    wl = Workload(seed=seed)
-    out = [wl.rows_for(wl.keys[:30])]
-    while len(out) < n:
-        rows: list[dict] = []
-        while len(rows) < 20:
-            kind, more = wl.next_commit()
-            if kind == "upsert":
-                rows += more
-        out.append(rows)
-    return out
 
 
 def _dataset(ray, rows: list[dict], blocks: int = 3):
@@ -42,7 +36,7 @@ def _dataset(ray, rows: list[dict], blocks: int = 3):
 
 def test_dataset_stream_keeps_actors_and_matches_the_driver_path(ray_session, tmp_path):
     ray = ray_session
-    commits = _commits(21, 4)
+    commits = upsert_commits(21, 4)
     model = TableModel()
     by_driver, by_dataset = tmp_path / "driver", tmp_path / "dataset"
     with (
@@ -86,7 +80,7 @@ def test_warm_hr_write_of_datasets_keeps_the_topology(ray_session, tmp_path):
     model = TableModel()
     pids = None
     try:
-        for rows in _commits(22, 3):
+        for rows in upsert_commits(22, 3):
             assert hr.write(_dataset(ray, rows, 2), path, OPTIONS).instant is not None
             model.upsert(rows)
             (parked,) = _parked.values()
@@ -95,7 +89,7 @@ def test_warm_hr_write_of_datasets_keeps_the_topology(ray_session, tmp_path):
             pids = now
         model.assert_hudi_rs_reads(tmp_path / "t")
         n = len(hr.HoodieTable.load(path).timeline)
-        empty = ray.data.from_arrow(to_arrow(_commits(22, 1)[0], True).slice(0, 0))
+        empty = ray.data.from_arrow(to_arrow(upsert_commits(22, 1)[0], True).slice(0, 0))
         assert hr.write(empty, path, OPTIONS).instant is None
         assert len(hr.HoodieTable.load(path).timeline) == n  # no instant for zero rows
     finally:
@@ -109,7 +103,7 @@ def test_actor_killed_mid_dataset_write_loses_nothing(ray_session, tmp_path):
     model = TableModel()
     roles = ["assigner-1", "writer-0", "coordinator"]
     with hr.HoodieStreamWriter(str(path), {**OPTIONS, **TOPOLOGY}) as w:
-        for i, rows in enumerate(_commits(23, 4)):
+        for i, rows in enumerate(upsert_commits(23, 4)):
             w.write(_dataset(ray, rows))
             model.upsert(rows)
             if i == 0:
@@ -145,7 +139,7 @@ def test_bad_dataset_rows_fail_as_themselves(ray_session, tmp_path):
 
 def test_a_refused_row_fails_its_checkpoint_and_the_stream_goes_on(ray_session, tmp_path):
     path = tmp_path / "t"
-    first, second = _commits(24, 2)
+    first, second = upsert_commits(24, 2)
     model = TableModel()
     with hr.HoodieStreamWriter(str(path), {**OPTIONS, **TOPOLOGY}) as w:
         w.write(to_arrow(first, True))
@@ -166,7 +160,7 @@ def test_a_lazy_dataset_runs_its_tasks_beside_the_topology(ray_session, tmp_path
     """A Dataset still to execute (a read, a map): its Ray Data tasks get CPUs while the
     topology's actors hold theirs, and its blocks stream into the open checkpoint."""
     ray = ray_session
-    rows = _commits(25, 1)[0]
+    rows = upsert_commits(25, 1)[0]
     table = to_arrow(rows, True)
 
     def rows_of(batch: pa.Table) -> pa.Table:

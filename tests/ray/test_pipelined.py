@@ -11,24 +11,17 @@ import pyarrow as pa
 import pytest
 
 import hoodie_ray as hr
-from tests.write.model import OPTIONS, TableModel, Workload, hudi_rs_snapshot, to_arrow
+from tests.write.model import (
+    OPTIONS,
+    TableModel,
+    hudi_rs_snapshot,
+    to_arrow,
+    upsert_commits,
+)
 
 pytestmark = pytest.mark.ray
 
 TOPOLOGY = {"write.tasks": "2", "write.bucket_assign.tasks": "2"}
-
-
-def _commits(seed: int, n: int) -> list[list[dict]]:
-    wl = Workload(seed=seed)
-    out = []
-    for i in range(n):
-        rows = wl.rows_for(wl.keys[:30]) if i == 0 else []
-        while len(rows) < 20:
-            kind, more = wl.next_commit()
-            if kind == "upsert":
-                rows += more
-        out.append(rows)
-    return out
 
 
 def test_pipelined_checkpoints_write_what_synchronous_ones_write(ray_session, tmp_path):
@@ -36,7 +29,7 @@ def test_pipelined_checkpoints_write_what_synchronous_ones_write(ray_session, tm
     test_stream_writer.py: the same seed, written there with synchronous checkpoints and read
     back as this model), each checkpoint pipelined behind the next one's input: hudi-rs reads
     the model, one instant per checkpoint, in order."""
-    commits = _commits(5, 3)
+    commits = upsert_commits(5, 3)
     model = TableModel()
     for rows in commits:
         model.upsert(rows)
@@ -62,7 +55,7 @@ def test_a_task_killed_while_one_checkpoint_commits_and_the_next_buffers(
     import ray
 
     path = tmp_path / "t"
-    first, n, n1 = _commits(9, 3)
+    first, n, n1 = upsert_commits(9, 3)
     model = TableModel()
     with hr.HoodieStreamWriter(str(path), {**OPTIONS, **TOPOLOGY}) as w:
         w.write(to_arrow(first, True))
@@ -91,7 +84,7 @@ def test_a_refused_row_fails_the_pipelined_checkpoint_and_the_one_behind_it(ray_
     """A null key in checkpoint n: its commit never runs, the instant begun behind it is
     rolled back too, and the error is raised as itself; the table is as before."""
     path = tmp_path / "t"
-    commits = _commits(11, 2)
+    commits = upsert_commits(11, 2)
     model = TableModel()
     with hr.HoodieStreamWriter(str(path), {**OPTIONS, **TOPOLOGY}) as w:
         w.write(to_arrow(commits[0], True))

@@ -10,7 +10,7 @@ import pytest
 
 import hoodie_ray as hr
 from tests.fixtures_ray import checkpoint_with_kill
-from tests.write.model import OPTIONS, TableModel, Workload, to_arrow
+from tests.write.model import OPTIONS, TableModel, Workload, to_arrow, upsert_commits
 
 pytestmark = pytest.mark.ray
 
@@ -64,14 +64,9 @@ def test_eight_assigners_take_a_round_of_five_blocks(ray_session, tmp_path):
 
 def test_stream_writer_model_many_checkpoints(ray_session, tmp_path):
     path = tmp_path / "t"
-    model, wl = TableModel(), Workload(seed=5)
+    model = TableModel()
     with hr.HoodieStreamWriter(str(path), {**OPTIONS, **TOPOLOGY}) as w:
-        for i in range(8):
-            rows = wl.rows_for(wl.keys[:30]) if i == 0 else []
-            while len(rows) < 20:
-                kind, more = wl.next_commit()
-                if kind == "upsert":
-                    rows += more
+        for i, rows in enumerate(upsert_commits(5, 8)):
             # two writes per checkpoint: the same key can arrive twice in one instant
             w.write(to_arrow(rows[: len(rows) // 2], True))
             w.write(to_arrow(rows[len(rows) // 2 :], True))

@@ -186,6 +186,21 @@ class Workload:
         return "upsert", rows
 
 
+def upsert_commits(seed: int, n: int) -> list[list[dict]]:
+    """``n`` commits of :class:`Workload` ``seed``: the first 30 keys, then upserts of at
+    least 20 rows each (the shape the stream-writer tests checkpoint one by one)."""
+    wl = Workload(seed=seed)
+    out = [wl.rows_for(wl.keys[:30])]
+    while len(out) < n:
+        rows: list[dict] = []
+        while len(rows) < 20:
+            kind, more = wl.next_commit()
+            if kind == "upsert":
+                rows += more
+        out.append(rows)
+    return out
+
+
 def to_arrow(rows: list[dict], with_delete_flag: bool) -> pa.Table:
     schema = SCHEMA
     if with_delete_flag:
