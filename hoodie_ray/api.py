@@ -8,6 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from hoodie_ray.config.options import resolve_options
 from hoodie_ray.exceptions import HoodieOptionError
 from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.job.coordinator import CommitResult
@@ -44,6 +45,13 @@ def write(
     """
     if engine not in ("ray", "local"):
         raise HoodieOptionError(f"engine must be 'ray' or 'local', got {engine!r}")
+    wc = resolve_options(options)
+    if wc.operation == "delete_partition" or (
+        wc.operation == "insert_overwrite_table" and _is_empty(data)
+    ):
+        # a replacecommit of no data: the partitions (from the option, or the input's rows)
+        # are the only work, done here
+        engine = "local"
     if engine == "ray":
         from hoodie_ray.ray.stream import write_warm
 
@@ -57,6 +65,15 @@ def write(
         batches = list(data.iter_batches(batch_format="pyarrow"))
         data = pa.concat_tables(batches) if batches else pa.table({})
     return HoodieWriteClient(path, options, storage_options).write(data)
+
+
+def _is_empty(data: Any) -> bool:
+    """An Arrow table or batch, or a pandas DataFrame, of no rows (other inputs: False)."""
+    if data is None:
+        return True
+    if isinstance(data, (pa.Table, pa.RecordBatch)):
+        return data.num_rows == 0
+    return type(data).__module__.startswith("pandas") and bool(getattr(data, "empty", False))
 
 
 def compact(

@@ -84,6 +84,20 @@ def files_to_clean(table: HoodieTable, retain: int) -> tuple[str | None, dict[st
         for s in slices[:keep_from]:
             names = ([s.base_file] if s.base_file else []) + list(s.log_files)
             out.setdefault(s.partition_path, []).extend(names)
+    # file groups a replacecommit before the earliest retained commit replaced: no retained
+    # commit reads them (Java's CleanPlanner.getReplacedFilesEligibleToClean); all their files go
+    gone: set[tuple[str, str]] = set()
+    for inst in tl.completed_commits():
+        if inst.action == Action.REPLACE_COMMIT and inst.timestamp < earliest:
+            for part, ids in table.metadata(inst).replaced_file_ids().items():
+                gone.update((part, f) for f in ids)
+    if gone:
+        parts = sorted({p for p, _ in gone})
+        for group in view.all_file_groups(parts, include_replaced=True):
+            if group.file_group_id in gone:
+                for s in group.all_slices():
+                    names = ([s.base_file] if s.base_file else []) + list(s.log_files)
+                    out.setdefault(s.partition_path, []).extend(names)
     return earliest, {p: sorted(set(n)) for p, n in out.items() if n}
 
 

@@ -17,6 +17,9 @@ from hoodie_ray.exceptions import HoodieOptionError
 
 _MB = 1024 * 1024
 
+#: Write operations that commit a replacecommit (Hudi's ``WriteOperationType`` names, lower).
+REPLACE_OPERATIONS = frozenset({"insert_overwrite", "insert_overwrite_table", "delete_partition"})
+
 
 def _parse_bool(key: str, v: str) -> bool:
     s = str(v).strip().lower()
@@ -211,9 +214,30 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "hoodie.datasource.write.operation",
         "operation",
         "upsert",
-        _choice("upsert", "insert", "bulk_insert", "delete", upper=False),
-        "Write operation.",
+        _choice(
+            "upsert",
+            "insert",
+            "bulk_insert",
+            "delete",
+            "insert_overwrite",
+            "insert_overwrite_table",
+            "delete_partition",
+            upper=False,
+        ),
+        "Write operation. insert_overwrite replaces the partitions the input touches,"
+        " insert_overwrite_table every partition, delete_partition the partitions named by"
+        " hoodie.datasource.write.partitions.to.delete (or those the input touches): each"
+        " commits a replacecommit.",
         ("write.operation",),
+    ),
+    ConfigOption(
+        "hoodie.datasource.write.partitions.to.delete",
+        "partitions_to_delete",
+        None,
+        _str,
+        "delete_partition: comma-separated partition paths; * matches any characters, /"
+        " included (2021/*).",
+        ("partitions.to.delete",),
     ),
     ConfigOption(
         "hoodie.datasource.write.hive_style_partitioning",
@@ -844,6 +868,7 @@ class WriteConfig:
     precombine_field: str | None = _default("precombine_field")
     table_type: str = _default("table_type")
     operation: str = _default("operation")
+    partitions_to_delete: str | None = _default("partitions_to_delete")
     hive_style_partitioning: bool = _default("hive_style_partitioning")
     partition_url_encode: bool = _default("partition_url_encode")
     keygen_class: str | None = _default("keygen_class")
@@ -964,6 +989,19 @@ class WriteConfig:
         return self.concurrency_mode == "non_blocking_concurrency_control"
 
     @property
+    def replaces(self) -> bool:
+        """The operation commits a replacecommit (insert_overwrite, insert_overwrite_table,
+        delete_partition): its new file groups replace every file group of the partitions it
+        overwrites."""
+        return self.operation in REPLACE_OPERATIONS
+
+    @property
+    def inserts_only(self) -> bool:
+        """Rows are inserted as they come (no index lookup, no precombine): insert and the
+        overwrites; bulk_insert also looks up nothing but folds a key's rows."""
+        return self.operation in ("insert", "insert_overwrite", "insert_overwrite_table")
+
+    @property
     def lazy_failed_writes(self) -> bool:
         """Roll back only pending writes whose heartbeat expired (always under OCC)."""
         return self.occ or self.failed_writes_clean_policy == "LAZY"
@@ -1075,6 +1113,14 @@ def _check_concurrency(wc: WriteConfig, given: Mapping[str, str]) -> None:
         if reason:
             key = given.get("concurrency_mode") or _BY_ATTR["concurrency_mode"].key
             raise HoodieOptionError(f"option {key}=non_blocking_concurrency_control {reason}")
+        if wc.replaces:
+            key = given.get("operation") or _BY_ATTR["operation"].key
+            raise HoodieOptionError(
+                f"option {key}={wc.operation} cannot be used with non-blocking concurrency "
+                "control: a bucket's file group is fixed there, and an overwrite writes new "
+                "ones (as Java refuses it); write it with "
+                "optimistic_concurrency_control"
+            )
 
 
 def nbcc_refusal(

@@ -11,11 +11,17 @@ import dataclasses
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hoodie_ray.config.options import WriteConfig, resolve_options
 from hoodie_ray.exceptions import HoodieWriteConflictError
 from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.job.coordinator import CommitResult, Coordinator
+from hoodie_ray.job.replace import (
+    check_no_pending_services,
+    match_partitions,
+    parse_partitions,
+)
 from hoodie_ray.job.setup import TableSetup
 from hoodie_ray.meta import META_PREFIX
 from hoodie_ray.metadata.layout import RECORD_INDEX
@@ -32,6 +38,7 @@ from hoodie_ray.write.records import (
     check_ordering_field,
     check_schema_compatible,
     normalise_schema,
+    normalise_table,
     precombine,
     prepare_batch,
     to_arrow,
@@ -52,7 +59,9 @@ def build_assigner(
     assigner.forget_deleted_keys = (
         table.uses_metadata_table and RECORD_INDEX in table.metadata_partitions
     )
-    if config.index_type == "BUCKET":
+    if config.overwrite:
+        pass  # new file groups only: nothing to look up
+    elif config.index_type == "BUCKET":
         assigner.set_bucket_file_ids((s.partition_path, s.file_id) for s in slices)
     elif not config.append_mode and config.index_bootstrap and slices:
         ordering = table.table_config.ordering_field
@@ -260,11 +269,19 @@ class HoodieWriteClient:
         is then, ``hoodie.write.num.retries.on.conflict.failures`` times, before its
         :class:`~hoodie_ray.exceptions.HoodieWriteConflictError` is raised.
         """
-        table = to_arrow(data)
+        if data is None and self.wc.operation in ("delete_partition", "insert_overwrite_table"):
+            table = pa.table({})  # partitions from the option / every partition
+        else:
+            table = to_arrow(data)
         retries = self.wc.num_retries_on_conflict if self.wc.occ else 0
+        op = self.wc.operation
+        no_data = op == "delete_partition" or (
+            op == "insert_overwrite_table" and not table.num_rows
+        )
+        once = self._replace_partitions if no_data else self._write_once
         for attempt in range(retries + 1):
             try:
-                return self._write_once(table)
+                return once(table)
             except HoodieWriteConflictError:
                 self._assigner = None  # rebuilt from the table the other writer changed
                 if attempt == retries:
@@ -318,8 +335,51 @@ class HoodieWriteClient:
             coord.after_commit(None, run_pending=wc.compaction_schedule)
             assigner.checkpoint_done()
             self._assigner_timeline = self._timeline_state(coord, True)
-            self._assigner = assigner
+            # an overwrite's index knows no key of the groups its commit replaced
+            self._assigner = None if wc.replaces else assigner
             ok = True
             return dataclasses.replace(result, services=coord.last_services)
         finally:
             coord.close(discard_unborn=not ok)  # a refused first write leaves no table
+
+    def _replace_partitions(self, table: pa.Table) -> CommitResult:
+        """A replacecommit that writes no data. ``delete_partition``: every file group of the
+        partitions ``hoodie.datasource.write.partitions.to.delete`` names (``*`` a wildcard),
+        or of those ``table``'s rows fall in, replaced; ``insert_overwrite_table`` of no rows:
+        every file group (the table truncated)."""
+        coord = Coordinator(self.path, self.wc, self.storage_options, table=self._table)
+        coord.open(None)
+        self._table = coord.table
+        ok = False
+        try:
+            if self.wc.operation == "insert_overwrite_table":
+                result = self._replace_without_data(coord, None)
+                ok = True
+                return result
+            patterns = parse_partitions(self.wc.partitions_to_delete)
+            if not patterns and table.num_rows:
+                assert coord.setup is not None
+                parts = coord.setup.keygen.partition_paths(normalise_table(table))
+                patterns = [str(p) for p in pc.unique(parts).to_pylist()]
+            partitions = match_partitions(patterns, coord.view().list_partitions())
+            assert coord.table is not None
+            check_no_pending_services(coord.table, partitions)
+            result = self._replace_without_data(coord, partitions)
+            ok = True
+            return result
+        finally:
+            coord.close(discard_unborn=not ok)
+
+    def _replace_without_data(
+        self, coord: Coordinator, partitions: list[str] | None
+    ) -> CommitResult:
+        """A replacecommit of no data: ``partitions`` (None: every one) replaced."""
+        instant = coord.start_instant()
+        try:
+            result = coord.commit(instant, [], partitions=partitions)
+        except BaseException:
+            coord.abandon(instant)
+            raise
+        coord.after_commit(None, run_pending=self.wc.compaction_schedule)
+        self._assigner = None
+        return dataclasses.replace(result, services=coord.last_services)

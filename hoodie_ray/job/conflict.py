@@ -159,7 +159,7 @@ def find_conflicts(
     return out
 
 
-def _plan_file_groups(table: HoodieTable, inst: Instant) -> set[FileGroup]:
+def plan_file_groups(table: HoodieTable, inst: Instant) -> set[FileGroup]:
     """The file groups a pending compaction or clustering / replace plan will rewrite."""
     tl = table.active_timeline
     if inst.action in (Action.COMPACTION, Action.LOG_COMPACTION):
@@ -200,14 +200,18 @@ def conflicts_of(
     stats: Iterable[HoodieWriteStat],
     *,
     writes_conflict: bool = True,
+    replaced: dict[str, list[str]] | None = None,
 ) -> list[Conflict]:
-    """The conflicts of a commit of ``stats`` that started at ``start``, read from the
-    table's timeline as it is now (call under the table lock, with the timeline reloaded).
+    """The conflicts of a commit of ``stats`` (and, a replace commit, of the file groups it
+    ``replaced``) that started at ``start``, read from the table's timeline as it is now
+    (call under the table lock, with the timeline reloaded).
 
     ``writes_conflict=False`` is non-blocking concurrency control: other writes to the same
     file groups (delta commits, each with its own log files) are no conflict; only a
     replacecommit or clustering on them is."""
     own = file_groups(stats)
+    for part, ids in (replaced or {}).items():
+        own |= {(part, f) for f in ids}
     if not own:
         return []
     tl = table.active_timeline
@@ -220,5 +224,5 @@ def conflicts_of(
             if not is_compaction(inst, meta):
                 others.append((inst, metadata_file_groups(meta)))
         elif not is_compaction(inst):
-            others.append((inst, _plan_file_groups(table, inst)))
+            others.append((inst, plan_file_groups(table, inst)))
     return find_conflicts(own, others)

@@ -34,6 +34,7 @@ from hoodie_ray.exceptions import (
 from hoodie_ray.file_group.view import FileSlice, FileSystemView
 from hoodie_ray.job.archival import archive_table
 from hoodie_ray.job.conflict import TxnStart, conflicts_of, describe_conflicts, is_compaction
+from hoodie_ray.job.replace import REPLACE_OPERATION_TYPES, replaced_file_ids, written_partitions
 from hoodie_ray.job.setup import (
     TableSetup,
     bucket_options_for_table,
@@ -82,6 +83,7 @@ OPERATION_TYPES = {
     "insert": "INSERT",
     "bulk_insert": "BULK_INSERT",
     "delete": "DELETE",
+    **REPLACE_OPERATION_TYPES,
 }
 
 
@@ -502,7 +504,9 @@ class Coordinator:
         reads must be read after this (the conflict check covers what completed since)."""
         assert self.protocol is not None
         with self._locked():
-            instant = self.protocol.start()
+            instant = self.protocol.start(
+                Action.REPLACE_COMMIT if self.wc.replaces else None  # insert overwrites
+            )
             if self.heartbeats is not None:
                 self.heartbeats.start(instant)
             if self.wc.occ:
@@ -541,8 +545,18 @@ class Coordinator:
                 self._loaded.add(inst.timestamp)  # no write: checked once
         return out
 
-    def commit(self, instant: str, stats: list[HoodieWriteStat]) -> CommitResult:
+    def commit(
+        self,
+        instant: str,
+        stats: list[HoodieWriteStat],
+        partitions: list[str] | None = None,
+    ) -> CommitResult:
         """Write the completed instant with the statuses of every writer.
+
+        A replace operation's commit (``write.operation`` insert_overwrite,
+        insert_overwrite_table, delete_partition) replaces the file groups of the partitions
+        it overwrites (``partitions``: delete_partition's, else those ``stats`` write, or every
+        one for insert_overwrite_table), read now, under the lock (:mod:`~hoodie_ray.job.replace`).
 
         Under OCC, first (under the lock) the conflict check: when a write that completed
         since this instant started, or a table-service plan scheduled since, touches one of
@@ -550,7 +564,8 @@ class Coordinator:
         names the other instants and the file groups."""
         assert self.protocol is not None and self.setup is not None
         with self._locked():
-            self._check_conflicts(instant, stats)
+            replaced = self._replaced(stats, partitions)
+            self._check_conflicts(instant, stats, replaced)
             if self._compacted_since(instant):
                 assert self.table is not None
                 stats = relocate_superseded_logs(self.table, instant, stats)
@@ -558,13 +573,23 @@ class Coordinator:
                 # a turn that stalled past the lock's expiry (taken over meanwhile) commits
                 # nothing: the instant stays pending for its new holder's recovery
                 self.lock.check()
-            self._commit(instant, stats)
+            self._commit(instant, stats, replaced)
             if self.heartbeats is not None:
                 self.heartbeats.stop(instant)
         self._txn.pop(instant, None)
         if self._loaded is not None:
             self._loaded.add(instant)  # the job's key index took this commit's keys itself
         return CommitResult.from_stats(instant, stats)
+
+    def _replaced(
+        self, stats: list[HoodieWriteStat], partitions: list[str] | None
+    ) -> dict[str, list[str]] | None:
+        """A replace operation's ``partitionToReplaceFileIds`` (None for other writes)."""
+        if not self.wc.replaces:
+            return None
+        if partitions is None and self.wc.operation != "insert_overwrite_table":
+            partitions = written_partitions(stats)
+        return replaced_file_ids(self.view(), partitions, stats)
 
     def _compacted_since(self, instant: str) -> bool:
         """OCC, table version 6: did a compaction complete since ``instant`` started (its logs
@@ -578,7 +603,12 @@ class Coordinator:
             for i in self.table.active_timeline.completed()
         )
 
-    def _check_conflicts(self, instant: str, stats: list[HoodieWriteStat]) -> None:
+    def _check_conflicts(
+        self,
+        instant: str,
+        stats: list[HoodieWriteStat],
+        replaced: dict[str, list[str]] | None = None,
+    ) -> None:
         start = self._txn.get(instant)
         if not self.wc.occ or start is None:
             return
@@ -587,7 +617,9 @@ class Coordinator:
         # NBCC: writers of one file group all commit (Java resolves conflicts there only for
         # bulk inserts, which write base files); replace and clustering still conflict
         nbcc = self.wc.nbcc and self.wc.operation != "bulk_insert"
-        conflicts = conflicts_of(self.table, start, stats, writes_conflict=not nbcc)
+        conflicts = conflicts_of(
+            self.table, start, stats, writes_conflict=not nbcc, replaced=replaced
+        )
         if not conflicts:
             return
         self.rollback(instant)
@@ -597,7 +629,12 @@ class Coordinator:
             + f"; {instant} was rolled back"
         )
 
-    def _commit(self, instant: str, stats: list[HoodieWriteStat]) -> None:
+    def _commit(
+        self,
+        instant: str,
+        stats: list[HoodieWriteStat],
+        replaced: dict[str, list[str]] | None = None,
+    ) -> None:
         assert self.protocol is not None and self.setup is not None
         ctx = self.setup.context
         schema_json = json.dumps(
@@ -609,6 +646,8 @@ class Coordinator:
             stats,
             schema_json=schema_json,
             operation_type=OPERATION_TYPES[self.wc.operation],
+            action=Action.REPLACE_COMMIT if replaced is not None else None,
+            replaced=replaced,
         )
         started = self._started.pop(instant, None)
         if started is not None:

@@ -275,6 +275,7 @@ class MetadataWriter:
         self.config = config or MetadataWriteConfig()
         self.storage: Storage = table.storage.sub(METADATA_TABLE_PATH)
         self._timeline: ActiveTimeline | None = None
+        self._completing: dict[str, bytes] = {}  # a replacecommit's metadata while it is written
 
     # -- state --------------------------------------------------------------------------------
     @property
@@ -633,13 +634,26 @@ class MetadataWriter:
             if size > 0:
                 names[n] = max(size, names.get(n, 0))
         ch = self._files_changes(added)
-        if RECORD_INDEX in self.partitions:
-            self._record_index_changes(instant, meta, ch)
-        if COLUMN_STATS in self.partitions:
-            written = {(p, n) for p, names in added.items() for n in names}
-            self._column_stats_changes(instant, written, ch, meta.extra_metadata.get("schema"))
-        if any(p.startswith(SECONDARY_INDEX_PREFIX) for p in self.partitions):
-            self._secondary_index_changes(instant, meta, ch)
+        # the views "after" this commit leave out what a replacecommit replaces
+        self._completing = (
+            {instant: self.table.commit_metadata_bytes(meta)} if meta.is_replace else {}
+        )
+        try:
+            if RECORD_INDEX in self.partitions:
+                self._record_index_changes(instant, meta, ch)
+            if COLUMN_STATS in self.partitions:
+                written = {(p, n) for p, names in added.items() for n in names}
+                self._column_stats_changes(
+                    instant,
+                    written,
+                    ch,
+                    meta.extra_metadata.get("schema"),
+                    replaced=set(meta.replaced_file_ids()),
+                )
+            if any(p.startswith(SECONDARY_INDEX_PREFIX) for p in self.partitions):
+                self._secondary_index_changes(instant, meta, ch)
+        finally:
+            self._completing = {}
         if BLOOM_FILTERS in self.partitions:
             files = [(p, n) for p, names in added.items() for n in names]
             for k, r in commit_bloom_records(self.table.storage, instant, files).items():
@@ -695,14 +709,28 @@ class MetadataWriter:
         )
 
     def _column_stats_changes(
-        self, instant: str, written: set[tuple[str, str]], ch: _Changes, schema_json: str | None
+        self,
+        instant: str,
+        written: set[tuple[str, str]],
+        ch: _Changes,
+        schema_json: str | None,
+        replaced: set[str] = frozenset(),  # type: ignore[assignment]
     ) -> None:
         cols = self.indexed_columns(schema_json)
         for part, name in sorted(written):
             for k, r in self.file_column_stats(part, name, cols):
                 ch.put(COLUMN_STATS, k, r)
         if PARTITION_STATS in self.partitions:
-            self._partition_stats_changes(instant, {p for p, _ in written}, cols, ch)
+            self._partition_stats_changes(instant, {p for p, _ in written} | replaced, cols, ch)
+
+    def _timeline_after(self, instant: str) -> ActiveTimeline:
+        """The data timeline as it is once pending ``instant`` completes (a replacecommit's
+        replaced groups left out)."""
+        tl = self.table.active_timeline.reload()
+        pending = tl.get(instant)
+        if pending is None or pending.is_completed:
+            return tl
+        return tl.as_if_completed(pending, self._completing.get(instant))
 
     def _partition_stats_changes(
         self, instant: str, parts: set[str], cols: Sequence[str], ch: _Changes
@@ -711,10 +739,7 @@ class MetadataWriter:
         slices as they are once ``instant`` completes."""
         from hoodie_ray.file_group.view import FileSystemView
 
-        tl = self.table.active_timeline.reload()
-        pending = tl.get(instant)
-        if pending is not None and not pending.is_completed:
-            tl = tl.as_if_completed(pending)
+        tl = self._timeline_after(instant)
         view = FileSystemView.for_table(self.table.storage, self.table.table_config, tl)
         new = ch.upserts.get(COLUMN_STATS, {})
         mdt = self.reader()
@@ -724,6 +749,10 @@ class MetadataWriter:
             have = {k: new[k] for k in keys if k in new}
             have.update(mdt.records(COLUMN_STATS, [k for k in keys if k not in have]))
             stats = [have[k] for k in keys if k in have]
+            if not names:  # a partition a replacecommit emptied (delete_partition)
+                gone = {rec.partition_stats_key(c, part) for c in cols}
+                ch.deletes.setdefault(PARTITION_STATS, set()).update(gone)
+                continue
             for k, r in partition_stats_records(part, stats, self.table_version):
                 ch.put(PARTITION_STATS, k, r)
 
@@ -748,6 +777,11 @@ class MetadataWriter:
             key_arrays.append(keys)
             gained += [np.full(len(k), bool(f)) for k, f in ops]
             group.append(np.full(len(keys), g, dtype=np.int32))
+        replaced = self._replaced_keys(meta)
+        if replaced is not None and len(replaced):
+            # keys of the groups a replacecommit replaced leave the index, unless it put them
+            # somewhere new (their entries below win)
+            ch.deletes.setdefault(RECORD_INDEX, set()).update(replaced.to_pylist())
         if not key_arrays:
             return
         keys = pa.concat_arrays(key_arrays)
@@ -774,12 +808,34 @@ class MetadataWriter:
         win = winner[winner >= 0]
         if len(win):
             values, loc_of_group = self._location_values(located)
-            ch.columns[RECORD_INDEX] = rec.RecordIndexColumns(
-                ks.take(pa.array(win)), loc_of_group[of[win]], values
-            )
+            put = ks.take(pa.array(win))
+            ch.columns[RECORD_INDEX] = rec.RecordIndexColumns(put, loc_of_group[of[win]], values)
+            if RECORD_INDEX in ch.deletes:
+                ch.deletes[RECORD_INDEX] -= set(put.to_pylist())
         gone = last_in_group & ~flags & ~placed[run]
         if gone.any():
-            ch.deletes[RECORD_INDEX] = set(ks.filter(pa.array(gone)).to_pylist())
+            ch.deletes.setdefault(RECORD_INDEX, set()).update(ks.filter(pa.array(gone)).to_pylist())
+
+    def _replaced_keys(self, meta: HoodieCommitMetadata) -> pa.Array | None:
+        """The live record keys of the file groups a replacecommit replaces, read from their
+        latest slices as they are before it (Java's record-index update of a replace reads
+        them alike); None for other commits."""
+        from hoodie_ray.reader.index_bootstrap import bootstrap_entries
+
+        groups = {(p, f) for p, ids in meta.replaced_file_ids().items() for f in ids}
+        if not groups:
+            return None
+        view = self.table.refresh().view()  # the replacecommit is pending: the view before it
+        slices = [
+            s
+            for s in view.latest_file_slices(partitions=sorted({p for p, _ in groups}))
+            if (s.partition_path, s.file_id) in groups
+        ]
+        keys = [
+            k.cast(pa.large_string())
+            for _, _, k in bootstrap_entries(self.table, slices, use_record_index=False)
+        ]
+        return pa.concat_arrays(keys) if keys else pa.array([], pa.large_string())
 
     def _location_values(
         self, located: Sequence[tuple[str, str, int, Any]]
@@ -924,12 +980,10 @@ class MetadataWriter:
             touched |= {(part or "", f) for f in ids}
         if not touched:
             return
-        tl = self.table.active_timeline.reload()
-        pending = tl.get(instant)
         # the MDT delta commit is written while the data instant is pending: the view of
         # the timeline as it is gives each group's slice before it
-        before_tl = tl
-        after_tl = tl.as_if_completed(pending) if pending and not pending.is_completed else tl
+        after_tl = self._timeline_after(instant)
+        before_tl = self.table.active_timeline
         cfg = self.table.table_config
         before_view = FileSystemView.for_table(self.table.storage, cfg, before_tl)
         after_view = FileSystemView.for_table(self.table.storage, cfg, after_tl)

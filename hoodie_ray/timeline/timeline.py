@@ -79,6 +79,8 @@ class ActiveTimeline:
         # every file name seen in the timeline folder -> its parsed instant (None: not one);
         # a reload parses only names it has not seen, so its cost does not grow with history
         self._names: dict[str, Instant | None] = {}
+        # as_if_completed: the content a pending instant's completed file will hold
+        self._pending_details: dict[str, bytes] = {}
         self._instants: list[Instant] = []
         self._sorted = True
         if load:
@@ -286,6 +288,8 @@ class ActiveTimeline:
             HoodieCorruptedDataError: the file is larger than :data:`MAX_INSTANT_FILE_BYTES`.
             HoodieIOError: the file cannot be read.
         """
+        if instant.is_completed and instant.timestamp in self._pending_details:
+            return self._pending_details[instant.timestamp]
         rel = self.instant_path(instant)
         size = self.storage.size(rel)
         if size > MAX_INSTANT_FILE_BYTES:
@@ -457,15 +461,20 @@ class ActiveTimeline:
         self._by_key.pop((instant.timestamp, instant.comparable_action), None)
         self._forget(gone)
 
-    def as_if_completed(self, instant: Instant) -> ActiveTimeline:
+    def as_if_completed(self, instant: Instant, details: bytes | None = None) -> ActiveTimeline:
         """A copy of this timeline on which pending ``instant`` is completed (in memory only,
         completion time after everything): the file-system view a commit is about to make,
-        for what must be written before it completes (the metadata table's statistics)."""
+        for what must be written before it completes (the metadata table's statistics).
+        ``details``: the completed file's content, which :meth:`read_details` gives (a
+        replacecommit's replaced file groups)."""
         import copy
 
         out = copy.copy(self)
         out._by_key = dict(self._by_key)
         out._names = dict(self._names)
+        out._pending_details = dict(self._pending_details)
+        if details is not None:
+            out._pending_details[instant.timestamp] = details
         floor = max(t for t in (self.max_completion_time(), self._max_timestamp(), "0") if t)
         done = instant.with_state(State.COMPLETED, self._new_time(floor))
         out._names[f"<pending completion of {instant.timestamp}>"] = done

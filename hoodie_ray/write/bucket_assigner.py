@@ -234,6 +234,7 @@ class AssignerConfig:
     partitioned: bool = True  # the table has partition fields (keys can move)
     record_index: bool = False  # the table keeps (or is to keep) a record index
     fixed_bucket_ids: bool = False  # NBCC: one file id per bucket, whatever writer creates it
+    overwrite: bool = False  # replace operations: every checkpoint writes new file groups only
 
     @property
     def compares_moves(self) -> bool:
@@ -269,12 +270,13 @@ class AssignerConfig:
             index_type=wc.index_type,
             global_index=wc.index_global,
             bucket_num=wc.bucket_num,
-            append_mode=wc.operation in ("insert", "bulk_insert"),
+            append_mode=wc.inserts_only or wc.operation == "bulk_insert",
             ordering_field=ordering_field,
             index_bootstrap=wc.index_bootstrap,
             merge_mode=merge_mode,
             num_writers=wc.write_tasks,
             fixed_bucket_ids=wc.nbcc,
+            overwrite=wc.replaces,
         )
         values.update(overrides)
         return cls(**values)
@@ -338,6 +340,11 @@ class BucketAssigner:
         avg = max(1, profile.avg_record_size)
         self._small = {}
         self._capacity = {}
+        if cfg.overwrite:
+            # an overwrite's groups are new in each checkpoint: the replacecommit replaces
+            # every other group of the partitions it writes, the last checkpoint's too
+            self._bucket_file_ids.clear()
+            return
         for part, files in profile.small_files.items():
             mine = [
                 f

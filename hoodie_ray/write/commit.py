@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from hoodie_ray.exceptions import (
     HoodieCommitConflictError,
     HoodieCommitStateUnknownError,
+    HoodieError,
     HoodieTimelineError,
 )
 from hoodie_ray.file_group.naming import (
@@ -30,11 +31,34 @@ from hoodie_ray.storage import Storage, join
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant, State, new_instant_time
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
+from hoodie_ray.timeline.timeline import ActiveTimeline
 from hoodie_ray.write import logs
 from hoodie_ray.write.heartbeat import heartbeat_path
 from hoodie_ray.write.stream_writer import TEMP_DIR, marker_path
 
-WRITE_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT)
+WRITE_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
+
+
+def is_write(timeline: ActiveTimeline, inst: Instant) -> bool:
+    """Is ``inst`` a write (commit, deltacommit, or a replacecommit of an insert overwrite or
+    a partition delete)? A pending replacecommit whose requested file holds a clustering plan
+    is a clustering (table version 6 names it so; 8+ has its own action): a table service,
+    not a write, left to its engine."""
+    if inst.action not in WRITE_ACTIONS:
+        return False
+    if inst.action != Action.REPLACE_COMMIT or inst.is_completed:
+        return True
+    from hoodie_ray.timeline.plans import read_avro_metadata
+
+    requested = Instant(inst.timestamp, inst.action, State.REQUESTED)
+    try:
+        data = timeline.read_details(requested)
+        if not data:
+            return True
+        _, record = read_avro_metadata(data, timeline.file_name(requested))
+    except HoodieError:
+        return False  # unreadable: not ours to roll back
+    return not record.get("clusteringPlan") and record.get("operationType") != "CLUSTER"
 
 
 @dataclass(frozen=True)
@@ -68,14 +92,15 @@ class CommitProtocol:
                 last = max([last or "", *comps])
         return new_instant_time(last)
 
-    def start(self, action: str | None = None) -> str:
-        """A new instant, requested then inflight; returns its time."""
+    def start(self, action: str | None = None, requested: bytes = b"") -> str:
+        """A new instant, requested (with ``requested`` as its content) then inflight;
+        returns its time."""
         action = action or self.write_action
         for _ in range(5):
             ts = self.new_instant_time()
             inst = Instant(ts, action, State.REQUESTED)
             try:
-                self.timeline.create_requested(inst)
+                self.timeline.create_requested(inst, requested)
             except HoodieCommitConflictError:
                 time.sleep(0.002)  # another process took this time: take a later one
                 continue
@@ -93,8 +118,10 @@ class CommitProtocol:
         action: str | None = None,
         compacted: bool = False,
         extra_metadata: dict[str, str] | None = None,
+        replaced: dict[str, list[str]] | None = None,
     ) -> HoodieCommitMetadata:
-        """Write the completed instant atomically, then drop the markers."""
+        """Write the completed instant atomically, then drop the markers. ``replaced``: a
+        replacecommit's ``partitionToReplaceFileIds``."""
         action = action or self.write_action
         by_part: dict[str, list[HoodieWriteStat]] = {}
         for st in stats:
@@ -106,6 +133,7 @@ class CommitProtocol:
             compacted=compacted,
             extra_metadata=extra,
             operation_type=operation_type,
+            partition_to_replace_file_ids=replaced,
         )
         inst = Instant(instant, action, State.INFLIGHT)
         content = self.table.commit_metadata_bytes(meta)
@@ -124,7 +152,7 @@ class CommitProtocol:
     # -- rollback ------------------------------------------------------------------------------
     def pending_writes(self) -> list[Instant]:
         self.timeline.reload()
-        return [i for i in self.timeline.pending() if i.action in WRITE_ACTIONS]
+        return [i for i in self.timeline.pending() if is_write(self.timeline, i)]
 
     def rollback_pending_writes(
         self, is_live: Callable[[str], bool] | None = None
@@ -351,7 +379,7 @@ def pending_write_files(table: HoodieTable) -> set[tuple[str, str]]:
     out: set[tuple[str, str]] = set()
     storage = table.storage
     for inst in table.active_timeline.pending():
-        if inst.action not in WRITE_ACTIONS:
+        if not is_write(table.active_timeline, inst):
             continue
         root = join(TEMP_DIR, inst.timestamp)
         for rel in storage.walk_files(root):

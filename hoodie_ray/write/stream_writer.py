@@ -202,7 +202,7 @@ class StreamWriteFunction:
         assert self.instant is not None
         self._flushes += 1
         rows = bucket.drain()
-        if self.ctx.write_config.operation != "insert":
+        if not self.ctx.write_config.inserts_only:
             rows = precombine(rows, self.ctx.ordering_field)
         bid = (bucket.partition_path, bucket.file_id)
         g = self._group(bid)
@@ -288,7 +288,7 @@ class StreamWriteFunction:
         upserts = rows.filter(pa.array(~deleted)) if deleted.any() else rows
         deletes = rows.filter(pa.array(deleted)) if deleted.any() else None
         blocks: list[bytes] = []
-        folded = self.ctx.write_config.operation != "insert"  # _flush precombined the rows
+        folded = not self.ctx.write_config.inserts_only  # _flush precombined the rows
         if folded and deletes is not None and deletes.num_rows and upserts.num_rows:
             # a default-ordered delete the precombine kept before a later version of its key
             # goes first, so a reader folds the two in that order (hoodie_ray.merge)
@@ -436,7 +436,7 @@ class StreamWriteFunction:
             base,
             upd,
             is_delete=deleted,
-            reset=precombine_reset(rows) if self.ctx.write_config.operation != "insert" else None,
+            reset=precombine_reset(rows) if not self.ctx.write_config.inserts_only else None,
             ordering_field=self.ctx.ordering_field,
             mode=self.ctx.merge_mode,
         )

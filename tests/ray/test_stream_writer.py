@@ -309,3 +309,36 @@ def test_writers_share_file_groups_of_uneven_load(ray_session, tmp_path):
         assert len(phases) == 4  # one per checkpoint, every phase timed
         assert all(set(p) == set(CHECKPOINT_PHASES) and min(p.values()) >= 0 for p in phases)
     assert per_writer[2:] == [[24, 24], [24, 24]], per_writer  # the first plan: inserts
+
+
+def test_overwrites_and_partition_deletes_on_ray(ray_session, tmp_path):
+    """A stream writer of insert_overwrite commits a replacecommit per checkpoint (each
+    replaces the last one's groups in the partitions it writes); hr.write's delete_partition
+    and a warm upsert topology after them read as the model with hudi-rs."""
+    path = tmp_path / "t"
+    model, wl = TableModel(), Workload(seed=23)
+    rows = wl.rows_for(wl.keys[:30])
+    hr.write(to_arrow(rows, True), str(path), {**OPTIONS, **TOPOLOGY})
+    model.upsert(rows)
+    over = {**OPTIONS, **TOPOLOGY, "write.operation": "insert_overwrite"}
+    with hr.HoodieStreamWriter(str(path), over) as w:
+        for i in range(2):
+            # keys partition a holds, or none holds (an overwrite looks up no index)
+            free = [k for k in wl.keys if k not in model.rows or model.rows[k]["p"] == "a"]
+            rows = [dict(r, p="a") for r in wl.rows_for(free[i : i + 8])]
+            w.write(to_arrow(rows, False))
+            assert w.checkpoint() is not None
+            model.overwrite(rows, ["a"])
+            model.assert_hudi_rs_reads(path, "overwrite")
+    hr.write(
+        pa.table({"p": ["b"]}),
+        str(path),
+        {**OPTIONS, "write.operation": "delete_partition", "partitions.to.delete": "b"},
+    )
+    model.delete_partitions(["b"])
+    model.assert_hudi_rs_reads(path, "delete_partition")
+    rows = wl.rows_for(wl.keys[:40])
+    hr.write(to_arrow(rows, True), str(path), {**OPTIONS, **TOPOLOGY})
+    model.upsert(rows)
+    model.assert_hudi_rs_reads(path, "upsert after")
+    _no_pending(path)

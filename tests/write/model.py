@@ -81,6 +81,17 @@ class TableModel:
         for k in keys:
             self.rows.pop(k, None)
 
+    def overwrite(self, batch: list[dict], partitions: Sequence[str] | None) -> None:
+        """insert_overwrite (``partitions``: those the batch writes) or, with None,
+        insert_overwrite_table: the replaced partitions hold the batch's rows only."""
+        gone = set(partitions) if partitions is not None else None
+        self.rows = {k: r for k, r in self.rows.items() if gone is not None and r["p"] not in gone}
+        for r in batch:
+            self.rows[r["key"]] = _strip(r)
+
+    def delete_partitions(self, partitions: Sequence[str]) -> None:
+        self.rows = {k: r for k, r in self.rows.items() if r["p"] not in set(partitions)}
+
     def insert_new(self, batch: list[dict]) -> None:
         for r in batch:
             assert r["key"] not in self.rows
@@ -107,6 +118,20 @@ class TableModel:
             ops = {**options, "write.operation": "insert"}
             res = HoodieWriteClient(str(path), ops, storage_options).write(to_arrow(rows, False))
             self.insert_new(rows)
+        elif kind in ("insert_overwrite", "insert_overwrite_table"):
+            ops = {**options, "write.operation": kind}
+            res = HoodieWriteClient(str(path), ops, storage_options).write(to_arrow(rows, False))
+            parts = sorted({r["p"] for r in rows}) if kind == "insert_overwrite" else None
+            self.overwrite(rows, parts)
+        elif kind == "delete_partition":
+            parts = [r["p"] for r in rows]
+            ops = {
+                **options,
+                "write.operation": kind,
+                "hoodie.datasource.write.partitions.to.delete": ",".join(parts),
+            }
+            res = HoodieWriteClient(str(path), ops, storage_options).write(to_arrow([], False))
+            self.delete_partitions(parts)
         else:
             if client is None:
                 client = HoodieWriteClient(str(path), dict(options), storage_options)
@@ -162,6 +187,35 @@ class Workload:
             if kind == "upsert":
                 rows += more
         return rows
+
+    def replace_commit(self, model: TableModel) -> tuple[str, list[dict]]:
+        """A random replace operation over ``model``'s table: an insert_overwrite of one or two
+        partitions, an insert_overwrite_table, or a delete_partition (rows: one ``{"p": ...}``
+        per partition). Overwrite rows take keys the partitions they replace hold, or fresh
+        ones (never a key another partition keeps: an insert looks up no index)."""
+        rng = self.rng
+        kind = rng.choices(
+            ["insert_overwrite", "insert_overwrite_table", "delete_partition"], weights=[5, 2, 2]
+        )[0]
+        if kind == "delete_partition":
+            return kind, [{"p": p} for p in rng.sample(self.partitions, rng.randint(1, 2))]
+        parts = (
+            list(self.partitions)
+            if kind == "insert_overwrite_table"
+            else rng.sample(self.partitions, rng.randint(1, 2))
+        )
+        free = [k for k in self.keys if k not in model.rows or model.rows[k]["p"] in parts]
+        rows = []
+        for key in rng.sample(free, min(len(free), rng.randint(1, 12))):
+            r = self._row(key)
+            r["p"] = rng.choice(parts)
+            rows.append(r)
+        for _ in range(rng.randint(0, 3)):
+            self.fresh += 1
+            r = self._row(f"new{self.fresh:04d}")
+            r["p"] = rng.choice(parts)
+            rows.append(r)
+        return kind, rows
 
     def next_commit(self) -> tuple[str, list[dict]]:
         rng = self.rng

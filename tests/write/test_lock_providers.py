@@ -363,8 +363,8 @@ def test_occ_turn_that_lost_its_lock_commits_nothing(tmp_path, provider, monkeyp
     t = tmp_path / "t"
     real = Coordinator._check_conflicts
 
-    def taken_over(self, instant, stats):  # type: ignore[no-untyped-def]
-        real(self, instant, stats)
+    def taken_over(self, instant, stats, *rest):  # type: ignore[no-untyped-def]
+        real(self, instant, stats, *rest)
         if provider == FILESYSTEM_LOCK_PROVIDER:
             (t / FS_LOCK).write_bytes(JAVA_LOCK_INFO)  # deleted as expired, re-created by Java
         else:
