@@ -904,6 +904,104 @@ def upgrade(path: str, to_version: int | None, storage_kv: tuple[str, ...], outp
 # -- write ---------------------------------------------------------------------------------------
 
 
+# -- savepoints and restore ------------------------------------------------------------------------
+
+
+@cli.group("savepoint")
+def savepoint_group() -> None:
+    """Savepoints: commits the cleaner and archival keep, to restore the table to."""
+
+
+@table_command(
+    savepoint_group,
+    "create",
+    click.option("--instant", default=None, help="The completed commit (default: the latest)."),
+    click.option("--user", default="", help="Recorded as savepointedBy."),
+    click.option("--comment", default="", help="Recorded as the savepoint's comments."),
+    option_option,
+)
+def savepoint_create(
+    path: str,
+    instant: str | None,
+    user: str,
+    comment: str,
+    option_kv: tuple[str, ...],
+    storage_kv: tuple[str, ...],
+    output: str,
+) -> None:
+    """Savepoint a completed commit (hr.savepoint), under the writer lock."""
+    fn = lazy_feature("hoodie_ray.job.savepoint", "savepoint", "savepoints")
+    load_table(path, storage_kv)  # a bad path fails here, with the usual message
+    done = fn(
+        path,
+        instant,
+        user=user,
+        comments=comment,
+        options=parse_key_values(option_kv, "--option") or None,
+        storage_options=storage_options_from(storage_kv),
+    )
+    doc = {"table": table_doc(path, storage_kv), "instant": done}
+    emit(output, doc, [View(lines=[f"savepoint {done} created"])])
+
+
+@table_command(savepoint_group, "show")
+def savepoint_show(path: str, storage_kv: tuple[str, ...], output: str) -> None:
+    """The table's savepoints, oldest first."""
+    fn = lazy_feature("hoodie_ray.job.savepoint", "savepoints", "savepoints")
+    load_table(path, storage_kv)
+    rows = [
+        dataclasses.asdict(s) for s in fn(path, storage_options=storage_options_from(storage_kv))
+    ]
+    doc = {"table": table_doc(path, storage_kv), "savepoints": rows}
+    cols = [
+        Column("instant", "instant"),
+        Column("by", "savepointed_by"),
+        Column("at (epoch ms)", "savepointed_at"),
+        Column("files", "files"),
+        Column("comments", "comments"),
+    ]
+    emit(output, doc, [View(path, cols, rows, empty="no savepoints")])
+
+
+@table_command(savepoint_group, "delete", click.argument("instant"), option_option)
+def savepoint_delete(
+    path: str, instant: str, option_kv: tuple[str, ...], storage_kv: tuple[str, ...], output: str
+) -> None:
+    """Delete savepoint INSTANT: the next clean may delete the files it held."""
+    fn = lazy_feature("hoodie_ray.job.savepoint", "delete_savepoint", "savepoints")
+    load_table(path, storage_kv)
+    fn(
+        path,
+        instant,
+        options=parse_key_values(option_kv, "--option") or None,
+        storage_options=storage_options_from(storage_kv),
+    )
+    doc = {"table": table_doc(path, storage_kv), "instant": instant}
+    emit(output, doc, [View(lines=[f"savepoint {instant} deleted"])])
+
+
+@table_command(cli, "restore", click.argument("instant"), option_option)
+def restore(
+    path: str, instant: str, option_kv: tuple[str, ...], storage_kv: tuple[str, ...], output: str
+) -> None:
+    """Restore the table to savepoint INSTANT (hr.restore): every write after it rolled back,
+    the metadata table rebuilt, under the writer lock. Run it again to finish one that died."""
+    fn = lazy_feature("hoodie_ray.job.savepoint", "restore", "restore")
+    load_table(path, storage_kv)
+    result = fn(
+        path,
+        instant,
+        options=parse_key_values(option_kv, "--option") or None,
+        storage_options=storage_options_from(storage_kv),
+    )
+    doc = {"table": table_doc(path, storage_kv), **dataclasses.asdict(result)}
+    line = (
+        f"restore {result.instant}: back to savepoint {instant}, "
+        f"{plural(len(result.rolled_back), 'instant')} rolled back"
+    )
+    emit(output, doc, [View(lines=[line])])
+
+
 def table_data_schema(path: str, storage: dict[str, Any] | None) -> Any:
     """The Arrow data schema of the table at ``path`` (latest commit's), or None if no table."""
     from hoodie_ray.avro.schema import avro_to_arrow_schema

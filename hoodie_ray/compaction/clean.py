@@ -26,6 +26,7 @@ from hoodie_ray.timeline.plans import (
     HoodieCleanFileInfo,
     HoodieCleanMetadata,
     HoodieCleanPartitionMetadata,
+    HoodieSavepointMetadata,
 )
 from hoodie_ray.timeline.timeline import ActiveTimeline
 from hoodie_ray.write.heartbeat import heartbeat_path
@@ -52,14 +53,31 @@ def earliest_commit_to_retain(table: HoodieTable, retain: int) -> str | None:
     return earliest
 
 
+def savepointed_files(table: HoodieTable) -> set[tuple[str, str]]:
+    """``(partition, file name)`` of every file a completed savepoint holds."""
+    tl = table.active_timeline
+    out: set[tuple[str, str]] = set()
+    for inst in tl.find([Action.SAVEPOINT], [State.COMPLETED]):
+        what = tl.file_name(inst)
+        out |= HoodieSavepointMetadata.from_bytes(tl.read_details(inst), what).file_names()
+    return out
+
+
 def files_to_clean(table: HoodieTable, retain: int) -> tuple[str | None, dict[str, list[str]]]:
     """(earliest retained commit, partition -> file names to delete), keeping the slices the
-    last ``retain`` completed commits read (:func:`earliest_commit_to_retain`)."""
+    last ``retain`` completed commits read (:func:`earliest_commit_to_retain`), and every
+    slice a savepoint holds a file of (Java's ``isFileSliceExistInSavepointedFiles``)."""
     table.active_timeline.reload()
     earliest = earliest_commit_to_retain(table, retain)
     if earliest is None:
         return None, {}
     tl = table.active_timeline
+    kept = savepointed_files(table)
+
+    def held(s: FileSlice) -> bool:
+        names = ([s.base_file] if s.base_file else []) + list(s.log_files)
+        return any((s.partition_path, n) in kept for n in names)
+
     # writes that may be live: a heartbeat file (several writers); a single writer's pending
     # write is a dead writer's, which its next writer rolls back
     writes = [
@@ -82,6 +100,8 @@ def files_to_clean(table: HoodieTable, retain: int) -> tuple[str | None, dict[st
         if first_write is not None:
             keep_from = min(keep_from, _read_by_write(tl, slices, first_write))
         for s in slices[:keep_from]:
+            if held(s):
+                continue
             names = ([s.base_file] if s.base_file else []) + list(s.log_files)
             out.setdefault(s.partition_path, []).extend(names)
     # file groups a replacecommit before the earliest retained commit replaced: no retained
@@ -96,6 +116,8 @@ def files_to_clean(table: HoodieTable, retain: int) -> tuple[str | None, dict[st
         for group in view.all_file_groups(parts, include_replaced=True):
             if group.file_group_id in gone:
                 for s in group.all_slices():
+                    if held(s):
+                        continue
                     names = ([s.base_file] if s.base_file else []) + list(s.log_files)
                     out.setdefault(s.partition_path, []).extend(names)
     return earliest, {p: sorted(set(n)) for p, n in out.items() if n}

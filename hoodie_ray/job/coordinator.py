@@ -35,6 +35,7 @@ from hoodie_ray.file_group.view import FileSlice, FileSystemView
 from hoodie_ray.job.archival import archive_table
 from hoodie_ray.job.conflict import TxnStart, conflicts_of, describe_conflicts, is_compaction
 from hoodie_ray.job.replace import REPLACE_OPERATION_TYPES, replaced_file_ids, written_partitions
+from hoodie_ray.job.savepoint import check_no_pending_restore
 from hoodie_ray.job.setup import (
     TableSetup,
     bucket_options_for_table,
@@ -411,6 +412,7 @@ class Coordinator:
             raise HoodieUnsupportedError(
                 f"{self.path}: writes to tables without meta fields are not supported"
             )
+        check_no_pending_restore(table)
         self.protocol = CommitProtocol(table)
         metadata_writer(table, MetadataWriteConfig.of(wc))
         hb = self.heartbeats

@@ -394,6 +394,37 @@ class MetadataWriter:
             **{PARTITIONS_PROPERTY: join_partitions([FILES]), PARTITIONS_INFLIGHT_PROPERTY: ""}
         )
 
+    def rebuild(self) -> list[str]:
+        """Drop the MDT and build it again from a listing of the data table, with the
+        partitions it had (record index, statistics, bloom filters, secondary indexes): what a
+        restore leaves, once instants the MDT's compactions merged are gone. The partitions
+        it now holds."""
+        from hoodie_ray.reader.index_bootstrap import bootstrap_entries
+
+        had = list(self.partitions)
+        if not had:
+            return []
+        secondary = self.secondary_indexes()
+        self.drop()
+        self.initialize()
+        if RECORD_INDEX in had:
+            slices = self.table.refresh().view().latest_file_slices()
+            found = {
+                (p, f): k
+                for p, f, k in bootstrap_entries(self.table, slices, use_record_index=False)
+            }
+            self.initialize_record_index(
+                (s.partition_path, s.file_id, s.base_instant, found.get(s.file_group_id, []))
+                for s in slices
+            )
+        if COLUMN_STATS in had:
+            self.initialize_column_stats(PARTITION_STATS in had)
+        if BLOOM_FILTERS in had:
+            self.initialize_bloom_filters()
+        for partition, d in sorted(secondary.items()):
+            self.initialize_secondary_index(partition, d.source_field)
+        return self.partitions
+
     def initialize_record_index(self, entries: Iterable[tuple[str, str, str, Any]]) -> None:
         """Build the ``record_index`` partition from ``(partition, file id, base instant, live
         keys)`` of every latest file slice, in ``max(10, keys / 4M)`` file groups.

@@ -26,8 +26,11 @@ __all__ = [
     "CLEANER_PLAN_SCHEMA",
     "CLEAN_METADATA_SCHEMA",
     "COMPACTION_PLAN_SCHEMA",
+    "RESTORE_METADATA_SCHEMA",
+    "RESTORE_PLAN_SCHEMA",
     "ROLLBACK_METADATA_SCHEMA",
     "ROLLBACK_PLAN_SCHEMA",
+    "SAVEPOINT_METADATA_SCHEMA",
     "HoodieActionInstant",
     "HoodieCleanFileInfo",
     "HoodieCleanMetadata",
@@ -37,10 +40,13 @@ __all__ = [
     "HoodieCompactionPlan",
     "HoodieCompactionStrategy",
     "HoodieInstantInfo",
+    "HoodieRestoreMetadata",
+    "HoodieRestorePlan",
     "HoodieRollbackMetadata",
     "HoodieRollbackPartitionMetadata",
     "HoodieRollbackPlan",
     "HoodieRollbackRequest",
+    "HoodieSavepointMetadata",
     "RollbackRequest",
     "plan_path_to_name",
     "read_avro_metadata",
@@ -1012,3 +1018,197 @@ class HoodieCleanMetadata:
                 parts(boot, "bootstrapPartitionMetadata") if boot is not None else None
             ),
         )
+
+
+# -- savepoints and restores ----------------------------------------------------------------------
+
+SAVEPOINT_METADATA_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "HoodieSavepointMetadata",
+    "namespace": _NS,
+    "fields": [
+        _f("savepointedBy", _s()),
+        _f("savepointedAt", "long"),
+        _f("comments", _s()),
+        _f(
+            "partitionMetadata",
+            _map(
+                {
+                    "type": "record",
+                    "name": "HoodieSavepointPartitionMetadata",
+                    "fields": [
+                        _f("partitionPath", _s()),
+                        _f("savepointDataFile", _arr(_s())),
+                    ],
+                }
+            ),
+        ),
+        _f("version", ["int", "null"], default=1),
+    ],
+}
+
+
+@dataclass
+class HoodieSavepointMetadata:
+    """``HoodieSavepointMetadata``: the content of a completed ``T.savepoint``.
+
+    Args:
+        savepointed_by: who took it (the caller's word).
+        savepointed_at: epoch milliseconds.
+        comments: the caller's comment.
+        partition_files: partition -> names of the files of its latest file slices at the
+            savepointed instant (base and log files, as Hudi 0.14+ lists them): what cleaning
+            keeps and a restore reads.
+    """
+
+    savepointed_by: str = ""
+    savepointed_at: int = 0
+    comments: str = ""
+    partition_files: dict[str, list[str]] = field(default_factory=dict)
+    version: int = 1
+
+    def file_names(self) -> set[tuple[str, str]]:
+        """``(partition, file name)`` of every savepointed file."""
+        return {(p, n) for p, names in self.partition_files.items() for n in names}
+
+    def to_bytes(self, sync: bytes | None = None) -> bytes:
+        record = {
+            "savepointedBy": self.savepointed_by,
+            "savepointedAt": self.savepointed_at,
+            "comments": self.comments,
+            "partitionMetadata": {
+                p: {"partitionPath": p, "savepointDataFile": list(names)}
+                for p, names in self.partition_files.items()
+            },
+            "version": self.version,
+        }
+        return write_single_record(SAVEPOINT_METADATA_SCHEMA, record, sync=sync)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, what: str = "savepoint") -> HoodieSavepointMetadata:
+        """Parse a completed savepoint instant (file names validated)."""
+        rec = _load(data, what, "HoodieSavepointMetadata")
+        c = _Check(what, "savepoint metadata")
+        parts: dict[str, list[str]] = {}
+        raw = rec.get("partitionMetadata") or {}
+        if not isinstance(raw, dict):
+            raise c.fail("partitionMetadata")
+        for key, pm in raw.items():
+            pm = c.record(pm, "partitionMetadata")
+            part = c.str_(pm.get("partitionPath"), "partitionPath") or str(key)
+            validate_partition_path(part, what)
+            names = c.strs(pm.get("savepointDataFile"), "savepointDataFile")
+            parts[part] = [plan_path_to_name(n, what) for n in names]
+        return cls(
+            savepointed_by=c.str_(rec.get("savepointedBy"), "savepointedBy") or "",
+            savepointed_at=c.int_(rec.get("savepointedAt"), "savepointedAt", 0) or 0,
+            comments=c.str_(rec.get("comments"), "comments") or "",
+            partition_files=parts,
+            version=c.int_(rec.get("version"), "version", 1) or 1,
+        )
+
+
+RESTORE_PLAN_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "HoodieRestorePlan",
+    "namespace": _NS,
+    "fields": [
+        _f("instantsToRollback", {"type": "array", "items": _INSTANT_INFO}, default=[]),
+        _f("version", ["int", "null"], default=2),
+        _f("savepointToRestoreTimestamp", ["string", "null"], default=None),
+    ],
+}
+
+RESTORE_METADATA_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "HoodieRestoreMetadata",
+    "namespace": _NS,
+    "fields": [
+        _f("startRestoreTime", _s()),
+        _f("timeTakenInMillis", "long"),
+        _f("instantsToRollback", _arr(_s())),
+        _f(
+            "hoodieRestoreMetadata",
+            _map(_arr(["null", ROLLBACK_METADATA_SCHEMA])),
+        ),
+        _f("version", ["int", "null"], default=1),
+        _f(
+            "restoreInstantInfo",
+            {"type": "array", "items": "HoodieInstantInfo"},
+            default=[],
+        ),
+        _opt("extraMetadata", _map(_s())),
+    ],
+}
+
+
+@dataclass
+class HoodieRestorePlan:
+    """``HoodieRestorePlan``: the content of ``T.restore.requested``: the instants a restore
+    rolls back, in the order it rolls them back (newest first), and the savepoint it restores."""
+
+    instants: list[HoodieInstantInfo] = field(default_factory=list)
+    savepoint: str | None = None
+    version: int = 2
+
+    def to_bytes(self, sync: bytes | None = None) -> bytes:
+        record = {
+            "instantsToRollback": [
+                {"commitTime": i.commit_time, "action": i.action} for i in self.instants
+            ],
+            "version": self.version,
+            "savepointToRestoreTimestamp": self.savepoint,
+        }
+        return write_single_record(RESTORE_PLAN_SCHEMA, record, sync=sync)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, what: str = "restore plan") -> HoodieRestorePlan:
+        rec = _load(data, what, "HoodieRestorePlan")
+        c = _Check(what, "restore plan")
+        raw = rec.get("instantsToRollback") or []
+        if not isinstance(raw, list):
+            raise c.fail("instantsToRollback")
+        infos = []
+        for i in raw:
+            i = c.record(i, "instantsToRollback")
+            infos.append(
+                HoodieInstantInfo(
+                    c.str_(i.get("commitTime"), "commitTime", optional=False) or "",
+                    c.str_(i.get("action"), "action", optional=False) or "",
+                )
+            )
+        return cls(
+            instants=infos,
+            savepoint=c.str_(rec.get("savepointToRestoreTimestamp"), "savepointToRestoreTimestamp"),
+            version=c.int_(rec.get("version"), "version", 2) or 2,
+        )
+
+
+@dataclass
+class HoodieRestoreMetadata:
+    """``HoodieRestoreMetadata``: the content of a completed restore instant: each rolled-back
+    instant's rollback (by its requested time)."""
+
+    start_restore_time: str
+    rollbacks: dict[str, HoodieRollbackMetadata] = field(default_factory=dict)
+    instants: list[HoodieInstantInfo] = field(default_factory=list)
+    time_taken_in_millis: int = 0
+    version: int = 1
+
+    def to_bytes(self, sync: bytes | None = None) -> bytes:
+        rollbacks = {}
+        for ts, meta in self.rollbacks.items():
+            _, one = read_single_record(meta.to_bytes(), "rollback metadata")
+            rollbacks[ts] = [one]
+        record = {
+            "startRestoreTime": self.start_restore_time,
+            "timeTakenInMillis": self.time_taken_in_millis,
+            "instantsToRollback": [i.commit_time for i in self.instants],
+            "hoodieRestoreMetadata": rollbacks,
+            "version": self.version,
+            "restoreInstantInfo": [
+                {"commitTime": i.commit_time, "action": i.action} for i in self.instants
+            ],
+            "extraMetadata": None,
+        }
+        return write_single_record(RESTORE_METADATA_SCHEMA, record, sync=sync)

@@ -366,6 +366,22 @@ class ActiveTimeline:
         self._written(req)
         return req
 
+    def create_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
+        """Write the inflight file of an action that has no requested state (a savepoint,
+        whose time is the savepointed commit's); put-if-absent.
+
+        Raises:
+            HoodieCommitConflictError: the instant exists already.
+        """
+        infl = instant.with_state(State.INFLIGHT)
+        if self._files_of(infl) or not self.storage.create_new(self.instant_path(infl), content):
+            raise HoodieCommitConflictError(
+                f"instant {infl.timestamp} ({infl.action}) already exists on the timeline of "
+                f"{self.storage.base_uri}"
+            )
+        self._written(infl)
+        return infl
+
     def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
         """Write ``instant``'s inflight file (the requested file must exist); idempotent.
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from hoodie_ray.exceptions import (
     HoodieCommitConflictError,
@@ -27,7 +28,7 @@ from hoodie_ray.file_group.naming import (
     parse_log_file_name,
 )
 from hoodie_ray.metadata_writer.writer import metadata_writer
-from hoodie_ray.storage import Storage, join
+from hoodie_ray.storage import Storage, check_relative, join
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant, State, new_instant_time
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
@@ -35,6 +36,9 @@ from hoodie_ray.timeline.timeline import ActiveTimeline
 from hoodie_ray.write import logs
 from hoodie_ray.write.heartbeat import heartbeat_path
 from hoodie_ray.write.stream_writer import TEMP_DIR, marker_path
+
+if TYPE_CHECKING:
+    from hoodie_ray.timeline.plans import HoodieRollbackMetadata
 
 WRITE_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
 
@@ -254,19 +258,11 @@ class CommitProtocol:
         return self._rollback_files(instant, inst.action, inst)
 
     def _rollback_files(self, instant: str, action: str, inst: Instant | None) -> RollbackResult:
-        from hoodie_ray.timeline.plans import (
-            HoodieInstantInfo,
-            HoodieRollbackMetadata,
-            HoodieRollbackPartitionMetadata,
-            HoodieRollbackPlan,
-            RollbackRequest,
-        )
+        from hoodie_ray.timeline.plans import HoodieRollbackPlan, RollbackRequest
 
         targets = self._files_of(instant)
         rb_ts = self.new_instant_time()
         requests: list[RollbackRequest] = []
-        deleted: list[str] = []
-        appended: list[str] = []
         for rel in sorted(targets):
             part, _, name = rel.rpartition("/")
             requests.append(
@@ -276,21 +272,48 @@ class CommitProtocol:
         rb_req = Instant(rb_ts, Action.ROLLBACK, State.REQUESTED)
         self.timeline.create_requested(rb_req, plan.to_bytes())
         self.timeline.transition_to_inflight(rb_req)
+        meta, appended = self.undo_files(instant, action, targets, rb_ts)
+        deleted = [
+            join(p, n) for p, pm in meta.partition_metadata.items() for n in pm.success_delete_files
+        ]
+        metadata_writer(self.table).update_rollback(rb_ts, meta)
+        self.timeline.complete(Instant(rb_ts, Action.ROLLBACK, State.INFLIGHT), meta.to_bytes())
+        if inst is not None:
+            self.timeline.delete_pending(inst)
+        self.storage.delete_dir(join(TEMP_DIR, instant))
+        return RollbackResult(instant, rb_ts, tuple(deleted), tuple(appended))
+
+    def undo_files(
+        self, instant: str, action: str, targets: dict[str, str], rb_ts: str
+    ) -> tuple[HoodieRollbackMetadata, list[str]]:
+        """Undo what ``instant`` wrote to ``targets`` (path -> marker IO type): each file it
+        created is deleted; a version-6 log file it appended to that holds other instants'
+        blocks gets a rollback command block (stamped ``rb_ts``). Idempotent: gone files are
+        skipped, and a log already ending with the block is left. The rollback metadata of
+        what was done, and the logs that got a block."""
+        from hoodie_ray.timeline.plans import (
+            HoodieInstantInfo,
+            HoodieRollbackMetadata,
+            HoodieRollbackPartitionMetadata,
+        )
+
         per_part: dict[str, list[str]] = {}
+        appended: list[str] = []
         for rel, io_type in sorted(targets.items()):
             if not self.storage.exists(rel):
                 continue
             part, _, name = rel.rpartition("/")
-            if (
-                io_type == "APPEND"
-                and not self.table_config.completion_time_slicing
-                and logs.rollback_scan(self.storage, rel, instant)[0]
-            ):
-                logs.append_rollback_block(self.storage, rel, self.table_config, rb_ts, instant)
+            other, rolled_back = (
+                logs.rollback_scan(self.storage, rel, instant)
+                if io_type == "APPEND" and not self.table_config.completion_time_slicing
+                else (False, False)
+            )
+            if other:
+                if not rolled_back:
+                    logs.append_rollback_block(self.storage, rel, self.table_config, rb_ts, instant)
                 appended.append(rel)
             else:
                 self.storage.delete(rel)
-                deleted.append(rel)
                 per_part.setdefault(part, []).append(name)
         meta = HoodieRollbackMetadata(
             start_rollback_time=rb_ts,
@@ -302,12 +325,23 @@ class CommitProtocol:
             part = rel.rpartition("/")[0]
             pm = meta.partition_metadata.setdefault(part, HoodieRollbackPartitionMetadata(part))
             pm.rollback_log_files[self.storage.uri(rel)] = self.storage.size(rel)
-        metadata_writer(self.table).update_rollback(rb_ts, meta)
-        self.timeline.complete(Instant(rb_ts, Action.ROLLBACK, State.INFLIGHT), meta.to_bytes())
-        if inst is not None:
-            self.timeline.delete_pending(inst)
-        self.storage.delete_dir(join(TEMP_DIR, instant))
-        return RollbackResult(instant, rb_ts, tuple(deleted), tuple(appended))
+        return meta, appended
+
+    def files_written(self, instant: str) -> dict[str, str]:
+        """Every data file ``instant`` created or appended to (path -> IO type): its markers,
+        the files named by it, and, completed, the files its commit metadata names (a
+        version-6 log file as APPEND: other instants' blocks may share it)."""
+        out = self._files_of(instant)
+        inst = self.timeline.get(instant)
+        if inst is not None and inst.is_completed and inst.action in (*WRITE_ACTIONS,):
+            meta = self.table.metadata(inst)
+            for path in meta.written_paths():
+                rel = check_relative(path)
+                if parse_log_file_name(rel.rpartition("/")[2]) is not None:
+                    out.setdefault(rel, "APPEND")
+                else:
+                    out.setdefault(rel, "CREATE")
+        return out
 
     def _files_of(self, instant: str) -> dict[str, str]:
         """Data files an instant created or appended: its markers, plus files named by it."""

@@ -902,3 +902,24 @@ def test_help_is_plain_text_and_shows_defaults(capsys: pytest.CaptureFixture[str
         assert "``" not in out and ":func:" not in out and ":class:" not in out, argv
     rc, out, _ = run(capsys, "compact", "--help")
     assert "(local, the default)" in " ".join(out.split())
+
+
+def test_savepoint_create_show_restore_delete(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """savepoint create / show, a write after it, restore back to it, savepoint delete."""
+    path = str(tmp_path / "t")
+    first = hr.write(_rows(["a", "b"], ["sf", "la"], 1, 10.0), path, OPTIONS, engine="local")
+    doc = run_json(capsys, "savepoint", "create", path, "--comment", "before")
+    assert doc["instant"] == first.instant
+    rc, out, _ = run(capsys, "savepoint", "show", path)
+    assert rc == 0 and first.instant in out and "before" in out
+    hr.write(_rows(["a"], ["sf"], 2, 99.0), path, OPTIONS, engine="local")
+    rc, out, _ = run(capsys, "restore", path, first.instant)
+    assert rc == 0 and f"back to savepoint {first.instant}, 1 instant rolled back" in out
+    assert sorted(_read(path).column("fare").to_pylist()) == [10.0, 11.0]
+    rc, out, _ = run(capsys, "savepoint", "delete", path, first.instant)
+    assert rc == 0 and "deleted" in out
+    assert run_json(capsys, "savepoint", "show", path)["savepoints"] == []
+    rc, _, err = run(capsys, "restore", path, first.instant)
+    assert rc != 0 and "no savepoint at" in err and "Traceback" not in err

@@ -1,0 +1,150 @@
+"""Savepoints and restore: a table restored to a savepoint after upserts, deletes,
+overwrites, partition deletes, compactions and cleans reads as it did then (hudi-rs), its
+metadata table validates, and a restore that died is finished by running it again."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+import hoodie_ray as hr
+from hoodie_ray.job import savepoint as savepoint_mod
+from hoodie_ray.job.maintenance import validate_metadata
+from hoodie_ray.table import HoodieTable
+from tests.write.model import TableModel, Workload, hudi_rs_snapshot, model_options
+
+V8_MDT = {
+    "hoodie.metadata.enable": "true",
+    "hoodie.metadata.record.index.enable": "true",
+    "index.global.enabled": "true",
+    "hoodie.metadata.index.column.stats.enable": "true",
+    "hoodie.metadata.index.partition.stats.enable": "true",
+}
+V6_MDT = {
+    "hoodie.metadata.enable": "true",
+    "hoodie.metadata.record.index.enable": "true",
+    "index.global.enabled": "true",
+}
+SERVICES = {
+    "hoodie.cleaner.commits.retained": "2",
+    "compaction.delta_commits": "2",
+    "hoodie.keep.min.commits": "3",
+    "hoodie.keep.max.commits": "4",
+}
+
+
+def _reads(path, model: TableModel, step: str) -> None:
+    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), step
+
+
+@pytest.mark.parametrize(
+    ("table_type", "version"),
+    [("MERGE_ON_READ", "8"), ("MERGE_ON_READ", "6"), ("COPY_ON_WRITE", "8")],
+    ids=["mor-v8", "mor-v6", "cow-v8"],
+)
+def test_restore_brings_back_the_savepoint(tmp_path, table_type, version):
+    """Writes, a savepoint, then writes of every kind with compactions, cleans and archival
+    beside them (the savepoint's files survive the cleans); the restore reads as the
+    savepoint did, the metadata table validates, and the table takes writes after it."""
+    path = tmp_path / "t"
+    opts = model_options(
+        V8_MDT if version == "8" else V6_MDT,
+        SERVICES,
+        table_type=table_type,
+        version=version,
+        small_files=True,
+    )
+    model, wl = TableModel(), Workload(seed=31 + int(version))
+    model.write(path, opts, "upsert", wl.rows_for(wl.keys[:30]))
+    for _ in range(2):
+        model.write(path, opts, *wl.next_commit())
+    point = hr.savepoint(str(path), comments="before the bad job")
+    saved = copy.deepcopy(model)
+    kinds = []
+    for i in range(8):
+        kind, rows = wl.next_commit() if i % 3 else wl.replace_commit(model)
+        if kind == "insert":
+            rows = [dict(r, key="i" + r["key"]) for r in rows]
+        model.write(path, opts, kind, rows)
+        kinds.append(kind)
+    table = HoodieTable.load(str(path))
+    assert any(i.action == "clean" for i in table.timeline), "the cleaner ran meanwhile"
+    assert [s.instant for s in hr.savepoints(str(path))] == [point]
+    res = hr.restore(str(path), point)
+    assert res.savepoint == point and len(res.rolled_back) >= 8
+    _reads(path, saved, "restored")
+    assert validate_metadata(str(path)) == []
+    table = HoodieTable.load(str(path))
+    later = [i for i in table.timeline if i.timestamp > point and i.action not in ("clean",)]
+    assert [(i.action, i.state.value) for i in later] == [("restore", "COMPLETED")]
+    # time travel to the savepoint reads it too
+    model = saved
+    rows = wl.rows_for(wl.keys[:10])
+    model.write(path, opts, "upsert", rows)
+    _reads(path, model, "written after the restore")
+    assert validate_metadata(str(path)) == []
+
+
+def test_a_restore_that_died_is_finished_by_running_it_again(tmp_path, monkeypatch):
+    """A restore killed half way leaves its plan pending: writers refuse the table (naming the
+    savepoint), and running the restore again finishes it."""
+    path = tmp_path / "t"
+    opts = model_options(V8_MDT, table_type="MERGE_ON_READ", version="8")
+    model, wl = TableModel(), Workload(seed=41)
+    model.write(path, opts, "upsert", wl.rows_for(wl.keys[:30]))
+    point = hr.savepoint(str(path))
+    saved = copy.deepcopy(model)
+    for _ in range(3):
+        model.write(path, opts, "upsert", wl.rows_for(wl.keys[:8]))
+    real = savepoint_mod._roll_back
+    calls = []
+
+    def dies_second(*a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError("killed")
+        return real(*a, **k)
+
+    with monkeypatch.context() as m:
+        m.setattr(savepoint_mod, "_roll_back", dies_second)
+        with pytest.raises(OSError):
+            hr.restore(str(path), point)
+    with pytest.raises(hr.HoodieTimelineError, match=f"restore to savepoint {point}"):
+        model.write(path, opts, "upsert", wl.rows_for(wl.keys[:3]))
+    hr.restore(str(path), point)
+    _reads(path, saved, "finished")
+    assert validate_metadata(str(path)) == []
+
+
+def test_savepoint_refusals_and_delete(tmp_path):
+    """A savepoint of an instant that is not a completed commit, a restore to a missing one or
+    past a newer one are refused with the table unchanged; a deleted savepoint lets the
+    cleaner take its files."""
+    path = tmp_path / "t"
+    opts = model_options(
+        {"hoodie.cleaner.commits.retained": "1", "hoodie.metadata.enable": "false"},
+        table_type="COPY_ON_WRITE",
+        version="8",
+    )
+    model, wl = TableModel(), Workload(seed=43)
+    model.write(path, opts, "upsert", wl.rows_for(wl.keys[:30]))
+    first = hr.savepoint(str(path))
+    old = {p.name for p in path.rglob("*.parquet")}
+    model.write(path, opts, "upsert", wl.rows_for(wl.keys[:30]))
+    second = hr.savepoint(str(path), user="me")
+    with pytest.raises(hr.HoodieTimelineError, match="not a completed commit"):
+        hr.savepoint(str(path), "20000101000000000")
+    with pytest.raises(hr.HoodieTimelineError, match="savepointed already"):
+        hr.savepoint(str(path), second)
+    with pytest.raises(hr.HoodieTimelineError, match="newer savepoints"):
+        hr.restore(str(path), first)
+    with pytest.raises(hr.HoodieTimelineError, match="no savepoint at"):
+        hr.restore(str(path), "20000101000000000")
+    model.write(path, opts, "upsert", wl.rows_for(wl.keys[:30]))
+    assert old <= {p.name for p in path.rglob("*.parquet")}, "the savepoint keeps its files"
+    hr.delete_savepoint(str(path), first)
+    assert [s.instant for s in hr.savepoints(str(path))] == [second]
+    model.write(path, opts, "upsert", wl.rows_for(wl.keys[:30]))
+    assert not old & {p.name for p in path.rglob("*.parquet")}, "cleaned once deleted"
+    _reads(path, model, "after")
