@@ -12,7 +12,7 @@ from hoodie_ray.config.options import resolve_options
 from hoodie_ray.exceptions import HoodieOptionError
 from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.job.coordinator import CommitResult
-from hoodie_ray.job.maintenance import CompactionResult
+from hoodie_ray.job.maintenance import ClusteringResult, CompactionResult
 from hoodie_ray.write.records import is_ray_dataset, is_spark_dataframe
 
 
@@ -118,6 +118,38 @@ def compact(
         executor=executor,
         on_progress=on_progress,
         dry_run=dry_run,
+    )
+
+
+def cluster(
+    path: str,
+    options: dict[str, Any] | None = None,
+    *,
+    storage_options: dict[str, Any] | None = None,
+    engine: str = "local",
+    dry_run: bool = False,
+) -> ClusteringResult:
+    """Cluster the table now: small file slices rewritten into fewer, larger base files
+    (sorted by ``hoodie.clustering.plan.strategy.sort.columns`` when set), committed as a
+    replacecommit (:func:`hoodie_ray.job.maintenance.cluster`). ``engine="ray"`` rewrites the
+    groups as Ray tasks (one per group, across the cluster). ``dry_run``: only say which file
+    slices would be rewritten.
+
+    Example::
+
+        hr.cluster("/data/trips", engine="ray").instant
+    """
+    from hoodie_ray.job import maintenance
+
+    if engine not in ("ray", "local"):
+        raise HoodieOptionError(f"engine must be 'ray' or 'local', got {engine!r}")
+    executor = None
+    if engine == "ray" and not dry_run:
+        from hoodie_ray.ray.compactor import ray_clustering_executor
+
+        executor = ray_clustering_executor
+    return maintenance.cluster(
+        path, options, storage_options=storage_options, executor=executor, dry_run=dry_run
     )
 
 

@@ -670,6 +670,71 @@ def compact(
     emit(output, *_compact_report(path, storage_kv, result, seconds, dry_run))
 
 
+@table_command(
+    cli,
+    "cluster",
+    option_option,
+    click.option(
+        "--engine",
+        type=click.Choice(["local", "ray"]),
+        default="local",
+        show_default=True,
+        help="Rewrite the groups in this process, or as Ray tasks.",
+    ),
+    dry_run_option,
+)
+def cluster(
+    path: str,
+    option_kv: tuple[str, ...],
+    engine: str,
+    dry_run: bool,
+    storage_kv: tuple[str, ...],
+    output: str,
+) -> None:
+    """Cluster the table now (hr.cluster): small file slices rewritten into fewer base files
+    (sorted by hoodie.clustering.plan.strategy.sort.columns when set), committed as a
+    replacecommit, under the writer lock; with --dry-run only the file slices a plan would
+    rewrite."""
+    fn = lazy_feature("hoodie_ray.api", "cluster", "clustering")
+    load_table(path, storage_kv)  # a bad path fails here, with the usual message
+    t0 = time.perf_counter()
+    result = fn(
+        path,
+        parse_key_values(option_kv, "--option") or None,
+        storage_options=storage_options_from(storage_kv),
+        engine=engine,
+        dry_run=dry_run,
+    )
+    seconds = round(time.perf_counter() - t0, 3)
+    rows = [
+        {"group": i, "partition": p, "file_id": f}
+        for i, g in enumerate(result.groups)
+        for p, f in g
+    ]
+    doc = {
+        "table": table_doc(path, storage_kv),
+        **dataclasses.asdict(result),
+        "seconds": seconds,
+    }
+    slices = plural(result.num_slices, "file slice")
+    groups = plural(len(result.groups), "group")
+    if not result.groups:
+        lines = ["nothing to cluster (no partition has two small file slices to merge)"]
+    elif dry_run:
+        lines = [f"dry run: {slices} in {groups} would be rewritten"]
+    else:
+        lines = [
+            f"clustering {result.instant}: {slices} in {groups} rewritten into "
+            f"{plural(len(result.files_written), 'file')} ({seconds} s)"
+        ]
+    cols = [
+        Column("group", "group"),
+        Column("partition", "partition"),
+        Column("file id", "file_id"),
+    ]
+    emit(output, doc, [View(lines=lines, columns=cols if rows else (), rows=rows)])
+
+
 def _optional_kwargs(
     what: str, params: Mapping[str, Any], wanted: Sequence[tuple[str, Any, str]]
 ) -> dict[str, Any]:

@@ -519,6 +519,65 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "Seconds since the last compaction that trigger one.",
     ),
     ConfigOption(
+        "hoodie.clustering.inline",
+        "clustering_inline",
+        False,
+        _parse_bool,
+        "Schedule and run a clustering after a commit once hoodie.clustering.inline.max.commits"
+        " commits completed since the last replacecommit.",
+        ("clustering.inline",),
+    ),
+    ConfigOption(
+        "hoodie.clustering.inline.max.commits",
+        "clustering_inline_max_commits",
+        4,
+        _positive(_parse_int),
+        "Commits since the last replacecommit that trigger an inline clustering.",
+        ("clustering.delta_commits",),
+    ),
+    ConfigOption(
+        "hoodie.clustering.plan.strategy.small.file.limit",
+        "clustering_small_file_limit",
+        314572800,
+        _size_parser(1),
+        "Clustering rewrites file slices whose base file is smaller than this (bytes).",
+    ),
+    ConfigOption(
+        "hoodie.clustering.plan.strategy.target.file.max.bytes",
+        "clustering_target_file_max_bytes",
+        1073741824,
+        _positive(_size_parser(1)),
+        "Target size (bytes) of the base files a clustering writes.",
+    ),
+    ConfigOption(
+        "hoodie.clustering.plan.strategy.max.bytes.per.group",
+        "clustering_max_bytes_per_group",
+        2147483648,
+        _positive(_size_parser(1)),
+        "Most bytes of file slices in one clustering group (one task).",
+    ),
+    ConfigOption(
+        "hoodie.clustering.plan.strategy.max.num.groups",
+        "clustering_max_num_groups",
+        30,
+        _positive(_parse_int),
+        "Most clustering groups in one plan.",
+    ),
+    ConfigOption(
+        "hoodie.clustering.plan.strategy.sort.columns",
+        "clustering_sort_columns",
+        None,
+        _str,
+        "Comma-separated columns a clustering sorts each group's rows by (linear order).",
+    ),
+    ConfigOption(
+        "hoodie.layout.optimize.strategy",
+        "layout_optimize_strategy",
+        "linear",
+        _choice("linear", "z-order", "hilbert", upper=False),
+        "How a clustering orders rows by the sort columns (linear only, so far).",
+    ),
+    ConfigOption(
         "compaction.tasks",
         "compaction_tasks",
         2,
@@ -906,6 +965,14 @@ class WriteConfig:
     compaction_async: bool = _default("compaction_async")
     compaction_trigger: str = _default("compaction_trigger")
     compaction_delta_commits: int = _default("compaction_delta_commits")
+    clustering_inline: bool = _default("clustering_inline")
+    clustering_inline_max_commits: int = _default("clustering_inline_max_commits")
+    clustering_small_file_limit: int = _default("clustering_small_file_limit")
+    clustering_target_file_max_bytes: int = _default("clustering_target_file_max_bytes")
+    clustering_max_bytes_per_group: int = _default("clustering_max_bytes_per_group")
+    clustering_max_num_groups: int = _default("clustering_max_num_groups")
+    clustering_sort_columns: str | None = _default("clustering_sort_columns")
+    layout_optimize_strategy: str = _default("layout_optimize_strategy")
     compaction_delta_seconds: int = _default("compaction_delta_seconds")
     compaction_tasks: int = _default("compaction_tasks")
     clean_enabled: bool = _default("clean_enabled")

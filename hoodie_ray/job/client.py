@@ -291,6 +291,7 @@ class HoodieWriteClient:
     def _write_once(self, table: pa.Table) -> CommitResult:
         wc = self.wc
         coord = Coordinator(self.path, wc, self.storage_options, table=self._table)
+        coord.inline_clustering = True  # its assigner is dropped after one
         setup = coord.open(table.schema)
         self._table = coord.table
         ok = False
@@ -335,8 +336,9 @@ class HoodieWriteClient:
             coord.after_commit(None, run_pending=wc.compaction_schedule)
             assigner.checkpoint_done()
             self._assigner_timeline = self._timeline_state(coord, True)
-            # an overwrite's index knows no key of the groups its commit replaced
-            self._assigner = None if wc.replaces else assigner
+            # an overwrite's (or a clustering's) replaced groups are in no kept index
+            replaced = wc.replaces or coord.last_services.clustered is not None
+            self._assigner = None if replaced else assigner
             ok = True
             return dataclasses.replace(result, services=coord.last_services)
         finally:

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from hoodie_ray.avro.schema import arrow_to_avro_schema
 from hoodie_ray.compaction.api import CompactionService, local_executor
+from hoodie_ray.compaction.clustering import cluster_table, clustering_due
 from hoodie_ray.compaction.execute import CompactionTask
 from hoodie_ray.compaction.plan import frozen_log_files
 from hoodie_ray.config.options import WriteConfig, resolve_options
@@ -98,6 +99,7 @@ class TableServices:
     compaction_started: str | None = None
     cleaned: str | None = None
     archived: int = 0
+    clustered: str | None = None
 
 
 @dataclass(frozen=True)
@@ -260,6 +262,7 @@ class Coordinator:
         self._done: list[str] = []  # compactions committed by the current after_commit
         self._cleaned: str | None = None
         self.last_services = TableServices()  # what the last after_commit did
+        self.inline_clustering = False  # the caller drops its key index after a clustering
 
     # -- setup ---------------------------------------------------------------------------------
     def open(self, input_schema: pa.Schema | None) -> TableSetup:
@@ -764,6 +767,7 @@ class Coordinator:
         # OCC: the table services run in one turn of the lock (a single writer holds it)
         with self._locked() if self.wc.occ else nullcontext():
             pending = self._compaction_step(runner, run_pending)
+            clustered = self._clustering_step()
             self.clean()
             archived = self.archive()
         now = self._running[0] if self._running is not None else None
@@ -772,8 +776,22 @@ class Coordinator:
             compaction_started=now if now != started else None,
             cleaned=self._cleaned,
             archived=len(archived),
+            clustered=clustered,
         )
         return pending
+
+    def _clustering_step(self) -> str | None:
+        """Inline clustering (``hoodie.clustering.inline``) once it is due, for the callers
+        that keep no key index across it (:attr:`inline_clustering`: the single-process
+        client, which drops its index after one); never beside a background compaction."""
+        if not (self.wc.clustering_inline and self.inline_clustering) or self._running:
+            return None
+        assert self.table is not None
+        table = self.table.refresh()
+        if not clustering_due(table, self.wc):
+            return None
+        instant, _, _ = cluster_table(table, self.wc)
+        return instant
 
     def _compaction_step(self, runner: CompactionRunner | None, run_pending: bool) -> int:
         if self._running is not None and self._finish_running(runner, wait=False) is None:

@@ -27,6 +27,7 @@ from hoodie_ray.compaction.clean import (
     files_to_clean,
     finish_pending_cleans,
 )
+from hoodie_ray.compaction.clustering import ClusteringExecutor, cluster_table
 from hoodie_ray.compaction.execute import CompactionTask
 from hoodie_ray.config.options import WriteConfig, resolve_options
 from hoodie_ray.exceptions import HoodieCompactionError, HoodieError, HoodieUnsupportedError
@@ -102,6 +103,28 @@ class CompactionResult:
     slices: tuple[CompactionSlice, ...] = ()
     scheduled: bool = False
     dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class ClusteringResult:
+    """What :func:`cluster` did, or would do (``dry_run``).
+
+    Attributes:
+        instant: the clustering's replacecommit; None when nothing was worth clustering, and
+            in a dry run.
+        groups: per group, the ``(partition, file id)`` of its input slices.
+        files_written: the new base files (partition-relative paths).
+        dry_run: nothing was written.
+    """
+
+    instant: str | None
+    groups: tuple[tuple[tuple[str, str], ...], ...] = ()
+    files_written: tuple[str, ...] = ()
+    dry_run: bool = False
+
+    @property
+    def num_slices(self) -> int:
+        return sum(len(g) for g in self.groups)
 
 
 @dataclass(frozen=True)
@@ -274,6 +297,39 @@ def compact(
         assert instant is not None
         svc.run(instant, executor)
         return result
+
+
+def cluster(
+    path: str,
+    options: dict[str, Any] | None = None,
+    *,
+    storage_options: dict[str, Any] | None = None,
+    executor: ClusteringExecutor | None = None,
+    dry_run: bool = False,
+) -> ClusteringResult:
+    """Cluster the table now (:mod:`hoodie_ray.compaction.clustering`): its small file slices
+    rewritten into fewer base files (sorted by
+    ``hoodie.clustering.plan.strategy.sort.columns`` when set), committed as a replacecommit,
+    under the table's writer lock for the whole run (never beside a live writer); a clustering
+    that died is rolled back first. ``executor`` runs the groups (default: in this process;
+    ``hr.cluster(engine="ray")`` hands in Ray tasks). ``dry_run``: only say which file slices
+    a plan would rewrite.
+
+    Example::
+
+        hr.cluster("/data/trips", {"hoodie.clustering.plan.strategy.sort.columns": "ts"})
+    """
+    table = HoodieTable.load(path, storage_options)
+    wc = resolve_options(options)
+    with open_lock(table.storage, wc):
+        if not dry_run:
+            CommitProtocol(table).rollback_pending_writes()
+        instant, plan, stats = cluster_table(table, wc, executor, dry_run)
+    groups = tuple(
+        tuple((s.partition_path, s.file_id) for s in g.slices)
+        for g in (plan.groups if plan else [])
+    )
+    return ClusteringResult(instant, groups, tuple(st.path or "" for st in stats), dry_run)
 
 
 def _compact_beside_writers(

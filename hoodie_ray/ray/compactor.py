@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import ray
 
+from hoodie_ray.compaction.clustering import ClusteringTask
 from hoodie_ray.compaction.execute import CompactionTask, execute_operation
 from hoodie_ray.config.options import WriteConfig
 from hoodie_ray.ray import metrics
@@ -96,3 +98,15 @@ def ray_executor(wc: WriteConfig, table: str) -> Any:
             pool.shutdown()
 
     return run
+
+
+def ray_clustering_executor(
+    fn: Callable[[ClusteringTask], list[HoodieWriteStat]], tasks: list[ClusteringTask]
+) -> list[list[HoodieWriteStat]]:
+    """``hr.cluster(engine="ray")``: each clustering group rewritten by a Ray task (one core
+    each), spread over the cluster; their stats in task order."""
+    from hoodie_ray.ray.runtime import ensure_ray
+
+    ensure_ray()
+    remote = ray.remote(num_cpus=1)(fn)
+    return list(ray.get([remote.remote(t) for t in tasks]))

@@ -237,11 +237,23 @@ def refuse_occ(wc: WriteConfig) -> None:
     nothing to be replayed from. ``hr.write(ds, ...)`` (which keeps the dataset's blocks until
     the commit) and ``HoodieStreamWriter`` write under OCC."""
     refuse_nbcc(wc)
+    refuse_inline_clustering(wc)
     if wc.occ:
         raise HoodieOptionError(
             "option hoodie.write.concurrency.mode=optimistic_concurrency_control is not "
             "supported by HoodieDatasink (a conflicted commit could not be replayed): write "
             "the dataset with hr.write(ds, path, options), or leave the option at single_writer"
+        )
+
+
+def refuse_inline_clustering(wc: WriteConfig) -> None:
+    """Inline clustering runs on the single-process path for now: on Ray it would replace the
+    file groups the assigners' key indexes point at between checkpoints."""
+    if wc.clustering_inline:
+        raise HoodieOptionError(
+            "option hoodie.clustering.inline=true is not supported on the Ray write path yet "
+            "(the assigners' key indexes would point at the groups it replaces): run "
+            "hr.cluster(path) between jobs, or write with engine='local'"
         )
 
 

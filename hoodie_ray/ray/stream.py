@@ -65,7 +65,12 @@ from hoodie_ray.ray.actors import (
     Pieces,
     WriterActor,
 )
-from hoodie_ray.ray.runtime import actor_resources, ensure_ray, refuse_nbcc
+from hoodie_ray.ray.runtime import (
+    actor_resources,
+    ensure_ray,
+    refuse_inline_clustering,
+    refuse_nbcc,
+)
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.lock import (
     ProcessId,
@@ -301,6 +306,7 @@ class HoodieStreamWriter:
         self.path = path
         self.options = dict(options or {})
         self.wc = resolve_options(self.options)
+        refuse_inline_clustering(self.wc)
         refuse_nbcc(self.wc)
         self.storage_options = storage_options
         self.ray_address = ray_address

@@ -26,6 +26,7 @@ __all__ = [
     "CLEANER_PLAN_SCHEMA",
     "CLEAN_METADATA_SCHEMA",
     "COMPACTION_PLAN_SCHEMA",
+    "REQUESTED_REPLACE_METADATA_SCHEMA",
     "RESTORE_METADATA_SCHEMA",
     "RESTORE_PLAN_SCHEMA",
     "ROLLBACK_METADATA_SCHEMA",
@@ -36,6 +37,8 @@ __all__ = [
     "HoodieCleanMetadata",
     "HoodieCleanPartitionMetadata",
     "HoodieCleanerPlan",
+    "HoodieClusteringGroup",
+    "HoodieClusteringPlan",
     "HoodieCompactionOperation",
     "HoodieCompactionPlan",
     "HoodieCompactionStrategy",
@@ -47,6 +50,7 @@ __all__ = [
     "HoodieRollbackPlan",
     "HoodieRollbackRequest",
     "HoodieSavepointMetadata",
+    "HoodieSliceInfo",
     "RollbackRequest",
     "plan_path_to_name",
     "read_avro_metadata",
@@ -1212,3 +1216,204 @@ class HoodieRestoreMetadata:
             "extraMetadata": None,
         }
         return write_single_record(RESTORE_METADATA_SCHEMA, record, sync=sync)
+
+
+# -- clustering plan --------------------------------------------------------------------------------
+
+_SLICE_INFO = {
+    "type": "record",
+    "name": "HoodieSliceInfo",
+    "fields": [
+        _opt("dataFilePath", _s()),
+        _opt("deltaFilePaths", _arr(_s())),
+        {"name": "fileId", "type": ["null", _s()]},
+        _opt("partitionPath", _s()),
+        _opt("bootstrapFilePath", _s()),
+        _f("version", ["int", "null"], default=1),
+    ],
+}
+
+CLUSTERING_PLAN_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "HoodieClusteringPlan",
+    "namespace": _NS,
+    "fields": [
+        _opt(
+            "inputGroups",
+            _arr(
+                {
+                    "type": "record",
+                    "name": "HoodieClusteringGroup",
+                    "fields": [
+                        _opt("slices", _arr(_SLICE_INFO)),
+                        _opt("metrics", _map("double")),
+                        _f("numOutputFileGroups", ["int", "null"], default=1),
+                        _f("version", ["int", "null"], default=1),
+                    ],
+                }
+            ),
+        ),
+        _opt(
+            "strategy",
+            {
+                "type": "record",
+                "name": "HoodieClusteringStrategy",
+                "fields": [
+                    _opt("strategyClassName", _s()),
+                    _opt("strategyParams", _map(_s())),
+                    _f("version", ["int", "null"], default=1),
+                ],
+            },
+        ),
+        _opt("extraMetadata", _map(_s())),
+        _f("version", ["int", "null"], default=1),
+        _opt("preserveHoodieMetadata", "boolean"),
+    ],
+}
+
+REQUESTED_REPLACE_METADATA_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "HoodieRequestedReplaceMetadata",
+    "namespace": _NS,
+    "fields": [
+        _opt("operationType", _s()),
+        _opt("clusteringPlan", CLUSTERING_PLAN_SCHEMA),
+        _opt("extraMetadata", _map(_s())),
+        _f("version", ["int", "null"], default=1),
+    ],
+}
+
+#: The execution strategy a plan names (Java's default Spark strategy: sort, then size).
+SORT_AND_SIZE_STRATEGY = (
+    "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
+)
+SORT_COLUMNS_PARAM = "hoodie.clustering.plan.strategy.sort.columns"
+
+
+@dataclass(frozen=True)
+class HoodieSliceInfo:
+    """One file slice of a clustering group (``dataFilePath`` / ``deltaFilePaths`` as file
+    names; Java writes full paths, which :meth:`HoodieClusteringPlan.from_bytes` reduces)."""
+
+    partition_path: str
+    file_id: str
+    data_file: str | None
+    delta_files: tuple[str, ...] = ()
+
+
+@dataclass
+class HoodieClusteringGroup:
+    """A clustering group: slices rewritten together into ``num_output_groups`` new groups."""
+
+    slices: list[HoodieSliceInfo]
+    num_output_groups: int = 1
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class HoodieClusteringPlan:
+    """``HoodieClusteringPlan`` inside the ``HoodieRequestedReplaceMetadata`` of a clustering's
+    requested file (operation type ``CLUSTER``)."""
+
+    groups: list[HoodieClusteringGroup]
+    sort_columns: tuple[str, ...] = ()
+    strategy_class: str = SORT_AND_SIZE_STRATEGY
+    preserve_metadata: bool = True
+
+    def file_groups(self) -> set[tuple[str, str]]:
+        """``(partition, file id)`` of every input slice."""
+        return {(s.partition_path, s.file_id) for g in self.groups for s in g.slices}
+
+    def to_bytes(self, base_uri: str = "", sync: bytes | None = None) -> bytes:
+        """The requested file's content; ``base_uri`` prefixes file paths as Java writes them
+        (full paths)."""
+
+        def full(part: str, name: str) -> str:
+            rel = f"{part}/{name}" if part else name
+            return f"{base_uri.rstrip('/')}/{rel}" if base_uri else rel
+
+        params = {SORT_COLUMNS_PARAM: ",".join(self.sort_columns)} if self.sort_columns else {}
+        plan = {
+            "inputGroups": [
+                {
+                    "slices": [
+                        {
+                            "dataFilePath": full(s.partition_path, s.data_file)
+                            if s.data_file
+                            else "",
+                            "deltaFilePaths": [full(s.partition_path, n) for n in s.delta_files],
+                            "fileId": s.file_id,
+                            "partitionPath": s.partition_path,
+                            "bootstrapFilePath": "",
+                            "version": 1,
+                        }
+                        for s in g.slices
+                    ],
+                    "metrics": dict(g.metrics),
+                    "numOutputFileGroups": g.num_output_groups,
+                    "version": 1,
+                }
+                for g in self.groups
+            ],
+            "strategy": {
+                "strategyClassName": self.strategy_class,
+                "strategyParams": params,
+                "version": 1,
+            },
+            "extraMetadata": {},
+            "version": 1,
+            "preserveHoodieMetadata": self.preserve_metadata,
+        }
+        record = {
+            "operationType": "CLUSTER",
+            "clusteringPlan": plan,
+            "extraMetadata": {},
+            "version": 1,
+        }
+        return write_single_record(REQUESTED_REPLACE_METADATA_SCHEMA, record, sync=sync)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, what: str = "clustering plan") -> HoodieClusteringPlan:
+        """Parse a clustering's requested file (file paths reduced to validated names)."""
+        rec = _load(data, what, "HoodieRequestedReplaceMetadata")
+        c = _Check(what, "clustering plan")
+        plan = rec.get("clusteringPlan")
+        if plan is None:
+            raise c.fail("clusteringPlan")
+        plan = c.record(plan, "clusteringPlan")
+        groups = []
+        for g in plan.get("inputGroups") or []:
+            g = c.record(g, "inputGroups")
+            slices = []
+            for sl in g.get("slices") or []:
+                sl = c.record(sl, "slices")
+                part = c.str_(sl.get("partitionPath"), "partitionPath") or ""
+                validate_partition_path(part, what)
+                data_path = c.str_(sl.get("dataFilePath"), "dataFilePath") or ""
+                slices.append(
+                    HoodieSliceInfo(
+                        part,
+                        c.str_(sl.get("fileId"), "fileId", optional=False) or "",
+                        plan_path_to_name(data_path, what) if data_path else None,
+                        tuple(
+                            plan_path_to_name(p, what)
+                            for p in c.strs(sl.get("deltaFilePaths"), "deltaFilePaths")
+                        ),
+                    )
+                )
+            groups.append(
+                HoodieClusteringGroup(
+                    slices, c.int_(g.get("numOutputFileGroups"), "numOutputFileGroups", 1) or 1
+                )
+            )
+        strategy = plan.get("strategy") or {}
+        params = (strategy.get("strategyParams") or {}) if isinstance(strategy, dict) else {}
+        sort = params.get(SORT_COLUMNS_PARAM) if isinstance(params, dict) else None
+        return cls(
+            groups,
+            tuple(p.strip() for p in str(sort or "").split(",") if p.strip()),
+            str(strategy.get("strategyClassName") or SORT_AND_SIZE_STRATEGY)
+            if isinstance(strategy, dict)
+            else SORT_AND_SIZE_STRATEGY,
+            bool(plan.get("preserveHoodieMetadata", True) is not False),
+        )

@@ -313,8 +313,8 @@ def test_writers_share_file_groups_of_uneven_load(ray_session, tmp_path):
 
 def test_overwrites_and_partition_deletes_on_ray(ray_session, tmp_path):
     """A stream writer of insert_overwrite commits a replacecommit per checkpoint (each
-    replaces the last one's groups in the partitions it writes); hr.write's delete_partition
-    and a warm upsert topology after them read as the model with hudi-rs."""
+    replaces the last one's groups in the partitions it writes); hr.write's delete_partition,
+    a warm upsert topology after them and a clustering on Ray read as the model (hudi-rs)."""
     path = tmp_path / "t"
     model, wl = TableModel(), Workload(seed=23)
     rows = wl.rows_for(wl.keys[:30])
@@ -341,4 +341,7 @@ def test_overwrites_and_partition_deletes_on_ray(ray_session, tmp_path):
     hr.write(to_arrow(rows, True), str(path), {**OPTIONS, **TOPOLOGY})
     model.upsert(rows)
     model.assert_hudi_rs_reads(path, "upsert after")
-    _no_pending(path)
+    _no_pending(path)  # the warm topology gone: hr.cluster takes the lock
+    res = hr.cluster(str(path), OPTIONS, engine="ray")  # a Ray task per group
+    assert res.instant is not None and res.files_written
+    model.assert_hudi_rs_reads(path, "clustered on Ray")
