@@ -94,6 +94,15 @@ def read_clustering_plan(table: HoodieTable, inst: Instant) -> HoodieClusteringP
     raise HoodieTimelineError(f"{table.base_uri}: no clustering plan for {inst.timestamp}")
 
 
+def clustering_file_groups(table: HoodieTable) -> dict[tuple[str, str], str]:
+    """``(partition, file id)`` -> the pending clustering that rewrites it."""
+    out: dict[tuple[str, str], str] = {}
+    for inst in pending_clusterings(table):
+        for g in read_clustering_plan(table, inst).file_groups():
+            out[g] = inst.timestamp
+    return out
+
+
 def _busy_groups(table: HoodieTable) -> set[tuple[str, str]]:
     """File groups a pending compaction or clustering plan covers."""
     out: set[tuple[str, str]] = set()
@@ -101,9 +110,7 @@ def _busy_groups(table: HoodieTable) -> set[tuple[str, str]]:
     for inst in tl.pending_compactions():
         plan = read_plan(tl, inst)
         out |= {(op.partition_path or "", op.file_id) for op in plan.operations or []}
-    for inst in pending_clusterings(table):
-        out |= read_clustering_plan(table, inst).file_groups()
-    return out
+    return out | set(clustering_file_groups(table))
 
 
 def sort_columns(wc: WriteConfig) -> tuple[str, ...]:
@@ -377,6 +384,7 @@ __all__ = [
     "cluster_table",
     "clustering_action",
     "clustering_due",
+    "clustering_file_groups",
     "clustering_tasks",
     "execute_group",
     "local_clustering_executor",

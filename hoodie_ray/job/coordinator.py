@@ -21,7 +21,11 @@ import pyarrow as pa
 
 from hoodie_ray.avro.schema import arrow_to_avro_schema
 from hoodie_ray.compaction.api import CompactionService, local_executor
-from hoodie_ray.compaction.clustering import cluster_table, clustering_due
+from hoodie_ray.compaction.clustering import (
+    cluster_table,
+    clustering_due,
+    clustering_file_groups,
+)
 from hoodie_ray.compaction.execute import CompactionTask
 from hoodie_ray.compaction.plan import frozen_log_files
 from hoodie_ray.config.options import WriteConfig, resolve_options
@@ -34,7 +38,13 @@ from hoodie_ray.exceptions import (
 )
 from hoodie_ray.file_group.view import FileSlice, FileSystemView
 from hoodie_ray.job.archival import archive_table
-from hoodie_ray.job.conflict import TxnStart, conflicts_of, describe_conflicts, is_compaction
+from hoodie_ray.job.conflict import (
+    TxnStart,
+    conflicts_of,
+    describe_conflicts,
+    file_groups,
+    is_compaction,
+)
 from hoodie_ray.job.replace import REPLACE_OPERATION_TYPES, replaced_file_ids, written_partitions
 from hoodie_ray.job.savepoint import check_no_pending_restore
 from hoodie_ray.job.setup import (
@@ -146,7 +156,10 @@ def write_profile(
             avg = max(1, nbytes // nrec)
             break
     small: dict[str, list[SmallFile]] = {}
+    busy = clustering_file_groups(table)  # inserts never pad a group a clustering rewrites
     for s in slices:
+        if (s.partition_path, s.file_id) in busy:
+            continue
         size = sizes.get((s.partition_path, s.file_id), 0)
         if size < wc.small_file_limit:
             small.setdefault(s.partition_path, []).append(SmallFile(s.file_id, size))
@@ -570,6 +583,7 @@ class Coordinator:
         assert self.protocol is not None and self.setup is not None
         with self._locked():
             replaced = self._replaced(stats, partitions)
+            self._check_pending_clustering(instant, stats)
             self._check_conflicts(instant, stats, replaced)
             if self._compacted_since(instant):
                 assert self.table is not None
@@ -595,6 +609,27 @@ class Coordinator:
         if partitions is None and self.wc.operation != "insert_overwrite_table":
             partitions = written_partitions(stats)
         return replaced_file_ids(self.view(), partitions, stats)
+
+    def _check_pending_clustering(self, instant: str, stats: list[HoodieWriteStat]) -> None:
+        """Refuse a write to file groups a pending clustering rewrites (Java's default
+        SparkRejectUpdateStrategy): the clustering's commit would replace them, and the write
+        with them. The instant is rolled back."""
+        assert self.table is not None
+        table = self.table.refresh()
+        busy = clustering_file_groups(table)
+        if not busy:
+            return
+        hit = sorted(file_groups(stats) & set(busy))
+        if not hit:
+            return
+        self.rollback(instant)
+        plans = ", ".join(sorted({busy[g] for g in hit}))
+        raise HoodieWriteConflictError(
+            f"{self.path}: write {instant} updates file groups pending clustering {plans} "
+            f"rewrites ({', '.join(f'{p}/{f}' for p, f in hit[:3])}); {instant} was rolled "
+            f"back. Let the clustering finish (one of hoodie_ray's that died: `hoodie-ray "
+            f"cluster {self.path}` rolls it back)"
+        )
 
     def _compacted_since(self, instant: str) -> bool:
         """OCC, table version 6: did a compaction complete since ``instant`` started (its logs

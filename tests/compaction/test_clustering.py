@@ -128,8 +128,8 @@ def test_inline_clustering_in_the_write_client(tmp_path):
 
 def test_a_clustering_that_died_is_rolled_back_by_the_next(tmp_path, monkeypatch):
     """A clustering killed after writing files (no commit, no rollback) leaves a pending
-    plan; writers go on (it is not a write of theirs to roll back), and the next clustering
-    rolls it back and clusters the table as it is then."""
+    plan: a write updating its file groups is refused and rolled back (Java's reject-update
+    strategy), and the next clustering rolls it back and clusters the table as it is then."""
     from hoodie_ray.write.commit import CommitProtocol
 
     path = tmp_path / "t"
@@ -147,11 +147,15 @@ def test_a_clustering_that_died_is_rolled_back_by_the_next(tmp_path, monkeypatch
     table = HoodieTable.load(str(path))
     assert [i.action for i in table.timeline if not i.is_completed] == ["clustering"]
     assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
-    model.write(path, opts, *wl.next_commit())
+    with pytest.raises(hr.HoodieWriteConflictError, match="pending clustering"):
+        model.write(path, opts, "upsert", wl.rows_for(wl.keys[:5]))
+    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
     res = hr.cluster(str(path), opts)
     assert res.instant is not None
     table = HoodieTable.load(str(path))
     assert all(i.is_completed for i in table.timeline)
+    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+    model.write(path, opts, "upsert", wl.rows_for(wl.keys[:5]))
     assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
     assert validate_metadata(str(path)) == []
 
