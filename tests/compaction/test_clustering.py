@@ -52,7 +52,11 @@ def _groups(path) -> dict[str, int]:
 
 @pytest.mark.parametrize(
     ("table_type", "version"),
-    [("MERGE_ON_READ", "8"), ("MERGE_ON_READ", "6"), ("COPY_ON_WRITE", "8")],
+    [
+        ("MERGE_ON_READ", "8"),
+        ("MERGE_ON_READ", "6"),
+        pytest.param("COPY_ON_WRITE", "8", marks=pytest.mark.slow),  # suite time
+    ],
     ids=["mor-v8", "mor-v6", "cow-v8"],
 )
 def test_clustering_merges_small_slices_and_reads_the_same(tmp_path, table_type, version):

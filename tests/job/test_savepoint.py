@@ -40,7 +40,11 @@ def _reads(path, model: TableModel, step: str) -> None:
 
 @pytest.mark.parametrize(
     ("table_type", "version"),
-    [("MERGE_ON_READ", "8"), ("MERGE_ON_READ", "6"), ("COPY_ON_WRITE", "8")],
+    [
+        ("MERGE_ON_READ", "8"),
+        ("MERGE_ON_READ", "6"),
+        pytest.param("COPY_ON_WRITE", "8", marks=pytest.mark.slow),  # suite time
+    ],
     ids=["mor-v8", "mor-v6", "cow-v8"],
 )
 def test_restore_brings_back_the_savepoint(tmp_path, table_type, version):

@@ -67,6 +67,7 @@ _SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # suite time: three subprocesses, each starting Ray (~16 s)
 def test_bad_input_leaves_only_our_error(ray_session, tmp_path):
     address = ray_session.get_runtime_context().gcs_address
     script = tmp_path / "bad_input.py"

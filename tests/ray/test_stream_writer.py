@@ -117,6 +117,7 @@ def test_actor_faults_nothing_lost_nothing_twice(ray_session, tmp_path, version)
     _no_pending(path)
 
 
+@pytest.mark.slow  # suite time: four topologies for option errors tests/config checks too
 def test_bad_input_fails_before_commit(ray_session, tmp_path):
     path = tmp_path / "t"
     hr.write(to_arrow([Workload(1)._row("a")], False), str(path), OPTIONS)
