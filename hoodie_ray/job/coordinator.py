@@ -72,6 +72,7 @@ from hoodie_ray.storage import Storage, open_storage
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action
 from hoodie_ray.timeline.metadata import HoodieWriteStat
+from hoodie_ray.timeline.plans import requested_replace_bytes
 from hoodie_ray.write.bucket_assigner import (
     LOG_TO_PARQUET_RATIO,
     AssignerConfig,
@@ -522,9 +523,11 @@ class Coordinator:
         reads must be read after this (the conflict check covers what completed since)."""
         assert self.protocol is not None
         with self._locked():
-            instant = self.protocol.start(
-                Action.REPLACE_COMMIT if self.wc.replaces else None  # insert overwrites
-            )
+            if self.wc.replaces:  # Java's requested file of an overwrite / partition delete
+                op = "DELETE_PARTITION" if self.wc.operation == "delete_partition" else None
+                instant = self.protocol.start(Action.REPLACE_COMMIT, requested_replace_bytes(op))
+            else:
+                instant = self.protocol.start()
             if self.heartbeats is not None:
                 self.heartbeats.start(instant)
             if self.wc.occ:

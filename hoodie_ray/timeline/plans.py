@@ -54,6 +54,7 @@ __all__ = [
     "RollbackRequest",
     "plan_path_to_name",
     "read_avro_metadata",
+    "requested_replace_bytes",
     "validate_file_name",
     "validate_partition_path",
 ]
@@ -1282,6 +1283,21 @@ REQUESTED_REPLACE_METADATA_SCHEMA: dict[str, Any] = {
         _f("version", ["int", "null"], default=1),
     ],
 }
+
+
+def requested_replace_bytes(operation_type: str | None = None) -> bytes:
+    """The requested file of a replacecommit that is no clustering, as Java 1.x writes it: a
+    ``HoodieRequestedReplaceMetadata`` without a plan (an insert overwrite's: every field
+    null; a partition delete's: ``operationType`` ``DELETE_PARTITION``, empty extra metadata,
+    version 1)."""
+    record: dict[str, Any] = {
+        "operationType": operation_type,
+        "clusteringPlan": None,
+        "extraMetadata": {} if operation_type else None,
+        "version": 1 if operation_type else None,
+    }
+    return write_single_record(REQUESTED_REPLACE_METADATA_SCHEMA, record)
+
 
 #: The execution strategy a plan names (Java's default Spark strategy: sort, then size).
 SORT_AND_SIZE_STRATEGY = (

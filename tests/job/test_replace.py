@@ -107,6 +107,20 @@ def test_insert_overwrite_commit_names_the_replaced_groups(tmp_path):
     }
     assert not meta.file_ids() & {s.file_id for s in before}
     assert res.num_inserts == 3
+    # the requested file as Java 1.x writes an overwrite's: a plan-less, all-null record
+    from hoodie_ray.timeline.instant import Instant, State
+    from hoodie_ray.timeline.plans import read_avro_metadata
+
+    tl = table.active_timeline
+    req = Instant(res.instant, "replacecommit", State.REQUESTED)
+    name, record = read_avro_metadata(tl.read_details(req), "requested")
+    assert name == "HoodieRequestedReplaceMetadata"
+    assert record == {
+        "operationType": None,
+        "clusteringPlan": None,
+        "extraMetadata": None,
+        "version": None,
+    }
 
 
 def test_delete_partition_from_input_rows_and_truncate(tmp_path):
