@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from hoodie_ray.config.options import lookup
 from hoodie_ray.exceptions import HoodieOptionError, HoodieUnsupportedError
 from hoodie_ray.file_group.view import FileSystemView
 from hoodie_ray.job.conflict import plan_file_groups
@@ -37,7 +38,7 @@ REPLACE_OPERATION_TYPES = {
     "delete_partition": "DELETE_PARTITION",
 }
 
-PARTITIONS_TO_DELETE = "hoodie.datasource.write.partitions.to.delete"
+PARTITIONS_TO_DELETE = lookup("partitions.to.delete").key  # the option's canonical key
 
 
 def parse_partitions(value: str | None) -> list[str]:

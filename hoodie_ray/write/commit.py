@@ -333,7 +333,7 @@ class CommitProtocol:
         version-6 log file as APPEND: other instants' blocks may share it)."""
         out = self._files_of(instant)
         inst = self.timeline.get(instant)
-        if inst is not None and inst.is_completed and inst.action in (*WRITE_ACTIONS,):
+        if inst is not None and inst.is_completed and inst.action in WRITE_ACTIONS:
             meta = self.table.metadata(inst)
             for path in meta.written_paths():
                 rel = check_relative(path)

@@ -14,20 +14,8 @@ from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.job.maintenance import validate_metadata
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.plans import HoodieClusteringPlan
-from tests.write.model import TableModel, Workload, hudi_rs_snapshot, model_options
+from tests.write.model import V6_MDT, V8_MDT, TableModel, Workload, hudi_rs_snapshot, model_options
 
-V8_MDT = {
-    "hoodie.metadata.enable": "true",
-    "hoodie.metadata.record.index.enable": "true",
-    "index.global.enabled": "true",
-    "hoodie.metadata.index.column.stats.enable": "true",
-    "hoodie.metadata.index.partition.stats.enable": "true",
-}
-V6_MDT = {
-    "hoodie.metadata.enable": "true",
-    "hoodie.metadata.record.index.enable": "true",
-    "index.global.enabled": "true",
-}
 #: Every insert commit opens new file groups (no small-file packing): many small slices.
 MANY_FILES = {"hoodie.parquet.small.file.limit": "0", "compaction.delta_commits": "3"}
 

@@ -13,22 +13,15 @@ from hoodie_ray.job.maintenance import clean, validate_metadata
 from hoodie_ray.job.replace import match_partitions, parse_partitions
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata
-from tests.write.model import TableModel, Workload, hudi_rs_snapshot, model_options, to_arrow
-
-MDT = {
-    "hoodie.metadata.enable": "true",
-    "hoodie.metadata.record.index.enable": "true",
-    "index.global.enabled": "true",
-    "hoodie.metadata.index.column.stats.enable": "true",
-    "hoodie.metadata.index.partition.stats.enable": "true",
-}
-
-#: A version-6 metadata table: files and the record index (0.x keeps no statistics here).
-V6_MDT = {
-    "hoodie.metadata.enable": "true",
-    "hoodie.metadata.record.index.enable": "true",
-    "index.global.enabled": "true",
-}
+from tests.write.model import (
+    V6_MDT,
+    V8_MDT,
+    TableModel,
+    Workload,
+    hudi_rs_snapshot,
+    model_options,
+    to_arrow,
+)
 
 
 def test_match_partitions_wildcards_as_java_resolves_them():
@@ -59,7 +52,7 @@ def test_random_replace_operations_read_as_the_model(tmp_path, table_type, versi
     metadata table) reads the model, and the metadata table validates."""
     path = tmp_path / "t"
     opts = model_options(
-        {"hoodie.metadata.enable": "false"} if not mdt else MDT if version == "8" else V6_MDT,
+        {"hoodie.metadata.enable": "false"} if not mdt else V8_MDT if version == "8" else V6_MDT,
         {"hoodie.cleaner.commits.retained": "3", "compaction.delta_commits": "3"},
         table_type=table_type,
         version=version,
@@ -127,7 +120,7 @@ def test_delete_partition_from_input_rows_and_truncate(tmp_path):
     """delete_partition without the option takes the partitions of the input's rows; an
     insert_overwrite_table of no rows empties the table (hudi-rs reads nothing)."""
     path = tmp_path / "t"
-    opts = model_options(MDT, table_type="MERGE_ON_READ", version="8")
+    opts = model_options(V8_MDT, table_type="MERGE_ON_READ", version="8")
     model, wl = TableModel(), Workload(seed=5)
     model.write(path, opts, "upsert", wl.rows_for(wl.keys[:30]))
     rows = [r for r in model.rows.values() if r["p"] == "b"][:1]

@@ -12,20 +12,8 @@ import hoodie_ray as hr
 from hoodie_ray.job import savepoint as savepoint_mod
 from hoodie_ray.job.maintenance import validate_metadata
 from hoodie_ray.table import HoodieTable
-from tests.write.model import TableModel, Workload, hudi_rs_snapshot, model_options
+from tests.write.model import V6_MDT, V8_MDT, TableModel, Workload, hudi_rs_snapshot, model_options
 
-V8_MDT = {
-    "hoodie.metadata.enable": "true",
-    "hoodie.metadata.record.index.enable": "true",
-    "index.global.enabled": "true",
-    "hoodie.metadata.index.column.stats.enable": "true",
-    "hoodie.metadata.index.partition.stats.enable": "true",
-}
-V6_MDT = {
-    "hoodie.metadata.enable": "true",
-    "hoodie.metadata.record.index.enable": "true",
-    "index.global.enabled": "true",
-}
 SERVICES = {
     "hoodie.cleaner.commits.retained": "2",
     "compaction.delta_commits": "2",

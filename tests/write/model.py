@@ -31,6 +31,18 @@ OPTIONS = {
     "hoodie.datasource.write.partitionpath.field": "p",
     "precombine.field": "ts",
 }
+#: A version-6 metadata table: files and the record index (0.x keeps no statistics here).
+V6_MDT = {
+    "hoodie.metadata.enable": "true",
+    "hoodie.metadata.record.index.enable": "true",
+    "index.global.enabled": "true",
+}
+#: A version-8 metadata table with the record index and column / partition statistics.
+V8_MDT = {
+    **V6_MDT,
+    "hoodie.metadata.index.column.stats.enable": "true",
+    "hoodie.metadata.index.partition.stats.enable": "true",
+}
 #: Small files, so inserts spread over several file groups and small-file packing runs.
 SMALL_FILES = {
     "hoodie.parquet.max.file.size": "4096",
