@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieUnsupportedError
 from hoodie_ray.hfile._format import (
@@ -137,31 +138,55 @@ class HFileReader:
     def columns(self) -> tuple[pa.Array, pa.Array]:
         """Every row key and value in key (file) order, as two Arrow ``large_binary`` columns
         (the entries of :meth:`items`, split column-wise: no Python object per entry)."""
-        rows: list[pa.Array] = []
-        values: list[pa.Array] = []
         compiled = _use_kernel(self.entry_count)
-        for b in range(len(self._index_rows)):
-            offset = self._index_offsets[b]
-            try:
-                payload = self._read_block(offset, (HFileBlockType.DATA,), f"data block {b}")
-                if self._fast:
-                    r, v = _split_columns(payload, self._fast_extra, compiled)
-                else:
-                    r_list, v_list = _split_general(payload, self._tags, self._mvcc)
-                    r = pa.array(r_list, pa.large_binary())
-                    v = pa.array(v_list, pa.large_binary())
-            except FormatError as e:
-                raise self._corrupt(str(e)) from None
-            except _DECODE_ERRORS as e:
-                raise self._corrupt(f"data block {b} at offset {offset}: {e}") from None
-            rows.append(r)
-            values.append(v)
-        if not rows:
-            empty = pa.array([], pa.large_binary())
-            return empty, empty
-        if len(rows) == 1:
-            return rows[0], values[0]
-        return pa.concat_arrays(rows), pa.concat_arrays(values)
+        cols = [self._block_columns(b, compiled) for b in range(len(self._index_rows))]
+        return _concat_columns(cols)
+
+    def prefix_columns(self, prefixes: Iterable[bytes]) -> tuple[pa.Array, pa.Array]:
+        """:meth:`columns` of the entries whose row key starts with one of ``prefixes``, in
+        key order; only the data blocks that may hold such rows are read (each once)."""
+        compiled = _use_kernel(self.entry_count)
+        decoded: dict[int, tuple[pa.Array, pa.Array]] = {}
+        out: list[tuple[pa.Array, pa.Array]] = []
+        rows_index = self._index_rows
+        kept: list[bytes] = []
+        for prefix in sorted(set(prefixes)):  # a prefix's extensions sort right after it
+            if not (kept and prefix.startswith(kept[-1])):
+                kept.append(prefix)
+        for prefix in kept:
+            # as in scan_prefix: the last block starting below the prefix may hold it; a block
+            # whose (possibly shortened) index row is past every prefixed row cannot
+            first = max(bisect_left(rows_index, prefix) - 1, 0)
+            stop = len(rows_index)
+            after = _prefix_end(prefix)
+            if after is not None:
+                stop = bisect_left(rows_index, after)
+            blocks = []
+            for b in range(first, stop):
+                if b not in decoded:
+                    decoded[b] = self._block_columns(b, compiled)
+                blocks.append(decoded[b])
+            rows, values = _concat_columns(blocks)
+            if not len(rows):
+                continue
+            hit = pc.starts_with(rows, pattern=prefix)
+            if pc.any(hit).as_py():
+                out.append((rows.filter(hit), values.filter(hit)))
+        return _concat_columns(out)
+
+    def _block_columns(self, b: int, compiled: bool) -> tuple[pa.Array, pa.Array]:
+        """Rows and values of data block ``b`` as two ``large_binary`` arrays."""
+        offset = self._index_offsets[b]
+        try:
+            payload = self._read_block(offset, (HFileBlockType.DATA,), f"data block {b}")
+            if self._fast:
+                return _split_columns(payload, self._fast_extra, compiled)
+            r_list, v_list = _split_general(payload, self._tags, self._mvcc)
+        except FormatError as e:
+            raise self._corrupt(str(e)) from None
+        except _DECODE_ERRORS as e:
+            raise self._corrupt(f"data block {b} at offset {offset}: {e}") from None
+        return pa.array(r_list, pa.large_binary()), pa.array(v_list, pa.large_binary())
 
     def get(self, key: bytes) -> bytes | None:
         """The value of ``key``, or None; reads (at most) the one data block that may hold it."""
@@ -197,29 +222,36 @@ class HFileReader:
         return out
 
     def _seek_many(self, b: int, keys: list[bytes], out: dict[bytes, bytes]) -> None:
-        """Find ``keys`` in data block ``b`` by binary search over its entry offsets."""
+        """Find ``keys`` in data block ``b`` by binary search over its entries' row spans
+        (found by the compiled walk where numba is loaded, else by the plain one)."""
         offset = self._index_offsets[b]
         try:
             payload = self._read_block(offset, (HFileBlockType.DATA,), f"data block {b}")
-            offs = _entry_offsets(payload, self._fast_extra)
+            if _use_kernel(self.entry_count):
+                buf = np.frombuffer(payload, dtype=np.uint8)
+                spans = _entry_spans_compiled(buf, self._fast_extra)
+                if spans is None:
+                    spans = _entry_spans(payload, self._fast_extra)  # raises where it fails
+            else:
+                spans = _entry_spans(payload, self._fast_extra)
         except FormatError as e:
             raise self._corrupt(str(e)) from None
         except _DECODE_ERRORS as e:
             raise self._corrupt(f"data block {b} at offset {offset}: {e}") from None
-        unpack = KV_HEAD.unpack_from
+        row_start, row_len = spans[0].tolist(), spans[1].tolist()
+        value_start, value_len = spans[2], spans[3]
 
-        def row_at(pos: int) -> bytes:
-            _, _, row_len = unpack(payload, pos)
-            return payload[pos + 10 : pos + 10 + row_len]
+        def row_at(i: int) -> bytes:
+            start = row_start[i]
+            return payload[start : start + row_len[i]]
 
-        for key in keys:
-            i = bisect_left(offs, key, key=row_at)
-            if i < len(offs):
-                pos = offs[i]
-                key_len, value_len, row_len = unpack(payload, pos)
-                if payload[pos + 10 : pos + 10 + row_len] == key:
-                    start = pos + 8 + key_len
-                    out[key] = payload[start : start + value_len]
+        n = len(row_start)
+        lo = 0
+        for key in keys:  # sorted: each search starts where the last one ended
+            lo = bisect_left(range(n), key, lo=lo, key=row_at)
+            if lo < n and row_at(lo) == key:
+                start = int(value_start[lo])
+                out[key] = payload[start : start + int(value_len[lo])]
 
     def scan_prefix(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         """Every ``(row key, value)`` whose row key starts with ``prefix``, in key order."""
@@ -451,6 +483,24 @@ class HFileReader:
         return rows, values
 
 
+def _concat_columns(cols: list[tuple[pa.Array, pa.Array]]) -> tuple[pa.Array, pa.Array]:
+    if not cols:
+        empty = pa.array([], pa.large_binary())
+        return empty, empty
+    if len(cols) == 1:
+        return cols[0]
+    return pa.concat_arrays([c[0] for c in cols]), pa.concat_arrays([c[1] for c in cols])
+
+
+def _prefix_end(prefix: bytes) -> bytes | None:
+    """The smallest byte string above every string that starts with ``prefix`` (None: none,
+    the prefix is all 0xFF bytes)."""
+    stripped = prefix.rstrip(b"\xff")
+    if not stripped:
+        return None
+    return stripped[:-1] + bytes([stripped[-1] + 1])
+
+
 # -- payload decoders ----------------------------------------------------------------------------
 def _split_fast(payload: bytes, extra: int) -> tuple[list[bytes], list[bytes]]:
     """Rows and values of a data block whose key-values end with ``extra`` fixed bytes."""
@@ -579,25 +629,6 @@ def _gather(buf: np.ndarray, starts: np.ndarray, lens: np.ndarray, compiled: boo
     return pa.Array.from_buffers(
         pa.large_binary(), len(lens), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
     )
-
-
-def _entry_offsets(payload: bytes, extra: int) -> list[int]:
-    """Where each key-value of a native-layout data block starts (checked as
-    :func:`_split_fast` checks them, without slicing any row or value)."""
-    offs: list[int] = []
-    add = offs.append
-    unpack = KV_HEAD.unpack_from
-    pos = 0
-    end = len(payload)
-    while pos < end:
-        key_len, value_len, row_len = unpack(payload, pos)
-        if key_len < row_len + 2:
-            raise FormatError(f"key-value at block position {pos}: row longer than its key")
-        add(pos)
-        pos += 8 + key_len + value_len + extra
-    if pos != end:
-        raise FormatError("the last key-value overruns its data block")
-    return offs
 
 
 def _split_general(payload: bytes, tags: bool, mvcc: bool) -> tuple[list[bytes], list[bytes]]:

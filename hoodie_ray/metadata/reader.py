@@ -127,6 +127,14 @@ class SliceColumns:
         return cls(none, none, np.zeros(0, dtype=np.int32), [])
 
 
+def _starts_with_any(keys: pa.Array, prefixes: list[bytes]) -> pa.Array:
+    """Mask of ``keys`` that start with one of ``prefixes``."""
+    mask = pa.array(np.zeros(len(keys), dtype=bool))
+    for p in prefixes:
+        mask = pc.or_(mask, pc.starts_with(keys, pattern=p))
+    return mask
+
+
 def newest_of_each_key(keys: pa.Array) -> np.ndarray:
     """Positions of the last copy of each of ``keys`` (string or binary), in ascending order
     of the keys' bytes: a stable Arrow sort, then the last of each run of equal keys."""
@@ -270,22 +278,27 @@ class MetadataTable:
                     if keys is None or k in keys:
                         yield k, None, ""
 
-    def slice_columns(self, fs: FileSlice) -> SliceColumns:
+    def slice_columns(self, fs: FileSlice, prefixes: Iterable[bytes] | None = None) -> SliceColumns:
         """:meth:`slice_records` column-wise: the newest value of every live key of one MDT
-        file slice, sorted by key bytes, with no Python object per key (each HFile split into
-        Arrow columns, the newest copy of each key kept by a stable Arrow sort)."""
+        file slice (or of the keys starting with one of ``prefixes``: only the HFile blocks
+        that may hold them are read), sorted by key bytes, with no Python object per key (each
+        HFile split into Arrow columns, the newest copy of each key kept by a stable Arrow
+        sort)."""
+        wanted = None if prefixes is None else sorted(set(prefixes))
         keys: list[pa.Array] = []
         values: list[pa.Array] = []
         schema_of: list[np.ndarray] = []
         schemas: list[str] = []
         for source, schema in self._slice_sources(fs):
             if isinstance(source, HFileReader):
-                k, v = source.columns()
+                k, v = source.columns() if wanted is None else source.prefix_columns(wanted)
                 if schema not in schemas:
                     schemas.append(schema)
                 at = schemas.index(schema)
             else:
                 k = source.cast(pa.large_binary())
+                if wanted is not None:
+                    k = k.filter(_starts_with_any(k, wanted))
                 v = pa.nulls(len(k), pa.large_binary())  # a delete
                 at = -1
             keys.append(k)
@@ -416,10 +429,12 @@ class MetadataTable:
             of_group.setdefault(key_to_file_group_index(p, n) if n > 1 else 0, []).append(p)
         out: set[str] = set()
         for g, ps in sorted(of_group.items()):
-            starts = tuple(ps)
-            for key, (value, schema) in self.slice_records(by_index[g]).items():
-                if key.startswith(starts) and not is_deleted_record(decode_value(value, schema)):
-                    out.add(split_secondary_index_key(key)[1])
+            sc = self.slice_columns(by_index[g], [p.encode() for p in ps])
+            for key, value, at in zip(
+                sc.keys.to_pylist(), sc.values.to_pylist(), sc.schema_ids.tolist(), strict=True
+            ):
+                if not is_deleted_record(decode_value(value, sc.schemas[at])):
+                    out.add(split_secondary_index_key(key.decode())[1])
         return out
 
     def column_ranges(

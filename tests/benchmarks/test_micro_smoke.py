@@ -52,3 +52,14 @@ def test_record_index_reports_the_mdt_compaction() -> None:
     res = record_index.main(["--only", "compact", "--compact-keys", "3000", "--repeats", "1"])
     assert res["compact"]["keys"] == 3060 and res["compact"]["file_groups"] == 10
     assert res["compact"]["cpu_s"] >= 0
+
+
+def test_lookup_reports_each_goal(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import lookup
+
+    argv = ["--keys", "3000", "--riders", "60", "--files", "4", "--repeats", "1", "--json"]
+    res = lookup.main(argv)
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == res
+    assert res["rider_eq"]["pruned_by"] == ["secondary_index"]
+    assert res["key_in_100"]["rows"] == 100
+    assert set(res["goals"]) == {"rider_eq", "key_in_100", "si_build_le_write"}

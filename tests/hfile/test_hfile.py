@@ -662,13 +662,20 @@ def test_bloom_bad_input() -> None:
         build_bloom_filter([b"a", b""])
 
 
-def test_get_many_searches_blocks_in_place_or_splits_them_alike() -> None:
-    """Few keys per block are found by binary search over the block's entry offsets, many by
-    splitting it: the same answers, present and absent keys, at block edges too."""
+@pytest.mark.parametrize("compiled", [False, True])
+def test_get_many_searches_blocks_in_place_or_splits_them_alike(
+    compiled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Few keys per block are found by binary search over the block's entry spans (from the
+    compiled walk or the plain loop), many by splitting it: the same answers, present and
+    absent keys, at block edges too."""
     import random
 
     from hoodie_ray.hfile import reader as hr_reader
 
+    if compiled and not jit.enabled():
+        pytest.skip("numba is not available (HOODIE_RAY_NO_JIT or not installed)")
+    monkeypatch.setattr(hr_reader, "_use_kernel", lambda entries: compiled)
     rng = random.Random(9)
     keys = sorted({rng.randbytes(rng.randint(1, 12)) for _ in range(3000)})
     entries = [(k, rng.randbytes(rng.randint(0, 30))) for k in keys]
@@ -682,6 +689,30 @@ def test_get_many_searches_blocks_in_place_or_splits_them_alike() -> None:
         assert r.get_many(asked) == want
         assert HFileReader(write_hfile(entries, block_size=2000)).get_many(asked) == want
     assert hr_reader._FEW_KEYS < 200  # both paths ran
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_prefix_columns_are_the_prefixed_entries(
+    compiled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``prefix_columns`` gives exactly the entries of ``columns()`` whose row starts with one
+    of the prefixes, in key order, whether a prefix's rows fit in one block, run over many,
+    start a block, or are absent; a 0xFF prefix has no upper bound."""
+    if compiled and not jit.enabled():
+        pytest.skip("numba is not available (HOODIE_RAY_NO_JIT or not installed)")
+    monkeypatch.setattr(hr_reader, "_use_kernel", lambda entries: compiled)
+    rng = random.Random(13)
+    groups = [b"a$", b"ab$", b"b", b"m\xff", b"\xff\xff"]
+    keys = sorted({g + rng.randbytes(rng.randint(0, 6)) for g in groups for _ in range(400)})
+    entries = [(k, rng.randbytes(rng.randint(0, 20))) for k in keys]
+    for block_size in (1 << 20, 500):
+        r = HFileReader(write_hfile(entries, block_size=block_size))
+        cases = [[b"a$"], [b"ab$", b"b"], [b"m\xff"], [b"\xff"], [b"zz", b"a"], [b""], []]
+        cases += [[r._index_rows[b] for b in range(0, r.data_block_count, 7)]]
+        for prefixes in cases:
+            rows, values = r.prefix_columns(prefixes)
+            want = [(k, v) for k, v in entries if any(k.startswith(p) for p in prefixes)]
+            assert list(zip(rows.to_pylist(), values.to_pylist(), strict=True)) == want
 
 
 @pytest.mark.parametrize("compiled", [False, True])
