@@ -1103,12 +1103,15 @@ class RecordIndexColumns:
     What the record index is built and updated from without a Python object per key: keys
     are hashed to their MDT file group from the Arrow buffers
     (:func:`key_to_file_group_indexes`), sorted by Arrow, and written with
-    :func:`~hoodie_ray.hfile.write_hfile_arrays`.
+    :func:`~hoodie_ray.hfile.write_hfile_arrays`. A secondary index's entries fit the same
+    shape (every live entry has the same value); ``group_keys`` then holds what places each
+    entry in its file group, the ``<escaped value>$`` prefix of its key (None: the key).
     """
 
     keys: pa.Array
     loc: np.ndarray
     values: list[bytes]
+    group_keys: pa.Array | None = None
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -1154,13 +1157,18 @@ class RecordIndexColumns:
 
     def take(self, idx: np.ndarray) -> RecordIndexColumns:
         """The entries at positions ``idx``, in that order."""
-        return RecordIndexColumns(self.keys.take(pa.array(idx)), self.loc[idx], self.values)
+        at = pa.array(idx)
+        group_keys = None if self.group_keys is None else self.group_keys.take(at)
+        return RecordIndexColumns(self.keys.take(at), self.loc[idx], self.values, group_keys)
 
     def file_group_indexes(self, groups: int) -> np.ndarray:
-        """Each key's MDT file group (Java's key hash; 0 for a single group)."""
+        """Each key's MDT file group (Java's hash of the key or its group key; 0 for a single
+        group)."""
         if groups == 1:
             return np.zeros(len(self.keys), dtype=np.int32)
-        return key_to_file_group_indexes(self.keys, groups)
+        return key_to_file_group_indexes(
+            self.keys if self.group_keys is None else self.group_keys, groups
+        )
 
     def split(self, groups: int) -> list[RecordIndexColumns]:
         """The entries of each of ``groups`` file groups, in their order here."""

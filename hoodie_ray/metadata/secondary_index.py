@@ -32,6 +32,8 @@ from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieUnsupportedErr
 from hoodie_ray.metadata.layout import SECONDARY_INDEX_PREFIX
 from hoodie_ray.metadata.records import (
     RECORD_TYPE_SECONDARY_INDEX,
+    RecordIndexColumns,
+    encode_records,
     key_to_file_group_index,
 )
 from hoodie_ray.storage import Storage
@@ -113,16 +115,34 @@ def escape_key_parts(parts: pa.Array | pa.ChunkedArray) -> pa.Array:
     return pc.fill_null(out, NULL_CHAR)
 
 
+def secondary_index_prefixes(secondary: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The ``<escaped value>$`` prefix of each value's entries, column-wise (``large_string``):
+    what places them in their file group."""
+    none = pa.scalar("", pa.large_string())
+    return pc.binary_join_element_wise(
+        escape_key_parts(secondary), pa.scalar(SEPARATOR, pa.large_string()), none
+    )
+
+
 def secondary_index_keys(
     secondary: pa.Array | pa.ChunkedArray, record_keys: pa.Array | pa.ChunkedArray
 ) -> pa.Array:
     """:func:`secondary_index_key` of each pair ``(secondary[i], record_keys[i])``,
     column-wise (``large_string``)."""
+    none = pa.scalar("", pa.large_string())
     return pc.binary_join_element_wise(
-        escape_key_parts(secondary),
-        escape_key_parts(record_keys),
-        pa.scalar(SEPARATOR, pa.large_string()),
+        secondary_index_prefixes(secondary), escape_key_parts(record_keys), none
     )
+
+
+def secondary_index_columns(values: pa.Table, table_version: int) -> RecordIndexColumns:
+    """The live entries of a secondary index column-wise, from a table of unique ``key``
+    (record key) and ``value`` (its Java string): each placed by its ``<value>$`` prefix,
+    all with the one value a live entry has."""
+    prefixes = secondary_index_prefixes(values.column("value"))
+    keys = secondary_index_keys(values.column("value"), values.column("key"))
+    live = encode_records([secondary_index_record(None, "")[1]], table_version)[0]
+    return RecordIndexColumns(keys, np.zeros(len(keys), np.int32), [live], prefixes)
 
 
 def secondary_index_changes(old: pa.Table, new: pa.Table) -> tuple[pa.Array, pa.Array]:

@@ -103,6 +103,7 @@ from hoodie_ray.metadata.secondary_index import (
     java_strings,
     save_index_definitions,
     secondary_index_changes,
+    secondary_index_columns,
     secondary_index_file_group,
     secondary_index_groups,
     secondary_index_record,
@@ -502,9 +503,7 @@ class MetadataWriter:
         java_strings(pa.array([], schema.field(source_field).type), source_field)  # refuses types
         slices = self.table.view().latest_file_slices()
         cols = self.secondary_columns(slices, [source_field], schema, None, on_progress)
-        t = cols[source_field]
-        values = dict(zip(t.column("key").to_pylist(), t.column("value").to_pylist(), strict=True))
-        records = dict(secondary_index_record(v, rk) for rk, v in values.items())
+        entries = secondary_index_columns(cols[source_field], self.table_version)
         cfg = self.table.table_config
         rel = cfg.props.get(INDEX_DEFS_PROPERTY, "").strip() or INDEX_DEFS_DEFAULT_PATH
         save_index_definitions(
@@ -518,8 +517,8 @@ class MetadataWriter:
         )
         if not cfg.props.get(INDEX_DEFS_PROPERTY):
             self._save_data_props(**{INDEX_DEFS_PROPERTY: rel})
-        groups = secondary_index_groups(len(records))
-        self._initialize_partition(partition, records, groups, first_suffix=4)
+        groups = secondary_index_groups(len(entries))
+        self._initialize_partition(partition, entries, groups, first_suffix=4)
         return partition
 
     def _initialize_partition(

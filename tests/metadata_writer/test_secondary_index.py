@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 import pytest
 
 import hoodie_ray as hr
+from hoodie_ray.hfile import writer as hfile_writer
 from hoodie_ray.job import maintenance
 from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.log_format.blocks import DeleteBlock
@@ -21,6 +22,7 @@ from hoodie_ray.log_format.reader import read_log_file
 from hoodie_ray.meta import META_FIELDS
 from hoodie_ray.metadata import secondary_index as si
 from hoodie_ray.metadata.layout import PARTITIONS_INFLIGHT_PROPERTY, PARTITIONS_PROPERTY
+from hoodie_ray.metadata_writer.writer import metadata_writer
 from hoodie_ray.table import HoodieTable
 from tests.conftest import extract_sample_table, hudi_rs_read
 
@@ -266,13 +268,31 @@ def test_other_indexes_are_still_refused_with_their_name(tmp_path):
     assert sorted(p.name for p in (root / ".hoodie" / "timeline").iterdir()) == before
 
 
-def test_create_index_builds_from_the_snapshot_and_drop_index_removes_it(tmp_path):
+def test_create_index_builds_from_the_snapshot_and_drop_index_removes_it(tmp_path, monkeypatch):
     root = extract_sample_table(JAVA, tmp_path / "java")
     expected = _rows(hudi_rs_read(root))
     calls: list[tuple[int, int]] = []
+    monkeypatch.setattr(hfile_writer.time, "time", lambda: 1_700_000_000.0)
     part = hr.create_index(
         str(root), "currency_idx", "currency", on_progress=lambda d, t: calls.append((d, t))
     )
+    # built column-wise, each base HFile is byte for byte the one of its per-entry records
+    table = HoodieTable.load(str(root))
+    mdt = table.metadata_table
+    slices = mdt.file_slices(part)
+    per_group: list[dict] = [{} for _ in slices]
+    for key in _model_index(expected, "currency"):
+        entry = si.secondary_index_record(*si.split_secondary_index_key(key))[1]
+        per_group[si.secondary_index_file_group(key, len(slices))][key] = entry
+    w = metadata_writer(table)
+    for fs in slices:
+        want = per_group[int(fs.file_id[-6:-2])]
+        if not want:
+            assert fs.base_file is None, fs.file_id  # an empty group: an empty delete block
+            continue
+        got = mdt.storage.read_bytes(f"{fs.partition_path}/{fs.base_file}")
+        assert got == w._hfile(want, base=True), fs.file_id
+    assert sum(1 for fs in slices if fs.base_file) > 1
     assert part == "secondary_index_currency_idx"
     total = len(HoodieTable.load(str(root)).view().latest_file_slices())
     assert calls == [(d, total) for d in range(1, total + 1)]  # one call a file slice read
