@@ -127,13 +127,17 @@ def bench_init(sizes: list[int]) -> list[dict[str, Any]]:
             w = MetadataWriter(HoodieTable.load(path))
             if RECORD_INDEX in w.partitions:
                 w.drop_partition(RECORD_INDEX)
+            cpu = time.process_time()
             secs, _ = _timed(lambda w=w, e=entries: w.initialize_record_index(e))
+            cpu = time.process_time() - cpu
             files = list((d / "t/.hoodie/metadata/record_index").glob("*.hfile"))
             out.append(
                 {
                     "keys": n,
                     "seconds": round(secs, 2),
                     "keys_per_s": round(n / secs),
+                    "cpu_s": round(cpu, 2),
+                    "keys_per_cpu_s": round(n / cpu),
                     "file_groups": len(files),
                     "hfile_bytes": sum(f.stat().st_size for f in files),
                 }

@@ -41,6 +41,7 @@ import io
 import json
 import re
 import struct
+import sys
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -623,6 +624,20 @@ def _pow31(n: int) -> np.ndarray:
     return _POW31_CACHE[0][:n]
 
 
+#: Key counts from which Java string hashes are computed by the compiled kernel even in a process
+#: that has not loaded numba yet (loading it costs ~0.5-1 CPU-s once; the numpy passes cost
+#: ~0.5 us a key).
+_KERNEL_MIN_KEYS = 1 << 20
+
+
+def _use_kernel(n_keys: int) -> bool:
+    if "numba" not in sys.modules and n_keys < _KERNEL_MIN_KEYS:
+        return False
+    from hoodie_ray import jit
+
+    return jit.enabled()
+
+
 def _hash_units(units: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Java string hashes (int32) of the keys whose UTF-16 code units are
     ``units[offsets[i]:offsets[i+1]]``.
@@ -633,6 +648,12 @@ def _hash_units(units: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     n = len(offsets) - 1
     if n <= 0:
         return np.zeros(0, dtype=np.int32)
+    if _use_kernel(n):
+        from hoodie_ray.metadata import _jit
+
+        hashed = np.empty(n, dtype=np.uint32)
+        _jit.java_string_hashes(units, offsets.astype(np.int64, copy=False), hashed)
+        return hashed.view(np.int32)
     starts = offsets[:-1].astype(np.int64)
     lengths = np.diff(offsets).astype(np.int64)
     order = np.argsort(-lengths, kind="stable")

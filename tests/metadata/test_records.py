@@ -277,7 +277,15 @@ def test_java_string_hash() -> None:
     assert R.key_to_file_group_index("\x00$", 10) == 6
 
 
-def test_vectorised_file_group_indexes() -> None:
+@pytest.mark.parametrize("compiled", [False, True])
+def test_vectorised_file_group_indexes(compiled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Java's string hash of many keys, by the compiled kernel and by the numpy passes, is
+    the one of each key: non-ASCII and astral characters, empty and long keys, slices."""
+    from hoodie_ray import jit
+
+    if compiled and not jit.enabled():
+        pytest.skip("numba is not available (HOODIE_RAY_NO_JIT or not installed)")
+    monkeypatch.setattr(R, "_use_kernel", lambda n: compiled)
     rng = np.random.default_rng(7)
     alphabet = [*"abcXYZ019:,-_$", "é", "漢", "\U0001d11e", "\x00"]
     keys = ["".join(rng.choice(alphabet, size=rng.integers(0, 60))) for _ in range(300)]
