@@ -141,6 +141,7 @@ def run(n: int, riders: int, files: int, repeats: int) -> dict[str, Any]:
                 "files_holding": holding,
                 "file_groups_planned": plan.stats.get("file_groups_planned"),
                 "pruned_by": plan.stats.get("pruned_by"),
+                "planner": plan.stats.get("lookup_cost", {}).get("why"),
                 "plan_s": round(plan_s, 4),
                 "read_s": round(read_s, 4),
                 "vs_full_read": round(read_s / full_s, 3),

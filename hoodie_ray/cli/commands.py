@@ -523,7 +523,8 @@ def explain(
     output: str,
 ) -> None:
     """The plan of a read: the file groups it reads, of how many, and what pruned them
-    (partition values, the record index for record-key lookups, column statistics)."""
+    (partition values, column statistics, the record or a secondary index for lookups), and
+    for a lookup the planner's estimate of it against the scan, and which it took."""
     from hoodie_ray.reader.query import plan_file_slices
 
     t = load_table(path, storage_kv)
@@ -559,6 +560,8 @@ def explain(
         )
     if "secondary_index_skipped" in st:
         lines.append(f"secondary index not used: {st['secondary_index_skipped']}")
+    if st.get("lookup_cost", {}).get("use_index"):
+        lines.append(f"planner: {st['lookup_cost']['why']}")
     rows = [
         {"partition_path": s.partition_path or "(non-partitioned)", "file_id": s.file_id}
         for s in plan.slices

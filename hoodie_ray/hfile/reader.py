@@ -148,6 +148,25 @@ class HFileReader:
         compiled = _use_kernel(self.entry_count)
         decoded: dict[int, tuple[pa.Array, pa.Array]] = {}
         out: list[tuple[pa.Array, pa.Array]] = []
+        for prefix, blocks in self._prefix_blocks(prefixes):
+            for b in blocks:
+                if b not in decoded:
+                    decoded[b] = self._block_columns(b, compiled)
+            rows, values = _concat_columns([decoded[b] for b in blocks])
+            if not len(rows):
+                continue
+            hit = pc.starts_with(rows, pattern=prefix)
+            if pc.any(hit).as_py():
+                out.append((rows.filter(hit), values.filter(hit)))
+        return _concat_columns(out)
+
+    def prefix_blocks_for(self, prefixes: Iterable[bytes]) -> dict[int, int]:
+        """:meth:`blocks_for` of a :meth:`prefix_columns` lookup."""
+        return {b: self._index_sizes[b] for _, bs in self._prefix_blocks(prefixes) for b in bs}
+
+    def _prefix_blocks(self, prefixes: Iterable[bytes]) -> Iterator[tuple[bytes, range]]:
+        """Each of ``prefixes`` that no other one extends, in order, with the data blocks
+        that may hold rows starting with it."""
         rows_index = self._index_rows
         kept: list[bytes] = []
         for prefix in sorted(set(prefixes)):  # a prefix's extensions sort right after it
@@ -157,22 +176,9 @@ class HFileReader:
             # as in scan_prefix: the last block starting below the prefix may hold it; a block
             # whose (possibly shortened) index row is past every prefixed row cannot
             first = max(bisect_left(rows_index, prefix) - 1, 0)
-            stop = len(rows_index)
             after = _prefix_end(prefix)
-            if after is not None:
-                stop = bisect_left(rows_index, after)
-            blocks = []
-            for b in range(first, stop):
-                if b not in decoded:
-                    decoded[b] = self._block_columns(b, compiled)
-                blocks.append(decoded[b])
-            rows, values = _concat_columns(blocks)
-            if not len(rows):
-                continue
-            hit = pc.starts_with(rows, pattern=prefix)
-            if pc.any(hit).as_py():
-                out.append((rows.filter(hit), values.filter(hit)))
-        return _concat_columns(out)
+            stop = len(rows_index) if after is None else bisect_left(rows_index, after)
+            yield prefix, range(first, stop)
 
     def _block_columns(self, b: int, compiled: bool) -> tuple[pa.Array, pa.Array]:
         """Rows and values of data block ``b`` as two ``large_binary`` arrays."""
@@ -219,6 +225,16 @@ class HFileReader:
                 i = bisect_left(rows, key)
                 if i < len(rows) and rows[i] == key:
                     out[key] = values[i]
+        return out
+
+    def blocks_for(self, keys: Iterable[bytes]) -> dict[int, int]:
+        """``{data block: its size on disk}`` of the blocks a lookup of ``keys`` reads (what
+        :meth:`get_many` would read; nothing is read to find them)."""
+        out: dict[int, int] = {}
+        for key in keys:
+            b = self._block_for(key)
+            if b >= 0:
+                out[b] = self._index_sizes[b]
         return out
 
     def _seek_many(self, b: int, keys: list[bytes], out: dict[bytes, bytes]) -> None:
@@ -306,13 +322,14 @@ class HFileReader:
         # load-on-open: root data index, meta index, file info
         pos = t.load_on_open_data_offset
         payload, size = self._read_block_sized(pos, (HFileBlockType.ROOT_INDEX,), "root data index")
-        keys, offsets, _sizes, _ = _root_entries(payload, t.data_index_count)
+        keys, offsets, sizes, _ = _root_entries(payload, t.data_index_count)
         if not 1 <= t.num_data_index_levels <= _MAX_INDEX_LEVELS:
             raise FormatError(f"implausible numDataIndexLevels {t.num_data_index_levels}")
         for level in range(t.num_data_index_levels - 1):
-            keys, offsets, _ = self._descend(offsets, level)
+            keys, offsets, sizes = self._descend(offsets, level)
         self._index_rows = [_row_of(k) for k in keys]
         self._index_offsets = offsets
+        self._index_sizes = sizes
         payload, _ = self._read_block_sized(pos + size, (HFileBlockType.ROOT_INDEX,), "meta index")
         names, m_offsets, m_sizes, _ = _root_entries(payload, t.meta_index_count)
         self._meta_index = {n: (o, s) for n, o, s in zip(names, m_offsets, m_sizes, strict=True)}

@@ -127,6 +127,128 @@ class SliceColumns:
         return cls(none, none, np.zeros(0, dtype=np.int32), [])
 
 
+class RecordIndexLookup:
+    """Record-index lookups of some keys, their file groups' sources open
+    (:meth:`MetadataTable.record_index_lookup`)."""
+
+    def __init__(self, groups: list[tuple[list[str], list[tuple[HFileReader | pa.Array, str]]]]):
+        self._groups = groups
+
+    @property
+    def blocks(self) -> tuple[int, int]:
+        """How many HFile data blocks the lookup reads, and their bytes on disk."""
+        count = size = 0
+        for keys, sources in self._groups:
+            raw = [k.encode() for k in keys]
+            for source, _ in sources:
+                if isinstance(source, HFileReader):
+                    found = source.blocks_for(raw)
+                    count += len(found)
+                    size += sum(found.values())
+        return count, size
+
+    def locations(self) -> dict[str, tuple[str, str]]:
+        """``record key -> (data partition, file id)`` of the keys the index holds."""
+        out: dict[str, tuple[str, str]] = {}
+        decoded: dict[bytes, tuple[str, str]] = {}
+        for keys, sources in self._groups:
+            raw = [k.encode() for k in keys]
+            newest: dict[bytes, tuple[bytes, str] | None] = {}
+            for source, schema in sources:
+                if isinstance(source, HFileReader):
+                    for k, v in source.get_many(raw).items():
+                        newest[k] = (v, schema)
+                else:
+                    hit = pc.is_in(source, pa.array(keys, source.type))
+                    for k in source.filter(hit).to_pylist():
+                        newest[k.encode()] = None  # a delete
+            for k, found in newest.items():
+                if found is None:
+                    continue
+                value = bytes(found[0])
+                loc = decoded.get(value)
+                if loc is None:
+                    part, fid, _ = decode_record_index(decode_value(value, found[1]))
+                    loc = decoded[value] = (part or "", fid)
+                out[k.decode()] = loc
+        return out
+
+
+class SecondaryIndexLookup:
+    """Lookups of some values in a secondary index, their file groups' sources open
+    (:meth:`MetadataTable.secondary_index_lookup`)."""
+
+    def __init__(self, groups: list[tuple[list[bytes], list[tuple[HFileReader | pa.Array, str]]]]):
+        self._groups = groups
+
+    @property
+    def blocks(self) -> tuple[int, int]:
+        """How many HFile data blocks the lookup reads, and their bytes on disk."""
+        count = size = 0
+        for prefixes, sources in self._groups:
+            for source, _ in sources:
+                if isinstance(source, HFileReader):
+                    found = source.prefix_blocks_for(prefixes)
+                    count += len(found)
+                    size += sum(found.values())
+        return count, size
+
+    def record_keys(self) -> set[str]:
+        """The record keys of the live entries of the values."""
+        out: set[str] = set()
+        for prefixes, sources in self._groups:
+            sc = _newest_columns(sources, prefixes)
+            for key, value, at in zip(
+                sc.keys.to_pylist(), sc.values.to_pylist(), sc.schema_ids.tolist(), strict=True
+            ):
+                if not is_deleted_record(decode_value(value, sc.schemas[at])):
+                    out.add(split_secondary_index_key(key.decode())[1])
+        return out
+
+
+def _newest_columns(
+    sources: Iterable[tuple[HFileReader | pa.Array, str]], wanted: list[bytes] | None
+) -> SliceColumns:
+    """The newest live entry of each key of an MDT slice's ``sources`` (in the order they
+    apply), of every key or of those starting with one of ``wanted``, column-wise."""
+    keys: list[pa.Array] = []
+    values: list[pa.Array] = []
+    schema_of: list[np.ndarray] = []
+    schemas: list[str] = []
+    for source, schema in sources:
+        if isinstance(source, HFileReader):
+            k, v = source.columns() if wanted is None else source.prefix_columns(wanted)
+            if schema not in schemas:
+                schemas.append(schema)
+            at = schemas.index(schema)
+        else:
+            k = source.cast(pa.large_binary())
+            if wanted is not None:
+                k = k.filter(_starts_with_any(k, wanted))
+            v = pa.nulls(len(k), pa.large_binary())  # a delete
+            at = -1
+        keys.append(k)
+        values.append(v)
+        schema_of.append(np.full(len(k), at, dtype=np.int32))
+    if not keys:
+        return SliceColumns.empty()
+    all_keys = pa.concat_arrays(keys) if len(keys) > 1 else keys[0]
+    all_values = pa.concat_arrays(values) if len(values) > 1 else values[0]
+    schema_ids = np.concatenate(schema_of)
+    # a single HFile is sorted and unique already
+    newest = newest_of_each_key(all_keys) if len(keys) > 1 else None
+    if newest is not None:
+        idx = pa.array(newest)
+        all_keys, all_values = all_keys.take(idx), all_values.take(idx)
+        schema_ids = schema_ids[newest]
+    live = schema_ids >= 0
+    if not live.all():
+        idx = pa.array(np.flatnonzero(live))
+        all_keys, all_values = all_keys.take(idx), all_values.take(idx)
+        schema_ids = schema_ids[live]
+    return SliceColumns(all_keys, all_values, schema_ids, schemas)
+
+
 def _starts_with_any(keys: pa.Array, prefixes: list[bytes]) -> pa.Array:
     """Mask of ``keys`` that start with one of ``prefixes``."""
     mask = pa.array(np.zeros(len(keys), dtype=bool))
@@ -285,42 +407,7 @@ class MetadataTable:
         HFile split into Arrow columns, the newest copy of each key kept by a stable Arrow
         sort)."""
         wanted = None if prefixes is None else sorted(set(prefixes))
-        keys: list[pa.Array] = []
-        values: list[pa.Array] = []
-        schema_of: list[np.ndarray] = []
-        schemas: list[str] = []
-        for source, schema in self._slice_sources(fs):
-            if isinstance(source, HFileReader):
-                k, v = source.columns() if wanted is None else source.prefix_columns(wanted)
-                if schema not in schemas:
-                    schemas.append(schema)
-                at = schemas.index(schema)
-            else:
-                k = source.cast(pa.large_binary())
-                if wanted is not None:
-                    k = k.filter(_starts_with_any(k, wanted))
-                v = pa.nulls(len(k), pa.large_binary())  # a delete
-                at = -1
-            keys.append(k)
-            values.append(v)
-            schema_of.append(np.full(len(k), at, dtype=np.int32))
-        if not keys:
-            return SliceColumns.empty()
-        all_keys = pa.concat_arrays(keys) if len(keys) > 1 else keys[0]
-        all_values = pa.concat_arrays(values) if len(values) > 1 else values[0]
-        schema_ids = np.concatenate(schema_of)
-        # a single HFile is sorted and unique already
-        newest = newest_of_each_key(all_keys) if len(keys) > 1 else None
-        if newest is not None:
-            idx = pa.array(newest)
-            all_keys, all_values = all_keys.take(idx), all_values.take(idx)
-            schema_ids = schema_ids[newest]
-        live = schema_ids >= 0
-        if not live.all():
-            idx = pa.array(np.flatnonzero(live))
-            all_keys, all_values = all_keys.take(idx), all_values.take(idx)
-            schema_ids = schema_ids[live]
-        return SliceColumns(all_keys, all_values, schema_ids, schemas)
+        return _newest_columns(self._slice_sources(fs), wanted)
 
     def raw_records(
         self, partition: str, keys: Iterable[str] | None = None
@@ -372,27 +459,26 @@ class MetadataTable:
         holds. Only the record-index file groups the keys hash to are read, and in each only
         the HFile data blocks the block index names for them (plus the group's log blocks);
         keys that are not indexed are absent."""
+        return self.record_index_lookup(keys).locations()
+
+    def record_index_lookup(self, keys: Iterable[str]) -> RecordIndexLookup:
+        """A lookup of ``keys`` in the record index, prepared: the files of the record-index
+        file groups the keys hash to are opened (their block indexes read), so that what the
+        lookup will read is known (:attr:`RecordIndexLookup.blocks`) before it runs
+        (:meth:`RecordIndexLookup.locations`)."""
         wanted = sorted(set(keys))
         slices = self.file_slices(RECORD_INDEX)
         if not wanted or not slices:
-            return {}
+            return RecordIndexLookup([])
         by_index = self._groups_by_index(RECORD_INDEX, slices)
         n = len(slices)
         groups = key_to_file_group_indexes(wanted, n) if n > 1 else [0] * len(wanted)
-        keys_of: dict[int, set[str]] = {}
+        keys_of: dict[int, list[str]] = {}
         for k, g in zip(wanted, groups, strict=True):
-            keys_of.setdefault(int(g), set()).add(k)
-        out: dict[str, tuple[str, str]] = {}
-        decoded: dict[bytes, tuple[str, str]] = {}
-        for g, ks in sorted(keys_of.items()):
-            for key, (value, schema) in self.slice_records(by_index[g], ks).items():
-                raw = bytes(value)
-                loc = decoded.get(raw)
-                if loc is None:
-                    part, fid, _ = decode_record_index(decode_value(raw, schema))
-                    loc = decoded[raw] = (part or "", fid)
-                out[key] = loc
-        return out
+            keys_of.setdefault(int(g), []).append(k)
+        return RecordIndexLookup(
+            [(ks, list(self._slice_sources(by_index[g]))) for g, ks in sorted(keys_of.items())]
+        )
 
     def _groups_by_index(self, partition: str, slices: list[FileSlice]) -> dict[int, FileSlice]:
         """The file slices of a hashed index partition (record or secondary index) by their
@@ -418,24 +504,26 @@ class MetadataTable:
         ``values`` (as Java strings them: :func:`~hoodie_ray.metadata.secondary_index.
         java_strings`). Only the file groups the values hash to are read (Java places every
         entry of a value in the group of its ``<escaped value>$`` prefix)."""
+        return self.secondary_index_lookup(partition, values).record_keys()
+
+    def secondary_index_lookup(
+        self, partition: str, values: Iterable[str | None]
+    ) -> SecondaryIndexLookup:
+        """:meth:`secondary_index_record_keys` prepared, as :meth:`record_index_lookup`: the
+        files of the index file groups the values hash to are opened."""
         prefixes = sorted({escape_key_part(v) + SEPARATOR for v in values})
         slices = self.file_slices(partition)
         if not prefixes or not slices:
-            return set()
+            return SecondaryIndexLookup([])
         by_index = self._groups_by_index(partition, slices)
         n = len(slices)
-        of_group: dict[int, list[str]] = {}
+        of_group: dict[int, list[bytes]] = {}
         for p in prefixes:
-            of_group.setdefault(key_to_file_group_index(p, n) if n > 1 else 0, []).append(p)
-        out: set[str] = set()
-        for g, ps in sorted(of_group.items()):
-            sc = self.slice_columns(by_index[g], [p.encode() for p in ps])
-            for key, value, at in zip(
-                sc.keys.to_pylist(), sc.values.to_pylist(), sc.schema_ids.tolist(), strict=True
-            ):
-                if not is_deleted_record(decode_value(value, sc.schemas[at])):
-                    out.add(split_secondary_index_key(key.decode())[1])
-        return out
+            g = key_to_file_group_index(p, n) if n > 1 else 0
+            of_group.setdefault(g, []).append(p.encode())
+        return SecondaryIndexLookup(
+            [(ps, list(self._slice_sources(by_index[g]))) for g, ps in sorted(of_group.items())]
+        )
 
     def column_ranges(
         self, wanted: Iterable[tuple[str, str, str]]

@@ -60,13 +60,15 @@ MAX_MERGE_BATCH_ROWS = 4 * 1024 * 1024
 @dataclass(frozen=True)
 class SliceSpec:
     """One file slice to read: partition path, file id, base instant, base file and log files
-    (names relative to the partition directory, log files in merge order)."""
+    (names relative to the partition directory, log files in merge order), and the bytes of
+    those files where the listing gave them (0 when unknown; not part of equality)."""
 
     partition_path: str
     file_id: str
     base_instant: str | None
     base_file: str | None
     log_files: tuple[str, ...] = ()
+    size_bytes: int = field(default=0, compare=False)
 
     @classmethod
     def of(cls, s: Any) -> SliceSpec:
@@ -79,6 +81,7 @@ class SliceSpec:
             base_instant=getattr(s, "base_instant", None),
             base_file=s.base_file or None,
             log_files=tuple(s.log_files or ()),
+            size_bytes=getattr(s, "base_file_size", 0) + getattr(s, "total_log_size", 0),
         )
 
 

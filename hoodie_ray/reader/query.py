@@ -44,6 +44,7 @@ from hoodie_ray.reader.file_slice_reader import (
 )
 from hoodie_ray.reader.filters import Filter, parse_filters, partition_may_match
 from hoodie_ray.reader.log_scan import InstantRange
+from hoodie_ray.reader.lookup_cost import LookupCost
 from hoodie_ray.reader.merger import COMMIT_TIME
 from hoodie_ray.storage import Storage
 from hoodie_ray.table import HoodieTable
@@ -89,9 +90,11 @@ class ReadPlan:
     slices: list[SliceSpec]
     query_instant: str | None = None
     #: how the plan was pruned: ``file_groups_total`` (before pruning),
-    #: ``file_groups_planned``, ``pruned_by`` (``partition``, ``record_index``,
-    #: ``column_stats``, in order), and for a record-key lookup ``record_index`` (``keys``
-    #: looked up, ``found``) or ``record_index_skipped`` (why the index was not used)
+    #: ``file_groups_planned``, ``pruned_by`` (``partition``, ``column_stats``,
+    #: ``record_index`` or ``secondary_index``, in order), and for a lookup ``record_index``
+    #: (``keys`` looked up, ``found``) or ``record_index_skipped`` (why the index was not
+    #: used; the same for ``secondary_index``), with ``lookup_cost`` (the planner's estimate
+    #: of the lookup against the scan: :class:`~hoodie_ray.reader.lookup_cost.LookupCost`)
     stats: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -287,6 +290,9 @@ def _plan_snapshot(query: _Query, as_of: str | _dt.datetime | None) -> ReadPlan:
     slices = _prune_partitions(tbl, slices, query.filters, query.schema)
     pruned("partition", n)
     n = len(slices)
+    # statistics first: an index lookup is weighed against the scan they leave
+    slices = _prune_by_column_stats(tbl, slices, query.filters)
+    pruned("column_stats", n)
     latest = as_of is None and query.qt == "snapshot"
     slices = _prune_by_record_index(tbl, slices, query, latest, stats)
     if "record_index" in stats:
@@ -295,9 +301,6 @@ def _plan_snapshot(query: _Query, as_of: str | _dt.datetime | None) -> ReadPlan:
         slices = _prune_by_secondary_index(tbl, slices, query, latest, stats)
         if "secondary_index" in stats:
             stats["pruned_by"].append("secondary_index")
-    n = len(slices)
-    slices = _prune_by_column_stats(tbl, slices, query.filters)
-    pruned("column_stats", n)
     stats["file_groups_planned"] = len(slices)
     if query.qt == "read_optimized":
         slices = [
@@ -538,7 +541,7 @@ def _prune_by_record_index(
     the record keys the filters pin down (none when no key is indexed). The index describes
     the latest snapshot, so time travel, incremental and tables without it scan as before;
     ``stats`` records the lookup or why it was skipped."""
-    if not query.filters:
+    if not query.filters or not slices:
         return slices
     if not (tbl.uses_metadata_table and RECORD_INDEX in tbl.metadata_partitions):
         if any(f.field in tbl.table_config.record_key_fields for f in query.filters):
@@ -553,7 +556,17 @@ def _prune_by_record_index(
             "not a snapshot of the latest commit (the index locates each key's latest copy)"
         )
         return slices
-    located = tbl.metadata_table.refresh().record_index_locations(keys) if keys else {}
+    located: dict[str, tuple[str, str]] = {}
+    if keys:
+        lookup = tbl.metadata_table.refresh().record_index_lookup(keys)
+        cost = LookupCost.of(
+            "record_index", len(keys), lookup.blocks, [s.size_bytes for s in slices]
+        )
+        stats["lookup_cost"] = cost.as_dict()
+        if not cost.use_index:
+            stats["record_index_skipped"] = cost.describe()
+            return slices
+        located = lookup.locations()
     groups = set(located.values())
     stats["record_index"] = {"keys": len(keys), "found": len(located)}
     return [s for s in slices if (s.partition_path, s.file_id) in groups]
@@ -590,7 +603,7 @@ def _prune_by_secondary_index(
     the latest snapshot; ``stats`` records the lookup or why it was skipped."""
     from hoodie_ray.metadata.secondary_index import java_strings
 
-    if not query.filters or not tbl.uses_metadata_table:
+    if not query.filters or not slices or not tbl.uses_metadata_table:
         return slices
     eq = [f for f in query.filters if f.op in ("=", "IN")]
     index_of = _secondary_index_of(tbl, {f.field for f in eq})
@@ -614,11 +627,28 @@ def _prune_by_secondary_index(
         stats["secondary_index_skipped"] = f"{len(values)} values to look up"
         return slices
     mdt = tbl.metadata_table.refresh()
-    keys = mdt.secondary_index_record_keys(part, java_strings(values, chosen.field))
+    sizes = [s.size_bytes for s in slices]
+    si_lookup = mdt.secondary_index_lookup(part, java_strings(values, chosen.field))
+    # each value names at least one file group: no cheaper than that, the index loses
+    floor = LookupCost.of(part, len(values), si_lookup.blocks, sizes)
+    if not floor.use_index:
+        stats["lookup_cost"] = floor.as_dict()
+        stats["secondary_index_skipped"] = floor.describe()
+        return slices
+    keys = si_lookup.record_keys()
     if len(keys) > MAX_RECORD_INDEX_LOOKUP_KEYS:
         stats["secondary_index_skipped"] = f"{len(keys)} record keys to locate"
         return slices
-    located = mdt.record_index_locations(keys) if keys else {}
+    located: dict[str, tuple[str, str]] = {}
+    if keys:
+        ri_lookup = mdt.record_index_lookup(keys)
+        # what is left to read once the secondary index is read
+        cost = LookupCost.of(part, len(keys), ri_lookup.blocks, sizes)
+        stats["lookup_cost"] = cost.as_dict()
+        if not cost.use_index:
+            stats["secondary_index_skipped"] = cost.describe()
+            return slices
+        located = ri_lookup.locations()
     groups = set(located.values())
     stats["secondary_index"] = {
         "index": part,

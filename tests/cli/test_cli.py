@@ -855,6 +855,7 @@ def test_explain_prints_the_record_index_lookup(
     assert f"file groups: 1 planned of {total}" in out
     assert "pruned_by: record_index" in out
     assert "record_index: 1 key(s) looked up, 1 found" in out
+    assert "planner: record_index: " in out and "the index is cheaper" in out
     rc, out, _ = run(capsys, "explain", path, "-f", "v", ">", "0")
     assert rc == 0 and f"file groups: {total} planned of {total}" in out
     assert "record_index not used: no = / IN filter on record key field(s) key" in out

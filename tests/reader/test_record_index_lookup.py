@@ -111,6 +111,32 @@ def test_a_lookup_reads_only_the_named_file_groups(
     assert {_file_group(p) for p in opened.record_index_files()} <= groups
 
 
+def test_a_lookup_dearer_than_the_scan_is_not_taken(
+    table: tuple[str, TableModel], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every key of the table in one IN list, with index blocks made dear (this table's are
+    a few KB): the planner expects most file groups to be read after the index blocks, so
+    it scans (and says why); the rows are the same. One key still takes the index."""
+    from hoodie_ray.reader import lookup_cost
+
+    path, model = table
+    wanted = sorted(model.rows)
+    with monkeypatch.context() as m:
+        m.setattr(lookup_cost, "INDEX_BYTE_WEIGHT", 100_000.0)
+        plan = plan_file_slices(path, filters=[("key", "IN", wanted)])
+    cost = plan.stats["lookup_cost"]
+    assert not cost["use_index"] and cost["keys"] == len(wanted)
+    assert cost["lookup_bytes"] >= cost["scan_bytes"] > 0 and cost["index_blocks"] >= 1
+    assert "record_index" not in plan.stats["pruned_by"]
+    assert plan.stats["record_index_skipped"].startswith("record_index: ")
+    assert "the scan is cheaper" in plan.stats["record_index_skipped"]
+    assert len(plan.slices) == plan.stats["file_groups_total"]
+    assert _rows(hr.read(path, filters=[("key", "IN", wanted)])) == _oracle(path, wanted)
+    # one key: the index
+    one = plan_file_slices(path, filters=[("key", "=", wanted[0])]).stats["lookup_cost"]
+    assert one["use_index"] and "the index is cheaper" in one["why"]
+
+
 def test_keys_the_index_does_not_hold_open_no_data_file(
     table: tuple[str, TableModel], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -158,14 +184,23 @@ def filters_mask(t: pa.Table, filters: list[tuple[str, str, str]]) -> pa.Array:
     return pc.fill_null(fn(t[field], value), False)
 
 
-def test_complex_keys_need_every_key_field(shared_sample: Any) -> None:
+def test_complex_keys_need_every_key_field(
+    shared_sample: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The Java v9 sample (ComplexKeyGenerator over txn_id, account_id, with a record index):
     equality on both fields is a lookup with a full scan's rows; on one field it falls back."""
+    from hoodie_ray.reader import query
+
     root = str(shared_sample("sample_mor_avro_v9_txns_complex_meta"))
     full = hudi_rs_read(root)
     row = full.slice(0, 1).to_pylist()[0]
     both = [("txn_id", "=", row["txn_id"]), ("account_id", "=", row["account_id"])]
+    # the sample's column statistics of the key fields leave one file group, which the
+    # planner then reads without the index: off, so that the lookup runs
+    real = query._prune_by_column_stats
+    monkeypatch.setattr(query, "_prune_by_column_stats", lambda tbl, slices, f: slices)
     plan = plan_file_slices(root, filters=both)
+    monkeypatch.setattr(query, "_prune_by_column_stats", real)
     assert plan.stats["pruned_by"] == ["record_index"]
     assert plan.stats["record_index"] == {"keys": 1, "found": 1}
     assert len(plan.slices) == 1 < plan.stats["file_groups_total"]
