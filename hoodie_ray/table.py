@@ -10,6 +10,8 @@ through the same in-memory timeline.
 
 from __future__ import annotations
 
+import hashlib
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -269,6 +271,14 @@ def _base_file_schema(storage: Storage, rel: str) -> pa.Schema | None:
         return pq.read_schema(f)
 
 
+#: Writer schemas of commit files already decoded in this process, by a digest of the file's
+#: bytes (a commit's metadata is parsed whole, write stats and all, to find it): reads of a
+#: table whose latest commit did not change skip the parse.
+_COMMIT_SCHEMAS: dict[tuple[bytes, int], str] = {}
+_COMMIT_SCHEMAS_KEPT = 256
+_COMMIT_SCHEMAS_LOCK = threading.Lock()
+
+
 def resolve_table_schema(
     table: HoodieTable, metadata_of: dict[str, HoodieCommitMetadata] | None = None
 ) -> pa.Schema | None:
@@ -285,18 +295,31 @@ def resolve_table_schema(
     schema: pa.Schema | None = None
     for inst in reversed(timeline.completed_commits()):
         meta = metadata_of.get(inst.timestamp)
+        writer_schema = meta.schema if meta is not None else None
         if meta is None:
-            meta = HoodieCommitMetadata.from_bytes(
-                timeline.read_details(inst), timeline.layout_version, inst
-            )
-            metadata_of[inst.timestamp] = meta
-        if meta.schema:
+            data = timeline.read_details(inst)
+            key = (hashlib.sha256(data).digest(), timeline.layout_version)
+            writer_schema = _COMMIT_SCHEMAS.get(key)
+            if writer_schema is None:
+                meta = HoodieCommitMetadata.from_bytes(data, timeline.layout_version, inst)
+                metadata_of[inst.timestamp] = meta
+                writer_schema = meta.schema
+                if writer_schema:
+                    with _COMMIT_SCHEMAS_LOCK:
+                        _COMMIT_SCHEMAS[key] = writer_schema
+                        while len(_COMMIT_SCHEMAS) > _COMMIT_SCHEMAS_KEPT:
+                            _COMMIT_SCHEMAS.pop(next(iter(_COMMIT_SCHEMAS)))
+        if writer_schema:
             try:
-                schema = avro_to_arrow_schema(meta.schema)
+                schema = avro_to_arrow_schema(writer_schema)
             except HoodieError:
                 schema = None
             if schema is not None:
                 break
+        if meta is None:  # its schema came from the cache and did not convert
+            meta = HoodieCommitMetadata.from_bytes(
+                timeline.read_details(inst), timeline.layout_version, inst
+            )
         for part, stat in meta.iter_write_stats():
             for rel in (stat.path, join(part, stat.base_file) if stat.base_file else None):
                 if rel:

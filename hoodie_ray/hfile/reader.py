@@ -14,9 +14,12 @@ gathered by numpy.
 
 from __future__ import annotations
 
+import hashlib
 import struct
 import sys
+import threading
 from bisect import bisect_left, bisect_right
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -105,6 +108,7 @@ class HFileReader:
             view = view.cast("B")
         self._data = view
         self._cached: tuple[int, list[bytes], list[bytes]] | None = None
+        self._inflated: _Inflated | None = None  # the last block read through the cache
         self._last_key: bytes | None = None
         try:
             self._open()
@@ -151,7 +155,7 @@ class HFileReader:
         for prefix, blocks in self._prefix_blocks(prefixes):
             for b in blocks:
                 if b not in decoded:
-                    decoded[b] = self._block_columns(b, compiled)
+                    decoded[b] = self._block_columns(b, compiled, cached=True)
             rows, values = _concat_columns([decoded[b] for b in blocks])
             if not len(rows):
                 continue
@@ -180,11 +184,13 @@ class HFileReader:
             stop = len(rows_index) if after is None else bisect_left(rows_index, after)
             yield prefix, range(first, stop)
 
-    def _block_columns(self, b: int, compiled: bool) -> tuple[pa.Array, pa.Array]:
+    def _block_columns(
+        self, b: int, compiled: bool, cached: bool = False
+    ) -> tuple[pa.Array, pa.Array]:
         """Rows and values of data block ``b`` as two ``large_binary`` arrays."""
         offset = self._index_offsets[b]
         try:
-            payload = self._read_block(offset, (HFileBlockType.DATA,), f"data block {b}")
+            payload = self._read_block(offset, (HFileBlockType.DATA,), f"data block {b}", cached)
             if self._fast:
                 return _split_columns(payload, self._fast_extra, compiled)
             r_list, v_list = _split_general(payload, self._tags, self._mvcc)
@@ -242,20 +248,22 @@ class HFileReader:
         (found by the compiled walk where numba is loaded, else by the plain one)."""
         offset = self._index_offsets[b]
         try:
-            payload = self._read_block(offset, (HFileBlockType.DATA,), f"data block {b}")
-            if _use_kernel(self.entry_count):
-                buf = np.frombuffer(payload, dtype=np.uint8)
-                spans = _entry_spans_compiled(buf, self._fast_extra)
+            payload = self._read_block(offset, (HFileBlockType.DATA,), f"data block {b}", True)
+            kept = self._inflated if self._inflated and self._inflated.payload is payload else None
+            spans = kept.spans if kept is not None else None
+            if spans is None:
+                if _use_kernel(self.entry_count):
+                    buf = np.frombuffer(payload, dtype=np.uint8)
+                    spans = _entry_spans_compiled(buf, self._fast_extra)
                 if spans is None:
                     spans = _entry_spans(payload, self._fast_extra)  # raises where it fails
-            else:
-                spans = _entry_spans(payload, self._fast_extra)
+                if kept is not None:
+                    kept.spans = spans  # the next lookup in this block skips the walk
         except FormatError as e:
             raise self._corrupt(str(e)) from None
         except _DECODE_ERRORS as e:
             raise self._corrupt(f"data block {b} at offset {offset}: {e}") from None
-        row_start, row_len = spans[0].tolist(), spans[1].tolist()
-        value_start, value_len = spans[2], spans[3]
+        row_start, row_len, value_start, value_len = spans
 
         def row_at(i: int) -> bytes:
             start = row_start[i]
@@ -431,9 +439,10 @@ class HFileReader:
         return HoodieCorruptedDataError(f"HFile {self.name} is corrupt: {why}")
 
     def _read_block_sized(
-        self, offset: int, magics: tuple[HFileBlockType, ...], what: str
+        self, offset: int, magics: tuple[HFileBlockType, ...], what: str, cached: bool = False
     ) -> tuple[bytes, int]:
-        """(uncompressed payload, on-disk size with header) of the block at ``offset``."""
+        """(uncompressed payload, on-disk size with header) of the block at ``offset``;
+        ``cached``: through the process's cache of inflated blocks (point lookups)."""
         data = self._data
         if offset < 0 or offset + HEADER_SIZE > self._limit:
             raise FormatError(f"{what} at offset {offset} lies outside the file's blocks")
@@ -460,7 +469,11 @@ class HFileReader:
         stored = data[offset + HEADER_SIZE : offset + data_end]
         if self._codec == CODEC_GZ:
             try:
-                payload = gzip_decompress(stored, size)
+                if cached:
+                    self._inflated = INFLATED_BLOCKS.inflate(stored, size)
+                    payload = self._inflated.payload
+                else:
+                    payload = gzip_decompress(stored, size)
             except FormatError as e:
                 raise FormatError(f"{what} at offset {offset}: {e}") from None
         else:
@@ -472,8 +485,10 @@ class HFileReader:
             payload = bytes(stored)
         return payload, total
 
-    def _read_block(self, offset: int, magics: tuple[HFileBlockType, ...], what: str) -> bytes:
-        return self._read_block_sized(offset, magics, what)[0]
+    def _read_block(
+        self, offset: int, magics: tuple[HFileBlockType, ...], what: str, cached: bool = False
+    ) -> bytes:
+        return self._read_block_sized(offset, magics, what, cached)[0]
 
     def _block_for(self, key: bytes) -> int:
         """The data block that holds ``key`` if the file has it (-1: before the first key)."""
@@ -486,7 +501,7 @@ class HFileReader:
             return cached[1], cached[2]
         offset = self._index_offsets[b]
         try:
-            payload = self._read_block(offset, (HFileBlockType.DATA,), f"data block {b}")
+            payload = self._read_block(offset, (HFileBlockType.DATA,), f"data block {b}", keep)
             if self._fast:
                 rows, values = _split_fast(payload, self._fast_extra)
             else:
@@ -498,6 +513,60 @@ class HFileReader:
         if keep:
             self._cached = (b, rows, values)
         return rows, values
+
+
+_Spans = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+@dataclass
+class _Inflated:
+    """One cached inflated block, with its entries' spans once a lookup walked them."""
+
+    payload: bytes
+    spans: _Spans | None = None
+
+
+class _InflatedBlocks:
+    """The process's cache of inflated GZ blocks read by point lookups (the metadata table's
+    record and secondary index lookups read the same few blocks query after query), keyed by
+    a digest of the compressed bytes and the size, so that a block is never served for other
+    bytes, whatever file they came from; least recently used out past ``max_bytes``."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._blocks: OrderedDict[tuple[bytes, int], _Inflated] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def inflate(self, stored: bytes | memoryview, size: int) -> _Inflated:
+        """``gzip_decompress(stored, size)``, from the cache when these bytes were inflated
+        (a block's cost counts twice its payload: spans kept with it are about as large)."""
+        key = (hashlib.sha256(stored).digest(), size)
+        with self._lock:
+            found = self._blocks.get(key)
+            if found is not None:
+                self._blocks.move_to_end(key)
+                return found
+        block = _Inflated(gzip_decompress(stored, size))
+        cost = 2 * len(block.payload)
+        if cost <= self.max_bytes:
+            with self._lock:
+                if key not in self._blocks:
+                    self._blocks[key] = block
+                    self._bytes += cost
+                while self._bytes > self.max_bytes:
+                    _, old = self._blocks.popitem(last=False)
+                    self._bytes -= 2 * len(old.payload)
+        return block
+
+    def clear(self) -> None:
+        with self._lock:
+            self._blocks.clear()
+            self._bytes = 0
+
+
+#: Inflated blocks of point lookups kept per process (64 MiB: ~64 record-index blocks).
+INFLATED_BLOCKS = _InflatedBlocks(64 << 20)
 
 
 def _concat_columns(cols: list[tuple[pa.Array, pa.Array]]) -> tuple[pa.Array, pa.Array]:

@@ -196,12 +196,16 @@ class SecondaryIndexLookup:
     def record_keys(self) -> set[str]:
         """The record keys of the live entries of the values."""
         out: set[str] = set()
+        deleted: dict[tuple[bytes, str], bool] = {}  # live entries share their value's bytes
         for prefixes, sources in self._groups:
             sc = _newest_columns(sources, prefixes)
             for key, value, at in zip(
                 sc.keys.to_pylist(), sc.values.to_pylist(), sc.schema_ids.tolist(), strict=True
             ):
-                if not is_deleted_record(decode_value(value, sc.schemas[at])):
+                seen = (value, sc.schemas[at])
+                if seen not in deleted:
+                    deleted[seen] = is_deleted_record(decode_value(*seen))
+                if not deleted[seen]:
                     out.add(split_secondary_index_key(key.decode())[1])
         return out
 

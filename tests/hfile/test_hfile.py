@@ -763,3 +763,40 @@ def test_bloom_filter_bytes_are_the_per_key_models() -> None:
     assert [
         raw[25 + i * (13 + len(rows[0])) + 13 :][: len(rows[0])] for i in range(max_rows)
     ] == rows
+
+
+def test_point_lookups_inflate_each_block_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks inflated for point lookups are kept by a digest of their compressed bytes: the
+    same lookup on a new reader of the same file inflates nothing; another file whose blocks
+    differ is never answered from them; past the cache's size the oldest go."""
+    from hoodie_ray.hfile import _format
+    from hoodie_ray.hfile import reader as hr_reader
+
+    cache = hr_reader._InflatedBlocks(1 << 20)
+    monkeypatch.setattr(hr_reader, "INFLATED_BLOCKS", cache)
+    inflated: list[int] = []
+    real = _format.gzip_decompress
+
+    def counting(data: bytes, size: int) -> bytes:
+        if size > 1000:  # data blocks (the index and file info are inflated at open)
+            inflated.append(size)
+        return real(data, size)
+
+    monkeypatch.setattr(hr_reader, "gzip_decompress", counting)
+    rng = random.Random(21)
+    keys = sorted({rng.randbytes(8) for _ in range(3000)})
+    a = write_hfile([(k, b"a" + k) for k in keys], block_size=4000)
+    b = write_hfile([(k, b"b" + k) for k in keys], block_size=4000)
+    asked = rng.sample(keys, 5)
+    assert HFileReader(a).get_many(asked) == {k: b"a" + k for k in asked}
+    first = len(inflated)
+    assert HFileReader(a).get_many(asked) == {k: b"a" + k for k in asked}
+    assert len(inflated) == first  # every data block from the cache
+    assert HFileReader(b).get_many(asked) == {k: b"b" + k for k in asked}
+    assert len(inflated) > first
+    assert cache._bytes <= cache.max_bytes
+    small = hr_reader._InflatedBlocks(7000)  # one 3000-byte block (twice that with spans)
+    for i in range(5):
+        data = bytes([i]) * 3000
+        assert small.inflate(_format.gzip_compress(data), 3000).payload == data
+    assert len(small._blocks) == 1 and small._bytes == 6000
