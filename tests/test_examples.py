@@ -1,7 +1,9 @@
 """The examples, each in its ``--quick`` mode. Every example checks what it read back and
 returns (exits) non-zero when it is wrong.
 
-The quickstart runs as a user runs it, in its own process (its own Ray). The others run in this
+The quickstart runs as a user runs it, in its own process, joining the session's Ray through
+``RAY_ADDRESS`` as a script on a cluster does (a Ray of its own cost ~20 s of the suite on 2
+cores; every other example test here shares the session's Ray too). The others run in this
 process on the session's Ray (``ensure_ray`` and ``init_spark`` reuse what runs, as they do in a
 user's notebook): a process of their own would pay Ray's start-up again, and the Spark one a
 RayDP session (tens of seconds). The Spark example's own process, with its check that the JVMs
@@ -25,9 +27,14 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 TIMEOUT_S = 300
 
 
-def run_example(name: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """``python examples/<name> --quick``; fails the test with its output when it fails."""
+def run_example(
+    name: str, *args: str, ray_address: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python examples/<name> --quick`` (on the Ray at ``ray_address`` if given); fails the
+    test with its output when it fails."""
     env = dict(os.environ)
+    if ray_address:
+        env["RAY_ADDRESS"] = ray_address
     env.setdefault("PYTHONUNBUFFERED", "1")
     t0 = time.perf_counter()
     proc = subprocess.run(
@@ -58,8 +65,10 @@ def load_example(name: str) -> ModuleType:
 
 
 @pytest.mark.ray
-def test_quickstart() -> None:
-    out = run_example("quickstart.py").stdout
+def test_quickstart(ray_session: Any) -> None:
+    out = run_example(
+        "quickstart.py", ray_address=ray_session.get_runtime_context().gcs_address
+    ).stdout
     assert "1. inserted 8 trips" in out
     assert "snapshot of " in out and ": 7 rows" in out
     assert "ok: the snapshot is what the commits left" in out

