@@ -2,7 +2,9 @@
 1.x, e.g. the MDT files of hudi-rs's v8 sample) writes through HBase 2.4's ``HFileWriterImpl``
 (metadata-table spec 2.2-2.7, the "HBase dialect" notes).
 
-It differs from the native dialect (:mod:`hoodie_ray.hfile.writer`) in:
+It is the native writer (:mod:`hoodie_ray.hfile.writer`: the KeyValues, the deflating of
+data blocks on threads, block headers, index entries, the file info block and the trailer are
+its code) with what the dialects do differently named here:
 
 * block checksums: CRC32C (type 2) over every 16 KiB of header + stored payload, and each
   block's ``prevBlockOffset`` is the offset of the previous block *of the same type* (-1 for
@@ -33,19 +35,15 @@ checksums of all blocks are computed in one call once their sizes are known
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
 
 from hoodie_ray.exceptions import HoodieInputError, HoodieUnsupportedError
 from hoodie_ray.hfile._format import (
-    BLOCK_HEADER,
     BYTES_PER_CHECKSUM,
     CHECKSUM_SIZE,
-    CODEC_GZ,
     COMPARATOR_CLASS_NAME,
     FI_AVG_KEY_LEN,
     FI_AVG_VALUE_LEN,
@@ -59,27 +57,26 @@ from hoodie_ray.hfile._format import (
     KEY_OVERHEAD,
     KEY_TAIL,
     KEY_VALUE_VERSION_WITH_MVCC,
-    OFFSET_SIZE,
-    PBUF_MAGIC,
     TRAILER_SIZE,
     U16,
     HFileBlockType,
     TrailerField,
     checksum_bytes,
-    encode_varint,
-    encode_vlong,
-    gzip_compress,
-    proto_bytes_field,
-    proto_varint_field,
 )
 from hoodie_ray.hfile.checksum import crc32c, crc32c_chunks
 from hoodie_ray.hfile.writer import (
-    _MAX_COMPRESS_THREADS,
     _ArrowKeyValues,
+    _block_bounds,
     _check_codec,
     _check_file_info,
     _check_meta_blocks,
+    _file_info_payload,
+    _index_entry,
     _KeyValues,
+    _stored,
+    _stored_data,
+    _trailer,
+    block_header,
 )
 
 __all__ = ["crc32c", "write_hbase_hfile", "write_hbase_hfile_arrays"]
@@ -168,18 +165,19 @@ def _write(
     if not isinstance(comparator, bytes) or not comparator:
         raise HoodieInputError("HFile comparator class name must be non-empty bytes")
     n = kv.count
-    bounds = _block_bounds(kv.row_lens + kv.value_lens + (KEY_OVERHEAD + 9), block_size)
+    sizes = kv.row_lens + kv.value_lens + (KEY_OVERHEAD + 9)
+    bounds = _block_bounds(sizes, block_size, crossing_stays=True)
     index_keys = _data_index_keys(kv, bounds)
     out = _Output(codec)
     data_index: list[bytes] = []
     for key, (raw_len, stored) in zip(index_keys, _stored_data(kv, bounds, codec), strict=True):
         offset, size = out.add_stored(HFileBlockType.DATA, stored, raw_len)
         out.last_data = offset
-        data_index.append(_entry(offset, size, key))
+        data_index.append(_index_entry(offset, size, key))
     meta_index = []
     for name, raw in metas:
         offset, size = out.add(HFileBlockType.META, raw)
-        meta_index.append(_entry(offset, size, name))
+        meta_index.append(_index_entry(offset, size, name))
     load_on_open = out.offset
     root = b"".join(data_index)
     out.add(HFileBlockType.ROOT_INDEX, root, uncompressed_total=False)
@@ -195,11 +193,7 @@ def _write(
     }
     if n:
         info[FI_LAST_KEY] = _full_key(kv.row(n - 1), KEY_TAIL)
-    body = b"".join(
-        proto_bytes_field(1, proto_bytes_field(1, k) + proto_bytes_field(2, info[k]))
-        for k in sorted(info)
-    )
-    out.add(HFileBlockType.FILE_INFO, PBUF_MAGIC + encode_varint(len(body)) + body)
+    out.add(HFileBlockType.FILE_INFO, _file_info_payload(info, sorted_keys=True))
     fields: dict[TrailerField, int | bytes] = {
         TrailerField.FILE_INFO_OFFSET: file_info_offset,
         TrailerField.LOAD_ON_OPEN_OFFSET: load_on_open,
@@ -214,12 +208,7 @@ def _write(
         TrailerField.COMPARATOR_CLASS_NAME: comparator,
         TrailerField.COMPRESSION_CODEC: codec,
     }
-    proto = b"".join(
-        proto_bytes_field(f, v) if isinstance(v, bytes) else proto_varint_field(f, v)
-        for f, v in fields.items()
-    )
-    head = HFileBlockType.TRAILER + encode_varint(len(proto)) + proto
-    return out.finish(head + bytes(TRAILER_SIZE - 4 - len(head)) + HBASE_VERSION_BYTES)
+    return out.finish(_trailer(fields, HBASE_VERSION_BYTES))
 
 
 def _data_index_keys(
@@ -244,25 +233,6 @@ def _data_index_keys(
                 "larger block size)"
             )
     return keys
-
-
-def _stored_data(
-    kv: _KeyValues | _ArrowKeyValues, bounds: list[tuple[int, int]], codec: int
-) -> list[tuple[int, bytes]]:
-    """``(payload length, stored payload)`` of each data block. GZ payloads are deflated on
-    worker threads (zlib releases the GIL) while the next ones are assembled; the bytes do not
-    depend on the threads."""
-    payloads = (kv.payload(a, b) for a, b in bounds)
-    workers = min(_MAX_COMPRESS_THREADS, os.cpu_count() or 1)
-    if codec != CODEC_GZ or len(bounds) < 2 or workers < 2:
-        return [(len(p), _stored(p, codec)) for p in payloads]
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hfile-gz") as pool:
-        futures = [(len(p), pool.submit(_stored, p, codec)) for p in payloads]
-        return [(n, f.result()) for n, f in futures]
-
-
-def _stored(payload: bytes, codec: int) -> bytes:
-    return gzip_compress(payload) if codec == CODEC_GZ else payload
 
 
 class _Output:
@@ -293,15 +263,7 @@ class _Output:
         (offset, on-disk size with header and checksums)."""
         data_size = HEADER_SIZE + len(stored)
         n_check = checksum_bytes(data_size)
-        header = BLOCK_HEADER.pack(
-            magic,
-            len(stored) + n_check,
-            raw_len,
-            self.prev.get(magic, -1),
-            CHECKSUM_CRC32C,
-            BYTES_PER_CHECKSUM,
-            data_size,
-        )
+        header = block_header(magic, stored, raw_len, self.prev.get(magic, -1), CHECKSUM_CRC32C)
         offset = self.offset
         self.prev[magic] = offset
         self.bodies.append(header + stored)
@@ -333,27 +295,8 @@ class _Output:
         return b"".join(pieces)
 
 
-def _block_bounds(sizes: np.ndarray, block_size: int) -> list[tuple[int, int]]:
-    """[start, stop) of each data block: HBase finishes a block before the next cell once the
-    block's cells reach ``block_size``, so the cell that crosses it stays in the block."""
-    cum = np.cumsum(sizes)
-    n = len(sizes)
-    bounds = []
-    start = 0
-    while start < n:
-        base = int(cum[start - 1]) if start else 0
-        stop = min(int(np.searchsorted(cum, base + block_size, side="left")) + 1, n)
-        bounds.append((start, stop))
-        start = stop
-    return bounds
-
-
 def _full_key(row: bytes, tail: bytes) -> bytes:
     return U16.pack(len(row)) + row + tail
-
-
-def _entry(offset: int, size: int, key: bytes) -> bytes:
-    return OFFSET_SIZE.pack(offset, size) + encode_vlong(len(key)) + key
 
 
 def _midpoint_row(left: bytes, right: bytes) -> bytes:

@@ -327,7 +327,7 @@ class _HFileOutput:
 
     def add(self, magic: bytes, payload: bytes, index_key: bytes = b"") -> bytes:
         """Write one block; return its root-index entry under ``index_key``."""
-        block = _block(magic, payload, self.codec)
+        block = _block(magic, _stored(payload, self.codec), len(payload))
         entry = _index_entry(self.offset, len(block), index_key)
         self.append(block)
         return entry
@@ -336,7 +336,9 @@ class _HFileOutput:
         """Write the data blocks; return the data index (each block under its first row)."""
         bounds = _block_bounds(kv.row_lens + kv.value_lens + 9, block_size)
         index = []
-        for (start, _), block in zip(bounds, _data_blocks(kv, bounds, self.codec), strict=True):
+        data = _stored_data(kv, bounds, self.codec)
+        for (start, _), (raw_len, stored) in zip(bounds, data, strict=True):
+            block = _block(HFileBlockType.DATA, stored, raw_len)
             first_row = kv.row(start)
             key = U16.pack(len(first_row)) + first_row
             index.append(_index_entry(self.offset, len(block), key))
@@ -345,15 +347,21 @@ class _HFileOutput:
         return index
 
 
-def _trailer(fields: Mapping[TrailerField, int | bytes]) -> bytes:
+#: The trailer's last four bytes: minor version 0 in one byte, major 3 in three.
+NATIVE_VERSION_BYTES = b"\x00\x00\x00\x03"
+
+
+def _trailer(
+    fields: Mapping[TrailerField, int | bytes], version: bytes = NATIVE_VERSION_BYTES
+) -> bytes:
     """The fixed-size trailer: magic, varint length, ``TrailerProto`` (fields in the order
-    given), zero padding, then the version (minor 0 in one byte, major 3 in three)."""
+    given), zero padding, then the ``version`` bytes (the dialects differ in the minor)."""
     proto = b"".join(
         proto_bytes_field(f, v) if isinstance(v, bytes) else proto_varint_field(f, v)
         for f, v in fields.items()
     )
     head = HFileBlockType.TRAILER + encode_varint(len(proto)) + proto
-    return head + bytes(TRAILER_SIZE - 4 - len(head)) + b"\x00\x00\x00\x03"
+    return head + bytes(TRAILER_SIZE - 4 - len(head)) + version
 
 
 def _check_codec(compression: str, block_size: int) -> int:
@@ -446,33 +454,47 @@ def _show(key: bytes, limit: int = 80) -> str:
 
 
 # -- building blocks -----------------------------------------------------------------------------
-def _block_bounds(sizes: np.ndarray, block_size: int) -> list[tuple[int, int]]:
-    """[start, stop) of each data block: the longest run whose summed sizes fit in
-    ``block_size``, at least one entry (keys are unique, so no run of equal keys to keep)."""
+def _block_bounds(
+    sizes: np.ndarray, block_size: int, *, crossing_stays: bool = False
+) -> list[tuple[int, int]]:
+    """[start, stop) of each data block, at least one entry each (keys are unique, so no run
+    of equal keys to keep): the longest run whose summed sizes fit in ``block_size`` (the
+    native writer cuts before the entry that would cross it), or with ``crossing_stays`` the
+    shortest run that reaches it (HBase finishes a block before the next cell once its cells
+    reach the size, so the cell that crosses it stays)."""
     cum = np.cumsum(sizes)
     n = len(sizes)
     bounds = []
     start = 0
     while start < n:
         base = int(cum[start - 1]) if start else 0
-        stop = max(int(np.searchsorted(cum, base + block_size, side="right")), start + 1)
+        if crossing_stays:
+            stop = min(int(np.searchsorted(cum, base + block_size, side="left")) + 1, n)
+        else:
+            stop = max(int(np.searchsorted(cum, base + block_size, side="right")), start + 1)
         bounds.append((start, stop))
         start = stop
     return bounds
 
 
-def _data_blocks(
+def _stored_data(
     kv: _KeyValues | _ArrowKeyValues, bounds: list[tuple[int, int]], codec: int
-) -> list[bytes]:
-    """The serialized data blocks. GZ payloads are deflated on worker threads (zlib releases
-    the GIL) while the next payloads are assembled; the bytes do not depend on the threads."""
+) -> list[tuple[int, bytes]]:
+    """``(payload length, stored payload)`` of each data block. GZ payloads are deflated on
+    worker threads (zlib releases the GIL) while the next ones are assembled; the bytes do
+    not depend on the threads."""
     payloads = (kv.payload(a, b) for a, b in bounds)
     workers = min(_MAX_COMPRESS_THREADS, os.cpu_count() or 1)
     if codec != CODEC_GZ or len(bounds) < 2 or workers < 2:
-        return [_block(HFileBlockType.DATA, p, codec) for p in payloads]
+        return [(len(p), _stored(p, codec)) for p in payloads]
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hfile-gz") as pool:
-        futures = [pool.submit(_block, HFileBlockType.DATA, p, codec) for p in payloads]
-        return [f.result() for f in futures]
+        futures = [(len(p), pool.submit(_stored, p, codec)) for p in payloads]
+        return [(n, f.result()) for n, f in futures]
+
+
+def _stored(payload: bytes, codec: int) -> bytes:
+    """A block's payload as stored: deflated for GZ."""
+    return gzip_compress(payload) if codec == CODEC_GZ else payload
 
 
 def _data_payload(
@@ -498,21 +520,29 @@ def _data_payload(
     return b"".join(pieces)
 
 
-def _block(magic: bytes, payload: bytes, codec: int) -> bytes:
-    """Header + (compressed) payload + zero checksum bytes, as ``HFileBlock.serialize``."""
-    stored = gzip_compress(payload) if codec == CODEC_GZ else payload
+def _block(magic: bytes, stored: bytes, raw_len: int) -> bytes:
+    """Header + stored payload (of ``raw_len`` bytes before compression) + zero checksum
+    bytes, as the native ``HFileBlock.serialize`` writes them (checksum type NULL, no
+    previous-block offset)."""
     data_size = HEADER_SIZE + len(stored)
     n_check = checksum_bytes(data_size)
-    header = BLOCK_HEADER.pack(
+    header = block_header(magic, stored, raw_len, -1, CHECKSUM_NULL)
+    return b"".join((header, stored, bytes(n_check)))
+
+
+def block_header(magic: bytes, stored: bytes, raw_len: int, prev: int, checksum: int) -> bytes:
+    """The 33-byte header of a block whose payload of ``raw_len`` bytes is stored as
+    ``stored``, followed by ``checksum`` bytes of checksum type ``checksum`` (both dialects)."""
+    data_size = HEADER_SIZE + len(stored)
+    return BLOCK_HEADER.pack(
         magic,
-        len(stored) + n_check,
-        len(payload),
-        -1,
-        CHECKSUM_NULL,
+        len(stored) + checksum_bytes(data_size),
+        raw_len,
+        prev,
+        checksum,
         BYTES_PER_CHECKSUM,
         data_size,
     )
-    return b"".join((header, stored, bytes(n_check)))
 
 
 def _index_entry(offset: int, on_disk_size: int, key: bytes) -> bytes:
@@ -541,13 +571,14 @@ def _file_info(
     }
 
 
-def _file_info_payload(info: Mapping[bytes, bytes]) -> bytes:
+def _file_info_payload(info: Mapping[bytes, bytes], *, sorted_keys: bool = False) -> bytes:
     """``PBUF`` + varint length + ``InfoProto`` (one ``BytesBytesPair`` per entry), entries in
-    the iteration order of the Java ``HashMap<String, byte[]>`` that ``HFileFileInfoBlock``
-    fills, so that the block comes out byte for byte as Java writes it."""
+    the iteration order of the Java ``HashMap<String, byte[]>`` that the native
+    ``HFileFileInfoBlock`` fills, or (``sorted_keys``) by their unsigned bytes as HBase's
+    sorted ``FileInfo`` map keeps them: byte for byte as each dialect writes the block."""
+    order = sorted(info) if sorted_keys else _java_hashmap_order(list(info))
     body = b"".join(
-        proto_bytes_field(1, proto_bytes_field(1, k) + proto_bytes_field(2, info[k]))
-        for k in _java_hashmap_order(list(info))
+        proto_bytes_field(1, proto_bytes_field(1, k) + proto_bytes_field(2, info[k])) for k in order
     )
     return PBUF_MAGIC + encode_varint(len(body)) + body
 
