@@ -447,16 +447,41 @@ class MetadataTable:
 
     def record_index_by_file_group(self) -> dict[tuple[str, str], list[str]]:
         """``(data partition, file id) -> record keys`` from the ``record_index`` partition
-        (each distinct stored value decoded once: the keys of a file group share theirs)."""
-        out: dict[tuple[str, str], list[str]] = {}
-        keys_at: dict[tuple[bytes, str], list[str]] = {}
-        for key, (value, schema) in self.raw_records(RECORD_INDEX).items():
-            at = keys_at.get((value, schema))
-            if at is None:
-                part, fid, _ = decode_record_index(decode_value(value, schema))
-                at = keys_at[(value, schema)] = out.setdefault((part or "", fid), [])
-            at.append(key)
-        return out
+        (:meth:`record_index_key_arrays` as Python lists)."""
+        return {g: keys.to_pylist() for g, keys in self.record_index_key_arrays().items()}
+
+    def record_index_key_arrays(self) -> dict[tuple[str, str], pa.Array]:
+        """``(data partition, file id) -> record keys`` (``large_string``, in key order) from
+        the ``record_index`` partition, column-wise: each slice merged by
+        :meth:`slice_columns`, each distinct stored value decoded once (the keys of a file
+        group share theirs), the keys grouped by an Arrow take, no Python object per key."""
+        parts: dict[tuple[str, str], list[pa.Array]] = {}
+        decoded: dict[tuple[bytes, str], tuple[str, str]] = {}
+        for fs in self.file_slices(RECORD_INDEX):
+            sc = self.slice_columns(fs)
+            if not len(sc):
+                continue
+            codes = pc.dictionary_encode(sc.values)
+            n_schemas = max(len(sc.schemas), 1)
+            # one group per distinct (stored value, writer schema)
+            combo = codes.indices.to_numpy(zero_copy_only=False).astype(np.int64) * n_schemas
+            combo += sc.schema_ids
+            distinct, inverse = np.unique(combo, return_inverse=True)
+            order = np.argsort(inverse, kind="stable")
+            bounds = np.searchsorted(inverse[order], np.arange(len(distinct) + 1))
+            keys = sc.keys.cast(pa.large_string())
+            raw_values = codes.dictionary.to_pylist()
+            for j, c in enumerate(distinct.tolist()):
+                value, schema = bytes(raw_values[c // n_schemas]), sc.schemas[c % n_schemas]
+                loc = decoded.get((value, schema))
+                if loc is None:
+                    part, fid, _ = decode_record_index(decode_value(value, schema))
+                    loc = decoded[(value, schema)] = (part or "", fid)
+                taken = keys.take(pa.array(order[bounds[j] : bounds[j + 1]]))
+                parts.setdefault(loc, []).append(taken)
+        return {
+            g: arrs[0] if len(arrs) == 1 else pa.concat_arrays(arrs) for g, arrs in parts.items()
+        }
 
     def record_index_locations(self, keys: Iterable[str]) -> dict[str, tuple[str, str]]:
         """``record key -> (data partition, file id)`` of those of ``keys`` the record index

@@ -115,10 +115,11 @@ def _record_index_entries(
     table: HoodieTable, slices: list[Any]
 ) -> Iterator[tuple[str, str, pa.Array, pa.Array | None]]:
     """The record index knows every live key's file group: no data file is read."""
-    located = table.metadata_table.refresh().record_index_by_file_group()
+    located = table.metadata_table.refresh().record_index_key_arrays()
+    none = pa.array([], pa.string())
     for s in slices:
         keys = located.get((s.partition_path, s.file_id))
-        yield s.partition_path, s.file_id, pa.array(keys or [], pa.string()), None
+        yield s.partition_path, s.file_id, none if keys is None else keys.cast(pa.string()), None
 
 
 def _live_entries(
