@@ -110,9 +110,21 @@ def escape_key_parts(parts: pa.Array | pa.ChunkedArray) -> pa.Array:
     if isinstance(parts, pa.ChunkedArray):
         parts = parts.combine_chunks()
     out = parts.cast(pa.large_string())
-    for c in (ESCAPE, SEPARATOR, NULL_CHAR):  # the escape character first
-        out = pc.replace_substring(out, c, ESCAPE + c)
-    return pc.fill_null(out, NULL_CHAR)
+    if _holds_escaped_chars(out):
+        for c in (ESCAPE, SEPARATOR, NULL_CHAR):  # the escape character first
+            out = pc.replace_substring(out, c, ESCAPE + c)
+    return pc.fill_null(out, NULL_CHAR) if out.null_count else out
+
+
+def _holds_escaped_chars(col: pa.Array) -> bool:
+    """Whether any string of ``col`` (``large_string``) holds a ``\\``, ``$`` or NUL: one
+    pass over its bytes (UTF-8 never encodes other characters with these bytes)."""
+    if not len(col) or col.buffers()[2] is None:
+        return False
+    offsets = np.frombuffer(col.buffers()[1], dtype=np.int64)
+    data = np.frombuffer(col.buffers()[2], dtype=np.uint8)
+    span = data[int(offsets[col.offset]) : int(offsets[col.offset + len(col)])]
+    return bool(((span == 0x5C) | (span == 0x24) | (span == 0)).any())
 
 
 def secondary_index_prefixes(secondary: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -140,7 +152,8 @@ def secondary_index_columns(values: pa.Table, table_version: int) -> RecordIndex
     (record key) and ``value`` (its Java string): each placed by its ``<value>$`` prefix,
     all with the one value a live entry has."""
     prefixes = secondary_index_prefixes(values.column("value"))
-    keys = secondary_index_keys(values.column("value"), values.column("key"))
+    none = pa.scalar("", pa.large_string())
+    keys = pc.binary_join_element_wise(prefixes, escape_key_parts(values.column("key")), none)
     live = encode_records([secondary_index_record(None, "")[1]], table_version)[0]
     return RecordIndexColumns(keys, np.zeros(len(keys), np.int32), [live], prefixes)
 

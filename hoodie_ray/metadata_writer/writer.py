@@ -978,7 +978,7 @@ class MetadataWriter:
             return empty
         all_keys = pa.concat_arrays(keys)
         take = None
-        if pc.count_distinct(all_keys).as_py() != len(all_keys):
+        if len(pc.unique(all_keys)) != len(all_keys):
             take = pa.array(newest_of_each_key(all_keys))
             all_keys = all_keys.take(take)
         out = {}

@@ -41,6 +41,12 @@ def test_keys_are_escaped_as_the_per_key_rule_does() -> None:
     assert escape_key_parts(pa.array(values)).to_pylist() == [escape_key_part(v) for v in values]
     got = secondary_index_keys(pa.array(values), pa.chunked_array([pa.array(keys)]))
     assert got.to_pylist() == [secondary_index_key(v, k) for v, k in zip(values, keys, strict=True)]
+    # strings with nothing to escape skip the passes; a slice sees only its own bytes
+    clean = ["plain", "é€😀", "", None, "a$b"]
+    for arr in (pa.array(clean[:3]), pa.array(clean[:4]), pa.array(clean).slice(1, 2)):
+        want = [escape_key_part(v) for v in arr.to_pylist()]
+        assert escape_key_parts(arr).to_pylist() == want
+    assert escape_key_parts(pa.array(clean).slice(4)).to_pylist() == ["a\\$b"]
 
 
 def _model(old: dict[str, str | None], new: dict[str, str | None]) -> tuple[set[str], set[str]]:
