@@ -413,9 +413,22 @@ def metadata_drop(
         show_default=True,
         help="The index kind (Hudi's CREATE INDEX ... USING secondary_index).",
     ),
+    click.option(
+        "--engine",
+        type=click.Choice(["local", "ray"]),
+        default="local",
+        show_default=True,
+        help="Read the file slices here, or in Ray tasks over the cluster's CPUs.",
+    ),
 )
 def metadata_create_index(
-    path: str, name: str, column: str, kind: str, storage_kv: tuple[str, ...], output: str
+    path: str,
+    name: str,
+    column: str,
+    kind: str,
+    engine: str,
+    storage_kv: tuple[str, ...],
+    output: str,
 ) -> None:
     """Build index NAME over COLUMN in the metadata table from the table's current snapshot,
     and keep it from then on (its definition goes to .hoodie/.index_defs/index.json)."""
@@ -429,6 +442,7 @@ def metadata_create_index(
             kind=kind,
             storage_options=storage_options_from(storage_kv),
             on_progress=on_progress,
+            engine=engine,
         )
     doc = {"table": table_doc(path, storage_kv), "index": part, "column": column, "kind": kind}
     emit(output, doc, [View(lines=[f"index {part} built over {column}"])])

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -486,11 +487,13 @@ class MetadataWriter:
         name: str,
         source_field: str,
         on_progress: Callable[[int, int], None] | None = None,
+        map_chunks: MapChunks | None = None,
     ) -> str:
         """Build secondary index ``name`` over ``source_field`` from the latest file slices
         (every live record's value), record its definition in ``index.json`` and list it; the
-        MDT partition's name (``secondary_index_<name>``). ``on_progress(done, total)`` after
-        each file slice read."""
+        MDT partition's name (``secondary_index_<name>``). ``on_progress(done, total)`` as
+        the file slices are read; ``map_chunks`` spreads their reading (see
+        :meth:`secondary_columns`)."""
         partition = (
             name if name.startswith(SECONDARY_INDEX_PREFIX) else f"{SECONDARY_INDEX_PREFIX}{name}"
         )
@@ -502,7 +505,7 @@ class MetadataWriter:
             )
         java_strings(pa.array([], schema.field(source_field).type), source_field)  # refuses types
         slices = self.table.view().latest_file_slices()
-        cols = self.secondary_columns(slices, [source_field], schema, None, on_progress)
+        cols = self.secondary_columns(slices, [source_field], schema, None, on_progress, map_chunks)
         entries = secondary_index_columns(cols[source_field], self.table_version)
         cfg = self.table.table_config
         rel = cfg.props.get(INDEX_DEFS_PROPERTY, "").strip() or INDEX_DEFS_DEFAULT_PATH
@@ -932,15 +935,18 @@ class MetadataWriter:
         schema: pa.Schema | None,
         end_instant: str | None,
         on_progress: Callable[[int, int], None] | None = None,
+        map_chunks: MapChunks | None = None,
     ) -> dict[str, pa.Table]:
         """Field -> table of unique ``key`` (record key) and ``value`` (its secondary value,
         the Java string; null for a null, and for every record where the schema lacks the
         field) over the merged records of ``slices``, column-wise; a key in several slices
-        has its last slice's value. ``on_progress(done, total)`` after each slice."""
+        has its last slice's value. ``on_progress(done, total)`` after each slice read (each
+        chunk of slices with ``map_chunks``, which maps :func:`read_secondary_chunk` over
+        argument tuples and yields the results in order: ``hr.create_index(engine="ray")``
+        runs the chunks as Ray tasks)."""
         from hoodie_ray.meta import META_FIELDS, RECORD_KEY
         from hoodie_ray.reader.file_slice_reader import (
             ReadContext,
-            iter_file_slice,
             merge_columns,
         )
 
@@ -959,21 +965,26 @@ class MetadataWriter:
         )
         keys: list[pa.Array] = []
         values: dict[str, list[pa.Array]] = {f: [] for f in fields}
-        for done, s in enumerate(slices, start=1):
-            if on_progress is not None and done > 1:
-                on_progress(done - 1, len(slices))
-            for t in iter_file_slice(ctx, s, self.table.storage):
-                if not t.num_rows:
-                    continue
-                keys.append(t.column(RECORD_KEY).combine_chunks().cast(pa.large_string()))
+        if map_chunks is None:  # here, a slice at a time
+            chunks = [[s] for s in slices]
+            results: Iterable[Any] = (
+                read_secondary_chunk(ctx, c, fields, present, self.table.storage) for c in chunks
+            )
+        else:  # spread: about four chunks a CPU, in slice order
+            per = max(1, -(-len(slices) // (4 * (os.cpu_count() or 1))))
+            chunks = [list(slices[i : i + per]) for i in range(0, len(slices), per)]
+            results = map_chunks(
+                read_secondary_chunk, [(ctx, c, fields, present, None) for c in chunks]
+            )
+        done = 0
+        for chunk, (k, vals) in zip(chunks, results, strict=True):
+            if len(k):
+                keys.append(k)
                 for f in fields:
-                    values[f].append(
-                        java_string_array(t.column(f), f)
-                        if f in present
-                        else pa.nulls(t.num_rows, pa.large_string())
-                    )
-        if on_progress is not None:
-            on_progress(len(slices), len(slices))
+                    values[f].append(vals[f])
+            done += len(chunk)
+            if on_progress is not None:
+                on_progress(done, len(slices))
         if not keys:
             return empty
         all_keys = pa.concat_arrays(keys)
@@ -1536,6 +1547,44 @@ class MetadataWriter:
                         if names:
                             doomed.setdefault(part, []).extend(names)
         return doomed
+
+
+#: Maps a function over argument tuples, yielding its results in order (on Ray, for one).
+MapChunks = Callable[[Callable[..., Any], list[tuple[Any, ...]]], Iterable[Any]]
+
+
+def read_secondary_chunk(
+    ctx: Any,
+    slices: Sequence[Any],
+    fields: Sequence[str],
+    present: Sequence[str],
+    storage: Storage | None = None,
+) -> tuple[pa.Array, dict[str, pa.Array]]:
+    """The record keys (``large_string``) of the merged records of ``slices`` and each of
+    ``fields``' values as Java strings them (nulls where the schema lacks a field), read
+    through ``ctx`` (a :class:`~hoodie_ray.reader.file_slice_reader.ReadContext`)."""
+    from hoodie_ray.meta import RECORD_KEY
+    from hoodie_ray.reader.file_slice_reader import iter_file_slice
+
+    storage = storage or ctx.storage()
+    keys: list[pa.Array] = []
+    values: dict[str, list[pa.Array]] = {f: [] for f in fields}
+    for s in slices:
+        for t in iter_file_slice(ctx, s, storage):
+            if not t.num_rows:
+                continue
+            keys.append(t.column(RECORD_KEY).combine_chunks().cast(pa.large_string()))
+            for f in fields:
+                values[f].append(
+                    java_string_array(t.column(f), f)
+                    if f in present
+                    else pa.nulls(t.num_rows, pa.large_string())
+                )
+    none = pa.array([], pa.large_string())
+    return (
+        pa.concat_arrays(keys) if keys else none,
+        {f: pa.concat_arrays(v) if v else none for f, v in values.items()},
+    )
 
 
 def _split_by_file_group(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import ray
@@ -11,6 +11,7 @@ import ray
 from hoodie_ray.compaction.clustering import ClusteringTask
 from hoodie_ray.compaction.execute import CompactionTask, execute_operation
 from hoodie_ray.config.options import WriteConfig
+from hoodie_ray.exceptions import HoodieError
 from hoodie_ray.ray import metrics
 from hoodie_ray.ray.runtime import NAMESPACE, actor_resources
 from hoodie_ray.timeline.metadata import HoodieWriteStat
@@ -105,8 +106,24 @@ def ray_clustering_executor(
 ) -> list[list[HoodieWriteStat]]:
     """``hr.cluster(engine="ray")``: each clustering group rewritten by a Ray task (one core
     each), spread over the cluster; their stats in task order."""
+    return list(ray_task_map(fn, [(t,) for t in tasks]))
+
+
+def ray_task_map(fn: Callable[..., Any], args: list[tuple[Any, ...]]) -> Iterator[Any]:
+    """``fn(*a)`` for each of ``args`` as a Ray task (one core each) on the running or an
+    embedded local Ray, all submitted at once; the results in order, each as it is ready
+    (``hr.cluster`` and ``hr.create_index`` with ``engine="ray"``). A task's error is raised
+    as itself."""
     from hoodie_ray.ray.runtime import ensure_ray
 
     ensure_ray()
     remote = ray.remote(num_cpus=1)(fn)
-    return list(ray.get([remote.remote(t) for t in tasks]))
+    refs = [remote.remote(*a) for a in args]
+    for ref in refs:
+        try:
+            yield ray.get(ref)
+        except ray.exceptions.RayTaskError as e:
+            cause = getattr(e, "cause", None)
+            if isinstance(cause, HoodieError):
+                raise cause from None
+            raise

@@ -1,0 +1,64 @@
+"""Table services whose work runs as Ray tasks (``ray/compactor.py``): a secondary index built
+with ``engine="ray"`` is the index ``engine="local"`` builds, byte for byte, and a task's
+error reaches the caller as itself."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import hoodie_ray as hr
+from hoodie_ray.hfile import writer as hfile_writer
+from hoodie_ray.job import maintenance
+from hoodie_ray.ray.compactor import ray_task_map
+from hoodie_ray.table import HoodieTable
+from tests.conftest import extract_sample_table
+
+JAVA = "sample_mor_avro_v9_txns_complex_meta"
+
+
+def _index_files(root: Path, part: str) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in (root / ".hoodie/metadata" / part).glob("*.hfile")}
+
+
+def test_create_index_on_ray_writes_what_the_local_build_writes(
+    ray_session: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hfile_writer.time, "time", lambda: 1_700_000_000.0)
+    local = extract_sample_table(JAVA, tmp_path / "local")
+    on_ray = tmp_path / "ray" / local.name
+    shutil.copytree(local, on_ray)
+    calls: list[tuple[int, int]] = []
+    part = hr.create_index(str(local), "currency_idx", "currency")
+    assert part == hr.create_index(
+        str(on_ray),
+        "currency_idx",
+        "currency",
+        engine="ray",
+        on_progress=lambda d, t: calls.append((d, t)),
+    )
+    total = len(HoodieTable.load(str(on_ray)).view().latest_file_slices())
+    assert calls and calls[-1] == (total, total)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+    got, want = _index_files(on_ray, part), _index_files(local, part)
+    assert got and {n.split("_")[0]: b for n, b in got.items()} == {
+        n.split("_")[0]: b for n, b in want.items()
+    }
+    assert not [d for d in maintenance.validate_metadata(str(on_ray)) if "secondary" in d.partition]
+    with pytest.raises(hr.HoodieOptionError, match="engine"):
+        hr.create_index(str(on_ray), "x_idx", "currency", engine="spark")
+
+
+def _refuse(n: int) -> int:
+    if n == 2:
+        raise hr.HoodieInputError(f"value {n} refused")
+    return n * 10
+
+
+def test_task_errors_reach_the_caller_as_themselves(ray_session: Any) -> None:
+    assert list(ray_task_map(_refuse, [(0,), (1,)])) == [0, 10]
+    with pytest.raises(hr.HoodieInputError, match="value 2 refused"):
+        list(ray_task_map(_refuse, [(1,), (2,)]))
