@@ -62,7 +62,7 @@ _LAZY = {
     "upgrade": ("hoodie_ray.upgrade_table", "upgrade"),
     "init_metadata": ("hoodie_ray.job.maintenance", "init_metadata"),
     "drop_metadata": ("hoodie_ray.job.maintenance", "drop_metadata"),
-    "create_index": ("hoodie_ray.job.maintenance", "create_index"),
+    "create_index": ("hoodie_ray.api", "create_index"),
     "drop_index": ("hoodie_ray.job.maintenance", "drop_index"),
     "validate_metadata": ("hoodie_ray.job.maintenance", "validate_metadata"),
     "savepoint": ("hoodie_ray.job.savepoint", "savepoint"),

@@ -433,7 +433,7 @@ def metadata_create_index(
     """Build index NAME over COLUMN in the metadata table from the table's current snapshot,
     and keep it from then on (its definition goes to .hoodie/.index_defs/index.json)."""
     load_table(path, storage_kv)
-    fn = lazy_feature("hoodie_ray.job.maintenance", "create_index", "the metadata table")
+    fn = lazy_feature("hoodie_ray.api", "create_index", "the metadata table")
     with _slice_progress(_isatty(sys.stderr), "indexing file slices") as on_progress:
         part = fn(
             path,

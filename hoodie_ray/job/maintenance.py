@@ -16,7 +16,7 @@ or with ``dry_run`` what it would do (then nothing is written).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,12 +30,7 @@ from hoodie_ray.compaction.clean import (
 from hoodie_ray.compaction.clustering import ClusteringExecutor, cluster_table
 from hoodie_ray.compaction.execute import CompactionTask
 from hoodie_ray.config.options import WriteConfig, resolve_options
-from hoodie_ray.exceptions import (
-    HoodieCompactionError,
-    HoodieError,
-    HoodieOptionError,
-    HoodieUnsupportedError,
-)
+from hoodie_ray.exceptions import HoodieCompactionError, HoodieError, HoodieUnsupportedError
 from hoodie_ray.job.archival import archivable_instants, archive_table, nothing_to_archive_reason
 from hoodie_ray.metadata.layout import FILES, RECORD_INDEX
 from hoodie_ray.metadata_writer.validate import (
@@ -566,16 +561,16 @@ def create_index(
     storage_options: dict[str, Any] | None = None,
     options: dict[str, Any] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
-    engine: str = "local",
+    map_chunks: Callable[[Callable[..., Any], list[tuple[Any, ...]]], Iterable[Any]] | None = None,
 ) -> str:
     """Build secondary index ``name`` over ``column`` in the metadata table of the table at
     ``path`` from its current snapshot, under the writer lock, and keep it from then on (its
     definition goes to ``.hoodie/.index_defs/index.json``); the MDT partition's name
     (``secondary_index_<name>``). ``options`` may name the lock provider
     (``hoodie.write.lock.provider``). ``on_progress(done, total)`` is called as the file
-    slices are read (for progress bars; quiet by default). ``engine="ray"`` reads the file
-    slices in Ray tasks (about four a CPU of the cluster, one CPU each) on the running or an
-    embedded local Ray; the index files are written here, the same bytes either way.
+    slices are read (for progress bars; quiet by default). ``map_chunks`` spreads the
+    reading of the file slices (``hr.create_index(engine="ray")`` passes Ray tasks); the
+    index files are written here, the same bytes either way.
 
     Example::
 
@@ -589,8 +584,6 @@ def create_index(
 
     if kind != "secondary":
         raise HoodieUnsupportedError(f"index kind {kind!r}: hoodie_ray builds 'secondary' indexes")
-    if engine not in ("local", "ray"):
-        raise HoodieOptionError(f"engine must be 'local' or 'ray', got {engine!r}")
     table = HoodieTable.load(path, storage_options)
     partition = name if name.startswith(SECONDARY_INDEX_PREFIX) else SECONDARY_INDEX_PREFIX + name
     with open_lock(table.storage, resolve_options(options)):
@@ -602,11 +595,6 @@ def create_index(
             )
         if partition in completed_partitions(table.table_config):
             raise HoodieUnsupportedError(f"{path}: index {partition} exists already")
-        map_chunks = None
-        if engine == "ray":
-            from hoodie_ray.ray.compactor import ray_task_map
-
-            map_chunks = ray_task_map
         return w.initialize_secondary_index(partition, column, on_progress, map_chunks)
 
 
