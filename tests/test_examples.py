@@ -6,8 +6,9 @@ The quickstart runs as a user runs it, in its own process, joining the session's
 cores; every other example test here shares the session's Ray too). The others run in this
 process on the session's Ray (``ensure_ray`` and ``init_spark`` reuse what runs, as they do in a
 user's notebook): a process of their own would pay Ray's start-up again, and the Spark one a
-RayDP session (tens of seconds). The Spark example's own process, with its check that the JVMs
-print nothing alarming, is the ``slow`` test.
+RayDP session (tens of seconds). The Spark example, in this process and in its own (with its
+check that the JVMs print nothing alarming), runs under ``-m slow``: the suite's Spark tests
+cover its writes.
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ def test_cluster_job(ray_session: Any, capsys: pytest.CaptureFixture[str]) -> No
     assert "ok: 20,000 events, 4,000 upserted" in out
 
 
+@pytest.mark.slow  # ~30 s of Spark on 2 cores; tests/test_spark_write.py covers the same writes
 @pytest.mark.spark
 def test_spark_to_hudi(
     spark_session: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
