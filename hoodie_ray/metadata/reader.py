@@ -127,25 +127,38 @@ class SliceColumns:
         return cls(none, none, np.zeros(0, dtype=np.int32), [])
 
 
-class RecordIndexLookup:
-    """Record-index lookups of some keys, their file groups' sources open
-    (:meth:`MetadataTable.record_index_lookup`)."""
+_Sources = list[tuple[HFileReader | pa.Array, str]]
 
-    def __init__(self, groups: list[tuple[list[str], list[tuple[HFileReader | pa.Array, str]]]]):
+
+class _PreparedLookup:
+    """Lookups in a hashed index partition, each file group's sources open: ``groups`` of
+    (what is looked up in the group, its sources in the order they apply)."""
+
+    def __init__(self, groups: list[tuple[list[Any], _Sources]]):
         self._groups = groups
+
+    def _blocks_of(self, source: HFileReader, wanted: list[Any]) -> dict[int, int]:
+        raise NotImplementedError
 
     @property
     def blocks(self) -> tuple[int, int]:
         """How many HFile data blocks the lookup reads, and their bytes on disk."""
         count = size = 0
-        for keys, sources in self._groups:
-            raw = [k.encode() for k in keys]
+        for wanted, sources in self._groups:
             for source, _ in sources:
                 if isinstance(source, HFileReader):
-                    found = source.blocks_for(raw)
+                    found = self._blocks_of(source, wanted)
                     count += len(found)
                     size += sum(found.values())
         return count, size
+
+
+class RecordIndexLookup(_PreparedLookup):
+    """Record-index lookups of some keys, their file groups' sources open
+    (:meth:`MetadataTable.record_index_lookup`)."""
+
+    def _blocks_of(self, source: HFileReader, wanted: list[Any]) -> dict[int, int]:
+        return source.blocks_for([k.encode() for k in wanted])
 
     def locations(self) -> dict[str, tuple[str, str]]:
         """``record key -> (data partition, file id)`` of the keys the index holds."""
@@ -174,24 +187,12 @@ class RecordIndexLookup:
         return out
 
 
-class SecondaryIndexLookup:
-    """Lookups of some values in a secondary index, their file groups' sources open
-    (:meth:`MetadataTable.secondary_index_lookup`)."""
+class SecondaryIndexLookup(_PreparedLookup):
+    """Lookups of some values in a secondary index (their ``<value>$`` prefixes), their file
+    groups' sources open (:meth:`MetadataTable.secondary_index_lookup`)."""
 
-    def __init__(self, groups: list[tuple[list[bytes], list[tuple[HFileReader | pa.Array, str]]]]):
-        self._groups = groups
-
-    @property
-    def blocks(self) -> tuple[int, int]:
-        """How many HFile data blocks the lookup reads, and their bytes on disk."""
-        count = size = 0
-        for prefixes, sources in self._groups:
-            for source, _ in sources:
-                if isinstance(source, HFileReader):
-                    found = source.prefix_blocks_for(prefixes)
-                    count += len(found)
-                    size += sum(found.values())
-        return count, size
+    def _blocks_of(self, source: HFileReader, wanted: list[Any]) -> dict[int, int]:
+        return source.prefix_blocks_for(wanted)
 
     def record_keys(self) -> set[str]:
         """The record keys of the live entries of the values."""

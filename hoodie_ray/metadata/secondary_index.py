@@ -141,10 +141,13 @@ def secondary_index_keys(
 ) -> pa.Array:
     """:func:`secondary_index_key` of each pair ``(secondary[i], record_keys[i])``,
     column-wise (``large_string``)."""
+    return _join_keys(secondary_index_prefixes(secondary), record_keys)
+
+
+def _join_keys(prefixes: pa.Array, record_keys: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``<escaped value>$`` prefixes joined with their escaped record keys."""
     none = pa.scalar("", pa.large_string())
-    return pc.binary_join_element_wise(
-        secondary_index_prefixes(secondary), escape_key_parts(record_keys), none
-    )
+    return pc.binary_join_element_wise(prefixes, escape_key_parts(record_keys), none)
 
 
 def secondary_index_columns(values: pa.Table, table_version: int) -> RecordIndexColumns:
@@ -152,8 +155,7 @@ def secondary_index_columns(values: pa.Table, table_version: int) -> RecordIndex
     (record key) and ``value`` (its Java string): each placed by its ``<value>$`` prefix,
     all with the one value a live entry has."""
     prefixes = secondary_index_prefixes(values.column("value"))
-    none = pa.scalar("", pa.large_string())
-    keys = pc.binary_join_element_wise(prefixes, escape_key_parts(values.column("key")), none)
+    keys = _join_keys(prefixes, values.column("key"))  # the values escaped once
     live = encode_records([secondary_index_record(None, "")[1]], table_version)[0]
     return RecordIndexColumns(keys, np.zeros(len(keys), np.int32), [live], prefixes)
 
