@@ -34,14 +34,17 @@ import sys
 import tempfile
 import threading
 import time
-import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from hoodie_ray.exceptions import HoodieError, HoodieInputError, HoodieUnsupportedError
+from hoodie_ray.ray.inputs import SPARK_INSTALL_HINT as SPARK_INSTALL_HINT
+from hoodie_ray.ray.inputs import import_spark
+from hoodie_ray.ray.inputs import release_spark_df as release_spark_df
+from hoodie_ray.ray.inputs import spark_to_ray as spark_to_ray
 from hoodie_ray.ray.runtime import JVM_OPTIONS, ensure_ray
-from hoodie_ray.write.records import is_spark_dataframe
+from hoodie_ray.write.records import is_spark_dataframe as is_spark_dataframe
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -54,7 +57,6 @@ JAVA_INSTALL_HINT = (
     "install Java 17 (Debian/Ubuntu: `sudo apt-get install -y openjdk-17-jre-headless`; "
     "elsewhere any OpenJDK 17 distribution) and make sure `java` is on PATH or JAVA_HOME is set"
 )
-SPARK_INSTALL_HINT = 'pip install "raydp==1.6.5" "pyspark==3.5.7" "pandas>=2.2,<3"'
 
 _JAVA_OPTION_KEYS = (
     "spark.driver.extraJavaOptions",
@@ -124,7 +126,6 @@ _GCS_CLIENT_INFO = (
     r"GcsClient has no Cluster ID set, and won't fetch from GCS\.\s*$"
 )
 _GCS_CLIENT_INFO_RE = re.compile(_GCS_CLIENT_INFO.encode())
-_SQL_CTX_WARNING = r"DataFrame\.sql_ctx is an internal property"
 _log4j_file: str | None = None
 _log4j_lock = threading.Lock()
 
@@ -179,17 +180,6 @@ def check_java(java: str | None = None) -> int:
     if major != 17:
         log.warning("Java %d found; hoodie_ray's Spark setup is tested with Java 17", major)
     return major
-
-
-def _import_spark() -> tuple[Any, Any]:
-    try:
-        import pyspark
-        import raydp
-    except ImportError as e:
-        raise HoodieError(
-            f"Spark interop needs raydp and pyspark ({e.name or e} is missing): {SPARK_INSTALL_HINT}"
-        ) from None
-    return pyspark, raydp
 
 
 def _parse_memory(v: str | int) -> int:
@@ -418,7 +408,7 @@ def init_spark(
     """
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    _, raydp = _import_spark()
+    _, raydp = import_spark()
     check_java()
     ensure_ray(ray_address)
     existing = _running_session()
@@ -530,52 +520,6 @@ def stop_spark(timeout_s: float = 30.0) -> None:
 # ---------------------------------------------------------------------------------------------
 # Conversions
 # ---------------------------------------------------------------------------------------------
-
-
-def spark_to_ray(df: DataFrame, *, num_blocks: int | None = None) -> ray.data.Dataset:
-    """A Spark DataFrame of a RayDP session as a Ray Dataset (one block per Spark partition).
-
-    The same path as ``ray.data.from_spark`` (RayDP's recoverable conversion: Arrow blocks are
-    fetched from the Spark executors by Ray tasks with lineage), without its deprecation
-    warning. Spark keeps the converted partitions cached until :func:`release_spark_df` or the
-    session stops; call it once the dataset is consumed (for a write: after the commit).
-
-    Args:
-        df: a DataFrame of the RayDP session (see :func:`init_spark`).
-        num_blocks: repartition the DataFrame to this many blocks first.
-    """
-    if not is_spark_dataframe(df):
-        raise HoodieInputError(f"expected a Spark DataFrame, got {type(df).__name__}")
-    if "pyspark.sql.connect.dataframe" in sys.modules and not _is_classic(df):
-        raise HoodieUnsupportedError("Spark Connect DataFrames cannot go through RayDP")
-    _import_spark()
-    from raydp.spark import dataset as raydp_dataset
-
-    with _no_sql_ctx_warning():
-        return raydp_dataset.spark_dataframe_to_ray_dataset(df, num_blocks)
-
-
-@contextmanager
-def _no_sql_ctx_warning() -> Iterator[None]:
-    """RayDP 1.6.5 reads ``DataFrame.sql_ctx``, which pyspark 3.5 flags with a UserWarning
-    (nothing the caller can act on); that one warning is dropped, others are kept."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=_SQL_CTX_WARNING, category=UserWarning)
-        yield
-
-
-def _is_classic(df: Any) -> bool:
-    mod = sys.modules.get("pyspark.sql.dataframe")
-    return mod is not None and isinstance(df, mod.DataFrame)
-
-
-def release_spark_df(df: DataFrame) -> None:
-    """Unpersist the Spark-side cache :func:`spark_to_ray` pinned for ``df`` (idempotent)."""
-    _import_spark()
-    from raydp.spark import dataset as raydp_dataset
-
-    with _no_sql_ctx_warning():
-        raydp_dataset.release_spark_recoverable(df)
 
 
 def spark_to_arrow(df: DataFrame) -> pa.Table:
@@ -747,7 +691,7 @@ def ray_to_spark(spark: SparkSession, ds: ray.data.Dataset) -> DataFrame:
     time zone (UTC with :func:`init_spark`). Use :func:`arrow_to_spark` when the data fits the
     driver and must be exact.
     """
-    _import_spark()
+    import_spark()
     return ds.to_spark(spark)
 
 

@@ -38,7 +38,7 @@ LAYERS: dict[str, int] = {
     "compaction": 11,
     "job": 12,
     "ray": 13,
-    "spark": 13,
+    "spark": 14,  # Spark interop sits on the Ray layer (RayDP): ray never imports it
     "api": 14,
     "upgrade_table": 14,
     "cli": 14,

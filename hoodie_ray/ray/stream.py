@@ -31,15 +31,10 @@ of that checkpoint is in the table.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import functools
 import itertools
-import json
 import logging
-import threading
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, overload
 
@@ -51,7 +46,6 @@ from hoodie_ray.config.options import WriteConfig, resolve_options
 from hoodie_ray.exceptions import (
     HoodieCommitConflictError,
     HoodieError,
-    HoodieInputError,
     HoodieWriteConflictError,
     HoodieWriteError,
 )
@@ -65,6 +59,24 @@ from hoodie_ray.ray.actors import (
     Pieces,
     WriterActor,
 )
+from hoodie_ray.ray.calls import (
+    Conflicted,
+    TopologyLost,
+    drain,
+    instant_name,
+    is_actor_loss,
+    unwrap,
+)
+from hoodie_ray.ray.inputs import Input, input_blocks, quiet_ray_data_console, release_spark_frames
+from hoodie_ray.ray.parking import (
+    Parked,
+    options_key,
+    park,
+    release_warm_writers,
+    session,
+    stop_parked,
+    unpark,
+)
 from hoodie_ray.ray.runtime import (
     actor_resources,
     ensure_ray,
@@ -72,158 +84,14 @@ from hoodie_ray.ray.runtime import (
     refuse_nbcc,
 )
 from hoodie_ray.table import HoodieTable
-from hoodie_ray.write.lock import (
-    ProcessId,
-    new_owner_id,
-    register_idle_holder,
-    unregister_idle_holder,
-)
+from hoodie_ray.write.lock import ProcessId, new_owner_id
 from hoodie_ray.write.lock_providers import open_lock
-from hoodie_ray.write.records import (
-    dtypes_schema,
-    is_pandas,
-    is_ray_dataset,
-    is_spark_dataframe,
-    pandas_schema,
-    to_arrow,
-)
+from hoodie_ray.write.records import to_arrow
 from hoodie_ray.write.routing import cut_shares, round_rows
 
 log = logging.getLogger("hoodie_ray")
 NAMESPACE = "hoodie_ray"
 MAX_RECOVERIES = 3
-
-
-class _TopologyLost(Exception):
-    """An actor died: restart the topology and replay."""
-
-
-class _Conflicted(Exception):
-    """OCC: the checkpoint's commit lost a conflict (its instant is rolled back): reload the
-    topology from the table and replay, or raise ``error`` once the retries are spent."""
-
-    def __init__(self, error: HoodieWriteConflictError) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-def _unwrap(e: BaseException) -> BaseException:
-    """The HoodieError a (possibly nested: writer -> assigner -> driver) task error carries."""
-    cause = getattr(e, "cause", None) if isinstance(e, RayTaskError) else None
-    if isinstance(cause, HoodieError):
-        return cause
-    if isinstance(cause, RayTaskError):
-        inner = _unwrap(cause)
-        return inner if isinstance(inner, HoodieError) else e
-    return e
-
-
-def _name(instant: Any) -> str:
-    """An instant the driver may hold as the reference it comes from (pipelined)."""
-    return str(ray.get(instant)) if isinstance(instant, ray.ObjectRef) else str(instant)
-
-
-def _is_actor_loss(e: BaseException) -> bool:
-    """An actor died, here or in a call an actor made (an assigner's call to a writer)."""
-    if isinstance(e, RayActorError):
-        return True
-    if isinstance(e, RayTaskError):
-        return _is_actor_loss(getattr(e, "cause", None) or Exception())
-    return False
-
-
-@dataclass(frozen=True)
-class _Input:
-    """One input block of the open checkpoint, kept (by reference) until its commit."""
-
-    ref: Any  # ObjectRef of an Arrow table, a pandas DataFrame or a Ray Data block
-    rows: tuple[int, int] | None  # the [start, stop) slice of the block that is input
-    num_rows: int | None = None  # None: unknown (Ray Data may not say)
-
-
-def dataset_items(ds: Any) -> Iterator[tuple[pa.Schema, _Input]]:
-    """(schema, input) of each non-empty block of a Ray Dataset, as Ray Data produces them
-    (streaming: the dataset executes while its first blocks are written; Ray Data's progress
-    lines stay in its log file)."""
-    with _quiet_ray_data_console():
-        yield from _bundle_items(ds)
-
-
-def _bundle_items(ds: Any) -> Iterator[tuple[pa.Schema, _Input]]:
-    resolved: dict[Any, pa.Schema] = {}  # a pandas block schema -> its Arrow schema
-    for bundle in ds.iter_internal_ref_bundles():
-        schema = getattr(bundle.schema, "base_schema", bundle.schema)
-        if schema is None:
-            schema = getattr(ds.schema(), "base_schema", None)
-        slices = bundle.slices or [None] * len(bundle.blocks)
-        for entry, sl in zip(bundle.blocks, slices, strict=True):
-            rows = None if sl is None else (sl.start_offset, sl.end_offset)
-            n = entry.metadata.num_rows if sl is None else sl.num_rows
-            if n is None or n > 0:
-                yield _arrow_schema(schema, entry.ref, resolved), _Input(entry.ref, rows, n)
-
-
-def _arrow_schema(schema: Any, ref: Any, resolved: dict[Any, pa.Schema]) -> pa.Schema:
-    """The Arrow schema of a Ray Data block of ``schema``: an Arrow block's own, or what
-    :func:`to_arrow` makes of a pandas block (Ray Data's ``PandasBlockSchema``, from
-    ``from_pandas``, ``map_batches(batch_format="pandas")``...). Its dtypes decide it, but an
-    ``object`` column's values do: then one block of that schema is asked, where it lies
-    (one small task per distinct schema of a write; the block never comes to the driver)."""
-    if isinstance(schema, pa.Schema):
-        return schema
-    names, dtypes = getattr(schema, "names", None), getattr(schema, "types", None)
-    if names is None or dtypes is None:
-        raise HoodieInputError(
-            f"a Ray Dataset block has a schema hoodie_ray cannot read: {schema!r}"
-        )
-    if schema not in resolved:
-        try:
-            arrow: pa.Schema | None = dtypes_schema(names, dtypes)
-        except Exception:  # a dtype an empty frame cannot be made of: ask the block
-            arrow = None
-        if arrow is None or any(pa.types.is_null(f.type) for f in arrow):
-            try:
-                arrow = ray.get(_block_schema.remote(ref))
-            except RayTaskError as e:  # a column of mixed values: HoodieInputError, as itself
-                raise _unwrap(e) from None
-        resolved[schema] = arrow
-    return resolved[schema]
-
-
-@ray.remote(num_cpus=0)
-def _block_schema(block: Any) -> pa.Schema:
-    """The Arrow schema :func:`to_arrow` gives a block (run beside it: only the schema moves)."""
-    return pandas_schema(block) if is_pandas(block) else to_arrow(block).schema
-
-
-def _drain(
-    refs: list[Any], routed: list[tuple[Any, list[Any]]] | None = None, timeout: float = 60.0
-) -> list[Any]:
-    """Wait (``timeout`` in all) for the calls of a failed checkpoint and take their errors:
-    Ray logs an error no one fetched as an "Unhandled error" when its reference goes.
-    ``refs`` return small values (row counts); ``routed`` pairs a routed block's row count
-    with its parts, which are fetched only where the count is an error (then they hold the
-    same error; the parts of a block routed fine hold its rows, which stay where they are).
-    The calls not done by then are returned."""
-    routed = routed or []
-    every = list(refs) + [count for count, _ in routed]
-    if not every:
-        return []
-    ready, waiting = ray.wait(every, num_returns=len(every), timeout=timeout, fetch_local=False)
-    failed = set()
-    for ref in ready:
-        try:
-            ray.get(ref, timeout=5)
-        except GetTimeoutError:
-            continue
-        except Exception:
-            failed.add(ref)
-    for count, parts in routed:
-        if count in failed:  # the same task made the parts: ready, each the same error
-            for part in parts:
-                with contextlib.suppress(Exception):
-                    ray.get(part, timeout=5)
-    return list(waiting)
 
 
 @dataclass
@@ -232,7 +100,7 @@ class _Flight:
     the driver goes on; its input is kept until the commit is known."""
 
     instant: Any  # the instant, or the reference the coordinator will resolve it from
-    inputs: list[_Input]
+    inputs: list[Input]
     frames: list[Any]  # its Spark DataFrames, released once it is settled
     commit: Any  # ObjectRef of its CommitResult
     calls: list[Any]  # its input's calls, barrier and flush calls (fetched if it fails)
@@ -321,11 +189,11 @@ class HoodieStreamWriter:
         self._assigners: list[Any] = []
         self._writers: list[Any] = []
         self._instant: str | None = None
-        self._inputs: list[_Input] = []  # the open checkpoint's input (object refs)
+        self._inputs: list[Input] = []  # the open checkpoint's input (object refs)
         self._spark_frames: list[Any] = []  # Spark DataFrames of the open checkpoint
         self._next_router = 0  # the assigner that routes the next share of input
         # input of the open checkpoint not yet routed: routed a round at a time (_send_round)
-        self._pending: list[_Input] = []
+        self._pending: list[Input] = []
         self._pending_rows = 0
         self._round_rows = round_rows(self.wc.write_batch_rows, self.num_assigners)
         # small Arrow batches written, kept in the driver until a batch's worth (_hold)
@@ -394,7 +262,7 @@ class HoodieStreamWriter:
             self._hold(to_arrow(data))
             return
         self._put_held()  # earlier input goes first
-        for schema, item in self._input_items(data):
+        for schema, item in input_blocks(data, self._spark_frames):
             self._write_item(schema, item)
 
     def _hold(self, table: pa.Table) -> None:
@@ -420,41 +288,17 @@ class HoodieStreamWriter:
             return
         held, self._held, self._held_rows = self._held, [], 0
         table = held[0] if len(held) == 1 else pa.concat_tables(held)
-        item = _Input(ray.put(table), None, table.num_rows)
+        item = Input(ray.put(table), None, table.num_rows)
         self._inputs.append(item)
         self._run(lambda: self._send(item))
 
-    def _input_items(self, data: Any) -> Iterator[tuple[pa.Schema, _Input]]:
-        """(schema, input) of each block of ``data``, put into the object store where it is
-        not there yet; empty blocks are skipped."""
-        if isinstance(data, list):
-            for part in data:
-                yield from self._input_items(part)
-            return
-        if is_spark_dataframe(data):
-            from hoodie_ray.spark import spark_to_ray
-
-            self._spark_frames.append(data)  # its cache is released once committed
-            data = spark_to_ray(data)
-        if is_ray_dataset(data):
-            yield from dataset_items(data)
-            return
-        if is_pandas(data):
-            schema = pandas_schema(data)
-            if len(data):
-                yield schema, _Input(ray.put(data), None, len(data))
-            return
-        table = to_arrow(data)
-        if table.num_rows:
-            yield table.schema, _Input(ray.put(table), None, table.num_rows)
-
-    def _write_item(self, schema: pa.Schema, item: _Input) -> None:
+    def _write_item(self, schema: pa.Schema, item: Input) -> None:
         self._settle_for_occ()
         self._accept_schema(schema)
         self._inputs.append(item)
         self._run(lambda: self._send(item))
 
-    def _write_whole(self, data: Any) -> None:
+    def _write_whole(self, data: Any, batch_rows: int | None = None) -> None:
         """Write ``data`` into the open checkpoint, every block of it prepared before any is
         assigned: a row the table refuses (a null key) fails this call before an instant is
         opened for it, and nothing of ``data`` enters the checkpoint (``hr.write``'s path).
@@ -463,15 +307,15 @@ class HoodieStreamWriter:
             raise HoodieWriteError("write after close")
         self._put_held()
         self._wait_flight()
-        items: list[_Input] = []
-        for schema, item in self._input_items(data):
+        items: list[Input] = []
+        for schema, item in input_blocks(data, self._spark_frames, batch_rows):
             self._accept_schema(schema, pending=len(items))
             items.append(item)
         if not items:
             return
         if self._pending:
             self._run(self._send_round)  # earlier input goes first
-        rounds: list[list[_Input]] = [[]]
+        rounds: list[list[Input]] = [[]]
         rows = 0
         for item in items:
             if rows >= self._round_rows:
@@ -485,9 +329,9 @@ class HoodieStreamWriter:
         try:
             ray.get(counts)
         except (RayActorError, RayTaskError) as e:
-            if not _is_actor_loss(e):
-                _drain([], [call for calls in routed for call in calls])
-                raise _unwrap(e) from None
+            if not is_actor_loss(e):
+                drain([], [call for calls in routed for call in calls])
+                raise unwrap(e) from None
             lost = True  # an assigner died: the items go the way of any write (replayed)
         self._inputs.extend(items)
         if lost:
@@ -659,8 +503,8 @@ class HoodieStreamWriter:
         """The pipelined checkpoint failed. A lost actor: the open instant (begun behind it)
         is rolled back, the checkpoint's input replayed and committed, then the open input
         replayed into a new instant. Anything else (a refused row): neither is committed."""
-        _drain(f.calls, f.routed, timeout=30)
-        if _is_actor_loss(e) or isinstance(e, (ObjectLostError, GetTimeoutError)):
+        drain(f.calls, f.routed, timeout=30)
+        if is_actor_loss(e) or isinstance(e, (ObjectLostError, GetTimeoutError)):
             log.warning(
                 "hoodie_ray: a pipelined checkpoint lost an actor (%s); restarting the topology "
                 "and replaying it, then the input written behind it",
@@ -668,7 +512,7 @@ class HoodieStreamWriter:
             )
             self._replay_flight(f, lost=True)
             return
-        err = _unwrap(e)
+        err = unwrap(e)
         if isinstance(err, HoodieWriteConflictError):
             # OCC: the coordinator rolled n back in its conflict check; replayed into a new
             # instant on a reloaded topology (up to the retries), then the open input
@@ -707,12 +551,7 @@ class HoodieStreamWriter:
         of a settled pipelined checkpoint; by default the open checkpoint's)."""
         if frames is None:
             frames, self._spark_frames = self._spark_frames, []
-        if frames:
-            from hoodie_ray.spark import release_spark_df
-
-            for df in frames:
-                with contextlib.suppress(Exception):
-                    release_spark_df(df)
+        release_spark_frames(frames)
 
     def close(self) -> None:
         """Checkpoint what is left, then stop the actors and release the table."""
@@ -729,6 +568,25 @@ class HoodieStreamWriter:
         """Drop the open checkpoint (rolled back) and stop. A new table this writer created
         and never committed to is removed (its first write was refused)."""
         self._shutdown(rollback=True, failed=True)
+
+    @property
+    def closed(self) -> bool:
+        """True once closed or aborted: no more writes."""
+        return self._closed
+
+    def abandon(self) -> None:
+        """Ray went away under this writer (its actors are gone with it): nothing can be
+        stopped or rolled back, but the table's lock file their coordinator held would refuse
+        every other writer until its heartbeat expires; this driver knows the lock's owner id
+        and releases it (a parked ``hr.write`` topology whose Ray was shut down)."""
+        from hoodie_ray.storage import open_storage
+
+        self._closed = True
+        try:
+            storage = open_storage(self.path, self.storage_options)
+            open_lock(storage, self.wc, owner=self.owner).release_owned()
+        except Exception as e:  # the heartbeat's expiry frees the table all the same
+            log.warning("releasing the writer lock of %s failed: %s", self.path, e)
 
     @property
     def last_result(self) -> CommitResult | None:
@@ -816,7 +674,7 @@ class HoodieStreamWriter:
         except RayTaskError as e:
             ray.kill(self._coord, no_restart=True)
             self._coord = None
-            raise _unwrap(e) from None
+            raise unwrap(e) from None
         self._restart_workers()
 
     def _worker_actors(self) -> list[Any]:
@@ -994,7 +852,7 @@ class HoodieStreamWriter:
             )
         self._begin_s = time.perf_counter() - t0
 
-    def _send(self, item: _Input) -> None:
+    def _send(self, item: Input) -> None:
         """Input for the open checkpoint: kept until a round's worth of rows
         (:func:`~hoodie_ray.write.routing.round_rows`) is there, then routed (non-blocking,
         bounded). The driver passes references only. The instant starts with the first
@@ -1022,7 +880,7 @@ class HoodieStreamWriter:
         self._routed.extend(calls)
         self._assign_round([parts for _, parts in calls])
 
-    def _shares(self, items: list[_Input]) -> list[tuple[Pieces, list[Any]]]:
+    def _shares(self, items: list[Input]) -> list[tuple[Pieces, list[Any]]]:
         """The round cut into one share per router (:func:`cut_shares`): each as the route
         call's pieces and its block arguments (each block once)."""
         out = []
@@ -1038,7 +896,7 @@ class HoodieStreamWriter:
             out.append((pieces, refs))
         return out
 
-    def _route(self, items: list[_Input]) -> list[tuple[Any, list[Any]]]:
+    def _route(self, items: list[Input]) -> list[tuple[Any, list[Any]]]:
         """Route calls for a round of input, one per share, the routers in turn: the row
         count and the parts (one per assigner) of each call."""
         na = self.num_assigners
@@ -1076,7 +934,7 @@ class HoodieStreamWriter:
             ray.get([ref for refs in in_flight for ref in refs])
         except ObjectLostError as e:
             # the task that made a write call died after handing its reference over
-            raise _TopologyLost(self._instant or "") from e
+            raise TopologyLost(self._instant or "") from e
 
     def _checkpoint_once(self) -> CommitResult:
         if self._instant is None:
@@ -1104,18 +962,18 @@ class HoodieStreamWriter:
         try:
             result = ray.get(self._coord.commit.remote(instant, stats))
         except (RayActorError, RayTaskError) as e:
-            if _is_actor_loss(e):
-                raise _TopologyLost(instant) from e
-            err = _unwrap(e)
+            if is_actor_loss(e):
+                raise TopologyLost(instant) from e
+            err = unwrap(e)
             if isinstance(err, HoodieWriteConflictError):
-                raise _Conflicted(err) from None
+                raise Conflicted(err) from None
             raise
         marks.append(time.perf_counter())
         steps = [b - a for a, b in itertools.pairwise(marks)]
         self._phases.append(dict(zip(CHECKPOINT_PHASES, [self._begin_s, *steps], strict=True)))
         # the metrics call is not waited for; its reference is kept so that a coordinator
         # lost meanwhile is no "Unhandled error" (drained at the next checkpoint and at exit)
-        self._phase_calls = _drain(self._phase_calls, timeout=0)
+        self._phase_calls = drain(self._phase_calls, timeout=0)
         self._phase_calls.append(self._coord.record_phases.remote(self._phases[-1]))
         self._instant = None
         # Not waited for: each assigner runs it before the next checkpoint's start (one
@@ -1149,7 +1007,7 @@ class HoodieStreamWriter:
                     replay = False
                     self._replay_after_conflict()
                 return fn()
-            except _Conflicted as c:
+            except Conflicted as c:
                 # the coordinator rolled the instant back in its conflict check's lock turn
                 self._instant = None
                 conflicts += 1
@@ -1163,10 +1021,10 @@ class HoodieStreamWriter:
                     ) from None
                 log.warning("hoodie_ray: %s; replaying the checkpoint into a new instant", c.error)
                 replay = True
-            except (RayActorError, RayTaskError, GetTimeoutError, _TopologyLost) as e:
-                if not (_is_actor_loss(e) or isinstance(e, _TopologyLost)):
+            except (RayActorError, RayTaskError, GetTimeoutError, TopologyLost) as e:
+                if not (is_actor_loss(e) or isinstance(e, TopologyLost)):
                     self._fail_instant()
-                    raise _unwrap(e) from None
+                    raise unwrap(e) from None
                 losses += 1
                 if losses > MAX_RECOVERIES:
                     self._fail_instant()
@@ -1215,7 +1073,7 @@ class HoodieStreamWriter:
                 self._instant = None
                 self._restart_workers()
                 self._inputs = []
-                return CommitResult(_name(instant))
+                return CommitResult(instant_name(instant))
             ray.get(self._coord.rollback.remote(instant))
         if instant is not None and not coord_alive:
             # The new coordinator rolled back pending instants on open, unless it had committed.
@@ -1223,7 +1081,7 @@ class HoodieStreamWriter:
             if completed:
                 self._restart_workers()
                 self._inputs = []
-                return CommitResult(_name(instant))
+                return CommitResult(instant_name(instant))
             if self.wc.occ:
                 # the lazy policy kept it (its heartbeat has not expired yet): it is ours
                 ray.get(self._coord.rollback.remote(instant))
@@ -1251,7 +1109,7 @@ class HoodieStreamWriter:
         """Forget the calls and routed parts of a failed attempt, fetching each first: Ray logs
         an error no one fetched as an "Unhandled error" with a traceback when its reference
         goes, and a refused row's error is already raised by then, as itself."""
-        _drain(self._inflight, self._routed)
+        drain(self._inflight, self._routed)
         self._inflight, self._routed = [], []
         self._pending, self._pending_rows = [], 0
         self._peer_rows = 0
@@ -1296,7 +1154,7 @@ class HoodieStreamWriter:
                 pass
             ray.kill(self._coord, no_restart=True)
         self._assigners, self._writers, self._coord = [], [], None
-        _drain(self._phase_calls, timeout=5)
+        drain(self._phase_calls, timeout=5)
         self._phase_calls = []
         self._release_spark_frames()
         self._release_names()
@@ -1317,138 +1175,6 @@ class HoodieStreamWriter:
         self._owned_names.clear()
 
 
-# -- warm topologies -------------------------------------------------------------------------
-#
-# hr.write on Ray starts a topology (coordinator, assigners, writers: seconds of actor start-up)
-# for one commit. A process that writes small commits in a loop would pay that every call, so
-# the topology of the last call is kept ("parked"), with the table's writer lock, for
-# ``write.warm_idle_s`` seconds: the next call from this process to the same table with the
-# same options is one checkpoint of it. At most one topology is parked per process. It is
-# stopped when it idles out, when the process exits, when ray.shutdown() is called (hooked: a
-# script that ends with it, as Ray's docs teach, must not leave the lock for its heartbeat to
-# expire; a Ray gone before the topology stopped has its lock deleted by this driver, which
-# knows the owner id), when a call with other options or to
-# another table comes, when this process starts any other topology, and when any other writer
-# of this process takes the table's lock (every table lock asks it to). Another process is refused
-# by the lock while it is parked, as while a call runs. Under optimistic concurrency control a
-# parked topology holds no lock (its coordinator takes it only for its turns): other writers
-# commit meanwhile, and the next call's checkpoint reloads the key index it then finds stale.
-
-
-@dataclass
-class _Parked:
-    writer: HoodieStreamWriter
-    uri: str
-    key: str
-    session: str
-    timer: threading.Timer | None = None
-    release: Callable[[], None] | None = None  # registered with the writer lock's idle holders
-
-    def disarm(self) -> None:
-        """Stop the idle timer and the lock's claim on it (it is busy, or being stopped)."""
-        if self.timer is not None:
-            self.timer.cancel()
-        if self.release is not None:
-            unregister_idle_holder(self.uri, self.release)
-
-
-_parked: dict[str, _Parked] = {}
-_parked_lock = threading.Lock()
-_atexit_registered = False
-
-
-def _session() -> str:
-    try:
-        return str(ray.get_runtime_context().get_job_id())
-    except Exception:
-        return ""
-
-
-def _stop_parked(p: _Parked) -> None:
-    p.disarm()
-    if not ray.is_initialized() or _session() != p.session:
-        # Ray was shut down or restarted: the actors are gone already, but the lock file their
-        # coordinator held is still there, refusing every other writer until its heartbeat
-        # expires. This driver knows the lock's owner id: it releases the lock it owns.
-        from hoodie_ray.storage import open_storage
-
-        p.writer._closed = True
-        try:
-            storage = open_storage(p.writer.path, p.writer.storage_options)
-            open_lock(storage, p.writer.wc, owner=p.writer.owner).release_owned()
-        except Exception as e:  # the heartbeat's expiry frees the table all the same
-            log.warning("releasing the writer lock of %s failed: %s", p.uri, e)
-        return
-    try:
-        p.writer.close()
-    except Exception as e:  # nothing is open: a failure here loses no data
-        log.warning("stopping the idle write topology of %s failed: %s", p.uri, e)
-
-
-def _unpark(uri: str | None = None) -> _Parked | None:
-    """Take the parked topology out of the cache: the one of ``uri`` (None: any)."""
-    with _parked_lock:
-        for key in list(_parked):
-            if uri is None or key == uri:
-                return _parked.pop(key)
-    return None
-
-
-def release_warm_writers() -> None:
-    """Stop the write topology this process keeps warm between ``hr.write`` calls, if any
-    (it also stops by itself after ``write.warm_idle_s`` seconds, and at exit)."""
-    while (p := _unpark()) is not None:
-        _stop_parked(p)
-
-
-def _expire(p: _Parked) -> None:
-    with _parked_lock:
-        if _parked.get(p.uri) is not p:
-            return  # in use again, or stopped already
-        del _parked[p.uri]
-    _stop_parked(p)
-
-
-def _hook_ray_shutdown() -> None:
-    """Make ``ray.shutdown()`` stop the parked topology first (it closes cleanly and releases
-    the table's lock), instead of taking its actors down with the lock left behind."""
-    original = ray.shutdown
-    if getattr(original, "_hoodie_ray_hook", False):
-        return
-
-    @functools.wraps(original)
-    def shutdown(*args: Any, **kwargs: Any) -> Any:
-        release_warm_writers()
-        return original(*args, **kwargs)
-
-    shutdown._hoodie_ray_hook = True  # type: ignore[attr-defined]
-    ray.shutdown = shutdown
-
-
-def _park(p: _Parked, idle_s: float) -> None:
-    global _atexit_registered
-    release_warm_writers()  # at most one parked topology per process
-    with _parked_lock:
-        _parked[p.uri] = p
-        if not _atexit_registered:
-            atexit.register(release_warm_writers)
-            _hook_ray_shutdown()
-            _atexit_registered = True
-    p.timer = threading.Timer(idle_s, _expire, args=(p,))
-    p.timer.daemon = True
-    p.timer.start()
-
-    if not p.writer.wc.occ:  # under OCC a parked topology holds no lock: nothing to give up
-        p.release = functools.partial(_expire, p)  # what the timer does, asked for by a lock
-        register_idle_holder(p.uri, p.release)
-
-
-def _options_key(
-    options: dict[str, Any] | None, storage_options: dict[str, Any] | None, address: str | None
-) -> str:
-    return json.dumps([options or {}, storage_options or {}, address], sort_keys=True, default=str)
-
-
 def write_warm(
     data: Any,
     path: str,
@@ -1464,73 +1190,29 @@ def write_warm(
     wc = resolve_options(options)
     idle_s = wc.warm_idle_s
     uri = open_storage(path, storage_options).base_uri
-    key = _options_key(options, storage_options, ray_address)
-    parked = _unpark(uri)
+    key = options_key(options, storage_options, ray_address)
+    parked = unpark(uri)
     writer: HoodieStreamWriter | None = None
     if parked is not None:
         parked.disarm()
-        if parked.key == key and parked.session == _session() and not parked.writer._closed:
-            writer = parked.writer
+        if parked.key == key and parked.session == session() and not parked.writer.closed:
+            writer = parked.writer  # type: ignore[assignment]
         else:
-            _stop_parked(parked)
+            stop_parked(parked)
     if writer is None:
         writer = HoodieStreamWriter(
             path, options, storage_options=storage_options, ray_address=ray_address
         )
     try:
-        with _quiet_ray_data_console():
-            if isinstance(data, (pa.Table, pa.RecordBatch)):
-                table = to_arrow(data)
-                bs = writer.wc.write_batch_rows
-                data = [table.slice(off, bs) for off in range(0, table.num_rows, bs)]
-            writer._write_whole(data)
+        with quiet_ray_data_console():
+            writer._write_whole(data, batch_rows=writer.wc.write_batch_rows)
             instant = writer.checkpoint()
     except BaseException:
         writer.abort()
         raise
     result = writer.last_result if instant is not None else None
     if idle_s > 0 and writer._setup is not None:
-        _park(_Parked(writer, uri, key, _session()), idle_s)
+        park(Parked(writer, uri, key, session()), idle_s, occ=writer.wc.occ)
     else:
         writer.close()
     return result or CommitResult(None)
-
-
-class _RayDataConsoleFilter(logging.Filter):
-    """Ray Data console records hoodie_ray's write keeps off the console (the log file keeps them):
-
-    * INFO chatter ("Dataset ... execution finished", "Data sink Hudi finished. N rows"): the
-      commit result says it;
-    * "The Ray cluster currently does not have any available CPUs. The Dataset job will hang":
-      wrong here, the write's actors hold the CPUs on purpose and the write tasks run beside them;
-    * "Progress bars disabled. To enable, ...": a hint about the caller's own setting.
-
-    Every other warning and error passes.
-    """
-
-    _DROPPED = ("does not have any available CPUs", "Progress bars disabled.")
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno < logging.WARNING:
-            return False
-        msg = record.msg if isinstance(record.msg, str) else ""
-        return not any(d in msg for d in self._DROPPED)
-
-
-@contextlib.contextmanager
-def _quiet_ray_data_console() -> Iterator[None]:
-    """:class:`_RayDataConsoleFilter` on the console handlers of Ray Data's ``ray.data`` logger
-    (not its ``ray-data.log`` file handler) for the duration of one write."""
-    handlers = [
-        h
-        for h in logging.getLogger("ray.data").handlers
-        if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
-    ]
-    flt = _RayDataConsoleFilter()
-    for h in handlers:
-        h.addFilter(flt)
-    try:
-        yield
-    finally:
-        for h in handlers:
-            h.removeFilter(flt)

@@ -73,7 +73,7 @@ def test_dataset_stream_keeps_actors_and_matches_the_driver_path(ray_session, tm
 
 
 def test_warm_hr_write_of_datasets_keeps_the_topology(ray_session, tmp_path):
-    from hoodie_ray.ray.stream import _parked, release_warm_writers
+    from hoodie_ray.ray.parking import _parked, release_warm_writers
 
     ray = ray_session
     path = str(tmp_path / "t")

@@ -14,7 +14,7 @@ import pytest
 import hoodie_ray as hr
 from hoodie_ray.exceptions import HoodieWriteConflictError
 from hoodie_ray.job.client import HoodieWriteClient
-from hoodie_ray.ray import stream
+from hoodie_ray.ray import parking, stream
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action
 from hoodie_ray.write.lock import LOCK_PATH
@@ -138,14 +138,14 @@ def test_warm_topology_holds_no_lock_between_writes(ray_session, tmp_path):
         first = [row("a1", "a", 2, 10)]
         hr.write(to_arrow(first, True), path, opts)  # on Ray; the topology is parked
         model.upsert(first)
-        parked = stream._parked.get(next(iter(stream._parked), ""))
+        parked = parking._parked.get(next(iter(parking._parked), ""))
         assert parked is not None and not parked.writer._closed
         coordinator = parked.writer.actors["coordinator"]
         assert not lock.exists()  # parked, and the table's lock is free
         # another writer of this process commits in between: the topology stays parked
         backfill = [row("b1", "b", 3, 20), row("b8", "b", 3, 21)]
         model.write(path, opts, "upsert", backfill)
-        again = stream._parked.get(next(iter(stream._parked), ""))
+        again = parking._parked.get(next(iter(parking._parked), ""))
         assert again is parked and not parked.writer._closed
         # the next call is a checkpoint of the same topology, which reloads its key index
         # from the table the backfill changed: b8 is updated, not written twice

@@ -9,13 +9,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pyarrow as pa
 import pytest
 
 import hoodie_ray as hr
-from hoodie_ray.ray import stream
+from hoodie_ray.ray import parking, stream
 from hoodie_ray.storage import LocalStorage
 from hoodie_ray.write.lock import LOCK_PATH, WriterLock
 from tests.conftest import hudi_rs_read
@@ -34,9 +33,9 @@ def _rows(ids: list[str], ts: int) -> pa.Table:
     return pa.table({"id": ids, "ts": [ts] * len(ids)})
 
 
-def _parked() -> stream._Parked | None:
-    with stream._parked_lock:
-        return next(iter(stream._parked.values()), None)
+def _parked() -> parking.Parked | None:
+    with parking._parked_lock:
+        return next(iter(parking._parked.values()), None)
 
 
 @pytest.mark.slow  # suite time: test_dataset_stream's warm hr.write test reuses a topology in CI
@@ -144,13 +143,12 @@ def test_a_parked_topology_whose_ray_is_gone_releases_the_lock_it_owned(tmp_path
     storage = LocalStorage(str(tmp_path))
     held = WriterLock(storage, heartbeat_ms=60_000).acquire()  # the dead coordinator's lock
     held._stop.set()  # its heartbeat died with it
-    writer = SimpleNamespace(
-        path=str(tmp_path), storage_options=None, wc=None, owner="other", _closed=False
-    )
-    gone = stream._Parked(writer, storage.base_uri, "key", session="a Ray shut down")  # type: ignore[arg-type]
-    stream._stop_parked(gone)
+    writer = stream.HoodieStreamWriter(str(tmp_path), {"hoodie.table.name": "t"})
+    writer.owner = "other"
+    gone = parking.Parked(writer, storage.base_uri, "key", session="a Ray shut down")
+    parking.stop_parked(gone)
     assert (tmp_path / LOCK_PATH).exists()  # not its owner's lock: left alone
     writer.owner = held.owner
-    stream._stop_parked(gone)
-    assert not (tmp_path / LOCK_PATH).exists() and writer._closed
+    parking.stop_parked(gone)
+    assert not (tmp_path / LOCK_PATH).exists() and writer.closed
     WriterLock(storage).acquire().release()
