@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import time
 
-from hoodie_ray.file_group.view import FileSlice
+from hoodie_ray.file_group.naming import parse_base_file_name, parse_log_file_name
+from hoodie_ray.file_group.view import FileSlice, FileSystemView
 from hoodie_ray.metadata_writer.writer import metadata_writer
 from hoodie_ray.storage import join
 from hoodie_ray.table import HoodieTable
@@ -120,7 +121,27 @@ def files_to_clean(table: HoodieTable, retain: int) -> tuple[str | None, dict[st
                         continue
                     names = ([s.base_file] if s.base_file else []) + list(s.log_files)
                     out.setdefault(s.partition_path, []).extend(names)
+    if table.table_config.cdc_enabled:
+        _with_cdc_files(view, out)
     return earliest, {p: sorted(set(n)) for p, n in out.items() if n}
+
+
+def _with_cdc_files(view: FileSystemView, out: dict[str, list[str]]) -> None:
+    """A CDC table's cleaned slices take their ``.cdc`` log files with them (Java's
+    CleanPlanner deletes a slice's log files when CDC is on, whatever the table type): those
+    of the base files' file group and instant."""
+    for part, names in out.items():
+        slices = set()
+        for n in names:
+            base = parse_base_file_name(n)
+            if base is not None:
+                slices.add((base.file_id, base.instant))
+        if not slices:
+            continue
+        for info in view.list_files(part):
+            log = parse_log_file_name(info.name)
+            if log is not None and log.is_cdc and (log.file_id, log.instant) in slices:
+                names.append(info.name)
 
 
 #: Pending actions whose writer reads the slices it started from (and appends to them).

@@ -384,6 +384,25 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "A key that changes partition is deleted from the old one.",
     ),
     ConfigOption(
+        "cdc.enabled",
+        "cdc_enabled",
+        False,
+        _parse_bool,
+        "A new table keeps change data capture (hoodie.table.cdc.enabled): copy-on-write "
+        "merges write .cdc log files beside the base files they rewrite, as Java does; a "
+        "table property, fixed when the table is created.",
+        ("hoodie.table.cdc.enabled",),
+    ),
+    ConfigOption(
+        "cdc.supplemental.logging.mode",
+        "cdc_logging_mode",
+        "DATA_BEFORE_AFTER",
+        _choice("OP_KEY_ONLY", "DATA_BEFORE", "DATA_BEFORE_AFTER"),
+        "What the .cdc log files of a CDC table hold: OP_KEY_ONLY (operation and key), "
+        "DATA_BEFORE (and the record before), DATA_BEFORE_AFTER (and after: the default).",
+        ("hoodie.table.cdc.supplemental.logging.mode",),
+    ),
+    ConfigOption(
         "index.bootstrap.enabled",
         "index_bootstrap",
         True,
@@ -949,6 +968,8 @@ class WriteConfig:
     bucket_num: int = _default("bucket_num")
     index_global: bool = _default("index_global")
     index_bootstrap: bool = _default("index_bootstrap")
+    cdc_enabled: bool = _default("cdc_enabled")
+    cdc_logging_mode: str = _default("cdc_logging_mode")
     small_file_limit: int = _default("small_file_limit")
     parquet_max_file_size: int = _default("parquet_max_file_size")
     record_size_estimate: int = _default("record_size_estimate")

@@ -45,6 +45,11 @@ ORDERING_FIELDS_KEY = "hoodie.table.ordering.fields"
 PRECOMBINE_FIELD_KEY = "hoodie.table.precombine.field"
 LEGACY_PAYLOAD_KEY = "hoodie.table.legacy.payload.class"
 PAYLOAD_KEY = "hoodie.compaction.payload.class"
+#: Change data capture (Java ``HoodieTableConfig.CDC_ENABLED`` / ``CDC_SUPPLEMENTAL_LOGGING_MODE``).
+CDC_ENABLED_KEY = "hoodie.table.cdc.enabled"
+CDC_MODE_KEY = "hoodie.table.cdc.supplemental.logging.mode"
+#: ``HoodieCDCSupplementalLoggingMode``, the names 1.x stores.
+CDC_LOGGING_MODES = ("OP_KEY_ONLY", "DATA_BEFORE", "DATA_BEFORE_AFTER")
 MERGE_PROPERTY_PREFIX = "hoodie.record.merge.property."
 
 # Key generator classes (v6) and types (v8+); a fixed list, nothing is ever imported by name.
@@ -330,6 +335,22 @@ class HoodieTableConfig:
     @property
     def url_encode(self) -> bool:
         return _bool(self.props.get("hoodie.datasource.write.partitionpath.urlencode"), False)
+
+    @property
+    def cdc_enabled(self) -> bool:
+        """``hoodie.table.cdc.enabled``: copy-on-write merges write ``.cdc`` log files."""
+        return _bool(self.props.get(CDC_ENABLED_KEY), False)
+
+    @property
+    def cdc_logging_mode(self) -> str:
+        """``hoodie.table.cdc.supplemental.logging.mode`` (upper case; 0.13 stored it lower
+        case, which Java 1.x reads through ``toUpperCase`` as well)."""
+        mode = (self.props.get(CDC_MODE_KEY) or "DATA_BEFORE_AFTER").strip().upper()
+        if mode not in CDC_LOGGING_MODES:
+            raise HoodieUnsupportedError(
+                f"{CDC_MODE_KEY}={mode} is not one of {', '.join(CDC_LOGGING_MODES)}"
+            )
+        return mode
 
     @property
     def populate_meta_fields(self) -> bool:

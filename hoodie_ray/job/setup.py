@@ -16,6 +16,8 @@ from hoodie_ray.avro.schema import arrow_to_avro_schema, avro_to_arrow_schema
 from hoodie_ray.config.options import WriteConfig, nbcc_refusal
 from hoodie_ray.config.table_config import (
     BUCKET_NUM_PROPERTY,
+    CDC_ENABLED_KEY,
+    CDC_MODE_KEY,
     KEYGEN_TYPE_BY_CLASS,
     PROPERTIES_FILE,
     HoodieTableConfig,
@@ -270,7 +272,7 @@ def _keygen_type_option(wc: WriteConfig) -> str | None:
 
 
 def _key_and_index_props(wc: WriteConfig, ts: TimestampFormat | None) -> dict[str, str]:
-    """A new table's timestamp key generator and bucket index properties."""
+    """A new table's timestamp key generator, bucket index and CDC properties."""
     extra = {}
     if ts is not None:
         extra = {
@@ -283,6 +285,9 @@ def _key_and_index_props(wc: WriteConfig, ts: TimestampFormat | None) -> dict[st
             extra["hoodie.keygen.timebased.input.dateformat"] = ts.input_format
     if wc.index_type == "BUCKET":
         extra[BUCKET_NUM_PROPERTY] = str(wc.bucket_num)
+    if wc.cdc_enabled:
+        extra[CDC_ENABLED_KEY] = "true"
+        extra[CDC_MODE_KEY] = wc.cdc_logging_mode
     return extra
 
 
@@ -307,6 +312,10 @@ def check_options_match_table(cfg: HoodieTableConfig, wc: WriteConfig) -> None:
         problems.append("hive_style_partitioning differs from the table's")
     if differs("partition_url_encode", cfg.url_encode, wc.partition_url_encode):
         problems.append("partitionpath.urlencode differs from the table's")
+    if differs("cdc_enabled", cfg.cdc_enabled, wc.cdc_enabled):
+        problems.append(f"{CDC_ENABLED_KEY}={wc.cdc_enabled} != table's {cfg.cdc_enabled}")
+    if cfg.cdc_enabled and differs("cdc_logging_mode", cfg.cdc_logging_mode, wc.cdc_logging_mode):
+        problems.append(f"{CDC_MODE_KEY}={wc.cdc_logging_mode} != table's {cfg.cdc_logging_mode}")
     if wc.is_set("table_name") and wc.table_name != cfg.name:
         problems.append(f"table name {wc.table_name} != table's {cfg.name}")
     if problems:

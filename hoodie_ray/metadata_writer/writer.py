@@ -666,7 +666,13 @@ class MetadataWriter:
             size = int(stat.file_size_in_bytes or stat.total_write_bytes or 0)
             if size > 0:
                 names[n] = max(size, names.get(n, 0))
-        ch = self._files_changes(added)
+        # a CDC table's .cdc log files are listed too (Java's
+        # HoodieTableMetadataUtil adds each write stat's cdcStats), but are no data files
+        listed = {p: dict(names) for p, names in added.items()}
+        for part, stat in meta.iter_write_stats():
+            for cdc_path, cdc_size in (stat.cdc_stats or {}).items():
+                listed.setdefault(part or "", {})[_file_name(cdc_path)] = int(cdc_size)
+        ch = self._files_changes(listed)
         # the views "after" this commit leave out what a replacecommit replaces
         self._completing = (
             {instant: self.table.commit_metadata_bytes(meta)} if meta.is_replace else {}

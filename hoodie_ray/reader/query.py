@@ -136,6 +136,9 @@ def read_table(
     columns: Sequence[str] | None = None,
     filters: Iterable[Sequence[Any]] | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    *,
+    incremental_format: str = "latest_state",
+    cdc_image_format: str = "struct",
 ) -> pa.Table:
     """Read a Hudi table (merge-on-read view) into a ``pyarrow.Table``.
 
@@ -151,6 +154,12 @@ def read_table(
         filters: ``(field, op, value)`` tuples combined with AND; ops ``=``, ``!=``, ``<``,
             ``<=``, ``>``, ``>=``, ``IN``, ``NOT IN``. Partition filters prune partitions.
         storage_options: credentials/endpoint for object stores.
+        incremental_format: ``"latest_state"`` (default: the records as the range left them)
+            or ``"cdc"`` (Hudi's CDC query: one row per change, columns ``op``, ``ts_ms``,
+            ``before``, ``after``; see :mod:`hoodie_ray.reader.cdc`; ``begin``/``end``
+            compare requested instant times, as Java's CDC query does).
+        cdc_image_format: ``"struct"`` (``before``/``after`` typed as the table's data
+            columns) or ``"json"`` (Hudi's JSON strings).
 
     Returns:
         The rows, with the table's column types (meta columns first when the table has them).
@@ -166,9 +175,61 @@ def read_table(
         import hoodie_ray as hr
         t = hr.read("/data/trips", filters=[("city", "=", "sf")], columns=["uuid", "fare"])
         changes = hr.read("/data/trips", query_type="incremental", begin="20250101000000000")
+        cdc = hr.read("/data/trips", query_type="incremental", incremental_format="cdc",
+                      begin="20250101000000000")
     """
+    if _incremental_format(incremental_format) == "cdc":
+        return _read_cdc(
+            path, query_type, as_of, begin, end, columns, filters, storage_options, cdc_image_format
+        )
     plan = plan_file_slices(path, query_type, as_of, begin, end, columns, filters, storage_options)
     return plan.read_all()
+
+
+#: ``incremental_format`` values (Hudi's ``hoodie.datasource.query.incremental.format``).
+INCREMENTAL_FORMATS = ("latest_state", "cdc")
+
+
+def _incremental_format(fmt: str) -> str:
+    key = fmt.strip().lower() if isinstance(fmt, str) else None
+    if key not in INCREMENTAL_FORMATS:
+        raise HoodieQueryError(
+            f"unknown incremental_format {fmt!r}; use one of "
+            + ", ".join(repr(f) for f in INCREMENTAL_FORMATS)
+        )
+    return key
+
+
+def _read_cdc(
+    path: str,
+    query_type: str,
+    as_of: Any,
+    begin: Any,
+    end: Any,
+    columns: Sequence[str] | None,
+    filters: Iterable[Sequence[Any]] | None,
+    storage_options: Mapping[str, Any] | None,
+    image_format: str,
+) -> pa.Table:
+    """A CDC read (``incremental_format="cdc"``): every change of the range's commits."""
+    from hoodie_ray.reader.cdc import read_cdc
+
+    if _query_type(query_type) != "incremental":
+        raise HoodieQueryError(
+            f'incremental_format="cdc" is for incremental queries, not {query_type!r}'
+        )
+    if as_of is not None or columns is not None or filters is not None:
+        raise HoodieQueryError(
+            "a CDC read returns every change of the range: as_of, columns and filters do not "
+            "apply (filter the returned rows)"
+        )
+    start = _timestamp(begin, "begin") if begin is not None else None
+    stop = _timestamp(end, "end") if end is not None else None
+    if start is not None and stop is not None and start > stop:
+        raise HoodieQueryError(f"begin {start} is after end {stop}")
+    tbl = HoodieTable.load(path, storage_options)
+    _check_not_archived(tbl, start)
+    return read_cdc(tbl, start, stop, image_format)
 
 
 #: ``hr.read``: the same function.

@@ -38,7 +38,7 @@ from hoodie_ray.metadata.layout import RECORD_INDEX, completed_partitions
 from hoodie_ray.reader.schema import reconcile
 from hoodie_ray.storage import join
 from hoodie_ray.timeline.metadata import HoodieWriteStat
-from hoodie_ray.write import logs
+from hoodie_ray.write import cdc, logs
 from hoodie_ray.write.base_file import (
     constant_strings,
     read_base_file,
@@ -74,6 +74,10 @@ class _GroupState:
     base_file: str | None
     log_files: list[str] = field(default_factory=list)
     created_now: bool = False  # base file written by this instant
+    # CDC tables: the base file the instant's first merge read (None: a new group), and the
+    # CDC log file its merges wrote last (rewritten whole by each merge of the instant)
+    cdc_before: str | None = None
+    cdc_file: str | None = None
 
 
 class StreamWriteFunction:
@@ -392,6 +396,9 @@ class StreamWriteFunction:
         base, merged = self._merged_records(old_rel, name, rows, deleted)
         self._marker(part, name, "MERGE" if old_rel else "CREATE")
         size = self._write_base(rel, merged)
+        if not g.created_now:
+            g.cdc_before = old_rel
+        cdc = self._write_cdc(part, fid, g, base if g.cdc_before == old_rel else None, merged)
         prev = g.base_instant
         if g.created_now and old_rel and old_rel != rel:
             self.ctx.storage.delete(old_rel)  # superseded by this instant's newer version
@@ -412,6 +419,45 @@ class StreamWriteFunction:
         st.num_deletes += int(deleted.sum())
         st.total_write_bytes = size
         st.file_size_in_bytes = size
+        st.cdc_stats = cdc
+        if cdc is None and g.cdc_before is None and self.ctx.table_config.cdc_enabled:
+            # a group this instant created: every record is an insert (how CDC readers
+            # infer its changes, Java's BASE_FILE_INSERT: no updates, writes == inserts)
+            st.num_inserts, st.num_update_writes = st.num_writes, 0
+
+    def _write_cdc(
+        self,
+        part: str,
+        fid: str,
+        g: _GroupState,
+        before: pa.Table | None,
+        merged: pa.Table,
+    ) -> dict[str, int] | None:
+        """A CDC table's merge: the changes of this instant to the group so far (from the
+        base file it had before the instant: ``before``, or read again) into one CDC log
+        file, replacing the one an earlier merge of the instant wrote; its ``cdcStats``."""
+        if not self.ctx.table_config.cdc_enabled:
+            return None
+        assert self.instant is not None
+        storage = self.ctx.storage
+        if g.cdc_file is not None:
+            storage.delete(join(part, g.cdc_file))
+            g.cdc_file = None
+        if g.cdc_before is None or not merged.num_rows:
+            return None  # a new group's inserts, or a group emptied: readers infer them
+        if before is None:
+            before = read_base_file(storage, g.cdc_before)
+            if before.schema != merged.schema:
+                before = reconcile(before, merged.schema)
+        rows = cdc.cdc_rows(self.ctx, self.instant, before, merged)
+        if not rows.num_rows:
+            return None
+        name = cdc.cdc_file_name(fid, self.instant, self.write_token)
+        self._marker(part, name, "APPEND")
+        payload = cdc.cdc_block(self.ctx, self.instant, rows)
+        storage.write_bytes(join(part, name), payload)
+        g.cdc_file = name
+        return {join(part, name): len(payload)}
 
     def _merged_records(
         self, old_rel: str | None, name: str, rows: pa.Table, deleted: np.ndarray

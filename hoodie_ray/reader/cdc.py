@@ -1,0 +1,380 @@
+"""Change data capture reads: every change a range of commits made, Hudi's CDC query.
+
+``hr.read(path, query_type="incremental", incremental_format="cdc", begin=..., end=...)``
+returns one row per change, in commit order, with Hudi's CDC columns:
+
+* ``op``: ``i`` (insert), ``u`` (update), ``d`` (delete) (Java ``HoodieCDCOperation``);
+* ``ts_ms``: the instant (requested) time of the commit that made the change, a
+  ``yyyyMMddHHmmssSSS`` string as in Hudi's CDC output (the name is Hudi's: it is no epoch);
+* ``before`` / ``after``: the record before and after the change (null for an insert's
+  ``before`` and a delete's ``after``), as a struct of the table's data columns (meta columns
+  left out, as Java's CDC log blocks hold them), or, with ``image_format="json"``, as the JSON
+  strings Spark's CDC query returns.
+
+How the changes are found: Java's ``HoodieCDCExtractor`` reads CDC log files where a commit
+wrote them (copy-on-write merges of a table with ``hoodie.table.cdc.enabled``) and infers the
+changes of every other write from the file slices themselves (``HoodieCDCInferenceCase``:
+``BASE_FILE_INSERT``, ``BASE_FILE_DELETE``, ``LOG_FILE``, ``REPLACE_COMMIT``). This reader
+infers every commit's changes the one way those cases share: for each file group a commit
+wrote (or replaced), the group's merged records as of the instant before the commit against
+those as of the commit. A key the commit wrote (``_hoodie_commit_time`` is the commit) is an
+insert where it was absent before and an update where it was present; a key present before
+and absent after is a delete. So a table needs no CDC files to be read this way (Java refuses
+a table without ``hoodie.table.cdc.enabled``), and it gives what the CDC files hold where they
+exist; but the file slices a range's first commits replaced must not be cleaned yet (the same
+limit Java's inference has): a read that needs a cleaned slice says so.
+
+Which commits yield changes (Java ``WriteOperationType.yieldChanges``): inserts, upserts,
+deletes, bulk inserts, overwrites and partition deletes; compaction and clustering rewrite
+records without changing them and are skipped. The range ``(begin, end]`` compares requested
+instant times, as Java's CDC query does (the plain incremental query of table versions 8+
+compares completion times). Within a commit, changes come by file group (partition path,
+file id), then by record key.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import json
+from collections import OrderedDict
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hoodie_ray.exceptions import HoodieQueryError
+from hoodie_ray.file_group.view import FileGroup, FileSystemView
+from hoodie_ray.meta import COMMIT_TIME, META_FIELDS, OPERATION, RECORD_KEY
+from hoodie_ray.reader.file_slice_reader import ReadContext, SliceSpec, read_file_slice
+from hoodie_ray.table import HoodieTable
+from hoodie_ray.timeline.instant import Action, Instant
+
+__all__ = [
+    "CDC_COLUMNS",
+    "IMAGE_FORMATS",
+    "YIELDING_OPERATIONS",
+    "ChangeReader",
+    "cdc_schema",
+    "change_rows",
+    "read_cdc",
+]
+
+#: The columns of a CDC read, in order (Spark's ``HoodieCDCFileIndex.FULL_CDC_SPARK_SCHEMA``).
+CDC_COLUMNS = ("op", "ts_ms", "before", "after")
+#: ``struct``: images typed as the table's row; ``json``: Hudi's JSON strings.
+IMAGE_FORMATS = ("struct", "json")
+#: Operations whose commits change records (Java ``WriteOperationType.yieldChanges``).
+YIELDING_OPERATIONS = frozenset(
+    {
+        "INSERT",
+        "UPSERT",
+        "UPSERT_PREPPED",
+        "DELETE",
+        "DELETE_PREPPED",
+        "BULK_INSERT",
+        "DELETE_PARTITION",
+        "INSERT_OVERWRITE",
+        "INSERT_OVERWRITE_TABLE",
+        "BOOTSTRAP",
+    }
+)
+#: Operations that rewrite records without changing them: the records a commit of these
+#: wrote are the records of the file groups it read.
+_REWRITES = frozenset({"COMPACT", "LOG_COMPACT", "CLUSTER"})
+#: Bytes of file-group states kept between commits (a commit's "after" is the next one's
+#: "before" when the same group is written again).
+_STATE_CACHE_BYTES = 256 << 20
+
+
+def cdc_schema(table_schema: pa.Schema, image_format: str = "struct") -> pa.Schema:
+    """The schema of a CDC read of a table of ``table_schema``."""
+    image: pa.DataType = pa.string()
+    if image_format == "struct":
+        image = pa.struct(list(_data_fields(table_schema)))
+    return pa.schema(
+        [
+            pa.field("op", pa.string(), nullable=False),
+            pa.field("ts_ms", pa.string(), nullable=False),
+            pa.field("before", image),
+            pa.field("after", image),
+        ]
+    )
+
+
+def _data_fields(schema: pa.Schema) -> list[pa.Field]:
+    skip = {*META_FIELDS, OPERATION}
+    return [f for f in schema if f.name not in skip]
+
+
+def read_cdc(
+    tbl: HoodieTable, start: str | None, stop: str | None, image_format: str = "struct"
+) -> pa.Table:
+    """Every change the commits requested in ``(start, stop]`` made (instant times, checked
+    by the caller: ``hr.read(..., incremental_format="cdc")``); see the module doc.
+
+    Raises:
+        HoodieQueryError: a bad image format, a table without meta columns, or a file slice
+            the read needs that the cleaner removed.
+    """
+    reader = ChangeReader(tbl, image_format)
+    parts = [reader.changes(inst) for inst in reader.commits_in(start, stop)]
+    parts = [t for t in parts if t.num_rows]
+    return pa.concat_tables(parts) if parts else reader.schema.empty_table()
+
+
+class ChangeReader:
+    """Reads the changes of one commit at a time (:meth:`changes`), keeping the file-group
+    states it read for the next commits (a group's state after commit n is its state before
+    the next commit that writes it). One reader per table and read; not thread-safe."""
+
+    def __init__(self, tbl: HoodieTable, image_format: str = "struct") -> None:
+        if image_format not in IMAGE_FORMATS:
+            raise HoodieQueryError(
+                f"unknown CDC image format {image_format!r}; use one of "
+                + ", ".join(repr(f) for f in IMAGE_FORMATS)
+            )
+        if not tbl.table_config.populate_meta_fields:
+            raise HoodieQueryError(
+                f"a CDC read of {tbl.base_uri} needs the meta columns "
+                "(hoodie.populate.meta.fields=false): which commit wrote a record is not kept"
+            )
+        table_schema = tbl.schema
+        if table_schema is None:
+            raise HoodieQueryError(f"{tbl.base_uri} has no schema yet: nothing to read")
+        self.tbl = tbl
+        self.image_format = image_format
+        self.schema = cdc_schema(table_schema, image_format)
+        self._image_type = pa.struct(list(_data_fields(table_schema)))
+        self._ctx = ReadContext.of_table(tbl, table_schema, tuple(table_schema.names))
+        self._storage = tbl.storage
+        self._view: FileSystemView = tbl.view()
+        self._groups: dict[tuple[str, str], dict[str, FileGroup]] = {}
+        self._states: OrderedDict[tuple[str, str], tuple[str, pa.Table]] = OrderedDict()
+        self._state_bytes = 0
+        self._first_written: dict[tuple[str, str], str] | None = None
+        self._touches: tuple[int, dict[tuple[str, str], list[str]]] | None = None
+
+    # -- the range -------------------------------------------------------------------------------
+    def commits_in(self, start: str | None, stop: str | None) -> list[Instant]:
+        """The completed commits requested in ``(start, stop]`` that yield changes, in order."""
+        return [
+            inst
+            for inst in self.tbl.commits()
+            if (start is None or inst.timestamp > start)
+            and (stop is None or inst.timestamp <= stop)
+            and self.yields_changes(inst)
+        ]
+
+    def yields_changes(self, inst: Instant) -> bool:
+        """True if the commit ``inst`` changed records (not a compaction or clustering)."""
+        op = (self.tbl.metadata(inst).operation_type or "").upper()
+        if op in _REWRITES or inst.action == Action.COMPACTION:
+            return False
+        return op in YIELDING_OPERATIONS or op in ("", "UNKNOWN")
+
+    # -- one commit ------------------------------------------------------------------------------
+    def changes(self, inst: Instant) -> pa.Table:
+        """The changes commit ``inst`` made, as rows of :attr:`schema`."""
+        meta = self.tbl.metadata(inst)
+        c = inst.timestamp
+        before_at = self._previous_instant(c)
+        written = sorted({(p, s.file_id) for p, s in meta.iter_write_stats() if s.file_id})
+        replaced = sorted(
+            (p, fid)
+            for p, ids in meta.replaced_file_ids().items()
+            for fid in ids
+            if (p, fid) not in set(written)
+        )
+        out: list[pa.Table] = []
+        for key in written:
+            before = self._before(key, before_at, c)
+            after = self._state_at(key, c)
+            self._keep(key, c, after)
+            out.append(self._diff(c, before, after))
+        for key in replaced:
+            before = self._before(key, before_at, c)
+            self._forget(key)
+            out.append(self._diff(c, before, None))
+        out = [t for t in out if t.num_rows]
+        return pa.concat_tables(out) if out else self.schema.empty_table()
+
+    def _diff(self, c: str, before: pa.Table | None, after: pa.Table | None) -> pa.Table:
+        rows = change_rows(c, before, after, self._image_type)
+        table = rows.select(list(CDC_COLUMNS))
+        if self.image_format == "json":
+            table = table.set_column(2, "before", _json(table["before"]))
+            table = table.set_column(3, "after", _json(table["after"]))
+        return table.cast(self.schema)
+
+    # -- file-group states -----------------------------------------------------------------------
+    def _previous_instant(self, c: str) -> str | None:
+        """The last completed commit-like instant requested before ``c`` (any action: a
+        compaction's slice holds the same records)."""
+        times = [inst.timestamp for inst in self.tbl.commits()]
+        i = bisect.bisect_left(times, c)
+        return times[i - 1] if i else None
+
+    def _before(self, key: tuple[str, str], at: str | None, c: str) -> pa.Table | None:
+        """The records of file group ``key`` just before commit ``c`` (as of instant ``at``)."""
+        kept = self._states.get(key)
+        if kept is not None and at is not None:
+            since, state = kept
+            if since <= at and self._unchanged(key, since, at):
+                self._states.move_to_end(key)
+                return state
+        if at is None:
+            return None
+        state = self._state_at(key, at)
+        if state is None and self._written_by(key, at):
+            raise HoodieQueryError(
+                f"the changes of commit {c} in file group {key[1]} (partition {key[0]!r}) "
+                f"need its file slice as of {at}, which was cleaned; read a later range, or "
+                "keep more commits (hoodie.cleaner.commits.retained)"
+            )
+        return state
+
+    def _unchanged(self, key: tuple[str, str], since: str, at: str) -> bool:
+        """No commit requested after ``since`` up to ``at`` changed file group ``key``'s
+        records (compactions and clusterings rewrite them unchanged)."""
+        return not any(since < ts <= at for ts in self._changed_by().get(key, ()))
+
+    def _changed_by(self) -> dict[tuple[str, str], list[str]]:
+        """Each file group -> the commits that changed its records (wrote or replaced it)."""
+        commits = self.tbl.commits()
+        if self._touches is None or self._touches[0] != len(commits):
+            out: dict[tuple[str, str], list[str]] = {}
+            for inst in commits:
+                if not self.yields_changes(inst):
+                    continue
+                meta = self.tbl.metadata(inst)
+                keys = {(p, s.file_id) for p, s in meta.iter_write_stats() if s.file_id}
+                keys.update((p, f) for p, ids in meta.replaced_file_ids().items() for f in ids)
+                for k in keys:
+                    out.setdefault(k, []).append(inst.timestamp)
+            self._touches = (len(commits), out)
+        return self._touches[1]
+
+    def _state_at(self, key: tuple[str, str], at: str) -> pa.Table | None:
+        """The merged records of file group ``key`` as of instant ``at`` (None: no slice)."""
+        part, fid = key
+        groups = self._groups.get((part, at))
+        if groups is None:
+            groups = {
+                fg.file_id: fg
+                for fg in self._view.all_file_groups([part], as_of=at, include_replaced=True)
+            }
+            self._groups = {k: v for k, v in self._groups.items() if k[1] == at}
+            self._groups[(part, at)] = groups
+        fg = groups.get(fid)
+        s = fg.latest_slice(at) if fg is not None else None
+        if s is None or s.is_empty:
+            return None
+        ctx = dataclasses.replace(self._ctx, end_instant=at)
+        return read_file_slice(ctx, SliceSpec.of(s), self._storage)
+
+    def _written_by(self, key: tuple[str, str], at: str) -> bool:
+        """True if a commit requested at or before ``at`` wrote file group ``key``."""
+        if self._first_written is None:
+            first: dict[tuple[str, str], str] = {}
+            for inst in self.tbl.commits():
+                for part, stat in self.tbl.metadata(inst).iter_write_stats():
+                    if stat.file_id:
+                        first.setdefault((part, stat.file_id), inst.timestamp)
+            self._first_written = first
+        ts = self._first_written.get(key)
+        return ts is not None and ts <= at
+
+    def _keep(self, key: tuple[str, str], at: str, state: pa.Table | None) -> None:
+        self._forget(key)
+        if state is None:
+            return
+        self._states[key] = (at, state)
+        self._state_bytes += state.nbytes
+        while self._state_bytes > _STATE_CACHE_BYTES and len(self._states) > 1:
+            _, (_, old) = self._states.popitem(last=False)
+            self._state_bytes -= old.nbytes
+
+    def _forget(self, key: tuple[str, str]) -> None:
+        kept = self._states.pop(key, None)
+        if kept is not None:
+            self._state_bytes -= kept[1].nbytes
+
+
+def change_rows(
+    instant: str, before: pa.Table | None, after: pa.Table | None, image_type: pa.StructType
+) -> pa.Table:
+    """The changes one commit made to one file group, sorted by record key: columns ``op``,
+    ``ts_ms``, ``before``, ``after`` and ``record_key``.
+
+    ``before`` / ``after`` are the group's records (meta columns included) before and after
+    the commit ``instant`` (None: no records). Inserts and updates are the keys ``after``
+    holds with ``_hoodie_commit_time == instant`` (absent / present in ``before``), deletes
+    the keys of ``before`` that ``after`` lacks; the images are the records' columns of
+    ``image_type`` (the table's data columns). The reader's CDC query and the writer's CDC
+    log blocks both take their rows from here."""
+    keys: list[pa.Array] = []
+    ops: list[pa.Array] = []
+    befores: list[pa.Array] = []
+    afters: list[pa.Array] = []
+    b_keys = _flat(before[RECORD_KEY]) if before is not None else pa.array([], pa.string())
+    if after is not None and after.num_rows:
+        mine = after.filter(pc.equal(after[COMMIT_TIME], instant))
+        if mine.num_rows:
+            mine_keys = _flat(mine[RECORD_KEY])
+            idx = _flat(pc.index_in(mine_keys, value_set=b_keys))
+            keys.append(mine_keys)
+            ops.append(_flat(pc.if_else(pc.is_valid(idx), "u", "i")))
+            befores.append(_images(before, image_type, idx))
+            afters.append(_images(mine, image_type))
+    if before is not None and before.num_rows:
+        a_keys = _flat(after[RECORD_KEY]) if after is not None else pa.array([], pa.string())
+        gone = before.filter(pc.invert(pc.is_in(b_keys, value_set=a_keys)))
+        if gone.num_rows:
+            keys.append(_flat(gone[RECORD_KEY]))
+            ops.append(pa.array(["d"] * gone.num_rows, pa.string()))
+            befores.append(_images(gone, image_type))
+            afters.append(pa.nulls(gone.num_rows, image_type))
+    n = sum(len(k) for k in keys)
+    if not n:
+        keys, ops = [pa.array([], pa.string())], [pa.array([], pa.string())]
+        befores = afters = [pa.array([], image_type)]
+    record_key = pa.concat_arrays(keys)
+    return pa.table(
+        {
+            "op": pa.concat_arrays(ops),
+            "ts_ms": pa.array([instant] * n, pa.string()),
+            "before": pa.concat_arrays(befores),
+            "after": pa.concat_arrays(afters),
+            "record_key": record_key,
+        }
+    ).take(pc.sort_indices(record_key))
+
+
+def _images(
+    rows: pa.Table | None, image_type: pa.StructType, idx: pa.Array | None = None
+) -> pa.Array:
+    """The ``image_type`` columns of ``rows`` as one struct array (``idx``: taken at these
+    indices, a null index giving a null image)."""
+    if rows is None:
+        assert idx is not None
+        return pa.nulls(len(idx), image_type)
+    cols = [_flat(rows[f.name]) for f in image_type]
+    struct = pa.StructArray.from_arrays(cols, fields=list(image_type))
+    return struct if idx is None else _flat(pc.take(struct, idx))
+
+
+def _flat(a: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(a, pa.ChunkedArray):
+        return a.combine_chunks() if a.num_chunks != 1 else a.chunk(0)
+    return a
+
+
+def _json(images: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """Struct images as JSON object strings (Spark's CDC output; field order kept)."""
+    return pa.array(
+        [
+            None if r is None else json.dumps(r, default=str, ensure_ascii=False)
+            for r in images.to_pylist()
+        ],
+        pa.string(),
+    )
