@@ -16,8 +16,11 @@ import ray.data
 from ray.data import Datasource, ReadTask
 from ray.data.block import BlockMetadata
 
+from hoodie_ray.exceptions import HoodieQueryError
+from hoodie_ray.reader.cdc import ChangeReader, GroupSteps
 from hoodie_ray.reader.file_slice_reader import ReadContext, SliceSpec, iter_file_slice
-from hoodie_ray.reader.query import ReadPlan, plan_file_slices
+from hoodie_ray.reader.query import ReadPlan, _incremental_format, cdc_range, plan_file_slices
+from hoodie_ray.table import HoodieTable
 
 #: Slices smaller than this are packed together into one read task.
 TARGET_TASK_BYTES = 128 * 1024 * 1024
@@ -89,6 +92,57 @@ class HoodieDatasource(Datasource):
         return "Hudi"
 
 
+def _read_changes(
+    path: str, storage_options: dict[str, Any] | None, image_format: str, units: list[GroupSteps]
+) -> Iterator[pa.Table]:
+    reader = ChangeReader(HoodieTable.load(path, storage_options), image_format)
+    for unit in units:
+        t = reader.group_changes(unit)
+        if t.num_rows:
+            yield t
+
+
+class HoodieCdcDatasource(Datasource):
+    """A CDC read for Ray Data: file groups are independent, so each read task reads the
+    changes of some of the range's file groups, each group's commits in order (a task's rows
+    come by file group, in commit order within one; there is no order across tasks)."""
+
+    def __init__(
+        self,
+        path: str,
+        storage_options: dict[str, Any] | None,
+        begin: Any,
+        end: Any,
+        image_format: str = "struct",
+    ) -> None:
+        self.path, self.storage_options, self.image_format = path, storage_options, image_format
+        tbl = HoodieTable.load(path, storage_options)
+        start, stop = cdc_range(tbl, begin, end)
+        reader = ChangeReader(tbl, image_format)
+        self.schema = reader.schema
+        self.units = reader.plan(reader.commits_in(start, stop))
+
+    def estimate_inmemory_data_size(self) -> int | None:
+        return None
+
+    def get_read_tasks(
+        self, parallelism: int, per_task_row_limit: int | None = None, data_context: Any = None
+    ) -> list[ReadTask]:
+        n = max(1, min(len(self.units), parallelism if parallelism > 0 else len(self.units)))
+        tasks = []
+        for i in range(n):
+            chunk = self.units[i::n]
+            meta = BlockMetadata(num_rows=None, size_bytes=None, exec_stats=None, input_files=None)
+            read = functools.partial(
+                _read_changes, self.path, self.storage_options, self.image_format, chunk
+            )
+            tasks.append(ReadTask(read, meta, schema=self.schema))
+        return tasks
+
+    def get_name(self) -> str:
+        return "HudiCDC"
+
+
 def read_ray(
     path: str,
     query_type: str = "snapshot",
@@ -100,10 +154,14 @@ def read_ray(
     *,
     storage_options: dict[str, Any] | None = None,
     override_num_blocks: int | None = None,
+    incremental_format: str = "latest_state",
+    cdc_image_format: str = "struct",
 ) -> Any:
     """Read a Hudi table into a ``ray.data.Dataset`` (the merge-on-read view).
 
-    Same query arguments as :func:`hoodie_ray.read`. Each read task merges whole file slices.
+    Same query arguments as :func:`hoodie_ray.read`. Each read task merges whole file slices;
+    a CDC read (``incremental_format="cdc"``) reads the changes of some of the range's file
+    groups per task.
 
     Example::
 
@@ -113,6 +171,16 @@ def read_ray(
     from hoodie_ray.ray.runtime import ensure_ray
 
     ensure_ray()
+    if _incremental_format(incremental_format) == "cdc":
+        if query_type != "incremental" or as_of is not None or columns or filters:
+            raise HoodieQueryError(
+                'incremental_format="cdc" is an incremental query of whole change rows: '
+                "no as_of, columns or filters"
+            )
+        cdc = HoodieCdcDatasource(path, storage_options, begin, end, cdc_image_format)
+        if not cdc.units:
+            return ray.data.from_arrow(cdc.schema.empty_table())
+        return ray.data.read_datasource(cdc, override_num_blocks=override_num_blocks)
     src = HoodieDatasource(
         path,
         storage_options=storage_options,

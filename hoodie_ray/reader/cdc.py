@@ -37,7 +37,10 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import json
+import os
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -54,6 +57,7 @@ __all__ = [
     "IMAGE_FORMATS",
     "YIELDING_OPERATIONS",
     "ChangeReader",
+    "GroupSteps",
     "cdc_schema",
     "change_rows",
     "read_cdc",
@@ -107,19 +111,60 @@ def _data_fields(schema: pa.Schema) -> list[pa.Field]:
 
 
 def read_cdc(
-    tbl: HoodieTable, start: str | None, stop: str | None, image_format: str = "struct"
+    tbl: HoodieTable,
+    start: str | None,
+    stop: str | None,
+    image_format: str = "struct",
+    max_workers: int | None = None,
 ) -> pa.Table:
     """Every change the commits requested in ``(start, stop]`` made (instant times, checked
     by the caller: ``hr.read(..., incremental_format="cdc")``); see the module doc.
+
+    File groups are independent: each one's commits are read in order by one of up to
+    ``max_workers`` threads (default: the CPU count, at most 8), each with its own
+    :class:`ChangeReader`; the rows come in commit order, then by file group and key.
 
     Raises:
         HoodieQueryError: a bad image format, a table without meta columns, or a file slice
             the read needs that the cleaner removed.
     """
     reader = ChangeReader(tbl, image_format)
-    parts = [reader.changes(inst) for inst in reader.commits_in(start, stop)]
+    units = reader.plan(reader.commits_in(start, stop))
+    workers = max(1, min(len(units), max_workers or os.cpu_count() or 1, 8))
+    if workers == 1:
+        parts = [reader.group_changes(u) for u in units]
+    else:
+        chunks = [list(range(i, len(units), workers)) for i in range(workers)]
+
+        def run(chunk: list[int]) -> list[tuple[int, pa.Table]]:
+            own = ChangeReader(HoodieTable.load(tbl.base_uri, tbl.storage_options), image_format)
+            return [(i, own.group_changes(units[i])) for i in chunk]
+
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hoodie-cdc") as ex:
+            done = dict(pair for pairs in ex.map(run, chunks) for pair in pairs)
+        parts = [done[i] for i in range(len(units))]
+    return in_commit_order(parts, reader.schema)
+
+
+def in_commit_order(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:
+    """Per-file-group changes (each in commit, then key order; the groups in (partition,
+    file id) order) as one table in commit order, then group, then key (a stable sort)."""
     parts = [t for t in parts if t.num_rows]
-    return pa.concat_tables(parts) if parts else reader.schema.empty_table()
+    if not parts:
+        return schema.empty_table()
+    table = pa.concat_tables(parts)
+    return table.take(pc.sort_indices(table["ts_ms"]))
+
+
+@dataclass(frozen=True)
+class GroupSteps:
+    """The commits of a CDC read that changed one file group, in order: each as (commit,
+    the instant before it or None, whether the commit replaced the group). Picklable: the
+    unit of work of a parallel or distributed CDC read."""
+
+    partition: str
+    file_id: str
+    steps: tuple[tuple[str, str | None, bool], ...]
 
 
 class ChangeReader:
@@ -172,29 +217,41 @@ class ChangeReader:
             return False
         return op in YIELDING_OPERATIONS or op in ("", "UNKNOWN")
 
-    # -- one commit ------------------------------------------------------------------------------
+    def plan(self, commits: list[Instant]) -> list[GroupSteps]:
+        """The file groups ``commits`` wrote or replaced, each with its steps, sorted by
+        (partition, file id)."""
+        steps: dict[tuple[str, str], list[tuple[str, str | None, bool]]] = {}
+        for inst in commits:
+            meta = self.tbl.metadata(inst)
+            c = inst.timestamp
+            before_at = self._previous_instant(c)
+            written = {(p, s.file_id) for p, s in meta.iter_write_stats() if s.file_id}
+            replaced = {
+                (p, fid) for p, ids in meta.replaced_file_ids().items() for fid in ids
+            } - written
+            for key in sorted(written | replaced):
+                steps.setdefault(key, []).append((c, before_at, key in replaced))
+        return [GroupSteps(p, f, tuple(v)) for (p, f), v in sorted(steps.items())]
+
+    # -- one commit, one group -------------------------------------------------------------------
     def changes(self, inst: Instant) -> pa.Table:
-        """The changes commit ``inst`` made, as rows of :attr:`schema`."""
-        meta = self.tbl.metadata(inst)
-        c = inst.timestamp
-        before_at = self._previous_instant(c)
-        written = sorted({(p, s.file_id) for p, s in meta.iter_write_stats() if s.file_id})
-        replaced = sorted(
-            (p, fid)
-            for p, ids in meta.replaced_file_ids().items()
-            for fid in ids
-            if (p, fid) not in set(written)
-        )
-        out: list[pa.Table] = []
-        for key in written:
+        """The changes commit ``inst`` made, as rows of :attr:`schema` (by file group, then
+        record key)."""
+        return in_commit_order([self.group_changes(u) for u in self.plan([inst])], self.schema)
+
+    def group_changes(self, unit: GroupSteps) -> pa.Table:
+        """The changes of one file group's commits, in commit order, then by record key."""
+        key = (unit.partition, unit.file_id)
+        out = []
+        for c, before_at, replaced in unit.steps:
             before = self._before(key, before_at, c)
-            after = self._state_at(key, c)
-            self._keep(key, c, after)
+            if replaced:
+                self._forget(key)
+                after = None
+            else:
+                after = self._state_at(key, c)
+                self._keep(key, c, after)
             out.append(self._diff(c, before, after))
-        for key in replaced:
-            before = self._before(key, before_at, c)
-            self._forget(key)
-            out.append(self._diff(c, before, None))
         out = [t for t in out if t.num_rows]
         return pa.concat_tables(out) if out else self.schema.empty_table()
 

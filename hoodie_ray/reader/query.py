@@ -223,13 +223,19 @@ def _read_cdc(
             "a CDC read returns every change of the range: as_of, columns and filters do not "
             "apply (filter the returned rows)"
         )
+    tbl = HoodieTable.load(path, storage_options)
+    start, stop = cdc_range(tbl, begin, end)
+    return read_cdc(tbl, start, stop, image_format)
+
+
+def cdc_range(tbl: HoodieTable, begin: Any, end: Any) -> tuple[str | None, str | None]:
+    """A CDC read's ``(begin, end]`` as instant times, checked (in order, not archived)."""
     start = _timestamp(begin, "begin") if begin is not None else None
     stop = _timestamp(end, "end") if end is not None else None
     if start is not None and stop is not None and start > stop:
         raise HoodieQueryError(f"begin {start} is after end {stop}")
-    tbl = HoodieTable.load(path, storage_options)
     _check_not_archived(tbl, start)
-    return read_cdc(tbl, start, stop, image_format)
+    return start, stop
 
 
 #: ``hr.read``: the same function.

@@ -44,6 +44,14 @@ def test_read_ray_many_slices_equals_read(ray_session, tmp_path):
     assert got.sort_by("key").to_pylist() == want.sort_by("key").to_pylist()
     sub = pa.concat_tables(ray.get(hr.read_ray(path, columns=["key", "v"]).to_arrow_refs()))
     assert sub.column_names == ["key", "v"] and sub.num_rows == want.num_rows
+    # a CDC read: the file groups' changes spread over the read tasks, the same rows as hr.read
+    cdc = {"query_type": "incremental", "incremental_format": "cdc"}
+    refs = hr.read_ray(path, **cdc).to_arrow_refs()
+    assert len(refs) >= 2
+    got = pa.concat_tables(ray.get(refs))
+    want = hr.read(path, **cdc)
+    assert got.num_rows == want.num_rows > 0
+    assert sorted(map(str, got.to_pylist())) == sorted(map(str, want.to_pylist()))
 
 
 @pytest.mark.ray
