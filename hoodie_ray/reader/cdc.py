@@ -42,15 +42,17 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_ray.exceptions import HoodieQueryError
 from hoodie_ray.file_group.view import FileGroup, FileSystemView
-from hoodie_ray.meta import COMMIT_TIME, META_FIELDS, OPERATION, RECORD_KEY
+from hoodie_ray.meta import COMMIT_SEQNO, COMMIT_TIME, META_FIELDS, OPERATION, RECORD_KEY
 from hoodie_ray.reader.file_slice_reader import ReadContext, SliceSpec, read_file_slice
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant
+from hoodie_ray.timeline.metadata import NULL_COMMIT, HoodieWriteStat
 
 __all__ = [
     "CDC_COLUMNS",
@@ -146,6 +148,17 @@ def read_cdc(
     return in_commit_order(parts, reader.schema)
 
 
+def _changed_existing(stats: list[HoodieWriteStat]) -> bool:
+    """Whether a commit's write stats of one file group say it changed records the group
+    held before (updates or deletes, or a merge of an earlier base file), rather than only
+    creating the group or inserting into it."""
+    created = any(not st.is_delta and st.prev_commit in (None, "", NULL_COMMIT) for st in stats)
+    inserts_only = all(
+        (st.num_update_writes or 0) == 0 and (st.num_deletes or 0) == 0 for st in stats
+    )
+    return not (created or inserts_only)
+
+
 def in_commit_order(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:
     """Per-file-group changes (each in commit, then key order; the groups in (partition,
     file id) order) as one table in commit order, then group, then key (a stable sort)."""
@@ -159,12 +172,13 @@ def in_commit_order(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:
 @dataclass(frozen=True)
 class GroupSteps:
     """The commits of a CDC read that changed one file group, in order: each as (commit,
-    the instant before it or None, whether the commit replaced the group). Picklable: the
-    unit of work of a parallel or distributed CDC read."""
+    the instant before it or None, whether the commit replaced the group, whether the group
+    held records the commit may have changed: its state before the commit must be read).
+    Picklable: the unit of work of a parallel or distributed CDC read."""
 
     partition: str
     file_id: str
-    steps: tuple[tuple[str, str | None, bool], ...]
+    steps: tuple[tuple[str, str | None, bool, bool], ...]
 
 
 class ChangeReader:
@@ -196,7 +210,6 @@ class ChangeReader:
         self._groups: dict[tuple[str, str], dict[str, FileGroup]] = {}
         self._states: OrderedDict[tuple[str, str], tuple[str, pa.Table]] = OrderedDict()
         self._state_bytes = 0
-        self._first_written: dict[tuple[str, str], str] | None = None
         self._touches: tuple[int, dict[tuple[str, str], list[str]]] | None = None
 
     # -- the range -------------------------------------------------------------------------------
@@ -219,18 +232,28 @@ class ChangeReader:
 
     def plan(self, commits: list[Instant]) -> list[GroupSteps]:
         """The file groups ``commits`` wrote or replaced, each with its steps, sorted by
-        (partition, file id)."""
-        steps: dict[tuple[str, str], list[tuple[str, str | None, bool]]] = {}
+        (partition, file id).
+
+        Whether a step needs the group's records before the commit comes from the commit's
+        write stats, not from the timeline (whose first writes of a group may be archived):
+        a group the commit created (a base file with no previous commit) or only inserted into
+        needs none; every other step does, and a read that then finds no slice says it was
+        cleaned."""
+        steps: dict[tuple[str, str], list[tuple[str, str | None, bool, bool]]] = {}
         for inst in commits:
             meta = self.tbl.metadata(inst)
             c = inst.timestamp
             before_at = self._previous_instant(c)
-            written = {(p, s.file_id) for p, s in meta.iter_write_stats() if s.file_id}
+            stats: dict[tuple[str, str], list[HoodieWriteStat]] = {}
+            for p, st in meta.iter_write_stats():
+                if st.file_id:
+                    stats.setdefault((p, st.file_id), []).append(st)
             replaced = {
                 (p, fid) for p, ids in meta.replaced_file_ids().items() for fid in ids
-            } - written
-            for key in sorted(written | replaced):
-                steps.setdefault(key, []).append((c, before_at, key in replaced))
+            } - set(stats)
+            for key in sorted(set(stats) | replaced):
+                needs = key in replaced or _changed_existing(stats[key])
+                steps.setdefault(key, []).append((c, before_at, key in replaced, needs))
         return [GroupSteps(p, f, tuple(v)) for (p, f), v in sorted(steps.items())]
 
     # -- one commit, one group -------------------------------------------------------------------
@@ -243,8 +266,8 @@ class ChangeReader:
         """The changes of one file group's commits, in commit order, then by record key."""
         key = (unit.partition, unit.file_id)
         out = []
-        for c, before_at, replaced in unit.steps:
-            before = self._before(key, before_at, c)
+        for c, before_at, replaced, needs_before in unit.steps:
+            before = self._before(key, before_at, c, needs_before)
             if replaced:
                 self._forget(key)
                 after = None
@@ -271,22 +294,23 @@ class ChangeReader:
         i = bisect.bisect_left(times, c)
         return times[i - 1] if i else None
 
-    def _before(self, key: tuple[str, str], at: str | None, c: str) -> pa.Table | None:
-        """The records of file group ``key`` just before commit ``c`` (as of instant ``at``)."""
+    def _before(
+        self, key: tuple[str, str], at: str | None, c: str, needed: bool
+    ) -> pa.Table | None:
+        """The records of file group ``key`` just before commit ``c`` (as of instant ``at``);
+        ``needed``: the group held records then (no slice: it was cleaned)."""
         kept = self._states.get(key)
         if kept is not None and at is not None:
             since, state = kept
             if since <= at and self._unchanged(key, since, at):
                 self._states.move_to_end(key)
                 return state
-        if at is None:
-            return None
-        state = self._state_at(key, at)
-        if state is None and self._written_by(key, at):
+        state = self._state_at(key, at) if at is not None else None
+        if state is None and needed:
             raise HoodieQueryError(
                 f"the changes of commit {c} in file group {key[1]} (partition {key[0]!r}) "
-                f"need its file slice as of {at}, which was cleaned; read a later range, or "
-                "keep more commits (hoodie.cleaner.commits.retained)"
+                f"need its file slice as of {at}, which was cleaned (or archived away); read a "
+                "later range, or keep more commits (hoodie.cleaner.commits.retained)"
             )
         return state
 
@@ -296,14 +320,15 @@ class ChangeReader:
         return not any(since < ts <= at for ts in self._changed_by().get(key, ()))
 
     def _changed_by(self) -> dict[tuple[str, str], list[str]]:
-        """Each file group -> the commits that changed its records (wrote or replaced it)."""
+        """Each file group -> the commits that may have changed its records (wrote or replaced
+        it; all but compactions and clusterings, whatever their operation yields)."""
         commits = self.tbl.commits()
         if self._touches is None or self._touches[0] != len(commits):
             out: dict[tuple[str, str], list[str]] = {}
             for inst in commits:
-                if not self.yields_changes(inst):
-                    continue
                 meta = self.tbl.metadata(inst)
+                if (meta.operation_type or "").upper() in _REWRITES:
+                    continue
                 keys = {(p, s.file_id) for p, s in meta.iter_write_stats() if s.file_id}
                 keys.update((p, f) for p, ids in meta.replaced_file_ids().items() for f in ids)
                 for k in keys:
@@ -320,7 +345,8 @@ class ChangeReader:
                 fg.file_id: fg
                 for fg in self._view.all_file_groups([part], as_of=at, include_replaced=True)
             }
-            self._groups = {k: v for k, v in self._groups.items() if k[1] == at}
+            if len(self._groups) >= 16:  # a commit reads its instant and the one before
+                del self._groups[next(iter(self._groups))]
             self._groups[(part, at)] = groups
         fg = groups.get(fid)
         s = fg.latest_slice(at) if fg is not None else None
@@ -328,18 +354,6 @@ class ChangeReader:
             return None
         ctx = dataclasses.replace(self._ctx, end_instant=at)
         return read_file_slice(ctx, SliceSpec.of(s), self._storage)
-
-    def _written_by(self, key: tuple[str, str], at: str) -> bool:
-        """True if a commit requested at or before ``at`` wrote file group ``key``."""
-        if self._first_written is None:
-            first: dict[tuple[str, str], str] = {}
-            for inst in self.tbl.commits():
-                for part, stat in self.tbl.metadata(inst).iter_write_stats():
-                    if stat.file_id:
-                        first.setdefault((part, stat.file_id), inst.timestamp)
-            self._first_written = first
-        ts = self._first_written.get(key)
-        return ts is not None and ts <= at
 
     def _keep(self, key: tuple[str, str], at: str, state: pa.Table | None) -> None:
         self._forget(key)
@@ -364,47 +378,74 @@ def change_rows(
     ``ts_ms``, ``before``, ``after`` and ``record_key``.
 
     ``before`` / ``after`` are the group's records (meta columns included) before and after
-    the commit ``instant`` (None: no records). Inserts and updates are the keys ``after``
-    holds with ``_hoodie_commit_time == instant`` (absent / present in ``before``), deletes
-    the keys of ``before`` that ``after`` lacks; the images are the records' columns of
-    ``image_type`` (the table's data columns). The reader's CDC query and the writer's CDC
-    log blocks both take their rows from here."""
-    keys: list[pa.Array] = []
-    ops: list[pa.Array] = []
-    befores: list[pa.Array] = []
-    afters: list[pa.Array] = []
-    b_keys = _flat(before[RECORD_KEY]) if before is not None else pa.array([], pa.string())
+    the commit ``instant`` (None: no records). A record is identified by its key and commit
+    sequence number (a group may hold a key twice: inserts skip the index): the records of
+    ``after`` with ``_hoodie_commit_time == instant`` are written, the records of ``before``
+    missing from ``after`` are gone. Written and gone records of one key pair up in order as
+    updates; a written one left over is an insert, a gone one a delete. The images are the
+    records' columns of ``image_type`` (the table's data columns). The reader's CDC query and
+    the writer's CDC log blocks both take their rows from here."""
+    written: pa.Table | None = None
     if after is not None and after.num_rows:
-        mine = after.filter(pc.equal(after[COMMIT_TIME], instant))
-        if mine.num_rows:
-            mine_keys = _flat(mine[RECORD_KEY])
-            idx = _flat(pc.index_in(mine_keys, value_set=b_keys))
-            keys.append(mine_keys)
-            ops.append(_flat(pc.if_else(pc.is_valid(idx), "u", "i")))
-            befores.append(_images(before, image_type, idx))
-            afters.append(_images(mine, image_type))
+        written = after.filter(pc.equal(after[COMMIT_TIME], instant))
+    gone: pa.Table | None = None
     if before is not None and before.num_rows:
-        a_keys = _flat(after[RECORD_KEY]) if after is not None else pa.array([], pa.string())
-        gone = before.filter(pc.invert(pc.is_in(b_keys, value_set=a_keys)))
-        if gone.num_rows:
-            keys.append(_flat(gone[RECORD_KEY]))
-            ops.append(pa.array(["d"] * gone.num_rows, pa.string()))
-            befores.append(_images(gone, image_type))
-            afters.append(pa.nulls(gone.num_rows, image_type))
-    n = sum(len(k) for k in keys)
-    if not n:
-        keys, ops = [pa.array([], pa.string())], [pa.array([], pa.string())]
-        befores = afters = [pa.array([], image_type)]
-    record_key = pa.concat_arrays(keys)
+        gone = before
+        if after is not None and after.num_rows:
+            gone = before.filter(pc.invert(pc.is_in(_row_ids(before), value_set=_row_ids(after))))
+    w_keys = _keys(written)
+    g_keys = _keys(gone)
+    pairs = pa.table(
+        {"k": w_keys, "r": _ranks(w_keys), "w": pa.array(np.arange(len(w_keys)), pa.int64())}
+    ).join(
+        pa.table(
+            {"k": g_keys, "r": _ranks(g_keys), "g": pa.array(np.arange(len(g_keys)), pa.int64())}
+        ),
+        keys=["k", "r"],
+        join_type="full outer",
+    )
+    pairs = pairs.take(pc.sort_indices(pairs, [("k", "ascending"), ("r", "ascending")]))
+    w_idx, g_idx = _flat(pairs["w"]), _flat(pairs["g"])
+    n = pairs.num_rows
+    op = pc.if_else(
+        pc.is_valid(w_idx), pc.if_else(pc.is_valid(g_idx), "u", "i"), pa.scalar("d", pa.string())
+    )
     return pa.table(
         {
-            "op": pa.concat_arrays(ops),
+            "op": _flat(op),
             "ts_ms": pa.array([instant] * n, pa.string()),
-            "before": pa.concat_arrays(befores),
-            "after": pa.concat_arrays(afters),
-            "record_key": record_key,
+            "before": _images(gone, image_type, g_idx),
+            "after": _images(written, image_type, w_idx),
+            "record_key": _flat(pairs["k"]),
         }
-    ).take(pc.sort_indices(record_key))
+    )
+
+
+def _keys(rows: pa.Table | None) -> pa.Array:
+    return pa.array([], pa.string()) if rows is None else _flat(rows[RECORD_KEY])
+
+
+def _row_ids(rows: pa.Table) -> pa.Array:
+    """Each record's identity: its key and commit sequence number."""
+    seqno = pc.fill_null(_flat(rows[COMMIT_SEQNO]), "")
+    return _flat(pc.binary_join_element_wise(_flat(rows[RECORD_KEY]), seqno, "\x00"))
+
+
+def _ranks(keys: pa.Array) -> pa.Array:
+    """Each key's occurrence number among the equal keys before it (0 for the first)."""
+    n = len(keys)
+    if n == 0:
+        return pa.array([], pa.int64())
+    order = np.asarray(pc.sort_indices(keys))
+    sk = keys.take(pa.array(order))
+    new = np.ones(n, dtype=bool)
+    if n > 1:
+        new[1:] = np.asarray(pc.not_equal(sk.slice(1), sk.slice(0, n - 1)).fill_null(True))
+    starts = np.flatnonzero(new)
+    group = np.cumsum(new) - 1
+    ranks = np.empty(n, dtype=np.int64)
+    ranks[order] = np.arange(n) - starts[group]
+    return pa.array(ranks)
 
 
 def _images(

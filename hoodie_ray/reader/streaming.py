@@ -41,11 +41,12 @@ from hoodie_ray.reader.query import (
 )
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.archive import LSMTimeline
-from hoodie_ray.timeline.instant import Instant
+from hoodie_ray.timeline.instant import Action, Instant
 
 __all__ = ["HoodieStreamReader", "StreamBatch", "read_stream"]
 
 _REWRITES = frozenset({"COMPACT", "LOG_COMPACT", "CLUSTER"})
+_REWRITE_ACTIONS = frozenset({Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING})
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,8 @@ class HoodieStreamReader:
         """The batches of the commits completed since the position, one at a time (the
         position moves past each as it is yielded, and past commits that yield none)."""
         self.tbl.refresh()
+        if self.position is not None:
+            self._check_active(self.position)  # archival may have run since the last poll
         cdc = ChangeReader(self.tbl, self.image_format) if self.format == "cdc" else None
         for inst in self._ready():
             meta = self.tbl.metadata(inst)
@@ -189,7 +192,12 @@ class HoodieStreamReader:
         at or after the earliest pending write (it may complete with an earlier time)."""
         out = [i for i in self._ordered() if self.position is None or self._pos(i) > self.position]
         if not self._by_completion:
-            pending = [i.timestamp for i in self.tbl.active_timeline.pending_commits()]
+            # a pending compaction or clustering plan yields no batch: nothing to wait for
+            pending = [
+                i.timestamp
+                for i in self.tbl.active_timeline.pending_commits()
+                if i.action not in _REWRITE_ACTIONS
+            ]
             if pending:
                 out = [i for i in out if i.timestamp < min(pending)]
         return out

@@ -549,8 +549,14 @@ class HoodieCommitMetadata:
         return {p: set(ids) for p, ids in (self.partition_to_replace_file_ids or {}).items()}
 
     def written_paths(self) -> list[str]:
-        """The ``path`` of every stat that has one (relative to the base path)."""
-        return [s.path for s in self.write_stats() if s.path]
+        """The ``path`` of every stat that has one, and its CDC log files (``cdcStats``),
+        relative to the base path."""
+        out = []
+        for s in self.write_stats():
+            if s.path:
+                out.append(s.path)
+            out.extend(s.cdc_stats or ())
+        return out
 
     # -- JSON (layout 1) -------------------------------------------------------------------------
     def to_json_obj(self) -> dict[str, Any]:

@@ -337,7 +337,8 @@ class CommitProtocol:
             meta = self.table.metadata(inst)
             for path in meta.written_paths():
                 rel = check_relative(path)
-                if parse_log_file_name(rel.rpartition("/")[2]) is not None:
+                log = parse_log_file_name(rel.rpartition("/")[2])
+                if log is not None and not log.is_cdc:  # a .cdc file is its instant's alone
                     out.setdefault(rel, "APPEND")
                 else:
                     out.setdefault(rel, "CREATE")
@@ -357,7 +358,8 @@ class CommitProtocol:
             if io_type in ("CREATE", "MERGE") and not _named_by(path.rpartition("/")[2], instant):
                 continue  # what an instant creates carries its time: a stray marker, not ours
             out[path] = io_type
-        # Defensive: base files and (v8) log files carrying the instant, without markers.
+        # Defensive: base files, (v8) log files and .cdc files carrying the instant, without
+        # markers.
         for part in _partition_dirs(self.storage):
             for info in self.storage.list_dir(part):
                 if info.is_dir:
@@ -369,7 +371,7 @@ class CommitProtocol:
                 if (
                     lf is not None
                     and lf.instant == instant
-                    and self.table_config.completion_time_slicing
+                    and (self.table_config.completion_time_slicing or lf.is_cdc)
                 ):
                     out.setdefault(join(part, info.name), "CREATE")
         return out

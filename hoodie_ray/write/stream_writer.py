@@ -74,6 +74,8 @@ class _GroupState:
     base_file: str | None
     log_files: list[str] = field(default_factory=list)
     created_now: bool = False  # base file written by this instant
+    # the base instant the group had before this instant (None: new), its stats' prevCommit
+    prev_instant: str | None = None
     # CDC tables: the base file the instant's first merge read (None: a new group), and the
     # CDC log file its merges wrote last (rewritten whole by each merge of the instant)
     cdc_before: str | None = None
@@ -198,6 +200,7 @@ class StreamWriteFunction:
                 base_instant=s.base_instant if s else None,
                 base_file=s.base_file if s else None,
                 log_files=list(s.log_files) if s else [],
+                prev_instant=s.base_instant if s else None,
             )
             self._groups[bid] = g
         return g
@@ -399,18 +402,24 @@ class StreamWriteFunction:
         if not g.created_now:
             g.cdc_before = old_rel
         cdc = self._write_cdc(part, fid, g, base if g.cdc_before == old_rel else None, merged)
-        prev = g.base_instant
+        earlier = None  # the stat of this instant's earlier version of the file, superseded
         if g.created_now and old_rel and old_rel != rel:
             self.ctx.storage.delete(old_rel)  # superseded by this instant's newer version
-            self._stats.pop(old_rel, None)
+            earlier = self._stats.pop(old_rel, None)
         g.base_instant, g.base_file, g.created_now = self.instant, name, True
         st = self._stat(
             rel,
             file_id=fid,
             path=rel,
             partition_path=part,
-            prev_commit=prev if prev and prev != self.instant else "null",
+            prev_commit=g.prev_instant or "null",
         )
+        if earlier is not None:  # one stat for the group: what the earlier merges wrote too
+            st.num_inserts += earlier.num_inserts
+            st.num_update_writes += earlier.num_update_writes
+            st.num_deletes += earlier.num_deletes
+            if earlier.record_key_ops:
+                st.record_key_ops = list(earlier.record_key_ops)
         if self._keeps_record_index:
             # exact: the keys the merge added to and removed from this file group
             _note_keys(st, *_keys_added_and_gone(base, merged))
@@ -435,7 +444,9 @@ class StreamWriteFunction:
     ) -> dict[str, int] | None:
         """A CDC table's merge: the changes of this instant to the group so far (from the
         base file it had before the instant: ``before``, or read again) into one CDC log
-        file, replacing the one an earlier merge of the instant wrote; its ``cdcStats``."""
+        file, replacing the one an earlier merge of the instant wrote; its ``cdcStats``
+        (None for a group this instant created: no file, as Java's merge handle writes none
+        when every record is an insert)."""
         if not self.ctx.table_config.cdc_enabled:
             return None
         assert self.instant is not None
@@ -443,15 +454,15 @@ class StreamWriteFunction:
         if g.cdc_file is not None:
             storage.delete(join(part, g.cdc_file))
             g.cdc_file = None
-        if g.cdc_before is None or not merged.num_rows:
-            return None  # a new group's inserts, or a group emptied: readers infer them
+        if g.cdc_before is None:
+            return None  # a group this instant created: readers infer its inserts
         if before is None:
             before = read_base_file(storage, g.cdc_before)
             if before.schema != merged.schema:
                 before = reconcile(before, merged.schema)
+        # written even when empty (an upsert its ordering values lost, a group emptied): Java's
+        # CDC reader requires a .cdc file for every merge of an earlier base file
         rows = cdc.cdc_rows(self.ctx, self.instant, before, merged)
-        if not rows.num_rows:
-            return None
         name = cdc.cdc_file_name(fid, self.instant, self.write_token)
         self._marker(part, name, "APPEND")
         payload = cdc.cdc_block(self.ctx, self.instant, rows)

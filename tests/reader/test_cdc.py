@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+import hoodie_ray as hr
 from hoodie_ray.exceptions import HoodieQueryError
 from hoodie_ray.reader import read_table
 from hoodie_ray.table import HoodieTable
@@ -231,3 +232,40 @@ def test_cdc_of_overwrites_and_partition_deletes(tmp_path: Path, table_type: str
             assert sorted(_as_changes(got)) == sorted(want), (begin, end)
     mine = read_table(path).select(list(_IMAGE)).sort_by("key")
     assert mine.equals(hudi_rs_read(path).select(list(_IMAGE)).sort_by("key"))
+
+
+def test_a_group_whose_first_writes_were_archived_and_cleaned_is_refused(tmp_path: Path) -> None:
+    """The commit that created a file group archived, its slice before the commit read cleaned:
+    the read says so (it must not take the commit's updates for inserts and lose its deletes)."""
+    from hoodie_ray.job.client import HoodieWriteClient
+
+    path = str(tmp_path / "t")
+    opts = {
+        "hoodie.table.name": "ac",
+        "hoodie.datasource.write.recordkey.field": "key",
+        "hoodie.datasource.write.partitionpath.field": "p",
+        "precombine.field": "ts",
+        "table.type": "COPY_ON_WRITE",
+        "hoodie.metadata.enable": "false",
+        "hoodie.parquet.small.file.limit": "0",
+        "clean.retain_commits": "1",
+        "archive.min_commits": "2",
+        "archive.max_commits": "3",
+        "hoodie.archive.automatic": "false",
+    }
+
+    def write(keys: list[str], part: str, ts: int, deleted: list[bool] | None = None) -> None:
+        n = len(keys)
+        cols: dict[str, Any] = {"key": keys, "ts": [ts] * n, "v": [ts] * n, "p": [part] * n}
+        if deleted is not None:
+            cols["_hoodie_is_deleted"] = deleted
+        HoodieWriteClient(path, opts).write(pa.table(cols))
+
+    write(["a", "b", "c"], "p0", 1)
+    for i in range(2, 7):
+        write([f"x{i}"], "p1", i)
+    assert hr.archive(path, opts).instants
+    write(["a", "b"], "p0", 9, deleted=[False, True])
+    first = HoodieTable.load(path).commits()[0].timestamp
+    with pytest.raises(HoodieQueryError, match="cleaned"):
+        read_table(path, query_type="incremental", incremental_format="cdc", begin=first)

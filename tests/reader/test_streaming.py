@@ -144,3 +144,36 @@ def test_cleaned_and_archived_commits_are_refused(tmp_path: Path) -> None:
     hr.archive(path, opts)
     with pytest.raises(hr.HoodieTimelineError, match="archived"):
         hr.read_stream(path, after=written[0])
+
+
+def test_a_live_stream_refuses_commits_archived_between_polls(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    opts = _opts(
+        "6",
+        **{
+            "table.type": "COPY_ON_WRITE",
+            "clean.retain_commits": "1",
+            "archive.min_commits": "2",
+            "archive.max_commits": "3",
+            "hoodie.archive.automatic": "false",
+        },
+    )
+    _commit(path, opts, 0)
+    reader = hr.read_stream(path, start="earliest")
+    assert len(list(reader.poll())) == 1
+    for c in range(1, 8):
+        _commit(path, opts, c)
+    assert hr.archive(path, opts).instants
+    with pytest.raises(hr.HoodieTimelineError, match="archived"):
+        list(reader.poll())
+
+
+def test_a_pending_compaction_plan_does_not_hold_a_version_6_stream_back(tmp_path: Path) -> None:
+    from hoodie_ray.job.maintenance import schedule_compaction
+
+    path = str(tmp_path / "t")
+    opts = _opts("6", **{"compaction.delta_commits": "100", "compaction.schedule.enabled": "false"})
+    written = [_commit(path, opts, 0), _commit(path, opts, 1)]
+    assert schedule_compaction(path, opts, force=True)
+    written += [_commit(path, opts, 2), _commit(path, opts, 3)]
+    assert [b.instant for b in hr.read_stream(path, start="earliest")] == written

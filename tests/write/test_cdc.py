@@ -137,3 +137,106 @@ def test_clean_takes_the_cdc_files_with_their_slice_and_options_must_match(
         hr.HoodieWriteClient(str(path), {**opts, "hoodie.table.cdc.enabled": "false"}).write(
             pa.table({"key": ["k01"], "ts": [9], "v": [0.5], "p": ["p1"]})
         )
+
+
+def _w(path: str, opts: dict[str, str], keys: list[str], ts: int, **kw: object) -> str:
+    deleted = kw.pop("deleted", None)
+    cols: dict[str, object] = {
+        "key": keys,
+        "ts": pa.array([ts] * len(keys), pa.int64()),
+        "v": [f"{k}@{ts}" for k in keys],
+        "p": ["p0"] * len(keys),
+    }
+    if deleted is not None:
+        cols["_hoodie_is_deleted"] = pa.array(deleted)
+    result = hr.HoodieWriteClient(path, {**opts, **kw}).write(pa.table(cols))  # type: ignore[arg-type]
+    assert result.instant is not None
+    return result.instant
+
+
+def _cdc(path: str, begin: str | None = None) -> list[tuple[str, str, str | None, str | None]]:
+    t = read_table(path, query_type="incremental", incremental_format="cdc", begin=begin)
+    return [
+        (
+            r["op"],
+            (r["after"] or r["before"])["key"],
+            (r["before"] or {}).get("v"),
+            (r["after"] or {}).get("v"),
+        )
+        for r in t.to_pylist()
+    ]
+
+
+def test_several_merges_of_a_group_in_one_instant(tmp_path: Path) -> None:
+    """One flush per row: the .cdc file holds the instant's changes from the base file it
+    started from, and the group's one stat names that base file's commit and counts every
+    merge."""
+    from hoodie_ray.write.stream_writer import StreamWriteFunction
+
+    path = str(tmp_path / "t")
+    opts = {**_opts("8", "OP_KEY_ONLY"), "write.batch.size": "1b"}
+    _w(path, opts, ["a", "b", "c"], 1)
+    first = HoodieTable.load(path).commits()[-1].timestamp
+    orig = StreamWriteFunction.write
+
+    def row_by_row(self: StreamWriteFunction, tagged: pa.Table) -> None:
+        for i in range(tagged.num_rows):
+            orig(self, tagged.slice(i, 1))
+
+    StreamWriteFunction.write = row_by_row  # type: ignore[method-assign]
+    try:
+        _w(path, opts, ["a", "b", "d"], 2, deleted=[False, True, False])
+    finally:
+        StreamWriteFunction.write = orig  # type: ignore[method-assign]
+    tbl = HoodieTable.load(path)
+    [(_, st)] = list(tbl.metadata(tbl.commits()[-1]).iter_write_stats())
+    assert st.prev_commit == first and st.num_deletes == 1 and st.cdc_stats
+    [rel] = st.cdc_stats
+    [block] = read_log_file(tbl.storage, rel)
+    ops = sorted((r["op"], r["record_key"]) for r in block.records.to_pylist())
+    assert ops == [("d", "b"), ("i", "d"), ("u", "a")]
+    assert sorted(_cdc(path, begin=first)) == [
+        ("d", "b", "b@1", None),
+        ("i", "d", None, "d@2"),
+        ("u", "a", "a@1", "a@2"),
+    ]
+
+
+def test_a_merge_that_changes_nothing_still_writes_its_cdc_file(tmp_path: Path) -> None:
+    """An upsert whose ordering value loses: Java's CDC reader wants a .cdc file for every
+    merge of an earlier base file (it refuses the commit otherwise); this one holds no change."""
+    path = str(tmp_path / "t")
+    opts = _opts("8")
+    _w(path, opts, ["a", "b"], 5)
+    _w(path, opts, ["a"], 1)
+    tbl = HoodieTable.load(path)
+    [(_, st)] = list(tbl.metadata(tbl.commits()[-1]).iter_write_stats())
+    [rel] = st.cdc_stats
+    [block] = read_log_file(tbl.storage, rel)
+    assert block.records.num_rows == 0
+    assert _cdc(path, begin=tbl.commits()[0].timestamp) == []
+
+
+def test_duplicate_keys_in_a_group_pair_up_by_sequence_number(tmp_path: Path) -> None:
+    """Inserts skip the index, so a group can hold a key twice: its records are told apart by
+    their commit sequence numbers (a delete of one of the two is one delete)."""
+    path = str(tmp_path / "t")
+    opts = _opts("8")
+    c1 = _w(path, opts, ["a", "b"], 1)
+    _w(path, opts, ["a", "a"], 2, **{"write.operation": "insert"})
+    c3 = _w(path, opts, ["a"], 3)
+    changes = _cdc(path, begin=c1)
+    assert sorted(c[0] for c in changes) == ["i", "u", "u"]
+    _w(path, opts, ["a"], 4, deleted=[True])
+    assert [c[:2] for c in _cdc(path, begin=c3)] == [("d", "a")]
+
+
+def test_restore_takes_the_cdc_files_of_what_it_rolls_back(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    opts = _opts("6")
+    c1 = _w(path, opts, ["a", "b"], 1)
+    hr.savepoint(path, c1, options=opts)
+    _w(path, opts, ["a"], 2)
+    assert _cdc_files(tmp_path / "t")
+    hr.restore(path, c1, options=opts)
+    assert not _cdc_files(tmp_path / "t")
