@@ -48,8 +48,10 @@ import pyarrow.compute as pc
 
 from hoodie_ray.exceptions import HoodieQueryError
 from hoodie_ray.file_group.view import FileGroup, FileSystemView
+from hoodie_ray.log_format import CDCDataBlock, read_log_file
 from hoodie_ray.meta import COMMIT_SEQNO, COMMIT_TIME, META_FIELDS, OPERATION, RECORD_KEY
 from hoodie_ray.reader.file_slice_reader import ReadContext, SliceSpec, read_file_slice
+from hoodie_ray.reader.schema import reconcile
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant
 from hoodie_ray.timeline.metadata import NULL_COMMIT, HoodieWriteStat
@@ -60,6 +62,7 @@ __all__ = [
     "YIELDING_OPERATIONS",
     "ChangeReader",
     "GroupSteps",
+    "Step",
     "cdc_schema",
     "change_rows",
     "read_cdc",
@@ -170,15 +173,24 @@ def in_commit_order(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:
 
 
 @dataclass(frozen=True)
+class Step:
+    """One commit's change to one file group, as a CDC read plans it."""
+
+    instant: str
+    before_at: str | None  # the instant just before it (None: the first)
+    replaced: bool  # the commit replaced the group (every record a delete)
+    needs_before: bool  # the group held records the commit may have changed
+    cdc_files: tuple[str, ...] = ()  # its .cdc files, read as they are (Java's AS_IS)
+
+
+@dataclass(frozen=True)
 class GroupSteps:
-    """The commits of a CDC read that changed one file group, in order: each as (commit,
-    the instant before it or None, whether the commit replaced the group, whether the group
-    held records the commit may have changed: its state before the commit must be read).
-    Picklable: the unit of work of a parallel or distributed CDC read."""
+    """The commits of a CDC read that changed one file group, in order. Picklable: the unit
+    of work of a parallel or distributed CDC read."""
 
     partition: str
     file_id: str
-    steps: tuple[tuple[str, str | None, bool, bool], ...]
+    steps: tuple[Step, ...]
 
 
 class ChangeReader:
@@ -239,7 +251,11 @@ class ChangeReader:
         a group the commit created (a base file with no previous commit) or only inserted into
         needs none; every other step does, and a read that then finds no slice says it was
         cleaned."""
-        steps: dict[tuple[str, str], list[tuple[str, str | None, bool, bool]]] = {}
+        as_is = (
+            self.tbl.table_config.cdc_enabled
+            and self.tbl.table_config.cdc_logging_mode == "DATA_BEFORE_AFTER"
+        )
+        steps: dict[tuple[str, str], list[Step]] = {}
         for inst in commits:
             meta = self.tbl.metadata(inst)
             c = inst.timestamp
@@ -252,8 +268,16 @@ class ChangeReader:
                 (p, fid) for p, ids in meta.replaced_file_ids().items() for fid in ids
             } - set(stats)
             for key in sorted(set(stats) | replaced):
-                needs = key in replaced or _changed_existing(stats[key])
-                steps.setdefault(key, []).append((c, before_at, key in replaced, needs))
+                files = tuple(f for st in stats.get(key, ()) for f in st.cdc_stats or ())
+                steps.setdefault(key, []).append(
+                    Step(
+                        c,
+                        before_at,
+                        key in replaced,
+                        key in replaced or _changed_existing(stats[key]),
+                        files if as_is else (),
+                    )
+                )
         return [GroupSteps(p, f, tuple(v)) for (p, f), v in sorted(steps.items())]
 
     # -- one commit, one group -------------------------------------------------------------------
@@ -266,9 +290,16 @@ class ChangeReader:
         """The changes of one file group's commits, in commit order, then by record key."""
         key = (unit.partition, unit.file_id)
         out = []
-        for c, before_at, replaced, needs_before in unit.steps:
-            before = self._before(key, before_at, c, needs_before)
-            if replaced:
+        for step in unit.steps:
+            c = step.instant
+            if step.cdc_files:
+                # the changes as the writer logged them; the group's state after the commit
+                # is not read (the next step reads its own)
+                self._forget(key)
+                out.append(self._format(self._logged(c, step.cdc_files)))
+                continue
+            before = self._before(key, step.before_at, c, step.needs_before)
+            if step.replaced:
                 self._forget(key)
                 after = None
             else:
@@ -278,9 +309,46 @@ class ChangeReader:
         out = [t for t in out if t.num_rows]
         return pa.concat_tables(out) if out else self.schema.empty_table()
 
+    def _logged(self, c: str, files: tuple[str, ...]) -> pa.Table:
+        """The changes in commit ``c``'s ``.cdc`` files (``DATA_BEFORE_AFTER``): ``op`` and
+        the images as logged (reconciled to the table's data columns), ``ts_ms`` the commit
+        (Java's CDC reader takes the split's instant too)."""
+        parts = []
+        images = pa.schema([("before", self._image_type), ("after", self._image_type)])
+        for rel in files:
+            if not self._storage.exists(rel):
+                raise HoodieQueryError(
+                    f"the changes of commit {c} are in {rel}, which was cleaned with its file "
+                    "slice; read a later range, or keep more commits "
+                    "(hoodie.cleaner.commits.retained)"
+                )
+            for block in read_log_file(self._storage, rel):
+                if not isinstance(block, CDCDataBlock):
+                    continue
+                recs = block.records
+                if not recs.num_rows:
+                    continue
+                imgs = reconcile(recs.select(["before", "after"]), images)
+                parts.append(
+                    pa.table(
+                        {
+                            "op": recs["op"],
+                            "ts_ms": pa.array([c] * recs.num_rows, pa.string()),
+                            "before": imgs["before"],
+                            "after": imgs["after"],
+                        }
+                    )
+                )
+        if not parts:
+            return pa.schema([("op", pa.string()), ("ts_ms", pa.string()), *images]).empty_table()
+        return pa.concat_tables(parts)
+
     def _diff(self, c: str, before: pa.Table | None, after: pa.Table | None) -> pa.Table:
         rows = change_rows(c, before, after, self._image_type)
-        table = rows.select(list(CDC_COLUMNS))
+        return self._format(rows.select(list(CDC_COLUMNS)))
+
+    def _format(self, table: pa.Table) -> pa.Table:
+        """``op``, ``ts_ms``, ``before``, ``after`` rows in the read's image format."""
         if self.image_format == "json":
             table = table.set_column(2, "before", _json(table["before"]))
             table = table.set_column(3, "after", _json(table["after"]))

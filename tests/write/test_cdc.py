@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 import hoodie_ray as hr
-from hoodie_ray.exceptions import HoodieOptionError
+from hoodie_ray.exceptions import HoodieOptionError, HoodieQueryError
 from hoodie_ray.file_group.naming import parse_log_file_name
 from hoodie_ray.log_format import BlockType, HeaderMetadataType, read_log_file
 from hoodie_ray.reader import read_table
@@ -240,3 +240,21 @@ def test_restore_takes_the_cdc_files_of_what_it_rolls_back(tmp_path: Path) -> No
     assert _cdc_files(tmp_path / "t")
     hr.restore(path, c1, options=opts)
     assert not _cdc_files(tmp_path / "t")
+
+
+def test_the_cdc_files_are_read_as_they_are(tmp_path: Path) -> None:
+    """A CDC table's logged changes are read from its .cdc files (Java's AS_IS case): the
+    range reads on after the slices before its commits were cleaned, which inferring the
+    changes from those slices could not; once the commits' own slices go, it says so."""
+    path = str(tmp_path / "t")
+    opts = _opts("8")
+    c1 = _w(path, opts, ["a", "b", "c"], 1)
+    c2 = _w(path, opts, ["a"], 2)
+    _w(path, opts, ["b"], 3, deleted=[True])
+    _w(path, opts, ["c"], 4)
+    hr.clean(path, {**opts, "clean.retain_commits": "2"})
+    assert not list((tmp_path / "t" / "p0").glob(f"*_{c2}.parquet"))  # c3's before: cleaned
+    assert _cdc(path, begin=c2)[:1] == [("d", "b", "b@1", None)]
+    assert [c[:2] for c in _cdc(path, begin=c2)] == [("d", "b"), ("u", "c")]
+    with pytest.raises(HoodieQueryError, match="cleaned"):
+        _cdc(path, begin=c1)
