@@ -96,6 +96,10 @@ def test_warm_hr_write_of_datasets_keeps_the_topology(ray_session, tmp_path):
         release_warm_writers()
 
 
+# Suite time (~28 s on 2 cores: three topology restarts): the replay of kept input after a lost
+# actor is the same for every input kind, and the suite kills actors at every phase with Arrow
+# input (tests/ray/test_pipelined.py, tests/reliability/test_faults.py).
+@pytest.mark.slow
 def test_actor_killed_mid_dataset_write_loses_nothing(ray_session, tmp_path):
     ray = ray_session
     path = tmp_path / "t"
