@@ -6,10 +6,12 @@
    each supplemental logging mode (``hoodie.table.cdc.enabled``: ``.cdc`` log files beside
    every merged base file). Rows per CPU-second of the upsert commits; ``*_vs_off`` is a
    mode's rate over the rate with CDC off, the same run.
-2. **On read.** Over the same range of commits of a merge-on-read table and of the CDC-off
-   copy-on-write table: the CDC query (``incremental_format="cdc"``, rows = changes) against
-   the plain incremental query (``latest_state``, rows = records) of the same range, rows per
-   CPU-second each; ``cdc_vs_incremental`` their ratio.
+2. **On read.** Over the same range of commits of a merge-on-read table, of the CDC-off
+   copy-on-write table (changes inferred from the file slices) and of the
+   ``DATA_BEFORE_AFTER`` one (changes read from its ``.cdc`` files): the CDC query
+   (``incremental_format="cdc"``, rows = changes) against the plain incremental query
+   (``latest_state``, rows = records) of the same range, rows per CPU-second each;
+   ``cdc_vs_incremental`` their ratio.
 
 Every table is written fresh; a warm-up write and read come first (imports, the heap).
 
@@ -117,12 +119,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         _, _, inst = write_table(work / "warm", "COPY_ON_WRITE", "DATA_BEFORE_AFTER", warm)
         read_range(work / "warm", inst[0], inst[-1], "cdc")
         write: dict[str, Any] = {}
-        cow_instants: list[str] = []
+        written: dict[str, list[str]] = {}
         for mode in (None, *MODES):
             name = mode or "off"
             cpu, rows, instants = write_table(work / f"cow-{name}", "COPY_ON_WRITE", mode, args)
-            if mode is None:
-                cow_instants = instants
+            written[name] = instants
             cdc_bytes = sum(f.stat().st_size for f in (work / f"cow-{name}").rglob(".*.cdc"))
             write[name] = {"rows_per_cpu_s": round(rows / cpu), "cdc_bytes": cdc_bytes}
             log(f"write, CDC {name}: {rows / cpu:,.0f} rows/CPU-s, .cdc bytes {cdc_bytes:,}")
@@ -130,12 +131,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for mode in MODES:
             write[mode]["vs_off"] = round(write[mode]["rows_per_cpu_s"] / off, 3)
         read: dict[str, Any] = {}
-        for table_type, name in (("MERGE_ON_READ", "mor"), ("COPY_ON_WRITE", "cow")):
+        for name in ("mor", "cow", "cow_cdc_files"):
             if name == "cow":
-                path, instants = work / "cow-off", cow_instants
+                path, instants = work / "cow-off", written["off"]
+            elif name == "cow_cdc_files":  # the changes read from the .cdc files (AS_IS)
+                path, instants = work / "cow-DATA_BEFORE_AFTER", written["DATA_BEFORE_AFTER"]
             else:
                 path = work / "read-mor"
-                instants = write_table(path, table_type, None, args)[2]
+                instants = write_table(path, "MERGE_ON_READ", None, args)[2]
             begin, end = instants[0], instants[-1]
             cpu_c, rows_c = read_range(path, begin, end, "cdc")
             cpu_i, rows_i = read_range(path, begin, end, "latest_state")

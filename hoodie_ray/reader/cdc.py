@@ -494,9 +494,14 @@ def _keys(rows: pa.Table | None) -> pa.Array:
 
 
 def _row_ids(rows: pa.Table) -> pa.Array:
-    """Each record's identity: its key and commit sequence number."""
-    seqno = pc.fill_null(_flat(rows[COMMIT_SEQNO]), "")
-    return _flat(pc.binary_join_element_wise(_flat(rows[RECORD_KEY]), seqno, "\x00"))
+    """Each record's identity within its file group: its commit sequence number
+    (``<instant>_<task>_<n>``: one task writes a group per commit, and a record keeps its
+    number until it is written again), with the key where a number is missing."""
+    seqno = _flat(rows[COMMIT_SEQNO])
+    if not seqno.null_count:
+        return seqno
+    keyed = pc.binary_join_element_wise(_flat(rows[RECORD_KEY]), pc.fill_null(seqno, ""), "\x00")
+    return _flat(keyed)
 
 
 def _ranks(keys: pa.Array) -> pa.Array:
