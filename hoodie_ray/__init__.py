@@ -47,7 +47,7 @@ _LAZY = {
     "CheckpointHandle": ("hoodie_ray.ray.stream", "CheckpointHandle"),
     "HoodieDatasink": ("hoodie_ray.ray.datasink", "HoodieDatasink"),
     "read": ("hoodie_ray.reader.query", "read"),
-    "read_stream": ("hoodie_ray.reader.streaming", "read_stream"),
+    "read_stream": ("hoodie_ray.api", "read_stream"),
     "HoodieStreamReader": ("hoodie_ray.reader.streaming", "HoodieStreamReader"),
     "StreamBatch": ("hoodie_ray.reader.streaming", "StreamBatch"),
     "read_ray": ("hoodie_ray.ray.datasource", "read_ray"),

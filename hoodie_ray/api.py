@@ -13,6 +13,7 @@ from hoodie_ray.exceptions import HoodieOptionError
 from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.job.coordinator import CommitResult
 from hoodie_ray.job.maintenance import ClusteringResult, CompactionResult
+from hoodie_ray.reader.streaming import HoodieStreamReader
 from hoodie_ray.write.records import is_ray_dataset, is_spark_dataframe
 
 
@@ -151,6 +152,34 @@ def cluster(
     return maintenance.cluster(
         path, options, storage_options=storage_options, executor=executor, dry_run=dry_run
     )
+
+
+def read_stream(
+    path: str,
+    start: str | None = None,
+    after: str | None = None,
+    *,
+    engine: str = "local",
+    **kwargs: Any,
+) -> HoodieStreamReader:
+    """Follow a table commit by commit (Flink's streaming read):
+    :class:`~hoodie_ray.reader.streaming.HoodieStreamReader`, whose arguments it takes.
+    ``engine="ray"``: each batch's ``table`` is a ``ray.data.Dataset`` read by Ray tasks
+    (the commits are still chosen in this process).
+
+    Example::
+
+        for batch in hr.read_stream("/data/trips", start="earliest"):
+            sink(batch.table)
+            save(batch.position)            # resume: hr.read_stream(path, after=saved)
+    """
+    if engine not in ("ray", "local"):
+        raise HoodieOptionError(f"engine must be 'ray' or 'local', got {engine!r}")
+    if engine == "ray":
+        from hoodie_ray.ray.datasource import RayStreamReader
+
+        return RayStreamReader(path, start, after, **kwargs)
+    return HoodieStreamReader(path, start, after, **kwargs)
 
 
 def create_index(

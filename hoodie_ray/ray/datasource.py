@@ -20,7 +20,9 @@ from hoodie_ray.exceptions import HoodieQueryError
 from hoodie_ray.reader.cdc import ChangeReader, GroupSteps
 from hoodie_ray.reader.file_slice_reader import ReadContext, SliceSpec, iter_file_slice
 from hoodie_ray.reader.query import ReadPlan, _incremental_format, cdc_range, plan_file_slices
+from hoodie_ray.reader.streaming import HoodieStreamReader
 from hoodie_ray.table import HoodieTable
+from hoodie_ray.timeline.instant import Instant
 
 #: Slices smaller than this are packed together into one read task.
 TARGET_TASK_BYTES = 128 * 1024 * 1024
@@ -111,16 +113,28 @@ class HoodieCdcDatasource(Datasource):
         self,
         path: str,
         storage_options: dict[str, Any] | None,
-        begin: Any,
-        end: Any,
+        units: list[GroupSteps],
+        schema: pa.Schema,
         image_format: str = "struct",
     ) -> None:
         self.path, self.storage_options, self.image_format = path, storage_options, image_format
+        self.units, self.schema = units, schema
+
+    @classmethod
+    def of_range(
+        cls,
+        path: str,
+        storage_options: dict[str, Any] | None,
+        begin: Any,
+        end: Any,
+        image_format: str = "struct",
+    ) -> HoodieCdcDatasource:
+        """The CDC read of the commits requested in ``(begin, end]``."""
         tbl = HoodieTable.load(path, storage_options)
         start, stop = cdc_range(tbl, begin, end)
         reader = ChangeReader(tbl, image_format)
-        self.schema = reader.schema
-        self.units = reader.plan(reader.commits_in(start, stop))
+        units = reader.plan(reader.commits_in(start, stop))
+        return cls(path, storage_options, units, reader.schema, image_format)
 
     def estimate_inmemory_data_size(self) -> int | None:
         return None
@@ -177,7 +191,7 @@ def read_ray(
                 'incremental_format="cdc" is an incremental query of whole change rows: '
                 "no as_of, columns or filters"
             )
-        cdc = HoodieCdcDatasource(path, storage_options, begin, end, cdc_image_format)
+        cdc = HoodieCdcDatasource.of_range(path, storage_options, begin, end, cdc_image_format)
         if not cdc.units:
             return ray.data.from_arrow(cdc.schema.empty_table())
         return ray.data.read_datasource(cdc, override_num_blocks=override_num_blocks)
@@ -194,3 +208,29 @@ def read_ray(
     if not src.plan.slices:
         return ray.data.from_arrow(src.plan.schema.empty_table())
     return ray.data.read_datasource(src, override_num_blocks=override_num_blocks)
+
+
+class RayStreamReader(HoodieStreamReader):
+    """``hr.read_stream(..., engine="ray")``: each commit's batch a ``ray.data.Dataset`` whose
+    read tasks read its file slices (or, for ``cdc``, its file groups' changes) across the
+    cluster; the commits are chosen in the driver as for the local reader."""
+
+    def _read(self, inst: Instant, cdc: ChangeReader | None, begin: str | None, end: str) -> Any:
+        from hoodie_ray.ray.runtime import ensure_ray
+
+        ensure_ray()
+        path, so = self.tbl.base_uri, dict(self.tbl.storage_options or {}) or None
+        if cdc is not None:
+            src: Datasource = HoodieCdcDatasource(
+                path, so, cdc.plan([inst]), cdc.schema, self.image_format
+            )
+            empty = not src.units  # type: ignore[attr-defined]
+            schema = cdc.schema
+        else:
+            query = HoodieDatasource(
+                path, so, query_type="incremental", begin=begin, end=end, columns=self.columns
+            )
+            src, empty, schema = query, not query.plan.slices, query.plan.schema
+        if empty:
+            return ray.data.from_arrow(schema.empty_table())
+        return ray.data.read_datasource(src)

@@ -30,8 +30,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import pyarrow as pa
-
 from hoodie_ray.exceptions import HoodieQueryError, HoodieTimelineError
 from hoodie_ray.reader.cdc import ChangeReader
 from hoodie_ray.reader.query import (
@@ -43,7 +41,7 @@ from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.archive import LSMTimeline
 from hoodie_ray.timeline.instant import Action, Instant
 
-__all__ = ["HoodieStreamReader", "StreamBatch", "read_stream"]
+__all__ = ["HoodieStreamReader", "StreamBatch"]
 
 _REWRITES = frozenset({"COMPACT", "LOG_COMPACT", "CLUSTER"})
 _REWRITE_ACTIONS = frozenset({Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING})
@@ -57,13 +55,15 @@ class StreamBatch:
         instant: the commit's instant (requested) time.
         completion_time: its completion time (table versions 8+; the instant time on 6).
         position: pass it as ``after=`` to a new reader to go on after this commit.
-        table: the commit's rows (``latest_state``) or changes (``cdc``).
+        table: the commit's rows (``latest_state``) or changes (``cdc``): a
+            ``pyarrow.Table``, or a ``ray.data.Dataset`` read by Ray tasks with
+            ``engine="ray"``.
     """
 
     instant: str
     completion_time: str
     position: str
-    table: pa.Table
+    table: Any
 
 
 class HoodieStreamReader:
@@ -162,19 +162,18 @@ class HoodieStreamReader:
                 self.position = pos
                 continue
             self._check_not_cleaned(inst)
-            if cdc is not None:
-                table = cdc.changes(inst)
-            else:
-                plan = plan_file_slices(
-                    self.tbl,
-                    "incremental",
-                    begin=self.position,
-                    end=pos,
-                    columns=self.columns,
-                )
-                table = plan.read_all()
+            data = self._read(inst, cdc, self.position, pos)
             self.position = pos
-            yield StreamBatch(inst.timestamp, inst.completion_time or inst.timestamp, pos, table)
+            yield StreamBatch(inst.timestamp, inst.completion_time or inst.timestamp, pos, data)
+
+    def _read(self, inst: Instant, cdc: ChangeReader | None, begin: str | None, end: str) -> Any:
+        """One commit's batch: its changes (``cdc``), or the incremental query of
+        ``(begin, end]`` (that commit alone, in the reader's order)."""
+        if cdc is not None:
+            return cdc.changes(inst)
+        return plan_file_slices(
+            self.tbl, "incremental", begin=begin, end=end, columns=self.columns
+        ).read_all()
 
     # -- the commits -----------------------------------------------------------------------------
     def _pos(self, inst: Instant) -> str:
@@ -240,7 +239,3 @@ class HoodieStreamReader:
                 f"partition {missing[0][0]!r}); the stream fell behind the cleaner "
                 "(hoodie.cleaner.commits.retained)"
             )
-
-
-#: ``hr.read_stream``: the same class.
-read_stream = HoodieStreamReader

@@ -52,6 +52,14 @@ def test_read_ray_many_slices_equals_read(ray_session, tmp_path):
     want = hr.read(path, **cdc)
     assert got.num_rows == want.num_rows > 0
     assert sorted(map(str, got.to_pylist())) == sorted(map(str, want.to_pylist()))
+    # a streaming read on Ray: each commit's batch a Dataset, the rows the local reader's
+    for fmt in ("latest_state", "cdc"):
+        local = list(hr.read_stream(path, start="earliest", incremental_format=fmt))
+        on_ray = list(hr.read_stream(path, start="earliest", incremental_format=fmt, engine="ray"))
+        assert [b.position for b in on_ray] == [b.position for b in local] and len(local) == 2
+        for a, b in zip(on_ray, local, strict=True):
+            rows = pa.concat_tables(ray.get(a.table.to_arrow_refs())).to_pylist()
+            assert sorted(map(str, rows)) == sorted(map(str, b.table.to_pylist()))
 
 
 @pytest.mark.ray
