@@ -938,3 +938,28 @@ def test_cluster_dry_run_then_run(tmp_path: Path, capsys: pytest.CaptureFixture[
     rc, out, _ = run(capsys, "cluster", path)
     assert rc == 0 and "nothing to cluster" in out
     assert sorted(_read(path).column("id").to_pylist()) == ["k0", "k1", "k2"]
+
+
+def test_changes_prints_the_cdc_query(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(tmp_path / "t")
+    opts = {
+        "hoodie.table.name": "ch",
+        "hoodie.datasource.write.recordkey.field": "key",
+        "precombine.field": "ts",
+    }
+    client = hr.HoodieWriteClient(path, opts)
+    first = client.write(pa.table({"key": ["a", "b"], "ts": [1, 1], "v": ["x", "y"]}))
+    client.write(
+        pa.table(
+            {"key": ["a", "b"], "ts": [2, 2], "v": ["z", "y"], "_hoodie_is_deleted": [False, True]}
+        ),
+    )
+    doc = run_json(capsys, "changes", path, "--begin", first.instant)
+    assert doc["total_changes"] == 2
+    assert [(c["op"], (c["after"] or c["before"])["key"]) for c in doc["changes"]] == [
+        ("u", "a"),
+        ("d", "b"),
+    ]
+    assert doc["changes"][0]["before"] == {"key": "a", "ts": 1, "v": "x"}
+    rc, out, err = run(capsys, "changes", path, "-n", "1")
+    assert rc == 0 and err == "" and "1 of 4 changes" in out and '{"key": "a"' in out
