@@ -209,9 +209,7 @@ class ChangeReader:
                 f"a CDC read of {tbl.base_uri} needs the meta columns "
                 "(hoodie.populate.meta.fields=false): which commit wrote a record is not kept"
             )
-        table_schema = tbl.schema
-        if table_schema is None:
-            raise HoodieQueryError(f"{tbl.base_uri} has no schema yet: nothing to read")
+        table_schema = tbl.schema or pa.schema([])  # none: no commit yet, nothing changed
         self.tbl = tbl
         self.image_format = image_format
         self.schema = cdc_schema(table_schema, image_format)
