@@ -46,6 +46,11 @@ def ray_session() -> Iterator[Any]:
     if started and not os.environ.get("RAY_ADDRESS"):
         # metrics exported every 2 s, not Ray's 10: the metrics tests read them sooner
         os.environ.setdefault("RAY_metrics_report_interval_ms", "2000")
+        # the suite starts a few hundred short-lived actors, each of which would load numba
+        # and the key-index kernels at start (~1 CPU-s each, for a first batch these tests'
+        # inputs are too small to need them): they load on first use instead. The warm-up
+        # itself is tested in-process (tests/index).
+        os.environ.setdefault("HOODIE_RAY_WARM_UP", "0")
     t0 = time.perf_counter()
     # the dashboard head (~1.5 s more at start) writes the session's Prometheus scrape config
     # and Grafana folders, which the dashboard tests use as a user's Prometheus would

@@ -12,6 +12,7 @@ probe per key in compiled code.
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 
@@ -327,6 +328,8 @@ class _HashTable:
 
 
 _warmed = False
+#: ``0``: actors skip :func:`warm_up` (numba then loads where an input first needs a kernel).
+WARM_UP_ENV = "HOODIE_RAY_WARM_UP"
 
 
 def warm_up() -> None:
@@ -337,6 +340,8 @@ def warm_up() -> None:
     from hoodie_ray import jit
 
     global _warmed
+    if os.environ.get(WARM_UP_ENV, "1") == "0":
+        return  # kernels load on first use where an input is large enough for them
     if _warmed or not jit.enabled():  # imports numba unless it is switched off or missing
         return
     _warmed = True

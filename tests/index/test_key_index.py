@@ -159,12 +159,13 @@ def test_nbytes_counts_every_per_key_array():
     assert s.nbytes() > got + 30 * n
 
 
-def test_compiled_tables_after_warm_up():
+def test_compiled_tables_after_warm_up(monkeypatch) -> None:
     """After ``warm_up`` (assigner actors call it) segments use the compiled open-addressing
     tables, with the same answers as the dict model."""
     from hoodie_ray import jit
-    from hoodie_ray.index import warm_up
+    from hoodie_ray.index import WARM_UP_ENV, warm_up
 
+    monkeypatch.setenv(WARM_UP_ENV, "1")  # the suite's Ray session turns it off for its actors
     warm_up()
     idx, _ = _run_against_dict(seed=3, rounds=20, key_space=300, batch=50)
     if jit.enabled():
