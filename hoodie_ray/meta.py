@@ -15,6 +15,7 @@ __all__ = [
     "FILE_NAME",
     "IS_DELETED",
     "META_FIELDS",
+    "META_FIELDS_WITH_OPERATION",
     "META_PREFIX",
     "OPERATION",
     "PARTITION_PATH",
@@ -48,3 +49,6 @@ META_PREFIX = "_hoodie_"
 IS_DELETED = "_hoodie_is_deleted"
 #: The change-log operation column (CDC / Flink changelog mode).
 OPERATION = "_hoodie_operation"
+#: Every meta column a file may hold (Java ``HOODIE_META_COLUMNS_WITH_OPERATION``): what is not
+#: a data column.
+META_FIELDS_WITH_OPERATION: frozenset[str] = frozenset((*META_FIELDS, OPERATION))

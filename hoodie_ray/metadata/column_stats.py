@@ -57,6 +57,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_ray.exceptions import HoodieInputError
+from hoodie_ray.meta import META_FIELDS_WITH_OPERATION
 from hoodie_ray.metadata.records import (
     NAMESPACE,
     MetadataPartitionType,
@@ -81,17 +82,6 @@ META_COLUMNS_TO_INDEX: tuple[str, ...] = (
     "_hoodie_commit_time",
     "_hoodie_partition_path",
     "_hoodie_record_key",
-)
-#: ``HOODIE_META_COLUMNS_WITH_OPERATION``: never indexed as data columns.
-_ALL_META_COLUMNS = frozenset(
-    (
-        "_hoodie_commit_time",
-        "_hoodie_commit_seqno",
-        "_hoodie_record_key",
-        "_hoodie_partition_path",
-        "_hoodie_file_name",
-        "_hoodie_operation",
-    )
 )
 #: ``hoodie.metadata.index.column.stats.max.columns.to.index`` default.
 DEFAULT_MAX_COLUMNS_TO_INDEX = 32
@@ -363,7 +353,7 @@ def columns_to_index(
     for f in schema:
         if n >= max_columns:
             break
-        if f.name in _ALL_META_COLUMNS or not _is_supported_arrow(f.type):
+        if f.name in META_FIELDS_WITH_OPERATION or not _is_supported_arrow(f.type):
             continue
         out.append(f.name)
         n += 1

@@ -49,7 +49,7 @@ import pyarrow.compute as pc
 from hoodie_ray.exceptions import HoodieQueryError
 from hoodie_ray.file_group.view import FileGroup, FileSystemView
 from hoodie_ray.log_format import CDCDataBlock, read_log_file
-from hoodie_ray.meta import COMMIT_SEQNO, COMMIT_TIME, META_FIELDS, OPERATION, RECORD_KEY
+from hoodie_ray.meta import COMMIT_SEQNO, COMMIT_TIME, META_FIELDS_WITH_OPERATION, RECORD_KEY
 from hoodie_ray.reader.file_slice_reader import ReadContext, SliceSpec, read_file_slice
 from hoodie_ray.reader.schema import reconcile
 from hoodie_ray.table import HoodieTable
@@ -89,7 +89,7 @@ YIELDING_OPERATIONS = frozenset(
 )
 #: Operations that rewrite records without changing them: the records a commit of these
 #: wrote are the records of the file groups it read.
-_REWRITES = frozenset({"COMPACT", "LOG_COMPACT", "CLUSTER"})
+REWRITE_OPERATIONS = frozenset({"COMPACT", "LOG_COMPACT", "CLUSTER"})
 #: Bytes of file-group states kept between commits (a commit's "after" is the next one's
 #: "before" when the same group is written again).
 _STATE_CACHE_BYTES = 256 << 20
@@ -111,8 +111,7 @@ def cdc_schema(table_schema: pa.Schema, image_format: str = "struct") -> pa.Sche
 
 
 def _data_fields(schema: pa.Schema) -> list[pa.Field]:
-    skip = {*META_FIELDS, OPERATION}
-    return [f for f in schema if f.name not in skip]
+    return [f for f in schema if f.name not in META_FIELDS_WITH_OPERATION]
 
 
 def read_cdc(
@@ -236,7 +235,7 @@ class ChangeReader:
     def yields_changes(self, inst: Instant) -> bool:
         """True if the commit ``inst`` changed records (not a compaction or clustering)."""
         op = (self.tbl.metadata(inst).operation_type or "").upper()
-        if op in _REWRITES or inst.action == Action.COMPACTION:
+        if op in REWRITE_OPERATIONS or inst.action == Action.COMPACTION:
             return False
         return op in YIELDING_OPERATIONS or op in ("", "UNKNOWN")
 
@@ -254,10 +253,14 @@ class ChangeReader:
             and self.tbl.table_config.cdc_logging_mode == "DATA_BEFORE_AFTER"
         )
         steps: dict[tuple[str, str], list[Step]] = {}
+        # the instant before a commit: any commit-like one (a compaction's slice holds the
+        # same records)
+        times = [inst.timestamp for inst in self.tbl.commits()]
         for inst in commits:
             meta = self.tbl.metadata(inst)
             c = inst.timestamp
-            before_at = self._previous_instant(c)
+            i = bisect.bisect_left(times, c)
+            before_at = times[i - 1] if i else None
             stats: dict[tuple[str, str], list[HoodieWriteStat]] = {}
             for p, st in meta.iter_write_stats():
                 if st.file_id:
@@ -353,13 +356,6 @@ class ChangeReader:
         return table.cast(self.schema)
 
     # -- file-group states -----------------------------------------------------------------------
-    def _previous_instant(self, c: str) -> str | None:
-        """The last completed commit-like instant requested before ``c`` (any action: a
-        compaction's slice holds the same records)."""
-        times = [inst.timestamp for inst in self.tbl.commits()]
-        i = bisect.bisect_left(times, c)
-        return times[i - 1] if i else None
-
     def _before(
         self, key: tuple[str, str], at: str | None, c: str, needed: bool
     ) -> pa.Table | None:
@@ -393,7 +389,7 @@ class ChangeReader:
             out: dict[tuple[str, str], list[str]] = {}
             for inst in commits:
                 meta = self.tbl.metadata(inst)
-                if (meta.operation_type or "").upper() in _REWRITES:
+                if (meta.operation_type or "").upper() in REWRITE_OPERATIONS:
                     continue
                 keys = {(p, s.file_id) for p, s in meta.iter_write_stats() if s.file_id}
                 keys.update((p, f) for p, ids in meta.replaced_file_ids().items() for f in ids)

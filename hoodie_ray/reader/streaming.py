@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from hoodie_ray.exceptions import HoodieQueryError, HoodieTimelineError
-from hoodie_ray.reader.cdc import ChangeReader
+from hoodie_ray.file_group.view import FileSystemView
+from hoodie_ray.reader.cdc import REWRITE_OPERATIONS, ChangeReader
 from hoodie_ray.reader.query import (
     _incremental_format,
     _timestamp,
@@ -43,7 +44,6 @@ from hoodie_ray.timeline.instant import Action, Instant
 
 __all__ = ["HoodieStreamReader", "StreamBatch"]
 
-_REWRITES = frozenset({"COMPACT", "LOG_COMPACT", "CLUSTER"})
 _REWRITE_ACTIONS = frozenset({Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING})
 
 
@@ -154,14 +154,15 @@ class HoodieStreamReader:
         if self.position is not None:
             self._check_active(self.position)  # archival may have run since the last poll
         cdc = ChangeReader(self.tbl, self.image_format) if self.format == "cdc" else None
+        view = self.tbl.view()  # one listing a poll, for every commit it reads
         for inst in self._ready():
             meta = self.tbl.metadata(inst)
             op = (meta.operation_type or "").upper()
             pos = self._pos(inst)
-            if op in _REWRITES:
+            if op in REWRITE_OPERATIONS:
                 self.position = pos
                 continue
-            self._check_not_cleaned(inst)
+            self._check_not_cleaned(inst, view)
             data = self._read(inst, cdc, self.position, pos)
             self.position = pos
             yield StreamBatch(inst.timestamp, inst.completion_time or inst.timestamp, pos, data)
@@ -220,13 +221,13 @@ class HoodieStreamReader:
                 "after it, or read a snapshot first"
             )
 
-    def _check_not_cleaned(self, inst: Instant) -> None:
+    def _check_not_cleaned(self, inst: Instant, view: FileSystemView) -> None:
         """The file slices of commit ``inst`` are still there (else its rows are lost)."""
         meta = self.tbl.metadata(inst)
         wanted = {(p, s.file_id) for p, s in meta.iter_write_stats() if s.file_id}
         if not wanted:
             return
-        slices = self.tbl.view().latest_file_slices(
+        slices = view.latest_file_slices(
             as_of=inst.timestamp, partitions=sorted({p for p, _ in wanted})
         )
         present = {(s.partition_path, s.file_id) for s in slices}

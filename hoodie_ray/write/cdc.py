@@ -31,7 +31,7 @@ import pyarrow as pa
 from hoodie_ray.avro.schema import schema_to_json
 from hoodie_ray.file_group.naming import log_file_name
 from hoodie_ray.log_format import CDCDataBlock, HeaderMetadataType, serialize_block
-from hoodie_ray.meta import META_FIELDS, OPERATION
+from hoodie_ray.meta import META_FIELDS_WITH_OPERATION
 from hoodie_ray.reader.cdc import change_rows
 from hoodie_ray.write.context import WriteContext
 
@@ -62,9 +62,8 @@ def cdc_avro_schema(table_avro: dict[str, Any], mode: str) -> dict[str, Any]:
                 {"name": "record_key", "type": ["string", "null"]},
             ],
         }
-    skip = {*META_FIELDS, OPERATION}
     image = copy.deepcopy(table_avro)
-    image["fields"] = [f for f in image["fields"] if f["name"] not in skip]
+    image["fields"] = [f for f in image["fields"] if f["name"] not in META_FIELDS_WITH_OPERATION]
     namespace = image.get("namespace")
     full_name = f"{namespace}.{image['name']}" if namespace else image["name"]
     fields: list[dict[str, Any]] = [{"name": "op", "type": _nullable("string"), "default": None}]
