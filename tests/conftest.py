@@ -8,6 +8,7 @@ fresh clone has no ../shared).
 from __future__ import annotations
 
 import os
+import re
 import sys
 import zipfile
 from collections.abc import Callable
@@ -110,3 +111,15 @@ def hudi_rs_read(path: str | Path, **read_options: str) -> pa.Table:
 
 def sort_by_key(table: pa.Table, key: str = "_hoodie_record_key") -> pa.Table:
     return table.sort_by([(key, "ascending")])
+
+
+_RAY_LOG_LINE = re.compile(r"^(\x1b\[[0-9;]*m)?\((raylet|[\w.-]*\s*pid=)")
+
+
+def without_ray_log_lines(text: str) -> str:
+    """``text`` less the lines Ray's log monitor forwards to the driver's stderr.
+
+    The raylet's own warnings (a disk over 95% full, say) reach whatever test captures
+    stderr at that moment; what a command printed is what is left.
+    """
+    return "".join(line for line in text.splitlines(keepends=True) if not _RAY_LOG_LINE.match(line))

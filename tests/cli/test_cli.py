@@ -24,6 +24,7 @@ import pytest
 import hoodie_ray as hr
 from hoodie_ray.cli import main
 from hoodie_ray.cli.output import Column, display_path, human_size, instant_to_iso, render_table
+from tests.conftest import without_ray_log_lines
 
 OPTIONS = {
     "hoodie.table.name": "trips",
@@ -38,7 +39,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     capsys.readouterr()
     rc = main([str(a) for a in argv])
     out, err = capsys.readouterr()
-    return rc, out, err
+    return rc, out, without_ray_log_lines(err)
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
