@@ -55,7 +55,7 @@ from typing import Any
 import pyarrow as pa
 
 from hoodie_ray.exceptions import HoodieSchemaError
-from hoodie_ray.meta import META_FIELDS
+from hoodie_ray.meta import META_FIELDS, OPERATION
 
 #: Deepest type nesting accepted (records, arrays, maps, unions each count one level).
 MAX_DEPTH = 64
@@ -513,11 +513,13 @@ def decimal_fixed_size(precision: int) -> int:
     return n
 
 
-def meta_avro_fields() -> list[dict[str, Any]]:
-    """The five meta fields as Avro field JSON: ``["null","string"]``, doc "", default null."""
+def meta_avro_fields(with_operation: bool = False) -> list[dict[str, Any]]:
+    """The five meta fields as Avro field JSON: ``["null","string"]``, doc "", default null;
+    ``with_operation``: and ``_hoodie_operation`` sixth, as Java's
+    ``HoodieAvroUtils.addMetadataFields(schema, withOperationField=true)`` places it."""
+    names = [*META_FIELDS, OPERATION] if with_operation else META_FIELDS
     return [
-        {"name": name, "type": ["null", "string"], "doc": "", "default": None}
-        for name in META_FIELDS
+        {"name": name, "type": ["null", "string"], "doc": "", "default": None} for name in names
     ]
 
 
@@ -560,12 +562,13 @@ def avro_record_name(table_name: str) -> tuple[str, str]:
 
 
 def arrow_to_avro_schema(
-    schema: pa.Schema, table_name: str, with_meta: bool = True
+    schema: pa.Schema, table_name: str, with_meta: bool = True, with_operation: bool = False
 ) -> dict[str, Any]:
     """The Avro record schema (parsed JSON) of Arrow ``schema`` for table ``table_name``.
 
     With ``with_meta`` the five meta fields come first (meta fields already in ``schema`` are
-    moved there). Raises :class:`HoodieSchemaError` naming the field for a type Avro cannot
+    moved there); ``with_operation`` (changelog mode) puts ``_hoodie_operation`` after them,
+    or first without them (a table schema that names it, see :mod:`hoodie_ray.write.records`). Raises :class:`HoodieSchemaError` naming the field for a type Avro cannot
     hold, a map with non-string keys, an invalid or duplicate field name.
     """
     if len(schema) > MAX_FIELDS:
@@ -577,8 +580,11 @@ def arrow_to_avro_schema(
         for f in fields:
             if f.name in META_FIELDS and not _is_string_type(f.type):
                 raise HoodieSchemaError(f"meta field {f.name!r} must be a string, got {f.type}")
-        fields = [f for f in fields if f.name not in META_FIELDS]
-        out.extend(meta_avro_fields())
+        fields = [f for f in fields if f.name not in META_FIELDS and f.name != OPERATION]
+        out.extend(meta_avro_fields(with_operation))
+    elif with_operation:
+        fields = [f for f in fields if f.name != OPERATION]
+        out.extend(meta_avro_fields(True)[len(META_FIELDS) :])
     full = f"{namespace}.{name}"
     counter = [len(out)]
     out.extend(_fields_json(fields, full, 1, "", counter))

@@ -403,6 +403,19 @@ OPTIONS: tuple[ConfigOption, ...] = (
         ("hoodie.table.cdc.supplemental.logging.mode",),
     ),
     ConfigOption(
+        "changelog.enabled",
+        "changelog_enabled",
+        False,
+        _parse_bool,
+        "Flink's changelog mode on a MERGE_ON_READ table: each change is kept in the logs "
+        "with its operation in the _hoodie_operation meta column (I, -U, U, D; Java's "
+        "hoodie.allow.operation.metadata.field) instead of being merged within a checkpoint; "
+        "snapshot reads and compaction still merge; incremental_format='changelog' reads "
+        "every change. An input column _hoodie_operation gives the operations (I, -U, U, D "
+        "or Flink's +I, +U, -D); without it, new keys are I, known ones U, deletes D.",
+        ("hoodie.allow.operation.metadata.field",),
+    ),
+    ConfigOption(
         "index.bootstrap.enabled",
         "index_bootstrap",
         True,
@@ -970,6 +983,7 @@ class WriteConfig:
     index_bootstrap: bool = _default("index_bootstrap")
     cdc_enabled: bool = _default("cdc_enabled")
     cdc_logging_mode: str = _default("cdc_logging_mode")
+    changelog_enabled: bool = _default("changelog_enabled")
     small_file_limit: int = _default("small_file_limit")
     parquet_max_file_size: int = _default("parquet_max_file_size")
     record_size_estimate: int = _default("record_size_estimate")

@@ -124,6 +124,7 @@ def prepare_input(setup: TableSetup, table: pa.Table, wc: WriteConfig) -> Prepar
         operation=wc.operation,
         data_schema=ctx.data_schema if setup.schema_fixed or wc.operation == "delete" else None,
         evolution=evolution_policy(setup, wc),
+        changelog=wc.changelog_enabled,
     )
 
 
@@ -304,7 +305,7 @@ class HoodieWriteClient:
                 ok = True
                 return CommitResult(None)
             rows = prepared.table
-            if wc.operation in ("upsert", "delete"):
+            if wc.operation in ("upsert", "delete") and not wc.changelog_enabled:
                 rows = precombine(rows, setup.context.ordering_field)
             # OCC: the instant first, so that the conflict check covers every commit the
             # slices read below may have missed

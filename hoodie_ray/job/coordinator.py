@@ -9,6 +9,7 @@ compaction runner (in this process, or Ray's compactor pool) is handed in from a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -51,6 +52,7 @@ from hoodie_ray.job.setup import (
     TableSetup,
     bucket_options_for_table,
     check_bucket_layout,
+    check_changelog_mode,
     check_concurrency_mode,
     check_new_table_location,
     check_options_match_table,
@@ -60,7 +62,7 @@ from hoodie_ray.job.setup import (
     remove_unborn_table,
     table_exists,
 )
-from hoodie_ray.meta import META_PREFIX
+from hoodie_ray.meta import META_PREFIX, OPERATION
 from hoodie_ray.metadata.layout import BLOOM_FILTERS, COLUMN_STATS, PARTITION_STATS, RECORD_INDEX
 from hoodie_ray.metadata_writer.writer import (
     MetadataWriteConfig,
@@ -411,6 +413,7 @@ class Coordinator:
             if wc.operation == "delete":
                 raise HoodieTableNotFoundError(f"cannot delete from {self.path}: no table there")
             check_concurrency_mode(wc, None, self.path)
+            check_changelog_mode(wc, None, self.path)
             create_table(self.storage, wc, input_schema)
         table = HoodieTable.from_storage(self.storage, self.storage_options, self.path)
         if self._reuse is not None and self._reuse.table_config.props == table.table_config.props:
@@ -419,6 +422,7 @@ class Coordinator:
         cfg = table.table_config
         check_options_match_table(cfg, wc)
         check_concurrency_mode(wc, cfg, self.path)
+        check_changelog_mode(wc, cfg, self.path)
         unsupported = cfg.write_unsupported_reason()
         if unsupported:
             raise HoodieUnsupportedError(
@@ -454,8 +458,11 @@ class Coordinator:
             table_schema = normalise_schema(input_schema)
         data_schema = pa.schema([f for f in table_schema if not f.name.startswith(META_PREFIX)])
         keygen = keygen_for(cfg, self.wc, data_schema)
-        avro = arrow_to_avro_schema(data_schema, cfg.name, with_meta=True)
-        ctx = WriteContext(self.storage, cfg, self.wc, data_schema, avro)
+        avro = arrow_to_avro_schema(
+            data_schema, cfg.name, with_meta=True, with_operation=wc.changelog_enabled
+        )
+        keeps = wc.changelog_enabled or OPERATION in table_schema.names
+        ctx = WriteContext(self.storage, cfg, self.wc, data_schema, avro, keeps)
         self.setup = TableSetup(ctx, keygen, fixed)
         return self.setup
 
@@ -464,8 +471,10 @@ class Coordinator:
         the first batch decides it; a later batch may evolve it (``prepare_input``)."""
         assert self.setup is not None
         ctx = self.setup.context
-        avro = arrow_to_avro_schema(data_schema, ctx.table_config.name, with_meta=True)
-        new_ctx = WriteContext(ctx.storage, ctx.table_config, ctx.write_config, data_schema, avro)
+        avro = arrow_to_avro_schema(
+            data_schema, ctx.table_config.name, with_meta=True, with_operation=ctx.changelog
+        )
+        new_ctx = dataclasses.replace(ctx, data_schema=data_schema, avro_schema=avro)
         self.setup = TableSetup(new_ctx, self.setup.keygen, self.setup.schema_fixed)
         return self.setup
 
@@ -681,7 +690,12 @@ class Coordinator:
         assert self.protocol is not None and self.setup is not None
         ctx = self.setup.context
         schema_json = json.dumps(
-            arrow_to_avro_schema(ctx.data_schema, ctx.table_config.name, with_meta=False),
+            arrow_to_avro_schema(
+                ctx.data_schema,
+                ctx.table_config.name,
+                with_meta=False,
+                with_operation=ctx.keeps_operation,
+            ),
             separators=(",", ":"),
         )
         self.protocol.commit(

@@ -322,6 +322,21 @@ def check_options_match_table(cfg: HoodieTableConfig, wc: WriteConfig) -> None:
         raise HoodieOptionError("options conflict with the existing table: " + "; ".join(problems))
 
 
+def check_changelog_mode(wc: WriteConfig, cfg: HoodieTableConfig | None, path: str) -> None:
+    """Changelog mode keeps each change in merge-on-read logs: a copy-on-write table (its
+    own type, or the options' for a table about to be created) merges every write into its
+    base files, so the option is refused there rather than silently doing nothing."""
+    if not wc.changelog_enabled:
+        return
+    table_type = cfg.table_type if cfg is not None else wc.table_type
+    if table_type != "MERGE_ON_READ":
+        raise HoodieOptionError(
+            f"changelog.enabled=true needs a MERGE_ON_READ table; {path} is {table_type}, "
+            "whose writes merge every change into the base files (hoodie.table.cdc.enabled "
+            "keeps the changes of a copy-on-write table)"
+        )
+
+
 def check_concurrency_mode(wc: WriteConfig, cfg: HoodieTableConfig | None, path: str) -> None:
     """Non-blocking concurrency control writes only MERGE_ON_READ tables of version 8+ with
     the bucket index: the table's own (``cfg``), or for a table about to be created the

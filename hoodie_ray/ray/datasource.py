@@ -204,6 +204,7 @@ def read_ray(
         end=end,
         columns=list(columns) if columns else None,
         filters=filters,
+        changelog=_incremental_format(incremental_format) == "changelog",
     )
     if not src.plan.slices:
         return ray.data.from_arrow(src.plan.schema.empty_table())
@@ -228,7 +229,13 @@ class RayStreamReader(HoodieStreamReader):
             schema = cdc.schema
         else:
             query = HoodieDatasource(
-                path, so, query_type="incremental", begin=begin, end=end, columns=self.columns
+                path,
+                so,
+                query_type="incremental",
+                begin=begin,
+                end=end,
+                columns=self.columns,
+                changelog=self.format == "changelog",
             )
             src, empty, schema = query, not query.plan.slices, query.plan.schema
         if empty:

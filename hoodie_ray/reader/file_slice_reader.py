@@ -39,6 +39,8 @@ from hoodie_ray.reader.log_scan import (
 )
 from hoodie_ray.reader.merger import (
     COMMIT_TIME,
+    OPERATION,
+    PARTITION_PATH,
     RECORD_KEY,
     DeleteMarker,
     LogRecordBuffer,
@@ -105,6 +107,8 @@ class ReadContext:
         read_optimized: base files only.
         delete_marker: custom delete marker of data records.
         batch_rows: rows per base-file batch.
+        changelog: every record of the range unmerged, each with its ``_hoodie_operation``
+            (``incremental_format="changelog"``).
     """
 
     base_uri: str
@@ -122,6 +126,7 @@ class ReadContext:
     delete_marker: DeleteMarker = field(default_factory=DeleteMarker)
     batch_rows: int = DEFAULT_BATCH_ROWS
     storage_options: Mapping[str, Any] | None = field(default=None, repr=False)
+    changelog: bool = False
 
     @classmethod
     def of_table(
@@ -135,6 +140,7 @@ class ReadContext:
         instant_range: InstantRange | None = None,
         read_optimized: bool = False,
         batch_rows: int | None = None,
+        changelog: bool = False,
     ) -> ReadContext:
         """The context of a query of ``table`` (its version, merge settings, delete marker and
         commit gate) reading ``read_schema`` and returning ``output_columns``."""
@@ -157,6 +163,7 @@ class ReadContext:
             end_instant=end_instant,
             instant_range=instant_range,
             read_optimized=read_optimized,
+            changelog=changelog,
         )
 
     def storage(self) -> Storage:
@@ -224,6 +231,9 @@ class _SliceReader:
 
     # -- the pipeline ----------------------------------------------------------------------------
     def run(self) -> Iterator[pa.Table]:
+        if self.ctx.changelog:
+            yield from self._changes()
+            return
         ctx = self.ctx
         buffer: LogRecordBuffer | CompiledLogRecordBuffer | None = None
         use_logs = bool(self.slc.log_files) and not ctx.read_optimized
@@ -264,6 +274,49 @@ class _SliceReader:
                 if out.num_rows:
                     yield out
 
+    def _changes(self) -> Iterator[pa.Table]:
+        """Changelog read: every record of the slice in the range, unmerged, in the order it
+        was written (the base file's, then each log block's); a record without an operation
+        is ``I`` (Flink's reading of a missing or null one), a delete record ``D`` (a
+        delete block's: key, partition and commit time only)."""
+        ctx = self.ctx
+        if self.slc.base_file:
+            for batch in self._base_batches((), ctx.batch_rows):
+                if ctx.instant_range is not None and ctx.populate_meta_fields:
+                    batch = _filter_commit_time(batch, ctx.instant_range)
+                out = self._finish(_with_operations(batch, None))
+                if out.num_rows:
+                    yield out
+        if not self.slc.log_files or ctx.read_optimized:
+            return
+        for blk in self._admitted_blocks():
+            if blk.kind == DATA:
+                raw = blk.data(self._block_columns)
+                table = _with_operations(reconcile(raw, self.schema), ctx.delete_marker.mask(raw))
+            elif blk.kind == DELETE:
+                table = self._delete_rows(blk.instant or "", blk.deletes())
+            else:
+                continue
+            out = self._finish(table)
+            if out.num_rows:
+                yield out
+
+    def _delete_rows(self, instant: str, recs: DeleteRecords) -> pa.Table:
+        """A delete block's records as rows of the read schema: key, partition, commit time
+        and ``D``; nulls elsewhere."""
+        n = len(recs.keys)
+        given = {
+            RECORD_KEY: recs.keys,
+            PARTITION_PATH: recs.partition_paths,
+            COMMIT_TIME: pa.repeat(pa.scalar(instant, pa.string()), n),
+            OPERATION: pa.repeat(pa.scalar("D", pa.string()), n),
+        }
+        cols = [
+            given[f.name].cast(f.type) if f.name in given else pa.nulls(n, f.type)
+            for f in self.schema
+        ]
+        return pa.Table.from_arrays(cols, schema=self.schema)
+
     def _finish(self, table: pa.Table) -> pa.Table:
         """Row filters, projection."""
         ctx = self.ctx
@@ -274,7 +327,8 @@ class _SliceReader:
         return table
 
     # -- logs --------------------------------------------------------------------------------------
-    def _scan_logs(self) -> LogRecordBuffer | CompiledLogRecordBuffer:
+    def _admitted_blocks(self) -> list[ScannedBlock]:
+        """The slice's log blocks the query reads, in order."""
         ctx = self.ctx
         blocks: list[ScannedBlock] = []
         for name in self.slc.log_files:
@@ -287,12 +341,16 @@ class _SliceReader:
                 raise HoodieCorruptedDataError(
                     f"cannot read log file {self.storage.uri(rel)}: {type(e).__name__}: {e}"
                 ) from e
-        admitted = admitted_blocks(
+        return admitted_blocks(
             blocks,
             end_instant=ctx.end_instant,
             commit_gate=ctx.commit_gate,
             instant_range=ctx.instant_range,
         )
+
+    def _scan_logs(self) -> LogRecordBuffer | CompiledLogRecordBuffer:
+        ctx = self.ctx
+        admitted = self._admitted_blocks()
         buffer = new_log_record_buffer(
             self.schema,
             ctx.ordering_field,
@@ -413,6 +471,19 @@ class _SliceReader:
             raise HoodieCorruptedDataError(
                 f"cannot read base file {self.storage.uri(rel)}: {type(e).__name__}: {e}"
             ) from e
+
+
+def _with_operations(table: pa.Table, deleted: np.ndarray | None) -> pa.Table:
+    """``table`` with every ``_hoodie_operation`` set: ``D`` for a record marked deleted
+    otherwise (``_hoodie_is_deleted``, a custom marker), else ``I`` where it has none."""
+    if OPERATION not in table.schema.names:
+        return table
+    at = table.schema.get_field_index(OPERATION)
+    given = table.column(at)
+    ops = pc.fill_null(given, "I")
+    if deleted is not None and deleted.any():
+        ops = pc.if_else(pc.and_(pa.array(deleted), pc.is_null(given)), "D", ops)
+    return table.set_column(at, table.schema.field(at), ops)
 
 
 def _row_group_chunks(pf: pq.ParquetFile, groups: list[int], rows: int) -> Iterator[list[int]]:

@@ -45,7 +45,7 @@ from hoodie_ray.reader.file_slice_reader import (
 from hoodie_ray.reader.filters import Filter, parse_filters, partition_may_match
 from hoodie_ray.reader.log_scan import InstantRange
 from hoodie_ray.reader.lookup_cost import LookupCost
-from hoodie_ray.reader.merger import COMMIT_TIME
+from hoodie_ray.reader.merger import COMMIT_TIME, FILE_NAME, OPERATION, PARTITION_PATH, RECORD_KEY
 from hoodie_ray.storage import Storage
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.archive import LSMTimeline
@@ -154,10 +154,13 @@ def read_table(
         filters: ``(field, op, value)`` tuples combined with AND; ops ``=``, ``!=``, ``<``,
             ``<=``, ``>``, ``>=``, ``IN``, ``NOT IN``. Partition filters prune partitions.
         storage_options: credentials/endpoint for object stores.
-        incremental_format: ``"latest_state"`` (default: the records as the range left them)
-            or ``"cdc"`` (Hudi's CDC query: one row per change, columns ``op``, ``ts_ms``,
+        incremental_format: ``"latest_state"`` (default: the records as the range left them),
+            ``"cdc"`` (Hudi's CDC query: one row per change, columns ``op``, ``ts_ms``,
             ``before``, ``after``; see :mod:`hoodie_ray.reader.cdc`; ``begin``/``end``
-            compare requested instant times, as Java's CDC query does).
+            compare requested instant times, as Java's CDC query does) or ``"changelog"``
+            (every record the range wrote, unmerged, with its ``_hoodie_operation``: ``I``,
+            ``-U``, ``U``, ``D``; what a ``changelog.enabled`` writer kept, as Flink's
+            streaming read emits it; file slice by file slice, each in write order).
         cdc_image_format: ``"struct"`` (``before``/``after`` typed as the table's data
             columns) or ``"json"`` (Hudi's JSON strings).
 
@@ -178,16 +181,29 @@ def read_table(
         cdc = hr.read("/data/trips", query_type="incremental", incremental_format="cdc",
                       begin="20250101000000000")
     """
-    if _incremental_format(incremental_format) == "cdc":
+    fmt = _incremental_format(incremental_format)
+    if fmt == "cdc":
         return _read_cdc(
             path, query_type, as_of, begin, end, columns, filters, storage_options, cdc_image_format
         )
-    plan = plan_file_slices(path, query_type, as_of, begin, end, columns, filters, storage_options)
+    plan = plan_file_slices(
+        path,
+        query_type,
+        as_of,
+        begin,
+        end,
+        columns,
+        filters,
+        storage_options,
+        changelog=fmt == "changelog",
+    )
     return plan.read_all()
 
 
-#: ``incremental_format`` values (Hudi's ``hoodie.datasource.query.incremental.format``).
-INCREMENTAL_FORMATS = ("latest_state", "cdc")
+#: ``incremental_format`` values: Hudi's ``hoodie.datasource.query.incremental.format``
+#: (``latest_state``, ``cdc``) and ``changelog``, the unmerged records of the range with their
+#: ``_hoodie_operation`` (what Flink's streaming read of a ``changelog.enabled`` table emits).
+INCREMENTAL_FORMATS = ("latest_state", "cdc", "changelog")
 
 
 def _incremental_format(fmt: str) -> str:
@@ -252,13 +268,19 @@ def plan_file_slices(
     filters: Iterable[Sequence[Any]] | None = None,
     storage_options: Mapping[str, Any] | None = None,
     batch_rows: int | None = None,
+    changelog: bool = False,
 ) -> ReadPlan:
     """Plan a query: the file slices it reads and the :class:`ReadContext` to read them.
 
-    Same arguments and errors as :func:`read_table`. Each slice is read independently with
+    Same arguments and errors as :func:`read_table` (``changelog``: the incremental query
+    reads ``incremental_format="changelog"``). Each slice is read independently with
     ``read_file_slice(plan.context, slice)`` (both arguments are picklable).
     """
     qt = _query_type(query_type)
+    if changelog and qt != "incremental":
+        raise HoodieQueryError(
+            f'incremental_format="changelog" is for incremental queries, not {query_type!r}'
+        )
     tbl = path if isinstance(path, HoodieTable) else HoodieTable.load(path, storage_options)
     if qt == "incremental":
         if as_of is not None:
@@ -273,7 +295,11 @@ def plan_file_slices(
             raise HoodieQueryError(f"unknown column(s) {list(columns)}: the table has no schema")
         ctx = _Query(tbl, qt, pa.schema([]), columns, [], batch_rows).context(None)
         return ReadPlan(qt, ctx, [], None)
-    query = _Query(tbl, qt, schema, columns, parse_filters(filters, schema), batch_rows)
+    if changelog and OPERATION not in schema.names:
+        # a table whose commits do not name it (Java's): its files may hold it all the same
+        at = schema.get_field_index(FILE_NAME) + 1 if FILE_NAME in schema.names else 0
+        schema = schema.insert(at, pa.field(OPERATION, pa.string()))
+    query = _Query(tbl, qt, schema, columns, parse_filters(filters, schema), batch_rows, changelog)
     if qt == "incremental":
         return _plan_incremental(query, begin, end)
     return _plan_snapshot(query, as_of)
@@ -289,6 +315,7 @@ class _Query:
     columns: Sequence[str] | None
     filters: list[Filter]
     batch_rows: int | None
+    changelog: bool = False
 
     def context(
         self, end_instant: str | None, instant_range: InstantRange | None = None
@@ -301,6 +328,8 @@ class _Query:
             needed |= merge_columns(self.tbl, self.schema)
             if instant_range is not None:
                 needed.add(COMMIT_TIME)
+            if self.changelog:
+                needed |= {RECORD_KEY, PARTITION_PATH, OPERATION}
         return ReadContext.of_table(
             self.tbl,
             pa.schema([f for f in self.schema if f.name in needed]),
@@ -310,6 +339,7 @@ class _Query:
             instant_range=instant_range,
             read_optimized=self.qt == "read_optimized",
             batch_rows=self.batch_rows,
+            changelog=self.changelog,
         )
 
 

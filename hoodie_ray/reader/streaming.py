@@ -75,8 +75,10 @@ class HoodieStreamReader:
         start: the first commit to read (inclusive; an instant time, or ``"earliest"``);
             default: the latest commit, then what follows (Flink's ``read.start-commit``).
         after: a :attr:`StreamBatch.position` to resume after (exclusive).
-        incremental_format: ``"latest_state"`` (the rows each commit wrote) or ``"cdc"``
-            (its changes: ``op``, ``ts_ms``, ``before``, ``after``).
+        incremental_format: ``"latest_state"`` (the rows each commit wrote), ``"cdc"``
+            (its changes: ``op``, ``ts_ms``, ``before``, ``after``) or ``"changelog"``
+            (its records unmerged, with ``_hoodie_operation``: Flink's streaming read of a
+            ``changelog.enabled`` table).
         cdc_image_format: ``"struct"`` or ``"json"`` images for ``cdc``.
         columns: the columns of ``latest_state`` batches (default: all).
         poll_interval_s: None: stop once caught up; else poll forever, sleeping this long
@@ -173,7 +175,12 @@ class HoodieStreamReader:
         if cdc is not None:
             return cdc.changes(inst)
         return plan_file_slices(
-            self.tbl, "incremental", begin=begin, end=end, columns=self.columns
+            self.tbl,
+            "incremental",
+            begin=begin,
+            end=end,
+            columns=self.columns,
+            changelog=self.format == "changelog",
         ).read_all()
 
     # -- the commits -----------------------------------------------------------------------------

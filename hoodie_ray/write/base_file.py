@@ -20,13 +20,15 @@ import pyarrow.parquet as pq
 
 from hoodie_ray.index.bloom_filter import BloomFilterSpec, record_key_footer
 from hoodie_ray.log_format.blocks import dictionary_columns
-from hoodie_ray.meta import META_FIELDS, PARTITION_PATH, RECORD_KEY
+from hoodie_ray.meta import META_FIELDS, OPERATION, PARTITION_PATH, RECORD_KEY
 from hoodie_ray.storage import Storage
 
 
-def meta_schema(data_schema: pa.Schema) -> pa.Schema:
-    """The stored schema: meta fields (nullable strings) then the data fields."""
-    return pa.schema([pa.field(n, pa.string()) for n in META_FIELDS] + list(data_schema))
+def meta_schema(data_schema: pa.Schema, with_operation: bool = False) -> pa.Schema:
+    """The stored schema: meta fields (nullable strings; ``_hoodie_operation`` sixth with
+    ``with_operation``) then the data fields."""
+    names = [*META_FIELDS, OPERATION] if with_operation else META_FIELDS
+    return pa.schema([pa.field(n, pa.string()) for n in names] + list(data_schema))
 
 
 def constant_strings(value: str, n: int) -> pa.Array:
@@ -42,10 +44,12 @@ def with_meta_columns(
     task_id: int,
     file_name: str,
     seq_start: int = 0,
+    operation: pa.Array | None = None,
 ) -> pa.Table:
     """Rows (data + routing columns) as stored: meta columns first, then ``data_schema``.
 
-    ``_hoodie_commit_seqno`` is ``<instant>_<task>_<n>`` numbered from ``seq_start``.
+    ``_hoodie_commit_seqno`` is ``<instant>_<task>_<n>`` numbered from ``seq_start``;
+    ``operation`` (changelog mode): each row's ``_hoodie_operation``, the sixth meta column.
     """
     n = rows.num_rows
     seq = pc.cast(pa.array(np.arange(seq_start, seq_start + n, dtype=np.int64)), pa.string())
@@ -56,9 +60,11 @@ def with_meta_columns(
         rows.column(PARTITION_PATH),
         constant_strings(file_name, n),
     ]
+    if operation is not None:
+        cols.append(operation)
     for f in data_schema:
         cols.append(rows.column(f.name))
-    return pa.Table.from_arrays(cols, schema=meta_schema(data_schema))
+    return pa.Table.from_arrays(cols, schema=meta_schema(data_schema, operation is not None))
 
 
 def parquet_bytes(

@@ -35,6 +35,7 @@ from hoodie_ray.index import (
     Location,
     bucket_file_id_prefix,
     bucket_ids,
+    group_keys,
     hash_keys,
     ordering_at_least,
     ordering_nulls,
@@ -235,6 +236,7 @@ class AssignerConfig:
     record_index: bool = False  # the table keeps (or is to keep) a record index
     fixed_bucket_ids: bool = False  # NBCC: one file id per bucket, whatever writer creates it
     overwrite: bool = False  # replace operations: every checkpoint writes new file groups only
+    changelog: bool = False  # changelog mode: every row of a key goes on, unfolded
 
     @property
     def compares_moves(self) -> bool:
@@ -277,6 +279,7 @@ class AssignerConfig:
             num_writers=wc.write_tasks,
             fixed_bucket_ids=wc.nbcc,
             overwrite=wc.replaces,
+            changelog=wc.changelog_enabled,
         )
         values.update(overrides)
         return cls(**values)
@@ -296,6 +299,9 @@ class _Probe:
     pos_of: np.ndarray
     found: np.ndarray
     safe_ids: np.ndarray  # location id of each found row (0 for the others)
+
+
+_ROW = "_hoodie_row"  # a row's position in its batch (changelog routing)
 
 
 def _bucket_types(is_insert: np.ndarray) -> pa.Array:
@@ -452,6 +458,8 @@ class BucketAssigner:
         hashes = None
         if not self.config.append_mode:
             hashes = hash_keys(batch.column(RECORD_KEY))
+            if self.config.changelog:
+                return self._assign_changes(batch, hashes)
             if self._routes_repeats(batch):
                 return self.assign(batch, key_hashes=hashes)
             rows, unique = precombine_plan(batch, self.config.ordering_field, key_hashes=hashes)
@@ -462,6 +470,43 @@ class BucketAssigner:
             if not unique:
                 return self.assign(batch, key_hashes=hashes)
         return self.assign(batch, key_hashes=hashes, unique_keys=hashes is not None)
+
+    def _assign_changes(self, batch: pa.Table, hashes: np.ndarray) -> pa.Table:
+        """Changelog mode: every row goes on, in arrival order. The rows that stand for the
+        fold of each key (:func:`precombine_plan`) are assigned as usual, so the index and
+        every placement rule see what they see without changelog; each other row of a key
+        follows the key's last such row (its file group, bucket type, new-key flag and
+        partition), and is dropped with it (a delete of a key nobody has)."""
+        rows, unique = precombine_plan(batch, self.config.ordering_field, key_hashes=hashes)
+        if rows is None:
+            return self.assign(batch, key_hashes=hashes, unique_keys=True)
+        n = batch.num_rows
+        gid, ngroups = group_keys(batch.column(RECORD_KEY), hashes=hashes)
+        last = np.full(ngroups, -1, dtype=np.int64)  # each key's last folded row
+        np.maximum.at(last, gid[rows], rows)
+        folded = batch.take(pa.array(rows)).append_column(_ROW, pa.array(rows))
+        tagged = self.assign(folded, key_hashes=hashes[rows], unique_keys=unique)
+        pos = tagged.column(_ROW).to_numpy()
+        # a moved key's delete of its old copy comes first and shares its row: the later wins
+        _, first_from_end = np.unique(pos[::-1], return_index=True)
+        latest = len(pos) - 1 - first_from_end
+        at = np.full(n, -1, dtype=np.int64)
+        at[pos[latest]] = latest
+        real = np.zeros(len(pos), dtype=bool)
+        real[latest] = True
+        source = at[last[gid]]
+        keep = source >= 0
+        src = pa.array(source[keep])
+        out = batch.filter(pa.array(keep)) if not keep.all() else batch
+        out = _set_column(out, PARTITION_PATH, tagged.column(PARTITION_PATH).take(src))
+        out = _with_tags(
+            out,
+            tagged.column(FILE_ID).take(src),
+            tagged.column(BUCKET_TYPE).take(src),
+            tagged.column(IS_NEW).to_numpy(zero_copy_only=False)[source[keep]],
+        )
+        old_copies = tagged.filter(pa.array(~real)).drop_columns([_ROW])
+        return pa.concat_tables([old_copies, out]) if old_copies.num_rows else out
 
     def _routes_repeats(self, batch: pa.Table) -> bool:
         """Can the rows of one key go on unfolded? The writers precombine each flush anyway,

@@ -23,6 +23,9 @@ class WriteContext:
     write_config: WriteConfig
     data_schema: pa.Schema
     avro_schema: dict[str, Any]  # full record schema, meta fields included
+    #: The commits' table schema names ``_hoodie_operation``: changelog mode, now or before
+    #: (readers that take the table schema from the commit see the operations only then).
+    keeps_operation: bool = False
 
     @property
     def table_version(self) -> int:
@@ -44,3 +47,9 @@ class WriteContext:
     @property
     def is_mor(self) -> bool:
         return self.table_config.is_mor
+
+    @property
+    def changelog(self) -> bool:
+        """Flink's changelog mode (``changelog.enabled``, merge-on-read only): every change
+        kept in the logs with its ``_hoodie_operation``."""
+        return self.write_config.changelog_enabled and self.is_mor

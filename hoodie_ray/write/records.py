@@ -19,11 +19,16 @@ from hoodie_ray.exceptions import HoodieInputError, HoodieSchemaError
 from hoodie_ray.index import group_keys
 from hoodie_ray.keygen import KeyGenerator
 from hoodie_ray.merge import default_ordering
-from hoodie_ray.meta import IS_DELETED, META_PREFIX, PARTITION_PATH, RECORD_KEY
+from hoodie_ray.meta import IS_DELETED, META_PREFIX, OPERATION, PARTITION_PATH, RECORD_KEY
 from hoodie_ray.reader.schema import reconcile
 from hoodie_ray.write.schema_evolution import EvolutionPolicy, evolve_schema
 
-ROUTING_COLUMNS = (RECORD_KEY, PARTITION_PATH, IS_DELETED)
+ROUTING_COLUMNS = (RECORD_KEY, PARTITION_PATH, IS_DELETED, OPERATION)
+
+#: ``_hoodie_operation`` values (Java ``HoodieOperation.getName``), and the spellings of
+#: Flink's row kinds accepted for them in an input column.
+OPERATION_NAMES = ("I", "-U", "U", "D")
+_OPERATION_SPELLINGS = {"I": "I", "+I": "I", "-U": "-U", "U": "U", "+U": "U", "D": "D", "-D": "D"}
 
 
 def is_ray_dataset(obj: Any) -> bool:
@@ -236,6 +241,7 @@ def prepare_batch(
     operation: str,
     data_schema: pa.Schema | None = None,
     evolution: EvolutionPolicy | None = None,
+    changelog: bool = False,
 ) -> PreparedBatch:
     """Normalise a batch and compute its routing columns.
 
@@ -248,13 +254,17 @@ def prepare_batch(
     ``operation=delete`` marks every row deleted (only key, partition and ordering fields are
     needed, the other columns are nulls; a delete never changes the schema): a delete without
     an ordering value is default-ordered (commit-time: it replaces every older version). A
-    boolean ``_hoodie_is_deleted`` column marks deletes in upserts.
+    boolean ``_hoodie_is_deleted`` column marks deletes in upserts. With ``changelog`` (Flink's
+    changelog mode) an input ``_hoodie_operation`` column gives each row's operation
+    (:data:`OPERATION_NAMES` or Flink's ``+I``, ``+U``, ``-D``; ``D`` rows are deletes), kept
+    as the ``_hoodie_operation`` routing column; without one the writer decides.
 
     Raises:
         HoodieInputError: a row of any other operation (a ``_hoodie_is_deleted`` row too) has
             a null ordering value, as Hudi's Spark and Flink writers refuse it ("The value of
             <field> can not be null"); nothing is written.
     """
+    ops = _input_operations(data) if changelog and OPERATION in data.column_names else None
     is_deleted_col = None
     if IS_DELETED in data.column_names:
         raw = data.column(IS_DELETED)
@@ -282,8 +292,34 @@ def prepare_batch(
     parts = keygen.partition_paths(table)
     _check_partition_segments(parts)
     out = table.append_column(RECORD_KEY, keys).append_column(PARTITION_PATH, parts)
+    if ops is not None:
+        deleted = pc.or_(deleted, pc.fill_null(pc.equal(ops, "D"), False))
     out = out.append_column(IS_DELETED, deleted)
+    if ops is not None:
+        out = out.append_column(OPERATION, ops)
     return PreparedBatch(out)
+
+
+def _input_operations(data: pa.Table) -> pa.Array:
+    """An input ``_hoodie_operation`` column in Java's spellings (nulls: the writer decides).
+
+    Raises:
+        HoodieInputError: naming the first value that is no operation.
+    """
+    col = data.column(OPERATION)
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        raise HoodieSchemaError(f"column {OPERATION} must be a string, got {col.type}")
+    col = pc.utf8_upper(pc.utf8_trim_whitespace(col.cast(pa.string()).combine_chunks()))
+    spellings = pa.array(list(_OPERATION_SPELLINGS))
+    at = pc.index_in(col, value_set=spellings)
+    bad = pc.and_(pc.is_null(at), pc.is_valid(col))
+    if pc.any(bad).as_py():
+        first = pc.index(bad, True).as_py()
+        raise HoodieInputError(
+            f"column {OPERATION}: {col[first].as_py()!r} (row {first}) is no operation; use "
+            + ", ".join(_OPERATION_SPELLINGS)
+        )
+    return pa.array(list(_OPERATION_SPELLINGS.values()), pa.string()).take(at)
 
 
 def _check_ordering_values(

@@ -30,10 +30,11 @@ from hoodie_ray.file_group.naming import (
     parse_log_file_name,
 )
 from hoodie_ray.file_group.view import FileSlice
+from hoodie_ray.index import group_keys
 from hoodie_ray.index.bloom_filter import BloomFilterSpec
 from hoodie_ray.log_format.writer import ends_on_block
 from hoodie_ray.merge import apply_updates
-from hoodie_ray.meta import FILE_NAME, META_FIELDS, META_PREFIX, RECORD_KEY
+from hoodie_ray.meta import FILE_NAME, META_FIELDS, META_PREFIX, OPERATION, RECORD_KEY
 from hoodie_ray.metadata.layout import RECORD_INDEX, completed_partitions
 from hoodie_ray.reader.schema import reconcile
 from hoodie_ray.storage import join
@@ -209,10 +210,13 @@ class StreamWriteFunction:
         assert self.instant is not None
         self._flushes += 1
         rows = bucket.drain()
-        if not self.ctx.write_config.inserts_only:
-            rows = precombine(rows, self.ctx.ordering_field)
         bid = (bucket.partition_path, bucket.file_id)
         g = self._group(bid)
+        if self.ctx.changelog:
+            self._append_changes(bid, g, rows)
+            return
+        if not self.ctx.write_config.inserts_only:
+            rows = precombine(rows, self.ctx.ordering_field)
         if g.base_instant is None and not g.log_files and not self._logs_only:
             self._create(bid, g, rows)
         elif self.ctx.is_mor:
@@ -260,11 +264,16 @@ class StreamWriteFunction:
             st = self._stats[key] = HoodieWriteStat(**init)
         return st
 
-    def _create(self, bid: BucketId, g: _GroupState, rows: pa.Table) -> None:
-        """A new file group: its base file holds the live rows (deletes of new keys vanish)."""
+    def _create(
+        self, bid: BucketId, g: _GroupState, rows: pa.Table, ops: pa.Array | None = None
+    ) -> None:
+        """A new file group: its base file holds the live rows (deletes of new keys vanish);
+        ``ops``: their ``_hoodie_operation`` (changelog mode)."""
         assert self.instant is not None
         part, fid = bid
         live = rows.filter(pc.invert(rows.column(IS_DELETED))) if rows.num_rows else rows
+        if ops is not None and live.num_rows != rows.num_rows:
+            ops = ops.filter(pc.invert(rows.column(IS_DELETED).combine_chunks()))
         name = base_file_name(fid, self.write_token, self.instant)
         rel = join(part, name)
         stored = with_meta_columns(
@@ -274,6 +283,7 @@ class StreamWriteFunction:
             task_id=self.task_id,
             file_name=name,
             seq_start=self._next_seq(live.num_rows),
+            operation=ops,
         )
         self._ensure_partition(part)
         self._marker(part, name, "CREATE")
@@ -290,7 +300,7 @@ class StreamWriteFunction:
     def _append(self, bid: BucketId, g: _GroupState, rows: pa.Table) -> None:
         """MOR update path: blocks appended to the group's current log file."""
         assert self.instant is not None
-        part, fid = bid
+        fid = bid[1]
         deleted = rows.column(IS_DELETED).to_numpy(zero_copy_only=False)
         upserts = rows.filter(pa.array(~deleted)) if deleted.any() else rows
         deletes = rows.filter(pa.array(deleted)) if deleted.any() else None
@@ -316,10 +326,95 @@ class StreamWriteFunction:
             blocks.append(logs.data_block(self.ctx, self.instant, stored))
         if deletes is not None and deletes.num_rows:
             blocks.extend(logs.delete_blocks(self.ctx, self.instant, deletes))
+        n_up = upserts.num_rows
+        # New keys appended to a small file group count as inserts, the rest as updates.
+        n_new = 0
+        if bid not in self._slices:  # NBCC: a group created with logs only
+            n_new = n_up
+        elif IS_NEW in upserts.column_names and n_up:
+            n_new = int(pc.sum(upserts.column(IS_NEW)).as_py() or 0)
+        new_keys = None
+        if self._keeps_record_index and n_new:
+            new_keys = upserts.filter(upserts.column(IS_NEW)).column(RECORD_KEY)
+        gone = None if deletes is None else deletes.column(RECORD_KEY)
+        counts = (n_up, n_new, n_up - n_new, 0 if deletes is None else deletes.num_rows)
+        self._add_blocks(bid, g, blocks, counts, new_keys, gone)
+
+    def _append_changes(self, bid: BucketId, g: _GroupState, rows: pa.Table) -> None:
+        """Changelog mode (Flink's ``changelog.enabled``): every change of the flush appended
+        unmerged, in arrival order, each with its ``_hoodie_operation``: deletes too are
+        data-block rows (``D``), as Java's append handle writes them when the operation field
+        is allowed. A delete without an ordering value goes into a delete block in its place
+        instead (as a data row it would lose to every older version of its key)."""
+        assert self.instant is not None
+        ops = _change_operations(rows)
+        deleted = rows.column(IS_DELETED).to_numpy(zero_copy_only=False).astype(bool)
+        of = self.ctx.ordering_field
+        by_key = deleted.copy()
+        if of is not None and of in rows.column_names:
+            by_key &= rows.column(of).is_null().to_numpy(zero_copy_only=False).astype(bool)
+        if g.base_instant is None and not g.log_files and not self._logs_only:
+            # A new group starts with a base file holding each key's first change (an insert
+            # or update: the log keeps the rest, in order): hudi-rs 0.5 lists no log-only
+            # file group of version 8, and the readers fold the two as the log alone.
+            first = _first_changes(rows, ops, deleted | by_key)
+            if first.any():
+                self._create(bid, g, rows.filter(pa.array(first)), ops.filter(pa.array(first)))
+                rest = pa.array(~first)
+                rows, ops = rows.filter(rest), ops.filter(rest)
+                deleted, by_key = deleted[~first], by_key[~first]
+        # runs of data rows and of key-only deletes, in order (one run each, usually)
+        cuts = np.flatnonzero(np.diff(by_key.astype(np.int8))) + 1
+        blocks: list[bytes] = []
+        for start, stop in zip([0, *cuts], [*cuts, len(by_key)], strict=True):
+            run = rows.slice(start, stop - start)
+            if not run.num_rows:
+                continue
+            if by_key[start]:
+                blocks.extend(logs.delete_blocks(self.ctx, self.instant, run))
+                continue
+            stored = with_meta_columns(
+                run,
+                self.ctx.data_schema,
+                instant=self.instant,
+                task_id=self.task_id,
+                file_name=bid[1],
+                seq_start=self._next_seq(run.num_rows),
+                operation=ops.slice(start, stop - start),
+            )
+            blocks.append(logs.data_block(self.ctx, self.instant, stored))
+        counted = pc.value_counts(ops).to_pylist()
+        n_op = {c["values"]: c["counts"] for c in counted}
+        n_rows = rows.num_rows - int(by_key.sum())
+        counts = (n_rows, n_op.get("I", 0), n_op.get("U", 0) + n_op.get("-U", 0), n_op.get("D", 0))
+        new_keys = gone = None
+        if self._keeps_record_index:
+            # the record index follows where each key ends up: the flush's rows folded
+            final = precombine(rows, of)
+            dead = final.column(IS_DELETED)
+            live = final.filter(pc.invert(dead))
+            if IS_NEW in live.column_names:
+                new_keys = live.filter(live.column(IS_NEW)).column(RECORD_KEY)
+            gone = final.filter(dead).column(RECORD_KEY)
+        self._add_blocks(bid, g, blocks, counts, new_keys, gone)
+
+    def _add_blocks(
+        self,
+        bid: BucketId,
+        g: _GroupState,
+        blocks: list[bytes],
+        counts: tuple[int, int, int, int],
+        new_keys: Any,
+        gone: Any,
+    ) -> None:
+        """Append ``blocks`` to the group's log and count them in its write stat: ``counts``
+        (records written, inserts, updates, deletes); ``new_keys`` / ``gone``: the keys the
+        record index gains and loses."""
+        assert self.instant is not None
         if not blocks:
             return
+        part, fid = bid
         payload = b"".join(blocks)
-        new_group = bid not in self._slices  # NBCC: a group created with logs only
         name, offset, size_after = self._append_to_log(part, fid, g, payload)
         rel = join(part, name)
         st = self._stat(
@@ -333,20 +428,13 @@ class StreamWriteFunction:
             log_version=_log_name(name).version,
             log_offset=offset,
         )
-        n_up = upserts.num_rows
-        # New keys appended to a small file group count as inserts, the rest as updates.
-        n_new = 0
-        if new_group:
-            n_new = n_up
-        elif IS_NEW in upserts.column_names and n_up:
-            n_new = int(pc.sum(upserts.column(IS_NEW)).as_py() or 0)
+        n_writes, n_inserts, n_updates, n_deletes = counts
         if self._keeps_record_index:
-            new_keys = upserts.filter(upserts.column(IS_NEW)).column(RECORD_KEY) if n_new else None
-            _note_keys(st, new_keys, None if deletes is None else deletes.column(RECORD_KEY))
-        st.num_writes += n_up
-        st.num_inserts += n_new
-        st.num_update_writes += n_up - n_new
-        st.num_deletes += 0 if deletes is None else deletes.num_rows
+            _note_keys(st, new_keys, gone)
+        st.num_writes += n_writes
+        st.num_inserts += n_inserts
+        st.num_update_writes += n_updates
+        st.num_deletes += n_deletes
         st.total_write_bytes += len(payload)
         st.file_size_in_bytes = size_after
         st.total_log_blocks += len(blocks)
@@ -522,6 +610,46 @@ class StreamWriteFunction:
 
         assert self.instant is not None
         write_partition_metadata(self.ctx.storage, part, self.instant)
+
+
+def _change_operations(rows: pa.Table) -> pa.Array:
+    """The ``_hoodie_operation`` of each tagged row in changelog mode: the input's where it
+    gave one, else ``D`` for a delete, ``I`` for the first row of a key the index did not
+    hold (``_hoodie_is_new``) or of a key deleted just before in the batch, ``U`` otherwise.
+    A row marked deleted is always ``D``."""
+    n = rows.num_rows
+    deleted = rows.column(IS_DELETED).to_numpy(zero_copy_only=False).astype(bool)
+    if IS_NEW in rows.column_names:
+        is_new = rows.column(IS_NEW).to_numpy(zero_copy_only=False).astype(bool)
+    else:
+        is_new = np.zeros(n, dtype=bool)
+    gid, _ = group_keys(rows.column(RECORD_KEY))
+    order = np.argsort(gid, kind="stable")
+    same_key = np.zeros(n, dtype=bool)  # the row before it (in the key's order) has its key
+    same_key[1:] = gid[order][1:] == gid[order][:-1]
+    after_delete = np.zeros(n, dtype=bool)
+    after_delete[1:] = same_key[1:] & deleted[order][:-1]
+    insert = np.empty(n, dtype=bool)
+    insert[order] = (~same_key & is_new[order]) | after_delete
+    code = np.where(deleted, 2, np.where(insert, 0, 1)).astype(np.int8)
+    derived = pa.array(["I", "U", "D"], pa.string()).take(pa.array(code))
+    if OPERATION not in rows.column_names:
+        return derived
+    given = rows.column(OPERATION).combine_chunks().cast(pa.string())
+    return pc.if_else(pa.array(deleted), "D", pc.coalesce(given, derived))
+
+
+def _first_changes(rows: pa.Table, ops: pa.Array, deleted: np.ndarray) -> np.ndarray:
+    """The rows that are their key's first in ``rows`` and an insert or update (``I``,
+    ``U``): what a new file group's base file can hold (one row per key, no deletes)."""
+    n = rows.num_rows
+    gid, ngroups = group_keys(rows.column(RECORD_KEY))
+    first_at = np.full(ngroups, n, dtype=np.int64)
+    np.minimum.at(first_at, gid, np.arange(n))
+    first = np.zeros(n, dtype=bool)
+    first[first_at] = True
+    upsert = pc.is_in(ops, value_set=pa.array(["I", "U"])).to_numpy(zero_copy_only=False)
+    return first & upsert.astype(bool) & ~deleted
 
 
 def _keys_added_and_gone(
