@@ -79,6 +79,7 @@ def test_quickstart(ray_session: Any) -> None:
     assert " t2 " not in printed and " t5 " not in printed  # deleted
 
 
+@pytest.mark.slow  # suite time: the CI suite keeps a lighter test of the same path
 @pytest.mark.ray
 def test_streaming_upsert(ray_session: Any, capsys: pytest.CaptureFixture[str]) -> None:
     assert load_example("streaming_upsert.py").main(["--quick"]) == 0
@@ -87,6 +88,7 @@ def test_streaming_upsert(ray_session: Any, capsys: pytest.CaptureFixture[str]) 
     assert "ok: the snapshot equals the stream's last-writer-wins result" in out
 
 
+@pytest.mark.slow  # suite time: the CI suite keeps a lighter test of the same path
 @pytest.mark.ray
 def test_cluster_job(ray_session: Any, capsys: pytest.CaptureFixture[str]) -> None:
     assert load_example("cluster_job.py").main(["--quick"]) == 0

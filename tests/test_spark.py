@@ -241,6 +241,7 @@ def test_arrow_to_spark_round_trip_is_exact(spark_session: Any) -> None:
     assert empty.count() == 0 and empty.columns == MIXED.column_names
 
 
+@pytest.mark.slow  # suite time: the CI suite keeps a lighter test of the same path
 @pytest.mark.spark
 def test_ray_to_spark_is_distributed_but_lossy(spark_session: Any) -> None:
     import ray

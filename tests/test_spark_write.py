@@ -89,6 +89,7 @@ def test_spark_dataframes_through_one_stream_release_their_caches(spark_session,
     assert _cached_rdds(spark_session) == cached
 
 
+@pytest.mark.slow  # suite time: the CI suite keeps a lighter test of the same path
 def test_a_refused_spark_row_is_the_hoodie_error_itself(spark_session, tmp_path):
     path = str(tmp_path / "t")
     options = {

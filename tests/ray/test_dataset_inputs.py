@@ -118,6 +118,7 @@ class _Model:
 HR_WRITE_KINDS = ("pandas_and_arrow_blocks", "range_map_batches_pandas", "read_parquet")
 
 
+@pytest.mark.slow  # suite time: the CI suite keeps a lighter test of the same path
 def test_dataset_constructors_through_hr_write(ray_session, tmp_path):
     """A new table from a Dataset of pandas and Arrow blocks (pandas blocks used to fail the
     coordinator's open), then upserts into it from Datasets of other kinds."""

@@ -16,6 +16,7 @@ from tests.conftest import hudi_rs_read
 pytestmark = pytest.mark.ray
 
 
+@pytest.mark.slow  # suite time: the CI suite keeps a lighter test of the same path
 def test_two_node_cluster(tmp_path):
     path = tmp_path / "t"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}

@@ -181,6 +181,7 @@ def test_two_stream_writers_on_one_table_in_one_cluster(ray_session, tmp_path):
     _no_pending(path)
 
 
+@pytest.mark.slow  # suite time: the CI suite keeps a lighter test of the same path
 def test_lost_coordinator_instant_is_rolled_back_not_left_to_its_heartbeat(ray_session, tmp_path):
     """Under OCC a new coordinator's recovery keeps pending writes whose heartbeat is live,
     the lost coordinator's own instant too: the driver rolls that one back itself, and the
@@ -222,6 +223,7 @@ print(json.dumps(done), flush=True)
 """
 
 
+@pytest.mark.slow  # suite time: the CI suite keeps a lighter test of the same path
 def test_table_services_from_another_process_beside_a_stream_writer(ray_session, tmp_path):
     """A HoodieStreamWriter under OCC with its own services off makes 20 checkpoints while
     another process compacts, cleans and archives the table in a loop: every checkpoint

@@ -208,6 +208,7 @@ def test_late_records_that_move_partition_lose_on_ray(ray_session, tmp_path, ver
     assert both(path) == [("j", "p3", 11, "j moves"), ("k", "p3", 5000, "newer")]
 
 
+@pytest.mark.slow  # suite time: the CI suite keeps a lighter test of the same path
 def test_schema_evolves_on_every_ray_entry_point(ray_session, tmp_path):
     """A new column mid-checkpoint (the writers take the new schema before its rows reach
     them) and between checkpoints, int -> long, a missing column as nulls, a Ray Dataset with a
@@ -312,6 +313,7 @@ def test_writers_share_file_groups_of_uneven_load(ray_session, tmp_path):
     assert per_writer[2:] == [[24, 24], [24, 24]], per_writer  # the first plan: inserts
 
 
+@pytest.mark.slow  # suite time: the CI suite keeps a lighter test of the same path
 def test_overwrites_and_partition_deletes_on_ray(ray_session, tmp_path):
     """A stream writer of insert_overwrite commits a replacecommit per checkpoint (each
     replaces the last one's groups in the partitions it writes); hr.write's delete_partition,

@@ -75,6 +75,7 @@ def test_the_next_call_reuses_the_topology_and_others_take_the_table_back(
         stream.release_warm_writers()
 
 
+@pytest.mark.slow  # suite time: the CI suite keeps a lighter test of the same path
 def test_zero_idle_stops_after_each_call_and_a_failed_call_stops_it(
     ray_session, tmp_path: Path
 ) -> None:

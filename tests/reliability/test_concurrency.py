@@ -53,6 +53,7 @@ def racing_rows(wid: int, i: int) -> list[dict]:
     ]
 
 
+@pytest.mark.slow  # suite time: the CI suite keeps a lighter test of the same path
 def test_two_writers_racing(tmp_path):
     path = tmp_path / "t"
     rounds = 40 if FULL else 12

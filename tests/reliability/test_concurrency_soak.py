@@ -19,7 +19,8 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "concurrency_soak.py"
 
 
-@pytest.mark.parametrize("mode", ["occ", pytest.param("nbcc", marks=pytest.mark.slow)])
+@pytest.mark.slow  # suite time: test_concurrency keeps two real OCC processes
+@pytest.mark.parametrize("mode", ["occ", "nbcc"])
 def test_brief_soak_passes_its_checks(tmp_path, mode):
     out = tmp_path / "report.json"
     proc = subprocess.run(

@@ -114,7 +114,11 @@ def _kill_when_alive(ray, name: str, timeout: float, hit: list[bool]) -> None:
 
 
 @pytest.mark.parametrize(
-    "faults", [pytest.param(2, id="ci"), pytest.param(24, id="full", marks=pytest.mark.slow)]
+    "faults",
+    [
+        pytest.param(2, id="ci", marks=pytest.mark.slow),  # suite time: see the instant-begins test
+        pytest.param(24, id="full", marks=pytest.mark.slow),
+    ],
 )
 def test_actor_faults_under_load_with_async_compaction(ray_session, tmp_path, faults):
     if faults > 2 and not FULL:
