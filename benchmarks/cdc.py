@@ -13,6 +13,10 @@
    (``latest_state``, rows = records) of the same range, rows per CPU-second each;
    ``cdc_vs_incremental`` their ratio.
 
+3. **Changelog mode** (``changelog.enabled``, merge-on-read): the same upserts with it and
+   without it (``write_vs_off``), and its read (``incremental_format="changelog"``, every
+   change unmerged) against the plain incremental query of the same range.
+
 Every table is written fresh; a warm-up write and read come first (imports, the heap).
 
 Usage::
@@ -58,7 +62,11 @@ def _batch(keys: np.ndarray, partitions: int, ts: int, rng: np.random.Generator)
 
 
 def write_table(
-    path: Path, table_type: str, mode: str | None, args: argparse.Namespace
+    path: Path,
+    table_type: str,
+    mode: str | None,
+    args: argparse.Namespace,
+    extra: dict[str, str] | None = None,
 ) -> tuple[float, int, list[str]]:
     """Write the table: CPU-s and rows of the upsert commits, and every commit's instant."""
     opts = {
@@ -71,6 +79,7 @@ def write_table(
         "hoodie.metadata.enable": "false",
         "compaction.schedule.enabled": "false",
         "hoodie.clean.automatic": "false",
+        **(extra or {}),
     }
     if mode is not None:
         opts["hoodie.table.cdc.enabled"] = "true"
@@ -96,8 +105,8 @@ def write_table(
 
 def read_range(path: Path, begin: str, end: str, fmt: str) -> tuple[float, int]:
     """CPU-s and rows of a read of the commits requested in (begin, end]: the CDC query takes
-    requested times, the plain incremental query of version 8 completion times."""
-    if fmt == "latest_state":
+    requested times, the other incremental queries of version 8 completion times."""
+    if fmt != "cdc":
         done = {i.timestamp: i.completion_time for i in hr.HoodieTable.load(str(path)).commits()}
         begin, end = done[begin] or begin, done[end] or end
     t0 = time.process_time()
@@ -150,6 +159,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 "cdc_vs_incremental": round((rows_c / cpu_c) / (rows_i / cpu_i), 3),
             }
             log(f"read {name}: {read[name]}")
+        # Flink's changelog mode on merge-on-read: the same upserts written with it, and its
+        # read (every change unmerged) against the plain incremental query
+        on = {"changelog.enabled": "true"}
+        cpu_off, rows_off, _ = write_table(work / "mor-plain", "MERGE_ON_READ", None, args)
+        cpu_on, rows_on, instants = write_table(work / "mor-cl", "MERGE_ON_READ", None, args, on)
+        cpu_c, rows_c = read_range(work / "mor-cl", instants[0], instants[-1], "changelog")
+        cpu_i, rows_i = read_range(work / "mor-cl", instants[0], instants[-1], "latest_state")
+        changelog = {
+            "write_rows_per_cpu_s": round(rows_on / cpu_on),
+            "write_vs_off": round((rows_on / cpu_on) / (rows_off / cpu_off), 3),
+            "read_rows": rows_c,
+            "read_rows_per_cpu_s": round(rows_c / cpu_c),
+            "read_vs_incremental": round((rows_c / cpu_c) / (rows_i / cpu_i), 3),
+        }
+        log(f"changelog: {changelog}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     result = {
@@ -164,6 +188,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         },
         "write": write,
         "read": read,
+        "changelog": changelog,
     }
     if args.json:
         print(json.dumps(result, indent=2))

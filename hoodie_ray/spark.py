@@ -34,7 +34,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -695,8 +695,61 @@ def ray_to_spark(spark: SparkSession, ds: ray.data.Dataset) -> DataFrame:
     return ds.to_spark(spark)
 
 
-def read_spark(spark: SparkSession, path: str, **kwargs: Any) -> DataFrame:
-    """Read a Hudi table (``hoodie_ray.reader`` arguments) as a Spark DataFrame of ``spark``."""
-    from hoodie_ray.reader.query import read
+#: ``read_spark`` reads in Spark's tasks past this many bytes of files (a Spark session's
+#: first Python-worker task costs seconds; a small table is read sooner in the driver).
+READ_SPARK_DISTRIBUTED_BYTES = 4 << 20
 
-    return arrow_to_spark(spark, read(path, **kwargs))
+
+def read_spark(
+    spark: SparkSession, path: str, *, distributed: bool | None = None, **kwargs: Any
+) -> DataFrame:
+    """Read a Hudi table (``hr.read`` arguments) as a Spark DataFrame of ``spark``, exactly.
+
+    ``distributed`` (default: when the files to read exceed
+    :data:`READ_SPARK_DISTRIBUTED_BYTES`): the plan's file slices go to Spark tasks (a few
+    hundred bytes each), whose Python workers read and merge them with hoodie_ray's reader and
+    hand Arrow batches to Spark (``mapInArrow``), so no row passes through the Spark driver.
+    Otherwise the rows are read here and handed over with :func:`arrow_to_spark`, as is a CDC
+    read (``incremental_format="cdc"``).
+    """
+    import pickle
+
+    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.types import StructField, StructType
+
+    from hoodie_ray.reader.query import _incremental_format, plan_file_slices, read
+
+    fmt = _incremental_format(kwargs.pop("incremental_format", "latest_state"))
+    if fmt == "cdc":
+        return arrow_to_spark(spark, read(path, incremental_format=fmt, **kwargs))
+    kwargs.pop("cdc_image_format", None)
+    plan = plan_file_slices(path, changelog=fmt == "changelog", **kwargs)
+    if distributed is None:
+        distributed = sum(s.size_bytes for s in plan.slices) > READ_SPARK_DISTRIBUTED_BYTES
+    if not distributed:
+        return arrow_to_spark(spark, plan.read_all())
+    arrow_schema = to_spark_compatible(plan.schema.empty_table()).schema
+    schema = StructType(
+        [StructField(f.name, from_arrow_type(f.type), f.nullable) for f in arrow_schema]
+    )
+    units = [(pickle.dumps((plan.context, s)),) for s in plan.slices]
+    if not units:
+        return spark.createDataFrame([], schema)
+    slices = spark.createDataFrame(units, "unit binary").repartition(
+        min(len(units), max(1, int(spark.sparkContext.defaultParallelism) * 4))
+    )
+    return slices.mapInArrow(_read_slices, schema)
+
+
+def _read_slices(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """In a Spark Python worker: the rows of the pickled ``(ReadContext, slice)`` units."""
+    import pickle
+
+    from hoodie_ray.reader.file_slice_reader import iter_file_slice
+
+    for batch in batches:
+        for blob in batch.column(0).to_pylist():
+            ctx, slc = pickle.loads(blob)
+            for table in iter_file_slice(ctx, slc):
+                if table.num_rows:
+                    yield from to_spark_compatible(table).to_batches()
