@@ -18,7 +18,7 @@ both steps with one switch of ``hoodie.properties``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hoodie_ray.config.options import resolve_options
@@ -66,10 +66,13 @@ def upgrade(
     storage_options: dict[str, Any] | None = None,
     to_version: int = 8,
     options: dict[str, Any] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> int:
     """Upgrade the table at ``path`` to table version ``to_version`` (8 or 9); returns the
     table's version afterwards (a table already at ``to_version`` is left as it is). Runs
     under the table lock (``options`` may name its provider, ``hoodie.write.lock.provider``).
+    ``on_progress(done, total)``: called as the upgrade's steps complete (each instant of a
+    version 6 timeline copied, the switch, the metadata table's rebuild or compaction).
 
     Raises:
         HoodieUnsupportedError: a target other than 8 or 9, a table that is not version 6 or 8
@@ -94,8 +97,12 @@ def upgrade(
         if version == to_version:
             return version
         _check_upgradable(table, path, to_version)
-        _switch_version(table, to_version, storage_options, path)
+        _switch_version(table, to_version, storage_options, path, on_progress or _quiet)
         return to_version
+
+
+def _quiet(done: int, total: int) -> None:
+    """No progress shown (the default of ``upgrade``)."""
 
 
 def _check_upgradable(table: HoodieTable, path: str, to_version: int) -> None:
@@ -122,7 +129,11 @@ def _check_upgradable(table: HoodieTable, path: str, to_version: int) -> None:
 
 
 def _switch_version(
-    table: HoodieTable, to_version: int, storage_options: dict[str, Any] | None, path: str
+    table: HoodieTable,
+    to_version: int,
+    storage_options: dict[str, Any] | None,
+    path: str,
+    on_progress: Callable[[int, int], None],
 ) -> None:
     """Move the table to ``to_version`` (checked): the v6 timeline copied to layout 2, the
     metadata table's properties, then the table's in one atomic rename (the switch), then
@@ -136,13 +147,17 @@ def _switch_version(
         rebuild = has_metadata_table(table.table_config)
         metadata_writer(table).drop()
     cfg = table.table_config
-    props = dict(cfg.props)
-    moved: list[str] = []
-    if cfg.table_version == 6:
-        moved = _move_timeline_to_layout_2(table)
-        props = six_to_eight_props(cfg)
+    props = six_to_eight_props(cfg) if cfg.table_version == 6 else dict(cfg.props)
     if to_version == 9:
         props = eight_to_nine_props(props)
+    recompact = to_version == 9 and has_metadata_table(HoodieTableConfig(props))
+    moved: list[str] = []
+    copies = len(table.active_timeline.instants) if cfg.table_version == 6 else 0
+    total = copies + 1 + int(recompact) + int(rebuild)
+    on_progress(0, total)
+    if cfg.table_version == 6:
+        moved = _move_timeline_to_layout_2(table, lambda n: on_progress(n, total))
+    if to_version == 9:
         mdt = storage.sub(METADATA_TABLE_PATH)
         if mdt.exists(PROPERTIES_FILE):  # the metadata table moves first (spec 1.2)
             mcfg = load_metadata_config(mdt)
@@ -150,23 +165,31 @@ def _switch_version(
     HoodieTableConfig(props).save(storage)  # the switch: one atomic rename
     for name in moved:
         storage.delete(join(".hoodie", name))
-    if to_version == 9 and has_metadata_table(HoodieTableConfig(props)):
+    done = copies + 1
+    on_progress(done, total)
+    if recompact:
         upgraded = HoodieTable.from_storage(storage, storage_options, path)
         metadata_writer(upgraded).compact(force=True)
+        done += 1
+        on_progress(done, total)
     if rebuild:
         upgraded = HoodieTable.from_storage(storage, storage_options, path)
         metadata_writer(upgraded, MetadataWriteConfig(enable=True)).initialize()
+        on_progress(total, total)
 
 
-def _move_timeline_to_layout_2(table: HoodieTable) -> list[str]:
+def _move_timeline_to_layout_2(
+    table: HoodieTable, copied: Callable[[int], None] | None = None
+) -> list[str]:
     """Copy every instant of a layout-1 timeline into ``.hoodie/timeline/`` (layout 2);
-    returns the names of the old files (deleted once ``hoodie.properties`` has switched)."""
+    returns the names of the old files (deleted once ``hoodie.properties`` has switched).
+    ``copied(n)``: after each instant, how many are done."""
     storage = table.storage
     old = table.active_timeline
     new_dir = join(".hoodie", "timeline")
     storage.makedirs(new_dir)
     moved: list[str] = []
-    for inst in old.instants:
+    for n, inst in enumerate(old.instants, 1):
         requested = Instant(inst.timestamp, inst.action, State.REQUESTED)
         inflight = Instant(inst.timestamp, inst.action, State.INFLIGHT)
         for aux in (requested, inflight):
@@ -184,6 +207,8 @@ def _move_timeline_to_layout_2(table: HoodieTable) -> list[str]:
         done = Instant(inst.timestamp, inst.action, State.COMPLETED, completion_time=inst.timestamp)
         storage.write_atomic(join(new_dir, done.file_name(2)), data)
         moved.append(old.file_name(inst))
+        if copied is not None:
+            copied(n)
     return moved
 
 

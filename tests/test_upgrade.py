@@ -32,7 +32,13 @@ def test_upgrade_then_write_in_version_8(tmp_path):
         rows = wl.rows_for(wl.keys[:30]) if i == 0 else wl.upserts(12)
         model.write(path, opts, "upsert", rows)
     model.assert_hudi_rs_reads(path)
-    assert hr.upgrade(str(path)) == 8
+    steps: list[tuple[int, int]] = []
+    instants = len(hr.HoodieTable.load(str(path)).active_timeline.instants)
+    assert hr.upgrade(str(path), on_progress=lambda d, t: steps.append((d, t))) == 8
+    # progress: each instant copied, then the switch (the 0.x metadata table rebuilt last)
+    total = steps[0][1]
+    assert steps[0] == (0, total) and steps[-1] == (total, total)
+    assert total >= instants + 1 and [d for d, _ in steps] == sorted(d for d, _ in steps)
     cfg = HoodieTableConfig.load(LocalStorage(str(path)))
     assert (cfg.table_version, cfg.timeline_layout_version) == (8, 2)
     assert cfg.props["hoodie.table.initial.version"] == "6"

@@ -1036,7 +1036,11 @@ def upgrade(path: str, to_version: int | None, storage_kv: tuple[str, ...], outp
     wanted = [("storage_options", storage, "takes no storage options")]
     kwargs.update(_optional_kwargs("hr.upgrade", params, wanted))
     before = load_table(path, storage_kv).table_config.table_version
-    result = fn(path, **kwargs)
+    show_bar = "on_progress" in params and sys.stderr.isatty()
+    with _slice_progress(show_bar, "upgrading (timeline, metadata table)") as on_progress:
+        if on_progress is not None:
+            kwargs["on_progress"] = on_progress
+        result = fn(path, **kwargs)
     after = load_table(path, storage_kv).table_config.table_version
     if result is not None and not isinstance(result, (str, int, float, bool)):
         result = str(result)
