@@ -53,7 +53,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_ray.config.table_config import MergeMode
-from hoodie_ray.meta import RECORD_KEY
+from hoodie_ray.meta import IS_DELETED, META_FIELDS_WITH_OPERATION, RECORD_KEY
 
 
 def _np_bool(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -291,3 +291,128 @@ def dedupe_last(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
     arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
     idx = pd.Index(np.asarray(arr.to_numpy(zero_copy_only=False), dtype=object))
     return ~idx.duplicated(keep="last")
+
+
+# -- partial updates -------------------------------------------------------------------------------
+
+
+def partial_merge(
+    versions: pa.Table,
+    *,
+    is_delete: np.ndarray,
+    is_base: np.ndarray,
+    ordering_field: str | None,
+    default_delete: np.ndarray | None = None,
+) -> tuple[pa.Table, np.ndarray]:
+    """Partial updates: the versions of each key folded into one row where a null field
+    takes the value of the next version down; ``(rows, deleted)``, one row per key (a
+    deleted key's row is its winning delete).
+
+    The rule of Hudi 1.1's ``hoodie.table.partial.update.mode=IGNORE_DEFAULTS``
+    (``PartialUpdateHandler``, ``EventTimePartialRecordMerger``) and of 0.x's
+    ``PartialUpdateAvroPayload``, grouped as Java's and hudi-rs's readers group it: a key's log
+    versions (``is_base`` false, in arrival order) fold first, then the result meets the base
+    record (``is_base``; at most one a key). Two records merge into the one with the higher
+    ordering value (ties: the newer), its nulls filled from the other; a delete against a
+    record leaves the higher-ordered of the two unchanged (a record after a winning delete
+    starts afresh: nothing before the delete fills it); a delete with the default ordering
+    value (``default_delete``: no ordering value) always wins. Without an ordering field the
+    newer version is always the higher one. Meta columns come whole from the winning version.
+    Column-wise: no per-record Python.
+    """
+    n = versions.num_rows
+    if n == 0:
+        return versions, np.zeros(0, dtype=bool)
+    is_delete = np.asarray(is_delete, dtype=bool)
+    is_base = np.asarray(is_base, dtype=bool)
+    if default_delete is None:
+        default_delete = np.zeros(n, dtype=bool)
+    if ordering_field is not None and ordering_field in versions.column_names:
+        col = versions.column(ordering_field)
+        rank = pc.rank(col, sort_keys="ascending", tiebreaker="dense")
+        nulls = _np_bool(pc.is_null(col))  # lowest: 0, below every value's rank
+        rank = np.where(nulls, 0, rank.to_numpy(zero_copy_only=False).astype(np.int64))
+        default_delete = default_delete | (is_delete & nulls)
+    else:
+        rank = np.ones(n, dtype=np.int64)
+    rank = np.where(default_delete, 0, rank)  # it wins by being forced, then anything beats it
+    from hoodie_ray.index import group_keys  # (index imports this module)
+
+    gid, ngroups = group_keys(versions.column(RECORD_KEY))
+    order = np.lexsort((np.arange(n), ~is_base, gid))  # by key: the base first, then the log
+    g, rk, dl, bs, dd = (
+        gid[order],
+        rank[order],
+        is_delete[order],
+        is_base[order],
+        default_delete[order],
+    )
+    pos = np.arange(n)
+    # the log's last default-ordered delete starts its fold afresh
+    restart = np.full(ngroups, -1, dtype=np.int64)
+    np.maximum.at(restart, g[dd & ~bs], pos[dd & ~bs])
+    alive = ~bs & (pos >= restart[g])
+    a = np.flatnonzero(alive)
+    ag, ark, adl = g[a], rk[a], dl[a]
+    big = int(rk.max()) + 2
+    val = ag * big + ark
+    running = np.maximum.accumulate(val)
+    first = np.ones(len(a), dtype=bool)
+    first[1:] = ag[1:] != ag[:-1]
+    before = np.empty(len(a), dtype=np.int64)
+    before[1:] = running[:-1]
+    wins = first | (val >= before)
+    last_win = np.full(ngroups, -1, dtype=np.int64)
+    np.maximum.at(last_win, ag[wins], np.flatnonzero(wins))
+    has_log = last_win >= 0
+    log_deleted = np.zeros(ngroups, dtype=bool)
+    log_deleted[has_log] = adl[last_win[has_log]]
+    last_del = np.full(ngroups, -1, dtype=np.int64)
+    np.maximum.at(last_del, ag[wins & adl], np.flatnonzero(wins & adl))
+    idx = np.arange(len(a))
+    # the fold starts afresh at the first winner after the last winning delete: nothing
+    # before it fills what follows
+    fresh = wins & (idx > last_del[ag])
+    start = np.full(ngroups, len(a), dtype=np.int64)
+    np.minimum.at(start, ag[fresh], idx[fresh])
+    counts = ~adl & (idx >= start[ag]) & ~log_deleted[ag]
+    # the base record meets the log's result (its ordering value: its last winner's)
+    base_at = np.full(ngroups, -1, dtype=np.int64)
+    base_at[g[bs]] = pos[bs]
+    has_base = base_at >= 0
+    w_pos = np.where(has_log, a[np.maximum(last_win, 0)], -1)  # sorted position of the winner
+    w_rank = np.where(has_log, rk[np.maximum(w_pos, 0)], -1)
+    b_rank = np.where(has_base, rk[np.maximum(base_at, 0)], -1)
+    w_forced = has_log & dd[np.maximum(w_pos, 0)]
+    deleted = has_log & log_deleted & (~has_base | w_forced | (w_rank >= b_rank))
+    log_rules = has_log & ~log_deleted & (~has_base | (w_rank >= b_rank))
+    top = np.where(deleted | log_rules, w_pos, base_at)  # whose meta columns the row keeps
+    keys = np.flatnonzero(top >= 0)
+    cols = []
+    whole = set(META_COLUMNS_WHOLE)
+    for name in versions.column_names:
+        column = versions.column(name)
+        if name in whole:
+            cols.append(column.take(pa.array(order[top[keys]])))
+            continue
+        valid = _np_bool(pc.is_valid(column))[order]
+        # in the log's fold a value is set by the first record that has one, and replaced
+        # only by a later winner that has one
+        va = counts & valid[a]
+        last_set = np.full(ngroups, -1, dtype=np.int64)
+        np.maximum.at(last_set, ag[va & wins], idx[va & wins])
+        first_set = np.full(ngroups, len(a), dtype=np.int64)
+        np.minimum.at(first_set, ag[va], idx[va])
+        from_log = np.where(last_set >= 0, last_set, first_set)
+        log_at = np.where(from_log < len(a), a[np.minimum(from_log, len(a) - 1)], -1)
+        base_has = has_base & valid[np.maximum(base_at, 0)]
+        use_log = np.where(log_rules, log_at >= 0, ~base_has & (log_at >= 0))
+        use_log &= has_log & ~log_deleted
+        best = np.where(deleted, top, np.where(use_log, log_at, np.where(base_has, base_at, top)))
+        cols.append(column.take(pa.array(order[best[keys]])))
+    out = pa.Table.from_arrays(cols, schema=versions.schema)
+    return out, deleted[keys]
+
+
+#: Columns a partial merge takes whole from the winning version (never filled).
+META_COLUMNS_WHOLE = (*META_FIELDS_WITH_OPERATION, IS_DELETED)

@@ -45,6 +45,9 @@ ORDERING_FIELDS_KEY = "hoodie.table.ordering.fields"
 PRECOMBINE_FIELD_KEY = "hoodie.table.precombine.field"
 LEGACY_PAYLOAD_KEY = "hoodie.table.legacy.payload.class"
 PAYLOAD_KEY = "hoodie.compaction.payload.class"
+#: Partial updates: 0.x's payload class, and Hudi 1.1's table property (docs/CDC.md).
+PARTIAL_UPDATE_PAYLOAD = "org.apache.hudi.common.model.PartialUpdateAvroPayload"
+PARTIAL_UPDATE_MODE_KEY = "hoodie.table.partial.update.mode"
 #: Change data capture (Java ``HoodieTableConfig.CDC_ENABLED`` / ``CDC_SUPPLEMENTAL_LOGGING_MODE``).
 CDC_ENABLED_KEY = "hoodie.table.cdc.enabled"
 CDC_MODE_KEY = "hoodie.table.cdc.supplemental.logging.mode"
@@ -318,9 +321,8 @@ class HoodieTableConfig:
         ``hoodie.record.merge.property.*`` delete markers, several ordering fields); Java
         readers would merge the rows hoodie_ray writes differently from hoodie_ray's own model.
         """
-        partial = (self.props.get("hoodie.table.partial.update.mode") or "NONE").strip()
-        if partial.upper() != "NONE":
-            return f"hoodie.table.partial.update.mode={partial} (partial updates)"
+        if self.partial_update:
+            return f"{PARTIAL_UPDATE_MODE_KEY} / {PARTIAL_UPDATE_PAYLOAD} (partial updates)"
         merge_props = sorted(k for k in self.props if k.startswith(MERGE_PROPERTY_PREFIX))
         if merge_props:
             return f"merge properties {', '.join(merge_props)} (custom delete markers)"
@@ -373,18 +375,44 @@ class HoodieTableConfig:
         return None
 
     @property
+    def partial_update(self) -> bool:
+        """Partial updates: a null field of a newer record keeps the older record's value
+        (``hoodie.table.partial.update.mode=IGNORE_DEFAULTS`` on version 9, the payload class
+        ``PartialUpdateAvroPayload`` before; :func:`hoodie_ray.merge.partial_merge`).
+
+        Raises:
+            HoodieUnsupportedError: another partial update mode (``FILL_UNAVAILABLE``).
+        """
+        mode = (self.props.get(PARTIAL_UPDATE_MODE_KEY) or "NONE").strip().upper()
+        if mode == "IGNORE_DEFAULTS":
+            return True
+        if mode != "NONE":
+            raise HoodieUnsupportedError(
+                f"{PARTIAL_UPDATE_MODE_KEY}={mode} is not supported (IGNORE_DEFAULTS is)"
+            )
+        return self._payload_class == PARTIAL_UPDATE_PAYLOAD
+
+    @property
+    def _payload_class(self) -> str:
+        return (
+            self.props.get(PAYLOAD_KEY)
+            or self.props.get("hoodie.datasource.write.payload.class")
+            or self.props.get(LEGACY_PAYLOAD_KEY)
+            or ""
+        ).strip()
+
+    @property
     def merge_mode(self) -> MergeMode:
-        """The merge mode readers apply, resolved as spec §6.1 says."""
+        """The merge mode readers apply, resolved as spec §6.1 says (a partial update table
+        orders by event time: :attr:`partial_update` says how versions merge)."""
         mode = self.props.get("hoodie.record.merge.mode")
+        payload = self._payload_class or None
+        if payload == PARTIAL_UPDATE_PAYLOAD:
+            return MergeMode.EVENT_TIME_ORDERING
         if self.table_version >= 8 and mode:
             if mode.upper() in MergeMode.__members__:
                 return MergeMode(mode.upper())
             raise HoodieUnsupportedError(f"hoodie.record.merge.mode={mode} is not supported")
-        payload = (
-            self.props.get(PAYLOAD_KEY)
-            or self.props.get("hoodie.datasource.write.payload.class")
-            or self.props.get(LEGACY_PAYLOAD_KEY)
-        )
         strategy = self.props.get("hoodie.record.merge.strategy.id") or self.props.get(
             "hoodie.compaction.record.merger.strategy"
         )

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from hoodie_ray.config.table_config import MergeMode
 from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieError, HoodieUnsupportedError
+from hoodie_ray.merge import partial_merge
 from hoodie_ray.reader.compiled_merger import CompiledLogRecordBuffer, new_log_record_buffer
 from hoodie_ray.reader.filters import Filter, apply_filters
 from hoodie_ray.reader.log_scan import (
@@ -109,6 +110,8 @@ class ReadContext:
         batch_rows: rows per base-file batch.
         changelog: every record of the range unmerged, each with its ``_hoodie_operation``
             (``incremental_format="changelog"``).
+        partial_update: the table's partial updates (a null field keeps the older value:
+            :func:`hoodie_ray.merge.partial_merge`).
     """
 
     base_uri: str
@@ -127,6 +130,7 @@ class ReadContext:
     batch_rows: int = DEFAULT_BATCH_ROWS
     storage_options: Mapping[str, Any] | None = field(default=None, repr=False)
     changelog: bool = False
+    partial_update: bool = False
 
     @classmethod
     def of_table(
@@ -151,6 +155,7 @@ class ReadContext:
             populate_meta_fields=cfg.populate_meta_fields,
             ordering_field=cfg.ordering_field,
             merge_mode=cfg.merge_mode,
+            partial_update=cfg.partial_update,
             delete_marker=DeleteMarker.from_props(dict(cfg.props)),
             commit_gate=CommitGate.of_table(table),
             base_uri=table.base_uri,
@@ -237,6 +242,9 @@ class _SliceReader:
         ctx = self.ctx
         buffer: LogRecordBuffer | CompiledLogRecordBuffer | None = None
         use_logs = bool(self.slc.log_files) and not ctx.read_optimized
+        if use_logs and ctx.partial_update and ctx.populate_meta_fields:
+            yield from self._partial()
+            return
         if use_logs:
             if not ctx.populate_meta_fields:
                 raise HoodieUnsupportedError(
@@ -300,6 +308,63 @@ class _SliceReader:
             out = self._finish(table)
             if out.num_rows:
                 yield out
+
+    def _partial(self) -> Iterator[pa.Table]:
+        """A partial-update table's slice: the log's versions of each key folded, then met
+        with its base record (:func:`hoodie_ray.merge.partial_merge`); base records no log
+        version names go out as they are, batch by batch."""
+        ctx = self.ctx
+        of = ctx.ordering_field if ctx.merge_mode is MergeMode.EVENT_TIME_ORDERING else None
+        parts: list[pa.Table] = []
+        deleted: list[np.ndarray] = []
+        default: list[np.ndarray] = []
+        for blk in self._admitted_blocks():
+            if blk.kind == DATA:
+                raw = blk.data(self._block_columns)
+                parts.append(reconcile(raw, self.schema))
+                deleted.append(ctx.delete_marker.mask(raw))
+                default.append(np.zeros(raw.num_rows, dtype=bool))
+            elif blk.kind == DELETE:
+                recs = blk.deletes()
+                rows = self._delete_rows(blk.instant or "", recs)
+                fixed = np.zeros(rows.num_rows, dtype=bool)
+                if of is not None and of in self.schema.names:
+                    ordering, dflt, foreign = delete_ordering_values(
+                        recs.ordering_kinds, recs.ordering_values, self.schema.field(of).type
+                    )
+                    at = self.schema.get_field_index(of)
+                    rows = rows.set_column(at, self.schema.field(at), ordering)
+                    fixed = np.asarray(dflt | foreign, dtype=bool)
+                parts.append(rows)
+                deleted.append(np.ones(rows.num_rows, dtype=bool))
+                default.append(fixed)
+        log = pa.concat_tables(parts) if parts else self.schema.empty_table()
+        in_log = log.column(RECORD_KEY).combine_chunks()
+        held: list[pa.Table] = []
+        if self.slc.base_file:
+            for batch in self._base_batches((), ctx.batch_rows):
+                if ctx.instant_range is not None:
+                    batch = _filter_commit_time(batch, ctx.instant_range)
+                named = _np_bool_array(pc.is_in(batch.column(RECORD_KEY), value_set=in_log))
+                if named.any():
+                    held.append(batch.filter(pa.array(named)))
+                    batch = batch.filter(pa.array(~named))
+                out = self._finish(batch)
+                if out.num_rows:
+                    yield out
+        base = pa.concat_tables(held) if held else self.schema.empty_table()
+        versions = pa.concat_tables([base, log])
+        nb = base.num_rows
+        merged, gone = partial_merge(
+            versions,
+            is_delete=np.concatenate([np.zeros(nb, dtype=bool), *deleted]),
+            is_base=np.arange(versions.num_rows) < nb,
+            ordering_field=of,
+            default_delete=np.concatenate([np.zeros(nb, dtype=bool), *default]),
+        )
+        out = self._finish(merged.filter(pa.array(~gone)))
+        if out.num_rows:
+            yield out
 
     def _delete_rows(self, instant: str, recs: DeleteRecords) -> pa.Table:
         """A delete block's records as rows of the read schema: key, partition, commit time
@@ -471,6 +536,12 @@ class _SliceReader:
             raise HoodieCorruptedDataError(
                 f"cannot read base file {self.storage.uri(rel)}: {type(e).__name__}: {e}"
             ) from e
+
+
+def _np_bool_array(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _with_operations(table: pa.Table, deleted: np.ndarray | None) -> pa.Table:
