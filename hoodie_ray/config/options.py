@@ -76,6 +76,23 @@ def _choice(*choices: str, upper: bool = True) -> Callable[[str, str], str]:
     return parse
 
 
+_PARTIAL_UPDATE_PAYLOAD = "org.apache.hudi.common.model.PartialUpdateAvroPayload"
+
+
+def _partial_update_mode(key: str, v: str) -> str:
+    """``IGNORE_DEFAULTS`` (or, as Flink's ``payload.class``, the 0.x payload class that means
+    it); ``NONE``: no partial updates."""
+    s = str(v).strip()
+    if s == _PARTIAL_UPDATE_PAYLOAD or s.upper() == "IGNORE_DEFAULTS":
+        return "IGNORE_DEFAULTS"
+    if s.upper() == "NONE":
+        return "NONE"
+    raise HoodieOptionError(
+        f"option {key}: {v!r} is not supported; use IGNORE_DEFAULTS (partial updates: a null "
+        f"field keeps the stored value) or {_PARTIAL_UPDATE_PAYLOAD}"
+    )
+
+
 def _str(key: str, v: str) -> str:
     return str(v).strip()
 
@@ -401,6 +418,17 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "What the .cdc log files of a CDC table hold: OP_KEY_ONLY (operation and key), "
         "DATA_BEFORE (and the record before), DATA_BEFORE_AFTER (and after: the default).",
         ("hoodie.table.cdc.supplemental.logging.mode",),
+    ),
+    ConfigOption(
+        "hoodie.table.partial.update.mode",
+        "partial_update_mode",
+        "NONE",
+        _partial_update_mode,
+        "A new table takes partial updates: a null field of an upsert keeps the stored value "
+        "(IGNORE_DEFAULTS; Flink's payload.class PartialUpdateAvroPayload means the same). "
+        "Recorded as Java does for the table version: the table property on 9, the payload "
+        "class on 6 and 8; fixed when the table is created.",
+        ("payload.class", "hoodie.datasource.write.payload.class"),
     ),
     ConfigOption(
         "changelog.enabled",
@@ -984,6 +1012,7 @@ class WriteConfig:
     cdc_enabled: bool = _default("cdc_enabled")
     cdc_logging_mode: str = _default("cdc_logging_mode")
     changelog_enabled: bool = _default("changelog_enabled")
+    partial_update_mode: str = _default("partial_update_mode")
     small_file_limit: int = _default("small_file_limit")
     parquet_max_file_size: int = _default("parquet_max_file_size")
     record_size_estimate: int = _default("record_size_estimate")

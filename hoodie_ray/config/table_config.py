@@ -317,12 +317,14 @@ class HoodieTableConfig:
         """Why hoodie_ray cannot write this table's merge rules, or None.
 
         Table version 9 can record merge behaviour hoodie_ray's writer and compactor do not
-        apply (``HoodieTableConfig`` 1.1: ``hoodie.table.partial.update.mode``, the
+        apply (``HoodieTableConfig`` 1.1: ``hoodie.table.partial.update.mode=FILL_UNAVAILABLE``, the
         ``hoodie.record.merge.property.*`` delete markers, several ordering fields); Java
         readers would merge the rows hoodie_ray writes differently from hoodie_ray's own model.
         """
-        if self.partial_update:
-            return f"{PARTIAL_UPDATE_MODE_KEY} / {PARTIAL_UPDATE_PAYLOAD} (partial updates)"
+        try:
+            self.partial_update  # noqa: B018 (a partial update mode it does not apply raises)
+        except HoodieUnsupportedError as e:
+            return str(e)
         merge_props = sorted(k for k in self.props if k.startswith(MERGE_PROPERTY_PREFIX))
         if merge_props:
             return f"merge properties {', '.join(merge_props)} (custom delete markers)"
@@ -577,6 +579,20 @@ def new_table_props(
         props["hoodie.table.create.schema"] = create_schema
     props.update(extra or {})
     props["hoodie.table.checksum"] = table_checksum(props)
+    return props
+
+
+def partial_update_props(table_version: int) -> dict[str, str]:
+    """How a new table records partial updates, as Java records them for its version: the
+    table property on 9 (``inferMergingConfigsForV9TableCreation``), the payload class on 6,
+    and on 8 the payload class with the ``CUSTOM`` merge mode and the payload-based strategy
+    (``SevenToEightUpgradeHandler``)."""
+    if table_version >= 9:
+        return {PARTIAL_UPDATE_MODE_KEY: "IGNORE_DEFAULTS"}
+    props = {PAYLOAD_KEY: PARTIAL_UPDATE_PAYLOAD}
+    if table_version == 8:
+        props["hoodie.record.merge.mode"] = "CUSTOM"
+        props["hoodie.record.merge.strategy.id"] = PAYLOAD_BASED_STRATEGY_ID
     return props
 
 

@@ -305,7 +305,8 @@ class HoodieWriteClient:
                 ok = True
                 return CommitResult(None)
             rows = prepared.table
-            if wc.operation in ("upsert", "delete") and not wc.changelog_enabled:
+            unfolded = wc.changelog_enabled or setup.context.table_config.partial_update
+            if wc.operation in ("upsert", "delete") and not unfolded:  # (the writers fold)
                 rows = precombine(rows, setup.context.ordering_field)
             # OCC: the instant first, so that the conflict check covers every commit the
             # slices read below may have missed

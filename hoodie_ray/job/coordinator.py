@@ -524,6 +524,7 @@ class Coordinator:
             partitioned=bool(cfg.partition_fields),
             record_index=self.wc.metadata_record_index_enable
             or RECORD_INDEX in self.table.metadata_partitions,
+            unfolded=self.wc.changelog_enabled or cfg.partial_update,
         )
 
     def start_instant(self) -> str:

@@ -19,9 +19,11 @@ from hoodie_ray.config.table_config import (
     CDC_ENABLED_KEY,
     CDC_MODE_KEY,
     KEYGEN_TYPE_BY_CLASS,
+    PARTIAL_UPDATE_MODE_KEY,
     PROPERTIES_FILE,
     HoodieTableConfig,
     new_table_props,
+    partial_update_props,
 )
 from hoodie_ray.exceptions import (
     HoodieIOError,
@@ -288,6 +290,8 @@ def _key_and_index_props(wc: WriteConfig, ts: TimestampFormat | None) -> dict[st
     if wc.cdc_enabled:
         extra[CDC_ENABLED_KEY] = "true"
         extra[CDC_MODE_KEY] = wc.cdc_logging_mode
+    if wc.partial_update_mode != "NONE":
+        extra.update(partial_update_props(wc.table_version))
     return extra
 
 
@@ -314,6 +318,9 @@ def check_options_match_table(cfg: HoodieTableConfig, wc: WriteConfig) -> None:
         problems.append("partitionpath.urlencode differs from the table's")
     if differs("cdc_enabled", cfg.cdc_enabled, wc.cdc_enabled):
         problems.append(f"{CDC_ENABLED_KEY}={wc.cdc_enabled} != table's {cfg.cdc_enabled}")
+    partial = "IGNORE_DEFAULTS" if cfg.partial_update else "NONE"
+    if differs("partial_update_mode", partial, wc.partial_update_mode):
+        problems.append(f"{PARTIAL_UPDATE_MODE_KEY}={wc.partial_update_mode} != table's {partial}")
     if cfg.cdc_enabled and differs("cdc_logging_mode", cfg.cdc_logging_mode, wc.cdc_logging_mode):
         problems.append(f"{CDC_MODE_KEY}={wc.cdc_logging_mode} != table's {cfg.cdc_logging_mode}")
     if wc.is_set("table_name") and wc.table_name != cfg.name:

@@ -236,7 +236,7 @@ class AssignerConfig:
     record_index: bool = False  # the table keeps (or is to keep) a record index
     fixed_bucket_ids: bool = False  # NBCC: one file id per bucket, whatever writer creates it
     overwrite: bool = False  # replace operations: every checkpoint writes new file groups only
-    changelog: bool = False  # changelog mode: every row of a key goes on, unfolded
+    unfolded: bool = False  # changelog mode, partial updates: every row of a key goes on
 
     @property
     def compares_moves(self) -> bool:
@@ -279,7 +279,7 @@ class AssignerConfig:
             num_writers=wc.write_tasks,
             fixed_bucket_ids=wc.nbcc,
             overwrite=wc.replaces,
-            changelog=wc.changelog_enabled,
+            unfolded=wc.changelog_enabled,
         )
         values.update(overrides)
         return cls(**values)
@@ -458,7 +458,7 @@ class BucketAssigner:
         hashes = None
         if not self.config.append_mode:
             hashes = hash_keys(batch.column(RECORD_KEY))
-            if self.config.changelog:
+            if self.config.unfolded:
                 return self._assign_changes(batch, hashes)
             if self._routes_repeats(batch):
                 return self.assign(batch, key_hashes=hashes)
@@ -472,7 +472,8 @@ class BucketAssigner:
         return self.assign(batch, key_hashes=hashes, unique_keys=hashes is not None)
 
     def _assign_changes(self, batch: pa.Table, hashes: np.ndarray) -> pa.Table:
-        """Changelog mode: every row goes on, in arrival order. The rows that stand for the
+        """Changelog mode and partial updates (the writer folds them, or keeps them all): every
+        row goes on, in arrival order. The rows that stand for the
         fold of each key (:func:`precombine_plan`) are assigned as usual, so the index and
         every placement rule see what they see without changelog; each other row of a key
         follows the key's last such row (its file group, bucket type, new-key flag and

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie_ray.config.table_config import MergeMode
 from hoodie_ray.exceptions import HoodieCommitConflictError, HoodieWriteError
 from hoodie_ray.file_group.naming import (
     LogFileName,
@@ -33,7 +34,7 @@ from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.index import group_keys
 from hoodie_ray.index.bloom_filter import BloomFilterSpec
 from hoodie_ray.log_format.writer import ends_on_block
-from hoodie_ray.merge import apply_updates
+from hoodie_ray.merge import apply_updates, partial_merge
 from hoodie_ray.meta import FILE_NAME, META_FIELDS, META_PREFIX, OPERATION, RECORD_KEY
 from hoodie_ray.metadata.layout import RECORD_INDEX, completed_partitions
 from hoodie_ray.reader.schema import reconcile
@@ -216,13 +217,33 @@ class StreamWriteFunction:
             self._append_changes(bid, g, rows)
             return
         if not self.ctx.write_config.inserts_only:
-            rows = precombine(rows, self.ctx.ordering_field)
+            rows = self._precombine(rows)
         if g.base_instant is None and not g.log_files and not self._logs_only:
             self._create(bid, g, rows)
         elif self.ctx.is_mor:
             self._append(bid, g, rows)
         else:
             self._merge(bid, g, rows)
+
+    def _precombine(self, rows: pa.Table) -> pa.Table:
+        """One row per key (a delete, or the record the key's rows fold into): by the merge
+        rule, or on a partial-update table by :func:`hoodie_ray.merge.partial_merge` (a null
+        field takes the value a row before had)."""
+        if not self.ctx.table_config.partial_update:
+            return precombine(rows, self.ctx.ordering_field)
+        folded, _ = partial_merge(
+            rows,
+            is_delete=rows.column(IS_DELETED).to_numpy(zero_copy_only=False),
+            is_base=np.zeros(rows.num_rows, dtype=bool),
+            ordering_field=self._partial_ordering,
+        )
+        return folded
+
+    @property
+    def _partial_ordering(self) -> str | None:
+        """The field a partial merge orders by (None: the newer version is the higher)."""
+        event_time = self.ctx.merge_mode is MergeMode.EVENT_TIME_ORDERING
+        return self.ctx.ordering_field if event_time else None
 
     @property
     def _logs_only(self) -> bool:
@@ -577,6 +598,8 @@ class StreamWriteFunction:
         if base.schema != upd.schema:
             # an older schema (columns added since, types widened): nulls, casts
             base = reconcile(base, upd.schema)
+        if self.ctx.table_config.partial_update:
+            return base, self._partial_merged(base, upd, deleted, name)
         merged = apply_updates(
             base,
             upd,
@@ -589,6 +612,25 @@ class StreamWriteFunction:
             META_FIELDS.index(FILE_NAME), FILE_NAME, constant_strings(name, merged.num_rows)
         )
         return base, merged
+
+    def _partial_merged(
+        self, base: pa.Table, upd: pa.Table, deleted: np.ndarray, name: str
+    ) -> pa.Table:
+        """A partial-update table's merge handle: each stored record an incoming version
+        names meets it (:func:`hoodie_ray.merge.partial_merge`, stored as the base)."""
+        named = pc.is_in(base.column(RECORD_KEY), value_set=upd.column(RECORD_KEY).combine_chunks())
+        hit = base.filter(named)
+        versions = pa.concat_tables([hit, upd])
+        merged, gone = partial_merge(
+            versions,
+            is_delete=np.concatenate([np.zeros(hit.num_rows, dtype=bool), deleted]),
+            is_base=np.arange(versions.num_rows) < hit.num_rows,
+            ordering_field=self._partial_ordering,
+        )
+        out = pa.concat_tables([base.filter(pc.invert(named)), merged.filter(pa.array(~gone))])
+        return out.set_column(
+            META_FIELDS.index(FILE_NAME), FILE_NAME, constant_strings(name, out.num_rows)
+        )
 
     def _write_base(self, rel: str, records: pa.Table) -> int:
         """Write a base file of this instant; its size."""

@@ -347,7 +347,7 @@ def test_java_v9_table_with_metadata_and_secondary_indexes_is_appended_to(tmp_pa
 @pytest.mark.parametrize(
     ("extra", "match"),
     [
-        ({"hoodie.table.partial.update.mode": "IGNORE_DEFAULTS"}, "partial"),
+        ({"hoodie.table.partial.update.mode": "FILL_UNAVAILABLE"}, "FILL_UNAVAILABLE"),
         ({"hoodie.record.merge.property.hoodie.payload.delete.field": "Op"}, "delete markers"),
         ({"hoodie.table.ordering.fields": "ts,v"}, "several ordering fields"),
     ],
