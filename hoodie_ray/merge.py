@@ -40,6 +40,11 @@ key give one result whatever the order in which their groups meet.
 Commit-time ordering (``COMMIT_TIME_ORDERING``; OverwriteWithLatestAvroPayload): the newer
 version always wins, deletes always win.
 
+Partial updates (``hoodie.table.partial.update.mode=IGNORE_DEFAULTS``, 0.x's
+``PartialUpdateAvroPayload``) are :func:`partial_merge`: the winner by the same ordering, its
+nulls filled from the other version, in Java's grouping (not associative: a log folds before it
+meets its base, as Java's and hudi-rs's readers do it).
+
 The copy-on-write merge compares a delete's int 0 like any other value (Java's merge handle,
 ``combineAndGetUpdateValue``), while a log reader lets it win as the default ordering value
 (Java's and hudi-rs's log scanners): same input, two table types, two outcomes, as in Hudi.
