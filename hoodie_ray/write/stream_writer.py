@@ -34,8 +34,16 @@ from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.index import group_keys
 from hoodie_ray.index.bloom_filter import BloomFilterSpec
 from hoodie_ray.log_format.writer import ends_on_block
-from hoodie_ray.merge import apply_updates, partial_merge
-from hoodie_ray.meta import FILE_NAME, META_FIELDS, META_PREFIX, OPERATION, RECORD_KEY
+from hoodie_ray.merge import apply_updates, key_positions, partial_merge
+from hoodie_ray.meta import (
+    COMMIT_SEQNO,
+    COMMIT_TIME,
+    FILE_NAME,
+    META_FIELDS,
+    META_PREFIX,
+    OPERATION,
+    RECORD_KEY,
+)
 from hoodie_ray.metadata.layout import RECORD_INDEX, completed_partitions
 from hoodie_ray.reader.schema import reconcile
 from hoodie_ray.storage import join
@@ -617,7 +625,10 @@ class StreamWriteFunction:
         self, base: pa.Table, upd: pa.Table, deleted: np.ndarray, name: str
     ) -> pa.Table:
         """A partial-update table's merge handle: each stored record an incoming version
-        names meets it (:func:`hoodie_ray.merge.partial_merge`, stored as the base)."""
+        names meets it (:func:`hoodie_ray.merge.partial_merge`, stored as the base). A record
+        the instant wrote takes its commit time and sequence number even where the stored
+        values won (Java 0.x's ``PartialUpdateAvroPayload``: meta columns from the incoming
+        record), so incremental and CDC reads see every record the merge changed."""
         named = pc.is_in(base.column(RECORD_KEY), value_set=upd.column(RECORD_KEY).combine_chunks())
         hit = base.filter(named)
         versions = pa.concat_tables([hit, upd])
@@ -627,7 +638,12 @@ class StreamWriteFunction:
             is_base=np.arange(versions.num_rows) < hit.num_rows,
             ordering_field=self._partial_ordering,
         )
-        out = pa.concat_tables([base.filter(pc.invert(named)), merged.filter(pa.array(~gone))])
+        merged = merged.filter(pa.array(~gone))
+        at = pa.array(key_positions(merged.column(RECORD_KEY), upd.column(RECORD_KEY)))
+        for meta in (COMMIT_TIME, COMMIT_SEQNO):
+            i = merged.schema.get_field_index(meta)
+            merged = merged.set_column(i, meta, upd.column(meta).take(at))
+        out = pa.concat_tables([base.filter(pc.invert(named)), merged])
         return out.set_column(
             META_FIELDS.index(FILE_NAME), FILE_NAME, constant_strings(name, out.num_rows)
         )
