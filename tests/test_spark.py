@@ -262,7 +262,7 @@ def test_session_is_shared_and_reported(spark_session: Any) -> None:
     from tests.fixtures_ray import TIMINGS
 
     assert init_spark() is spark_session  # never a second session
-    n = 200_000
+    n = 50_000  # (suite time)
     df = spark_session.range(0, n, numPartitions=2).selectExpr("id", "cast(id as string) s").cache()
     df.count()
     from hoodie_ray.spark import release_spark_df, spark_to_ray
