@@ -330,6 +330,11 @@ def partial_merge(
         return versions, np.zeros(0, dtype=bool)
     is_delete = np.asarray(is_delete, dtype=bool)
     is_base = np.asarray(is_base, dtype=bool)
+    from hoodie_ray.index import group_keys  # (index imports this module)
+
+    gid, ngroups = group_keys(versions.column(RECORD_KEY))
+    if ngroups == n:  # one version a key: nothing to fold
+        return versions, is_delete
     if default_delete is None:
         default_delete = np.zeros(n, dtype=bool)
     if ordering_field is not None and ordering_field in versions.column_names:
@@ -341,9 +346,6 @@ def partial_merge(
     else:
         rank = np.ones(n, dtype=np.int64)
     rank = np.where(default_delete, 0, rank)  # it wins by being forced, then anything beats it
-    from hoodie_ray.index import group_keys  # (index imports this module)
-
-    gid, ngroups = group_keys(versions.column(RECORD_KEY))
     order = np.lexsort((np.arange(n), ~is_base, gid))  # by key: the base first, then the log
     g, rk, dl, bs, dd = (
         gid[order],
