@@ -30,11 +30,14 @@ from hoodie_ray.config.table_config import (
     LEGACY_PAYLOAD_KEY,
     ORDERING_FIELDS_KEY,
     OVERWRITE_PAYLOAD,
+    PARTIAL_UPDATE_MODE_KEY,
+    PARTIAL_UPDATE_PAYLOAD,
     PAYLOAD_KEY,
     PRECOMBINE_FIELD_KEY,
     PROPERTIES_FILE,
     HoodieTableConfig,
     MergeMode,
+    partial_update_props,
 )
 from hoodie_ray.exceptions import HoodieTimelineError, HoodieUnsupportedError
 from hoodie_ray.metadata.layout import (
@@ -232,6 +235,8 @@ def six_to_eight_props(cfg: HoodieTableConfig) -> dict[str, str]:
     props["hoodie.record.merge.strategy.id"] = (
         EVENT_TIME_STRATEGY_ID if mode is MergeMode.EVENT_TIME_ORDERING else COMMIT_TIME_STRATEGY_ID
     )
+    if _payload(cfg.props) == PARTIAL_UPDATE_PAYLOAD:  # a payload of its own: CUSTOM on 8
+        props.update(partial_update_props(8))
     props.pop("hoodie.compaction.record.merger.strategy", None)
     return props
 
@@ -245,22 +250,26 @@ def _payload(props: Mapping[str, str]) -> str:
 def check_eight_to_nine(cfg: HoodieTableConfig, path: str) -> None:
     """Refuse what hoodie_ray's version 9 upgrade does not carry over.
 
-    Java's ``EightToNineUpgradeHandler`` also maps the payload classes of CDC and partial
-    updates (AWS DMS, Debezium, ``PartialUpdateAvroPayload``, ``OverwriteNonDefaults...``)
-    onto merge properties and partial-update modes, and versions the index definitions of
-    the metadata table; hoodie_ray reads and writes neither, so such tables are refused. So
+    Java's ``EightToNineUpgradeHandler`` also maps the payload classes of CDC and other partial
+    updates (AWS DMS, Debezium, ``OverwriteNonDefaults...``) onto merge properties and
+    partial-update modes, and versions the index definitions of the metadata table; hoodie_ray
+    reads and writes neither, so such tables are refused (``PartialUpdateAvroPayload`` is
+    carried over: :func:`eight_to_nine_props`). So
     is (as Java does by default) a complex key generator with a single record key field:
     Java 0.14.1 to 1.0.2 wrote its keys without the ``field:`` prefix that version 9 requires
     (HUDI-7001, ``KeyGenUtils.encodeSingleKeyFieldNameForComplexKeyGen``).
     """
     payload = _payload(cfg.props)
-    if payload and payload not in (DEFAULT_PAYLOAD, EVENT_TIME_PAYLOAD, OVERWRITE_PAYLOAD):
+    known = (DEFAULT_PAYLOAD, EVENT_TIME_PAYLOAD, OVERWRITE_PAYLOAD, PARTIAL_UPDATE_PAYLOAD)
+    if payload and payload not in known:
         raise HoodieUnsupportedError(
             f"cannot upgrade {path} to table version 9: payload class {payload} is not "
             "supported (DefaultHoodieRecordPayload, EventTimeAvroPayload, "
-            "OverwriteWithLatestAvroPayload)"
+            "OverwriteWithLatestAvroPayload, PartialUpdateAvroPayload)"
         )
     mode = (cfg.props.get("hoodie.record.merge.mode") or "").strip().upper()
+    if payload == PARTIAL_UPDATE_PAYLOAD and mode == "CUSTOM":
+        mode = ""  # (version 8's record of the payload: mapped onto a partial update mode)
     if mode and mode not in MergeMode.__members__:
         raise HoodieUnsupportedError(
             f"cannot upgrade {path} to table version 9: hoodie.record.merge.mode={mode}"
@@ -294,17 +303,23 @@ def eight_to_nine_props(props: Mapping[str, str]) -> dict[str, str]:
       of ``UpgradeDowngradeUtils.PAYLOAD_CLASSES_TO_HANDLE``);
     * the ordering field moves from ``hoodie.table.precombine.field`` to
       ``hoodie.table.ordering.fields`` (``reconcileOrderingFieldsConfig``);
+    * ``PartialUpdateAvroPayload`` (``CUSTOM`` with the payload strategy on version 8) becomes
+      ``EVENT_TIME_ORDERING`` with ``hoodie.table.partial.update.mode=IGNORE_DEFAULTS``
+      (``EightToNineUpgradeHandler``'s payload mapping);
     * ``hoodie.table.version=9``; the timeline layout stays 2.
     """
     out = dict(props)
     payload = _payload(props)
     mode = (props.get("hoodie.record.merge.mode") or "").strip().upper()
-    if payload == EVENT_TIME_PAYLOAD:
+    if payload in (EVENT_TIME_PAYLOAD, PARTIAL_UPDATE_PAYLOAD):
         out["hoodie.record.merge.mode"] = MergeMode.EVENT_TIME_ORDERING.value
+        mode = MergeMode.EVENT_TIME_ORDERING.value
+    if payload == PARTIAL_UPDATE_PAYLOAD:
+        out[PARTIAL_UPDATE_MODE_KEY] = "IGNORE_DEFAULTS"
     if mode != "CUSTOM":
         for key in _STRATEGY_KEYS:
             out.pop(key, None)
-    if payload in (DEFAULT_PAYLOAD, EVENT_TIME_PAYLOAD, OVERWRITE_PAYLOAD):
+    if payload in (DEFAULT_PAYLOAD, EVENT_TIME_PAYLOAD, OVERWRITE_PAYLOAD, PARTIAL_UPDATE_PAYLOAD):
         out[LEGACY_PAYLOAD_KEY] = payload
         out.pop(PAYLOAD_KEY, None)
     ordering = (props.get(ORDERING_FIELDS_KEY) or props.get(PRECOMBINE_FIELD_KEY) or "").strip()

@@ -166,3 +166,29 @@ def test_partial_update_options(tmp_path: Path) -> None:
         HoodieWriteClient(path, {"hoodie.table.partial.update.mode": "NONE"}).write(row)
     with pytest.raises(HoodieOptionError, match="is not supported; use IGNORE_DEFAULTS"):
         HoodieWriteClient(str(tmp_path / "u"), {**opts, "payload.class": "x.Y"}).write(row)
+
+
+@pytest.mark.parametrize("from_version", ["6", "8"])
+def test_a_partial_update_table_upgraded_to_version_9_reads_the_same_in_hudi_rs(
+    tmp_path: Path, from_version: str
+) -> None:
+    """6 -> 9 and 8 -> 9 map PartialUpdateAvroPayload onto IGNORE_DEFAULTS, as Java's
+    upgrade does: hudi-rs, which refuses the payload class, then reads what hoodie_ray read."""
+    path = str(tmp_path / "t")
+    opts = _options(from_version, "MERGE_ON_READ")
+    rows = [("a", 1, 1, "a1"), ("b", 1, 2, "b1"), ("a", 2, None, "a2"), ("b", 3, 9, None)]
+    for k, ts, u, w in rows:
+        HoodieWriteClient(path, opts).write(
+            pa.table({"key": [k], "p": ["x"], "ts": [ts], "u": [u], "w": [w]})
+        )
+    before = _read(hr.read(path))
+    assert before == {"a": (2, 1, "a2"), "b": (3, 9, "b1")}
+    if from_version == "8":
+        cfg = HoodieTableConfig.load(LocalStorage(path))
+        assert cfg.props["hoodie.record.merge.mode"] == "CUSTOM"
+    assert hr.upgrade(path, to_version=9) == 9
+    cfg = HoodieTableConfig.load(LocalStorage(path))
+    assert cfg.props["hoodie.table.partial.update.mode"] == "IGNORE_DEFAULTS"
+    assert cfg.props["hoodie.record.merge.mode"] == "EVENT_TIME_ORDERING"
+    assert "hoodie.compaction.payload.class" not in cfg.props
+    assert _read(hr.read(path)) == before == _read(hudi_rs_read(path))
