@@ -39,6 +39,7 @@ import dataclasses
 import json
 import os
 from collections import OrderedDict
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -213,6 +214,7 @@ class ChangeReader:
         self.image_format = image_format
         self.schema = cdc_schema(table_schema, image_format)
         self._image_type = pa.struct(list(_data_fields(table_schema)))
+        self._refilled = tbl.table_config.partial_update  # see change_rows
         self._ctx = ReadContext.of_table(tbl, table_schema, tuple(table_schema.names))
         self._storage = tbl.storage
         self._view: FileSystemView = tbl.view()
@@ -345,7 +347,7 @@ class ChangeReader:
         return pa.concat_tables(parts)
 
     def _diff(self, c: str, before: pa.Table | None, after: pa.Table | None) -> pa.Table:
-        rows = change_rows(c, before, after, self._image_type)
+        rows = change_rows(c, before, after, self._image_type, self._refilled)
         return self._format(rows.select(list(CDC_COLUMNS)))
 
     def _format(self, table: pa.Table) -> pa.Table:
@@ -434,7 +436,11 @@ class ChangeReader:
 
 
 def change_rows(
-    instant: str, before: pa.Table | None, after: pa.Table | None, image_type: pa.StructType
+    instant: str,
+    before: pa.Table | None,
+    after: pa.Table | None,
+    image_type: pa.StructType,
+    refilled: bool = False,
 ) -> pa.Table:
     """The changes one commit made to one file group, sorted by record key: columns ``op``,
     ``ts_ms``, ``before``, ``after`` and ``record_key``.
@@ -446,7 +452,9 @@ def change_rows(
     missing from ``after`` are gone. Written and gone records of one key pair up in order as
     updates; a written one left over is an insert, a gone one a delete. The images are the
     records' columns of ``image_type`` (the table's data columns). The reader's CDC query and
-    the writer's CDC log blocks both take their rows from here."""
+    the writer's CDC log blocks both take their rows from here. ``refilled`` (partial-update
+    tables): a record that keeps its sequence number but whose values the commit changed (a
+    lower-ordered version filled its nulls) is an update too."""
     written: pa.Table | None = None
     if after is not None and after.num_rows:
         written = after.filter(pc.equal(after[COMMIT_TIME], instant))
@@ -455,6 +463,16 @@ def change_rows(
         gone = before
         if after is not None and after.num_rows:
             gone = before.filter(pc.invert(pc.is_in(_row_ids(before), value_set=_row_ids(after))))
+    if refilled and before is not None and after is not None and before.num_rows:
+        kept = after.filter(pc.not_equal(after[COMMIT_TIME], instant))
+        was = pc.index_in(_row_ids(kept), value_set=_row_ids(before))
+        kept, was = kept.filter(pc.is_valid(was)), was.drop_null()
+        old = before.take(was)
+        changed = values_differ(kept, old, [f.name for f in image_type])
+        if changed.any():
+            mask = pa.array(changed)
+            written = pa.concat_tables([t for t in (written, kept.filter(mask)) if t is not None])
+            gone = pa.concat_tables([t for t in (gone, old.filter(mask)) if t is not None])
     w_keys = _keys(written)
     g_keys = _keys(gone)
     pairs = pa.table(
@@ -481,6 +499,22 @@ def change_rows(
             "record_key": _flat(pairs["k"]),
         }
     )
+
+
+def values_differ(a: pa.Table, b: pa.Table, names: Iterable[str]) -> np.ndarray:
+    """Row by row: does any of the columns ``names`` differ between ``a`` and ``b`` (two
+    nulls are equal)?"""
+    out = np.zeros(a.num_rows, dtype=bool)
+    for name in names:
+        x, y = _flat(a[name]), _flat(b[name])
+        try:
+            same = pc.or_(
+                pc.fill_null(pc.equal(x, y), False), pc.and_(pc.is_null(x), pc.is_null(y))
+            )
+            out |= ~np.asarray(same.to_numpy(zero_copy_only=False), dtype=bool)
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid):  # nested: compared as values
+            out |= np.array([p != q for p, q in zip(x.to_pylist(), y.to_pylist(), strict=True)])
+    return out
 
 
 def _keys(rows: pa.Table | None) -> pa.Array:

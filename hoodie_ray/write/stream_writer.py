@@ -45,6 +45,7 @@ from hoodie_ray.meta import (
     RECORD_KEY,
 )
 from hoodie_ray.metadata.layout import RECORD_INDEX, completed_partitions
+from hoodie_ray.reader.cdc import values_differ
 from hoodie_ray.reader.schema import reconcile
 from hoodie_ray.storage import join
 from hoodie_ray.timeline.metadata import HoodieWriteStat
@@ -626,9 +627,10 @@ class StreamWriteFunction:
     ) -> pa.Table:
         """A partial-update table's merge handle: each stored record an incoming version
         names meets it (:func:`hoodie_ray.merge.partial_merge`, stored as the base). A record
-        the instant wrote takes its commit time and sequence number even where the stored
-        values won (Java 0.x's ``PartialUpdateAvroPayload``: meta columns from the incoming
-        record), so incremental and CDC reads see every record the merge changed."""
+        whose values the instant changed takes its commit time and sequence number even where
+        the stored version won on ordering and only had nulls filled (Java 0.x's
+        ``PartialUpdateAvroPayload`` takes the incoming record's meta columns), so incremental
+        and CDC reads see it; an unchanged one keeps its own."""
         named = pc.is_in(base.column(RECORD_KEY), value_set=upd.column(RECORD_KEY).combine_chunks())
         hit = base.filter(named)
         versions = pa.concat_tables([hit, upd])
@@ -640,9 +642,18 @@ class StreamWriteFunction:
         )
         merged = merged.filter(pa.array(~gone))
         at = pa.array(key_positions(merged.column(RECORD_KEY), upd.column(RECORD_KEY)))
+        stored = key_positions(merged.column(RECORD_KEY), hit.column(RECORD_KEY))
+        data = self.ctx.data_schema.names
+        changed = stored < 0
+        if (stored >= 0).any():
+            old = hit.take(pa.array(np.maximum(stored, 0)))
+            changed |= values_differ(merged, old, data)
         for meta in (COMMIT_TIME, COMMIT_SEQNO):
             i = merged.schema.get_field_index(meta)
-            merged = merged.set_column(i, meta, upd.column(meta).take(at))
+            mine = upd.column(meta).take(at)
+            merged = merged.set_column(
+                i, meta, pc.if_else(pa.array(changed), mine, merged.column(i))
+            )
         out = pa.concat_tables([base.filter(pc.invert(named)), merged])
         return out.set_column(
             META_FIELDS.index(FILE_NAME), FILE_NAME, constant_strings(name, out.num_rows)
