@@ -272,7 +272,13 @@ def test_a_group_whose_first_writes_were_archived_and_cleaned_is_refused(tmp_pat
 
 
 @pytest.mark.parametrize(
-    ("version", "table_type"), [("8", "MERGE_ON_READ"), ("6", "COPY_ON_WRITE")]
+    ("version", "table_type"),
+    [
+        ("8", "MERGE_ON_READ"),
+        ("6", "COPY_ON_WRITE"),
+        ("6", "MERGE_ON_READ"),
+        ("8", "COPY_ON_WRITE"),
+    ],
 )
 def test_cdc_of_partial_updates_equals_the_model(
     tmp_path: Path, version: str, table_type: str

@@ -205,6 +205,9 @@ def test_changelog_on_ray_stream_writer(tmp_path: Path, ray_session: Any) -> Non
     assert _snapshot(hudi_rs_read(path)) == {"b": (1, "2"), "c": (6, "7")}
     ds = hr.read_ray(path, query_type="incremental", incremental_format="changelog")
     assert ds.count() == 7
+    batches = list(hr.read_stream(path, start="earliest", incremental_format="changelog"))
+    assert [b.table.num_rows for b in batches] == [4, 3]
+    assert batches[1].table.column("_hoodie_operation").to_pylist().count("D") == 1
 
 
 def test_changelog_refusals(tmp_path: Path) -> None:
