@@ -52,6 +52,8 @@ The copy-on-write merge compares a delete's int 0 like any other value (Java's m
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -308,6 +310,7 @@ def partial_merge(
     is_base: np.ndarray,
     ordering_field: str | None,
     default_delete: np.ndarray | None = None,
+    present: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[pa.Table, np.ndarray]:
     """Partial updates: the versions of each key folded into one row where a null field
     takes the value of the next version down; ``(rows, deleted)``, one row per key (a
@@ -323,6 +326,9 @@ def partial_merge(
     starts afresh: nothing before the delete fills it); a delete with the default ordering
     value (``default_delete``: no ordering value) always wins. Without an ordering field the
     newer version is always the higher one. Meta columns come whole from the winning version.
+    ``present`` (partial log blocks, header ``IS_PARTIAL``): per column, the rows that carry it
+    (a null among them is a value); where given it replaces "not null" as what a version has
+    (Spark's ``mergePartialRecords``: a field the newer record's schema has comes from it).
     Column-wise: no per-record Python.
     """
     n = versions.num_rows
@@ -402,7 +408,10 @@ def partial_merge(
         if name in whole:
             cols.append(column.take(pa.array(order[top[keys]])))
             continue
-        valid = _np_bool(pc.is_valid(column))[order]
+        has = present.get(name) if present is not None else None
+        valid = (np.asarray(has, dtype=bool) if has is not None else _np_bool(pc.is_valid(column)))[
+            order
+        ]
         # in the log's fold a value is set by the first record that has one, and replaced
         # only by a later winner that has one
         va = counts & valid[a]

@@ -242,16 +242,18 @@ class _SliceReader:
         ctx = self.ctx
         buffer: LogRecordBuffer | CompiledLogRecordBuffer | None = None
         use_logs = bool(self.slc.log_files) and not ctx.read_optimized
-        if use_logs and ctx.partial_update and ctx.populate_meta_fields:
-            yield from self._partial()
-            return
         if use_logs:
             if not ctx.populate_meta_fields:
                 raise HoodieUnsupportedError(
                     f"file group {self.slc.file_id}: the table does not populate meta fields "
                     "(hoodie.populate.meta.fields=false), so its log files cannot be merged"
                 )
-            buffer = self._scan_logs()
+            blocks = self._admitted_blocks()
+            by_presence = any(b.partial for b in blocks if b.kind == DATA)
+            if ctx.partial_update or by_presence:
+                yield from self._partial(blocks, by_presence)
+                return
+            buffer = self._scan_logs(blocks)
         if self.slc.base_file:
             # Value filters may skip row groups only when no log record can lose to a base
             # record there (nothing to mark consumed): no logs, or commit-time ordering.
@@ -309,21 +311,25 @@ class _SliceReader:
             if out.num_rows:
                 yield out
 
-    def _partial(self) -> Iterator[pa.Table]:
-        """A partial-update table's slice: the log's versions of each key folded, then met
-        with its base record (:func:`hoodie_ray.merge.partial_merge`); base records no log
-        version names go out as they are, batch by batch."""
+    def _partial(self, blocks: list[ScannedBlock], by_presence: bool) -> Iterator[pa.Table]:
+        """A partial-update table's slice, or one with partial log blocks (``by_presence``:
+        Spark's MERGE INTO; a field a block's schema lacks keeps its older value, a null it
+        carries is a value): the log's versions of each key folded, then met with its base
+        record (:func:`hoodie_ray.merge.partial_merge`); base records no log version names go
+        out as they are, batch by batch."""
         ctx = self.ctx
         of = ctx.ordering_field if ctx.merge_mode is MergeMode.EVENT_TIME_ORDERING else None
         parts: list[pa.Table] = []
         deleted: list[np.ndarray] = []
         default: list[np.ndarray] = []
-        for blk in self._admitted_blocks():
+        carried: list[set[str] | None] = []  # the columns each part's block has (None: all)
+        for blk in blocks:
             if blk.kind == DATA:
                 raw = blk.data(self._block_columns)
                 parts.append(reconcile(raw, self.schema))
                 deleted.append(ctx.delete_marker.mask(raw))
                 default.append(np.zeros(raw.num_rows, dtype=bool))
+                carried.append(set(raw.column_names) if blk.partial else None)
             elif blk.kind == DELETE:
                 recs = blk.deletes()
                 rows = self._delete_rows(blk.instant or "", recs)
@@ -338,6 +344,7 @@ class _SliceReader:
                 parts.append(rows)
                 deleted.append(np.ones(rows.num_rows, dtype=bool))
                 default.append(fixed)
+                carried.append(None)
         log = pa.concat_tables(parts) if parts else self.schema.empty_table()
         in_log = log.column(RECORD_KEY).combine_chunks()
         held: list[pa.Table] = []
@@ -355,12 +362,27 @@ class _SliceReader:
         base = pa.concat_tables(held) if held else self.schema.empty_table()
         versions = pa.concat_tables([base, log])
         nb = base.num_rows
+        present = None
+        if by_presence:
+            present = {
+                name: np.concatenate(
+                    [
+                        np.ones(nb, dtype=bool),
+                        *(
+                            np.full(p.num_rows, cols is None or name in cols, dtype=bool)
+                            for p, cols in zip(parts, carried, strict=True)
+                        ),
+                    ]
+                )
+                for name in self.schema.names
+            }
         merged, gone = partial_merge(
             versions,
             is_delete=np.concatenate([np.zeros(nb, dtype=bool), *deleted]),
             is_base=np.arange(versions.num_rows) < nb,
             ordering_field=of,
             default_delete=np.concatenate([np.zeros(nb, dtype=bool), *default]),
+            present=present,
         )
         out = self._finish(merged.filter(pa.array(~gone)))
         if out.num_rows:
@@ -413,9 +435,8 @@ class _SliceReader:
             instant_range=ctx.instant_range,
         )
 
-    def _scan_logs(self) -> LogRecordBuffer | CompiledLogRecordBuffer:
+    def _scan_logs(self, admitted: list[ScannedBlock]) -> LogRecordBuffer | CompiledLogRecordBuffer:
         ctx = self.ctx
-        admitted = self._admitted_blocks()
         buffer = new_log_record_buffer(
             self.schema,
             ctx.ordering_field,

@@ -64,6 +64,9 @@ class ScannedBlock:
     command_type: str | None = None
     size: int = 0
     columnar: bool = False
+    #: a partial block (header ``IS_PARTIAL``, Spark's MERGE INTO partial updates): its records
+    #: carry only the columns of its schema, and the others keep their older values
+    partial: bool = False
     _load: Callable[..., Any] | None = field(default=None, repr=False)
 
     @property
@@ -206,6 +209,7 @@ def scan_log_file(storage: Storage, rel_path: str) -> Iterator[ScannedBlock]:
         CorruptBlock,
         DataBlock,
         DeleteBlock,
+        HeaderMetadataType,
         HFileDataBlock,
         LogReader,
         ParquetDataBlock,
@@ -232,6 +236,7 @@ def scan_log_file(storage: Storage, rel_path: str) -> Iterator[ScannedBlock]:
                 instant=blk.instant_time,
                 size=blk.size or 0,
                 columnar=isinstance(blk, ParquetDataBlock),
+                partial=(blk.header.get(HeaderMetadataType.IS_PARTIAL) or "").lower() == "true",
                 _load=_data_loader(blk),
             )
         else:
