@@ -312,7 +312,8 @@ def test_args() -> None:
 
 
 @pytest.mark.ray
-@pytest.mark.parametrize("table_version", [pytest.param(6, marks=pytest.mark.slow), 8])
+@pytest.mark.slow  # suite time: the scaling, history and micro smokes run the same writers
+@pytest.mark.parametrize("table_version", [6, 8])
 def test_end_to_end_tiny_hoodie_ray_ingest_passes_the_gate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], ray_session, table_version: int
 ) -> None:

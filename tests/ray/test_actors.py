@@ -10,6 +10,7 @@ from tests.write.model import OPTIONS, SMALL_FILES, TableModel, Workload, to_arr
 pytestmark = pytest.mark.ray
 
 
+@pytest.mark.slow  # suite time: the CI suite keeps a lighter test of the same path
 def test_chained_tasks_send_other_tasks_rows_to_their_peers(ray_session, tmp_path):
     """A table one task wrote, upserted by three chained tasks: most found keys sit in file
     groups whose home writer is another task's, so those rows go to a peer by remote call

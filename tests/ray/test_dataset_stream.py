@@ -117,6 +117,7 @@ def test_actor_killed_mid_dataset_write_loses_nothing(ray_session, tmp_path):
             model.assert_hudi_rs_reads(path, i)
 
 
+@pytest.mark.slow  # suite time: the CI suite keeps a lighter test of the same path
 def test_bad_dataset_rows_fail_as_themselves(ray_session, tmp_path):
     ray = ray_session
     path = str(tmp_path / "t")

@@ -197,6 +197,7 @@ def gauge(samples: list[tuple[str, dict[str, str], float]], name: str, **tags: s
     return values[0] if values else None
 
 
+@pytest.mark.slow  # suite time: the CI suite keeps a lighter test of the same path
 def test_gauges_report_live_values_and_every_series_names_its_actor(
     ray_session: Any, tmp_path: Any
 ) -> None:

@@ -62,6 +62,7 @@ def test_eight_assigners_take_a_round_of_five_blocks(ray_session, tmp_path):
     model.assert_hudi_rs_reads(path, "8 assigners")
 
 
+@pytest.mark.slow  # suite time: the CI suite keeps a lighter test of the same path
 def test_stream_writer_model_many_checkpoints(ray_session, tmp_path):
     path = tmp_path / "t"
     model = TableModel()

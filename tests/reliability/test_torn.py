@@ -123,10 +123,8 @@ ARCHIVAL_OPTIONS = {
 }
 CI_SCENARIOS = (
     "log block half-appended",
-    "compaction carry-over half-copied",
     "rollback command block half-appended",
-    "archival v8: layer merge half-written",
-)  # (suite time: "archival: instant files half deleted" runs with the slow ones)
+)  # (suite time: the compaction and archival scenarios run with the slow ones)
 
 
 def _options(name: str) -> dict[str, str]:
