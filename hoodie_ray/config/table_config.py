@@ -48,6 +48,16 @@ PAYLOAD_KEY = "hoodie.compaction.payload.class"
 #: Partial updates: 0.x's payload class, and Hudi 1.1's table property (docs/CDC.md).
 PARTIAL_UPDATE_PAYLOAD = "org.apache.hudi.common.model.PartialUpdateAvroPayload"
 PARTIAL_UPDATE_MODE_KEY = "hoodie.table.partial.update.mode"
+#: ``FILL_UNAVAILABLE``'s marker value, stored with the merge property prefix. hudi-rs 0.5 reads
+#: ``<prefix>partial.update.unavailable.value`` (said to mirror Java's
+#: ``RECORD_MERGE_PROPERTY_PREFIX + PARTIAL_UPDATE_UNAVAILABLE_VALUE``); Java's enum doc names
+#: ``hoodie.write.partial.update.unavailable.value``. UNCONFIRMED which a Java writer stores:
+#: every spelling is accepted, hudi-rs's first.
+UNAVAILABLE_VALUE_KEYS = (
+    "hoodie.record.merge.property.partial.update.unavailable.value",
+    "hoodie.record.merge.property.hoodie.write.partial.update.unavailable.value",
+    "hoodie.write.partial.update.unavailable.value",
+)
 #: Change data capture (Java ``HoodieTableConfig.CDC_ENABLED`` / ``CDC_SUPPLEMENTAL_LOGGING_MODE``).
 CDC_ENABLED_KEY = "hoodie.table.cdc.enabled"
 CDC_MODE_KEY = "hoodie.table.cdc.supplemental.logging.mode"
@@ -325,6 +335,8 @@ class HoodieTableConfig:
             self.partial_update  # noqa: B018 (a partial update mode it does not apply raises)
         except HoodieUnsupportedError as e:
             return str(e)
+        if self.unavailable_value is not None:
+            return f"{PARTIAL_UPDATE_MODE_KEY}=FILL_UNAVAILABLE (read, not written)"
         merge_props = sorted(k for k in self.props if k.startswith(MERGE_PROPERTY_PREFIX))
         if merge_props:
             return f"merge properties {', '.join(merge_props)} (custom delete markers)"
@@ -380,19 +392,38 @@ class HoodieTableConfig:
     def partial_update(self) -> bool:
         """Partial updates: a null field of a newer record keeps the older record's value
         (``hoodie.table.partial.update.mode=IGNORE_DEFAULTS`` on version 9, the payload class
-        ``PartialUpdateAvroPayload`` before; :func:`hoodie_ray.merge.partial_merge`).
+        ``PartialUpdateAvroPayload`` before; :func:`hoodie_ray.merge.partial_merge`), or with
+        ``FILL_UNAVAILABLE`` a string field holding :attr:`unavailable_value` does.
 
         Raises:
-            HoodieUnsupportedError: another partial update mode (``FILL_UNAVAILABLE``).
+            HoodieUnsupportedError: another partial update mode, or ``FILL_UNAVAILABLE``
+                without its marker value.
         """
         mode = (self.props.get(PARTIAL_UPDATE_MODE_KEY) or "NONE").strip().upper()
         if mode == "IGNORE_DEFAULTS":
             return True
+        if mode == "FILL_UNAVAILABLE":
+            if self.unavailable_value is None:
+                raise HoodieUnsupportedError(
+                    f"{PARTIAL_UPDATE_MODE_KEY}=FILL_UNAVAILABLE without its marker value "
+                    f"({UNAVAILABLE_VALUE_KEYS[0]})"
+                )
+            return True
         if mode != "NONE":
             raise HoodieUnsupportedError(
-                f"{PARTIAL_UPDATE_MODE_KEY}={mode} is not supported (IGNORE_DEFAULTS is)"
+                f"{PARTIAL_UPDATE_MODE_KEY}={mode} is not supported "
+                "(IGNORE_DEFAULTS and FILL_UNAVAILABLE are)"
             )
         return self._payload_class == PARTIAL_UPDATE_PAYLOAD
+
+    @property
+    def unavailable_value(self) -> str | None:
+        """``FILL_UNAVAILABLE``'s marker (:data:`UNAVAILABLE_VALUE_KEYS`): a string field equal
+        to it keeps the older value; None in the other modes."""
+        mode = (self.props.get(PARTIAL_UPDATE_MODE_KEY) or "").strip().upper()
+        if mode != "FILL_UNAVAILABLE":
+            return None
+        return next((self.props[k] for k in UNAVAILABLE_VALUE_KEYS if self.props.get(k)), None)
 
     @property
     def _payload_class(self) -> str:

@@ -131,6 +131,7 @@ class ReadContext:
     storage_options: Mapping[str, Any] | None = field(default=None, repr=False)
     changelog: bool = False
     partial_update: bool = False
+    unavailable_value: str | None = None
 
     @classmethod
     def of_table(
@@ -156,6 +157,7 @@ class ReadContext:
             ordering_field=cfg.ordering_field,
             merge_mode=cfg.merge_mode,
             partial_update=cfg.partial_update,
+            unavailable_value=cfg.unavailable_value,
             delete_marker=DeleteMarker.from_props(dict(cfg.props)),
             commit_gate=CommitGate.of_table(table),
             base_uri=table.base_uri,
@@ -363,6 +365,8 @@ class _SliceReader:
         versions = pa.concat_tables([base, log])
         nb = base.num_rows
         present = None
+        if ctx.unavailable_value is not None and not by_presence:
+            present = _available(versions, ctx.unavailable_value)
         if by_presence:
             present = {
                 name: np.concatenate(
@@ -557,6 +561,19 @@ class _SliceReader:
             raise HoodieCorruptedDataError(
                 f"cannot read base file {self.storage.uri(rel)}: {type(e).__name__}: {e}"
             ) from e
+
+
+def _available(versions: pa.Table, marker: str) -> dict[str, np.ndarray]:
+    """``FILL_UNAVAILABLE``: per string column, the versions that hold a value (anything but
+    the marker: a null is a value); other columns always do."""
+    out = {}
+    for f in versions.schema:
+        if pa.types.is_string(f.type) or pa.types.is_large_string(f.type):
+            marked = pc.fill_null(pc.equal(versions.column(f.name), marker), False)
+            out[f.name] = ~_np_bool_array(marked)
+        else:
+            out[f.name] = np.ones(versions.num_rows, dtype=bool)
+    return out
 
 
 def _np_bool_array(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:

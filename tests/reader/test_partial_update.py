@@ -147,12 +147,40 @@ def test_partial_update_model(tmp_path: Path, version: str) -> None:
     assert {r["key"]: r["w"] for r in part} == {k: v[2] for k, v in want.items()}
 
 
-def test_fill_unavailable_is_refused_clearly(tmp_path: Path) -> None:
+MARKER = "__debezium_unavailable_value"
+
+
+def test_fill_unavailable_reads_as_hudi_rs(tmp_path: Path) -> None:
+    """``FILL_UNAVAILABLE`` (Debezium's Postgres payload on version 9): a string field equal to
+    the marker keeps the older value; a null is a value. The writer refuses the mode."""
+    path = str(tmp_path / "t")
+    commits = [
+        [("a", 1, 1, "a1", False), ("b", 1, 2, "b1", False), ("c", 5, 3, "c1", False)],
+        [("a", 2, None, MARKER, False), ("b", 2, 7, None, False), ("c", 3, 9, MARKER, False)],
+        [("c", 4, 8, "c4", False)],
+    ]
+    _write(path, "9", commits)  # (appends IGNORE_DEFAULTS: replaced below)
+    props = Path(path) / ".hoodie" / "hoodie.properties"
+    text = props.read_text().replace("IGNORE_DEFAULTS", "FILL_UNAVAILABLE")
+    props.write_text(
+        text + f"hoodie.record.merge.property.partial.update.unavailable.value={MARKER}\n"
+    )
+    want = {"a": (2, None, "a1"), "b": (2, 7, None), "c": (5, 3, "c1")}
+    got = {r["key"]: (r["ts"], r["u"], r["w"]) for r in hr.read(path).to_pylist()}
+    oracle = {r["key"]: (r["ts"], r["u"], r["w"]) for r in hudi_rs_read(path).to_pylist()}
+    assert got == oracle == want
+    with pytest.raises(HoodieUnsupportedError, match="FILL_UNAVAILABLE"):
+        HoodieWriteClient(path, {"hoodie.table.name": "partial"}).write(
+            pa.table({"key": ["a"], "p": ["x"], "ts": [9], "u": [1], "w": ["z"]})
+        )
+
+
+def test_an_unknown_partial_update_mode_is_refused_clearly(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     _write(path, "9", [[("a", 1, 1, "a1", False)]])
-    with open(Path(path) / ".hoodie" / "hoodie.properties", "a") as f:
-        f.write("hoodie.table.partial.update.mode=FILL_UNAVAILABLE\n")
-    with pytest.raises(HoodieUnsupportedError, match="FILL_UNAVAILABLE is not supported"):
+    props = Path(path) / ".hoodie" / "hoodie.properties"
+    props.write_text(props.read_text().replace("IGNORE_DEFAULTS", "KEEP_VALUES"))
+    with pytest.raises(HoodieUnsupportedError, match="KEEP_VALUES is not supported"):
         hr.read(path)
 
 
