@@ -220,11 +220,11 @@ def test_async_compaction_readers_always_see_the_model(ray_session, tmp_path, ve
 
     reader = None
     with hr.HoodieStreamWriter(str(path), opts) as w:
-        # 15 checkpoints, more while fewer than two compactions completed beside the stream
-        # (how many complete in 15 depends on the machine's load; 30 took ~35 s here, the
+        # 8 checkpoints, more while fewer than two compactions completed beside the stream
+        # (how many complete in 8 depends on the machine's load; 30 took ~35 s here, the
         # poller's hudi-rs reads sharing the 2 cores)
         for i in range(45):
-            if i >= 15 and len(_compactions(path)) >= 2:
+            if i >= 8 and len(_compactions(path)) >= 2:
                 break
             rows = wl.rows_for(wl.keys[:30]) if i == 0 else wl.upserts(10)
             w.write(to_arrow(rows, True))
