@@ -309,6 +309,7 @@ def partial_merge(
     is_delete: np.ndarray,
     is_base: np.ndarray,
     ordering_field: str | None,
+    mode: MergeMode,
     default_delete: np.ndarray | None = None,
     present: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[pa.Table, np.ndarray]:
@@ -324,8 +325,8 @@ def partial_merge(
     ordering value (ties: the newer), its nulls filled from the other; a delete against a
     record leaves the higher-ordered of the two unchanged (a record after a winning delete
     starts afresh: nothing before the delete fills it); a delete with the default ordering
-    value (``default_delete``: no ordering value) always wins. Without an ordering field the
-    newer version is always the higher one. Meta columns come whole from the winning version.
+    value (``default_delete``: no ordering value) always wins. Without an ordering field, or
+    in commit-time ``mode``, the newer version is always the higher one. Meta columns come whole from the winning version.
     ``present`` (partial log blocks, header ``IS_PARTIAL``): per column, the rows that carry it
     (a null among them is a value); where given it replaces "not null" as what a version has
     (Spark's ``mergePartialRecords``: a field the newer record's schema has comes from it).
@@ -343,7 +344,7 @@ def partial_merge(
         return versions, is_delete
     if default_delete is None:
         default_delete = np.zeros(n, dtype=bool)
-    if ordering_field is not None and ordering_field in versions.column_names:
+    if compares_ordering(mode, ordering_field) and ordering_field in versions.column_names:
         col = versions.column(ordering_field)
         rank = pc.rank(col, sort_keys="ascending", tiebreaker="dense")
         nulls = _np_bool(pc.is_null(col))  # lowest: 0, below every value's rank

@@ -45,6 +45,7 @@ from hoodie_ray.reader.merger import (
     RECORD_KEY,
     DeleteMarker,
     LogRecordBuffer,
+    _bool_np,
     ordering_class,
 )
 from hoodie_ray.reader.schema import reconcile
@@ -320,7 +321,7 @@ class _SliceReader:
         record (:func:`hoodie_ray.merge.partial_merge`); base records no log version names go
         out as they are, batch by batch."""
         ctx = self.ctx
-        of = ctx.ordering_field if ctx.merge_mode is MergeMode.EVENT_TIME_ORDERING else None
+        of = ctx.ordering_field
         parts: list[pa.Table] = []
         deleted: list[np.ndarray] = []
         default: list[np.ndarray] = []
@@ -354,7 +355,7 @@ class _SliceReader:
             for batch in self._base_batches((), ctx.batch_rows):
                 if ctx.instant_range is not None:
                     batch = _filter_commit_time(batch, ctx.instant_range)
-                named = _np_bool_array(pc.is_in(batch.column(RECORD_KEY), value_set=in_log))
+                named = _bool_np(pc.is_in(batch.column(RECORD_KEY), value_set=in_log))
                 if named.any():
                     held.append(batch.filter(pa.array(named)))
                     batch = batch.filter(pa.array(~named))
@@ -385,6 +386,7 @@ class _SliceReader:
             is_delete=np.concatenate([np.zeros(nb, dtype=bool), *deleted]),
             is_base=np.arange(versions.num_rows) < nb,
             ordering_field=of,
+            mode=ctx.merge_mode,
             default_delete=np.concatenate([np.zeros(nb, dtype=bool), *default]),
             present=present,
         )
@@ -570,16 +572,10 @@ def _available(versions: pa.Table, marker: str) -> dict[str, np.ndarray]:
     for f in versions.schema:
         if pa.types.is_string(f.type) or pa.types.is_large_string(f.type):
             marked = pc.fill_null(pc.equal(versions.column(f.name), marker), False)
-            out[f.name] = ~_np_bool_array(marked)
+            out[f.name] = ~_bool_np(marked)
         else:
             out[f.name] = np.ones(versions.num_rows, dtype=bool)
     return out
-
-
-def _np_bool_array(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _with_operations(table: pa.Table, deleted: np.ndarray | None) -> pa.Table:

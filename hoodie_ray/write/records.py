@@ -25,9 +25,8 @@ from hoodie_ray.write.schema_evolution import EvolutionPolicy, evolve_schema
 
 ROUTING_COLUMNS = (RECORD_KEY, PARTITION_PATH, IS_DELETED, OPERATION)
 
-#: ``_hoodie_operation`` values (Java ``HoodieOperation.getName``), and the spellings of
-#: Flink's row kinds accepted for them in an input column.
-OPERATION_NAMES = ("I", "-U", "U", "D")
+#: ``_hoodie_operation`` values (Java ``HoodieOperation.getName``: ``I``, ``-U``, ``U``, ``D``),
+#: and the spellings of Flink's row kinds accepted for them in an input column.
 _OPERATION_SPELLINGS = {"I": "I", "+I": "I", "-U": "-U", "U": "U", "+U": "U", "D": "D", "-D": "D"}
 
 
@@ -256,7 +255,7 @@ def prepare_batch(
     an ordering value is default-ordered (commit-time: it replaces every older version). A
     boolean ``_hoodie_is_deleted`` column marks deletes in upserts. With ``changelog`` (Flink's
     changelog mode) an input ``_hoodie_operation`` column gives each row's operation
-    (:data:`OPERATION_NAMES` or Flink's ``+I``, ``+U``, ``-D``; ``D`` rows are deletes), kept
+    (``I``, ``-U``, ``U``, ``D``, or Flink's ``+I``, ``+U``, ``-D``; ``D`` rows are deletes), kept
     as the ``_hoodie_operation`` routing column; without one the writer decides.
 
     Raises:

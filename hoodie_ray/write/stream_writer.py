@@ -22,7 +22,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodie_ray.config.table_config import MergeMode
 from hoodie_ray.exceptions import HoodieCommitConflictError, HoodieWriteError
 from hoodie_ray.file_group.naming import (
     LogFileName,
@@ -244,15 +243,10 @@ class StreamWriteFunction:
             rows,
             is_delete=rows.column(IS_DELETED).to_numpy(zero_copy_only=False),
             is_base=np.zeros(rows.num_rows, dtype=bool),
-            ordering_field=self._partial_ordering,
+            ordering_field=self.ctx.ordering_field,
+            mode=self.ctx.merge_mode,
         )
         return folded
-
-    @property
-    def _partial_ordering(self) -> str | None:
-        """The field a partial merge orders by (None: the newer version is the higher)."""
-        event_time = self.ctx.merge_mode is MergeMode.EVENT_TIME_ORDERING
-        return self.ctx.ordering_field if event_time else None
 
     @property
     def _logs_only(self) -> bool:
@@ -377,7 +371,8 @@ class StreamWriteFunction:
         is allowed. A delete without an ordering value goes into a delete block in its place
         instead (as a data row it would lose to every older version of its key)."""
         assert self.instant is not None
-        ops = _change_operations(rows)
+        gid, ngroups = group_keys(rows.column(RECORD_KEY))
+        ops = _change_operations(rows, gid)
         deleted = rows.column(IS_DELETED).to_numpy(zero_copy_only=False).astype(bool)
         of = self.ctx.ordering_field
         by_key = deleted.copy()
@@ -387,7 +382,7 @@ class StreamWriteFunction:
             # A new group starts with a base file holding each key's first change (an insert
             # or update: the log keeps the rest, in order): hudi-rs 0.5 lists no log-only
             # file group of version 8, and the readers fold the two as the log alone.
-            first = _first_changes(rows, ops, deleted | by_key)
+            first = _first_changes(gid, ngroups, ops, deleted | by_key)
             if first.any():
                 self._create(bid, g, rows.filter(pa.array(first)), ops.filter(pa.array(first)))
                 rest = pa.array(~first)
@@ -638,7 +633,8 @@ class StreamWriteFunction:
             versions,
             is_delete=np.concatenate([np.zeros(hit.num_rows, dtype=bool), deleted]),
             is_base=np.arange(versions.num_rows) < hit.num_rows,
-            ordering_field=self._partial_ordering,
+            ordering_field=self.ctx.ordering_field,
+            mode=self.ctx.merge_mode,
         )
         merged = merged.filter(pa.array(~gone))
         at = pa.array(key_positions(merged.column(RECORD_KEY), upd.column(RECORD_KEY)))
@@ -681,18 +677,17 @@ class StreamWriteFunction:
         write_partition_metadata(self.ctx.storage, part, self.instant)
 
 
-def _change_operations(rows: pa.Table) -> pa.Array:
+def _change_operations(rows: pa.Table, gid: np.ndarray) -> pa.Array:
     """The ``_hoodie_operation`` of each tagged row in changelog mode: the input's where it
     gave one, else ``D`` for a delete, ``I`` for the first row of a key the index did not
     hold (``_hoodie_is_new``) or of a key deleted just before in the batch, ``U`` otherwise.
-    A row marked deleted is always ``D``."""
+    A row marked deleted is always ``D``. ``gid``: each row's key group (``group_keys``)."""
     n = rows.num_rows
     deleted = rows.column(IS_DELETED).to_numpy(zero_copy_only=False).astype(bool)
     if IS_NEW in rows.column_names:
         is_new = rows.column(IS_NEW).to_numpy(zero_copy_only=False).astype(bool)
     else:
         is_new = np.zeros(n, dtype=bool)
-    gid, _ = group_keys(rows.column(RECORD_KEY))
     order = np.argsort(gid, kind="stable")
     same_key = np.zeros(n, dtype=bool)  # the row before it (in the key's order) has its key
     same_key[1:] = gid[order][1:] == gid[order][:-1]
@@ -708,11 +703,11 @@ def _change_operations(rows: pa.Table) -> pa.Array:
     return pc.if_else(pa.array(deleted), "D", pc.coalesce(given, derived))
 
 
-def _first_changes(rows: pa.Table, ops: pa.Array, deleted: np.ndarray) -> np.ndarray:
-    """The rows that are their key's first in ``rows`` and an insert or update (``I``,
-    ``U``): what a new file group's base file can hold (one row per key, no deletes)."""
-    n = rows.num_rows
-    gid, ngroups = group_keys(rows.column(RECORD_KEY))
+def _first_changes(gid: np.ndarray, ngroups: int, ops: pa.Array, deleted: np.ndarray) -> np.ndarray:
+    """The rows that are their key's first (``gid``: each row's key group) and an insert or
+    update (``I``, ``U``): what a new file group's base file can hold (one row per key, no
+    deletes)."""
+    n = len(gid)
     first_at = np.full(ngroups, n, dtype=np.int64)
     np.minimum.at(first_at, gid, np.arange(n))
     first = np.zeros(n, dtype=bool)
