@@ -446,7 +446,26 @@ def _spark_configs(configs: Mapping[str, str] | None) -> dict[str, str]:
         conf[key] = f"{have} {opts}".strip()
     if _SPARK_LOG4J_CONF not in conf and not os.environ.get(_SPARK_LOG4J_ENV):
         conf[_SPARK_LOG4J_CONF] = _log4j2_config_file()
+    logs = _ray_logs_dir()
+    driver = "spark.driver.extraJavaOptions"
+    if logs and "-Dray.logging.dir=" not in conf.get(driver, ""):
+        # RayDP's agent in the driver JVM logs under ray.logging.dir, by default
+        # /tmp/ray/session_latest/logs: a link a removed or other Ray session may have left
+        # dangling, and the JVM then dies at start ("Error create log dir"). RayDP sets it for
+        # its app master only; the driver gets this Ray session's logs folder too.
+        conf[driver] = f"{conf.get(driver, '')} -Dray.logging.dir={logs}".strip()
     return conf
+
+
+def _ray_logs_dir() -> str | None:
+    """The logs folder of the Ray session this process is connected to, if any."""
+    try:
+        import ray
+
+        node = ray._private.worker._global_node
+        return str(node.get_logs_dir_path()) if node is not None else None
+    except Exception:  # no Ray, or not this process's node
+        return None
 
 
 def _wait_for_executors(
