@@ -557,7 +557,8 @@ class Coordinator:
         """OCC: writes another writer completed since :meth:`mark_loaded` (compactions, cleans
         and rollbacks leave every key where it was and do not count; this job's own commits
         are added as they land). A key index loaded before them may miss keys they wrote: the
-        job reloads it. Empty without OCC, or before any :meth:`mark_loaded`."""
+        job reloads it. Empty without OCC, or before any :meth:`mark_loaded`; under NBCC only
+        replacecommits count."""
         if not self.wc.occ or self._loaded is None:
             return []
         assert self.table is not None
@@ -568,9 +569,14 @@ class Coordinator:
         for inst in completed:
             if inst.timestamp in self._loaded:
                 continue
-            if inst.action in (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT) and (
-                not is_compaction(inst, table.metadata(inst))
-            ):
+            # Under NBCC a key's bucket and its file group are fixed (the bucket index), so
+            # another writer's delta commits move no key: only a replacecommit counts.
+            writes = (
+                (Action.REPLACE_COMMIT,)
+                if self.wc.nbcc
+                else (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
+            )
+            if inst.action in writes and not is_compaction(inst, table.metadata(inst)):
                 out.append(inst.timestamp)
             else:
                 self._loaded.add(inst.timestamp)  # no write: checked once

@@ -18,8 +18,9 @@ from hoodie_ray.exceptions import HoodieWriteError
 from hoodie_ray.job.client import route_input
 from hoodie_ray.job.coordinator import CommitResult
 from hoodie_ray.ray.runtime import NAMESPACE, refuse_occ
-from hoodie_ray.ray.stream import HoodieStreamWriter, assigner_role
+from hoodie_ray.ray.stream import HoodieStreamWriter, actor_name, assigner_role
 from hoodie_ray.table import HoodieTable
+from hoodie_ray.write.lock import new_owner_id
 from hoodie_ray.write.records import to_arrow
 
 
@@ -47,6 +48,9 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
         self.storage_options = storage_options
         self.wc = resolve_options(self.options)
         refuse_occ(self.wc)
+        # this job's id, made here so that the write tasks (which get a copy of this object
+        # made before on_write_start may run) name the same actors the driver starts
+        self._owner = new_owner_id()
         self.table = ""
         self.result: CommitResult | None = None
         self._writer: Any = None  # driver only
@@ -62,6 +66,7 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
 
     def on_write_start(self, schema: Any = None) -> None:
         w = HoodieStreamWriter(self.path, self.options, storage_options=self.storage_options)
+        w.owner = self._owner
         schema = self._schema if self._schema is not None else schema
         w._start(schema)
         try:
@@ -75,13 +80,18 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
 
     def write(self, blocks: Any, ctx: Any) -> int:
         table = self.table or self._table_name()
-        coord = ray.get_actor(f"{table}/coordinator", namespace=NAMESPACE)
+        coord = ray.get_actor(
+            actor_name(self.wc, self._owner, table, "coordinator"), namespace=NAMESPACE
+        )
         setup = ray.get(coord.setup.remote())
         if setup is None:
             raise HoodieWriteError(f"the write topology of {self.path} is not open")
         na = self.wc.assign_tasks
         assigners = [
-            ray.get_actor(f"{table}/{assigner_role(self.wc, i)}", namespace=NAMESPACE)
+            ray.get_actor(
+                actor_name(self.wc, self._owner, table, assigner_role(self.wc, i)),
+                namespace=NAMESPACE,
+            )
             for i in range(na)
         ]
         rows, refs = 0, []  # type: tuple[int, list[Any]]

@@ -232,17 +232,18 @@ def _check_role(role: str) -> None:
 
 
 def refuse_occ(wc: WriteConfig) -> None:
-    """``HoodieDatasink`` writes as the table's single writer: its input comes from Ray Data's
-    write tasks, so a checkpoint that lost a conflict under optimistic concurrency control has
+    """``HoodieDatasink`` writes as the table's single writer or under non-blocking
+    concurrency control (where every writer commits): its input comes from Ray Data's write
+    tasks, so a checkpoint that lost a conflict under optimistic concurrency control has
     nothing to be replayed from. ``hr.write(ds, ...)`` (which keeps the dataset's blocks until
     the commit) and ``HoodieStreamWriter`` write under OCC."""
-    refuse_nbcc(wc)
     refuse_inline_clustering(wc)
-    if wc.occ:
+    if wc.occ and not wc.nbcc:
         raise HoodieOptionError(
             "option hoodie.write.concurrency.mode=optimistic_concurrency_control is not "
             "supported by HoodieDatasink (a conflicted commit could not be replayed): write "
-            "the dataset with hr.write(ds, path, options), or leave the option at single_writer"
+            "the dataset with hr.write(ds, path, options), or use single_writer or (MERGE_ON_READ "
+            "with the bucket index) non_blocking_concurrency_control"
         )
 
 
@@ -254,17 +255,6 @@ def refuse_inline_clustering(wc: WriteConfig) -> None:
             "option hoodie.clustering.inline=true is not supported on the Ray write path yet "
             "(the assigners' key indexes would point at the groups it replaces): run "
             "hr.cluster(path) between jobs, or write with engine='local'"
-        )
-
-
-def refuse_nbcc(wc: WriteConfig) -> None:
-    """Non-blocking concurrency control runs on the single-process path for now: the Ray
-    topology's fixed-bucket writes under it are not tested yet."""
-    if wc.nbcc:
-        raise HoodieOptionError(
-            "option hoodie.write.concurrency.mode=non_blocking_concurrency_control is "
-            "supported on the single-process path for now (hr.write(..., engine='local'), "
-            "HoodieWriteClient); on Ray use optimistic_concurrency_control or single_writer"
         )
 
 

@@ -81,7 +81,6 @@ from hoodie_ray.ray.runtime import (
     actor_resources,
     ensure_ray,
     refuse_inline_clustering,
-    refuse_nbcc,
 )
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.lock import ProcessId, new_owner_id
@@ -150,6 +149,15 @@ def assigner_role(wc: WriteConfig, task_id: int) -> str:
 CHECKPOINT_PHASES = ("begin", "input", "align", "flush", "commit")
 
 
+def actor_name(wc: WriteConfig, owner: str, table: str, role: str) -> str:
+    """A write job's actor: ``<table>/<role>``; with several writers (OCC, NBCC)
+    ``<table>/<job>/<role>``, so their topologies on one table sit side by side in one cluster,
+    each with its own names."""
+    if wc.occ:
+        return f"{table}/{owner.rsplit(':', 1)[-1]}/{role}"
+    return f"{table}/{role}"
+
+
 class HoodieStreamWriter:
     """Streaming writes: one delta commit per :meth:`checkpoint`, Flink's checkpoint model.
 
@@ -175,7 +183,6 @@ class HoodieStreamWriter:
         self.options = dict(options or {})
         self.wc = resolve_options(self.options)
         refuse_inline_clustering(self.wc)
-        refuse_nbcc(self.wc)
         self.storage_options = storage_options
         self.ray_address = ray_address
         self.num_writers = self.wc.write_tasks
@@ -641,11 +648,7 @@ class HoodieStreamWriter:
         return self._prefixed(self._setup.table_config.name, role)
 
     def _prefixed(self, table: str, role: str) -> str:
-        """``<table>/<role>``; under OCC ``<table>/<job>/<role>`` (several writers' topologies
-        on one table side by side in one cluster, each its own names)."""
-        if self.wc.occ:
-            return f"{table}/{self.owner.rsplit(':', 1)[-1]}/{role}"
-        return f"{table}/{role}"
+        return actor_name(self.wc, self.owner, table, role)
 
     def _table_name(self) -> str:
         try:

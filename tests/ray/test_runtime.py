@@ -269,21 +269,3 @@ def test_occ_is_refused_by_the_datasink_naming_the_option(tmp_path):
     with pytest.raises(HoodieOptionError, match="hoodie.write.concurrency.mode"):
         HoodieDatasink(str(tmp_path / "t"), opts)
     assert not (tmp_path / "t").exists()
-
-
-def test_nbcc_is_refused_on_the_ray_path_naming_the_option(tmp_path):
-    """Non-blocking concurrency control runs on the single-process path: HoodieStreamWriter
-    (hr.write on Ray too) and HoodieDatasink refuse it before Ray or the table is touched."""
-    from hoodie_ray.exceptions import HoodieOptionError
-    from hoodie_ray.ray.datasink import HoodieDatasink
-    from hoodie_ray.ray.stream import HoodieStreamWriter
-
-    opts = {
-        "hoodie.table.name": "t",
-        "hoodie.datasource.write.recordkey.field": "k",
-        "hoodie.write.concurrency.mode": "non_blocking_concurrency_control",
-    }
-    for make in (HoodieStreamWriter, HoodieDatasink):
-        with pytest.raises(HoodieOptionError, match="non_blocking_concurrency_control"):
-            make(str(tmp_path / "t"), opts)
-    assert not (tmp_path / "t").exists()
