@@ -12,8 +12,9 @@ larger base files, optionally sorted, committed as a ``replacecommit`` that repl
   ``T.replacecommit.requested`` (6) holding ``HoodieRequestedReplaceMetadata`` (operation
   ``CLUSTER``, the plan); an empty inflight file when it runs.
 * Executed per group (a task: :func:`execute_group`, picklable, so Ray can run it): the
-  group's slices merged (:mod:`~hoodie_ray.reader.file_slice_reader`), sorted by
-  ``hoodie.clustering.plan.strategy.sort.columns`` when given, cut into the new files; the
+  group's slices merged (:mod:`~hoodie_ray.reader.file_slice_reader`), ordered by
+  ``hoodie.clustering.plan.strategy.sort.columns`` when given (linear, z-order or hilbert:
+  :mod:`~hoodie_ray.compaction.layout`), cut into the new files; the
   rows keep their meta columns (``preserveHoodieMetadata``), the file name excepted.
 * Committed as a ``replacecommit`` (operation ``CLUSTER``) whose ``partitionToReplaceFileIds``
   are the input groups; the metadata table follows as for any replace (the record index
@@ -29,7 +30,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from hoodie_ray.compaction.execute import (
     _as_written,
@@ -37,6 +37,7 @@ from hoodie_ray.compaction.execute import (
     _write_parquet_stream,
     compaction_context,
 )
+from hoodie_ray.compaction.layout import layout_order
 from hoodie_ray.compaction.plan import read_plan
 from hoodie_ray.config.options import WriteConfig
 from hoodie_ray.exceptions import HoodieTimelineError, HoodieUnsupportedError
@@ -114,14 +115,8 @@ def _busy_groups(table: HoodieTable) -> set[tuple[str, str]]:
 
 
 def sort_columns(wc: WriteConfig) -> tuple[str, ...]:
-    """The configured sort columns; z-order and hilbert layouts are refused (not built)."""
-    cols = tuple(c.strip() for c in (wc.clustering_sort_columns or "").split(",") if c.strip())
-    if cols and wc.layout_optimize_strategy != "linear":
-        raise HoodieUnsupportedError(
-            f"hoodie.layout.optimize.strategy={wc.layout_optimize_strategy}: hoodie_ray "
-            "clusters in linear order only; set it to linear"
-        )
-    return cols
+    """The configured sort columns (``hoodie.clustering.plan.strategy.sort.columns``)."""
+    return tuple(c.strip() for c in (wc.clustering_sort_columns or "").split(",") if c.strip())
 
 
 def plan_clustering(table: HoodieTable, wc: WriteConfig) -> HoodieClusteringPlan | None:
@@ -163,7 +158,7 @@ def plan_clustering(table: HoodieTable, wc: WriteConfig) -> HoodieClusteringPlan
     groups = groups[: wc.clustering_max_num_groups]
     if not groups:
         return None
-    return HoodieClusteringPlan(groups, sort)
+    return HoodieClusteringPlan(groups, sort, layout=wc.layout_optimize_strategy if sort else None)
 
 
 def _group(
@@ -208,6 +203,7 @@ class ClusteringTask:
     sort_columns: tuple[str, ...] = ()
     codec: str = "snappy"
     bloom: BloomFilterSpec | None = None
+    layout: str = "linear"  # the row order over the sort columns (compaction.layout)
 
 
 def clustering_tasks(
@@ -244,6 +240,7 @@ def clustering_tasks(
             plan.sort_columns,
             wc.parquet_codec,
             BloomFilterSpec.of(wc),
+            plan.layout or wc.layout_optimize_strategy,
         )
         for i, g in enumerate(plan.groups)
     ]
@@ -260,7 +257,7 @@ def execute_group(task: ClusteringTask) -> list[HoodieWriteStat]:
         return []
     rows = pa.concat_tables(tables, promote_options="permissive")
     if task.sort_columns:
-        rows = rows.take(pc.sort_indices(rows, [(c, "ascending") for c in task.sort_columns]))
+        rows = rows.take(layout_order(rows, task.sort_columns, task.layout))
     part = task.slices[0].partition_path
     n = rows.num_rows
     outputs = max(1, min(task.group.num_output_groups, n))

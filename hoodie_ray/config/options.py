@@ -635,7 +635,8 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "layout_optimize_strategy",
         "linear",
         _choice("linear", "z-order", "hilbert", upper=False),
-        "How a clustering orders rows by the sort columns (linear only, so far).",
+        "How a clustering orders rows by the sort columns: linear (sorted by them in turn), "
+        "z-order or hilbert (a space-filling curve over them, as Spark's clustering builds it).",
     ),
     ConfigOption(
         "compaction.tasks",

@@ -1304,6 +1304,9 @@ SORT_AND_SIZE_STRATEGY = (
     "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
 )
 SORT_COLUMNS_PARAM = "hoodie.clustering.plan.strategy.sort.columns"
+#: The row order over the sort columns (hoodie_ray records it in the plan's strategy params;
+#: Java's executors read it from their own config, and ignore it here).
+LAYOUT_PARAM = "hoodie.layout.optimize.strategy"
 
 
 @dataclass(frozen=True)
@@ -1335,6 +1338,7 @@ class HoodieClusteringPlan:
     sort_columns: tuple[str, ...] = ()
     strategy_class: str = SORT_AND_SIZE_STRATEGY
     preserve_metadata: bool = True
+    layout: str | None = None  # None: the executing writer's hoodie.layout.optimize.strategy
 
     def file_groups(self) -> set[tuple[str, str]]:
         """``(partition, file id)`` of every input slice."""
@@ -1349,6 +1353,8 @@ class HoodieClusteringPlan:
             return f"{base_uri.rstrip('/')}/{rel}" if base_uri else rel
 
         params = {SORT_COLUMNS_PARAM: ",".join(self.sort_columns)} if self.sort_columns else {}
+        if self.sort_columns and self.layout:
+            params[LAYOUT_PARAM] = self.layout
         plan = {
             "inputGroups": [
                 {
@@ -1425,6 +1431,7 @@ class HoodieClusteringPlan:
         strategy = plan.get("strategy") or {}
         params = (strategy.get("strategyParams") or {}) if isinstance(strategy, dict) else {}
         sort = params.get(SORT_COLUMNS_PARAM) if isinstance(params, dict) else None
+        layout = params.get(LAYOUT_PARAM) if isinstance(params, dict) else None
         return cls(
             groups,
             tuple(p.strip() for p in str(sort or "").split(",") if p.strip()),
@@ -1432,4 +1439,5 @@ class HoodieClusteringPlan:
             if isinstance(strategy, dict)
             else SORT_AND_SIZE_STRATEGY,
             bool(plan.get("preserveHoodieMetadata", True) is not False),
+            str(layout).strip().lower() if layout else None,
         )

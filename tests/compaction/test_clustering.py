@@ -10,6 +10,7 @@ import pytest
 
 import hoodie_ray as hr
 from hoodie_ray.compaction import clustering as clustering_mod
+from hoodie_ray.compaction.layout import layout_order
 from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.job.maintenance import validate_metadata
 from hoodie_ray.table import HoodieTable
@@ -89,8 +90,31 @@ def test_clustering_sorts_by_the_sort_columns(tmp_path):
         order = pc.sort_indices(t, [("s", "ascending"), ("ts", "ascending")])
         assert order.to_pylist() == list(range(t.num_rows)), rel
     assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
-    with pytest.raises(hr.HoodieUnsupportedError, match="linear"):
-        hr.cluster(str(path), {**opts, **sort, "hoodie.layout.optimize.strategy": "z-order"})
+
+
+@pytest.mark.parametrize("layout", ["z-order", "hilbert"])
+def test_clustering_orders_rows_along_a_space_filling_curve(tmp_path, layout):
+    """``hoodie.layout.optimize.strategy``: each new base file holds its rows in the curve's
+    order over the sort columns; the plan records the layout; hudi-rs reads the same rows."""
+    path = tmp_path / "t"
+    opts = model_options(V8_MDT, MANY_FILES, table_type="MERGE_ON_READ", version="8")
+    model, wl = _small_table(path, opts, seed=67)
+    given = {
+        "hoodie.clustering.plan.strategy.sort.columns": "ts,v",
+        "hoodie.layout.optimize.strategy": layout,
+    }
+    res = hr.cluster(str(path), {**opts, **given})
+    table = HoodieTable.load(str(path))
+    done = next(i for i in table.active_timeline.instants if i.timestamp == res.instant)
+    plan = clustering_mod.read_clustering_plan(table, done)
+    assert plan.sort_columns == ("ts", "v") and plan.layout == layout
+    for rel in res.files_written:
+        t = pq.read_table(path / rel)
+        assert layout_order(t, ["ts", "v"], layout).tolist() == list(range(t.num_rows)), rel
+    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+    assert validate_metadata(str(path)) == []
+    model.write(path, opts, *wl.next_commit())  # writes after it land in the new groups
+    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
 
 
 def test_inline_clustering_in_the_write_client(tmp_path):
