@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hoodie_ray.compaction.clean import clean_table
+from hoodie_ray.compaction.clustering import clustering_file_groups
 from hoodie_ray.compaction.execute import CompactionTask, compaction_context, execute_operation
 from hoodie_ray.compaction.plan import (
     build_plan,
@@ -106,7 +107,9 @@ class CompactionService:
                 )
                 for s in slices
             ]
-        plan = build_plan(self.storage, slices, pending_file_groups(self.timeline))
+        # groups a pending clustering rewrites are left out, as Java's planner leaves them
+        busy = pending_file_groups(self.timeline) | set(clustering_file_groups(self.table))
+        plan = build_plan(self.storage, slices, busy)
         return plan if plan.operations else None
 
     def schedule(self, force: bool = False, beside_writes: bool = False) -> str | None:

@@ -40,6 +40,7 @@ from hoodie_ray.compaction.execute import (
 from hoodie_ray.compaction.layout import layout_order
 from hoodie_ray.compaction.plan import read_plan
 from hoodie_ray.config.options import WriteConfig
+from hoodie_ray.config.table_config import BUCKET_NUM_PROPERTY
 from hoodie_ray.exceptions import HoodieTimelineError, HoodieUnsupportedError
 from hoodie_ray.file_group.naming import base_file_name
 from hoodie_ray.file_group.view import FileSlice
@@ -120,7 +121,17 @@ def sort_columns(wc: WriteConfig) -> tuple[str, ...]:
 
 
 def plan_clustering(table: HoodieTable, wc: WriteConfig) -> HoodieClusteringPlan | None:
-    """The clustering plan of the table as it is (see the module's description), or None."""
+    """The clustering plan of the table as it is (see the module's description), or None.
+
+    Raises:
+        HoodieUnsupportedError: a table of the simple bucket index, whose file groups are
+            fixed per bucket (Hudi refuses to cluster it too).
+    """
+    if wc.index_type == "BUCKET" or BUCKET_NUM_PROPERTY in table.table_config.props:
+        raise HoodieUnsupportedError(
+            f"{table.base_uri}: clustering is not supported with the bucket index (a key's "
+            "file group is fixed by its bucket), as Hudi refuses it for the simple bucket index"
+        )
     sort = sort_columns(wc)
     storage = table.storage
     busy = _busy_groups(table)
@@ -331,29 +342,17 @@ def cluster_table(
     if not dry_run:
         for inst in pending_clusterings(table):
             protocol.rollback(inst.timestamp)
-    plan = plan_clustering(table.refresh(), wc)
-    if plan is None or dry_run:
-        return None, plan, []
-    instant = protocol.start(clustering_action(table), plan.to_bytes(table.base_uri))
+    if dry_run:
+        return None, plan_clustering(table.refresh(), wc), []
+    started = start_clustering(table, wc)
+    if started is None:
+        return None, None, []
+    instant, plan = started
     try:
         tasks = clustering_tasks(table, instant, plan, wc)
         run = executor or local_clustering_executor
         stats = [st for group in run(execute_group, tasks) for st in group]
-        replaced: dict[str, list[str]] = {}
-        for g in plan.groups:
-            for sl in g.slices:
-                replaced.setdefault(sl.partition_path, []).append(sl.file_id)
-        schema = table.latest_commit_schema_json()
-        if schema is None:
-            raise HoodieUnsupportedError(f"{table.base_uri}: no schema in any commit to cluster")
-        protocol.commit(
-            instant,
-            stats,
-            schema_json=schema,
-            operation_type="CLUSTER",
-            action=Action.REPLACE_COMMIT,
-            replaced={p: sorted(ids) for p, ids in replaced.items()},
-        )
+        commit_clustering(table, instant, plan, stats)
     except BaseException:
         try:
             protocol.rollback(instant)
@@ -363,16 +362,54 @@ def cluster_table(
     return instant, plan, stats
 
 
-def clustering_due(table: HoodieTable, wc: WriteConfig) -> bool:
-    """Inline clustering's trigger: ``hoodie.clustering.inline.max.commits`` commits
-    completed since the last replacecommit (or since the start)."""
+def start_clustering(
+    table: HoodieTable, wc: WriteConfig
+) -> tuple[str, HoodieClusteringPlan] | None:
+    """Plan a clustering of the table as it is and schedule it (requested, then inflight):
+    ``(instant, plan)``, or None when nothing is worth clustering."""
+    from hoodie_ray.write.commit import CommitProtocol
+
+    plan = plan_clustering(table.refresh(), wc)
+    if plan is None:
+        return None
+    instant = CommitProtocol(table).start(clustering_action(table), plan.to_bytes(table.base_uri))
+    return instant, plan
+
+
+def commit_clustering(
+    table: HoodieTable, instant: str, plan: HoodieClusteringPlan, stats: list[HoodieWriteStat]
+) -> None:
+    """Commit the executed clustering ``instant``: a replacecommit (operation ``CLUSTER``)
+    replacing the plan's input file groups with the files ``stats`` wrote."""
+    from hoodie_ray.write.commit import CommitProtocol
+
+    replaced: dict[str, list[str]] = {}
+    for g in plan.groups:
+        for sl in g.slices:
+            replaced.setdefault(sl.partition_path, []).append(sl.file_id)
+    schema = table.latest_commit_schema_json()
+    if schema is None:
+        raise HoodieUnsupportedError(f"{table.base_uri}: no schema in any commit to cluster")
+    CommitProtocol(table.refresh()).commit(
+        instant,
+        stats,
+        schema_json=schema,
+        operation_type="CLUSTER",
+        action=Action.REPLACE_COMMIT,
+        replaced={p: sorted(ids) for p, ids in replaced.items()},
+    )
+
+
+def clustering_due(table: HoodieTable, wc: WriteConfig, max_commits: int | None = None) -> bool:
+    """A clustering's trigger: ``max_commits`` (default ``hoodie.clustering.inline.max.commits``)
+    commits completed since the last replacecommit (or since the start)."""
     commits = table.active_timeline.completed_commits()
     since = 0
     for inst in reversed(commits):
         if inst.action == Action.REPLACE_COMMIT:
             break
         since += 1
-    return since >= wc.clustering_inline_max_commits
+    return since >= (wc.clustering_inline_max_commits if max_commits is None else max_commits)
 
 
 __all__ = [
@@ -383,9 +420,11 @@ __all__ = [
     "clustering_due",
     "clustering_file_groups",
     "clustering_tasks",
+    "commit_clustering",
     "execute_group",
     "local_clustering_executor",
     "pending_clusterings",
     "plan_clustering",
     "read_clustering_plan",
+    "start_clustering",
 ]

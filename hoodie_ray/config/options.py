@@ -593,6 +593,34 @@ OPTIONS: tuple[ConfigOption, ...] = (
         4,
         _positive(_parse_int),
         "Commits since the last replacecommit that trigger an inline clustering.",
+    ),
+    ConfigOption(
+        "hoodie.clustering.schedule.inline",
+        "clustering_schedule",
+        False,
+        _parse_bool,
+        "A stream writer inserting (write.operation=insert, Flink's append mode) schedules a "
+        "clustering plan after a commit once hoodie.clustering.async.max.commits commits "
+        "completed since the last replacecommit (clustering.async.enabled implies it unless set "
+        "false).",
+        ("clustering.schedule.enabled",),
+    ),
+    ConfigOption(
+        "hoodie.clustering.async.enabled",
+        "clustering_async",
+        False,
+        _parse_bool,
+        "A stream writer inserting (write.operation=insert) runs the clustering plans it "
+        "schedules in the background, on its compactor actors, while it goes on writing; each "
+        "is committed at the first checkpoint after it finished.",
+        ("clustering.async.enabled",),
+    ),
+    ConfigOption(
+        "hoodie.clustering.async.max.commits",
+        "clustering_async_max_commits",
+        4,
+        _positive(_parse_int),
+        "Commits since the last replacecommit that trigger a scheduled clustering.",
         ("clustering.delta_commits",),
     ),
     ConfigOption(
@@ -1032,6 +1060,9 @@ class WriteConfig:
     compaction_delta_commits: int = _default("compaction_delta_commits")
     clustering_inline: bool = _default("clustering_inline")
     clustering_inline_max_commits: int = _default("clustering_inline_max_commits")
+    clustering_schedule: bool = _default("clustering_schedule")
+    clustering_async: bool = _default("clustering_async")
+    clustering_async_max_commits: int = _default("clustering_async_max_commits")
     clustering_small_file_limit: int = _default("clustering_small_file_limit")
     clustering_target_file_max_bytes: int = _default("clustering_target_file_max_bytes")
     clustering_max_bytes_per_group: int = _default("clustering_max_bytes_per_group")
@@ -1134,6 +1165,14 @@ class WriteConfig:
         return self.operation in ("insert", "insert_overwrite", "insert_overwrite_table")
 
     @property
+    def schedules_clustering(self) -> bool:
+        """A writer schedules clustering plans after its commits (``clustering.schedule.enabled``,
+        implied by ``clustering.async.enabled`` unless set false)."""
+        if self.is_set("clustering_schedule"):
+            return self.clustering_schedule
+        return self.clustering_async
+
+    @property
     def lazy_failed_writes(self) -> bool:
         """Roll back only pending writes whose heartbeat expired (always under OCC)."""
         return self.occ or self.failed_writes_clean_policy == "LAZY"
@@ -1199,7 +1238,41 @@ def resolve_options(options: Mapping[str, Any] | WriteConfig | None) -> WriteCon
     _check_retention(wc, seen_from)
     _check_concurrency(wc, seen_from)
     _check_lock(wc, seen_from)
+    _check_async_clustering(wc, seen_from)
     return wc
+
+
+def _check_async_clustering(wc: WriteConfig, given: Mapping[str, str]) -> None:
+    """Scheduled and asynchronous clustering run beside inserts only, as Flink runs them in
+    append mode: an update to a file group under clustering would be refused (Hudi's reject
+    update strategy), so an upserting stream would fail its checkpoints. hoodie_ray runs the
+    plans a writer schedules in that writer, so the two options go together."""
+
+    def name(attr: str) -> str:
+        return given.get(attr) or _BY_ATTR[attr].key
+
+    if not (wc.clustering_async or wc.clustering_schedule):
+        return
+    if wc.clustering_async != wc.schedules_clustering or not wc.clustering_async:
+        raise HoodieOptionError(
+            f"option {name('clustering_schedule')}={str(wc.clustering_schedule).lower()} "
+            f"with {name('clustering_async')}={str(wc.clustering_async).lower()}: a writer "
+            "runs the clustering plans it schedules, in the background; set both (or "
+            f"{name('clustering_async')}=true alone)"
+        )
+    if wc.index_type == "BUCKET":
+        raise HoodieOptionError(
+            f"option {name('clustering_async')}=true cannot be used with "
+            f"{name('index_type')}=BUCKET: a key's file group is fixed by its bucket (Hudi "
+            "does not cluster the simple bucket index)"
+        )
+    if wc.operation != "insert":
+        raise HoodieOptionError(
+            f"option {name('clustering_async')}=true needs {name('operation')}=insert (Flink's "
+            f"append mode), not {wc.operation}: updates to file groups under clustering are "
+            "refused; cluster an upserted table between jobs (hr.cluster) or inline "
+            "(hoodie.clustering.inline, single process)"
+        )
 
 
 def _check_retention(wc: WriteConfig, given: Mapping[str, str]) -> None:

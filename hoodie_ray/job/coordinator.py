@@ -23,9 +23,15 @@ import pyarrow as pa
 from hoodie_ray.avro.schema import arrow_to_avro_schema
 from hoodie_ray.compaction.api import CompactionService, local_executor
 from hoodie_ray.compaction.clustering import (
+    ClusteringTask,
     cluster_table,
     clustering_due,
     clustering_file_groups,
+    clustering_tasks,
+    commit_clustering,
+    execute_group,
+    local_clustering_executor,
+    start_clustering,
 )
 from hoodie_ray.compaction.execute import CompactionTask
 from hoodie_ray.compaction.plan import frozen_log_files
@@ -229,6 +235,10 @@ class CompactionRunner(Protocol):
     def reset(self) -> None:
         """Drop the workers after a failure (the next submit starts fresh ones)."""
 
+    def submit_clustering(self, tasks: list[ClusteringTask]) -> Any:
+        """Start clustering tasks (each a group's rewrite); a handle for :meth:`poll`, which
+        gives each task's stats."""
+
 
 class Coordinator:
     """Table setup, instants, commits and rollbacks of one write job."""
@@ -279,6 +289,8 @@ class Coordinator:
         self._cleaned: str | None = None
         self.last_services = TableServices()  # what the last after_commit did
         self.inline_clustering = False  # the caller drops its key index after a clustering
+        # async clustering (clustering.async.enabled): instant, plan, the runner's handle
+        self._clustering: tuple[str, Any, Any] | None = None
 
     # -- setup ---------------------------------------------------------------------------------
     def open(self, input_schema: pa.Schema | None) -> TableSetup:
@@ -826,7 +838,7 @@ class Coordinator:
         # OCC: the table services run in one turn of the lock (a single writer holds it)
         with self._locked() if self.wc.occ else nullcontext():
             pending = self._compaction_step(runner, run_pending)
-            clustered = self._clustering_step()
+            clustered = self._clustering_step() or self._async_clustering_step(runner)
             self.clean()
             archived = self.archive()
         now = self._running[0] if self._running is not None else None
@@ -850,6 +862,58 @@ class Coordinator:
         if not clustering_due(table, self.wc):
             return None
         instant, _, _ = cluster_table(table, self.wc)
+        return instant
+
+    def _async_clustering_step(self, runner: CompactionRunner | None) -> str | None:
+        """Flink's async clustering beside an inserting stream (``clustering.async.enabled``):
+        commit the clustering that finished in the background (its instant), else schedule
+        the next one once ``clustering.delta_commits`` commits completed since the last
+        replacecommit and start it on ``runner`` (without one it runs here, now). The
+        inserts after it never pad its file groups (:func:`write_profile`), compaction plans
+        leave them out, and it leaves plans other jobs scheduled to them."""
+        if self._clustering is not None:
+            return self._finish_clustering(runner, wait=False)
+        if not (self.wc.clustering_async and self.wc.schedules_clustering):
+            return None
+        assert self.table is not None
+        table = self.table.refresh()
+        if not clustering_due(table, self.wc, self.wc.clustering_async_max_commits):
+            return None
+        started = start_clustering(table, self.wc)
+        if started is None:
+            return None
+        instant, plan = started
+        try:
+            tasks = clustering_tasks(table, instant, plan, self.wc)
+            if runner is None:
+                stats = [st for g in local_clustering_executor(execute_group, tasks) for st in g]
+                commit_clustering(table, instant, plan, stats)
+                return instant
+            self._clustering = (instant, plan, runner.submit_clustering(tasks))
+        except BaseException:
+            self._clustering = None
+            self.rollback(instant)
+            raise
+        return None
+
+    def _finish_clustering(self, runner: CompactionRunner | None, wait: bool) -> str | None:
+        """Commit the background clustering if it finished (its instant); roll it back if it
+        failed (None, as while it runs)."""
+        assert self._clustering is not None and runner is not None
+        instant, plan, handle = self._clustering
+        try:
+            done: Any = runner.poll(handle, wait)  # each task's list of stats
+        except Exception as e:
+            self._clustering = None
+            log.warning("hoodie_ray: clustering %s failed, rolled back: %s", instant, e)
+            self.rollback(instant)
+            return None
+        if done is None:
+            return None
+        self._clustering = None
+        assert self.table is not None
+        with self._locked():
+            commit_clustering(self.table.refresh(), instant, plan, [st for g in done for st in g])
         return instant
 
     def _compaction_step(self, runner: CompactionRunner | None, run_pending: bool) -> int:
@@ -889,9 +953,12 @@ class Coordinator:
         return True
 
     def finish_compaction(self, runner: CompactionRunner | None) -> None:
-        """Wait for a running background compaction and commit it (the job is closing)."""
+        """Wait for a running background compaction and clustering and commit them (the job
+        is closing)."""
         if self._running is not None:
             self._finish_running(runner, wait=True)
+        if self._clustering is not None:
+            self._finish_clustering(runner, wait=True)
 
     def archive(self) -> list[str]:
         """Archive the oldest instants once the active timeline is past

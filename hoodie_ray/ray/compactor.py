@@ -8,7 +8,7 @@ from typing import Any
 
 import ray
 
-from hoodie_ray.compaction.clustering import ClusteringTask
+from hoodie_ray.compaction.clustering import ClusteringTask, execute_group
 from hoodie_ray.compaction.execute import CompactionTask, execute_operation
 from hoodie_ray.config.options import WriteConfig
 from hoodie_ray.exceptions import HoodieError
@@ -30,6 +30,10 @@ class CompactorActor:
             self.table, self.task_id, 1, int(getattr(stat, "total_write_bytes", 0) or 0)
         )
         return stat
+
+    def cluster(self, task: ClusteringTask) -> list[HoodieWriteStat]:
+        """Rewrite one clustering group (async clustering beside a stream writer)."""
+        return execute_group(task)
 
     def pid(self) -> int:
         return os.getpid()
@@ -63,6 +67,12 @@ class CompactorPool:
         """Start the tasks; their object references (the handle :meth:`poll` takes)."""
         self._ensure()
         return [self.actors[i % len(self.actors)].execute.remote(t) for i, t in enumerate(tasks)]
+
+    def submit_clustering(self, tasks: list[ClusteringTask]) -> list[Any]:
+        """Start clustering tasks, spread as :meth:`submit`'s; their stats come from
+        :meth:`poll`."""
+        self._ensure()
+        return [self.actors[i % len(self.actors)].cluster.remote(t) for i, t in enumerate(tasks)]
 
     def poll(self, refs: list[Any], wait: bool) -> list[HoodieWriteStat] | None:
         """The stats once every task finished (None while any runs); raises if one failed.

@@ -117,6 +117,47 @@ def test_clustering_orders_rows_along_a_space_filling_curve(tmp_path, layout):
     assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
 
 
+def test_async_clustering_options_on_the_single_process_path_cluster_at_the_barrier(tmp_path):
+    """Without Ray's compactor actors the plan a writer schedules (clustering.async.enabled,
+    every clustering.delta_commits inserts) runs at once, after the commit."""
+    path = tmp_path / "t"
+    opts = model_options(
+        V8_MDT,
+        MANY_FILES,
+        {
+            "write.operation": "insert",
+            "clustering.async.enabled": "true",
+            "clustering.delta_commits": "2",
+        },
+        table_type="MERGE_ON_READ",
+        version="8",
+    )
+    model, wl = TableModel(), Workload(seed=73)
+    clustered = []
+    for i in range(4):
+        res = model.write(path, opts, "insert", wl.rows_for(wl.keys[8 * i : 8 * i + 8]))
+        clustered.append(res.services.clustered)
+    assert [c is not None for c in clustered] == [False, True, False, True]
+    assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+    assert validate_metadata(str(path)) == []
+
+
+def test_bucket_index_tables_are_not_clustered(tmp_path):
+    path = tmp_path / "t"
+    opts = model_options(
+        {"index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "2"},
+        table_type="MERGE_ON_READ",
+        version="8",
+    )
+    model, wl = TableModel(), Workload(seed=79)
+    for _ in range(2):
+        model.write(path, opts, "upsert", wl.upserts(6) if model.rows else wl.rows_for(wl.keys[:6]))
+    before = sorted(p.name for p in (path / ".hoodie").iterdir())
+    with pytest.raises(hr.HoodieUnsupportedError, match="bucket index"):
+        hr.cluster(str(path), {k: v for k, v in opts.items() if k != "index.type"})
+    assert sorted(p.name for p in (path / ".hoodie").iterdir()) == before
+
+
 def test_inline_clustering_in_the_write_client(tmp_path):
     """hoodie.clustering.inline clusters every clustering.inline.max.commits commits; the
     client's kept key index is dropped after one, so later upserts find their keys."""
