@@ -7,6 +7,14 @@ concurrency control: the later of two commits on a file group fails, and is retr
 range all writers share and from a range of its writer's own. ``--kills`` times the driver
 kill -9s a random writer and starts it again (it goes on with its next round).
 
+``--engine ray``: each writer process is the driver of a ``HoodieStreamWriter`` (its own
+coordinator, assigner and writer actors, and compactor actors running the compactions it
+schedules) on one local Ray cluster the soak starts; a kill -9 of the driver takes its actors
+with it. ``--services``: a further process compacts and cleans the table in a loop
+(``hr.compact`` / ``hr.clean``, short lock turns beside the writers); ``--service-kills``
+times it is killed -9 and started again. (Clustering, which the issue also asks beside NBCC
+writers, does not run on the bucket index NBCC needs: Hudi refuses it there too.)
+
 Each writer records what it sent per attempt, before sending it, to its own JSON-lines file
 (``attempts-<writer>.jsonl`` beside the table): the rows, each instant the attempt started
 (recorded as the instant starts, before any file of it is written), and the result. Afterwards
@@ -73,6 +81,13 @@ def options(mode: str) -> dict[str, str]:
     }
 
 
+#: Each writer's topology small enough for several on a two-core machine.
+RAY_ACTORS = {
+    **{f"ray.{r}.num_cpus": "0.1" for r in ("coordinator", "assigner", "writer", "compactor")},
+    "write.tasks": "1",
+    "compaction.tasks": "1",
+}
+
 SCHEMA = pa.schema(
     [("key", pa.string()), ("p", pa.string()), ("ts", pa.int64()), ("s", pa.string())]
 )
@@ -101,7 +116,16 @@ def _table(rows: list[list]) -> pa.Table:
 
 
 # -- a writer process ----------------------------------------------------------------------
-def run_writer(path: str, mode: str, writer: int, rounds: int, keys: int, writers: int) -> int:
+def run_writer(
+    path: str,
+    mode: str,
+    writer: int,
+    rounds: int,
+    keys: int,
+    writers: int,
+    engine: str = "local",
+    ray_address: str | None = None,
+) -> int:
     """Write this writer's remaining rounds, recording each attempt; 0 when done."""
     import hoodie_ray.job.client as client_mod
     from hoodie_ray.exceptions import HoodieError, HoodieWriteConflictError
@@ -121,6 +145,11 @@ def run_writer(path: str, mode: str, writer: int, rounds: int, keys: int, writer
     def record(entry: dict[str, Any]) -> None:
         log.write(json.dumps({"writer": writer, "round": current["round"], **entry}) + "\n")
         log.flush()  # in the OS once written: a kill -9 after this loses nothing
+
+    if engine == "ray":
+        _run_stream_writer(path, mode, writer, rounds, keys, writers, ray_address, done, record)
+        log.close()
+        return 0
 
     class RecordingCoordinator(Coordinator):
         """Records each instant this writer starts, before any file of it is written."""
@@ -153,8 +182,66 @@ def run_writer(path: str, mode: str, writer: int, rounds: int, keys: int, writer
     return 0
 
 
+def _run_stream_writer(
+    path: str,
+    mode: str,
+    writer: int,
+    rounds: int,
+    keys: int,
+    writers: int,
+    ray_address: str | None,
+    done: int,
+    record: Any,
+) -> None:
+    """The rounds as checkpoints of a Ray stream writer. An instant is recorded once the
+    driver knows it (after ``write``, before ``checkpoint``): it cannot complete before, and
+    an instant started but never recorded (killed in between) holds no rows of an attempt."""
+    from hoodie_ray.exceptions import HoodieError, HoodieWriteConflictError
+    from hoodie_ray.ray.stream import HoodieStreamWriter
+
+    opts = {**options(mode), **RAY_ACTORS}
+
+    def new_writer() -> HoodieStreamWriter:
+        return HoodieStreamWriter(path, opts, ray_address=ray_address)
+
+    w = new_writer()
+    rng = random.Random(writer * 1_000_003 + done)
+    for rnd in range(done, rounds):
+        rows = _batch(writer, rnd, keys, writers, rng)
+        record({"round": rnd, "rows": rows})
+        try:
+            w.write(_table(rows))
+            record({"round": rnd, "instant": w._instant})
+            instant = w.checkpoint()
+        except HoodieWriteConflictError as e:
+            record({"round": rnd, "result": "conflict", "error": str(e)[:300]})
+            continue
+        except HoodieError as e:
+            record({"round": rnd, "result": "failed", "error": f"{type(e).__name__}: {e}"[:300]})
+            w.abort()
+            w = new_writer()
+            continue
+        record({"round": rnd, "result": "committed", "committed": instant})
+    w.close()
+
+
+def run_services(path: str, mode: str, stop: Path) -> int:
+    """Compact and clean the table in a loop until ``stop`` exists (each call takes short
+    lock turns beside the writers)."""
+    import hoodie_ray as hr
+
+    opts = options(mode)
+    while not stop.exists():
+        hr.compact(path, opts)
+        hr.clean(path, opts)
+        time.sleep(0.2)
+    return 0
+
+
 # -- the driver ----------------------------------------------------------------------------
-def _spawn(path: str, args: argparse.Namespace, writer: int) -> subprocess.Popen[bytes]:
+def _spawn(
+    path: str, args: argparse.Namespace, writer: int, ray_address: str | None = None
+) -> subprocess.Popen[bytes]:
     cmd = [
         sys.executable,
         os.path.abspath(__file__),
@@ -170,7 +257,17 @@ def _spawn(path: str, args: argparse.Namespace, writer: int) -> subprocess.Popen
         str(args.keys),
         "--writers",
         str(args.writers),
+        "--engine",
+        args.engine,
     ]
+    if ray_address:
+        cmd += ["--ray-address", ray_address]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _spawn_services(path: str, args: argparse.Namespace) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, os.path.abspath(__file__), "--services-worker"]
+    cmd += ["--path", path, "--mode", args.mode]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
@@ -216,13 +313,37 @@ def drive(args: argparse.Namespace) -> dict[str, Any]:
     seed = HoodieWriteClient(path, opts).write(_table(seed_rows)).instant
     hr.compact(path, opts)
 
-    procs = {w: _spawn(path, args, w) for w in range(args.writers)}
+    address = None
+    if args.engine == "ray":
+        import ray
+
+        ray.init(include_dashboard=False, log_to_driver=False)
+        address = ray.get_runtime_context().gcs_address
+    procs = {w: _spawn(path, args, w, address) for w in range(args.writers)}
     started = {w: 0 for w in procs}  # each writer's record file size when it was spawned
     kills: list[dict[str, Any]] = []
     errors: list[str] = []
     kills_left = args.kills
     next_kill = time.monotonic() + rng.uniform(0.2, 1.0)
+    stop = root / "stop-services"
+    services = _spawn_services(path, args) if args.services else None
+    service_kills = 0
+    next_service_kill = time.monotonic() + rng.uniform(1.0, 3.0)
     while procs:
+        if services is not None and services.poll() is not None:
+            err = services.stderr.read().decode()[-2000:] if services.stderr else ""
+            errors.append(f"the services process exited {services.returncode}: {err}")
+            services = _spawn_services(path, args)
+        if (
+            services is not None
+            and service_kills < args.service_kills
+            and time.monotonic() >= next_service_kill
+        ):
+            os.kill(services.pid, signal.SIGKILL)
+            services.wait()
+            service_kills += 1
+            services = _spawn_services(path, args)
+            next_service_kill = time.monotonic() + rng.uniform(1.0, 3.0)
         for w, p in list(procs.items()):
             rc = p.poll()
             if rc is None:
@@ -239,9 +360,14 @@ def drive(args: argparse.Namespace) -> dict[str, Any]:
             procs[w].wait()
             kills_left -= 1
             started[w] = _log_size(root, w)
-            procs[w] = _spawn(path, args, w)
+            procs[w] = _spawn(path, args, w, address)
             next_kill = time.monotonic() + rng.uniform(0.2, 1.0)
         time.sleep(0.05)
+    if services is not None:
+        stop.touch()
+        if services.wait(timeout=120) != 0:
+            err = services.stderr.read().decode()[-2000:] if services.stderr else ""
+            errors.append(f"the services process exited {services.returncode}: {err}")
 
     # the killed writers' pending instants: expired after interval x misses, then the next
     # writer's recovery (here, one more open of the table) rolls them back
@@ -251,7 +377,12 @@ def drive(args: argparse.Namespace) -> dict[str, Any]:
     coord = Coordinator(path, opts)
     coord.open(None)
     coord.close()
+    # a compaction a killed process left pending (its heartbeat expired) is run now
+    while hr.compact(path, opts).instant is not None:
+        pass
     report = check(root, path, seed, kills, args)
+    report["service_kills"] = service_kills
+    report["engine"] = args.engine
     report["errors"] = errors + report["errors"]
     report["ok"] = not report["errors"]
     return report
@@ -406,10 +537,33 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keys", type=int, default=400)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", help="also write the report here")
+    ap.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="writers as single-process clients, or as Ray stream writers on one local cluster",
+    )
+    ap.add_argument(
+        "--services", action="store_true", help="a process compacting and cleaning beside them"
+    )
+    ap.add_argument("--service-kills", type=int, default=1, help="kill -9s of that process")
     ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--ray-address", help=argparse.SUPPRESS)
+    ap.add_argument("--services-worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.services_worker:
+        return run_services(args.path, args.mode, Path(args.path).parent / "stop-services")
     if args.worker is not None:
-        return run_writer(args.path, args.mode, args.worker, args.rounds, args.keys, args.writers)
+        return run_writer(
+            args.path,
+            args.mode,
+            args.worker,
+            args.rounds,
+            args.keys,
+            args.writers,
+            args.engine,
+            args.ray_address,
+        )
     report = drive(args)
     text = json.dumps(report, indent=2)
     print(text)

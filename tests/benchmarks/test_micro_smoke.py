@@ -64,3 +64,14 @@ def test_lookup_reports_each_goal(capsys: pytest.CaptureFixture[str]) -> None:
     assert res["rider_eq"]["rows"] > 0 and res["rider_eq"]["planner"]
     assert res["key_in_100"]["rows"] == 100
     assert set(res["goals"]) == {"rider_eq", "key_in_100", "si_build_le_write"}
+
+
+@pytest.mark.slow  # Ray topologies: ~15 s
+def test_clustering_beside_reports_its_ratios(ray_session) -> None:
+    from benchmarks import clustering_beside
+
+    argv = ["--checkpoints", "5", "--rows", "200", "--delta-commits", "2", "--reps", "1"]
+    doc = clustering_beside.main([*argv, "--json"])
+    assert doc["writer_ratio"] > 0 and doc["groups_ratio"] > 0
+    beside = [r for r in doc["runs"] if r["beside"]]
+    assert beside and all(r["clusterings"] >= 1 for r in beside)
