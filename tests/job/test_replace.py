@@ -4,6 +4,9 @@ model says, on table versions 6 and 8, MOR and COW, the metadata table validatin
 
 from __future__ import annotations
 
+import copy
+import random
+
 import pyarrow as pa
 import pytest
 
@@ -48,8 +51,9 @@ def test_match_partitions_wildcards_as_java_resolves_them():
 )
 def test_random_replace_operations_read_as_the_model(tmp_path, table_type, version, mdt):
     """Upserts, deletes, inserts, overwrites, table overwrites and partition deletes in random
-    order, each by a new client: after every commit hudi-rs (which lists v8 tables through the
-    metadata table) reads the model, and the metadata table validates."""
+    order, each by a new client, with clusterings, savepoints and restores (to the newest
+    savepoint, then deleted) among them: after every step hudi-rs (which lists v8 tables
+    through the metadata table) reads the model, and the metadata table validates."""
     path = tmp_path / "t"
     opts = model_options(
         {"hoodie.metadata.enable": "false"} if not mdt else V8_MDT if version == "8" else V6_MDT,
@@ -59,22 +63,43 @@ def test_random_replace_operations_read_as_the_model(tmp_path, table_type, versi
         small_files=True,
     )
     model, wl = TableModel(), Workload(seed={"6": 11, "8": 12}[version] + len(table_type))
+    rng = random.Random(wl.rng.random())
     kinds = []
-    for i in range(14):
+    points: list[tuple[str, dict]] = []  # savepoints, oldest first, with the model then
+    services = ["replace"] * 5 + ["cluster", "savepoint", "savepoint"]
+    rng.shuffle(services)
+    services.append("restore")  # after a savepoint
+    for i in range(2 * len(services) + 1):
         kind, rows = wl.next_commit() if i % 2 == 0 else wl.replace_commit(model)
         if i == 0:
             kind, rows = "upsert", wl.rows_for(wl.keys[:30])
-        if kind == "insert":  # model inserts are fresh keys, kept apart from the overwrites'
-            rows = [dict(r, key="i" + r["key"]) for r in rows]
-        model.write(path, opts, kind, rows)
+        elif i % 2 and services[i // 2] != "replace":
+            kind = services[i // 2]
+        if kind == "cluster":
+            hr.cluster(str(path), opts)
+        elif kind == "savepoint":
+            latest = HoodieTable.load(str(path)).active_timeline.completed_commits()[-1]
+            if not points or points[-1][0] != latest.timestamp:
+                points.append((hr.savepoint(str(path)), copy.deepcopy(model.rows)))
+        elif kind == "restore":
+            if points:
+                at, rows_then = points.pop()
+                hr.restore(str(path), at)
+                hr.delete_savepoint(str(path), at)
+                model.rows = copy.deepcopy(rows_then)
+        else:
+            if kind == "insert":  # model inserts are fresh keys, kept apart from overwrites'
+                rows = [dict(r, key="i" + r["key"]) for r in rows]
+            model.write(path, opts, kind, rows)
         kinds.append(kind)
         assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist(), (i, kind)
         if mdt:
             assert validate_metadata(str(path)) == [], (i, kind)
-    assert {"insert_overwrite", "delete_partition"} <= set(kinds)
+    assert {"cluster", "savepoint", "restore"} <= set(kinds)
+    assert {"insert_overwrite", "insert_overwrite_table", "delete_partition"} & set(kinds)
     table = HoodieTable.load(str(path))
-    replaces = [i for i in table.timeline if i.action == "replacecommit"]
-    assert replaces and all(i.is_completed for i in replaces)
+    # every replacecommit completed (a restore may have removed them all)
+    assert all(i.is_completed for i in table.timeline if i.action == "replacecommit")
 
 
 def test_insert_overwrite_commit_names_the_replaced_groups(tmp_path):
