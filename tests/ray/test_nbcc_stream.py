@@ -50,16 +50,26 @@ def _assert_reads(path: str, model: TableModel, what: str) -> None:
     assert got.to_pylist() == model.as_table().to_pylist(), what
 
 
-def test_two_stream_writers_commit_every_checkpoint_beside_async_compaction(ray_session, tmp_path):
+def test_stream_writers_commit_every_checkpoint_and_a_dead_one_is_rolled_back(
+    ray_session, tmp_path
+):
+    """Writers a and b checkpoint on the same buckets, both instants open at once, with
+    compaction scheduled beside them: every checkpoint commits. Then a dies with its instant
+    open (its actors gone, its heartbeat stopped) while b goes on committing and a Ray Dataset
+    commits through HoodieDatasink; once a's heartbeat has expired the next writer to open
+    rolls a's instant back."""
+    import ray
+
     opts = _opts({"compaction.delta_commits": "2"})  # scheduled by the writers, run on Ray
     path, model = _seeded(tmp_path, opts)
     instants: list[str] = []
-    with hr.HoodieStreamWriter(path, opts) as a, hr.HoodieStreamWriter(path, opts) as b:
-        for rnd in range(3):
-            # both instants open at once, on the same buckets; a's ordering values win on
-            # even keys, b's on odd ones, whatever the completion order
+    with hr.HoodieStreamWriter(path, opts) as b:
+        a = hr.HoodieStreamWriter(path, opts)
+        for rnd in range(2):
+            # a's ordering values win on even keys, b's on odd ones, whatever the completion
+            # order; a also opens a new bucket group (logs only)
             a_rows = [row(f"a{k}", "a", 10 * rnd + 2 - k % 2, 100 + rnd) for k in range(6)]
-            a_rows.append(row(f"n{rnd}", "b", 1, rnd))  # a new bucket group, logs only
+            a_rows.append(row(f"n{rnd}", "b", 1, rnd))
             b_rows = [row(f"a{k}", "a", 10 * rnd + 1 + k % 2, 200 + rnd) for k in range(1, 6)]
             a.write(to_arrow(a_rows, True))
             b.write(to_arrow(b_rows, True))
@@ -69,53 +79,36 @@ def test_two_stream_writers_commit_every_checkpoint_beside_async_compaction(ray_
             for batch in (a_rows, b_rows):
                 model.upsert(batch)
             _assert_reads(path, model, f"round {rnd}")
-    assert None not in instants
-    completed = {i.timestamp for i in _instants(path, Action.DELTA_COMMIT) if i.is_completed}
-    assert set(instants) <= completed  # no conflict, no retry: every checkpoint its instant
-    assert not _instants(path, Action.ROLLBACK)
-    assert [i for i in _instants(path) if not i.is_completed] == []
-    assert [i for i in _instants(path, Action.COMMIT) if i.is_completed]  # compacted beside
-    _single_writer_logs(path, "a")
-    hr.compact(path, opts)
-    model.assert_hudi_rs_reads(path, "compacted")
-    assert hr.validate_metadata(path) == []
+        assert None not in instants
+        completed = {i.timestamp for i in _instants(path, Action.DELTA_COMMIT) if i.is_completed}
+        assert set(instants) <= completed  # no conflict, no retry
+        assert not _instants(path, Action.ROLLBACK)
+        _single_writer_logs(path, "a")
 
-
-def test_a_dead_stream_writer_is_rolled_back_by_the_next_one_while_another_writes(
-    ray_session, tmp_path
-):
-    """Writer a dies with its instant open (its actors gone, its heartbeat stopped); b goes on
-    committing; once a's heartbeat has expired the next writer to open rolls a's instant back.
-    A Ray Dataset through HoodieDatasink commits beside b's open instant."""
-    import ray
-
-    opts = _opts()
-    path, model = _seeded(tmp_path, opts)
-    with hr.HoodieStreamWriter(path, opts) as b:
-        a = hr.HoodieStreamWriter(path, opts)
+        # a dies in its checkpoint's background flush and commit
         a.write(to_arrow([row("a1", "a", 50, 1), row("z1", "z", 50, 1)], True))
-        b_rows = [row("a1", "a", 3, 2), row("a2", "a", 3, 2)]
+        b_rows = [row("a1", "a", 30, 2), row("a2", "a", 30, 2)]
         b.write(to_arrow(b_rows, True))
         dead = a._instant
-        a.checkpoint(wait=False)  # flushes and commits in the background: killed midway
+        a.checkpoint(wait=False)
         for actor in a.actors.values():
             ray.kill(actor, no_restart=True)
         a._closed = True  # the driver is gone too: nothing of it runs again
         assert b.checkpoint() is not None
         model.upsert(b_rows)
-        sink_rows = [row("a3", "a", 4, 3), row("c1", "c", 4, 3)]
+        sink_rows = [row("a3", "a", 40, 3), row("c1", "c", 40, 3)]
         ray.data.from_arrow(to_arrow(sink_rows, True)).write_datasink(hr.HoodieDatasink(path, opts))
         model.upsert(sink_rows)
         assert dead in {i.timestamp for i in _instants(path) if not i.is_completed}
-        hb = os.path.join(path, heartbeat_path(dead))
-        os.utime(hb, (1_000_000.0, 1_000_000.0))  # its heartbeat expired
-        more = [row("a2", "a", 5, 4)]
+        os.utime(os.path.join(path, heartbeat_path(dead)), (1_000_000.0, 1_000_000.0))
+        more = [row("a2", "a", 50, 4)]
         # the next writer to open (a single-process one here) rolls the dead instant back
         assert HoodieWriteClient(path, opts).write(to_arrow(more, True)).instant is not None
         model.upsert(more)
-        b.write(to_arrow([row("a4", "a", 6, 5)], True))
+        b.write(to_arrow([row("a4", "a", 60, 5)], True))
         assert b.checkpoint() is not None
-        model.upsert([row("a4", "a", 6, 5)])
+        model.upsert([row("a4", "a", 60, 5)])
+    assert [i for i in _instants(path, Action.COMMIT) if i.is_completed]  # compacted beside
     rolled = [i for i in _instants(path, Action.ROLLBACK) if i.is_completed]
     assert len(rolled) == 1
     assert [i for i in _instants(path) if not i.is_completed] == []
