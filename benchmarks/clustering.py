@@ -15,7 +15,8 @@ first clustering is a warm-up (imports, the process heap) and is not reported.
 Usage::
 
     python -m benchmarks.clustering [--commits 40] [--rows 5000] [--partitions 4]
-                                    [--sort ts] [--reps 3] [--json]
+                                    [--sort ts] [--layout linear|z-order|hilbert]
+                                    [--reps 3] [--json]
 """
 
 from __future__ import annotations
@@ -96,8 +97,11 @@ def baseline(path: Path, sort: list[str]) -> tuple[float, int]:
     return cpu, rows
 
 
-def clustered(path: Path, opts: dict[str, str], sort: list[str]) -> tuple[float, int]:
+def clustered(
+    path: Path, opts: dict[str, str], sort: list[str], layout: str = "linear"
+) -> tuple[float, int]:
     extra = {"hoodie.clustering.plan.strategy.sort.columns": ",".join(sort)} if sort else {}
+    extra["hoodie.layout.optimize.strategy"] = layout
     rows = sum(pq.read_metadata(f).num_rows for f in path.rglob("*.parquet"))
     t0 = time.process_time()
     res = hr.cluster(str(path), {**opts, **extra})
@@ -113,6 +117,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--sort", default="ts")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument(
+        "--layout",
+        default="linear",
+        choices=["linear", "z-order", "hilbert"],
+        help="the clustering's order (the baseline sorts linearly either way)",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     sort = [c for c in args.sort.split(",") if c]
@@ -125,7 +135,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for rep in range(args.reps + 1):
         copy = work / f"rep{rep}"
         shutil.copytree(src, copy)
-        cpu_c, rows = clustered(copy, opts, sort)
+        cpu_c, rows = clustered(copy, opts, sort, args.layout)
         cpu_b, rows_b = baseline(src, sort)
         assert rows_b == rows, (rows_b, rows)
         if rep == 0:
@@ -146,6 +156,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "partitions": args.partitions,
             "file_groups": groups,
             "sort": sort,
+            "layout": args.layout,
             "columns": "key string, p string, ts int64, v double, s string",
         },
         "clustering_rows_per_cpu_s": statistics.median(ours) if ours else None,

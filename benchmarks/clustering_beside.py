@@ -16,7 +16,7 @@ groups left beside / plain (what it bought). Runs alternate plain/beside ``--rep
 
 Usage::
 
-    python -m benchmarks.clustering_beside [--checkpoints 24] [--rows 20000] [--reps 2]
+    python -m benchmarks.clustering_beside [--checkpoints 48] [--rows 20000] [--reps 2]
         [--delta-commits 4] [--sort ts,v] [--layout z-order] [--json]
 """
 
@@ -125,7 +125,7 @@ def run(beside: bool, data: list[pa.Table], args: argparse.Namespace, root: Path
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--checkpoints", type=int, default=24)
+    ap.add_argument("--checkpoints", type=int, default=48)
     ap.add_argument("--rows", type=int, default=20_000)
     ap.add_argument("--tasks", type=int, default=1)
     ap.add_argument("--delta-commits", type=int, default=4)

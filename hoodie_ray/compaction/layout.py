@@ -170,12 +170,19 @@ def interleave(values: Sequence[np.ndarray], bits: int) -> list[np.ndarray]:
     k = len(values)
     total = bits * k
     words = [np.zeros(len(values[0]), dtype=np.uint64) for _ in range((total + 63) // 64)]
-    one = np.uint64(1)
+    bit = np.empty_like(words[0])
     for s in range(bits):
+        src = np.uint64(1 << (bits - 1 - s))
         for i, v in enumerate(values):
             pos = s * k + i
-            bit = (v >> np.uint64(bits - 1 - s)) & one
-            words[pos // 64] |= bit << np.uint64(63 - pos % 64)
+            np.bitwise_and(v, src, out=bit)  # the bit where it is, then moved into place
+            dst = 63 - pos % 64
+            here = bits - 1 - s
+            if dst > here:
+                bit <<= np.uint64(dst - here)
+            elif dst < here:
+                bit >>= np.uint64(here - dst)
+            words[pos // 64] |= bit
     return words
 
 
@@ -213,25 +220,39 @@ def hilbert_long(arr: pa.Array) -> np.ndarray:
 def hilbert_transpose(coords: Sequence[np.ndarray], bits: int) -> list[np.ndarray]:
     """Skilling's ``AxesToTranspose`` (2004) on ``bits``-bit coordinates, column-wise: the
     transposed Hilbert index, whose bits read from the top, dimension by dimension
-    (:func:`interleave`), are the index on the curve."""
+    (:func:`interleave`), are the index on the curve. Branches become masks (all ones where
+    a coordinate's bit is set), so every step is a few in-place integer operations."""
     x = [c.astype(np.uint64, copy=True) for c in coords]
     n = len(x)
-    q = 1 << (bits - 1)
-    while q > 1:  # undo excess work
-        qq, p = np.uint64(q), np.uint64(q - 1)
+    one, zero = np.uint64(1), np.uint64(0)
+    m = np.empty_like(x[0])
+    t = np.empty_like(x[0])
+    for b in range(bits - 1, 0, -1):  # undo excess work, Q = 2**b
+        shift, p = np.uint64(b), np.uint64((1 << b) - 1)
         for i in range(n):
-            high = (x[i] & qq) != 0
-            t = (x[0] ^ x[i]) & p
-            t[high] = 0  # exchange where the bit is clear
-            x[0] = np.where(high, x[0] ^ p, x[0] ^ t)
-            if i:
-                x[i] = x[i] ^ t
-        q >>= 1
+            np.right_shift(x[i], shift, out=m)
+            m &= one
+            np.subtract(zero, m, out=m)  # all ones where bit b of x[i] is set
+            if i == 0:
+                m &= p
+                x[0] ^= m  # set: invert the low bits of x[0]
+                continue
+            np.bitwise_xor(x[0], x[i], out=t)
+            t &= p
+            t &= ~m  # clear: exchange the low bits of x[0] and x[i]
+            m &= p
+            m |= t
+            x[0] ^= m
+            x[i] ^= t
     for i in range(1, n):  # Gray encode
-        x[i] = x[i] ^ x[i - 1]
-    t = np.zeros(len(x[0]), dtype=np.uint64)
-    q = 1 << (bits - 1)
-    while q > 1:
-        t = np.where((x[n - 1] & np.uint64(q)) != 0, t ^ np.uint64(q - 1), t)
-        q >>= 1
-    return [xi ^ t for xi in x]
+        x[i] ^= x[i - 1]
+    t.fill(0)
+    for b in range(bits - 1, 0, -1):
+        np.right_shift(x[n - 1], np.uint64(b), out=m)
+        m &= one
+        np.subtract(zero, m, out=m)
+        m &= np.uint64((1 << b) - 1)
+        t ^= m
+    for i in range(n):
+        x[i] ^= t
+    return x
