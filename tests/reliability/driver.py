@@ -2,6 +2,8 @@
 
     python -m tests.reliability.driver PATH --engine client|stream --seed S --start I
         [--count N] [--options JSON] [--pace SECONDS] [--crash-at JSON] [--ray-address ADDR]
+    python -m tests.reliability.driver PATH --engine operation --operation cluster|
+        insert_overwrite|restore [--input FILE] [--savepoint INSTANT] [--crash-at JSON]
 
 It writes commit ``I``, ``I+1``, ... of run ``S`` (:func:`tests.reliability.common.batch_writes`)
 and prints, flushed, one line per event:
@@ -19,12 +21,15 @@ operation ``op`` (``write_bytes``, ``append``, ``create_new``, ``write_atomic``,
 stack, the operation is done only in part (``fraction`` of the bytes; for ``create_new`` and
 ``write_atomic`` the temporary file is left half-written, as a crash there leaves it; deletes are
 done when ``fraction >= 1``; a stream from ``open_output`` is written whole, then cut to
-``fraction`` of its bytes when it is closed) and the process sends itself SIGKILL.
+``fraction`` of its bytes when it is closed) and the process sends itself SIGKILL. ``op="any"``
+counts every one of those operations together: ``n`` is then a step of the whole run, and
+``n=0`` only counts them (``STEPS <count>`` at exit).
 
 ``client`` writes each commit with :class:`~hoodie_ray.job.client.HoodieWriteClient` (one
 process, inline compaction); ``stream`` runs a :class:`hoodie_ray.HoodieStreamWriter` on an
 embedded local Ray (or joins ``--ray-address``: a cluster that outlives the driver) with
-asynchronous compaction, two writes per checkpoint.
+asynchronous compaction, two writes per checkpoint. ``operation`` runs one table operation
+(a clustering, an insert_overwrite, a restore) and prints ``DONE 0 <instant>``.
 
 A writer that finds the lock of a killed writer waits for its heartbeat to expire
 (``hoodie.write.lock.expire_ms``): it gets :class:`~hoodie_ray.HoodieCommitConflictError` until
@@ -70,7 +75,11 @@ def _retry_conflicts(fn: Any) -> tuple[Any, float]:
 
 
 def install_crash_hook(spec: dict[str, Any]) -> None:
-    """Wrap one LocalStorage operation so its ``n``-th matching call crashes the process."""
+    """Wrap LocalStorage operations so the ``n``-th matching call crashes the process: one
+    operation (``op``), or ``op="any"``: every hooked operation, counted together (a crash at
+    each step of a table operation). ``n=0`` crashes nowhere and prints ``STEPS <count>`` at
+    exit (how many steps there are)."""
+    import atexit
     import fnmatch
     import os
     import signal
@@ -78,14 +87,15 @@ def install_crash_hook(spec: dict[str, Any]) -> None:
     from hoodie_ray.storage import LocalStorage
 
     op = spec["op"]
-    if op not in HOOKED_OPS:
+    if op != "any" and op not in HOOKED_OPS:
         raise SystemExit(f"unknown crash op {op}")
     glob = spec.get("glob", "*")
     func = spec.get("func")
     nth = int(spec.get("n", 1))
     fraction = float(spec.get("fraction", 0.5))
-    real = getattr(LocalStorage, op)
     calls = [0]
+    if nth == 0:
+        atexit.register(lambda: _say("STEPS", calls[0]))
 
     def on_stack(name: str) -> bool:
         f = sys._getframe(2)
@@ -95,17 +105,17 @@ def install_crash_hook(spec: dict[str, Any]) -> None:
             f = f.f_back
         return False
 
-    def partial(self: LocalStorage, rel: str, args: tuple) -> None:
+    def partial(name: str, real: Any, self: LocalStorage, rel: str, args: tuple) -> None:
         if fraction < 0:
             return  # crash just before the operation
         path = self._abs(rel)
-        if op in ("write_bytes", "append", "create_new", "write_atomic"):
+        if name in ("write_bytes", "append", "create_new", "write_atomic"):
             data = bytes(args[0])
             part = data[: int(len(data) * fraction)]
-            if op in ("create_new", "write_atomic"):
+            if name in ("create_new", "write_atomic"):
                 path = self._temp_for(path)  # the rename / link never happens
             self._parent(path)
-            with open(path, "ab" if op == "append" else "wb") as f:
+            with open(path, "ab" if name == "append" else "wb") as f:
                 f.write(part)
                 f.flush()
                 os.fsync(f.fileno())
@@ -134,18 +144,24 @@ def install_crash_hook(spec: dict[str, Any]) -> None:
             os.fsync(f.fileno())
             os.kill(os.getpid(), signal.SIGKILL)
 
-    def hooked(self: LocalStorage, rel: str, *args: Any, **kw: Any) -> Any:
-        if fnmatch.fnmatch(rel, glob) and (func is None or on_stack(func)):
-            calls[0] += 1
-            if calls[0] == nth:
-                _say("CRASH", op, rel)
-                if op == "open_output":
-                    return CutStream(real(self, rel, *args, **kw))
-                partial(self, rel, args)
-                os.kill(os.getpid(), signal.SIGKILL)
-        return real(self, rel, *args, **kw)
+    def hook(name: str) -> None:
+        real = getattr(LocalStorage, name)
 
-    setattr(LocalStorage, op, hooked)
+        def hooked(self: LocalStorage, rel: str, *args: Any, **kw: Any) -> Any:
+            if fnmatch.fnmatch(rel, glob) and (func is None or on_stack(func)):
+                calls[0] += 1
+                if calls[0] == nth:
+                    _say("CRASH", name, rel)
+                    if name == "open_output":
+                        return CutStream(real(self, rel, *args, **kw))
+                    partial(name, real, self, rel, args)
+                    os.kill(os.getpid(), signal.SIGKILL)
+            return real(self, rel, *args, **kw)
+
+        setattr(LocalStorage, name, hooked)
+
+    for name in HOOKED_OPS if op == "any" else (op,):
+        hook(name)
 
 
 def run_client(args: argparse.Namespace, options: dict[str, str]) -> None:
@@ -206,10 +222,38 @@ def run_stream(args: argparse.Namespace, options: dict[str, str]) -> None:
     _say("CLOSED")
 
 
+def run_operation(args: argparse.Namespace, options: dict[str, str]) -> None:
+    """One table operation (``--operation``): ``cluster``, ``insert_overwrite`` of the rows in
+    ``--input`` (a Parquet file), or ``restore`` to savepoint ``--savepoint``."""
+    import pyarrow.parquet as pq
+
+    import hoodie_ray as hr
+    from hoodie_ray.job.client import HoodieWriteClient
+
+    _say("OPENED", "0")
+    if args.operation == "cluster":
+        res = hr.cluster(args.path, options)
+        _say("DONE", 0, res.instant)
+    elif args.operation == "insert_overwrite":
+        table = pq.read_table(args.input)
+        ops = {**options, "write.operation": "insert_overwrite"}
+        result, _ = _retry_conflicts(lambda: HoodieWriteClient(args.path, ops).write(table))
+        _say("DONE", 0, result.instant)
+    elif args.operation == "restore":
+        res = hr.restore(args.path, args.savepoint, options=options)
+        _say("DONE", 0, res.instant)
+    else:
+        raise SystemExit(f"unknown operation {args.operation}")
+    _say("CLOSED")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("path")
-    p.add_argument("--engine", choices=("client", "stream"), default="client")
+    p.add_argument("--engine", choices=("client", "stream", "operation"), default="client")
+    p.add_argument("--operation", choices=("cluster", "insert_overwrite", "restore"))
+    p.add_argument("--input", default=None)
+    p.add_argument("--savepoint", default=None)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--start", type=int, default=0)
     p.add_argument("--count", type=int, default=None)
@@ -223,6 +267,8 @@ def main(argv: list[str] | None = None) -> int:
         install_crash_hook(json.loads(args.crash_at))
     if args.engine == "client":
         run_client(args, options)
+    elif args.engine == "operation":
+        run_operation(args, options)
     else:
         run_stream(args, options)
     return 0
