@@ -129,12 +129,15 @@ def cluster(
     storage_options: dict[str, Any] | None = None,
     engine: str = "local",
     dry_run: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> ClusteringResult:
     """Cluster the table now: small file slices rewritten into fewer, larger base files
-    (sorted by ``hoodie.clustering.plan.strategy.sort.columns`` when set), committed as a
-    replacecommit (:func:`hoodie_ray.job.maintenance.cluster`). ``engine="ray"`` rewrites the
-    groups as Ray tasks (one per group, across the cluster). ``dry_run``: only say which file
-    slices would be rewritten.
+    (ordered by ``hoodie.clustering.plan.strategy.sort.columns`` when set, in
+    ``hoodie.layout.optimize.strategy`` order), committed as a replacecommit
+    (:func:`hoodie_ray.job.maintenance.cluster`). ``engine="ray"`` rewrites the groups as Ray
+    tasks (one per group, across the cluster). ``dry_run``: only say which file slices would be
+    rewritten. ``on_progress(done, total)`` is called as groups are rewritten (for progress
+    bars).
 
     Example::
 
@@ -150,7 +153,12 @@ def cluster(
 
         executor = ray_clustering_executor
     return maintenance.cluster(
-        path, options, storage_options=storage_options, executor=executor, dry_run=dry_run
+        path,
+        options,
+        storage_options=storage_options,
+        executor=executor,
+        dry_run=dry_run,
+        on_progress=on_progress,
     )
 
 

@@ -786,13 +786,15 @@ def cluster(
     fn = lazy_feature("hoodie_ray.api", "cluster", "clustering")
     load_table(path, storage_kv)  # a bad path fails here, with the usual message
     t0 = time.perf_counter()
-    result = fn(
-        path,
-        parse_key_values(option_kv, "--option") or None,
-        storage_options=storage_options_from(storage_kv),
-        engine=engine,
-        dry_run=dry_run,
-    )
+    with _slice_progress(_isatty(sys.stderr) and not dry_run, "clustering groups") as progress:
+        result = fn(
+            path,
+            parse_key_values(option_kv, "--option") or None,
+            storage_options=storage_options_from(storage_kv),
+            engine=engine,
+            dry_run=dry_run,
+            on_progress=progress,
+        )
     seconds = round(time.perf_counter() - t0, 3)
     rows = [
         {"group": i, "partition": p, "file_id": f}
@@ -850,7 +852,7 @@ def _rate_text(bar: Any, t0: float) -> str:
 def _slice_progress(
     enabled: bool, label: str = "compacting file slices"
 ) -> Iterator[Callable[[int, int], None] | None]:
-    """An API's ``on_progress(done, total)`` (hr.compact, hr.create_index): a click progress
+    """An API's ``on_progress(done, total)`` (hr.compact, hr.cluster, hr.create_index): a click progress
     bar on stderr (done/total, percent, time left, rate), opened at the first call (when the
     total is known); None when ``enabled`` is not."""
     if not enabled:

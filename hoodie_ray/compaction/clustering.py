@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -316,15 +316,16 @@ def execute_group(task: ClusteringTask) -> list[HoodieWriteStat]:
 #: Runs clustering tasks: ``(execute_group, tasks) -> each task's stats``, in order.
 ClusteringExecutor = Callable[
     [Callable[[ClusteringTask], list[HoodieWriteStat]], list[ClusteringTask]],
-    list[list[HoodieWriteStat]],
+    Iterable[list[HoodieWriteStat]],
 ]
+"""Runs ``fn`` over the tasks; their results in task order, each as it is ready."""
 
 
 def local_clustering_executor(
     fn: Callable[[ClusteringTask], list[HoodieWriteStat]], tasks: list[ClusteringTask]
-) -> list[list[HoodieWriteStat]]:
+) -> Iterator[list[HoodieWriteStat]]:
     """One task after another in this process."""
-    return [fn(t) for t in tasks]
+    return (fn(t) for t in tasks)
 
 
 def cluster_table(
@@ -332,10 +333,12 @@ def cluster_table(
     wc: WriteConfig,
     executor: ClusteringExecutor | None = None,
     dry_run: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> tuple[str | None, HoodieClusteringPlan | None, list[HoodieWriteStat]]:
     """Roll back a clustering that died, plan one, and (unless ``dry_run``) schedule, execute
     and commit it: ``(instant, plan, stats)``; no plan: ``(None, None, [])``. Call under the
-    table lock (a single writer's, for the whole run)."""
+    table lock (a single writer's, for the whole run). ``on_progress(done, total)``: after
+    each group is rewritten."""
     from hoodie_ray.write.commit import CommitProtocol
 
     protocol = CommitProtocol(table)
@@ -351,7 +354,11 @@ def cluster_table(
     try:
         tasks = clustering_tasks(table, instant, plan, wc)
         run = executor or local_clustering_executor
-        stats = [st for group in run(execute_group, tasks) for st in group]
+        stats = []
+        for done, group in enumerate(run(execute_group, tasks), 1):
+            stats.extend(group)
+            if on_progress is not None:
+                on_progress(done, len(tasks))
         commit_clustering(table, instant, plan, stats)
     except BaseException:
         try:

@@ -306,6 +306,7 @@ def cluster(
     storage_options: dict[str, Any] | None = None,
     executor: ClusteringExecutor | None = None,
     dry_run: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> ClusteringResult:
     """Cluster the table now (:mod:`hoodie_ray.compaction.clustering`): its small file slices
     rewritten into fewer base files (sorted by
@@ -313,7 +314,7 @@ def cluster(
     under the table's writer lock for the whole run (never beside a live writer); a clustering
     that died is rolled back first. ``executor`` runs the groups (default: in this process;
     ``hr.cluster(engine="ray")`` hands in Ray tasks). ``dry_run``: only say which file slices
-    a plan would rewrite.
+    a plan would rewrite. ``on_progress(done, total)`` is called as groups are rewritten.
 
     Example::
 
@@ -324,7 +325,7 @@ def cluster(
     with open_lock(table.storage, wc):
         if not dry_run:
             CommitProtocol(table).rollback_pending_writes()
-        instant, plan, stats = cluster_table(table, wc, executor, dry_run)
+        instant, plan, stats = cluster_table(table, wc, executor, dry_run, on_progress)
     groups = tuple(
         tuple((s.partition_path, s.file_id) for s in g.slices)
         for g in (plan.groups if plan else [])

@@ -113,10 +113,10 @@ def ray_executor(wc: WriteConfig, table: str) -> Any:
 
 def ray_clustering_executor(
     fn: Callable[[ClusteringTask], list[HoodieWriteStat]], tasks: list[ClusteringTask]
-) -> list[list[HoodieWriteStat]]:
+) -> Iterator[list[HoodieWriteStat]]:
     """``hr.cluster(engine="ray")``: each clustering group rewritten by a Ray task (one core
-    each), spread over the cluster; their stats in task order."""
-    return list(ray_task_map(fn, [(t,) for t in tasks]))
+    each), spread over the cluster; their stats in task order, each as it is ready."""
+    return ray_task_map(fn, [(t,) for t in tasks])
 
 
 def ray_task_map(fn: Callable[..., Any], args: list[tuple[Any, ...]]) -> Iterator[Any]:

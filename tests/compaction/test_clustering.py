@@ -80,7 +80,9 @@ def test_clustering_sorts_by_the_sort_columns(tmp_path):
     opts = model_options(MANY_FILES, table_type="MERGE_ON_READ", version="8")
     model, _ = _small_table(path, opts, seed=61)
     sort = {"hoodie.clustering.plan.strategy.sort.columns": "s,ts"}
-    res = hr.cluster(str(path), {**opts, **sort})
+    calls: list[tuple[int, int]] = []
+    res = hr.cluster(str(path), {**opts, **sort}, on_progress=lambda d, t: calls.append((d, t)))
+    assert calls == [(i + 1, len(res.groups)) for i in range(len(res.groups))]
     table = HoodieTable.load(str(path))
     done = next(i for i in table.active_timeline.instants if i.timestamp == res.instant)
     plan = clustering_mod.read_clustering_plan(table, done)
