@@ -66,10 +66,27 @@ def load_example(name: str) -> ModuleType:
 
 
 @pytest.mark.ray
-def test_quickstart(ray_session: Any) -> None:
+def test_quickstart(ray_session: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """In this process (the session's Ray); as a script of its own with -m slow."""
+    from hoodie_ray.ray import stream
+
+    try:
+        assert load_example("quickstart.py").main(["--quick"]) == 0
+    finally:
+        stream.release_warm_writers()
+    _check_quickstart(capsys.readouterr().out)
+
+
+@pytest.mark.slow  # suite time: test_quickstart runs the same in-process
+@pytest.mark.ray
+def test_quickstart_as_a_script(ray_session: Any) -> None:
     out = run_example(
         "quickstart.py", ray_address=ray_session.get_runtime_context().gcs_address
     ).stdout
+    _check_quickstart(out)
+
+
+def _check_quickstart(out: str) -> None:
     assert "1. inserted 8 trips" in out
     assert "snapshot of " in out and ": 7 rows" in out
     assert "ok: the snapshot is what the commits left" in out

@@ -94,7 +94,7 @@ def test_clustering_sorts_by_the_sort_columns(tmp_path):
     assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
 
 
-@pytest.mark.parametrize("layout", ["z-order", "hilbert"])
+@pytest.mark.parametrize("layout", ["z-order", pytest.param("hilbert", marks=pytest.mark.slow)])
 def test_clustering_orders_rows_along_a_space_filling_curve(tmp_path, layout):
     """``hoodie.layout.optimize.strategy``: each new base file holds its rows in the curve's
     order over the sort columns; the plan records the layout; hudi-rs reads the same rows."""

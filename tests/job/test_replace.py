@@ -45,7 +45,7 @@ def test_match_partitions_wildcards_as_java_resolves_them():
         ("MERGE_ON_READ", "8", True),
         pytest.param("COPY_ON_WRITE", "8", False, marks=pytest.mark.slow),  # suite time
         pytest.param("MERGE_ON_READ", "6", True, marks=pytest.mark.slow),
-        ("COPY_ON_WRITE", "6", True),
+        pytest.param("COPY_ON_WRITE", "6", True, marks=pytest.mark.slow),
     ],
     ids=["mor-v8-mdt", "cow-v8", "mor-v6-mdt", "cow-v6-mdt"],
 )

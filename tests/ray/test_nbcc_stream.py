@@ -55,9 +55,8 @@ def test_stream_writers_commit_every_checkpoint_and_a_dead_one_is_rolled_back(
 ):
     """Writers a and b checkpoint on the same buckets, both instants open at once, with
     compaction scheduled beside them: every checkpoint commits. Then a dies with its instant
-    open (its actors gone, its heartbeat stopped) while b goes on committing and a Ray Dataset
-    commits through HoodieDatasink; once a's heartbeat has expired the next writer to open
-    rolls a's instant back."""
+    open (its actors gone, its heartbeat stopped) while b goes on committing; once a's heartbeat
+    has expired the next writer to open rolls a's instant back."""
     import ray
 
     opts = _opts({"compaction.delta_commits": "2"})  # scheduled by the writers, run on Ray
@@ -96,9 +95,6 @@ def test_stream_writers_commit_every_checkpoint_and_a_dead_one_is_rolled_back(
         a._closed = True  # the driver is gone too: nothing of it runs again
         assert b.checkpoint() is not None
         model.upsert(b_rows)
-        sink_rows = [row("a3", "a", 40, 3), row("c1", "c", 40, 3)]
-        ray.data.from_arrow(to_arrow(sink_rows, True)).write_datasink(hr.HoodieDatasink(path, opts))
-        model.upsert(sink_rows)
         assert dead in {i.timestamp for i in _instants(path) if not i.is_completed}
         os.utime(os.path.join(path, heartbeat_path(dead)), (1_000_000.0, 1_000_000.0))
         more = [row("a2", "a", 50, 4)]
@@ -116,3 +112,23 @@ def test_stream_writers_commit_every_checkpoint_and_a_dead_one_is_rolled_back(
     hr.compact(path, opts)
     model.assert_hudi_rs_reads(path, "compacted")
     assert hr.validate_metadata(path) == []
+
+
+@pytest.mark.slow  # suite time (a third topology); the stream writers' test covers NBCC on Ray
+def test_a_datasink_commits_beside_an_open_stream_instant(ray_session, tmp_path):
+    import ray
+
+    opts = _opts()
+    path, model = _seeded(tmp_path, opts)
+    with hr.HoodieStreamWriter(path, opts) as w:
+        rows = [row("a1", "a", 30, 2), row("a2", "a", 30, 2)]
+        w.write(to_arrow(rows, True))  # its instant is open
+        sink_rows = [row("a2", "a", 40, 3), row("c1", "c", 40, 3)]
+        ray.data.from_arrow(to_arrow(sink_rows, True)).write_datasink(hr.HoodieDatasink(path, opts))
+        assert w.checkpoint() is not None
+        for batch in (rows, sink_rows):
+            model.upsert(batch)
+    assert not _instants(path, Action.ROLLBACK)
+    _assert_reads(path, model, "the stream's and the datasink's commits")
+    hr.compact(path, opts)
+    model.assert_hudi_rs_reads(path, "compacted")

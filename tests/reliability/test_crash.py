@@ -28,7 +28,7 @@ A killed Ray driver's actors outlive it for a few seconds and finish what they w
 commit the driver asked for may complete after its death); the checks run once they are gone
 (:func:`~tests.reliability.common.wait_quiescent`), and the figures report how long they lived.
 
-CI runs 3 + 1 points; ``HOODIE_RAY_FULL=1`` runs 40 + 8 + 4.
+CI runs 2 + 1 points; ``HOODIE_RAY_FULL=1`` runs 40 + 8 + 4.
 """
 
 from __future__ import annotations
@@ -129,10 +129,10 @@ def _full_only(n: int, ci: int) -> None:
 
 
 @pytest.mark.parametrize(
-    "points", [pytest.param(3, id="ci"), pytest.param(40, id="full", marks=pytest.mark.slow)]
+    "points", [pytest.param(2, id="ci"), pytest.param(40, id="full", marks=pytest.mark.slow)]
 )
 def test_kill9_client_writer(tmp_path, points):
-    _full_only(points, 3)
+    _full_only(points, 2)
     figures = crash_run(
         tmp_path,
         engine="client",

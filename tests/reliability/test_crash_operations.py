@@ -16,7 +16,8 @@ operation and kills itself (SIGKILL) in the middle of that step; the test checks
   read the model, nothing is pending, no marker or uncommitted base file is left, and the
   metadata table validates.
 
-CI runs one step of each operation (a seeded choice); ``HOODIE_RAY_FULL=1`` runs every step.
+CI runs one step of the clustering (a seeded choice; the overwrite and the restore with
+``-m slow``); ``HOODIE_RAY_FULL=1`` runs every step.
 """
 
 from __future__ import annotations
@@ -110,11 +111,12 @@ def _recover(path: Path, operation: str, case: dict) -> None:
     # an overwrite: the next writer's open rolls it back (below)
 
 
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory) -> dict[str, tuple[Path, dict, int]]:
-    """Each operation's prepared table, its expectations and its number of steps."""
-    out = {}
-    for operation in ("cluster", "insert_overwrite", "restore"):
+_PREPARED: dict[str, tuple[Path, dict, int]] = {}
+
+
+def _prepared(operation: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, int]:
+    """The operation's prepared table, its expectations and its number of steps (made once)."""
+    if operation not in _PREPARED:
         root = tmp_path_factory.mktemp(f"ops_{operation}")
         path = root / "src" / "t"
         case = _prepare(path, operation)
@@ -125,8 +127,8 @@ def prepared(tmp_path_factory) -> dict[str, tuple[Path, dict, int]]:
         steps = [int(line.split()[1]) for line in d.lines if line.startswith("STEPS")]
         assert steps and steps[0] > 3, d.lines
         assert_snapshots(probe, case["after"], f"{operation} run whole")
-        out[operation] = (path, case, steps[0])
-    return out
+        _PREPARED[operation] = (path, case, steps[0])
+    return _PREPARED[operation]
 
 
 def _steps(operation: str, total: int) -> list[int]:
@@ -135,11 +137,18 @@ def _steps(operation: str, total: int) -> list[int]:
     return [random.Random(f"{SEED}-{operation}").randint(1, total)]
 
 
-@pytest.mark.parametrize("operation", ["cluster", "insert_overwrite", "restore"])
+@pytest.mark.parametrize(
+    "operation",
+    [
+        "cluster",
+        pytest.param("insert_overwrite", marks=pytest.mark.slow),  # suite time
+        pytest.param("restore", marks=pytest.mark.slow),
+    ],
+)
 def test_an_operation_killed_at_a_step_is_recovered_and_loses_nothing(
-    prepared, tmp_path, operation
+    tmp_path_factory, tmp_path, operation
 ):
-    src, case, total = prepared[operation]
+    src, case, total = _prepared(operation, tmp_path_factory)
     for step in _steps(operation, total):
         path = tmp_path / f"step{step}" / "t"
         shutil.copytree(src, path)
