@@ -30,6 +30,7 @@ from hoodie_ray.reader.compiled_merger import (
 from hoodie_ray.reader.file_slice_reader import delete_ordering_values
 from hoodie_ray.reader.merger import RECORD_KEY, DeleteMarker, LogRecordBuffer
 from tests.reader.test_merge_semantics import SCENARIOS, scenario_builder
+from tests.reliability.common import FULL
 
 pytestmark = pytest.mark.usefixtures("needs_numba")
 
@@ -212,9 +213,10 @@ def test_hot_keys_compact_blocks_held_by_their_merge_columns() -> None:
 
 @pytest.mark.usefixtures("colliding_hashes")
 def test_random_folds_with_colliding_hashes() -> None:
-    for seed in range(200):
+    # suite time: HOODIE_RAY_FULL=1 runs twice the folds
+    for seed in range(200 if FULL else 100):
         _check(20_000 + seed)
-    for seed in range(8):
+    for seed in range(8 if FULL else 4):
         _check(30_000 + seed, big=True)
 
 
