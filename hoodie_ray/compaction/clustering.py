@@ -215,6 +215,7 @@ class ClusteringTask:
     codec: str = "snappy"
     bloom: BloomFilterSpec | None = None
     layout: str = "linear"  # the row order over the sort columns (compaction.layout)
+    table: str = ""  # the table's name (the metrics' tag)
 
 
 def clustering_tasks(
@@ -252,6 +253,7 @@ def clustering_tasks(
             wc.parquet_codec,
             BloomFilterSpec.of(wc),
             plan.layout or wc.layout_optimize_strategy,
+            table.name,
         )
         for i, g in enumerate(plan.groups)
     ]

@@ -31,6 +31,7 @@ from hoodie_ray.compaction.clustering import (
     commit_clustering,
     execute_group,
     local_clustering_executor,
+    pending_clusterings,
     start_clustering,
 )
 from hoodie_ray.compaction.execute import CompactionTask
@@ -783,6 +784,11 @@ class Coordinator:
 
     def pending_compactions(self) -> list[str]:
         return self.compaction_service().pending()
+
+    def pending_clusterings(self) -> int:
+        """Clusterings scheduled on the table and not committed (any job's)."""
+        assert self.table is not None
+        return len(pending_clusterings(self.table))
 
     def compaction_tasks(self, instant: str) -> list[Any]:
         return self.compaction_service().tasks(instant)

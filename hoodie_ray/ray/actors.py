@@ -125,6 +125,7 @@ class CoordinatorActor:
             logging.getLogger("hoodie_ray").warning("table services failed: %s", e)
             return result
         metrics.gauge_pending_compactions(self.table, pending)
+        metrics.gauge_pending_clusterings(self.table, self.core.pending_clusterings())
         return dataclasses.replace(result, services=self.core.last_services)
 
     def commit_flight(self, instant: str, num_tasks: int, *results: Any) -> Any:

@@ -33,7 +33,7 @@ class CompactorActor:
 
     def cluster(self, task: ClusteringTask) -> list[HoodieWriteStat]:
         """Rewrite one clustering group (async clustering beside a stream writer)."""
-        return execute_group(task)
+        return cluster_group(task, self.task_id)
 
     def pid(self) -> int:
         return os.getpid()
@@ -111,12 +111,23 @@ def ray_executor(wc: WriteConfig, table: str) -> Any:
     return run
 
 
+def cluster_group(task: ClusteringTask, task_id: int = 0) -> list[HoodieWriteStat]:
+    """Rewrite one clustering group on Ray, counted in the metrics (tagged by the table)."""
+    stats = execute_group(task)
+    nbytes = sum(int(getattr(st, "total_write_bytes", 0) or 0) for st in stats)
+    metrics.count_clustered(task.table, task_id, 1, nbytes)
+    return stats
+
+
 def ray_clustering_executor(
     fn: Callable[[ClusteringTask], list[HoodieWriteStat]], tasks: list[ClusteringTask]
 ) -> Iterator[list[HoodieWriteStat]]:
     """``hr.cluster(engine="ray")``: each clustering group rewritten by a Ray task (one core
-    each), spread over the cluster; their stats in task order, each as it is ready."""
-    return ray_task_map(fn, [(t,) for t in tasks])
+    each), spread over the cluster; their stats in task order, each as it is ready. The
+    groups are rewritten by :func:`cluster_group` (``fn`` is the plain rewrite), which counts
+    them in the metrics."""
+    run = cluster_group if fn is execute_group else fn
+    return ray_task_map(run, [(t,) for t in tasks])
 
 
 def ray_task_map(fn: Callable[..., Any], args: list[tuple[Any, ...]]) -> Iterator[Any]:

@@ -104,19 +104,28 @@ PANELS: tuple[Panel, ...] = (
         "Record keys in each bucket assigner's index.",
     ),
     Panel(
-        "Compaction",
+        "Compaction and clustering",
         "short",
         (
             (
                 f"max by (table) (ray_hoodie_ray_pending_compactions{{{_SEL}}})",
-                "pending plans {{table}}",
+                "pending compactions {{table}}",
             ),
             (
                 f"60 * {_rate('compacted_slices', 'table')}",
                 "file slices compacted / min {{table}}",
             ),
+            (
+                f"max by (table) (ray_hoodie_ray_pending_clusterings{{{_SEL}}})",
+                "pending clusterings {{table}}",
+            ),
+            (
+                f"60 * {_rate('clustered_groups', 'table')}",
+                "groups clustered / min {{table}}",
+            ),
         ),
-        "Compaction plans scheduled and not committed, and the compactors' progress.",
+        "Compaction and clustering plans scheduled and not committed, and the progress of "
+        "the compactors and clustering tasks.",
     ),
 )
 

@@ -188,6 +188,28 @@ def count_compacted(table: str, task_id: int, slices: int, nbytes: int) -> None:
 
 
 @_safe
+def count_clustered(table: str, task_id: int, groups: int, nbytes: int) -> None:
+    """Clustering groups rewritten (a compactor actor's async clustering, or a Ray task of
+    ``hr.cluster(engine="ray")``), and the bytes of their new base files."""
+    series = tags(table, "compactor", task_id)
+    _get("counter", "hoodie_ray_clustered_groups", "Clustering groups rewritten").inc(
+        groups, series
+    )
+    if nbytes:
+        _get("counter", "hoodie_ray_bytes_written", "Bytes written to storage").inc(nbytes, series)
+
+
+@_safe
+def gauge_pending_clusterings(table: str, n: int) -> None:
+    _set_gauge(
+        "hoodie_ray_pending_clusterings",
+        "Clusterings scheduled, not yet committed",
+        n,
+        tags(table, "coordinator"),
+    )
+
+
+@_safe
 def gauge_pending_compactions(table: str, n: int) -> None:
     _set_gauge(
         "hoodie_ray_pending_compactions",

@@ -116,8 +116,9 @@ def test_every_metric_and_panel_while_a_stream_writer_runs(
     ray_session: Any, tmp_path: Path
 ) -> None:
     """One stream writer (two checkpoints: the first schedules a compaction, the second runs
-    it; then open and buffering): every metric the README lists is on Ray's endpoints with
-    its roles, and every panel's query returns data from Prometheus (where installed)."""
+    it; then open and buffering), and a table of the same name clustered by Ray tasks: every
+    metric the README lists is on Ray's endpoints with its roles, and every panel's query
+    returns data from Prometheus (where installed)."""
     urls = metrics_endpoints(ray_session)
     if not urls:
         pytest.skip("Ray's metrics agent is not running (see test_record_counters_exported)")
@@ -135,6 +136,11 @@ def test_every_metric_and_panel_while_a_stream_writer_runs(
         for expr, _ in p.targets
     ]
     data = pa.table({"id": [f"k{j}" for j in range(500)], "ts": list(range(500))})
+    # clustering groups counted: a table of the same name clustered by Ray tasks
+    small = {**options, "hoodie.parquet.small.file.limit": "0"}
+    for j in range(2):
+        hr.write(data.slice(j, 1), str(tmp_path / "other" / table), small, engine="local")
+    assert hr.cluster(str(tmp_path / "other" / table), small, engine="ray").instant
     with (
         prometheus_server(ray_session, tmp_path) as prometheus,
         hr.HoodieStreamWriter(str(tmp_path / table), options) as w,
