@@ -211,7 +211,8 @@ def _run_stream_writer(
         record({"round": rnd, "rows": rows})
         try:
             w.write(_table(rows))
-            record({"round": rnd, "instant": w._instant})
+            started = w._instant
+            record({"round": rnd, "instant": started})
             instant = w.checkpoint()
         except HoodieWriteConflictError as e:
             record({"round": rnd, "result": "conflict", "error": str(e)[:300]})
@@ -221,6 +222,8 @@ def _run_stream_writer(
             w.abort()
             w = new_writer()
             continue
+        if instant != started:  # a lost conflict replayed into a new instant (OCC)
+            record({"round": rnd, "instant": instant})
         record({"round": rnd, "result": "committed", "committed": instant})
     w.close()
 
@@ -229,11 +232,15 @@ def run_services(path: str, mode: str, stop: Path) -> int:
     """Compact and clean the table in a loop until ``stop`` exists (each call takes short
     lock turns beside the writers)."""
     import hoodie_ray as hr
+    from hoodie_ray.exceptions import HoodieError
 
     opts = options(mode)
     while not stop.exists():
-        hr.compact(path, opts)
-        hr.clean(path, opts)
+        try:
+            hr.compact(path, opts)
+            hr.clean(path, opts)
+        except HoodieError as e:  # e.g. a lock turn it waited too long for: tried again
+            print(f"services: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
         time.sleep(0.2)
     return 0
 
@@ -262,13 +269,28 @@ def _spawn(
     ]
     if ray_address:
         cmd += ["--ray-address", ray_address]
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return _popen(cmd, Path(path).parent / f"stderr-{writer}.log")
+
+
+def _popen(cmd: list[str], err: Path) -> subprocess.Popen[bytes]:
+    """The process, its stderr appended to ``err`` (a file: a pipe nobody reads while it runs
+    could fill up with Ray's forwarded logs and block it)."""
+    with open(err, "ab") as f:
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=f)
+    p.soak_err = err  # type: ignore[attr-defined]
+    return p
+
+
+def _tail(p: subprocess.Popen[bytes]) -> str:
+    """The last of what process ``p`` wrote to its stderr file."""
+    err = getattr(p, "soak_err", None)
+    return Path(err).read_text(errors="replace")[-2000:] if err and Path(err).exists() else ""
 
 
 def _spawn_services(path: str, args: argparse.Namespace) -> subprocess.Popen[bytes]:
     cmd = [sys.executable, os.path.abspath(__file__), "--services-worker"]
     cmd += ["--path", path, "--mode", args.mode]
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return _popen(cmd, Path(path).parent / "stderr-services.log")
 
 
 def _log_size(root: Path, writer: int) -> int:
@@ -331,8 +353,7 @@ def drive(args: argparse.Namespace) -> dict[str, Any]:
     next_service_kill = time.monotonic() + rng.uniform(1.0, 3.0)
     while procs:
         if services is not None and services.poll() is not None:
-            err = services.stderr.read().decode()[-2000:] if services.stderr else ""
-            errors.append(f"the services process exited {services.returncode}: {err}")
+            errors.append(f"the services process exited {services.returncode}: {_tail(services)}")
             services = _spawn_services(path, args)
         if (
             services is not None
@@ -350,8 +371,7 @@ def drive(args: argparse.Namespace) -> dict[str, Any]:
                 continue
             del procs[w]
             if rc != 0:
-                err = p.stderr.read().decode()[-2000:] if p.stderr else ""
-                errors.append(f"writer {w} exited {rc}: {err}")
+                errors.append(f"writer {w} exited {rc}: {_tail(p)}")
         busy = [w for w in sorted(procs) if _mid_write(root, w, started[w])]
         if kills_left and busy and time.monotonic() >= next_kill:
             w = rng.choice(busy)
@@ -365,9 +385,14 @@ def drive(args: argparse.Namespace) -> dict[str, Any]:
         time.sleep(0.05)
     if services is not None:
         stop.touch()
-        if services.wait(timeout=120) != 0:
-            err = services.stderr.read().decode()[-2000:] if services.stderr else ""
-            errors.append(f"the services process exited {services.returncode}: {err}")
+        try:
+            rc = services.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            services.kill()
+            rc = services.wait()
+            errors.append("the services process did not stop within 120 s")
+        if rc not in (0, -9):
+            errors.append(f"the services process exited {rc}: {_tail(services)}")
 
     # the killed writers' pending instants: expired after interval x misses, then the next
     # writer's recovery (here, one more open of the table) rolls them back

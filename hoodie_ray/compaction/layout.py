@@ -156,10 +156,9 @@ def _as_millis_or_long(arr: pa.Array) -> pa.Array:
         return pc.multiply(raw, 1000)
     if per_ms == 1:
         return raw
-    v = raw.to_numpy(zero_copy_only=False)
+    v = np.asarray(pc.fill_null(raw, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
     mask = pc.is_null(raw).to_numpy(zero_copy_only=False)
-    ms = np.floor_divide(np.nan_to_num(v, nan=0).astype(np.int64), per_ms)
-    return pa.array(ms, pa.int64(), mask=mask)
+    return pa.array(np.floor_divide(v, per_ms), pa.int64(), mask=mask)
 
 
 def interleave(values: Sequence[np.ndarray], bits: int) -> list[np.ndarray]:

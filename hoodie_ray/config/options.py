@@ -1251,6 +1251,22 @@ def _check_async_clustering(wc: WriteConfig, given: Mapping[str, str]) -> None:
     def name(attr: str) -> str:
         return given.get(attr) or _BY_ATTR[attr].key
 
+    if wc.clustering_inline and wc.index_type == "BUCKET":
+        raise HoodieOptionError(
+            f"option {name('clustering_inline')}=true cannot be used with "
+            f"{name('index_type')}=BUCKET: a key's file group is fixed by its bucket (Hudi "
+            "does not cluster the simple bucket index)"
+        )
+    if (
+        wc.clustering_inline
+        and not wc.clustering_async
+        and wc.is_set("clustering_async_max_commits")
+    ):
+        raise HoodieOptionError(
+            f"option {name('clustering_async_max_commits')} sets the trigger of async "
+            "clustering (Flink's clustering.delta_commits); inline clustering's is "
+            f"{_BY_ATTR['clustering_inline_max_commits'].key}"
+        )
     if not (wc.clustering_async or wc.clustering_schedule):
         return
     if wc.clustering_async != wc.schedules_clustering or not wc.clustering_async:
@@ -1259,6 +1275,12 @@ def _check_async_clustering(wc: WriteConfig, given: Mapping[str, str]) -> None:
             f"with {name('clustering_async')}={str(wc.clustering_async).lower()}: a writer "
             "runs the clustering plans it schedules, in the background; set both (or "
             f"{name('clustering_async')}=true alone)"
+        )
+    if wc.occ:
+        raise HoodieOptionError(
+            f"option {name('clustering_async')}=true needs a single writer, not "
+            f"{name('concurrency_mode')}={wc.concurrency_mode}: another writer's clustering "
+            "would take a running one for dead and roll it back"
         )
     if wc.index_type == "BUCKET":
         raise HoodieOptionError(

@@ -883,6 +883,10 @@ class Coordinator:
             return None
         assert self.table is not None
         table = self.table.refresh()
+        # a single writer's: one pending now died with an earlier job (or this job's lost
+        # coordinator), and its groups stay out of compaction until it is rolled back
+        for dead in pending_clusterings(table):
+            self.rollback(dead.timestamp)
         if not clustering_due(table, self.wc, self.wc.clustering_async_max_commits):
             return None
         started = start_clustering(table, self.wc)
@@ -918,8 +922,17 @@ class Coordinator:
             return None
         self._clustering = None
         assert self.table is not None
-        with self._locked():
-            commit_clustering(self.table.refresh(), instant, plan, [st for g in done for st in g])
+        try:
+            with self._locked():
+                commit_clustering(
+                    self.table.refresh(), instant, plan, [st for g in done for st in g]
+                )
+        except BaseException:
+            try:
+                self.rollback(instant)
+            except Exception:
+                pass  # left pending: this writer's next clustering step rolls it back
+            raise
         return instant
 
     def _compaction_step(self, runner: CompactionRunner | None, run_pending: bool) -> int:
@@ -961,10 +974,12 @@ class Coordinator:
     def finish_compaction(self, runner: CompactionRunner | None) -> None:
         """Wait for a running background compaction and clustering and commit them (the job
         is closing)."""
-        if self._running is not None:
-            self._finish_running(runner, wait=True)
-        if self._clustering is not None:
-            self._finish_clustering(runner, wait=True)
+        try:
+            if self._running is not None:
+                self._finish_running(runner, wait=True)
+        finally:
+            if self._clustering is not None:
+                self._finish_clustering(runner, wait=True)
 
     def archive(self) -> list[str]:
         """Archive the oldest instants once the active timeline is past

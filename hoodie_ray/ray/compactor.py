@@ -140,11 +140,17 @@ def ray_task_map(fn: Callable[..., Any], args: list[tuple[Any, ...]]) -> Iterato
     ensure_ray()
     remote = ray.remote(num_cpus=1)(fn)
     refs = [remote.remote(*a) for a in args]
-    for ref in refs:
-        try:
-            yield ray.get(ref)
-        except ray.exceptions.RayTaskError as e:
-            cause = getattr(e, "cause", None)
-            if isinstance(cause, HoodieError):
-                raise cause from None
-            raise
+    done = 0
+    try:
+        for ref in refs:
+            try:
+                yield ray.get(ref)
+            except ray.exceptions.RayTaskError as e:
+                cause = getattr(e, "cause", None)
+                if isinstance(cause, HoodieError):
+                    raise cause from None
+                raise
+            done += 1
+    finally:
+        for ref in refs[done + 1 :]:  # a failure or a caller that stopped: the rest stop too
+            ray.cancel(ref)

@@ -68,8 +68,20 @@ def test_clustering_runs_beside_an_inserting_stream(ray_session, tmp_path):
         ({"write.operation": "upsert"}, "write.operation=insert"),
         ({"clustering.schedule.enabled": "false"}, "clustering.schedule.enabled"),
         ({"index.type": "BUCKET"}, "index.type=BUCKET"),
+        ({"hoodie.write.concurrency.mode": "optimistic_concurrency_control"}, "single writer"),
     ],
 )
 def test_async_clustering_options_that_cannot_work_are_refused(extra, needs):
     with pytest.raises(HoodieOptionError, match=needs):
         hr.HoodieStreamWriter("/nonexistent/t", model_options(ASYNC, extra))
+
+
+def test_inline_clustering_options_that_cannot_work_are_refused():
+    from hoodie_ray.config.options import resolve_options
+
+    inline = {"hoodie.clustering.inline": "true"}
+    with pytest.raises(HoodieOptionError, match="index.type=BUCKET"):
+        resolve_options({**inline, "index.type": "BUCKET"})
+    # Flink's clustering.delta_commits is the async trigger, not the inline one
+    with pytest.raises(HoodieOptionError, match="hoodie.clustering.inline.max.commits"):
+        resolve_options({**inline, "clustering.delta_commits": "2"})
