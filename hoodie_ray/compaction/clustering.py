@@ -37,7 +37,7 @@ from hoodie_ray.compaction.execute import (
     _write_parquet_stream,
     compaction_context,
 )
-from hoodie_ray.compaction.layout import layout_order
+from hoodie_ray.compaction.layout import check_layout_columns, layout_order
 from hoodie_ray.compaction.plan import read_plan
 from hoodie_ray.config.options import WriteConfig
 from hoodie_ray.config.table_config import BUCKET_NUM_PROPERTY
@@ -381,8 +381,28 @@ def start_clustering(
     plan = plan_clustering(table.refresh(), wc)
     if plan is None:
         return None
+    if plan.sort_columns:
+        _check_sort_columns(table, plan, wc)
     instant = CommitProtocol(table).start(clustering_action(table), plan.to_bytes(table.base_uri))
     return instant, plan
+
+
+def _check_sort_columns(table: HoodieTable, plan: HoodieClusteringPlan, wc: WriteConfig) -> None:
+    """The plan's sort columns are the table's, of types its layout orders (refused before
+    anything is scheduled, not in the tasks)."""
+    from hoodie_ray.avro.schema import avro_to_arrow_schema
+
+    schema_json = table.latest_commit_schema_json()
+    if schema_json is None:
+        return  # no schema yet: the tasks check against the files' own
+    try:
+        check_layout_columns(
+            avro_to_arrow_schema(schema_json),
+            plan.sort_columns,
+            plan.layout or wc.layout_optimize_strategy,
+        )
+    except HoodieUnsupportedError as e:
+        raise HoodieUnsupportedError(f"{table.base_uri}: {e}") from None
 
 
 def commit_clustering(

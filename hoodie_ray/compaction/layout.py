@@ -55,6 +55,30 @@ def layout_order(rows: pa.Table, columns: Sequence[str], strategy: str) -> np.nd
     return np.lexsort(tuple(reversed(words))).astype(np.int64)
 
 
+def check_layout_columns(schema: pa.Schema, columns: Sequence[str], strategy: str) -> None:
+    """Refuse, before anything is scheduled, sort columns the table lacks or ``strategy``
+    cannot order (:class:`HoodieUnsupportedError` naming the column and its type)."""
+    if strategy not in LAYOUTS:
+        raise HoodieUnsupportedError(f"hoodie.layout.optimize.strategy={strategy} is unknown")
+    for c in columns:
+        if c not in schema.names:
+            raise HoodieUnsupportedError(
+                f"clustering sort column {c!r} is not a column of the table"
+            )
+    if strategy == "linear" or len(columns) < 2:
+        return
+    key = zorder_key if strategy == "z-order" else hilbert_long
+    for c in columns:
+        t = schema.field(c).type
+        try:
+            key(pa.array([], t))
+        except HoodieUnsupportedError:
+            raise HoodieUnsupportedError(
+                f"clustering sort column {c!r} of type {t} cannot be ordered by "
+                f"hoodie.layout.optimize.strategy={strategy}"
+            ) from None
+
+
 # -- z-order -------------------------------------------------------------------------------------
 def zorder_key(arr: pa.Array) -> np.ndarray:
     """Each value's 8 z-order bytes as a big-endian uint64 (Hudi's ``mapColumnValueTo8Bytes``

@@ -117,6 +117,12 @@ def test_clustering_orders_rows_along_a_space_filling_curve(tmp_path, layout):
     assert validate_metadata(str(path)) == []
     model.write(path, opts, *wl.next_commit())  # writes after it land in the new groups
     assert hudi_rs_snapshot(path).to_pylist() == model.as_table().to_pylist()
+    # a sort column the table lacks is refused before anything is scheduled
+    before = sorted(p.name for p in (path / ".hoodie").iterdir())
+    bad = {**given, "hoodie.clustering.plan.strategy.sort.columns": "ts,nope"}
+    with pytest.raises(hr.HoodieUnsupportedError, match="'nope' is not a column"):
+        hr.cluster(str(path), {**opts, **bad})
+    assert sorted(p.name for p in (path / ".hoodie").iterdir()) == before
 
 
 def test_async_clustering_options_on_the_single_process_path_cluster_at_the_barrier(tmp_path):

@@ -174,3 +174,19 @@ def test_single_column_and_unknown_types():
     assert layout_order(t, ["a"], "z-order").tolist() == [1, 2, 0]
     with pytest.raises(HoodieUnsupportedError, match="struct"):
         layout_order(t, ["a", "m"], "hilbert")
+
+
+def test_columns_a_layout_cannot_order_are_refused_before_anything_runs():
+    from hoodie_ray.compaction.layout import check_layout_columns
+
+    schema = pa.schema(
+        [("a", pa.int64()), ("s", pa.string()), ("m", pa.struct([("k", pa.int32())]))]
+    )
+    check_layout_columns(schema, ["a", "s"], "z-order")
+    check_layout_columns(schema, ["m"], "hilbert")  # one column: sorted linearly
+    with pytest.raises(HoodieUnsupportedError, match="'m' of type struct"):
+        check_layout_columns(schema, ["a", "m"], "hilbert")
+    with pytest.raises(HoodieUnsupportedError, match="'nope' is not a column"):
+        check_layout_columns(schema, ["a", "nope"], "z-order")
+    with pytest.raises(HoodieUnsupportedError, match="spiral"):
+        check_layout_columns(schema, ["a", "s"], "spiral")
