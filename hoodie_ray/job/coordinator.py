@@ -917,6 +917,8 @@ class Coordinator:
             self._clustering = None
             log.warning("hoodie_ray: clustering %s failed, rolled back: %s", instant, e)
             self.rollback(instant)
+            if self._running is None:  # fresh workers, unless a compaction runs on them
+                runner.reset()
             return None
         if done is None:
             return None
