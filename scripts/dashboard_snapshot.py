@@ -2,7 +2,8 @@
 writer runs (for the README: Grafana itself is not installable where this was made).
 
 Starts a local Ray (with its dashboard head, which writes the session's Prometheus scrape
-config), Debian's ``prometheus`` on that config (scraping every second), and one
+config), Debian's ``prometheus`` on that config (scraping every second; the dashboard test's
+``prometheus_server``), and one
 ``HoodieStreamWriter`` upserting ``--rows`` rows per checkpoint for ``--seconds`` (two writer
 tasks, compaction every two commits). Then every panel of :data:`hoodie_ray.ray.dashboard.PANELS`
 is queried over the run (``query_range``, the panel's own PromQL with ``$table`` and
@@ -20,8 +21,6 @@ import json
 import os
 import re
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,47 +32,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
 
 def _get(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=10) as r:
         return json.loads(r.read())
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_prometheus(session_dir: Path, work: Path) -> tuple[subprocess.Popen[bytes], str]:
-    binary = shutil.which("prometheus")
-    config = session_dir / "metrics" / "prometheus" / "prometheus.yml"
-    if binary is None or not config.is_file():
-        raise SystemExit("needs Debian's prometheus and Ray's session scrape config")
-    text = config.read_text().replace("scrape_interval: 10s", "scrape_interval: 1s")
-    (work / "prometheus.yml").write_text(text)
-    url = f"http://127.0.0.1:{_port()}"
-    proc = subprocess.Popen(
-        [
-            binary,
-            f"--config.file={work / 'prometheus.yml'}",
-            f"--storage.tsdb.path={work / 'data'}",
-            f"--web.listen-address={url.removeprefix('http://')}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as r:
-                if r.status == 200:
-                    return proc, url
-        except OSError:
-            pass
-        time.sleep(0.2)
-    proc.terminate()
-    raise SystemExit("prometheus was not ready in 30 s")
 
 
 def run_writer(path: Path, table: str, seconds: float, rows: int) -> None:
@@ -162,20 +128,20 @@ def main(argv: list[str] | None = None) -> int:
     import ray
 
     from hoodie_ray.ray.runtime import ensure_ray
+    from tests.ray.test_dashboard import prometheus_server  # the dashboard test's server
 
     ensure_ray(num_cpus=os.cpu_count(), include_dashboard=True, log_to_driver=False)
-    session = Path(ray._private.worker.global_worker.node.get_session_dir_path())
     work = Path(tempfile.mkdtemp(prefix="dashboard-snapshot-"))
-    proc, prometheus = start_prometheus(session, work)
     table = "trips"
     try:
-        start = time.time()
-        run_writer(work / table, table, args.seconds, args.rows)
-        time.sleep(6)  # the last reports reach Prometheus
-        draw(prometheus, table, start, time.time(), Path(args.out))
+        with prometheus_server(ray, work) as prometheus:
+            if prometheus is None:
+                raise SystemExit("needs Debian's prometheus and Ray's session scrape config")
+            start = time.time()
+            run_writer(work / table, table, args.seconds, args.rows)
+            time.sleep(6)  # the last reports reach Prometheus
+            draw(prometheus, table, start, time.time(), Path(args.out))
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
         shutil.rmtree(work, ignore_errors=True)
     print(args.out)
     return 0

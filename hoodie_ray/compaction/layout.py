@@ -25,9 +25,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie_ray.config.options import LAYOUTS
 from hoodie_ray.exceptions import HoodieUnsupportedError
 
-LAYOUTS = ("linear", "z-order", "hilbert")
 _SIGN64 = np.uint64(1 << 63)
 _INT_MAX = (1 << 31) - 1
 _LONG_MAX = (1 << 63) - 1
@@ -95,9 +95,7 @@ def zorder_key(arr: pa.Array) -> np.ndarray:
     if pa.types.is_floating(t):
         big = float(np.finfo(np.float64 if pa.types.is_float64(t) else np.float32).max)
         return _double8(_floats(arr, big))
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t):
-        return _padded8(arr)
-    if pa.types.is_large_binary(t):
+    if _is_bytes(t):
         return _padded8(arr)
     if _is_time(t) or pa.types.is_decimal(t):
         return _long8(_ints(_as_millis_or_long(arr), _LONG_MAX))
@@ -158,6 +156,15 @@ def _padded8(arr: pa.Array) -> np.ndarray:
         b = data[np.where(has, starts + j, 0)].astype(np.uint64)
         out = np.where(has, (out << np.uint64(8)) | b, out)
     return out
+
+
+def _is_bytes(t: pa.DataType) -> bool:
+    return (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+    )
 
 
 def _is_time(t: pa.DataType) -> bool:
@@ -226,12 +233,7 @@ def hilbert_long(arr: pa.Array) -> np.ndarray:
         bits = _floats(arr, 0.0).view(np.int64).copy()
         bits[pc.is_null(arr).to_numpy(zero_copy_only=False)] = _LONG_MAX
         return bits
-    if (
-        pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
-    ):
+    if _is_bytes(t):
         v = _padded8(arr).view(np.int64).copy()
         v[pc.is_null(arr).to_numpy(zero_copy_only=False)] = _LONG_MAX
         return v

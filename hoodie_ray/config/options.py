@@ -65,6 +65,10 @@ def _size_parser(default_unit: int) -> Callable[[str, str], int]:
     return parse
 
 
+#: hoodie.layout.optimize.strategy's values: clustering's row orders (compaction/layout.py).
+LAYOUTS = ("linear", "z-order", "hilbert")
+
+
 def _choice(*choices: str, upper: bool = True) -> Callable[[str, str], str]:
     def parse(key: str, v: str) -> str:
         s = str(v).strip()
@@ -662,7 +666,7 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "hoodie.layout.optimize.strategy",
         "layout_optimize_strategy",
         "linear",
-        _choice("linear", "z-order", "hilbert", upper=False),
+        _choice(*LAYOUTS, upper=False),
         "How a clustering orders rows by the sort columns: linear (sorted by them in turn), "
         "z-order or hilbert (a space-filling curve over them, as Spark's clustering builds it).",
     ),

@@ -875,8 +875,9 @@ class Coordinator:
         commit the clustering that finished in the background (its instant), else schedule
         the next one once ``clustering.delta_commits`` commits completed since the last
         replacecommit and start it on ``runner`` (without one it runs here, now). The
-        inserts after it never pad its file groups (:func:`write_profile`), compaction plans
-        leave them out, and it leaves plans other jobs scheduled to them."""
+        inserts after it never pad its file groups (:func:`write_profile`) and compaction
+        plans leave them out. A single writer's pending clustering it is not running died
+        with an earlier job, and is rolled back first."""
         if self._clustering is not None:
             return self._finish_clustering(runner, wait=False)
         if not (self.wc.clustering_async and self.wc.schedules_clustering):

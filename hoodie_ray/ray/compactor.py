@@ -111,9 +111,14 @@ def ray_executor(wc: WriteConfig, table: str) -> Any:
     return run
 
 
-def cluster_group(task: ClusteringTask, task_id: int = 0) -> list[HoodieWriteStat]:
-    """Rewrite one clustering group on Ray, counted in the metrics (tagged by the table)."""
-    stats = execute_group(task)
+def cluster_group(
+    task: ClusteringTask,
+    task_id: int = 0,
+    rewrite: Callable[[ClusteringTask], list[HoodieWriteStat]] = execute_group,
+) -> list[HoodieWriteStat]:
+    """Rewrite one clustering group on Ray (``rewrite``), counted in the metrics (tagged by
+    the table)."""
+    stats = rewrite(task)
     nbytes = sum(int(getattr(st, "total_write_bytes", 0) or 0) for st in stats)
     metrics.count_clustered(task.table, task_id, 1, nbytes)
     return stats
@@ -122,12 +127,10 @@ def cluster_group(task: ClusteringTask, task_id: int = 0) -> list[HoodieWriteSta
 def ray_clustering_executor(
     fn: Callable[[ClusteringTask], list[HoodieWriteStat]], tasks: list[ClusteringTask]
 ) -> Iterator[list[HoodieWriteStat]]:
-    """``hr.cluster(engine="ray")``: each clustering group rewritten by a Ray task (one core
-    each), spread over the cluster; their stats in task order, each as it is ready. The
-    groups are rewritten by :func:`cluster_group` (``fn`` is the plain rewrite), which counts
-    them in the metrics."""
-    run = cluster_group if fn is execute_group else fn
-    return ray_task_map(run, [(t,) for t in tasks])
+    """``hr.cluster(engine="ray")``: each clustering group rewritten by ``fn`` in a Ray task
+    (one core each, counted in the metrics: :func:`cluster_group`), spread over the cluster;
+    their stats in task order, each as it is ready."""
+    return ray_task_map(cluster_group, [(t, 0, fn) for t in tasks])
 
 
 def ray_task_map(fn: Callable[..., Any], args: list[tuple[Any, ...]]) -> Iterator[Any]:
