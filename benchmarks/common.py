@@ -682,6 +682,10 @@ class CpuUsage:
         return max((p.peak_rss_mb for p in procs), default=None)
 
 
+def _is_jvm(cmdline: Sequence[str]) -> bool:
+    return bool(cmdline) and os.path.basename(cmdline[0].strip()) == "java"
+
+
 def raylet_descendants(raylets: Iterable[psutil.Process]) -> Iterator[psutil.Process]:
     """Every process below ``raylets`` (a raylet gone meanwhile is passed over)."""
     for raylet in raylets:
@@ -743,6 +747,8 @@ class CpuMeter:
       exits keeps its last sample, so at most ``poll_s`` seconds of CPU per exited process are
       missed (the raylet does not accumulate its children's times, so there is no exact
       post-mortem figure). A final sample is taken when the section ends.
+    - A JVM this process started (the RayDP Spark driver, py4j's gateway): watched as a worker
+      titled ``spark-driver`` (it plans and schedules each Spark job of a hand-off).
     - Peak RSS per worker: ``VmHWM`` from ``/proc/<pid>/status`` at every sample (the
       process's lifetime peak), else the largest sampled RSS.
 
@@ -778,13 +784,17 @@ class CpuMeter:
     def _sample(self, *, initial: bool = False) -> None:
         with self._lock:
             self._samples += 1
-            for child in raylet_descendants(self._raylets):
+            for child in self._candidates():
                 try:
                     ident = (child.pid, child.create_time())
                     if ident not in self._watched:
-                        if not is_ray_worker_cmdline(child.cmdline()):
+                        cmd = child.cmdline()
+                        if _is_jvm(cmd) and child.ppid() == os.getpid():
+                            title = "spark-driver"
+                        elif is_ray_worker_cmdline(cmd):
+                            title = (cmd or ["?"])[0].strip()
+                        else:
                             continue
-                        title = (child.cmdline() or ["?"])[0].strip()
                         self._watched[ident] = (
                             child,
                             ProcessUsage(child.pid, title, 0.0, 0.0),
@@ -811,6 +821,12 @@ class CpuMeter:
                     usage.peak_rss_bytes = max(usage.peak_rss_bytes, peak)
                 except psutil.Error:
                     usage.exited = True
+
+    def _candidates(self) -> Iterator[psutil.Process]:
+        # Ray's workers, and a JVM this process started (a RayDP Spark driver: py4j's gateway)
+        yield from raylet_descendants(self._raylets)
+        with contextlib.suppress(psutil.Error):
+            yield from psutil.Process().children()
 
     def _run(self) -> None:
         t0 = time.thread_time()

@@ -15,10 +15,12 @@ Paths (``--paths``, all by default):
   is timed (a pipeline's upstream made them): the section measures hoodie_ray, not how the
   blocks were made.
 * ``spark``: one Spark DataFrame per commit (``spark.read.parquet`` of the commit's rows,
-  written to Parquet before the run) through RayDP into the same kind of topology, at the
-  quick size (``--spark-rows`` per commit). Its time splits into RayDP's conversion
-  (``spark_to_ray``: Spark's Arrow conversion and the transfer into Ray's object store) and
-  hoodie_ray's write and commit.
+  written to Parquet and cached in Spark before the run, one partition per executor) through
+  RayDP into the same kind of topology (``--spark-executors``, ``--spark-rows`` per commit:
+  the whole commit by default, the rows of the other paths). A warm-up hand-off runs before
+  the section. Its time splits into the hand-off (``write(df)``: the executors' Arrow
+  conversion, all at once, and Ray tasks fetching the blocks into the object store) and the
+  checkpoint.
 
 ``--pipelined``: each commit's checkpoint is ``checkpoint(wait=False)``: the next commit's input
 is routed and buffered while it flushes and commits (chained, the default topology).
@@ -80,7 +82,6 @@ PATHS = ("driver", "dataset", "spark")
 DEFAULT_WRITERS = (1, 2, 4, 8)
 DEFAULT_BATCH_ROWS = 100_000
 #: Spark's quick size: rows per commit (the Spark path is measured at this size only).
-SPARK_ROWS = 50_000
 
 GOALS = {
     "cpu_w8_vs_w1": ">= 0.8 (issue 38, 2 cores: rows per CPU-s at 8 tasks / at 1, each path)",
@@ -105,7 +106,7 @@ class PathRun:
     usage: CpuUsage | None = None
     pids: dict[str, int] = field(default_factory=dict)
     commit_s: list[float] = field(default_factory=list)
-    convert_s: list[float] = field(default_factory=list)  # Spark: spark_to_ray per commit
+    convert_s: list[float] = field(default_factory=list)  # Spark: the write call per commit
     phases: list[dict[str, float]] = field(default_factory=list)  # per checkpoint, by phase
     gate: GateResult | None = None
     error: str | None = None
@@ -181,9 +182,20 @@ class PathRun:
                 k: round(1000 * float(percentile([p[k] for p in self.phases], 50) or 0), 1)
                 for k in self.phases[0]
             }
+        roles = set(self.pids.values())
+        others: dict[str, float] = {}
+        for p in u.processes:
+            if p.pid not in roles and p.cpu_s >= 0.05:
+                t = p.title[:40]
+                others[t] = others.get(t, 0.0) + p.cpu_s
+        # what "other" was (Ray Data / RayDP tasks, executors' JVMs, new workers' start-up)
+        out["other_cpu_s"] = {
+            t: round(c, 2) for t, c in sorted(others.items(), key=lambda x: -x[1])
+        }
         if self.convert_s:
-            out["spark_to_ray_s"] = round(sum(self.convert_s), 3)
-            out["hoodie_write_s"] = round(sum(self.commit_s) - sum(self.convert_s), 3)
+            # in write(): the executors' Spark job and the fetches; then the checkpoint
+            out["spark_handoff_s"] = round(sum(self.convert_s), 3)
+            out["checkpoint_s"] = round(sum(self.commit_s) - sum(self.convert_s), 3)
         return out
 
 
@@ -203,17 +215,26 @@ def _dataset_inputs(ray: Any, commits: Sequence[pa.Table], blocks: int) -> list[
     ]
 
 
-def _spark_inputs(commits: Sequence[pa.Table], workdir: Path) -> list[Any]:
-    """One Spark DataFrame per commit, read from Parquet (written here, before any timing)."""
-    from hoodie_ray.spark import init_spark
+def _spark_inputs(commits: Sequence[pa.Table], workdir: Path, executors: int) -> list[Any]:
+    """One Spark DataFrame per commit, read from Parquet (written here, before any timing),
+    ``executors`` partitions each (one per executor, so that every executor converts)."""
+    import ray
 
-    spark = init_spark("hoodie_ray_scaling")
+    from hoodie_ray.ray.inputs import spark_partitions
+    from hoodie_ray.spark import init_spark, release_spark_df
+
+    spark = init_spark("hoodie_ray_scaling", num_executors=executors)
     frames = []
     for i, c in enumerate(commits):
         f = workdir / f"spark_commit_{i:03d}.parquet"
         pq.write_table(c, f)
-        frames.append(spark.read.parquet(str(f)).cache())
+        df = spark.read.parquet(str(f))
+        frames.append(df.repartition(executors).cache() if executors > 1 else df.cache())
         frames[-1].count()  # Spark has the rows: the section measures the hand-off and write
+    # a warm-up hand-off (the JVMs' JIT, Ray's workers for the fetch tasks): a stream in
+    # steady state, as the Dataset path's topology is started before its section
+    ray.get([block for block, _ in spark_partitions(frames[0])])
+    release_spark_df(frames[0])
     return frames
 
 
@@ -231,6 +252,7 @@ def run_path(
     chaining: bool = True,
     blocks: int = 0,
     pipelined: bool = False,
+    spark_executors: int = 1,
 ) -> PathRun:
     """Ingest ``workload``'s commits through one input path; gate; figures."""
     run = PathRun(
@@ -252,7 +274,7 @@ def run_path(
         if path_kind == "dataset":
             inputs: list[Any] = _dataset_inputs(ray, workload.commits, blocks)
         elif path_kind == "spark":
-            inputs = _spark_inputs(workload.commits, workdir)
+            inputs = _spark_inputs(workload.commits, workdir, spark_executors)
         else:
             inputs = list(workload.commits)
         log(f"{run.label}: {len(inputs)} commits of {workload.commits[0].num_rows} rows ...")
@@ -268,11 +290,8 @@ def run_path(
                         for batch in iter_batches(item, batch_rows):
                             w.write(batch)
                     elif path_kind == "spark":
-                        from hoodie_ray.spark import release_spark_df, spark_to_ray
-
-                        ds = spark_to_ray(item)
+                        w.write(item)  # the executors convert it, Ray tasks fetch the blocks
                         run.convert_s.append(time.perf_counter() - c0)
-                        w.write(ds)
                     else:
                         w.write(item)
                     if pipelined:
@@ -280,8 +299,6 @@ def run_path(
                     elif w.checkpoint() is None:
                         raise RuntimeError("checkpoint() returned None after a non-empty commit")
                     run.commit_s.append(time.perf_counter() - c0)
-                    if path_kind == "spark":
-                        release_spark_df(item)
                 if handle is not None and handle.result() is None:
                     raise RuntimeError("the last pipelined checkpoint committed nothing")
             run.usage = meter.usage
@@ -514,7 +531,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--pipelined", action="store_true", help="checkpoint(wait=False) for every commit"
     )
     p.add_argument("--peers", default="delta,paimon", help="delta,paimon ('' for none)")
-    p.add_argument("--spark-rows", type=int, default=SPARK_ROWS, help="rows per Spark commit")
+    p.add_argument(
+        "--spark-rows", type=int, default=0, help="rows per Spark commit (0: the whole commit)"
+    )
+    p.add_argument(
+        "--spark-executors",
+        type=int,
+        default=1,
+        help="RayDP executors (1 CPU each); each commit's DataFrame has one partition per executor",
+    )
     p.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS)
     p.add_argument("--blocks", type=int, default=0, help="pieces per commit (0: by --batch-rows)")
     p.add_argument("--peer-timeout", type=float, default=1800.0)
@@ -552,10 +577,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         res.workload["pipelined"] = args.pipelined
         for kind in args.paths:
             wl, exp = workload, expected
-            if kind == "spark":
+            if kind == "spark" and args.spark_rows:
                 wl = _spark_workload(workload, args.spark_rows)
                 exp = expected_snapshot(wl)
                 res.workload["spark"] = wl.summary()
+            if kind == "spark":
+                res.workload["spark_executors"] = args.spark_executors
             for chaining in CHAINING[args.chaining]:
                 for w in args.writers:
                     table_dir = workdir / f"{kind}_w{w}"
@@ -573,6 +600,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         chaining,
                         args.blocks,
                         args.pipelined,
+                        args.spark_executors,
                     )
                     res.runs.append(run)
                     shutil.rmtree(table_dir, ignore_errors=True)

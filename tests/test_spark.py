@@ -223,6 +223,32 @@ def _same(a: pa.Table, b: pa.Table) -> None:
 
 
 @pytest.mark.spark
+def test_spark_partitions_are_fetched_by_one_actor(spark_session: Any) -> None:
+    """Each partition of a DataFrame becomes one block with its rows and schema, fetched by
+    this driver's one SparkFetcher (no worker per partition); release unpins the cache."""
+    import ray
+
+    from hoodie_ray.ray.inputs import spark_fetcher, spark_items, spark_partitions
+    from hoodie_ray.spark import release_spark_df
+
+    df = spark_session.range(0, 1000, numPartitions=1).repartition(3)
+    persisted = spark_session.sparkContext._jsc.getPersistentRDDs().size()
+    parts = spark_partitions(df)
+    assert len(parts) == 3
+    blocks = ray.get([b for b, _ in parts])
+    metas = ray.get([m for _, m in parts])
+    assert [m[0] for m in metas] == [b.num_rows for b in blocks]
+    assert sorted(pa.concat_tables(blocks).column("id").to_pylist()) == list(range(1000))
+    items = list(spark_items(df))
+    assert sum(i.num_rows or 0 for _, i in items) == 1000
+    assert {s for s, _ in items} == {pa.schema([pa.field("id", pa.int64(), nullable=False)])}
+    assert spark_fetcher() is spark_fetcher()
+    assert spark_session.sparkContext._jsc.getPersistentRDDs().size() == persisted + 2
+    release_spark_df(df)
+    release_spark_df(df)  # idempotent
+    assert spark_session.sparkContext._jsc.getPersistentRDDs().size() == persisted
+
+
 def test_arrow_to_spark_round_trip_is_exact(spark_session: Any) -> None:
     from hoodie_ray.spark import arrow_to_spark, spark_to_arrow, to_spark_compatible
 

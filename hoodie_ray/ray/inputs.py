@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,7 +38,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 SPARK_INSTALL_HINT = 'pip install "raydp==1.6.5" "pyspark==3.5.7" "pandas>=2.2,<3"'
-_SQL_CTX_WARNING = r"DataFrame\.sql_ctx is an internal property"
 
 
 @dataclass(frozen=True)
@@ -64,7 +62,8 @@ def input_blocks(
         return
     if is_spark_dataframe(data):
         spark_frames.append(data)
-        data = spark_to_ray(data)
+        yield from spark_items(data)
+        return
     if is_ray_dataset(data):
         yield from dataset_items(data)
         return
@@ -150,36 +149,137 @@ def import_spark() -> tuple[Any, Any]:
     return pyspark, raydp
 
 
+#: Spark RDDs a conversion pinned (Arrow bytes cached by the executors), by DataFrame.
+_pinned: dict[Any, list[int]] = {}
+
+
+def spark_partitions(df: DataFrame) -> list[tuple[Any, Any]]:
+    """A Spark DataFrame of a RayDP session converted by its executors, all at once: one
+    ``(block, meta)`` pair of references per Spark partition, ``meta`` holding the block's
+    ``(rows, Arrow schema)``.
+
+    RayDP's recoverable conversion (what ``ray.data.from_spark`` does): a Spark job has every
+    executor convert its partitions to Arrow and cache the bytes (in memory, spilling to disk);
+    then each partition is fetched from the executor that holds it into Ray's object store by
+    :class:`SparkFetcher` calls (a lost block is fetched again, by lineage). The blocks go to
+    the writer as they are, with no Ray Dataset between (whose per-block metadata tasks would
+    cost more than the fetches). Spark keeps the cache until :func:`release_spark_df`."""
+    _check_spark_dataframe(df)
+    pyspark, _ = import_spark()
+    sc = df.sparkSession.sparkContext
+    writer = _raydp_writer(sc)
+    level = sc._getJavaStorageLevel(pyspark.StorageLevel.MEMORY_AND_DISK)
+    info = writer.prepareRecoverableRDD(df._jdf, level)
+    _pinned.setdefault(df, []).append(info.rddId())
+    schema_json, agent = info.schemaJson(), info.driverAgentUrl()
+    fetcher = spark_fetcher()
+    out: list[tuple[Any, Any]] = []
+    for i, loc in enumerate(info.locations()):
+        block, meta = fetcher.fetch.remote(
+            f"raydp-executor-{loc}", info.rddId(), i, schema_json, agent
+        )
+        out.append((block, meta))
+    return out
+
+
+def spark_items(df: DataFrame) -> Iterator[tuple[pa.Schema, Input]]:
+    """(schema, input) of each non-empty partition of a Spark DataFrame
+    (:func:`spark_partitions`), once every partition is fetched (their row counts decide how
+    the rows are cut between the routers)."""
+    parts = spark_partitions(df)
+    try:
+        metas = ray.get([meta for _, meta in parts])
+    except RayTaskError as e:
+        raise unwrap(e) from None
+    for (block, _), (rows, schema) in zip(parts, metas, strict=True):
+        if rows:
+            yield schema, Input(block, None, rows)
+
+
+class SparkFetcher:
+    """Fetches converted Spark partitions from RayDP's executor actors into the object store.
+
+    One long-lived worker per driver: a Ray task per partition (RayDP's way) would start a
+    worker for most fetches on a busy node (Ray ends idle workers beyond one per CPU within a
+    second), which cost more CPU than the fetch. Threaded, so the partitions of a DataFrame
+    come in parallel; restartable with its calls retried, so a lost block is fetched again as
+    a task's would be (the executors keep the bytes until the commit)."""
+
+    def __init__(self) -> None:
+        from ray._private.worker import global_worker
+
+        global_worker.set_load_code_from_local(True)  # calls into the executors' JVM actors
+
+    @ray.method(num_returns=2)
+    def fetch(
+        self, executor: str, rdd_id: int, partition: int, schema_json: str, agent_url: str
+    ) -> tuple[pa.Table, tuple[int, pa.Schema]]:
+        """One partition's Arrow bytes from the executor caching them, as a table without
+        Spark's schema metadata; and its ``(rows, schema)``."""
+        actor = ray.get_actor(executor)
+        data = ray.get(actor.getRDDPartition.remote(rdd_id, partition, schema_json, agent_url))
+        table = pa.ipc.open_stream(pa.BufferReader(data)).read_all().replace_schema_metadata()
+        return table, (table.num_rows, table.schema)
+
+
+_fetchers: dict[str, Any] = {}  # by Ray job: this driver's fetcher
+
+
+def spark_fetcher() -> Any:
+    """This driver's :class:`SparkFetcher` (started on first use, in this Ray job)."""
+    job = ray.get_runtime_context().get_job_id()
+    if job not in _fetchers:
+        _fetchers.clear()
+        actor = ray.remote(SparkFetcher).options(
+            num_cpus=0, max_concurrency=8, max_restarts=-1, max_task_retries=-1
+        )
+        _fetchers[job] = actor.remote()
+    return _fetchers[job]
+
+
 def spark_to_ray(df: DataFrame, *, num_blocks: int | None = None) -> ray.data.Dataset:
     """A Spark DataFrame of a RayDP session as a Ray Dataset (one block per Spark partition).
 
-    The same path as ``ray.data.from_spark`` (RayDP's recoverable conversion: Arrow blocks are
-    fetched from the Spark executors by Ray tasks with lineage), without its deprecation
-    warning. Spark keeps the converted partitions cached until :func:`release_spark_df` or the
-    session stops; call it once the dataset is consumed (for a write: after the commit).
+    The conversion of :func:`spark_partitions` (what ``ray.data.from_spark`` does, without its
+    deprecation warning). Spark keeps the converted partitions cached until
+    :func:`release_spark_df` or the session stops; call it once the dataset is consumed (for a
+    write: after the commit).
 
     Args:
         df: a DataFrame of the RayDP session (see :func:`hoodie_ray.spark.init_spark`).
         num_blocks: repartition the DataFrame to this many blocks first.
     """
+    _check_spark_dataframe(df)
+    source = df
+    if num_blocks is not None and num_blocks != df.rdd.getNumPartitions():
+        source = df.repartition(num_blocks)
+    parts = spark_partitions(source)
+    if source is not df:
+        _pinned.setdefault(df, []).extend(_pinned.pop(source, []))
+    return ray.data.from_arrow_refs([block for block, _ in parts])
+
+
+def _raydp_writer(sc: Any) -> Any:
+    """RayDP's JVM side of its recoverable conversion (raydp 1.6.5's ``ObjectStoreWriter``)."""
+    return sc._jvm.org.apache.spark.sql.raydp.ObjectStoreWriter
+
+
+def _check_spark_dataframe(df: Any) -> None:
     if not is_spark_dataframe(df):
         raise HoodieInputError(f"expected a Spark DataFrame, got {type(df).__name__}")
     if "pyspark.sql.connect.dataframe" in sys.modules and not _is_classic(df):
         raise HoodieUnsupportedError("Spark Connect DataFrames cannot go through RayDP")
-    import_spark()
-    from raydp.spark import dataset as raydp_dataset
-
-    with no_sql_ctx_warning():
-        return raydp_dataset.spark_dataframe_to_ray_dataset(df, num_blocks)
 
 
 def release_spark_df(df: DataFrame) -> None:
-    """Unpersist the Spark-side cache :func:`spark_to_ray` pinned for ``df`` (idempotent)."""
-    import_spark()
-    from raydp.spark import dataset as raydp_dataset
-
-    with no_sql_ctx_warning():
-        raydp_dataset.release_spark_recoverable(df)
+    """Unpersist the Spark-side cache :func:`spark_to_ray` (or a write) pinned for ``df``
+    (idempotent)."""
+    rdds = _pinned.pop(df, [])
+    if not rdds:
+        return
+    writer = _raydp_writer(df.sparkSession.sparkContext)
+    for rdd in rdds:
+        writer.releaseRecoverableRDD(rdd)
 
 
 def release_spark_frames(frames: list[Any]) -> None:
@@ -187,15 +287,6 @@ def release_spark_frames(frames: list[Any]) -> None:
     for df in frames:
         with contextlib.suppress(Exception):
             release_spark_df(df)
-
-
-@contextlib.contextmanager
-def no_sql_ctx_warning() -> Iterator[None]:
-    """RayDP 1.6.5 reads ``DataFrame.sql_ctx``, which pyspark 3.5 flags with a UserWarning
-    (nothing the caller can act on); that one warning is dropped, others are kept."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=_SQL_CTX_WARNING, category=UserWarning)
-        yield
 
 
 def _is_classic(df: Any) -> bool:
