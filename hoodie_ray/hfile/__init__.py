@@ -26,9 +26,13 @@ from hoodie_ray.hfile.bloom import (
     bloom_might_contain,
     build_bloom_filter,
 )
-from hoodie_ray.hfile.hbase_writer import write_hbase_hfile, write_hbase_hfile_arrays
 from hoodie_ray.hfile.reader import HFileReader, HFileTrailer
-from hoodie_ray.hfile.writer import write_hfile, write_hfile_arrays
+from hoodie_ray.hfile.writer import (
+    write_hbase_hfile,
+    write_hbase_hfile_arrays,
+    write_hfile,
+    write_hfile_arrays,
+)
 
 __all__ = [
     "BLOOM_FILTER_META_BLOCK",

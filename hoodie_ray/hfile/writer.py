@@ -1,9 +1,19 @@
-"""Writing HFile v3 in the native ``hudi-io`` dialect (metadata-table spec sections 2.1-2.8).
+"""Writing HFile v3 (metadata-table spec sections 2.1-2.8) in both dialects: the native
+``hudi-io`` one of Hudi 1.x (:func:`write_hfile`) and the HBase one that Hudi 0.x (and the
+HBase-backed writer of early 1.x, e.g. the MDT files of hudi-rs's v8 sample) writes through
+HBase 2.4's ``HFileWriterImpl`` (:func:`write_hbase_hfile`, the spec's "HBase dialect" notes).
 
-The file is built in memory, block by block, in the order the Java ``HFileWriterImpl`` writes:
-data blocks, meta blocks, then the load-on-open section (data root index, meta root index,
-file info) and the fixed 4096-byte trailer. Every payload is assembled with ``bytes.join``;
-the only per-entry Python work is one ``struct.pack`` and a few list appends.
+One pipeline writes both; what the dialects do differently is a :class:`Dialect`, and the two
+are its constants :data:`NATIVE` and :data:`HBASE`. The file is built in memory, block by
+block, in the order ``HFileWriterImpl`` writes: data blocks, meta blocks, then the
+load-on-open section (data root index, meta root index, file info) and the fixed 4096-byte
+trailer. Only single-level data indexes are written.
+
+Nothing runs Python per entry or per byte: ``*_arrays`` take the entries as Arrow columns
+(the record index's millions of keys) and each data block's payload is a slice of KeyValues
+one Arrow kernel assembled (from ``(key, value)`` pairs, C-level list slicing interleaves
+them); GZ payloads are deflated on threads, and CRC32C checksums of all blocks are computed in
+one call once their sizes are known (:func:`~hoodie_ray.hfile.checksum.crc32c_chunks`).
 """
 
 from __future__ import annotations
@@ -21,11 +31,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodie_ray.exceptions import HoodieInputError
+from hoodie_ray.exceptions import HoodieInputError, HoodieUnsupportedError
 from hoodie_ray.hfile._format import (
     BLOCK_HEADER,
     BYTES_PER_CHECKSUM,
     CHECKSUM_NULL,
+    CHECKSUM_SIZE,
     CODEC_GZ,
     CODEC_NONE,
     COMPARATOR_CLASS_NAME,
@@ -55,8 +66,17 @@ from hoodie_ray.hfile._format import (
     proto_bytes_field,
     proto_varint_field,
 )
+from hoodie_ray.hfile.checksum import crc32c_chunks
 
-__all__ = ["write_hfile", "write_hfile_arrays"]
+__all__ = [
+    "HBASE",
+    "NATIVE",
+    "Dialect",
+    "write_hbase_hfile",
+    "write_hbase_hfile_arrays",
+    "write_hfile",
+    "write_hfile_arrays",
+]
 
 _CODECS = {"gz": CODEC_GZ, "gzip": CODEC_GZ, "none": CODEC_NONE}
 _KV_HEAD_PACK = struct.Struct(">iiH").pack
@@ -64,6 +84,103 @@ _MAX_ROW_LEN = 0x7FFF
 _MAX_VALUE_LEN = 0x7FFFFFFF - 64
 _MVCC_ZERO = b"\x00"
 _MAX_COMPRESS_THREADS = 4
+
+#: HBase's ChecksumType.CRC32C code.
+CHECKSUM_CRC32C = 2
+#: The trailer's last four bytes: minor version 0 in one byte, major 3 in three.
+NATIVE_VERSION_BYTES = b"\x00\x00\x00\x03"
+#: HFile v3 minor version 3 (checksums in blocks), major 3, as HBase 2.x writes them.
+HBASE_VERSION_BYTES = b"\x03\x00\x00\x03"
+#: hfile.index.block.max.size: HBase writes a multi-level index past this.
+MAX_INDEX_CHUNK = 128 * 1024
+#: A "first on row" key's tail: no family, timestamp Long.MAX_VALUE, type Maximum (255).
+_FIRST_ON_ROW_TAIL = b"\x00" + I64.pack(0x7FFFFFFFFFFFFFFF) + b"\xff"
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What an HFile dialect writes its own way; everything else is common to both: the
+    KeyValues (no family, timestamp ``Long.MAX_VALUE``, type Put, MVCC version 0), block
+    headers and compression, the order of sections, index entries, the file info keys and
+    the trailer's other fields. The fields, by the part of the file they shape:
+
+    * block checksums: ``checksum_type`` NULL (zero bytes) or CRC32C (type 2, over every
+      16 KiB of header + stored payload); ``chained_prev_offsets``: each block's
+      ``prevBlockOffset`` is the offset of the previous block *of the same type* (-1 for the
+      first), else -1 in every block;
+    * data block cuts: a block's KeyValues are counted as ``row + value + cell_overhead``
+      bytes each; it ends before the entry that would cross the block size, or with
+      ``crossing_cell_stays`` once they reach it (the entry that crosses it stays in it);
+    * index keys: ``rowLength row`` followed by ``key_tail`` (row-only keys, or full KeyValue
+      keys ``rowLength row familyLength timestamp type``), each data block under its first
+      row, or with ``midpoint_index_keys`` every block after the first under the shortest row
+      between the previous block's last row and its first row (HBase's ``getMidpoint``) as a
+      "first on row" key (type Maximum, 255); ``max_index_chunk``: refuse an index HBase would
+      split into levels;
+    * file info: ``sorted_file_info`` by unsigned bytes (HBase's ``FileInfo`` is a sorted map),
+      else in the iteration order of Java's ``HashMap``; ``hfile.LASTKEY`` the last row's key
+      as the index keys are (``empty_last_key`` in a file without entries, ``None``: no
+      entry); ``hfile.AVG_KEY_LEN`` over rows plus ``avg_key_overhead`` bytes each. (The
+      creation time defaults differ in the writer functions: now, or 0 as Hudi 0.x leaves it.)
+    * trailer: ``total_uncompressed_bytes`` (every block but the data root index, with
+      headers, plus the trailer) written or not; ``uncompressedDataIndexSize`` the root
+      index's size with ``root_index_size``, else all KeyValues' bytes; ``lastDataBlockOffset``
+      ``empty_last_data_block_offset`` in a file without entries; ``version`` the last four
+      bytes (the dialects differ in the minor).
+    """
+
+    checksum_type: int
+    chained_prev_offsets: bool
+    cell_overhead: int
+    crossing_cell_stays: bool
+    key_tail: bytes
+    midpoint_index_keys: bool
+    max_index_chunk: int | None
+    sorted_file_info: bool
+    empty_last_key: bytes | None
+    avg_key_overhead: int
+    total_uncompressed_bytes: bool
+    root_index_size: bool
+    empty_last_data_block_offset: int
+    version: bytes
+
+
+#: Hudi 1.x's ``hudi-io`` writer (byte for byte as Java writes it).
+NATIVE = Dialect(
+    checksum_type=CHECKSUM_NULL,
+    chained_prev_offsets=False,
+    cell_overhead=9,
+    crossing_cell_stays=False,
+    key_tail=b"",
+    midpoint_index_keys=False,
+    max_index_chunk=None,
+    sorted_file_info=False,
+    empty_last_key=b"",  # Java's addKeyLength: no length prefix for the empty last key
+    avg_key_overhead=0,
+    total_uncompressed_bytes=False,
+    root_index_size=False,
+    empty_last_data_block_offset=0,
+    version=NATIVE_VERSION_BYTES,
+)
+
+#: HBase 2.4's ``HFileWriterImpl`` under Hudi 0.x's ``HoodieAvroHFileWriter`` and
+#: ``HoodieHFileDataBlock`` (byte for byte as HBase writes it).
+HBASE = Dialect(
+    checksum_type=CHECKSUM_CRC32C,
+    chained_prev_offsets=True,
+    cell_overhead=KEY_OVERHEAD + 9,
+    crossing_cell_stays=True,
+    key_tail=KEY_TAIL,
+    midpoint_index_keys=True,
+    max_index_chunk=MAX_INDEX_CHUNK,
+    sorted_file_info=True,
+    empty_last_key=None,
+    avg_key_overhead=KEY_OVERHEAD,
+    total_uncompressed_bytes=True,
+    root_index_size=True,
+    empty_last_data_block_offset=-1,
+    version=HBASE_VERSION_BYTES,
+)
 
 
 def write_hfile(
@@ -96,7 +213,10 @@ def write_hfile(
     ``firstDataBlockOffset`` -1, ``lastDataBlockOffset`` 0 and an empty ``hfile.LASTKEY``.
     """
     kv = _KeyValues.of(entries, allow_empty)
-    return _write(kv, file_info, meta_blocks, compression, block_size, create_time_ms)
+    codec = _check_codec(compression, block_size)
+    return _write(
+        NATIVE, kv, codec, file_info, meta_blocks, block_size, create_time_ms, COMPARATOR_CLASS_NAME
+    )
 
 
 def write_hfile_arrays(
@@ -115,47 +235,124 @@ def write_hfile_arrays(
     those :func:`write_hfile` writes for the same entries; the KeyValues are assembled by
     Arrow kernels (no Python object per entry)."""
     kv = _ArrowKeyValues.of(rows, values, allow_empty)
-    return _write(kv, file_info, meta_blocks, compression, block_size, create_time_ms)
+    codec = _check_codec(compression, block_size)
+    return _write(
+        NATIVE, kv, codec, file_info, meta_blocks, block_size, create_time_ms, COMPARATOR_CLASS_NAME
+    )
+
+
+def write_hbase_hfile(
+    entries: Sequence[tuple[bytes, bytes]],
+    *,
+    file_info: Mapping[bytes, bytes] | None = None,
+    meta_blocks: Mapping[str, bytes] | None = None,
+    compression: str = "gz",
+    block_size: int = 1 << 20,
+    create_time_ms: int = 0,
+    comparator: bytes = COMPARATOR_CLASS_NAME,
+    allow_empty: bool = False,
+) -> bytes:
+    """The bytes of an HBase-dialect HFile v3, as Hudi 0.x's ``HoodieAvroHFileWriter`` and
+    ``HoodieHFileDataBlock`` write them through HBase 2.4 (:data:`HBASE`).
+
+    ``entries`` are ``(row key, value)`` pairs strictly ascending by unsigned bytes, each stored
+    as a KeyValue with no family, timestamp ``Long.MAX_VALUE``, type Put and MVCC version 0.
+    ``file_info`` entries join the writer's own (``MAX_MEMSTORE_TS_KEY``,
+    ``KEY_VALUE_VERSION``, ``hfile.LASTKEY``, ``hfile.AVG_KEY_LEN``, ``hfile.AVG_VALUE_LEN``,
+    ``hfile.CREATE_TIME_TS``), which they may not replace. ``meta_blocks`` maps names to raw
+    bytes, written in name order. ``create_time_ms`` is 0 as Hudi leaves it; ``comparator``
+    the trailer's comparator class name. ``allow_empty`` accepts no entries.
+    For many entries, :func:`write_hbase_hfile_arrays` takes them column-wise.
+
+    Raises:
+        HoodieInputError: entries out of order, bad arguments (named).
+        HoodieUnsupportedError: a data index that HBase would split into levels (about 3,000
+            data blocks: one of :data:`MAX_INDEX_CHUNK` bytes).
+    """
+    codec = _check_codec(compression, block_size)
+    kv = _KeyValues.of(entries, allow_empty)
+    return _write(HBASE, kv, codec, file_info, meta_blocks, block_size, create_time_ms, comparator)
+
+
+def write_hbase_hfile_arrays(
+    rows: pa.Array | pa.ChunkedArray,
+    values: pa.Array | pa.ChunkedArray,
+    *,
+    file_info: Mapping[bytes, bytes] | None = None,
+    meta_blocks: Mapping[str, bytes] | None = None,
+    compression: str = "gz",
+    block_size: int = 1 << 20,
+    create_time_ms: int = 0,
+    comparator: bytes = COMPARATOR_CLASS_NAME,
+    allow_empty: bool = False,
+) -> bytes:
+    """:func:`write_hbase_hfile` over two Arrow columns: row keys and values (string or
+    binary, no nulls, the same length; keys strictly ascending by unsigned bytes). The same
+    bytes as :func:`write_hbase_hfile` writes for the same entries, with no Python object per
+    entry: the KeyValues are assembled by one Arrow kernel over the columns' buffers, each data
+    block's payload is a slice of them.
+
+    Raises:
+        HoodieInputError: columns of another type or length, nulls, keys out of order, bad
+            arguments (named).
+        HoodieUnsupportedError: a data index that HBase would split into levels.
+    """
+    codec = _check_codec(compression, block_size)
+    kv = _ArrowKeyValues.of(rows, values, allow_empty)
+    return _write(HBASE, kv, codec, file_info, meta_blocks, block_size, create_time_ms, comparator)
 
 
 def _write(
+    dialect: Dialect,
     kv: _KeyValues | _ArrowKeyValues,
+    codec: int,
     file_info: Mapping[bytes, bytes] | None,
     meta_blocks: Mapping[str, bytes] | None,
-    compression: str,
     block_size: int,
     create_time_ms: int | None,
+    comparator: bytes,
 ) -> bytes:
-    codec = _check_codec(compression, block_size)
+    """The file of ``kv`` in ``dialect`` (arguments checked here but for the entries and the
+    codec, which each writer checks in its own order)."""
     extra_info = _check_file_info(file_info)
     metas = _check_meta_blocks(meta_blocks)
-    out = _HFileOutput(codec)
-    data_index = out.data_blocks(kv, block_size)
+    if not isinstance(comparator, bytes) or not comparator:
+        raise HoodieInputError("HFile comparator class name must be non-empty bytes")
+    sizes = kv.row_lens + kv.value_lens + dialect.cell_overhead
+    bounds = _block_bounds(sizes, block_size, crossing_stays=dialect.crossing_cell_stays)
+    index_keys = _data_index_keys(dialect, kv, bounds)  # may refuse before any block is built
+    out = _Output(dialect, codec)
+    data_index = out.data_blocks(kv, bounds, index_keys)
     meta_index = [out.add(HFileBlockType.META, raw, name) for name, raw in metas]
     load_on_open = out.offset
-    for index in (data_index, meta_index):
-        out.add(HFileBlockType.ROOT_INDEX, b"".join(index))
+    root = b"".join(data_index)
+    out.add(HFileBlockType.ROOT_INDEX, root, counted=False)
+    out.add(HFileBlockType.ROOT_INDEX, b"".join(meta_index))
     file_info_offset = out.offset
-    info = _file_info(kv, extra_info, create_time_ms)
-    out.add(HFileBlockType.FILE_INFO, _file_info_payload(info))
-    out.blocks.append(
-        _trailer(
-            {
-                TrailerField.FILE_INFO_OFFSET: file_info_offset,
-                TrailerField.LOAD_ON_OPEN_OFFSET: load_on_open,
-                TrailerField.UNCOMPRESSED_DATA_INDEX_SIZE: kv.data_size(),
-                TrailerField.DATA_INDEX_COUNT: len(data_index),
-                TrailerField.META_INDEX_COUNT: len(meta_index),
-                TrailerField.ENTRY_COUNT: kv.count,
-                TrailerField.NUM_DATA_INDEX_LEVELS: 1,
-                TrailerField.FIRST_DATA_BLOCK_OFFSET: 0 if kv.count else -1,
-                TrailerField.LAST_DATA_BLOCK_OFFSET: out.last_data_block_offset,
-                TrailerField.COMPARATOR_CLASS_NAME: COMPARATOR_CLASS_NAME,
-                TrailerField.COMPRESSION_CODEC: codec,
-            }
-        )
+    info = _file_info(dialect, kv, extra_info, create_time_ms)
+    out.add(
+        HFileBlockType.FILE_INFO, _file_info_payload(info, sorted_keys=dialect.sorted_file_info)
     )
-    return b"".join(out.blocks)
+    fields: dict[TrailerField, int | bytes] = {
+        TrailerField.FILE_INFO_OFFSET: file_info_offset,
+        TrailerField.LOAD_ON_OPEN_OFFSET: load_on_open,
+        TrailerField.UNCOMPRESSED_DATA_INDEX_SIZE: (
+            len(root) if dialect.root_index_size else kv.data_size()
+        ),
+    }
+    if dialect.total_uncompressed_bytes:
+        fields[TrailerField.TOTAL_UNCOMPRESSED_BYTES] = out.uncompressed_total + TRAILER_SIZE
+    fields |= {
+        TrailerField.DATA_INDEX_COUNT: len(data_index),
+        TrailerField.META_INDEX_COUNT: len(meta_index),
+        TrailerField.ENTRY_COUNT: kv.count,
+        TrailerField.NUM_DATA_INDEX_LEVELS: 1,
+        TrailerField.FIRST_DATA_BLOCK_OFFSET: 0 if kv.count else -1,
+        TrailerField.LAST_DATA_BLOCK_OFFSET: out.last_data_block_offset,
+        TrailerField.COMPARATOR_CLASS_NAME: comparator,
+        TrailerField.COMPRESSION_CODEC: codec,
+    }
+    return out.finish(_trailer(fields, dialect.version))
 
 
 @dataclass(frozen=True)
@@ -311,51 +508,140 @@ def _lengths(col: pa.Array) -> np.ndarray:
     return np.diff(offsets)
 
 
-class _HFileOutput:
-    """The blocks written so far and the offset of the next one. Sections come in the order of
+class _Output:
+    """The blocks written so far (header and stored payload; their checksums are added for
+    all blocks at once by :meth:`finish`), the offset of the next one, the previous offset of
+    each block type, the running ``totalUncompressedBytes``. Sections come in the order of
     ``HFileWriterImpl``: data blocks, meta blocks, the load-on-open section, the trailer."""
 
-    def __init__(self, codec: int) -> None:
+    def __init__(self, dialect: Dialect, codec: int) -> None:
+        self.dialect = dialect
         self.codec = codec
-        self.blocks: list[bytes] = []
+        self.bodies: list[bytes] = []
         self.offset = 0
-        self.last_data_block_offset = 0  # Java's for a file without data blocks
+        self.prev: dict[bytes, int] = {}
+        self.uncompressed_total = 0
+        self.last_data_block_offset = dialect.empty_last_data_block_offset
 
-    def append(self, block: bytes) -> None:
-        self.blocks.append(block)
-        self.offset += len(block)
+    def add(
+        self, magic: bytes, payload: bytes, index_key: bytes = b"", *, counted: bool = True
+    ) -> bytes:
+        """Write one block of ``payload``; return its root-index entry under ``index_key``."""
+        stored = _stored(payload, self.codec)
+        return self.add_stored(magic, stored, len(payload), index_key, counted=counted)
 
-    def add(self, magic: bytes, payload: bytes, index_key: bytes = b"") -> bytes:
-        """Write one block; return its root-index entry under ``index_key``."""
-        block = _block(magic, _stored(payload, self.codec), len(payload))
-        entry = _index_entry(self.offset, len(block), index_key)
-        self.append(block)
-        return entry
+    def add_stored(
+        self,
+        magic: bytes,
+        stored: bytes,
+        raw_len: int,
+        index_key: bytes = b"",
+        *,
+        counted: bool = True,
+    ) -> bytes:
+        """Write one block of a payload of ``raw_len`` bytes stored as ``stored``; return its
+        root-index entry (offset, on-disk size with header and checksums, ``index_key``).
+        ``counted``: its header and payload count in ``totalUncompressedBytes``."""
+        data_size = HEADER_SIZE + len(stored)
+        on_disk = data_size + checksum_bytes(data_size)
+        offset = self.offset
+        prev = self.prev.get(magic, -1) if self.dialect.chained_prev_offsets else -1
+        header = block_header(magic, stored, raw_len, prev, self.dialect.checksum_type)
+        self.bodies.append(header + stored)
+        self.prev[magic] = offset
+        if magic == HFileBlockType.DATA:
+            self.last_data_block_offset = offset
+        self.offset += on_disk
+        if counted:
+            self.uncompressed_total += HEADER_SIZE + raw_len
+        return _index_entry(offset, on_disk, index_key)
 
-    def data_blocks(self, kv: _KeyValues | _ArrowKeyValues, block_size: int) -> list[bytes]:
-        """Write the data blocks; return the data index (each block under its first row)."""
-        bounds = _block_bounds(kv.row_lens + kv.value_lens + 9, block_size)
-        index = []
+    def data_blocks(
+        self, kv: _KeyValues | _ArrowKeyValues, bounds: list[tuple[int, int]], keys: list[bytes]
+    ) -> list[bytes]:
+        """Write the data blocks of entries ``[start, stop)`` each; return the data index (each
+        block under its key of ``keys``)."""
         data = _stored_data(kv, bounds, self.codec)
-        for (start, _), (raw_len, stored) in zip(bounds, data, strict=True):
-            block = _block(HFileBlockType.DATA, stored, raw_len)
-            first_row = kv.row(start)
-            key = U16.pack(len(first_row)) + first_row
-            index.append(_index_entry(self.offset, len(block), key))
-            self.last_data_block_offset = self.offset
-            self.append(block)
-        return index
+        return [
+            self.add_stored(HFileBlockType.DATA, stored, raw_len, key)
+            for key, (raw_len, stored) in zip(keys, data, strict=True)
+        ]
+
+    def finish(self, trailer: bytes) -> bytes:
+        """The file: each block followed by its checksum bytes, 4 per ``BYTES_PER_CHECKSUM``
+        chunk of it (CRC32C: all chunks of all blocks checksummed in one call; NULL: zeros),
+        then ``trailer``."""
+        sizes = np.fromiter(map(len, self.bodies), dtype=np.int64, count=len(self.bodies))
+        chunks = -(-sizes // BYTES_PER_CHECKSUM)
+        if self.dialect.checksum_type == CHECKSUM_CRC32C:
+            body_starts = np.cumsum(sizes) - sizes
+            first_chunk = np.cumsum(chunks) - chunks
+            owner = np.repeat(np.arange(len(sizes)), chunks)
+            within = (np.arange(int(chunks.sum())) - first_chunk[owner]) * BYTES_PER_CHECKSUM
+            lens = np.minimum(sizes[owner] - within, BYTES_PER_CHECKSUM)
+            buf = np.frombuffer(b"".join(self.bodies), dtype=np.uint8)
+            sums = crc32c_chunks(buf, body_starts[owner] + within, lens).astype(">u4").tobytes()
+        else:
+            sums = bytes(int(chunks.sum()) * CHECKSUM_SIZE)
+        ends = np.cumsum(chunks * CHECKSUM_SIZE)
+        starts = (ends - chunks * CHECKSUM_SIZE).tolist()
+        pieces: list[bytes] = [b""] * (2 * len(self.bodies) + 1)
+        pieces[0:-1:2] = self.bodies
+        pieces[1::2] = [sums[a:b] for a, b in zip(starts, ends.tolist(), strict=True)]
+        pieces[-1] = trailer
+        self.bodies = []
+        return b"".join(pieces)
 
 
-#: The trailer's last four bytes: minor version 0 in one byte, major 3 in three.
-NATIVE_VERSION_BYTES = b"\x00\x00\x00\x03"
+def _data_index_keys(
+    dialect: Dialect, kv: _KeyValues | _ArrowKeyValues, bounds: list[tuple[int, int]]
+) -> list[bytes]:
+    """Each data block's root-index key (one per block, not per entry): the first under its
+    first row's key, every later one under the same or (``midpoint_index_keys``) under the
+    midpoint row before it; refused (before any block is built) where HBase's index would
+    reach ``max_index_chunk`` with blocks still to come and so grow a level."""
+    keys: list[bytes] = []
+    index_size = 8  # InlineBlockWriter's non-root chunk: 4 x (entries + 2) + entries' bytes
+    limit = dialect.max_index_chunk
+    for i, (a, _) in enumerate(bounds):
+        if i and dialect.midpoint_index_keys:
+            key = _row_key(_midpoint_row(kv.row(a - 1), kv.row(a)), _FIRST_ON_ROW_TAIL)
+        else:
+            key = _row_key(kv.row(a), dialect.key_tail)
+        keys.append(key)
+        index_size += 4 + 12 + len(key)
+        if limit is not None and i < len(bounds) - 1 and index_size >= limit and len(keys) >= 16:
+            raise HoodieUnsupportedError(
+                f"an HBase-dialect HFile of {kv.count} entries in {len(bounds)}+ data blocks "
+                "needs a multi-level block index, which hoodie_ray does not write (use a "
+                "larger block size)"
+            )
+    return keys
 
 
-def _trailer(
-    fields: Mapping[TrailerField, int | bytes], version: bytes = NATIVE_VERSION_BYTES
-) -> bytes:
+def _row_key(row: bytes, tail: bytes) -> bytes:
+    """``rowLength row`` + ``tail``: a row-only key (no tail) or a full KeyValue key."""
+    return U16.pack(len(row)) + row + tail
+
+
+def _midpoint_row(left: bytes, right: bytes) -> bytes:
+    """HBase's ``getMinimumMidpointArray``: the shortest row ``r`` with ``left < r <= right``
+    it finds (Java's signed byte arithmetic kept)."""
+    m = min(len(left), len(right))
+    i = 0
+    while i < m and left[i] == right[i]:
+        i += 1
+    if i >= m:
+        return right[: i + 1]
+    diff = left[i] - 256 if left[i] >= 128 else left[i]  # Java's signed byte
+    if (diff & 0xFF) < 0xFF and diff + 1 < right[i]:
+        return left[:i] + bytes([(diff + 1) & 0xFF])
+    return right[: i + 1]
+
+
+def _trailer(fields: Mapping[TrailerField, int | bytes], version: bytes) -> bytes:
     """The fixed-size trailer: magic, varint length, ``TrailerProto`` (fields in the order
-    given), zero padding, then the ``version`` bytes (the dialects differ in the minor)."""
+    given), zero padding, then the ``version`` bytes."""
     proto = b"".join(
         proto_bytes_field(f, v) if isinstance(v, bytes) else proto_varint_field(f, v)
         for f, v in fields.items()
@@ -520,16 +806,6 @@ def _data_payload(
     return b"".join(pieces)
 
 
-def _block(magic: bytes, stored: bytes, raw_len: int) -> bytes:
-    """Header + stored payload (of ``raw_len`` bytes before compression) + zero checksum
-    bytes, as the native ``HFileBlock.serialize`` writes them (checksum type NULL, no
-    previous-block offset)."""
-    data_size = HEADER_SIZE + len(stored)
-    n_check = checksum_bytes(data_size)
-    header = block_header(magic, stored, raw_len, -1, CHECKSUM_NULL)
-    return b"".join((header, stored, bytes(n_check)))
-
-
 def block_header(magic: bytes, stored: bytes, raw_len: int, prev: int, checksum: int) -> bytes:
     """The 33-byte header of a block whose payload of ``raw_len`` bytes is stored as
     ``stored``, followed by ``checksum`` bytes of checksum type ``checksum`` (both dialects)."""
@@ -550,25 +826,27 @@ def _index_entry(offset: int, on_disk_size: int, key: bytes) -> bytes:
 
 
 def _file_info(
-    kv: _KeyValues | _ArrowKeyValues, extra_info: Mapping[bytes, bytes], create_time_ms: int | None
+    dialect: Dialect,
+    kv: _KeyValues | _ArrowKeyValues,
+    extra_info: Mapping[bytes, bytes],
+    create_time_ms: int | None,
 ) -> dict[bytes, bytes]:
-    """The file info in Java's insertion order: ``MAX_MEMSTORE_TS_KEY`` at open, the caller's
-    entries, the rest at close (it decides the order of colliding keys in the emulated
-    ``HashMap``, :func:`_java_hashmap_order`)."""
+    """The file info in the native writer's insertion order: ``MAX_MEMSTORE_TS_KEY`` at open,
+    the caller's entries, the rest at close (it decides the order of colliding keys in the
+    emulated ``HashMap``, :func:`_java_hashmap_order`; HBase's are sorted)."""
     n = kv.count
-    last_row = kv.row(n - 1) if n else b""
+    last_key = _row_key(kv.row(n - 1), dialect.key_tail) if n else dialect.empty_last_key
     if create_time_ms is None:
         create_time_ms = int(time.time() * 1000)
-    return {  # the writer's own in the order HFileWriterImpl adds them
-        FI_MAX_MEMSTORE_TS: I64.pack(0),
-        **extra_info,
-        # Java's addKeyLength: no length prefix for the empty last key of an empty file
-        FI_LAST_KEY: U16.pack(len(last_row)) + last_row if n else b"",
-        FI_AVG_KEY_LEN: I32.pack(int(kv.row_lens.sum()) // n if n else 0),
-        FI_CREATE_TIME: I64.pack(create_time_ms),
-        FI_AVG_VALUE_LEN: I32.pack(int(kv.value_lens.sum()) // n if n else 0),
-        FI_KEY_VALUE_VERSION: I32.pack(KEY_VALUE_VERSION_WITH_MVCC),
-    }
+    info = {FI_MAX_MEMSTORE_TS: I64.pack(0), **extra_info}
+    if last_key is not None:
+        info[FI_LAST_KEY] = last_key
+    key_bytes = int(kv.row_lens.sum()) + dialect.avg_key_overhead * n
+    info[FI_AVG_KEY_LEN] = I32.pack(key_bytes // n if n else 0)
+    info[FI_CREATE_TIME] = I64.pack(create_time_ms)
+    info[FI_AVG_VALUE_LEN] = I32.pack(int(kv.value_lens.sum()) // n if n else 0)
+    info[FI_KEY_VALUE_VERSION] = I32.pack(KEY_VALUE_VERSION_WITH_MVCC)
+    return info
 
 
 def _file_info_payload(info: Mapping[bytes, bytes], *, sorted_keys: bool = False) -> bytes:

@@ -1,4 +1,4 @@
-"""The HBase-dialect HFile writer (hoodie_ray/hfile/hbase_writer.py): Hudi 0.x's MDT files.
+"""The HBase-dialect HFile writer (hoodie_ray/hfile/writer.py's HBASE dialect): Hudi 0.x's MDT files.
 
 Byte-level checks against real HBase-written HFiles, which live in hudi-rs's test data (Apache
 License 2.0): its ``crates/core/tests/data/hfile/hudi_1_0_hbase_*.hfile`` (written by Hudi's
@@ -31,12 +31,8 @@ import pytest
 from hoodie_ray.exceptions import HoodieInputError, HoodieUnsupportedError
 from hoodie_ray.hfile import HFileReader, checksum
 from hoodie_ray.hfile._format import I64, WRITER_FILE_INFO_KEYS, proto_fields
-from hoodie_ray.hfile.hbase_writer import (
-    _midpoint_row,
-    crc32c,
-    write_hbase_hfile,
-    write_hbase_hfile_arrays,
-)
+from hoodie_ray.hfile.checksum import crc32c
+from hoodie_ray.hfile.writer import _midpoint_row, write_hbase_hfile, write_hbase_hfile_arrays
 from hoodie_ray.log_format import HFileDataBlock, LogReader
 
 _PROJECT = Path(__file__).resolve().parents[2]
