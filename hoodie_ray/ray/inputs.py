@@ -203,7 +203,9 @@ class SparkFetcher:
     worker for most fetches on a busy node (Ray ends idle workers beyond one per CPU within a
     second), which cost more CPU than the fetch. Threaded, so the partitions of a DataFrame
     come in parallel; restartable with its calls retried, so a lost block is fetched again as
-    a task's would be (the executors keep the bytes until the commit)."""
+    a task's would be: Ray re-runs a retryable actor call to recover an object it returned,
+    restarting the actor if need be (ray-project/ray#9557, #47396), and the executors keep
+    the bytes until the commit."""
 
     def __init__(self) -> None:
         from ray._private.worker import global_worker
