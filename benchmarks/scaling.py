@@ -32,8 +32,8 @@ With as many assigners as writers, assigner task i and writer task i run chained
 For each path and writer count (assigners = writers unless ``--assigners``): wall rows/s, the
 speed-up over 1 writer, each role's CPU-s (driver, coordinator, assigners, writers, other Ray
 workers: Ray Data and RayDP tasks), ``driver_cpu_share`` (driver CPU-s / all CPU-s of the
-section), ``assigner_cpu_share`` (assigners' CPU-s / writers'), rows per CPU-s, commit
-latency p50/p95 and the correctness gate (hudi-rs reads the last-writer-wins dedup of the
+section), ``assigner_cpu_share`` (assigners' CPU-s / writers'; chained, from the tasks' own
+CPU accounting by operator, ``operator_cpu_s``), rows per CPU-s, commit latency p50/p95 and the correctness gate (hudi-rs reads the last-writer-wins dedup of the
 input). Peers fed the same commits (``--peers``, optional; a missing peer never fails the
 run): delta-rs merge (one process) and pypaimon ``write_ray`` into a primary-key table with
 fixed buckets, at each writer count (its own virtual environment, made on first use, in a
@@ -108,6 +108,7 @@ class PathRun:
     commit_s: list[float] = field(default_factory=list)
     convert_s: list[float] = field(default_factory=list)  # Spark: the write call per commit
     phases: list[dict[str, float]] = field(default_factory=list)  # per checkpoint, by phase
+    operator_cpu: dict[str, float] = field(default_factory=dict)  # in-task CPU-s by operator
     gate: GateResult | None = None
     error: str | None = None
 
@@ -135,6 +136,15 @@ class PathRun:
         for p in self.usage.processes:
             out[role_of.get(p.pid, "other")] += p.cpu_s
         return out
+
+    def assigner_cpu_share(self, cpu: dict[str, float]) -> float | None:
+        """Assigning's CPU over writing's: the assigner and writer actors' CPU apart, or
+        chained, the tasks' own accounting by operator (input preparation counted with the
+        assigner, as an assigner actor does it)."""
+        if not self.chained:
+            return ratio(cpu["assigner"], cpu["writer"])
+        op = self.operator_cpu
+        return ratio(op.get("route", 0.0) + op.get("assign", 0.0), op.get("write", 0.0))
 
     def task_busy_share(self) -> dict[str, float]:
         """Each write task's CPU-s over the section's wall time (1.0: a core busy all along),
@@ -170,11 +180,13 @@ class PathRun:
             rows_per_cpu_s=round(self.rows / total) if total else None,
             cpu_s={k: round(v, 2) for k, v in cpu.items()},
             driver_cpu_share=_r(cpu["driver"] / total if total else None),
-            assigner_cpu_share=_r(ratio(cpu["assigner"], cpu["writer"])),
+            assigner_cpu_share=_r(self.assigner_cpu_share(cpu)),
             commit_p50_s=_r(percentile(self.commit_s, 50)),
             commit_p95_s=_r(percentile(self.commit_s, 95)),
             task_busy_share=self.task_busy_share(),
         )
+        if self.operator_cpu:
+            out["operator_cpu_s"] = {k: round(v, 3) for k, v in self.operator_cpu.items()}
         if self.phases:
             # where a checkpoint's time goes (HoodieStreamWriter.checkpoint_phases): the
             # median of each phase over the section's checkpoints, in milliseconds
@@ -282,6 +294,7 @@ def run_path(
             w.start(workload.schema)
             wait_for_ray_idle()
             run.pids = dict(w.actor_pids())
+            op0 = w.operator_cpu()
             handle = None
             with CpuMeter(ray_workers=True) as meter:
                 for item in inputs:
@@ -303,6 +316,7 @@ def run_path(
                     raise RuntimeError("the last pipelined checkpoint committed nothing")
             run.usage = meter.usage
             run.phases = w.checkpoint_phases()
+            run.operator_cpu = {k: v - op0.get(k, 0.0) for k, v in w.operator_cpu().items()}
     except Exception as e:
         run.error = f"{type(e).__name__}: {e}"
         log(f"{run.label} failed: {run.error}")

@@ -16,10 +16,12 @@ as the one it replaces; the driver replays the input of the open checkpoint afte
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -43,6 +45,33 @@ from hoodie_ray.write.stream_writer import StreamWriteFunction
 #: The input pieces of a route call: ``(i, rows)``, the ``[start, stop)`` rows (None: all)
 #: of the call's i-th block argument.
 Pieces = list[tuple[int, tuple[int, int] | None]]
+
+#: The operators whose CPU a task accounts (:class:`OperatorCpu`): preparing input (keys,
+#: partition paths), assigning buckets, buffering and writing.
+OPERATORS = ("route", "assign", "write")
+
+
+class OperatorCpu:
+    """CPU seconds of one task's work by operator (:data:`OPERATORS`): what a chained task
+    spent assigning and what writing, which its process's CPU cannot tell apart. A section
+    inside another (the home writer's ``write`` called from ``assign``) counts in its own
+    operator only. Process CPU (Arrow's threads count), read at each section's ends."""
+
+    def __init__(self) -> None:
+        self.seconds = dict.fromkeys(OPERATORS, 0.0)
+        self._inner: list[float] = []
+
+    @contextlib.contextmanager
+    def section(self, op: str) -> Iterator[None]:
+        t0 = time.process_time()
+        self._inner.append(0.0)
+        try:
+            yield
+        finally:
+            spent = time.process_time() - t0
+            self.seconds[op] += spent - self._inner.pop()
+            if self._inner:
+                self._inner[-1] += spent
 
 
 @ray.remote
@@ -171,7 +200,17 @@ class CoordinatorActor:
         return os.getpid()
 
 
-class AssignTask:
+class _AccountedTask:
+    """A task whose CPU is accounted by operator (:class:`OperatorCpu`)."""
+
+    cpu: OperatorCpu
+
+    def operator_cpu(self) -> dict[str, float]:
+        """CPU seconds this task spent per operator so far (:class:`OperatorCpu`)."""
+        return dict(self.cpu.seconds)
+
+
+class AssignTask(_AccountedTask):
     """Holds the key index of one assigner task; tags rows, splits them by writer and sends
     them on to the writers itself (in batches: :class:`~hoodie_ray.write.routing.WriterOutbox`),
     so the driver submits no call per writer. ``local``: the writer task living in this
@@ -188,6 +227,8 @@ class AssignTask:
     ) -> None:
         ctx = setup.context
         warm_up()  # compiled index kernels loaded at start, not in the first batch
+        if not hasattr(self, "cpu"):  # chained: WriteTask.__init__ made it
+            self.cpu = OperatorCpu()
         table = HoodieTable(ctx.storage.base_uri, ctx.storage, ctx.table_config)
         t0 = time.perf_counter()
         self.core = build_assigner(table, config, profile, slices)
@@ -225,12 +266,14 @@ class AssignTask:
         keys, partition paths) runs here, in the assigners, never in the driver
         (:func:`~hoodie_ray.job.client.route_pieces`). ``pieces``: ``(i, rows)``, the
         ``[start, stop)`` rows of ``blocks[i]`` (None: all of them), in input order."""
-        parts = route_pieces(self.setup, [(blocks[i], rows) for i, rows in pieces], num_tasks)
+        with self.cpu.section("route"):
+            parts = route_pieces(self.setup, [(blocks[i], rows) for i, rows in pieces], num_tasks)
         return (*parts, sum(p.num_rows for p in parts))
 
     def route_assign(self, pieces: Pieces, *blocks: Any) -> tuple[int, int]:
         """The one-assigner topology: input pieces prepared and assigned in one call."""
-        (prepared,) = route_pieces(self.setup, [(blocks[i], rows) for i, rows in pieces], 1)
+        with self.cpu.section("route"):
+            (prepared,) = route_pieces(self.setup, [(blocks[i], rows) for i, rows in pieces], 1)
         return self.assign(prepared)
 
     def assign(self, *batches: pa.Table) -> tuple[int, int]:
@@ -245,6 +288,10 @@ class AssignTask:
             except pa.ArrowInvalid:  # parts prepared before and after a schema change
                 each = [self.assign(b) for b in batches]
                 return sum(r for r, _ in each), sum(p for _, p in each)
+        with self.cpu.section("assign"):
+            return self._assign(batch)
+
+    def _assign(self, batch: pa.Table) -> tuple[int, int]:
         tagged = self.core.assign_batch(batch)
         metrics.count_records(self.table, "assigner", batch.num_rows, tagged.num_rows, self.task_id)
         self._gauge_index(every_s=1.0)
@@ -335,13 +382,14 @@ class AssignTask:
         return os.getpid()
 
 
-class WriteTask:
+class WriteTask(_AccountedTask):
     """Buffers and writes the file groups routed to one writer task."""
 
     def __init__(self, context: WriteContext, task_id: int, attempt: int) -> None:
         warm_up()  # compiled kernels (the base files' bloom filters) loaded at start
         self.write_fn = StreamWriteFunction(context, task_id, attempt)
         self.table = context.table_config.name
+        self.cpu = OperatorCpu()
 
     def start_instant(
         self, instant: str, slices: list[FileSlice], frozen: set[tuple[str, str]]
@@ -356,16 +404,18 @@ class WriteTask:
 
     def write(self, *tables: pa.Table) -> int:
         n = 0
-        for t in tables:
-            if t.num_rows:
-                self.write_fn.write(t)
-                n += t.num_rows
+        with self.cpu.section("write"):
+            for t in tables:
+                if t.num_rows:
+                    self.write_fn.write(t)
+                    n += t.num_rows
         metrics.count_records(self.table, "writer", n, 0, self.write_fn.task_id)
         metrics.gauge_buffered(self.table, self.write_fn.task_id, self.write_fn.buffered_bytes)
         return n
 
     def flush(self) -> list[HoodieWriteStat]:
-        stats = self.write_fn.flush_all()
+        with self.cpu.section("write"):
+            stats = self.write_fn.flush_all()
         metrics.record_flush(self.table, self.write_fn.task_id, stats)
         metrics.gauge_buffered(self.table, self.write_fn.task_id, self.write_fn.buffered_bytes)
         return stats

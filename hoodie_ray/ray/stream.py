@@ -627,6 +627,19 @@ class HoodieStreamWriter:
             out[f"writer-{i}"] = ray.get(w.pid.remote())
         return out
 
+    def operator_cpu(self) -> dict[str, float]:
+        """CPU seconds the write tasks spent so far per operator, summed over tasks:
+        ``route`` (preparing input: keys, partition paths), ``assign`` (bucket assigning),
+        ``write`` (buffering, log blocks and base files); a chained task's share of each,
+        which its process's CPU cannot tell apart. Counted from each task's start (a
+        restarted task starts again). For monitoring and benchmarks."""
+        tasks = list(self._assigners) + ([] if self.chained else list(self._writers))
+        out: dict[str, float] = {}
+        for cpu in ray.get([t.operator_cpu.remote() for t in tasks]):
+            for op, s in cpu.items():
+                out[op] = out.get(op, 0.0) + s
+        return out
+
     def index_stats(self) -> list[dict[str, int]]:
         """Per assigner task: the keys in its key index, their bytes in memory and the
         milliseconds its bootstrap took (``keys``, ``bytes``, ``bootstrap_ms``); empty before

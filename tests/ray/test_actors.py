@@ -39,6 +39,10 @@ def test_chained_tasks_send_other_tasks_rows_to_their_peers(ray_session, tmp_pat
                 assert w.checkpoint() is not None
             model.upsert(rows)
             model.assert_hudi_rs_reads(path, f"checkpoint {i}")
+        # a chained task's CPU, told apart by operator (what its process's CPU cannot say)
+        cpu = w.operator_cpu()
+        assert set(cpu) == {"route", "assign", "write"}
+        assert cpu["assign"] > 0 and cpu["write"] > 0 and cpu["route"] > 0
 
 
 @pytest.mark.slow  # suite time: the fault tests kill chained tasks (writer-0, assigner-1) in CI
@@ -74,3 +78,23 @@ def test_a_chained_task_lost_after_handing_over_its_writes(ray_session, tmp_path
             model.upsert(rows)
     assert killed, "no task handed over a write call to a peer"
     model.assert_hudi_rs_reads(path)
+
+
+def test_operator_cpu_counts_a_nested_section_in_its_own_operator_only() -> None:
+    import time
+
+    from hoodie_ray.ray.actors import OperatorCpu
+
+    def spin(s: float) -> None:
+        t0 = time.process_time()
+        while time.process_time() - t0 < s:
+            pass
+
+    cpu = OperatorCpu()
+    with cpu.section("assign"):
+        spin(0.02)
+        with cpu.section("write"):
+            spin(0.03)
+    assert 0.02 <= cpu.seconds["assign"] < 0.03 + 0.01
+    assert 0.03 <= cpu.seconds["write"] < 0.04
+    assert cpu.seconds["route"] == 0.0
