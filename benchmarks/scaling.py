@@ -19,7 +19,7 @@ Paths (``--paths``, all by default):
   RayDP into the same kind of topology (``--spark-executors``, ``--spark-rows`` per commit:
   the whole commit by default, the rows of the other paths). A warm-up hand-off runs before
   the section. Its time splits into the hand-off (``write(df)``: the executors' Arrow
-  conversion, all at once, and Ray tasks fetching the blocks into the object store) and the
+  conversion, all at once, and one fetcher actor taking the blocks into the object store) and the
   checkpoint.
 
 ``--pipelined``: each commit's checkpoint is ``checkpoint(wait=False)``: the next commit's input
@@ -232,8 +232,8 @@ def _spark_inputs(commits: Sequence[pa.Table], workdir: Path, executors: int) ->
     ``executors`` partitions each (one per executor, so that every executor converts)."""
     import ray
 
-    from hoodie_ray.ray.inputs import spark_partitions
-    from hoodie_ray.spark import init_spark, release_spark_df
+    from hoodie_ray.ray.inputs import convert_spark
+    from hoodie_ray.spark import init_spark
 
     spark = init_spark("hoodie_ray_scaling", num_executors=executors)
     frames = []
@@ -245,8 +245,9 @@ def _spark_inputs(commits: Sequence[pa.Table], workdir: Path, executors: int) ->
         frames[-1].count()  # Spark has the rows: the section measures the hand-off and write
     # a warm-up hand-off (the JVMs' JIT, Ray's workers for the fetch tasks): a stream in
     # steady state, as the Dataset path's topology is started before its section
-    ray.get([block for block, _ in spark_partitions(frames[0])])
-    release_spark_df(frames[0])
+    warm = convert_spark(frames[0])
+    ray.get([block for block, _ in warm.parts])
+    warm.release()
     return frames
 
 
@@ -303,7 +304,7 @@ def run_path(
                         for batch in iter_batches(item, batch_rows):
                             w.write(batch)
                     elif path_kind == "spark":
-                        w.write(item)  # the executors convert it, Ray tasks fetch the blocks
+                        w.write(item)  # the executors convert it, the fetcher takes the blocks
                         run.convert_s.append(time.perf_counter() - c0)
                     else:
                         w.write(item)
@@ -316,7 +317,10 @@ def run_path(
                     raise RuntimeError("the last pipelined checkpoint committed nothing")
             run.usage = meter.usage
             run.phases = w.checkpoint_phases()
-            run.operator_cpu = {k: v - op0.get(k, 0.0) for k, v in w.operator_cpu().items()}
+            # a task restarted in the section counts from zero again: never below zero
+            run.operator_cpu = {
+                k: max(0.0, v - op0.get(k, 0.0)) for k, v in w.operator_cpu().items()
+            }
     except Exception as e:
         run.error = f"{type(e).__name__}: {e}"
         log(f"{run.label} failed: {run.error}")
@@ -451,8 +455,8 @@ def render(res: Results) -> str:
                 c.get("writer") if not f.get("chained") else "(chained)",
                 c.get("other"),
                 f.get("driver_cpu_share"),
-                # one actor does both when chained: no assigner / writer split to show
-                "(chained)" if f.get("chained") else f.get("assigner_cpu_share"),
+                # chained: from the tasks' own accounting by operator (sections only)
+                f.get("assigner_cpu_share"),
                 f.get("commit_p95_s"),
                 f.get("gate") or f.get("error"),
             ]

@@ -225,27 +225,35 @@ def _same(a: pa.Table, b: pa.Table) -> None:
 @pytest.mark.spark
 def test_spark_partitions_are_fetched_by_one_actor(spark_session: Any) -> None:
     """Each partition of a DataFrame becomes one block with its rows and schema, fetched by
-    this driver's one SparkFetcher (no worker per partition); release unpins the cache."""
+    this driver's one SparkFetcher (no worker per partition); each conversion is released on
+    its own (a DataFrame in two checkpoints keeps the second's cache when the first commits)."""
     import ray
 
-    from hoodie_ray.ray.inputs import spark_fetcher, spark_items, spark_partitions
-    from hoodie_ray.spark import release_spark_df
+    from hoodie_ray.ray.inputs import (
+        convert_spark,
+        release_spark_frames,
+        spark_fetcher,
+        spark_items,
+    )
 
     df = spark_session.range(0, 1000, numPartitions=1).repartition(3)
     persisted = spark_session.sparkContext._jsc.getPersistentRDDs().size()
-    parts = spark_partitions(df)
-    assert len(parts) == 3
-    blocks = ray.get([b for b, _ in parts])
-    metas = ray.get([m for _, m in parts])
+    first = convert_spark(df)
+    assert len(first.parts) == 3
+    blocks = ray.get([b for b, _ in first.parts])
+    metas = ray.get([m for _, m in first.parts])
     assert [m[0] for m in metas] == [b.num_rows for b in blocks]
     assert sorted(pa.concat_tables(blocks).column("id").to_pylist()) == list(range(1000))
-    items = list(spark_items(df))
+    second = convert_spark(df)
+    items = list(spark_items(second))
     assert sum(i.num_rows or 0 for _, i in items) == 1000
     assert {s for s, _ in items} == {pa.schema([pa.field("id", pa.int64(), nullable=False)])}
     assert spark_fetcher() is spark_fetcher()
     assert spark_session.sparkContext._jsc.getPersistentRDDs().size() == persisted + 2
-    release_spark_df(df)
-    release_spark_df(df)  # idempotent
+    release_spark_frames([first])
+    assert spark_session.sparkContext._jsc.getPersistentRDDs().size() == persisted + 1
+    assert sum(t.num_rows for t in ray.get([i.ref for _, i in items])) == 1000
+    release_spark_frames([second, second])  # idempotent
     assert spark_session.sparkContext._jsc.getPersistentRDDs().size() == persisted
 
 

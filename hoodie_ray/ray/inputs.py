@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -53,16 +54,17 @@ def input_blocks(
     data: Any, spark_frames: list[Any], batch_rows: int | None = None
 ) -> Iterator[tuple[pa.Schema, Input]]:
     """(schema, input) of each non-empty block of ``data``, put into the object store where
-    it is not there yet. A Spark DataFrame is converted (and appended to ``spark_frames``:
-    its cache is released once its commit is known); an Arrow table is put in slices of
+    it is not there yet. A Spark DataFrame is converted (its :class:`SparkConversion` appended
+    to ``spark_frames``: its cache is released once its commit is known); an Arrow table is put in slices of
     ``batch_rows`` rows where that is given (each slice then routes as its own input)."""
     if isinstance(data, list):
         for part in data:
             yield from input_blocks(part, spark_frames, batch_rows)
         return
     if is_spark_dataframe(data):
-        spark_frames.append(data)
-        yield from spark_items(data)
+        conversion = convert_spark(data)
+        spark_frames.append(conversion)
+        yield from spark_items(conversion)
         return
     if is_ray_dataset(data):
         yield from dataset_items(data)
@@ -149,49 +151,55 @@ def import_spark() -> tuple[Any, Any]:
     return pyspark, raydp
 
 
-#: Spark RDDs a conversion pinned (Arrow bytes cached by the executors), by DataFrame.
-_pinned: dict[Any, list[int]] = {}
+@dataclass(frozen=True)
+class SparkConversion:
+    """One conversion of a Spark DataFrame (:func:`convert_spark`): the Spark RDD it pinned
+    (Arrow bytes cached by the executors until :meth:`release`) and one ``(block, meta)`` pair
+    of references per Spark partition, ``meta`` holding the block's ``(rows, Arrow schema)``.
+    Each conversion is released on its own: a DataFrame written into two checkpoints keeps
+    the second one's cache when the first commits."""
+
+    df: Any
+    rdd_id: int
+    parts: tuple[tuple[Any, Any], ...]
+
+    def release(self) -> None:
+        """Unpersist this conversion's cache (idempotent)."""
+        _raydp_writer(self.df.sparkSession.sparkContext).releaseRecoverableRDD(self.rdd_id)
 
 
-def spark_partitions(df: DataFrame) -> list[tuple[Any, Any]]:
-    """A Spark DataFrame of a RayDP session converted by its executors, all at once: one
-    ``(block, meta)`` pair of references per Spark partition, ``meta`` holding the block's
-    ``(rows, Arrow schema)``.
+def convert_spark(df: DataFrame) -> SparkConversion:
+    """A Spark DataFrame of a RayDP session converted by its executors, all at once.
 
     RayDP's recoverable conversion (what ``ray.data.from_spark`` does): a Spark job has every
     executor convert its partitions to Arrow and cache the bytes (in memory, spilling to disk);
     then each partition is fetched from the executor that holds it into Ray's object store by
     :class:`SparkFetcher` calls (a lost block is fetched again, by lineage). The blocks go to
     the writer as they are, with no Ray Dataset between (whose per-block metadata tasks would
-    cost more than the fetches). Spark keeps the cache until :func:`release_spark_df`."""
+    cost more than the fetches). Spark keeps the cache until the conversion is released."""
     _check_spark_dataframe(df)
     pyspark, _ = import_spark()
     sc = df.sparkSession.sparkContext
     writer = _raydp_writer(sc)
     level = sc._getJavaStorageLevel(pyspark.StorageLevel.MEMORY_AND_DISK)
     info = writer.prepareRecoverableRDD(df._jdf, level)
-    _pinned.setdefault(df, []).append(info.rddId())
-    schema_json, agent = info.schemaJson(), info.driverAgentUrl()
-    fetcher = spark_fetcher()
-    out: list[tuple[Any, Any]] = []
+    rdd_id, schema_json, agent = info.rddId(), info.schemaJson(), info.driverAgentUrl()
+    fetcher = spark_fetcher(sc.getConf())
+    parts = []
     for i, loc in enumerate(info.locations()):
-        block, meta = fetcher.fetch.remote(
-            f"raydp-executor-{loc}", info.rddId(), i, schema_json, agent
-        )
-        out.append((block, meta))
-    return out
+        block, meta = fetcher.fetch.remote(f"raydp-executor-{loc}", rdd_id, i, schema_json, agent)
+        parts.append((block, meta))
+    return SparkConversion(df, rdd_id, tuple(parts))
 
 
-def spark_items(df: DataFrame) -> Iterator[tuple[pa.Schema, Input]]:
-    """(schema, input) of each non-empty partition of a Spark DataFrame
-    (:func:`spark_partitions`), once every partition is fetched (their row counts decide how
-    the rows are cut between the routers)."""
-    parts = spark_partitions(df)
+def spark_items(conversion: SparkConversion) -> Iterator[tuple[pa.Schema, Input]]:
+    """(schema, input) of each non-empty partition of a converted DataFrame, once every
+    partition is fetched (their row counts decide how the rows are cut between the routers)."""
     try:
-        metas = ray.get([meta for _, meta in parts])
+        metas = ray.get([meta for _, meta in conversion.parts])
     except RayTaskError as e:
         raise unwrap(e) from None
-    for (block, _), (rows, schema) in zip(parts, metas, strict=True):
+    for (block, _), (rows, schema) in zip(conversion.parts, metas, strict=True):
         if rows:
             yield schema, Input(block, None, rows)
 
@@ -224,28 +232,48 @@ class SparkFetcher:
         return table, (table.num_rows, table.schema)
 
 
-_fetchers: dict[str, Any] = {}  # by Ray job: this driver's fetcher
+_fetchers: dict[tuple[str, str], Any] = {}  # by (Ray job, driver worker): this driver's
+_fetchers_lock = threading.Lock()
 
 
-def spark_fetcher() -> Any:
-    """This driver's :class:`SparkFetcher` (started on first use, in this Ray job)."""
-    job = ray.get_runtime_context().get_job_id()
-    if job not in _fetchers:
-        _fetchers.clear()
-        actor = ray.remote(SparkFetcher).options(
-            num_cpus=0, max_concurrency=8, max_restarts=-1, max_task_retries=-1
-        )
-        _fetchers[job] = actor.remote()
-    return _fetchers[job]
+def spark_fetcher(conf: Any = None) -> Any:
+    """This driver's :class:`SparkFetcher`, started on first use in this Ray session (a new
+    ``ray.init`` in the same process gets a new one). RayDP's fetch resources
+    (``spark.ray.raydp_recoverable_fetch.task.resource.CPU`` / ``.memory`` of the Spark
+    ``conf``) are the actor's."""
+    ctx = ray.get_runtime_context()
+    key = (ctx.get_job_id(), ctx.get_worker_id())
+    with _fetchers_lock:
+        if key not in _fetchers:
+            _fetchers.clear()
+            get = conf.get if conf is not None else (lambda _k, d: d)
+            from raydp.utils import parse_memory_size
+
+            cpus = float(get("spark.ray.raydp_recoverable_fetch.task.resource.CPU", "0") or 0)
+            memory = parse_memory_size(
+                get("spark.ray.raydp_recoverable_fetch.task.resource.memory", "0") or "0"
+            )
+            actor = ray.remote(SparkFetcher).options(
+                num_cpus=cpus,
+                memory=float(memory),
+                max_concurrency=8,
+                max_restarts=-1,
+                max_task_retries=-1,
+            )
+            _fetchers[key] = actor.remote()
+        return _fetchers[key]
+
+
+#: The conversions :func:`spark_to_ray` made, by DataFrame, until :func:`release_spark_df`.
+_pinned: dict[Any, list[SparkConversion]] = {}
 
 
 def spark_to_ray(df: DataFrame, *, num_blocks: int | None = None) -> ray.data.Dataset:
     """A Spark DataFrame of a RayDP session as a Ray Dataset (one block per Spark partition).
 
-    The conversion of :func:`spark_partitions` (what ``ray.data.from_spark`` does, without its
+    The conversion of :func:`convert_spark` (what ``ray.data.from_spark`` does, without its
     deprecation warning). Spark keeps the converted partitions cached until
-    :func:`release_spark_df` or the session stops; call it once the dataset is consumed (for a
-    write: after the commit).
+    :func:`release_spark_df` or the session stops; call it once the dataset is consumed.
 
     Args:
         df: a DataFrame of the RayDP session (see :func:`hoodie_ray.spark.init_spark`).
@@ -255,10 +283,23 @@ def spark_to_ray(df: DataFrame, *, num_blocks: int | None = None) -> ray.data.Da
     source = df
     if num_blocks is not None and num_blocks != df.rdd.getNumPartitions():
         source = df.repartition(num_blocks)
-    parts = spark_partitions(source)
-    if source is not df:
-        _pinned.setdefault(df, []).extend(_pinned.pop(source, []))
-    return ray.data.from_arrow_refs([block for block, _ in parts])
+    conversion = convert_spark(source)
+    _pinned.setdefault(df, []).append(conversion)
+    return ray.data.from_arrow_refs([block for block, _ in conversion.parts])
+
+
+def release_spark_df(df: DataFrame) -> None:
+    """Unpersist the Spark-side caches :func:`spark_to_ray` pinned for ``df`` (idempotent;
+    a write's own conversions are released by the write)."""
+    for conversion in _pinned.pop(df, []):
+        conversion.release()
+
+
+def release_spark_frames(frames: list[Any]) -> None:
+    """The Spark conversions of a committed (or dropped) checkpoint: their caches go."""
+    for conversion in frames:
+        with contextlib.suppress(Exception):
+            conversion.release()
 
 
 def _raydp_writer(sc: Any) -> Any:
@@ -271,24 +312,6 @@ def _check_spark_dataframe(df: Any) -> None:
         raise HoodieInputError(f"expected a Spark DataFrame, got {type(df).__name__}")
     if "pyspark.sql.connect.dataframe" in sys.modules and not _is_classic(df):
         raise HoodieUnsupportedError("Spark Connect DataFrames cannot go through RayDP")
-
-
-def release_spark_df(df: DataFrame) -> None:
-    """Unpersist the Spark-side cache :func:`spark_to_ray` (or a write) pinned for ``df``
-    (idempotent)."""
-    rdds = _pinned.pop(df, [])
-    if not rdds:
-        return
-    writer = _raydp_writer(df.sparkSession.sparkContext)
-    for rdd in rdds:
-        writer.releaseRecoverableRDD(rdd)
-
-
-def release_spark_frames(frames: list[Any]) -> None:
-    """The Spark DataFrames of a committed (or dropped) checkpoint: their caches go."""
-    for df in frames:
-        with contextlib.suppress(Exception):
-            release_spark_df(df)
 
 
 def _is_classic(df: Any) -> bool:

@@ -197,7 +197,7 @@ class HoodieStreamWriter:
         self._writers: list[Any] = []
         self._instant: str | None = None
         self._inputs: list[Input] = []  # the open checkpoint's input (object refs)
-        self._spark_frames: list[Any] = []  # Spark DataFrames of the open checkpoint
+        self._spark_frames: list[Any] = []  # Spark conversions of the open checkpoint
         self._next_router = 0  # the assigner that routes the next share of input
         # input of the open checkpoint not yet routed: routed a round at a time (_send_round)
         self._pending: list[Input] = []
@@ -554,8 +554,8 @@ class HoodieStreamWriter:
             self._run(lambda item=item: self._send(item))
 
     def _release_spark_frames(self, frames: list[Any] | None = None) -> None:
-        """Spark DataFrames written are committed or dropped: their caches go (``frames``: those
-        of a settled pipelined checkpoint; by default the open checkpoint's)."""
+        """Spark DataFrames written are committed or dropped: their conversions' caches go
+        (``frames``: those of a settled pipelined checkpoint; by default the open checkpoint's)."""
         if frames is None:
             frames, self._spark_frames = self._spark_frames, []
         release_spark_frames(frames)
