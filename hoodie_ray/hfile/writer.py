@@ -337,7 +337,7 @@ def _write(
         TrailerField.FILE_INFO_OFFSET: file_info_offset,
         TrailerField.LOAD_ON_OPEN_OFFSET: load_on_open,
         TrailerField.UNCOMPRESSED_DATA_INDEX_SIZE: (
-            len(root) if dialect.root_index_size else kv.data_size()
+            len(root) if dialect.root_index_size else _data_size(kv.row_lens, kv.value_lens)
         ),
     }
     if dialect.total_uncompressed_bytes:
@@ -385,11 +385,6 @@ class _KeyValues:
         _check_lengths(rows, values, row_lens, value_lens)
         _check_sorted(rows)
         return cls(rows, values, row_lens, value_lens)
-
-    def data_size(self) -> int:
-        """Bytes of all KeyValues (the trailer's uncompressedDataIndexSize, as Java fills it)."""
-        n = self.count
-        return int(self.row_lens.sum() + self.value_lens.sum()) + n * (KEY_OVERHEAD + 9)
 
 
 _HEAD_DTYPE = np.dtype([("key", ">i4"), ("value", ">i4"), ("row", ">u2")])
@@ -479,9 +474,10 @@ class _ArrowKeyValues:
         start, stop = int(self._offsets[a]), int(self._offsets[b])
         return self._data[start:stop].to_pybytes()
 
-    def data_size(self) -> int:
-        n = self.count
-        return int(self.row_lens.sum() + self.value_lens.sum()) + n * (KEY_OVERHEAD + 9)
+
+def _data_size(row_lens: np.ndarray, value_lens: np.ndarray) -> int:
+    """Bytes of all KeyValues (the trailer's uncompressedDataIndexSize, as Java fills it)."""
+    return int(row_lens.sum() + value_lens.sum()) + len(row_lens) * (KEY_OVERHEAD + 9)
 
 
 def _as_large_binary(col: pa.Array | pa.ChunkedArray, what: str) -> pa.Array:

@@ -227,8 +227,7 @@ class AssignTask(_AccountedTask):
     ) -> None:
         ctx = setup.context
         warm_up()  # compiled index kernels loaded at start, not in the first batch
-        if not hasattr(self, "cpu"):  # chained: WriteTask.__init__ made it
-            self.cpu = OperatorCpu()
+        self.cpu = OperatorCpu()  # chained: replaces WriteTask's, unused until the first call
         table = HoodieTable(ctx.storage.base_uri, ctx.storage, ctx.table_config)
         t0 = time.perf_counter()
         self.core = build_assigner(table, config, profile, slices)

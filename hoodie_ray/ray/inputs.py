@@ -232,7 +232,7 @@ class SparkFetcher:
         return table, (table.num_rows, table.schema)
 
 
-_fetchers: dict[tuple[str, str], Any] = {}  # by (Ray job, driver worker): this driver's
+_fetchers: dict[tuple[str, str], Any] = {}  # this driver's fetcher, by (Ray job, driver worker)
 _fetchers_lock = threading.Lock()
 
 
