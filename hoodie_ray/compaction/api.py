@@ -8,7 +8,12 @@ from typing import Any
 
 from hoodie_ray.compaction.clean import clean_table
 from hoodie_ray.compaction.clustering import clustering_file_groups
-from hoodie_ray.compaction.execute import CompactionTask, compaction_context, execute_operation
+from hoodie_ray.compaction.execute import (
+    CompactionTask,
+    compaction_cdc,
+    compaction_context,
+    execute_operation,
+)
 from hoodie_ray.compaction.plan import (
     build_plan,
     last_compaction,
@@ -169,6 +174,7 @@ class CompactionService:
                 Instant(instant, Action.COMPACTION, State.REQUESTED)
             )
         ctx, avro_json, output_schema = compaction_context(self.table, instant)
+        cdc = compaction_cdc(self.table, output_schema, avro_json)
         return [
             CompactionTask(
                 ctx,
@@ -179,6 +185,7 @@ class CompactionService:
                 self.wc.parquet_codec,
                 output_schema,
                 BloomFilterSpec.of(self.wc),
+                cdc,
             )
             for i, op in enumerate(plan.operations or [])
         ]
@@ -217,7 +224,7 @@ class CompactionService:
         named: list[tuple[FileInfo, LogFileName]] = []
         for info in infos:
             lf = parse_log_file_name(info.name)
-            if lf is None:
+            if lf is None or lf.is_cdc:
                 continue
             if lf.instant == instant:
                 named.append((info, lf))
@@ -278,8 +285,7 @@ class CompactionService:
         for part in {op.partition_path or "" for op in plan.operations or []}:
             infos = self.storage.list_dir(part)
             for info in infos:
-                b = parse_base_file_name(info.name)
-                if b is not None and b.instant == instant:
+                if _written_by(info.name, instant):
                     self.storage.delete(join(part, info.name))
             for name in self._carried_over(part, instant, infos):
                 self.storage.delete(join(part, name))
@@ -310,7 +316,7 @@ class CompactionService:
         """Delete the pending compaction plan ``instant`` (requested or inflight).
 
         Call it holding the writer lock (:func:`hoodie_ray.job.maintenance.drop_compaction` takes it). The plan is not read,
-        so an unreadable or corrupt plan can be dropped too. Base files named by ``instant``
+        so an unreadable or corrupt plan can be dropped too. Base (and ``.cdc``) files named by ``instant``
         (left by an interrupted run; never committed) are deleted first, then the inflight and
         requested files, so a crash part way leaves the plan pending. Returns the deleted data
         files (paths relative to the table).
@@ -335,9 +341,8 @@ class CompactionService:
         logs: list[str] = []
         for part in view.list_partitions():
             for info in view.list_files(part):
-                b = parse_base_file_name(info.name)
                 lf = parse_log_file_name(info.name)
-                if b is not None and b.instant == instant:
+                if _written_by(info.name, instant):
                     bases.append(join(part, info.name))
                 elif lf is not None and lf.instant == instant:
                     logs.append(join(part, info.name))
@@ -360,6 +365,17 @@ class CompactionService:
         """Delete file slices older than the last ``clean.retain_commits`` commits need; what
         was deleted (None: nothing)."""
         return clean_table(self.table, self.wc.clean_retain_commits)
+
+
+def _written_by(name: str, instant: str) -> bool:
+    """Is ``name`` a file the compaction ``instant`` writes: a base file, or the ``.cdc`` log
+    file of a CDC table's compacted group (never a data log: on version 6 Java's writers name
+    the logs they write after the plan by it)?"""
+    b = parse_base_file_name(name)
+    if b is not None:
+        return b.instant == instant
+    lf = parse_log_file_name(name)
+    return lf is not None and lf.is_cdc and lf.instant == instant
 
 
 def compaction_summary(timeline: ActiveTimeline) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import IO
@@ -17,11 +18,13 @@ from hoodie_ray.log_format.blocks import dictionary_columns
 from hoodie_ray.meta import FILE_NAME as FILE_NAME_COL
 from hoodie_ray.meta import RECORD_KEY
 from hoodie_ray.reader.file_slice_reader import ReadContext, SliceSpec, iter_file_slice
-from hoodie_ray.storage import join
+from hoodie_ray.reader.schema import reconcile
+from hoodie_ray.storage import Storage, join
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.metadata import HoodieWriteStat
 from hoodie_ray.timeline.plans import HoodieCompactionOperation
-from hoodie_ray.write.base_file import META_FIELDS, constant_strings
+from hoodie_ray.write.base_file import META_FIELDS, constant_strings, read_base_file
+from hoodie_ray.write.cdc import CdcSpec, CompactionChanges, cdc_file_name
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,7 @@ class CompactionTask:
     codec: str = "snappy"
     output_schema: pa.Schema | None = None
     bloom: BloomFilterSpec | None = None
+    cdc: CdcSpec | None = None
 
 
 #: Rows of the one ``_hoodie_file_name`` chunk an operation builds; its column in each output
@@ -61,13 +65,15 @@ def execute_operation(task: CompactionTask) -> HoodieWriteStat:
 
     The slice's base file is read in batches and the merged rows go through a
     ``ParquetWriter`` straight into the new file, so memory is bounded by the slice's log
-    records plus one batch.
+    records plus one batch (a CDC table's compaction holds the old base file too: the before
+    images of its changes).
     """
     op = task.operation
     ctx = task.context
     storage = ctx.storage()
     part = op.partition_path or ""
-    name = base_file_name(op.file_id, f"{task.task_id}-0-0", task.instant)
+    token = f"{task.task_id}-0-0"
+    name = base_file_name(op.file_id, token, task.instant)
     rel = join(part, name)
     slc = SliceSpec(
         part, op.file_id, op.base_instant_time, op.data_file_path, tuple(op.delta_file_paths or ())
@@ -86,6 +92,9 @@ def execute_operation(task: CompactionTask) -> HoodieWriteStat:
         batches: Iterable[pa.Table] = (_as_written(t, schema, unit) for t in merged if t.num_rows)
         if keys is not None:
             batches = map(keys.observe, batches)
+        changes = _changes_of(task, storage, schema)
+        if changes is not None:
+            batches = map(changes.observe, batches)
         rows = _write_parquet_stream(
             out, schema, batches, compression, keys.footer if keys is not None else None
         )
@@ -95,7 +104,29 @@ def execute_operation(task: CompactionTask) -> HoodieWriteStat:
         for n in op.delta_file_paths or []
         if storage.exists(join(part, n))
     )
-    return _compaction_stat(op, rel, rows, size, log_size)
+    stat = _compaction_stat(op, rel, rows, size, log_size)
+    if changes is not None:
+        cdc_rel = join(part, cdc_file_name(op.file_id, task.instant, token))
+        payload = changes.block(task.instant)
+        storage.write_bytes(cdc_rel, payload)
+        stat.cdc_stats = {cdc_rel: len(payload)}
+    return stat
+
+
+def _changes_of(
+    task: CompactionTask, storage: Storage, schema: pa.Schema
+) -> CompactionChanges | None:
+    """The change log of a CDC table's compaction, over the slice's base file as the new
+    base file's columns hold it; None when the table keeps none."""
+    if task.cdc is None:
+        return None
+    op = task.operation
+    base = None
+    if op.data_file_path:
+        base = read_base_file(storage, join(op.partition_path or "", op.data_file_path))
+        if base.schema != schema:
+            base = reconcile(base, schema)
+    return CompactionChanges(task.cdc, base)
 
 
 def _as_written(table: pa.Table, schema: pa.Schema, name_unit: pa.Array) -> pa.Table:
@@ -215,3 +246,16 @@ def compaction_context(table: HoodieTable, instant: str) -> tuple[ReadContext, s
     )
     avro = arrow_to_avro_schema(pa.schema(data), table.name, with_meta=True)
     return ctx, schema_to_json(avro), output
+
+
+def compaction_cdc(table: HoodieTable, output_schema: pa.Schema, avro_json: str) -> CdcSpec | None:
+    """What a compaction of ``table`` logs of its changes (``hoodie.table.cdc.enabled``), for
+    base files of ``output_schema`` / ``avro_json`` (:func:`compaction_context`); None when
+    the table keeps no CDC files."""
+    cfg = table.table_config
+    if not cfg.cdc_enabled:
+        return None
+    data = pa.schema([f for f in output_schema if f.name not in META_FIELDS])
+    return CdcSpec(
+        cfg.cdc_logging_mode, data, json.loads(avro_json), cfg.table_version, cfg.partial_update
+    )

@@ -462,10 +462,10 @@ def change_rows(
     if before is not None and before.num_rows:
         gone = before
         if after is not None and after.num_rows:
-            gone = before.filter(pc.invert(pc.is_in(_row_ids(before), value_set=_row_ids(after))))
+            gone = before.filter(pc.invert(pc.is_in(row_ids(before), value_set=row_ids(after))))
     if refilled and before is not None and after is not None and before.num_rows:
         kept = after.filter(pc.not_equal(after[COMMIT_TIME], instant))
-        was = pc.index_in(_row_ids(kept), value_set=_row_ids(before))
+        was = pc.index_in(row_ids(kept), value_set=row_ids(before))
         kept, was = kept.filter(pc.is_valid(was)), was.drop_null()
         old = before.take(was)
         changed = values_differ(kept, old, [f.name for f in image_type])
@@ -473,6 +473,16 @@ def change_rows(
             mask = pa.array(changed)
             written = pa.concat_tables([t for t in (written, kept.filter(mask)) if t is not None])
             gone = pa.concat_tables([t for t in (gone, old.filter(mask)) if t is not None])
+    return pair_changes(instant, written, gone, image_type)
+
+
+def pair_changes(
+    instant: str, written: pa.Table | None, gone: pa.Table | None, image_type: pa.StructType
+) -> pa.Table:
+    """The changes of ``instant`` from the records it ``written`` and those ``gone`` (meta
+    columns included), sorted by record key: a key's written and gone records pair up in
+    order as updates, a written one left over is an insert, a gone one a delete. Columns
+    ``op``, ``ts_ms``, ``before``, ``after`` and ``record_key``."""
     w_keys = _keys(written)
     g_keys = _keys(gone)
     pairs = pa.table(
@@ -521,7 +531,7 @@ def _keys(rows: pa.Table | None) -> pa.Array:
     return pa.array([], pa.string()) if rows is None else _flat(rows[RECORD_KEY])
 
 
-def _row_ids(rows: pa.Table) -> pa.Array:
+def row_ids(rows: pa.Table) -> pa.Array:
     """Each record's identity within its file group: its commit sequence number
     (``<instant>_<task>_<n>``: one task writes a group per commit, and a record keeps its
     number until it is written again), with the key where a number is missing."""

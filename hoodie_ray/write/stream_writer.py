@@ -575,10 +575,11 @@ class StreamWriteFunction:
                 before = reconcile(before, merged.schema)
         # written even when empty (an upsert its ordering values lost, a group emptied): Java's
         # CDC reader requires a .cdc file for every merge of an earlier base file
-        rows = cdc.cdc_rows(self.ctx, self.instant, before, merged)
+        spec = cdc.CdcSpec.of(self.ctx)
+        rows = cdc.cdc_rows(spec, self.instant, before, merged)
         name = cdc.cdc_file_name(fid, self.instant, self.write_token)
         self._marker(part, name, "APPEND")
-        payload = cdc.cdc_block(self.ctx, self.instant, rows)
+        payload = cdc.cdc_block(spec, self.instant, rows)
         storage.write_bytes(join(part, name), payload)
         g.cdc_file = name
         return {join(part, name): len(payload)}
