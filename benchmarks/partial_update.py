@@ -7,7 +7,10 @@ the partial records), merge-on-read, version 9, no metadata table; the same comm
 with ``hoodie.table.partial.update.mode=IGNORE_DEFAULTS`` and into one without (where a null
 overwrites). Rows per CPU-second of the upsert commits and of a snapshot read (the logs merged
 into their base files), ``*_vs_plain`` the partial table's rate over the plain one's, the same
-run. The snapshot values are checked against hudi-rs on the partial table.
+run. ``columns``: the same commits into a plain table with ``write.partial.updates``, each
+commit carrying one of the two value columns (Spark MERGE INTO's partial updates: ``IS_PARTIAL``
+log blocks of that column), ``columns_*_vs_plain`` its rates over the plain table's. The
+snapshot values are checked against hudi-rs on both partial tables.
 
 Usage::
 
@@ -49,7 +52,10 @@ def _batch(keys: np.ndarray, ts: int, rng: np.random.Generator, partial: bool) -
     )
 
 
-def run(path: Path, partial: bool, args: argparse.Namespace) -> dict[str, float]:
+def run(path: Path, mode: str, args: argparse.Namespace) -> dict[str, float]:
+    """``mode``: ``plain``, ``partial`` (the table's partial update mode), ``columns``
+    (``write.partial.updates``, one value column a commit)."""
+    partial = mode == "partial"
     opts = {
         "hoodie.table.name": "partial_bench",
         "hoodie.datasource.write.recordkey.field": "key",
@@ -63,13 +69,19 @@ def run(path: Path, partial: bool, args: argparse.Namespace) -> dict[str, float]
     }
     if partial:
         opts["hoodie.table.partial.update.mode"] = "IGNORE_DEFAULTS"
+    if mode == "columns":
+        opts["write.partial.updates"] = "true"
+        opts["index.global.enabled"] = "false"
     rng = np.random.default_rng(3)
     client = HoodieWriteClient(str(path), opts)
     client.write(_batch(np.arange(args.rows), 0, rng, False))
     cpu = 0.0
     rows = 0
     for c in range(args.commits):
-        batch = _batch(rng.choice(args.rows, args.updates, replace=False), c + 1, rng, True)
+        keys = rng.choice(args.rows, args.updates, replace=False)
+        batch = _batch(keys, c + 1, rng, mode != "columns")
+        if mode == "columns":
+            batch = batch.drop_columns(["a" if c % 2 else "b"])
         t0 = time.process_time()
         client.write(batch)
         cpu += time.process_time() - t0
@@ -94,14 +106,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="partial-bench-"))
     try:
         warm = argparse.Namespace(**{**vars(args), "rows": 5000, "updates": 1000, "commits": 2})
-        run(work / "warm", True, warm)
-        plain = run(work / "plain", False, args)
-        partial = run(work / "partial", True, args)
+        run(work / "warm", "partial", warm)
+        run(work / "warm_columns", "columns", warm)
+        plain = run(work / "plain", "plain", args)
+        partial = run(work / "partial", "partial", args)
+        columns = run(work / "columns", "columns", args)
         from hudi import HudiTable
 
-        oracle = pa.Table.from_batches(HudiTable(str(work / "partial")).read())
-        mine = hr.read(str(work / "partial"), columns=["key", "a", "b"]).sort_by("key")
-        checked = oracle.select(["key", "a", "b"]).sort_by("key").equals(mine)
+        checked = True
+        for name in ("partial", "columns"):
+            oracle = pa.Table.from_batches(HudiTable(str(work / name)).read())
+            mine = hr.read(str(work / name), columns=["key", "a", "b"]).sort_by("key")
+            checked &= oracle.select(["key", "a", "b"]).sort_by("key").equals(mine)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     result = {
@@ -117,6 +133,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "partial": {k: round(v) for k, v in partial.items()},
         "write_vs_plain": round(partial["write_rows_per_cpu_s"] / plain["write_rows_per_cpu_s"], 3),
         "read_vs_plain": round(partial["read_rows_per_cpu_s"] / plain["read_rows_per_cpu_s"], 3),
+        "columns": {k: round(v) for k, v in columns.items()},
+        "columns_write_vs_plain": round(
+            columns["write_rows_per_cpu_s"] / plain["write_rows_per_cpu_s"], 3
+        ),
+        "columns_read_vs_plain": round(
+            columns["read_rows_per_cpu_s"] / plain["read_rows_per_cpu_s"], 3
+        ),
         "hudi_rs_agrees": checked,
     }
     out = json.dumps(result, indent=2)

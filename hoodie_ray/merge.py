@@ -431,5 +431,27 @@ def partial_merge(
     return out, deleted[keys]
 
 
+def unavailable_presence(versions: pa.Table, marker: str) -> dict[str, np.ndarray]:
+    """``FILL_UNAVAILABLE`` (``PartialUpdateHandler.reconcileMarkerValues``): per top-level
+    string or bytes column, the versions that hold a value (anything but ``marker``, bytes
+    compared as its UTF-8: a null is a value), for :func:`partial_merge`'s ``present``; other
+    columns always do."""
+    out = {}
+    for f in versions.schema:
+        t = f.type
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            value = pa.scalar(marker, t)
+        elif pa.types.is_binary(t) or pa.types.is_large_binary(t):
+            value = pa.scalar(marker.encode(), t)
+        else:
+            value = None
+        if value is not None:
+            marked = pc.fill_null(pc.equal(versions.column(f.name), value), False)
+            out[f.name] = ~_np_bool(marked)
+        else:
+            out[f.name] = np.ones(versions.num_rows, dtype=bool)
+    return out
+
+
 #: Columns a partial merge takes whole from the winning version (never filled).
 META_COLUMNS_WHOLE = (*META_FIELDS_WITH_OPERATION, IS_DELETED)

@@ -85,15 +85,16 @@ _PARTIAL_UPDATE_PAYLOAD = "org.apache.hudi.common.model.PartialUpdateAvroPayload
 
 def _partial_update_mode(key: str, v: str) -> str:
     """``IGNORE_DEFAULTS`` (or, as Flink's ``payload.class``, the 0.x payload class that means
-    it); ``NONE``: no partial updates."""
+    it), ``FILL_UNAVAILABLE``; ``NONE``: no partial updates."""
     s = str(v).strip()
     if s == _PARTIAL_UPDATE_PAYLOAD or s.upper() == "IGNORE_DEFAULTS":
         return "IGNORE_DEFAULTS"
-    if s.upper() == "NONE":
-        return "NONE"
+    if s.upper() in ("NONE", "FILL_UNAVAILABLE"):
+        return s.upper()
     raise HoodieOptionError(
         f"option {key}: {v!r} is not supported; use IGNORE_DEFAULTS (partial updates: a null "
-        f"field keeps the stored value) or {_PARTIAL_UPDATE_PAYLOAD}"
+        f"field keeps the stored value), FILL_UNAVAILABLE (a string field holding the marker "
+        f"value keeps it) or {_PARTIAL_UPDATE_PAYLOAD}"
     )
 
 
@@ -429,10 +430,32 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "NONE",
         _partial_update_mode,
         "A new table takes partial updates: a null field of an upsert keeps the stored value "
-        "(IGNORE_DEFAULTS; Flink's payload.class PartialUpdateAvroPayload means the same). "
-        "Recorded as Java does for the table version: the table property on 9, the payload "
-        "class on 6 and 8; fixed when the table is created.",
+        "(IGNORE_DEFAULTS; Flink's payload.class PartialUpdateAvroPayload means the same), or "
+        "a string field holding hoodie.write.partial.update.unavailable.value does "
+        "(FILL_UNAVAILABLE, Debezium's Postgres changes; version 9 only). Recorded as Java "
+        "does for the table version: the table property on 9, the payload class on 6 and 8; "
+        "fixed when the table is created.",
         ("payload.class", "hoodie.datasource.write.payload.class"),
+    ),
+    ConfigOption(
+        "hoodie.write.partial.update.unavailable.value",
+        "partial_update_unavailable_value",
+        "__debezium_unavailable_value",
+        _str,
+        "FILL_UNAVAILABLE's marker: a string column holding it keeps the stored value (Java's "
+        "PARTIAL_UPDATE_UNAVAILABLE_VALUE; Debezium's default). Stored in the table when it is "
+        "created.",
+    ),
+    ConfigOption(
+        "write.partial.updates",
+        "partial_updates",
+        False,
+        _parse_bool,
+        "An upsert batch that lacks some of the table's columns updates only the columns it "
+        "has (Spark MERGE INTO's partial updates): a merge-on-read table of version 8+ gets "
+        "log blocks of those columns (header IS_PARTIAL), a copy-on-write merge keeps the "
+        "stored values of the others; a new key gets nulls. Not with a global index, "
+        "changelog mode or a table partial update mode (hoodie.table.partial.update.mode).",
     ),
     ConfigOption(
         "changelog.enabled",
@@ -1045,7 +1068,9 @@ class WriteConfig:
     cdc_enabled: bool = _default("cdc_enabled")
     cdc_logging_mode: str = _default("cdc_logging_mode")
     changelog_enabled: bool = _default("changelog_enabled")
+    partial_updates: bool = _default("partial_updates")
     partial_update_mode: str = _default("partial_update_mode")
+    partial_update_unavailable_value: str = _default("partial_update_unavailable_value")
     small_file_limit: int = _default("small_file_limit")
     parquet_max_file_size: int = _default("parquet_max_file_size")
     record_size_estimate: int = _default("record_size_estimate")

@@ -48,16 +48,20 @@ PAYLOAD_KEY = "hoodie.compaction.payload.class"
 #: Partial updates: 0.x's payload class, and Hudi 1.1's table property (docs/CDC.md).
 PARTIAL_UPDATE_PAYLOAD = "org.apache.hudi.common.model.PartialUpdateAvroPayload"
 PARTIAL_UPDATE_MODE_KEY = "hoodie.table.partial.update.mode"
-#: ``FILL_UNAVAILABLE``'s marker value, stored with the merge property prefix. hudi-rs 0.5 reads
-#: ``<prefix>partial.update.unavailable.value`` (said to mirror Java's
-#: ``RECORD_MERGE_PROPERTY_PREFIX + PARTIAL_UPDATE_UNAVAILABLE_VALUE``); Java's enum doc names
-#: ``hoodie.write.partial.update.unavailable.value``. UNCONFIRMED which a Java writer stores:
-#: every spelling is accepted, hudi-rs's first.
+#: ``FILL_UNAVAILABLE``'s marker value, stored with the merge property prefix. Java stores
+#: ``RECORD_MERGE_PROPERTY_PREFIX + PARTIAL_UPDATE_UNAVAILABLE_VALUE`` (``HoodieTableConfig``:
+#: table creation and ``EightToNineUpgradeHandler`` write
+#: ``hoodie.record.merge.property.hoodie.write.partial.update.unavailable.value``); hudi-rs 0.5
+#: reads ``<prefix>partial.update.unavailable.value`` only. hoodie_ray writes both (Java's
+#: merge handlers look up their own key only) and reads either, Java's first.
 UNAVAILABLE_VALUE_KEYS = (
-    "hoodie.record.merge.property.partial.update.unavailable.value",
     "hoodie.record.merge.property.hoodie.write.partial.update.unavailable.value",
+    "hoodie.record.merge.property.partial.update.unavailable.value",
     "hoodie.write.partial.update.unavailable.value",
 )
+#: ``HoodieTableConfig.DEBEZIUM_UNAVAILABLE_VALUE``: the marker Debezium's Postgres connector puts
+#: in a column it did not capture.
+DEBEZIUM_UNAVAILABLE_VALUE = "__debezium_unavailable_value"
 #: Change data capture (Java ``HoodieTableConfig.CDC_ENABLED`` / ``CDC_SUPPLEMENTAL_LOGGING_MODE``).
 CDC_ENABLED_KEY = "hoodie.table.cdc.enabled"
 CDC_MODE_KEY = "hoodie.table.cdc.supplemental.logging.mode"
@@ -327,17 +331,20 @@ class HoodieTableConfig:
         """Why hoodie_ray cannot write this table's merge rules, or None.
 
         Table version 9 can record merge behaviour hoodie_ray's writer and compactor do not
-        apply (``HoodieTableConfig`` 1.1: ``hoodie.table.partial.update.mode=FILL_UNAVAILABLE``, the
-        ``hoodie.record.merge.property.*`` delete markers, several ordering fields); Java
+        apply (``HoodieTableConfig`` 1.1: a partial update mode other than ``IGNORE_DEFAULTS`` and
+        ``FILL_UNAVAILABLE``, the ``hoodie.record.merge.property.*`` delete markers, several
+        ordering fields); Java
         readers would merge the rows hoodie_ray writes differently from hoodie_ray's own model.
         """
         try:
             self.partial_update  # noqa: B018 (a partial update mode it does not apply raises)
         except HoodieUnsupportedError as e:
             return str(e)
-        if self.unavailable_value is not None:
-            return f"{PARTIAL_UPDATE_MODE_KEY}=FILL_UNAVAILABLE (read, not written)"
-        merge_props = sorted(k for k in self.props if k.startswith(MERGE_PROPERTY_PREFIX))
+        merge_props = sorted(
+            k
+            for k in self.props
+            if k.startswith(MERGE_PROPERTY_PREFIX) and k not in UNAVAILABLE_VALUE_KEYS
+        )
         if merge_props:
             return f"merge properties {', '.join(merge_props)} (custom delete markers)"
         if len(self.ordering_fields) > 1:
@@ -415,6 +422,14 @@ class HoodieTableConfig:
                 "(IGNORE_DEFAULTS and FILL_UNAVAILABLE are)"
             )
         return self._payload_class == PARTIAL_UPDATE_PAYLOAD
+
+    @property
+    def partial_update_mode(self) -> str:
+        """``IGNORE_DEFAULTS``, ``FILL_UNAVAILABLE`` or ``NONE`` (the 0.x payload class counts
+        as ``IGNORE_DEFAULTS``)."""
+        if not self.partial_update:
+            return "NONE"
+        return "FILL_UNAVAILABLE" if self.unavailable_value is not None else "IGNORE_DEFAULTS"
 
     @property
     def unavailable_value(self) -> str | None:
@@ -613,13 +628,25 @@ def new_table_props(
     return props
 
 
-def partial_update_props(table_version: int) -> dict[str, str]:
+def partial_update_props(
+    table_version: int, mode: str = "IGNORE_DEFAULTS", unavailable_value: str | None = None
+) -> dict[str, str]:
     """How a new table records partial updates, as Java records them for its version: the
     table property on 9 (``inferMergingConfigsForV9TableCreation``), the payload class on 6,
     and on 8 the payload class with the ``CUSTOM`` merge mode and the payload-based strategy
-    (``SevenToEightUpgradeHandler``)."""
+    (``SevenToEightUpgradeHandler``). ``FILL_UNAVAILABLE`` (version 9 only) stores its marker
+    ``unavailable_value`` under :data:`UNAVAILABLE_VALUE_KEYS`' first two keys."""
     if table_version >= 9:
-        return {PARTIAL_UPDATE_MODE_KEY: "IGNORE_DEFAULTS"}
+        props = {PARTIAL_UPDATE_MODE_KEY: mode}
+        if mode == "FILL_UNAVAILABLE":
+            marker = unavailable_value or DEBEZIUM_UNAVAILABLE_VALUE
+            props.update(dict.fromkeys(UNAVAILABLE_VALUE_KEYS[:2], marker))
+        return props
+    if mode != "IGNORE_DEFAULTS":
+        raise HoodieUnsupportedError(
+            f"{PARTIAL_UPDATE_MODE_KEY}={mode} needs table version 9 (this table: "
+            f"{table_version}; Java keeps partial update modes on version 9 only)"
+        )
     props = {PAYLOAD_KEY: PARTIAL_UPDATE_PAYLOAD}
     if table_version == 8:
         props["hoodie.record.merge.mode"] = "CUSTOM"

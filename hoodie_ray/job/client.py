@@ -125,6 +125,7 @@ def prepare_input(setup: TableSetup, table: pa.Table, wc: WriteConfig) -> Prepar
         data_schema=ctx.data_schema if setup.schema_fixed or wc.operation == "delete" else None,
         evolution=evolution_policy(setup, wc),
         changelog=wc.changelog_enabled,
+        partial=wc.partial_updates,
     )
 
 
@@ -305,7 +306,11 @@ class HoodieWriteClient:
                 ok = True
                 return CommitResult(None)
             rows = prepared.table
-            unfolded = wc.changelog_enabled or setup.context.table_config.partial_update
+            unfolded = (
+                wc.changelog_enabled
+                or wc.partial_updates
+                or setup.context.table_config.partial_update
+            )
             if wc.operation in ("upsert", "delete") and not unfolded:  # (the writers fold)
                 rows = precombine(rows, setup.context.ordering_field)
             # OCC: the instant first, so that the conflict check covers every commit the

@@ -63,6 +63,7 @@ from hoodie_ray.job.setup import (
     check_concurrency_mode,
     check_new_table_location,
     check_options_match_table,
+    check_partial_updates,
     create_table,
     keygen_for,
     latest_commit_schema,
@@ -427,6 +428,7 @@ class Coordinator:
                 raise HoodieTableNotFoundError(f"cannot delete from {self.path}: no table there")
             check_concurrency_mode(wc, None, self.path)
             check_changelog_mode(wc, None, self.path)
+            check_partial_updates(wc, None, self.path)
             create_table(self.storage, wc, input_schema)
         table = HoodieTable.from_storage(self.storage, self.storage_options, self.path)
         if self._reuse is not None and self._reuse.table_config.props == table.table_config.props:
@@ -436,6 +438,7 @@ class Coordinator:
         check_options_match_table(cfg, wc)
         check_concurrency_mode(wc, cfg, self.path)
         check_changelog_mode(wc, cfg, self.path)
+        check_partial_updates(wc, cfg, self.path)
         unsupported = cfg.write_unsupported_reason()
         if unsupported:
             raise HoodieUnsupportedError(
@@ -537,7 +540,7 @@ class Coordinator:
             partitioned=bool(cfg.partition_fields),
             record_index=self.wc.metadata_record_index_enable
             or RECORD_INDEX in self.table.metadata_partitions,
-            unfolded=self.wc.changelog_enabled or cfg.partial_update,
+            unfolded=self.wc.changelog_enabled or cfg.partial_update or self.wc.partial_updates,
         )
 
     def start_instant(self) -> str:

@@ -291,7 +291,14 @@ def _key_and_index_props(wc: WriteConfig, ts: TimestampFormat | None) -> dict[st
         extra[CDC_ENABLED_KEY] = "true"
         extra[CDC_MODE_KEY] = wc.cdc_logging_mode
     if wc.partial_update_mode != "NONE":
-        extra.update(partial_update_props(wc.table_version))
+        try:
+            extra.update(
+                partial_update_props(
+                    wc.table_version, wc.partial_update_mode, wc.partial_update_unavailable_value
+                )
+            )
+        except HoodieUnsupportedError as e:
+            raise HoodieOptionError(f"option {PARTIAL_UPDATE_MODE_KEY}: {e}") from None
     return extra
 
 
@@ -318,7 +325,7 @@ def check_options_match_table(cfg: HoodieTableConfig, wc: WriteConfig) -> None:
         problems.append("partitionpath.urlencode differs from the table's")
     if differs("cdc_enabled", cfg.cdc_enabled, wc.cdc_enabled):
         problems.append(f"{CDC_ENABLED_KEY}={wc.cdc_enabled} != table's {cfg.cdc_enabled}")
-    partial = "IGNORE_DEFAULTS" if cfg.partial_update else "NONE"
+    partial = cfg.partial_update_mode
     if differs("partial_update_mode", partial, wc.partial_update_mode):
         problems.append(f"{PARTIAL_UPDATE_MODE_KEY}={wc.partial_update_mode} != table's {partial}")
     if cfg.cdc_enabled and differs("cdc_logging_mode", cfg.cdc_logging_mode, wc.cdc_logging_mode):
@@ -342,6 +349,42 @@ def check_changelog_mode(wc: WriteConfig, cfg: HoodieTableConfig | None, path: s
             "whose writes merge every change into the base files (hoodie.table.cdc.enabled "
             "keeps the changes of a copy-on-write table)"
         )
+
+
+def check_partial_updates(wc: WriteConfig, cfg: HoodieTableConfig | None, path: str) -> None:
+    """``write.partial.updates`` where Spark's MERGE INTO writes partial updates
+    (``MergeIntoHoodieTableCommand.isPartialUpdateActionForMOR``): upserts, no global index on
+    a partitioned table (a key moving partition needs its whole record), no table partial update mode (its own
+    rule says what a missing value is), not with changelog mode; merge-on-read needs table
+    version 8+ (``CommonClientUtils.validateTableVersion``: no ``IS_PARTIAL`` blocks before)."""
+    if not wc.partial_updates:
+        return
+    table_type = cfg.table_type if cfg is not None else wc.table_type
+    version = cfg.table_version if cfg is not None else wc.table_version
+    reason = None
+    if wc.operation not in ("upsert", "delete"):
+        reason = f"updates existing keys: operation {wc.operation} is not an upsert"
+    elif wc.index_global and (cfg.partition_fields if cfg is not None else wc.partition_fields):
+        reason = (
+            "needs index.global.enabled=false on a partitioned table (a key moving partition "
+            "would need its whole record)"
+        )
+    elif wc.changelog_enabled:
+        reason = "does not go with changelog.enabled"
+    elif cfg is not None and cfg.partial_update:
+        reason = (
+            f"does not go with the table's {PARTIAL_UPDATE_MODE_KEY}={cfg.partial_update_mode}, "
+            "whose rule already says which values an update keeps"
+        )
+    elif wc.partial_update_mode != "NONE":
+        reason = f"does not go with {PARTIAL_UPDATE_MODE_KEY}={wc.partial_update_mode}"
+    elif table_type == "MERGE_ON_READ" and version < 8:
+        reason = (
+            f"needs table version 8+ on MERGE_ON_READ ({path} is version {version}: its logs "
+            "have no partial blocks)"
+        )
+    if reason:
+        raise HoodieOptionError(f"{path}: option write.partial.updates=true {reason}")
 
 
 def check_concurrency_mode(wc: WriteConfig, cfg: HoodieTableConfig | None, path: str) -> None:

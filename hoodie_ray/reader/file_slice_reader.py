@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from hoodie_ray.config.table_config import MergeMode
 from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieError, HoodieUnsupportedError
-from hoodie_ray.merge import partial_merge
+from hoodie_ray.merge import partial_merge, unavailable_presence
 from hoodie_ray.reader.compiled_merger import CompiledLogRecordBuffer, new_log_record_buffer
 from hoodie_ray.reader.filters import Filter, apply_filters
 from hoodie_ray.reader.log_scan import (
@@ -367,7 +367,7 @@ class _SliceReader:
         nb = base.num_rows
         present = None
         if ctx.unavailable_value is not None and not by_presence:
-            present = _available(versions, ctx.unavailable_value)
+            present = unavailable_presence(versions, ctx.unavailable_value)
         if by_presence:
             present = {
                 name: np.concatenate(
@@ -563,19 +563,6 @@ class _SliceReader:
             raise HoodieCorruptedDataError(
                 f"cannot read base file {self.storage.uri(rel)}: {type(e).__name__}: {e}"
             ) from e
-
-
-def _available(versions: pa.Table, marker: str) -> dict[str, np.ndarray]:
-    """``FILL_UNAVAILABLE``: per string column, the versions that hold a value (anything but
-    the marker: a null is a value); other columns always do."""
-    out = {}
-    for f in versions.schema:
-        if pa.types.is_string(f.type) or pa.types.is_large_string(f.type):
-            marked = pc.fill_null(pc.equal(versions.column(f.name), marker), False)
-            out[f.name] = ~_bool_np(marked)
-        else:
-            out[f.name] = np.ones(versions.num_rows, dtype=bool)
-    return out
 
 
 def _with_operations(table: pa.Table, deleted: np.ndarray | None) -> pa.Table:

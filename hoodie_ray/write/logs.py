@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie_ray.avro.schema import schema_to_json
 from hoodie_ray.config.table_config import HoodieTableConfig
 from hoodie_ray.log_format import (
     AvroDataBlock,
@@ -16,17 +17,31 @@ from hoodie_ray.log_format import (
     read_log_file,
     serialize_block,
 )
-from hoodie_ray.meta import PARTITION_PATH, RECORD_KEY
+from hoodie_ray.meta import META_PREFIX, PARTITION_PATH, RECORD_KEY
 from hoodie_ray.storage import Storage
 from hoodie_ray.write.context import WriteContext
 
 
-def data_block(ctx: WriteContext, instant: str, stored: pa.Table) -> bytes:
-    """A data block of ``stored`` rows (meta columns first), in the configured block format."""
+def data_block(
+    ctx: WriteContext, instant: str, stored: pa.Table, columns: list[str] | None = None
+) -> bytes:
+    """A data block of ``stored`` rows (meta columns first), in the configured block format.
+
+    ``columns``: a partial update's data columns (the others are left out of the block and its
+    schema, header ``IS_PARTIAL=true``: Java's ``HoodieAppendHandle`` with a partial schema, the
+    meta fields then the columns in table order, the record's name and namespace kept)."""
     header = {
         HeaderMetadataType.INSTANT_TIME: instant,
         HeaderMetadataType.SCHEMA: _schema_json(ctx),
     }
+    if columns is not None:
+        keep = set(columns)
+        names = [n for n in stored.column_names if n.startswith(META_PREFIX) or n in keep]
+        stored = stored.select(names)
+        partial = dict(ctx.avro_schema)
+        partial["fields"] = [f for f in ctx.avro_schema["fields"] if f["name"] in set(names)]
+        header[HeaderMetadataType.SCHEMA] = schema_to_json(partial)
+        header[HeaderMetadataType.IS_PARTIAL] = "true"
     block: AvroDataBlock | ParquetDataBlock
     if ctx.write_config.log_block_format == "parquet":
         codec = ctx.write_config.parquet_codec
@@ -76,8 +91,6 @@ def delete_blocks(ctx: WriteContext, instant: str, deletes: pa.Table) -> list[by
 
 
 def _schema_json(ctx: WriteContext) -> str:
-    from hoodie_ray.avro.schema import schema_to_json
-
     cached = getattr(ctx, "_schema_json_cache", None)
     if cached is None:
         cached = schema_to_json(ctx.avro_schema)

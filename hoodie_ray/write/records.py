@@ -8,6 +8,7 @@ and a boolean ``_hoodie_is_deleted`` column. All of it is column-wise; no per-re
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,11 @@ from hoodie_ray.meta import IS_DELETED, META_PREFIX, OPERATION, PARTITION_PATH, 
 from hoodie_ray.reader.schema import reconcile
 from hoodie_ray.write.schema_evolution import EvolutionPolicy, evolve_schema
 
-ROUTING_COLUMNS = (RECORD_KEY, PARTITION_PATH, IS_DELETED, OPERATION)
+#: Partial updates (``write.partial.updates``): a row's data columns its batch did not carry,
+#: joined by NUL ("" for none); the writers keep the stored values of these.
+ABSENT_COLUMNS = "_hoodie_absent_columns"
+
+ROUTING_COLUMNS = (RECORD_KEY, PARTITION_PATH, IS_DELETED, OPERATION, ABSENT_COLUMNS)
 
 #: ``_hoodie_operation`` values (Java ``HoodieOperation.getName``: ``I``, ``-U``, ``U``, ``D``),
 #: and the spellings of Flink's row kinds accepted for them in an input column.
@@ -241,6 +246,7 @@ def prepare_batch(
     data_schema: pa.Schema | None = None,
     evolution: EvolutionPolicy | None = None,
     changelog: bool = False,
+    partial: bool = False,
 ) -> PreparedBatch:
     """Normalise a batch and compute its routing columns.
 
@@ -256,7 +262,9 @@ def prepare_batch(
     boolean ``_hoodie_is_deleted`` column marks deletes in upserts. With ``changelog`` (Flink's
     changelog mode) an input ``_hoodie_operation`` column gives each row's operation
     (``I``, ``-U``, ``U``, ``D``, or Flink's ``+I``, ``+U``, ``-D``; ``D`` rows are deletes), kept
-    as the ``_hoodie_operation`` routing column; without one the writer decides.
+    as the ``_hoodie_operation`` routing column; without one the writer decides. With
+    ``partial`` (``write.partial.updates``) the table's data columns the batch lacks are named
+    in an :data:`ABSENT_COLUMNS` column (its rows update only the columns they have).
 
     Raises:
         HoodieInputError: a row of any other operation (a ``_hoodie_is_deleted`` row too) has
@@ -296,6 +304,10 @@ def prepare_batch(
     out = out.append_column(IS_DELETED, deleted)
     if ops is not None:
         out = out.append_column(OPERATION, ops)
+    if partial:
+        given = set(data.column_names)
+        absent = "\x00".join(f.name for f in table.schema if f.name not in given)
+        out = out.append_column(ABSENT_COLUMNS, pa.array([absent] * n, pa.string()))
     return PreparedBatch(out)
 
 
@@ -482,3 +494,63 @@ def _keep_rows(table: pa.Table, rows: np.ndarray) -> pa.Table:
 def has_duplicate_keys(table: pa.Table) -> bool:
     keys = table.column(RECORD_KEY)
     return bool(pc.count_distinct(keys).as_py() != len(keys))
+
+
+# -- partial updates ---------------------------------------------------------------------------
+
+#: Per data column, the rows that carry it (partial updates: ``write.partial.updates``).
+Presence = dict[str, np.ndarray]
+
+
+def partial_presence(rows: pa.Table, names: Sequence[str]) -> Presence | None:
+    """Which of the data columns ``names`` each row carries (:data:`ABSENT_COLUMNS`); None
+    when every row carries all of them."""
+    if ABSENT_COLUMNS not in rows.column_names:
+        return None
+    col = pc.fill_null(rows.column(ABSENT_COLUMNS), "")
+    enc = pc.dictionary_encode(col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
+    sets = [set(v.split("\x00")) if v else set() for v in enc.dictionary.to_pylist()]
+    if not any(sets):
+        return None
+    idx = enc.indices.to_numpy(zero_copy_only=False)
+    return {name: ~np.array([name in s for s in sets], dtype=bool)[idx] for name in names}
+
+
+def folded_presence(rows: pa.Table, present: Presence, folded: pa.Table) -> Presence:
+    """The columns each row of ``folded`` (one a key, from ``rows``) has: those any row of
+    its key had (after a delete that restarted the fold, a column only earlier rows had is
+    written as the null the fold gave it, which is right: the key was deleted)."""
+    gid, ngroups = group_keys(rows.column(RECORD_KEY))
+    keys = rows.column(RECORD_KEY)
+    first = pc.index_in(folded.column(RECORD_KEY), value_set=_flat(keys)).to_numpy(
+        zero_copy_only=False
+    )
+    of = gid[first]
+    out = {}
+    for name, has in present.items():
+        anyone = np.zeros(ngroups, dtype=bool)
+        np.logical_or.at(anyone, gid, has)
+        out[name] = anyone[of]
+    return out
+
+
+def column_sets(
+    rows: pa.Table, present: Presence | None
+) -> list[tuple[pa.Table, list[str] | None]]:
+    """``rows`` split by the set of data columns they carry: ``(rows, columns)`` with
+    ``columns`` None for rows that carry every column."""
+    if present is None or not present:
+        return [(rows, None)]
+    names = list(present)
+    matrix = np.column_stack([present[n] for n in names])
+    sigs, inverse = np.unique(matrix, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    out: list[tuple[pa.Table, list[str] | None]] = []
+    for j, sig in enumerate(sigs):
+        part = rows if len(sigs) == 1 else rows.filter(pa.array(inverse == j))
+        out.append((part, None if sig.all() else [n for n, h in zip(names, sig, strict=True) if h]))
+    return out
+
+
+def _flat(a: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a

@@ -33,7 +33,7 @@ from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.index import group_keys
 from hoodie_ray.index.bloom_filter import BloomFilterSpec
 from hoodie_ray.log_format.writer import ends_on_block
-from hoodie_ray.merge import apply_updates, key_positions, partial_merge
+from hoodie_ray.merge import apply_updates, key_positions, partial_merge, unavailable_presence
 from hoodie_ray.meta import (
     COMMIT_SEQNO,
     COMMIT_TIME,
@@ -58,7 +58,15 @@ from hoodie_ray.write.base_file import (
 from hoodie_ray.write.bucket_assigner import IS_NEW
 from hoodie_ray.write.buffer import Bucket, BucketId, WriteBuffer
 from hoodie_ray.write.context import WriteContext
-from hoodie_ray.write.records import IS_DELETED, precombine, precombine_reset
+from hoodie_ray.write.records import (
+    IS_DELETED,
+    Presence,
+    column_sets,
+    folded_presence,
+    partial_presence,
+    precombine,
+    precombine_reset,
+)
 
 TEMP_DIR = ".hoodie/.temp"
 
@@ -224,29 +232,43 @@ class StreamWriteFunction:
         if self.ctx.changelog:
             self._append_changes(bid, g, rows)
             return
+        present = partial_presence(rows, self.ctx.data_schema.names)
         if not self.ctx.write_config.inserts_only:
-            rows = self._precombine(rows)
+            rows, present = self._precombine(rows, present)
         if g.base_instant is None and not g.log_files and not self._logs_only:
-            self._create(bid, g, rows)
+            self._create(bid, g, rows)  # new keys only: a column a row lacks is null
         elif self.ctx.is_mor:
-            self._append(bid, g, rows)
+            self._append(bid, g, rows, present)
         else:
-            self._merge(bid, g, rows)
+            self._merge(bid, g, rows, present)
 
-    def _precombine(self, rows: pa.Table) -> pa.Table:
+    def _precombine(
+        self, rows: pa.Table, present: Presence | None
+    ) -> tuple[pa.Table, Presence | None]:
         """One row per key (a delete, or the record the key's rows fold into): by the merge
         rule, or on a partial-update table by :func:`hoodie_ray.merge.partial_merge` (a null
-        field takes the value a row before had)."""
-        if not self.ctx.table_config.partial_update:
-            return precombine(rows, self.ctx.ordering_field)
+        field takes the value a row before had). Rows of partial updates (``present``: the
+        columns each row has) fold the same way, a column a row lacks taking the value a row
+        before had; a folded row has the columns any of its key's rows had."""
+        if present is None and not self.ctx.table_config.partial_update:
+            return precombine(rows, self.ctx.ordering_field), None
         folded, _ = partial_merge(
             rows,
             is_delete=rows.column(IS_DELETED).to_numpy(zero_copy_only=False),
             is_base=np.zeros(rows.num_rows, dtype=bool),
             ordering_field=self.ctx.ordering_field,
             mode=self.ctx.merge_mode,
+            present=present if present is not None else self._present(rows),
         )
-        return folded
+        if present is None or folded.num_rows == rows.num_rows:
+            return folded, present
+        return folded, folded_presence(rows, present, folded)
+
+    def _present(self, versions: pa.Table) -> dict[str, np.ndarray] | None:
+        """``FILL_UNAVAILABLE``: which versions hold each column (the marker value does not);
+        None in the other partial update modes (a null does not)."""
+        marker = self.ctx.table_config.unavailable_value
+        return unavailable_presence(versions, marker) if marker is not None else None
 
     @property
     def _logs_only(self) -> bool:
@@ -321,8 +343,12 @@ class StreamWriteFunction:
         st.total_write_bytes = size
         st.file_size_in_bytes = size
 
-    def _append(self, bid: BucketId, g: _GroupState, rows: pa.Table) -> None:
-        """MOR update path: blocks appended to the group's current log file."""
+    def _append(
+        self, bid: BucketId, g: _GroupState, rows: pa.Table, present: Presence | None = None
+    ) -> None:
+        """MOR update path: blocks appended to the group's current log file. Partial updates
+        (``present``): a data block per set of columns the rows have, holding those (Java's
+        append handle with ``hoodie.write.partial.update.schema``: header ``IS_PARTIAL``)."""
         assert self.instant is not None
         fid = bid[1]
         deleted = rows.column(IS_DELETED).to_numpy(zero_copy_only=False)
@@ -339,15 +365,18 @@ class StreamWriteFunction:
                 blocks.extend(logs.delete_blocks(self.ctx, self.instant, deletes.filter(first)))
                 deletes = deletes.filter(pc.invert(first))
         if upserts.num_rows:
-            stored = with_meta_columns(
-                upserts,
-                self.ctx.data_schema,
-                instant=self.instant,
-                task_id=self.task_id,
-                file_name=fid,
-                seq_start=self._next_seq(upserts.num_rows),
-            )
-            blocks.append(logs.data_block(self.ctx, self.instant, stored))
+            if present is not None and deleted.any():
+                present = {k: v[~deleted] for k, v in present.items()}
+            for part, columns in column_sets(upserts, present):
+                stored = with_meta_columns(
+                    part,
+                    self.ctx.data_schema,
+                    instant=self.instant,
+                    task_id=self.task_id,
+                    file_name=fid,
+                    seq_start=self._next_seq(part.num_rows),
+                )
+                blocks.append(logs.data_block(self.ctx, self.instant, stored, columns))
         if deletes is not None and deletes.num_rows:
             blocks.extend(logs.delete_blocks(self.ctx, self.instant, deletes))
         n_up = upserts.num_rows
@@ -497,7 +526,9 @@ class StreamWriteFunction:
         g.log_files.append(name)
         return name, 0, len(payload)
 
-    def _merge(self, bid: BucketId, g: _GroupState, rows: pa.Table) -> None:
+    def _merge(
+        self, bid: BucketId, g: _GroupState, rows: pa.Table, present: Presence | None = None
+    ) -> None:
         """COW update path: rewrite the base file with the updates applied.
 
         Rows carried over from the old base keep their commit time and seqno; every row gets
@@ -509,7 +540,7 @@ class StreamWriteFunction:
         name = base_file_name(fid, self.write_token, self.instant)
         rel = join(part, name)
         deleted = rows.column(IS_DELETED).to_numpy(zero_copy_only=False)
-        base, merged = self._merged_records(old_rel, name, rows, deleted)
+        base, merged = self._merged_records(old_rel, name, rows, deleted, present)
         self._marker(part, name, "MERGE" if old_rel else "CREATE")
         size = self._write_base(rel, merged)
         if not g.created_now:
@@ -585,7 +616,12 @@ class StreamWriteFunction:
         return {join(part, name): len(payload)}
 
     def _merged_records(
-        self, old_rel: str | None, name: str, rows: pa.Table, deleted: np.ndarray
+        self,
+        old_rel: str | None,
+        name: str,
+        rows: pa.Table,
+        deleted: np.ndarray,
+        present: Presence | None = None,
     ) -> tuple[pa.Table, pa.Table]:
         """The old base file's records (reconciled to the write schema) and the records of
         its new version, named ``name``: the incoming rows merged into them (Hudi's merge
@@ -603,8 +639,8 @@ class StreamWriteFunction:
         if base.schema != upd.schema:
             # an older schema (columns added since, types widened): nulls, casts
             base = reconcile(base, upd.schema)
-        if self.ctx.table_config.partial_update:
-            return base, self._partial_merged(base, upd, deleted, name)
+        if self.ctx.table_config.partial_update or present is not None:
+            return base, self._partial_merged(base, upd, deleted, name, present)
         merged = apply_updates(
             base,
             upd,
@@ -619,7 +655,12 @@ class StreamWriteFunction:
         return base, merged
 
     def _partial_merged(
-        self, base: pa.Table, upd: pa.Table, deleted: np.ndarray, name: str
+        self,
+        base: pa.Table,
+        upd: pa.Table,
+        deleted: np.ndarray,
+        name: str,
+        present: Presence | None = None,
     ) -> pa.Table:
         """A partial-update table's merge handle: each stored record an incoming version
         names meets it (:func:`hoodie_ray.merge.partial_merge`, stored as the base). A record
@@ -630,12 +671,17 @@ class StreamWriteFunction:
         named = pc.is_in(base.column(RECORD_KEY), value_set=upd.column(RECORD_KEY).combine_chunks())
         hit = base.filter(named)
         versions = pa.concat_tables([hit, upd])
+        has = self._present(versions)
+        if present is not None:  # partial updates: a stored record has every column
+            stored_has = np.ones(hit.num_rows, dtype=bool)
+            has = {k: np.concatenate([stored_has, v]) for k, v in present.items()}
         merged, gone = partial_merge(
             versions,
             is_delete=np.concatenate([np.zeros(hit.num_rows, dtype=bool), deleted]),
             is_base=np.arange(versions.num_rows) < hit.num_rows,
             ordering_field=self.ctx.ordering_field,
             mode=self.ctx.merge_mode,
+            present=has,
         )
         merged = merged.filter(pa.array(~gone))
         at = pa.array(key_positions(merged.column(RECORD_KEY), upd.column(RECORD_KEY)))

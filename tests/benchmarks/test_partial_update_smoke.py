@@ -14,3 +14,5 @@ def test_partial_update_benchmark_runs_tiny() -> None:
     )
     # a null overwrites on the plain table; on the partial one it keeps the stored value
     assert result["partial"]["null_values_read"] == 0 < result["plain"]["null_values_read"]
+    # write.partial.updates: a commit that lacks a column keeps its values (no null read)
+    assert result["columns"]["null_values_read"] == 0 < result["columns"]["write_rows_per_cpu_s"]

@@ -347,11 +347,11 @@ def test_java_v9_table_with_metadata_and_secondary_indexes_is_appended_to(tmp_pa
 @pytest.mark.parametrize(
     ("extra", "match"),
     [
-        ({"hoodie.table.partial.update.mode": "FILL_UNAVAILABLE"}, "FILL_UNAVAILABLE"),
+        ({"hoodie.table.partial.update.mode": "FILL_UNAVAILABLE"}, "without its marker value"),
         ({"hoodie.record.merge.property.hoodie.payload.delete.field": "Op"}, "delete markers"),
         ({"hoodie.table.ordering.fields": "ts,v"}, "several ordering fields"),
     ],
-    ids=["partial-update-mode", "merge-properties", "two-ordering-fields"],
+    ids=["fill-unavailable-without-marker", "merge-properties", "two-ordering-fields"],
 )
 def test_version_9_merge_settings_hoodie_ray_does_not_apply_are_refused(tmp_path, extra, match):
     """Version 9 merge settings hoodie_ray's writer and compactor do not apply: refused before

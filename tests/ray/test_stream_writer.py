@@ -349,3 +349,52 @@ def test_overwrites_and_partition_deletes_on_ray(ray_session, tmp_path):
     res = hr.cluster(str(path), OPTIONS, engine="ray")  # a Ray task per group
     assert res.instant is not None and res.files_written
     model.assert_hudi_rs_reads(path, "clustered on Ray")
+
+
+def test_partial_updates_through_the_topology(ray_session, tmp_path):
+    """``write.partial.updates`` on Ray: two writes of one checkpoint carry different columns
+    of the same keys; their rows fold per key (a column a row lacks takes the value a row
+    before had), and each writer appends a block per column set (``IS_PARTIAL``)."""
+    from tests.conftest import hudi_rs_read
+
+    path = str(tmp_path / "t")
+    opts = {
+        "hoodie.table.name": "partial_ray",
+        "hoodie.datasource.write.recordkey.field": "key",
+        "hoodie.datasource.write.partitionpath.field": "p",
+        "precombine.field": "ts",
+        "table.type": "MERGE_ON_READ",
+        "hoodie.write.table.version": "9",
+        "index.global.enabled": "false",
+        "write.partial.updates": "true",
+        "compaction.schedule.enabled": "false",
+        **TOPOLOGY,
+    }
+    keys = ["a", "b", "c", "d", "e", "f"]
+    with hr.HoodieStreamWriter(path, opts) as w:
+        w.write(
+            pa.table(
+                {
+                    "key": keys,
+                    "p": ["x", "y"] * 3,
+                    "ts": [1] * 6,
+                    "u": list(range(6)),
+                    "w": [f"{k}1" for k in keys],
+                }
+            )
+        )
+        assert w.checkpoint() is not None
+        w.write(pa.table({"key": ["a", "b"], "p": ["x", "y"], "ts": [2, 2], "u": [20, 21]}))
+        w.write(pa.table({"key": ["a", "c"], "p": ["x", "x"], "ts": [3, 3], "w": ["a3", "c3"]}))
+        assert w.checkpoint() is not None
+    want = {
+        "a": (3, 20, "a3"),
+        "b": (2, 21, "b1"),
+        "c": (3, 2, "c3"),
+        "d": (1, 3, "d1"),
+        "e": (1, 4, "e1"),
+        "f": (1, 5, "f1"),
+    }
+    for table in (hr.read(path), hudi_rs_read(path)):
+        assert {r["key"]: (r["ts"], r["u"], r["w"]) for r in table.to_pylist()} == want
+    _no_pending(path)

@@ -152,7 +152,7 @@ MARKER = "__debezium_unavailable_value"
 
 def test_fill_unavailable_reads_as_hudi_rs(tmp_path: Path) -> None:
     """``FILL_UNAVAILABLE`` (Debezium's Postgres payload on version 9): a string field equal to
-    the marker keeps the older value; a null is a value. The writer refuses the mode."""
+    the marker keeps the older value; a null is a value."""
     path = str(tmp_path / "t")
     commits = [
         [("a", 1, 1, "a1", False), ("b", 1, 2, "b1", False), ("c", 5, 3, "c1", False)],
@@ -169,10 +169,6 @@ def test_fill_unavailable_reads_as_hudi_rs(tmp_path: Path) -> None:
     got = {r["key"]: (r["ts"], r["u"], r["w"]) for r in hr.read(path).to_pylist()}
     oracle = {r["key"]: (r["ts"], r["u"], r["w"]) for r in hudi_rs_read(path).to_pylist()}
     assert got == oracle == want
-    with pytest.raises(HoodieUnsupportedError, match="FILL_UNAVAILABLE"):
-        HoodieWriteClient(path, {"hoodie.table.name": "partial"}).write(
-            pa.table({"key": ["a"], "p": ["x"], "ts": [9], "u": [1], "w": ["z"]})
-        )
 
 
 def test_an_unknown_partial_update_mode_is_refused_clearly(tmp_path: Path) -> None:
@@ -184,34 +180,11 @@ def test_an_unknown_partial_update_mode_is_refused_clearly(tmp_path: Path) -> No
         hr.read(path)
 
 
-def _partial_blocks(monkeypatch: pytest.MonkeyPatch, drop: str) -> None:
-    """Make the writer's data blocks partial, as Spark's MERGE INTO writes them: header
-    ``IS_PARTIAL``, the block's schema the meta fields and every column but ``drop``."""
-    from hoodie_ray.avro.schema import arrow_to_avro_schema, schema_to_json
-    from hoodie_ray.log_format import AvroDataBlock, HeaderMetadataType, serialize_block
-    from hoodie_ray.write import logs
-
-    def data_block(ctx: Any, instant: str, stored: pa.Table) -> bytes:
-        part = stored.drop_columns([drop])
-        data = pa.schema([f for f in part.schema if not f.name.startswith("_hoodie_")])
-        schema = schema_to_json(arrow_to_avro_schema(data, ctx.table_config.name))
-        header = {
-            HeaderMetadataType.INSTANT_TIME: instant,
-            HeaderMetadataType.SCHEMA: schema,
-            HeaderMetadataType.IS_PARTIAL: "true",
-        }
-        return serialize_block(AvroDataBlock(header, part), table_version=ctx.table_version)
-
-    monkeypatch.setattr(logs, "data_block", data_block)
-
-
-def test_partial_log_blocks_keep_the_columns_they_lack(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_partial_log_blocks_keep_the_columns_they_lack(tmp_path: Path) -> None:
     """Log blocks with ``IS_PARTIAL`` (Spark's MERGE INTO partial updates, version 8+, on a
-    table without a partial update mode): a column the block lacks keeps its older value, a
-    null it carries is a value; a lower-ordered partial record loses to the base record
-    entirely. hudi-rs reads the same."""
+    table without a partial update mode; written here by ``write.partial.updates``): a column
+    the block lacks keeps its older value, a null it carries is a value; a lower-ordered
+    partial record loses to the base record entirely. hudi-rs reads the same."""
     path = str(tmp_path / "t")
     opts = {
         "hoodie.table.name": "merge_into",
@@ -221,25 +194,19 @@ def test_partial_log_blocks_keep_the_columns_they_lack(
         "table.type": "MERGE_ON_READ",
         "hoodie.write.table.version": "8",
         "compaction.schedule.enabled": "false",
+        "index.global.enabled": "false",
     }
 
-    def write(keys: list[str], ts: list[int], u: list[Any], w: list[Any]) -> None:
-        HoodieWriteClient(path, opts).write(
-            pa.table(
-                {
-                    "key": keys,
-                    "p": ["x"] * len(keys),
-                    "ts": pa.array(ts, pa.int64()),
-                    "u": pa.array(u, pa.int64()),
-                    "w": pa.array(w, pa.string()),
-                }
-            )
-        )
+    def write(keys: list[str], ts: list[int], u: list[Any] | None, w: list[Any]) -> None:
+        cols = {"key": keys, "p": ["x"] * len(keys), "ts": pa.array(ts, pa.int64())}
+        if u is not None:
+            cols["u"] = pa.array(u, pa.int64())
+        cols["w"] = pa.array(w, pa.string())
+        partial = {"write.partial.updates": "true"} if u is None else {}
+        HoodieWriteClient(path, {**opts, **partial}).write(pa.table(cols))
 
     write(["a", "b", "c", "d"], [5, 5, 5, 5], [1, 2, 3, 4], ["a1", "b1", "c1", "d1"])
-    with monkeypatch.context() as m:
-        _partial_blocks(m, "u")  # a MERGE INTO that sets w only
-        write(["a", "b", "c", "d"], [6, 6, 1, 6], [99, 99, 99, 99], ["a2", None, "c2", None])
+    write(["a", "b", "c", "d"], [6, 6, 1, 6], None, ["a2", None, "c2", None])  # w only
     write(["b"], [7], [20], ["b3"])  # a full record after the partial one
     want = {"a": (6, 1, "a2"), "b": (7, 20, "b3"), "c": (5, 3, "c1"), "d": (6, 4, None)}
     assert {r["key"]: (r["ts"], r["u"], r["w"]) for r in hr.read(path).to_pylist()} == want
