@@ -543,13 +543,19 @@ def column_sets(
         return [(rows, None)]
     names = list(present)
     matrix = np.column_stack([present[n] for n in names])
-    sigs, inverse = np.unique(matrix, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    out: list[tuple[pa.Table, list[str] | None]] = []
-    for j, sig in enumerate(sigs):
-        part = rows if len(sigs) == 1 else rows.filter(pa.array(inverse == j))
-        out.append((part, None if sig.all() else [n for n, h in zip(names, sig, strict=True) if h]))
-    return out
+
+    def columns(sig: np.ndarray) -> list[str] | None:
+        return None if sig.all() else [n for n, h in zip(names, sig, strict=True) if h]
+
+    if not len(matrix) or (matrix == matrix[0]).all():  # one set (a flush of one batch)
+        return [(rows, columns(matrix[0]) if len(matrix) else None)]
+    packed = np.ascontiguousarray(np.packbits(matrix, axis=1))
+    sig_ids = packed.view(np.dtype((np.void, packed.shape[1]))).ravel()
+    _, first, inverse = np.unique(sig_ids, return_index=True, return_inverse=True)
+    return [
+        (rows.filter(pa.array(inverse.reshape(-1) == j)), columns(matrix[at]))
+        for j, at in enumerate(first)
+    ]
 
 
 def _flat(a: pa.Array | pa.ChunkedArray) -> pa.Array:
