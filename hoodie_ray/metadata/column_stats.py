@@ -23,6 +23,11 @@ type and wraps by Java class (``HoodieAvroUtils.wrapValueIntoAvro``): decimals a
 ``DecimalWrapper`` rescaled to decimal(30,15), dates as ``DateWrapper``, timestamps as plain
 ``LongWrapper``.
 
+Table version 6 (Hudi 0.14 / 0.15, docs/V6_COLUMN_STATS.md) wraps as version 8 does, without
+``isTightBound`` in its record schema, and indexes the five meta fields and every top-level
+column (:func:`columns_to_index_v6`); a log file's column of a type that cannot be compared
+gets a record with null min/max.
+
 Indexed columns (:func:`columns_to_index`): ``_hoodie_commit_time``,
 ``_hoodie_partition_path``, ``_hoodie_record_key`` (when meta fields are populated) followed by
 the first 32 supported data columns in schema order
@@ -69,10 +74,12 @@ from hoodie_ray.metadata.records import (
 __all__ = [
     "DEFAULT_MAX_COLUMNS_TO_INDEX",
     "META_COLUMNS_TO_INDEX",
+    "V6_META_COLUMNS",
     "ValueType",
     "column_stats_records",
     "column_stats_tombstones",
     "columns_to_index",
+    "columns_to_index_v6",
     "merge_column_stats",
     "partition_stats_records",
 ]
@@ -290,9 +297,9 @@ def _stats_record(
 
 
 def _is_v9(table_version: int) -> bool:
-    if table_version not in (8, 9):
+    if table_version not in (6, 8, 9):
         raise HoodieInputError(
-            f"column stats are written for table versions 8 and 9, not {table_version}"
+            f"column stats are written for table versions 6, 8 and 9, not {table_version}"
         )
     return table_version >= 9
 
@@ -358,6 +365,30 @@ def columns_to_index(
         out.append(f.name)
         n += 1
     return out
+
+
+#: The meta fields 0.x indexes (``HoodieAvroUtils.addMetadataFields``: the five, in this order).
+V6_META_COLUMNS: tuple[str, ...] = (
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+)
+
+
+def columns_to_index_v6(
+    schema: pa.Schema, *, populate_meta_fields: bool = True, with_operation: bool = False
+) -> list[str]:
+    """The columns Hudi 0.14 / 0.15 indexes without a configured list
+    (``HoodieTableMetadataUtil.getColumnsToIndex``, docs/V6_COLUMN_STATS.md 1.1-1.2): the five
+    meta fields (and ``_hoodie_operation`` where the table keeps it: ``with_operation``, the
+    clean and initialisation paths), then every top-level field of ``schema`` in order, of any
+    type (nested ones get no record from a Parquet footer, null min/max from log records)."""
+    meta = list(V6_META_COLUMNS) if populate_meta_fields else []
+    if populate_meta_fields and with_operation:
+        meta.append("_hoodie_operation")
+    return meta + [f.name for f in schema if f.name not in META_FIELDS_WITH_OPERATION]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -607,10 +638,17 @@ def _table_range(name: str, col: pa.ChunkedArray, kind: _Kind, sizes: tuple[int,
 
 
 def _log_file_ranges(
-    table: pa.Table, columns: Sequence[str], v9: bool, sizes: tuple[int, int]
+    table: pa.Table,
+    columns: Sequence[str],
+    v9: bool,
+    sizes: tuple[int, int],
+    every_type: bool = False,
 ) -> dict[str, _Range]:
     """The range of each of ``columns`` over the records of a log file (those it has, of a
-    kind Java indexes); a file without records (only deletes) gets Java's empty ranges."""
+    kind Java indexes); a file without records (only deletes) gets Java's empty ranges.
+    ``every_type`` (0.x): a column of a type that cannot be compared (records, arrays, maps)
+    gets a range too, with null min/max and its values counted as values (maps: as nulls,
+    ``collectColumnRangeMetadata``'s ``canCompare``)."""
     ranges: dict[str, _Range] = {}
     for c in columns:
         idx = table.schema.get_field_index(c)
@@ -618,6 +656,11 @@ def _log_file_ranges(
             continue
         kind = _arrow_kind(table.schema.field(idx).type, v9)
         if kind is None:
+            if every_type:
+                col = table.column(idx)
+                n = table.num_rows
+                nulls = n if pa.types.is_map(_base_type(col.type)) else col.null_count
+                ranges[c] = _Range(c, None, None, nulls, n, *sizes, _Kind(None))
             continue
         if table.num_rows == 0:
             # HoodieColumnRangeMetadata.createEmpty: NULL value metadata
@@ -658,15 +701,18 @@ def column_stats_records(
     the file or of a type Java cannot index get no record. ``file_name`` is the bare file name.
     """
     v9 = _is_v9(table_version)
+    v6 = table_version == 6
+    pick = columns_to_index_v6 if v6 else columns_to_index
     ranges: dict[str, _Range]
     if parquet_metadata is not None:
         if columns is None:
-            columns = columns_to_index(parquet_metadata.schema.to_arrow_schema())
+            columns = pick(parquet_metadata.schema.to_arrow_schema())
         ranges = _parquet_ranges(parquet_metadata, columns, v9)
     elif table is not None:
         if columns is None:
-            columns = columns_to_index(table.schema)
-        ranges = _log_file_ranges(table, columns, v9, (total_size, total_uncompressed_size))
+            columns = pick(table.schema)
+        sizes = (total_size, total_uncompressed_size)
+        ranges = _log_file_ranges(table, columns, v9, sizes, every_type=v6)
     else:
         raise HoodieInputError("column_stats_records needs a table or a Parquet footer")
     order = [c for c in columns if c in ranges]

@@ -65,9 +65,11 @@ def initial_bloom_records(
     table: HoodieTable,
     listing: Mapping[str, Iterable[str]],
     on_progress: Callable[[int, int], None] | None = None,
+    stamp: str | None = None,
 ) -> Records:
     """Records of every committed base file of ``listing`` (partition -> file names), each
-    stamped with the instant that wrote it; ``on_progress(done, total)`` after each footer."""
+    stamped with the instant that wrote it (or with ``stamp``: 0.x stamps them all with the
+    initialisation's instant); ``on_progress(done, total)`` after each footer."""
     tl = table.active_timeline
     files = []
     for part, names in sorted(listing.items()):
@@ -77,7 +79,7 @@ def initial_bloom_records(
                 files.append((part, name, b.instant))
     out: Records = {}
     for done, (part, name, instant) in enumerate(files, start=1):
-        kr = _file_record(table.storage, part, name, instant)
+        kr = _file_record(table.storage, part, name, stamp or instant)
         if kr is not None:
             out[kr[0]] = kr[1]
         if on_progress is not None:

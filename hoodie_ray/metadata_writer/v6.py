@@ -34,16 +34,22 @@ checked against apache/hudi's Java sources of the 0.14.x / 0.15 line (class.meth
   / ``createCleanTimestamp``, called by ``HoodieBackedTableMetadataWriter.compactIfNecessary``
   / ``cleanIfNecessary``).
 
-The ``files`` and ``record_index`` partitions are maintained. The record index as 0.14 keeps
+The ``files``, ``record_index``, ``column_stats`` and ``bloom_filters`` partitions are
+maintained. Column statistics and bloom filters as 0.14 / 0.15 keep them (facts with their
+sources: docs/V6_COLUMN_STATS.md): the v6 record schema (no ``isTightBound``, V1 wrappers); the
+five meta fields and every top-level column indexed (nested ones: no record from a Parquet
+footer, null min/max from log records); built from the Parquet base files only, the bloom
+filters stamped with the initialisation's instant; a clean writes column-stats tombstones for
+deleted Parquet base files only; rollbacks write ``files`` records only; the MDT compaction
+keeps tombstones. The record index as 0.14 keeps
 it: ``record-index-<i>-0`` file groups, as many as ``estimateFileGroupCount`` gives with 0.14's
 defaults (:meth:`V6MetadataWriter.record_index_groups`), keys hashed to them by
 ``mapRecordKeyToFileGroupIndex`` (1.x's hash), values in the 0.x schema (no ``position``),
 deletes in delete blocks. A location's ``instantTime`` is the writing instant (0.14's
 ``HoodieBackedTableMetadataWriter.getRecordIndexUpdates``: a written record's new location
 "refers to the current commit"); the initial build's, the slice's base instant
-(``readRecordKeysFromBaseFiles``). A version 6 table whose MDT lists another partition (0.x's
-``column_stats``, ``bloom_filters``) is refused, naming it and the command that drops it
-(:func:`check_v6_metadata_table_writable`): their 0.x forms were not checked.
+(``readRecordKeysFromBaseFiles``). A version 6 table whose MDT lists another partition is
+refused, naming it and the command that drops it (:func:`check_v6_metadata_table_writable`).
 """
 
 from __future__ import annotations
@@ -54,11 +60,14 @@ from typing import Any
 
 import pyarrow as pa
 
+from hoodie_ray.avro.schema import avro_to_arrow_schema
 from hoodie_ray.config.table_config import HoodieTableConfig, table_checksum
-from hoodie_ray.file_group.naming import log_file_name, parse_log_file_name
+from hoodie_ray.exceptions import HoodieUnsupportedError
+from hoodie_ray.file_group.naming import log_file_name, parse_base_file_name, parse_log_file_name
 from hoodie_ray.hfile import build_bloom_filter, write_hbase_hfile, write_hbase_hfile_arrays
 from hoodie_ray.log_format.reader import read_log_file
 from hoodie_ray.metadata import records as rec
+from hoodie_ray.metadata.column_stats import columns_to_index_v6
 from hoodie_ray.metadata.layout import (
     METADATA_PAYLOAD,
     METADATA_RECORD_KEY,
@@ -145,8 +154,8 @@ def v6_metadata_table_props(data: Mapping[str, str]) -> dict[str, str]:
 
 @register_layout_1_writer
 class V6MetadataWriter(MetadataWriter):
-    """The metadata table of a version 6 table, in the 0.x layout (``files`` and
-    ``record_index``)."""
+    """The metadata table of a version 6 table, in the 0.x layout (``files``,
+    ``record_index``, ``column_stats``, ``bloom_filters``)."""
 
     def init_instant(self, partition: str, first_suffix: int) -> str:
         """0.x: the latest completed data instant (``SOLO_COMMIT_TIMESTAMP`` on a table with
@@ -221,6 +230,52 @@ class V6MetadataWriter(MetadataWriter):
             info[b"minRecordKey"] = _key_bytes(rows, 0)
             info[b"maxRecordKey"] = _key_bytes(rows, -1)
         return info, meta
+
+    # -- column_stats and bloom_filters as 0.14 / 0.15 keep them (docs/V6_COLUMN_STATS.md) --
+    #: 0.x's MDT compaction keeps ``isDeleted`` column-stats and bloom-filter values (its
+    #: ``HoodieMetadataPayload`` marks only absent records deleted; HUDI-8371 came after 0.15).
+    compaction_drops_tombstones = False
+
+    def indexed_columns(self, schema_json: str | None = None) -> list[str]:
+        """0.x's ``getColumnsToIndex`` without a configured list: the five meta fields, then
+        every top-level field of the commit's schema (``schema_json``) or the table's."""
+        schema = avro_to_arrow_schema(schema_json) if schema_json else self.table.schema
+        if schema is None:
+            return []
+        return columns_to_index_v6(
+            schema, populate_meta_fields=self.table.table_config.populate_meta_fields
+        )
+
+    def initial_column_stats_of(self, name: str) -> bool:
+        """0.x builds ``column_stats`` from Parquet base files only
+        (``convertFilesToColumnStatsRecords`` keeps ``isBaseFile && endsWith(".parquet")``);
+        log files get statistics only from the commits that write them."""
+        b = parse_base_file_name(name)
+        return (
+            b is not None
+            and name.endswith(".parquet")
+            and self.table.active_timeline.is_committed(b.instant)
+        )
+
+    def initial_bloom_stamp(self) -> str | None:
+        """0.x stamps every initial bloom filter with the initialisation's instant, the
+        latest completed data instant (``initializeBloomFiltersPartition(initializationTime)``)."""
+        done = self.table.active_timeline.reload().completed()
+        return done[-1].timestamp if done else SOLO_COMMIT_TIMESTAMP
+
+    def tombstones_column_stats_of(self, file_name: str) -> bool:
+        """0.x's clean writes column-stats tombstones for deleted Parquet base files only
+        (``convertMetadataToColumnStatsRecords(HoodieCleanMetadata)``)."""
+        return parse_base_file_name(file_name) is not None and file_name.endswith(".parquet")
+
+    def initialize_column_stats(self, with_partition_stats: bool) -> None:
+        if with_partition_stats:
+            raise HoodieUnsupportedError(
+                f"{self.table.base_uri} (table version 6): 0.x metadata tables have no "
+                "partition_stats; hoodie.metadata.index.partition.stats.enable needs table "
+                "version 8+ (`hoodie-ray upgrade`)"
+            )
+        super().initialize_column_stats(False)
 
     def _commit_bytes(self, meta: HoodieCommitMetadata) -> bytes:
         return meta.to_bytes(1)

@@ -230,17 +230,36 @@ def _validate_column_stats(table: HoodieTable) -> list[MetadataDifference]:
     compute for it, and no other file has any."""
     w = metadata_writer(table)
     cols = w.indexed_columns()
-    want: dict[str, dict[str, Any]] = {}
-    for part, files in table.metadata_table.files_listing().items():
-        for name in files:
-            if _committed(table, name):
-                want.update(w.file_column_stats(part, name, cols))
     have = {
         k: r
         for k, r in table.metadata_table.records(COLUMN_STATS).items()
         if not is_deleted_record(r)
     }
+    v6 = table.table_version < 8
+    listing = table.metadata_table.files_listing()
+    want: dict[str, dict[str, Any]] = {}
+    for part, files in listing.items():
+        for name in files:
+            if not _committed(table, name):
+                continue
+            recs = w.file_column_stats(part, name, cols)
+            if v6 and parse_base_file_name(name) is None:
+                # 0.x: a log file has statistics only from the commit that wrote it (none
+                # from the initialisation), so only those it has are checked
+                recs = [(k, r) for k, r in recs if k in have]
+            want.update(recs)
+    if v6:
+        # 0.x's clean writes no tombstones for log files: their statistics stay
+        names = {n for files in listing.values() for n in files}
+        have = {k: r for k, r in have.items() if _stats_file(r) in names}
     return _stats_differences(COLUMN_STATS, want, have, table.table_version)
+
+
+def _stats_file(record: dict[str, Any]) -> str:
+    cs = record.get("ColumnStatsMetadata") or {}
+    if isinstance(cs, tuple):
+        cs = cs[1]
+    return str(cs.get("fileName"))
 
 
 def _validate_partition_stats(table: HoodieTable) -> list[MetadataDifference]:

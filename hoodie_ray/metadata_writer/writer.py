@@ -458,9 +458,7 @@ class MetadataWriter:
         records: dict[str, dict[str, Any]] = {}
         for part, files in sorted(mdt.files_listing().items()):
             for name in sorted(files):
-                if self.table.active_timeline.is_committed(
-                    (parse_base_file_name(name) or parse_log_file_name(name)).instant  # type: ignore[union-attr]
-                ):
+                if self.initial_column_stats_of(name):
                     records.update(self.file_column_stats(part, name, cols))
         self._initialize_partition(COLUMN_STATS, records, COLUMN_STATS_GROUPS, first_suffix=1)
         if with_partition_stats:
@@ -473,14 +471,27 @@ class MetadataWriter:
                 stats.update(partition_stats_records(part, found, self.table_version))
             self._initialize_partition(PARTITION_STATS, stats, 1, first_suffix=3)
 
+    def initial_column_stats_of(self, name: str) -> bool:
+        """Is data file ``name`` (listed in ``files``) indexed when ``column_stats`` is built?
+        1.x: every committed base and log file."""
+        parsed = parse_base_file_name(name) or parse_log_file_name(name)
+        return parsed is not None and self.table.active_timeline.is_committed(parsed.instant)
+
     def initialize_bloom_filters(
         self, on_progress: Callable[[int, int], None] | None = None
     ) -> None:
         """Build ``bloom_filters`` (every committed base file's footer filter, in Java's 4 file
         groups) for a table that has none; ``on_progress(done, total)`` per footer read."""
         listing = self.reader().files_listing()
-        records = initial_bloom_records(self.table, listing, on_progress)
+        records = initial_bloom_records(
+            self.table, listing, on_progress, stamp=self.initial_bloom_stamp()
+        )
         self._initialize_partition(BLOOM_FILTERS, records, BLOOM_FILTER_FILE_GROUPS, first_suffix=2)
+
+    def initial_bloom_stamp(self) -> str | None:
+        """The ``timestamp`` of the bloom filters an initialisation indexes; None (1.x): each
+        file's own instant."""
+        return None
 
     def initialize_secondary_index(
         self,
@@ -1081,6 +1092,8 @@ class MetadataWriter:
             cols = self.indexed_columns()
             for p, names in deleted.items():
                 for n in names:
+                    if not self.tombstones_column_stats_of(n):
+                        continue
                     for k, r in column_stats_tombstones(
                         p, n, cols, table_version=self.table_version
                     ):
@@ -1089,6 +1102,11 @@ class MetadataWriter:
             for k, r in clean_bloom_records(instant, deleted).items():
                 ch.put(BLOOM_FILTERS, k, r)
         self._write_delta_commit(instant, ch)
+
+    def tombstones_column_stats_of(self, file_name: str) -> bool:
+        """Does a clean write ``column_stats`` tombstones for a deleted data file? 1.x: for
+        every one, base and log files."""
+        return True
 
     def update_rollback(self, instant: str, meta: HoodieRollbackMetadata) -> None:
         """Record a rollback: remove the rolled-back instants' MDT delta commits, then list the
@@ -1501,7 +1519,13 @@ class MetadataWriter:
                     out[k] = rec.files_record(partition_of_key(k), live)[1]
             return out
         merged = {k: decode_value(v, schema) for k, (v, schema) in mdt.slice_records(fs).items()}
+        if not self.compaction_drops_tombstones:
+            return merged
         return {k: r for k, r in merged.items() if not rec.is_deleted_record(r)}
+
+    #: MDT compaction drops ``isDeleted`` index values (1.x: ``HoodieMetadataPayload
+    #: .isDeletedRecord``, HUDI-8371); 0.x keeps them (v6.py).
+    compaction_drops_tombstones = True
 
     def clean(self) -> str | None:
         """Delete the files of MDT slices older than the latest compaction once
@@ -1660,7 +1684,7 @@ def register_layout_1_writer(cls: type[MetadataWriter]) -> type[MetadataWriter]:
 
 
 #: The MDT partitions hoodie_ray keeps in the 0.x layout (version 6 tables).
-V6_MAINTAINED_PARTITIONS = frozenset({FILES, RECORD_INDEX})
+V6_MAINTAINED_PARTITIONS = frozenset({FILES, RECORD_INDEX, COLUMN_STATS, BLOOM_FILTERS})
 
 
 def check_v6_metadata_table_writable(listed: list[str], enable: bool | None, path: str) -> None:

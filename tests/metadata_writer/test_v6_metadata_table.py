@@ -167,13 +167,11 @@ def test_init_metadata_on_v6_table_then_rollback(tmp_path: Path, monkeypatch, ca
     assert {d for d in deltas if not is_init_instant(d)} <= data  # the dead one is gone
 
 
-@pytest.mark.parametrize("partition", ["column_stats", "bloom_filters"])
-def test_v6_partitions_not_kept_in_the_0x_layout_are_refused(
-    tmp_path: Path, partition: str
-) -> None:
-    """0.x's column statistics and bloom filters were not checked against Java: refused,
-    naming the partition and the command that drops it."""
+def test_v6_partitions_not_kept_in_the_0x_layout_are_refused(tmp_path: Path) -> None:
+    """A partition hoodie_ray does not keep in the 0.x layout (0.x has no partition_stats):
+    refused, naming the partition and the command that drops it."""
     path = str(tmp_path / "t")
+    partition = "partition_stats"
     opts = {**OPTIONS, "hoodie.metadata.enable": "true"}
     HoodieWriteClient(path, opts).write(to_arrow([Workload(1)._row("k1")], True))
     t = HoodieTable.load(path)
@@ -185,6 +183,80 @@ def test_v6_partitions_not_kept_in_the_0x_layout_are_refused(
         HoodieTable.load(path).active_timeline.completed()[-1:]
         == t.active_timeline.completed()[-1:]
     )
+
+
+@pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
+def test_v6_column_stats_and_bloom_filters_as_0x_keeps_them(
+    tmp_path: Path, table_type: str
+) -> None:
+    """``column_stats`` and ``bloom_filters`` on a version 6 table, as Hudi 0.14 / 0.15 keep
+    them (docs/V6_COLUMN_STATS.md): built from the Parquet base files when enabled (the bloom
+    filters stamped with the latest data instant), then kept by every commit (log files'
+    statistics from the commit that writes them), a clean's tombstones for base files only,
+    kept by the MDT's compaction; records in the 0.x schema (no ``isTightBound``), the five
+    meta fields and every column indexed. The validator finds nothing after each step and a
+    filtered read equals hudi-rs's."""
+    from hoodie_ray.metadata.layout import BLOOM_FILTERS, COLUMN_STATS
+    from hoodie_ray.metadata.records import is_deleted_record
+    from hoodie_ray.metadata_writer.writer import metadata_writer
+
+    path = str(tmp_path / "t")
+    base = model_options(
+        {
+            "hoodie.metadata.enable": "true",
+            "compaction.delta_commits": "3",
+            "hoodie.metadata.compact.max.delta.commits": "3",
+        },
+        table_type=table_type,
+        version="6",
+        small_files=True,
+    )
+    client = HoodieWriteClient(path, base)
+    model, wl = TableModel(), Workload(11)
+    rows = wl.rows_for(wl.keys[:40])
+    client.write(to_arrow(rows, True))
+    model.upsert(rows)
+    kind, rows = wl.next_commit()
+    model.write(path, base, "delete" if kind == "delete" else "upsert", rows, client)
+    opts = {
+        **base,
+        "hoodie.metadata.index.column.stats.enable": "true",
+        "hoodie.metadata.index.bloom.filter.enable": "true",
+    }
+    client = HoodieWriteClient(path, opts)
+    latest = HoodieTable.load(path).active_timeline.completed()[-1].timestamp
+    for i in range(6):
+        kind, rows = wl.next_commit()
+        model.write(path, opts, "delete" if kind == "delete" else "upsert", rows, client)
+        if i == 0:
+            t = HoodieTable.load(path)
+            assert {COLUMN_STATS, BLOOM_FILTERS} <= set(t.metadata_partitions)
+            blooms = t.metadata_table.records(BLOOM_FILTERS).values()
+            stamps = {r["BloomFilterMetadata"]["timestamp"] for r in blooms}
+            assert latest in stamps  # the initial build's: the latest data instant
+        _check(path, model, f"commit {i} ({kind})")
+    maintenance.clean(path, {"clean.retain_commits": "1"})
+    _check(path, model, "clean")
+    t = HoodieTable.load(path)
+    stats = t.metadata_table.records(COLUMN_STATS)
+    live = [r["ColumnStatsMetadata"] for r in stats.values() if not is_deleted_record(r)]
+    assert live and all("isTightBound" not in cs for cs in live)
+    columns = {cs["columnName"] for cs in live}
+    meta = {"_hoodie_commit_seqno", "_hoodie_file_name", "_hoodie_commit_time"}
+    assert meta <= columns and set(t.schema.names) - {"_hoodie_is_deleted"} <= columns | {
+        f.name for f in t.schema if pa.types.is_nested(f.type)
+    }
+    dead = [r["ColumnStatsMetadata"] for r in stats.values() if is_deleted_record(r)]
+    assert dead and all(cs["fileName"].endswith(".parquet") for cs in dead)
+    # the MDT's compaction keeps them (0.x), and the validator still finds nothing
+    assert metadata_writer(t).compact(force=True) is not None
+    t = HoodieTable.load(path)
+    after = t.metadata_table.records(COLUMN_STATS)
+    assert sum(is_deleted_record(r) for r in after.values()) == len(dead)
+    _check(path, model, "MDT compaction")
+    key = sorted(model.rows)[3]
+    got = hr.read(path, filters=[("key", "=", key)]).column("key").to_pylist()
+    assert got == [key]
 
 
 def test_java_v6_sample_gets_a_metadata_table(tmp_path: Path) -> None:
