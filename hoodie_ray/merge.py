@@ -312,6 +312,7 @@ def partial_merge(
     mode: MergeMode,
     default_delete: np.ndarray | None = None,
     present: Mapping[str, np.ndarray] | None = None,
+    counted: np.ndarray | None = None,
 ) -> tuple[pa.Table, np.ndarray]:
     """Partial updates: the versions of each key folded into one row where a null field
     takes the value of the next version down; ``(rows, deleted)``, one row per key (a
@@ -330,7 +331,9 @@ def partial_merge(
     ``present`` (partial log blocks, header ``IS_PARTIAL``): per column, the rows that carry it
     (a null among them is a value); where given it replaces "not null" as what a version has
     (Spark's ``mergePartialRecords``: a field the newer record's schema has comes from it).
-    Column-wise: no per-record Python.
+    ``counted``: a boolean array of ``versions``' rows set where the row's values take part in
+    its key's fold (not before a delete that restarts it, not of a deleted key; base rows are
+    left as they are). Column-wise: no per-record Python.
     """
     n = versions.num_rows
     if n == 0:
@@ -341,6 +344,8 @@ def partial_merge(
 
     gid, ngroups = group_keys(versions.column(RECORD_KEY))
     if ngroups == n:  # one version a key: nothing to fold
+        if counted is not None:
+            counted[~is_base] = ~is_delete[~is_base]
         return versions, is_delete
     if default_delete is None:
         default_delete = np.zeros(n, dtype=bool)
@@ -390,6 +395,9 @@ def partial_merge(
     start = np.full(ngroups, len(a), dtype=np.int64)
     np.minimum.at(start, ag[fresh], idx[fresh])
     counts = ~adl & (idx >= start[ag]) & ~log_deleted[ag]
+    if counted is not None:
+        counted[order[~bs]] = False
+        counted[order[a[counts]]] = True
     # the base record meets the log's result (its ordering value: its last winner's)
     base_at = np.full(ngroups, -1, dtype=np.int64)
     base_at[g[bs]] = pos[bs]

@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 from hoodie_ray.file_group.naming import base_file_name
 from hoodie_ray.index.bloom_filter import BloomFilterSpec, record_key_footer
 from hoodie_ray.log_format.blocks import dictionary_columns
+from hoodie_ray.meta import COMMIT_SEQNO, META_FIELDS_WITH_OPERATION, RECORD_KEY
 from hoodie_ray.meta import FILE_NAME as FILE_NAME_COL
-from hoodie_ray.meta import RECORD_KEY
 from hoodie_ray.reader.file_slice_reader import ReadContext, SliceSpec, iter_file_slice
 from hoodie_ray.reader.schema import reconcile
 from hoodie_ray.storage import Storage, join
@@ -117,16 +117,25 @@ def _changes_of(
     task: CompactionTask, storage: Storage, schema: pa.Schema
 ) -> CompactionChanges | None:
     """The change log of a CDC table's compaction, over the slice's base file as the new
-    base file's columns hold it; None when the table keeps none."""
+    base file's columns hold it; None when the table keeps none. While the rows stream, only
+    the base file's keys and sequence numbers are held (a partial-update table's whole rows:
+    a lower log version may fill a stored record's nulls); the before images are read at the
+    end, for the records that changed."""
     if task.cdc is None:
         return None
     op = task.operation
-    base = None
-    if op.data_file_path:
-        base = read_base_file(storage, join(op.partition_path or "", op.data_file_path))
-        if base.schema != schema:
-            base = reconcile(base, schema)
-    return CompactionChanges(task.cdc, base)
+    if not op.data_file_path:
+        return CompactionChanges(task.cdc, None)
+    rel = join(op.partition_path or "", op.data_file_path)
+
+    def whole() -> pa.Table:
+        base = read_base_file(storage, rel)
+        return base if base.schema == schema else reconcile(base, schema)
+
+    if task.cdc.refilled:
+        return CompactionChanges(task.cdc, whole())
+    ids = read_base_file(storage, rel, columns=[RECORD_KEY, COMMIT_SEQNO])
+    return CompactionChanges(task.cdc, ids, before=whole)
 
 
 def _as_written(table: pa.Table, schema: pa.Schema, name_unit: pa.Array) -> pa.Table:
@@ -255,7 +264,7 @@ def compaction_cdc(table: HoodieTable, output_schema: pa.Schema, avro_json: str)
     cfg = table.table_config
     if not cfg.cdc_enabled:
         return None
-    data = pa.schema([f for f in output_schema if f.name not in META_FIELDS])
+    data = pa.schema([f for f in output_schema if f.name not in META_FIELDS_WITH_OPERATION])
     return CdcSpec(
         cfg.cdc_logging_mode, data, json.loads(avro_json), cfg.table_version, cfg.partial_update
     )

@@ -105,7 +105,10 @@ def evolution_policy(setup: TableSetup, wc: WriteConfig) -> EvolutionPolicy:
     fixed = [*cfg.record_key_fields, *cfg.partition_fields]
     if cfg.ordering_field:
         fixed.append(cfg.ordering_field)
-    return EvolutionPolicy.of(wc, fixed)
+    policy = EvolutionPolicy.of(wc, fixed)
+    if wc.partial_updates:  # a partial update's batch lacks columns by design
+        policy = dataclasses.replace(policy, set_null_for_missing=True)
+    return policy
 
 
 def prepare_input(setup: TableSetup, table: pa.Table, wc: WriteConfig) -> PreparedBatch:

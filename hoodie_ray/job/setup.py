@@ -328,6 +328,14 @@ def check_options_match_table(cfg: HoodieTableConfig, wc: WriteConfig) -> None:
     partial = cfg.partial_update_mode
     if differs("partial_update_mode", partial, wc.partial_update_mode):
         problems.append(f"{PARTIAL_UPDATE_MODE_KEY}={wc.partial_update_mode} != table's {partial}")
+    marker = cfg.unavailable_value
+    if marker is not None and differs(
+        "partial_update_unavailable_value", marker, wc.partial_update_unavailable_value
+    ):
+        problems.append(
+            f"hoodie.write.partial.update.unavailable.value={wc.partial_update_unavailable_value}"
+            f" != table's {marker}"
+        )
     if cfg.cdc_enabled and differs("cdc_logging_mode", cfg.cdc_logging_mode, wc.cdc_logging_mode):
         problems.append(f"{CDC_MODE_KEY}={wc.cdc_logging_mode} != table's {cfg.cdc_logging_mode}")
     if wc.is_set("table_name") and wc.table_name != cfg.name:

@@ -48,11 +48,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_ray.exceptions import HoodieQueryError
-from hoodie_ray.file_group.view import FileGroup, FileSystemView
-from hoodie_ray.log_format import CDCDataBlock, read_log_file
+from hoodie_ray.file_group.view import FileGroup, FileSlice, FileSystemView
+from hoodie_ray.log_format import CDCDataBlock, DataBlock, HeaderMetadataType, read_log_file
 from hoodie_ray.meta import COMMIT_SEQNO, COMMIT_TIME, META_FIELDS_WITH_OPERATION, RECORD_KEY
 from hoodie_ray.reader.file_slice_reader import ReadContext, SliceSpec, read_file_slice
 from hoodie_ray.reader.schema import reconcile
+from hoodie_ray.storage import join
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant
 from hoodie_ray.timeline.metadata import NULL_COMMIT, HoodieWriteStat
@@ -214,7 +215,15 @@ class ChangeReader:
         self.image_format = image_format
         self.schema = cdc_schema(table_schema, image_format)
         self._image_type = pa.struct(list(_data_fields(table_schema)))
-        self._refilled = tbl.table_config.partial_update  # see change_rows
+        cfg = tbl.table_config
+        # see change_rows: a partial-update table's records may change values and keep their
+        # sequence numbers, and so may those of a merge-on-read slice holding IS_PARTIAL log
+        # blocks (version 8+: Spark's MERGE INTO, write.partial.updates), found per slice
+        self._refilled = cfg.partial_update
+        self._partial_logs: dict[str, bool] | None = (
+            {} if cfg.table_type == "MERGE_ON_READ" and cfg.table_version >= 8 else None
+        )
+        self._partial_states: set[tuple[tuple[str, str], str]] = set()
         self._ctx = ReadContext.of_table(tbl, table_schema, tuple(table_schema.names))
         self._storage = tbl.storage
         self._view: FileSystemView = tbl.view()
@@ -308,7 +317,7 @@ class ChangeReader:
             else:
                 after = self._state_at(key, c)
                 self._keep(key, c, after)
-            out.append(self._diff(c, before, after))
+            out.append(self._diff(c, before, after, (key, c) in self._partial_states))
         out = [t for t in out if t.num_rows]
         return pa.concat_tables(out) if out else self.schema.empty_table()
 
@@ -346,8 +355,10 @@ class ChangeReader:
             return pa.schema([("op", pa.string()), ("ts_ms", pa.string()), *images]).empty_table()
         return pa.concat_tables(parts)
 
-    def _diff(self, c: str, before: pa.Table | None, after: pa.Table | None) -> pa.Table:
-        rows = change_rows(c, before, after, self._image_type, self._refilled)
+    def _diff(
+        self, c: str, before: pa.Table | None, after: pa.Table | None, partial: bool = False
+    ) -> pa.Table:
+        rows = change_rows(c, before, after, self._image_type, self._refilled or partial)
         return self._format(rows.select(list(CDC_COLUMNS)))
 
     def _format(self, table: pa.Table) -> pa.Table:
@@ -416,8 +427,29 @@ class ChangeReader:
         s = fg.latest_slice(at) if fg is not None else None
         if s is None or s.is_empty:
             return None
+        if self._has_partial_blocks(s, at):
+            self._partial_states.add((key, at))
         ctx = dataclasses.replace(self._ctx, end_instant=at)
         return read_file_slice(ctx, SliceSpec.of(s), self._storage)
+
+    def _has_partial_blocks(self, s: FileSlice, at: str) -> bool:
+        """Does slice ``s`` (as of ``at``) hold an ``IS_PARTIAL`` data block? Headers only
+        (the blocks' records are not decoded), once per log file."""
+        if self._partial_logs is None:
+            return False
+        for name in s.log_files:
+            rel = join(s.partition_path, name)
+            hit = self._partial_logs.get(rel)
+            if hit is None:
+                hit = any(
+                    isinstance(b, DataBlock)
+                    and (b.header.get(HeaderMetadataType.IS_PARTIAL) or "").lower() == "true"
+                    for b in read_log_file(self._storage, rel)
+                )
+                self._partial_logs[rel] = hit
+            if hit:
+                return True
+        return False
 
     def _keep(self, key: tuple[str, str], at: str, state: pa.Table | None) -> None:
         self._forget(key)

@@ -25,6 +25,7 @@ per compacted file group (:class:`CompactionChanges`, Hudi 1.1's
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,7 @@ import pyarrow.compute as pc
 
 from hoodie_ray.avro.schema import schema_to_json
 from hoodie_ray.file_group.naming import log_file_name
+from hoodie_ray.index import group_keys
 from hoodie_ray.log_format import CDCDataBlock, HeaderMetadataType, serialize_block
 from hoodie_ray.meta import META_FIELDS_WITH_OPERATION
 from hoodie_ray.reader.cdc import change_rows, pair_changes, row_ids, values_differ
@@ -158,14 +160,23 @@ class CompactionChanges:
     (none for its key, or one that lost on ordering) is not logged. ``ts_ms`` is the compaction
     instant. Here a record is told apart by its commit sequence number, as the CDC reader tells
     them (:func:`hoodie_ray.reader.cdc.row_ids`): a compacted record whose number the base file
-    does not hold came from the logs. Memory: the base file's keys and numbers, and the rows
-    the logs changed (on a partial-update table the base file's rows, whose values a lower
-    log version may have filled).
+    does not hold came from the logs. One row a key (Java's logger keeps a map by record
+    key). Memory: the base file's keys and numbers and the rows the logs changed while the
+    rows stream, then the base file's records for the before images (on a partial-update
+    table its records throughout: a lower log version may fill a stored record's nulls).
     """
 
-    def __init__(self, spec: CdcSpec, base: pa.Table | None) -> None:
+    def __init__(
+        self,
+        spec: CdcSpec,
+        base: pa.Table | None,
+        before: Callable[[], pa.Table] | None = None,
+    ) -> None:
+        """``base``: the old base file's records, or only its keys and sequence numbers with
+        ``before`` to read its whole records (row for row) once the changes are known."""
         self.spec = spec
         self.base = base
+        self._before = before
         self._ids = row_ids(base) if base is not None else pa.array([], pa.string())
         self._seen = np.zeros(len(self._ids), dtype=bool)
         self._changed: list[pa.Table] = []
@@ -193,9 +204,18 @@ class CompactionChanges:
         written = pa.concat_tables(self._changed) if self._changed else None
         gone = None  # replaced by a log record (an update) or deleted
         if self.base is not None and not self._seen.all():
-            gone = self.base.filter(pa.array(~self._seen))
+            base = self._before() if self._before is not None else self.base
+            gone = base.filter(pa.array(~self._seen))
         image = pa.struct(list(self.spec.data_schema))
-        return _in_mode(self.spec, pair_changes(instant, written, gone, image))
+        rows = pair_changes(instant, written, gone, image)
+        if rows.num_rows > 1:
+            # one row a key, as Java's logger keys its map by record key (a base file holding
+            # a key twice pairs one copy as the update and leaves the other a delete)
+            gid, groups = group_keys(rows.column("record_key"))
+            if groups < rows.num_rows:
+                _, first = np.unique(gid, return_index=True)
+                rows = rows.take(pa.array(np.sort(first)))
+        return _in_mode(self.spec, rows)
 
     def block(self, instant: str) -> bytes:
         """The CDC log block of the compaction ``instant`` (written even when it holds no

@@ -307,7 +307,7 @@ def prepare_batch(
     if partial:
         given = set(data.column_names)
         absent = "\x00".join(f.name for f in table.schema if f.name not in given)
-        out = out.append_column(ABSENT_COLUMNS, pa.array([absent] * n, pa.string()))
+        out = out.append_column(ABSENT_COLUMNS, pa.repeat(pa.scalar(absent, pa.string()), n))
     return PreparedBatch(out)
 
 
@@ -516,10 +516,11 @@ def partial_presence(rows: pa.Table, names: Sequence[str]) -> Presence | None:
     return {name: ~np.array([name in s for s in sets], dtype=bool)[idx] for name in names}
 
 
-def folded_presence(rows: pa.Table, present: Presence, folded: pa.Table) -> Presence:
-    """The columns each row of ``folded`` (one a key, from ``rows``) has: those any row of
-    its key had (after a delete that restarted the fold, a column only earlier rows had is
-    written as the null the fold gave it, which is right: the key was deleted)."""
+def folded_presence(
+    rows: pa.Table, present: Presence, folded: pa.Table, counted: np.ndarray
+) -> Presence:
+    """The columns each row of ``folded`` (one a key, from ``rows``) has: those the rows of
+    its key that the fold counted (``counted``: none before a delete that restarted it) had."""
     gid, ngroups = group_keys(rows.column(RECORD_KEY))
     keys = rows.column(RECORD_KEY)
     first = pc.index_in(folded.column(RECORD_KEY), value_set=_flat(keys)).to_numpy(
@@ -529,7 +530,7 @@ def folded_presence(rows: pa.Table, present: Presence, folded: pa.Table) -> Pres
     out = {}
     for name, has in present.items():
         anyone = np.zeros(ngroups, dtype=bool)
-        np.logical_or.at(anyone, gid, has)
+        np.logical_or.at(anyone, gid, has & counted)
         out[name] = anyone[of]
     return out
 

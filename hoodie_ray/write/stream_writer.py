@@ -59,6 +59,7 @@ from hoodie_ray.write.bucket_assigner import IS_NEW
 from hoodie_ray.write.buffer import Bucket, BucketId, WriteBuffer
 from hoodie_ray.write.context import WriteContext
 from hoodie_ray.write.records import (
+    ABSENT_COLUMNS,
     IS_DELETED,
     Presence,
     column_sets,
@@ -173,9 +174,13 @@ class StreamWriteFunction:
             )
         data = reconcile(tagged.select([n for n in names if n in schema.names]), schema)
         rest = [n for n in names if n.startswith(META_PREFIX)]
-        return pa.Table.from_arrays(
-            [*data.columns, *(tagged.column(n) for n in rest)], names=[*schema.names, *rest]
-        )
+        tags = [tagged.column(n) for n in rest]
+        added = [f.name for f in schema if f.name not in names]
+        if added and ABSENT_COLUMNS in rest:
+            # partial updates: rows from before a column was added do not carry it
+            i = rest.index(ABSENT_COLUMNS)
+            tags[i] = pc.binary_join_element_wise(tags[i], "\x00".join(added), "\x00")
+        return pa.Table.from_arrays([*data.columns, *tags], names=[*schema.names, *rest])
 
     def write(self, tagged: pa.Table) -> None:
         """Buffer tagged rows; flush the buckets the policy selects."""
@@ -249,9 +254,10 @@ class StreamWriteFunction:
         rule, or on a partial-update table by :func:`hoodie_ray.merge.partial_merge` (a null
         field takes the value a row before had). Rows of partial updates (``present``: the
         columns each row has) fold the same way, a column a row lacks taking the value a row
-        before had; a folded row has the columns any of its key's rows had."""
+        before had; a folded row has the columns its key's rows the fold counted had."""
         if present is None and not self.ctx.table_config.partial_update:
             return precombine(rows, self.ctx.ordering_field), None
+        counted = np.zeros(rows.num_rows, dtype=bool)
         folded, _ = partial_merge(
             rows,
             is_delete=rows.column(IS_DELETED).to_numpy(zero_copy_only=False),
@@ -259,10 +265,11 @@ class StreamWriteFunction:
             ordering_field=self.ctx.ordering_field,
             mode=self.ctx.merge_mode,
             present=present if present is not None else self._present(rows),
+            counted=counted,
         )
         if present is None or folded.num_rows == rows.num_rows:
             return folded, present
-        return folded, folded_presence(rows, present, folded)
+        return folded, folded_presence(rows, present, folded, counted)
 
     def _present(self, versions: pa.Table) -> dict[str, np.ndarray] | None:
         """``FILL_UNAVAILABLE``: which versions hold each column (the marker value does not);

@@ -374,3 +374,42 @@ def test_a_failed_compaction_takes_its_cdc_files_back(
     assert result.instant is not None and _logged(path, result.instant) == [
         ("u", "a", "a@1", "a@2")
     ]
+
+
+def test_compaction_of_a_changelog_cdc_table(tmp_path: Path) -> None:
+    """Changelog mode keeps ``_hoodie_operation`` in the files: the compaction's change log
+    leaves it out of the images, as the CDC schema does."""
+    path = tmp_path / "t"
+    opts = {**_mor(), "changelog.enabled": "true"}
+    _w(str(path), opts, ["a", "b"], 1)
+    _w(str(path), opts, ["a"], 2)
+    result = hr.compact(str(path), options=opts)
+    assert result.instant is not None
+    assert _logged(path, result.instant) == [("u", "a", "a@1", "a@2")]
+
+
+def test_compaction_changes_are_one_row_a_key() -> None:
+    """A base file holding a key twice (inserts skip the index) and a log update of it: one
+    change for the key, as Java's logger keeps one entry a key."""
+    from hoodie_ray.write.cdc import CdcSpec, CompactionChanges
+
+    schema = pa.schema([("key", pa.string()), ("v", pa.string())])
+    spec = CdcSpec("DATA_BEFORE_AFTER", schema, {"type": "record", "name": "r", "fields": []}, 8)
+
+    def rows(keys: list[str], seqnos: list[str], v: list[str]) -> pa.Table:
+        return pa.table(
+            {
+                "_hoodie_commit_time": ["1"] * len(keys),
+                "_hoodie_commit_seqno": seqnos,
+                "_hoodie_record_key": keys,
+                "key": keys,
+                "v": v,
+            }
+        )
+
+    changes = CompactionChanges(
+        spec, rows(["k", "k", "m"], ["1_0_1", "1_0_2", "1_0_3"], ["a", "b", "m"])
+    )
+    changes.observe(rows(["k", "m"], ["2_0_1", "1_0_3"], ["c", "m"]))
+    got = changes.rows("3").to_pylist()
+    assert [(r["op"], r["after"]["v"]) for r in got] == [("u", "c")]

@@ -202,6 +202,11 @@ def test_partial_update_options(tmp_path: Path) -> None:
             row
         )
     assert not (tmp_path / "v" / ".hoodie" / "hoodie.properties").exists()
+    with pytest.raises(HoodieOptionError, match="unavailable.value=other != table's"):
+        HoodieWriteClient(str(tmp_path / "x"), fill).write(row)
+        HoodieWriteClient(
+            str(tmp_path / "x"), {"hoodie.write.partial.update.unavailable.value": "other"}
+        ).write(row)
     with pytest.raises(HoodieOptionError, match="IGNORE_DEFAULTS != table's FILL_UNAVAILABLE"):
         HoodieWriteClient(str(tmp_path / "w"), fill).write(row)
         HoodieWriteClient(
@@ -407,6 +412,76 @@ def test_a_null_in_a_partial_update_is_a_value(tmp_path: Path) -> None:
         pa.table({"key": ["a", "b", "c"], "p": ["x"] * 3, "ts": [2, 2, 2], "u": [None, 5, 7]})
     )
     want = {"a": (2, None, "a"), "b": (2, 5, "b"), "c": (2, 7, None)}
+    # a partial batch needs no nulls for missing columns: it names them
+    strict = {**opts, "hoodie.write.set.null.for.missing.columns": "false"}
+    HoodieWriteClient(path, strict).write(
+        pa.table({"key": ["a"], "p": ["x"], "ts": [1], "u": [3]})  # loses on ordering
+    )
     assert _read(hr.read(path)) == want == _read(hudi_rs_read(path))
     hr.compact(path)
     assert _read(hr.read(path)) == want == _read(hudi_rs_read(path))
+
+
+def test_a_cdc_read_sees_a_lower_partial_version_fill_a_record(tmp_path: Path) -> None:
+    """A lower-ordered partial version fills a column the higher-ordered one lacks: the
+    record's values change while its sequence number stays (the winner's), and the CDC query
+    reports the update."""
+    path = str(tmp_path / "t")
+    opts = {
+        **_options("9", "MERGE_ON_READ"),
+        "hoodie.table.partial.update.mode": "NONE",
+        "index.global.enabled": "false",
+    }
+    HoodieWriteClient(path, opts).write(
+        pa.table({"key": ["a"], "p": ["x"], "ts": [1], "u": [1], "w": ["x"]})
+    )
+    partial = {**opts, "write.partial.updates": "true"}
+    HoodieWriteClient(path, partial).write(
+        pa.table({"key": ["a"], "p": ["x"], "ts": [10], "u": [2]})
+    )
+    c3 = HoodieWriteClient(path, partial).write(
+        pa.table({"key": ["a"], "p": ["x"], "ts": [5], "w": ["y"]})
+    )
+    assert _read(hr.read(path)) == {"a": (10, 2, "y")} == _read(hudi_rs_read(path))
+    changes = hr.read(path, query_type="incremental", incremental_format="cdc").to_pylist()
+    last = [
+        (r["op"], r["before"]["w"], r["after"]["w"]) for r in changes if r["ts_ms"] == c3.instant
+    ]
+    assert last == [("u", "x", "y")]
+
+
+def test_partial_rows_before_a_delete_do_not_count() -> None:
+    """Rows of one key in one flush: w only (ts 4), a delete (ts 5), u only (ts 6). The fold
+    restarts after the delete, so the folded row carries u only (the stored w then fills it,
+    as Java's pairwise merge does), not a w the fold dropped."""
+    from hoodie_ray.config.table_config import MergeMode
+    from hoodie_ray.merge import partial_merge
+    from hoodie_ray.write.records import folded_presence
+
+    rows = pa.table(
+        {
+            "_hoodie_record_key": ["k", "k", "k"],
+            "ts": [4, 5, 6],
+            "u": [None, None, 7],
+            "w": ["a", None, None],
+            "_hoodie_is_deleted": [False, True, False],
+        }
+    )
+    present = {
+        "ts": np.ones(3, dtype=bool),
+        "u": np.array([False, True, True]),
+        "w": np.array([True, True, False]),
+    }
+    counted = np.zeros(3, dtype=bool)
+    folded, deleted = partial_merge(
+        rows,
+        is_delete=np.array([False, True, False]),
+        is_base=np.zeros(3, dtype=bool),
+        ordering_field="ts",
+        mode=MergeMode.EVENT_TIME_ORDERING,
+        present=present,
+        counted=counted,
+    )
+    assert not deleted.any() and folded.column("u").to_pylist() == [7]
+    has = folded_presence(rows, present, folded, counted)
+    assert has["u"].tolist() == [True] and has["w"].tolist() == [False]
