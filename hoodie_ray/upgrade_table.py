@@ -41,7 +41,10 @@ from hoodie_ray.config.table_config import (
 )
 from hoodie_ray.exceptions import HoodieTimelineError, HoodieUnsupportedError
 from hoodie_ray.metadata.layout import (
+    BLOOM_FILTERS,
+    COLUMN_STATS,
     METADATA_TABLE_PATH,
+    RECORD_INDEX,
     completed_partitions,
     has_metadata_table,
     inflight_partitions,
@@ -147,7 +150,9 @@ def _switch_version(
         has_metadata_table(table.table_config) or storage.exists(METADATA_TABLE_PATH)
     ):
         # a 0.x metadata table is not carried over: dropped, then rebuilt in the new layout
+        # with the indexes it had
         rebuild = has_metadata_table(table.table_config)
+        indexes = set(completed_partitions(table.table_config))
         metadata_writer(table).drop()
     cfg = table.table_config
     props = six_to_eight_props(cfg) if cfg.table_version == 6 else dict(cfg.props)
@@ -177,7 +182,21 @@ def _switch_version(
         on_progress(done, total)
     if rebuild:
         upgraded = HoodieTable.from_storage(storage, storage_options, path)
-        metadata_writer(upgraded, MetadataWriteConfig(enable=True)).initialize()
+        w = metadata_writer(upgraded, MetadataWriteConfig(enable=True))
+        w.initialize()
+        if RECORD_INDEX in indexes:
+            from hoodie_ray.reader.index_bootstrap import bootstrap_entries
+
+            slices = upgraded.latest_file_slices()
+            found = {(p, f): k for p, f, k in bootstrap_entries(upgraded, slices)}
+            w.initialize_record_index(
+                (s.partition_path, s.file_id, s.base_instant, found.get(s.file_group_id, []))
+                for s in slices
+            )
+        if COLUMN_STATS in indexes:
+            w.initialize_column_stats(False)
+        if BLOOM_FILTERS in indexes:
+            w.initialize_bloom_filters()
         on_progress(total, total)
 
 

@@ -805,8 +805,8 @@ OPTIONS: tuple[ConfigOption, ...] = (
         None,
         _parse_bool,
         "Keep the metadata table (.hoodie/metadata: file listings for readers). Default: "
-        "true for table versions 8 and 9 (Hudi 1.x's default), false for 6 (not supported "
-        "there). false on a table that has one drops it.",
+        "true for table versions 8 and 9 (Hudi 1.x's default); on 6 (0.x's layout) off "
+        "unless the table has one. false on a table that has one drops it.",
         ("metadata.enabled",),
     ),
     ConfigOption(

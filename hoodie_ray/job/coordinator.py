@@ -40,6 +40,7 @@ from hoodie_ray.config.options import WriteConfig, resolve_options
 from hoodie_ray.config.table_config import BUCKET_NUM_PROPERTY
 from hoodie_ray.exceptions import (
     HoodieError,
+    HoodieOptionError,
     HoodieTableNotFoundError,
     HoodieUnsupportedError,
     HoodieWriteConflictError,
@@ -398,6 +399,12 @@ class Coordinator:
             if part in w.partitions and wc.is_set(attr) and not getattr(wc, attr):
                 w.drop_partition(part)
         wants_partition_stats = wc.metadata_partition_stats_enable  # needs column stats
+        if wants_partition_stats and table.table_version < 8:
+            raise HoodieOptionError(
+                f"{self.path} (table version 6): hoodie.metadata.index.partition.stats.enable"
+                " needs table version 8+ (0.x metadata tables have no partition_stats); "
+                "upgrade with `hoodie-ray upgrade`"
+            )
         wants_column_stats = wc.metadata_column_stats_enable or wants_partition_stats
         if COLUMN_STATS not in w.partitions and wants_column_stats:
             w.initialize_column_stats(wants_partition_stats)

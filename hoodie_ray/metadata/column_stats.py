@@ -248,6 +248,28 @@ def _java_big_integer_bytes(n: int) -> bytes:
     return n.to_bytes(length, "big", signed=True)
 
 
+#: ``HoodieTableMetadataUtil.tryUpcastDecimal``'s target: ``DecimalWrapper``'s decimal(30,15).
+_WRAPPER_SCALE = _decimal.Decimal(1).scaleb(-_DECIMAL_MAX_SCALE)
+
+
+def _decimal_30_15(d: _decimal.Decimal) -> _decimal.Decimal:
+    """``d`` rescaled to decimal(30,15) as Java's ``tryUpcastDecimal`` does, which refuses a
+    value that would need rounding or more than 30 digits (the 0.x commit then fails; v8's
+    column choice leaves such columns out)."""
+    ctx = _decimal.Context(prec=120, traps=[_decimal.Inexact, _decimal.InvalidOperation])
+    try:
+        q = d.quantize(_WRAPPER_SCALE, context=ctx)
+    except _decimal.DecimalException:
+        q = None
+    if q is None or len(q.as_tuple().digits) > _DECIMAL_MAX_PRECISION:
+        raise HoodieInputError(
+            f"column statistics: decimal value {d} does not fit decimal(30,15) without "
+            "rounding (Java's tryUpcastDecimal refuses it too); leave the column out of "
+            "column_stats or drop the index"
+        )
+    return q
+
+
 def _wrap(value: Any, kind: _Kind) -> Any:
     if value is None:
         return None
@@ -255,7 +277,7 @@ def _wrap(value: Any, kind: _Kind) -> Any:
     if name is None:
         return None
     if name == "DecimalWrapper":
-        return (f"{NAMESPACE}.{name}", {"value": _decimal.Decimal(value)})
+        return (f"{NAMESPACE}.{name}", {"value": _decimal_30_15(_decimal.Decimal(value))})
     return (f"{NAMESPACE}.{name}", {"value": value})
 
 

@@ -1695,7 +1695,7 @@ def check_v6_metadata_table_writable(listed: list[str], enable: bool | None, pat
             raise HoodieUnsupportedError(
                 f"{path} (table version 6): the metadata table's {p} index is not maintained "
                 f"by hoodie_ray on version 6 tables (only "
-                f"{' and '.join(sorted(V6_MAINTAINED_PARTITIONS))}), so writing would leave it "
+                f"{', '.join(sorted(V6_MAINTAINED_PARTITIONS))}), so writing would leave it "
                 f"stale; drop it with `hoodie-ray metadata drop {path} --partition {p}`, or the "
                 f"whole metadata table with `hoodie-ray metadata drop {path}`, or upgrade the "
                 f"table with `hoodie-ray upgrade {path}`"

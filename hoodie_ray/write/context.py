@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from hoodie_ray.config.options import WriteConfig
 from hoodie_ray.config.table_config import HoodieTableConfig, MergeMode
+from hoodie_ray.metadata.layout import COLUMN_STATS, completed_partitions, inflight_partitions
 from hoodie_ray.storage import Storage
 
 __all__ = ["WriteContext"]
@@ -47,6 +48,18 @@ class WriteContext:
     @property
     def is_mor(self) -> bool:
         return self.table_config.is_mor
+
+    @property
+    def log_stats_per_commit(self) -> bool:
+        """A version 6 table whose metadata table keeps (or builds) ``column_stats``: 0.x
+        computes a log file's statistics over the blocks one commit appended
+        (``HoodieAppendHandle.processAppendResult``), so a commit never appends to another's
+        log file."""
+        cfg = self.table_config
+        if cfg.table_version >= 8:
+            return False
+        listed = completed_partitions(cfg) + inflight_partitions(cfg)
+        return COLUMN_STATS in listed or self.write_config.metadata_column_stats_enable
 
     @property
     def changelog(self) -> bool:

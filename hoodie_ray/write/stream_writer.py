@@ -515,8 +515,14 @@ class StreamWriteFunction:
             log_instant = g.base_instant or self.instant
             mine = [n for n in g.log_files if _log_name(n).instant == log_instant]
         current = max(mine, key=lambda n: _log_name(n).version) if mine else None
-        # under optimistic concurrency a writer appends to no log file another writer may hold
-        appendable = storage.supports_append and not self.ctx.write_config.occ
+        # under optimistic concurrency a writer appends to no log file another writer may hold;
+        # a version 6 table with column statistics keeps a log file's per commit (0.x computes
+        # them over the blocks a commit appended), so each commit writes its own log file
+        appendable = (
+            storage.supports_append
+            and not self.ctx.write_config.occ
+            and not self.ctx.log_stats_per_commit
+        )
         if current is not None and appendable and (part, current) not in self._frozen:
             rel = join(part, current)
             size = storage.size(rel) if storage.exists(rel) else 0

@@ -257,6 +257,31 @@ def test_v6_column_stats_and_bloom_filters_as_0x_keeps_them(
     key = sorted(model.rows)[3]
     got = hr.read(path, filters=[("key", "=", key)]).column("key").to_pylist()
     assert got == [key]
+    # an upgrade rebuilds both in the new layout
+    assert hr.upgrade(path, to_version=8) == 8
+    t = HoodieTable.load(path)
+    assert {COLUMN_STATS, BLOOM_FILTERS} <= set(t.metadata_partitions)
+    _check(path, model, "upgraded to 8")
+
+
+def test_v6_decimals_are_rescaled_to_the_wrapper_as_java_does() -> None:
+    """0.x indexes every column, decimals of any scale: a value is rescaled to
+    DecimalWrapper's decimal(30,15) (``tryUpcastDecimal``), and one that would need rounding
+    is refused, as Java refuses it."""
+    from decimal import Decimal
+
+    from hoodie_ray.exceptions import HoodieInputError
+    from hoodie_ray.metadata.column_stats import column_stats_records
+    from hoodie_ray.metadata.records import encode_records
+
+    t = pa.table({"d": pa.array([Decimal("1.5"), Decimal("-2.25")], pa.decimal128(38, 18))})
+    recs = column_stats_records("", "f.log", table=t, table_version=6, columns=["d"])
+    [(_, r)] = recs
+    assert r["ColumnStatsMetadata"]["minValue"][1]["value"] == Decimal("-2.25")
+    assert encode_records([r], 6)
+    fine = pa.table({"d": pa.array([Decimal("1.0000000000000001")], pa.decimal128(38, 18))})
+    with pytest.raises(HoodieInputError, match="decimal"):
+        column_stats_records("", "f.log", table=fine, table_version=6, columns=["d"])
 
 
 def test_java_v6_sample_gets_a_metadata_table(tmp_path: Path) -> None:
