@@ -185,7 +185,11 @@ def test_v6_partitions_not_kept_in_the_0x_layout_are_refused(tmp_path: Path) -> 
     )
 
 
-@pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
+@pytest.mark.parametrize(
+    "table_type",
+    # suite time: merge-on-read covers the log files' statistics too
+    ["MERGE_ON_READ", pytest.param("COPY_ON_WRITE", marks=pytest.mark.slow)],
+)
 def test_v6_column_stats_and_bloom_filters_as_0x_keeps_them(
     tmp_path: Path, table_type: str
 ) -> None:
