@@ -26,6 +26,10 @@ def split_by_writer(
     n = tagged.num_rows
     if n == 0:
         return [tagged] * num_writers
+    if num_writers == 1:
+        # nothing to route: the writer's buffer splits the rows by file group itself, in one
+        # pass (sorting them here first cost a take of every column on top of it)
+        return [tagged]
     codes, groups = file_group_codes(tagged)
     per_group = writer_of_groups(groups, num_writers, plan, bucket_index)
     if len(groups) == 1:
