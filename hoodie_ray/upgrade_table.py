@@ -41,10 +41,7 @@ from hoodie_ray.config.table_config import (
 )
 from hoodie_ray.exceptions import HoodieTimelineError, HoodieUnsupportedError
 from hoodie_ray.metadata.layout import (
-    BLOOM_FILTERS,
-    COLUMN_STATS,
     METADATA_TABLE_PATH,
-    RECORD_INDEX,
     completed_partitions,
     has_metadata_table,
     inflight_partitions,
@@ -146,6 +143,7 @@ def _switch_version(
     the old timeline files deleted; to 9, the metadata table recompacted."""
     storage = table.storage
     rebuild = False
+    indexes: set[str] = set()
     if table.table_config.table_version == 6 and (
         has_metadata_table(table.table_config) or storage.exists(METADATA_TABLE_PATH)
     ):
@@ -184,19 +182,7 @@ def _switch_version(
         upgraded = HoodieTable.from_storage(storage, storage_options, path)
         w = metadata_writer(upgraded, MetadataWriteConfig(enable=True))
         w.initialize()
-        if RECORD_INDEX in indexes:
-            from hoodie_ray.reader.index_bootstrap import bootstrap_entries
-
-            slices = upgraded.latest_file_slices()
-            found = {(p, f): k for p, f, k in bootstrap_entries(upgraded, slices)}
-            w.initialize_record_index(
-                (s.partition_path, s.file_id, s.base_instant, found.get(s.file_group_id, []))
-                for s in slices
-            )
-        if COLUMN_STATS in indexes:
-            w.initialize_column_stats(False)
-        if BLOOM_FILTERS in indexes:
-            w.initialize_bloom_filters()
+        w.initialize_indexes(indexes)
         on_progress(total, total)
 
 

@@ -140,6 +140,12 @@ class LogBlock:
         """The INSTANT_TIME header (the instant that wrote the block)."""
         return self.header.get(HeaderMetadataType.INSTANT_TIME)
 
+    @property
+    def is_partial(self) -> bool:
+        """The IS_PARTIAL header says ``true`` (a partial update's block: its schema holds only
+        the columns it updates; Java parses it with ``Boolean.parseBoolean``)."""
+        return (self.header.get(HeaderMetadataType.IS_PARTIAL) or "").lower() == "true"
+
     def content_pieces(self) -> list[Any]:
         """The block's content bytes, as bytes-like pieces to be concatenated."""
         raise NotImplementedError

@@ -161,8 +161,7 @@ class V6MetadataWriter(MetadataWriter):
         """0.x: the latest completed data instant (``SOLO_COMMIT_TIMESTAMP`` on a table with
         none) plus ``010``, or the next suffix where that instant is taken in the MDT
         (``generateUniqueCommitInstantTime``)."""
-        done = self.table.active_timeline.reload().completed()
-        base = done[-1].timestamp if done else SOLO_COMMIT_TIMESTAMP
+        base = self._latest_data_instant()
         tl = self.timeline.reload()
         return next(
             ts for n in range(int(V6_INIT_SUFFIX), 1000) if not tl.contains(ts := f"{base}{n:03d}")
@@ -260,6 +259,11 @@ class V6MetadataWriter(MetadataWriter):
     def initial_bloom_stamp(self) -> str | None:
         """0.x stamps every initial bloom filter with the initialisation's instant, the
         latest completed data instant (``initializeBloomFiltersPartition(initializationTime)``)."""
+        return self._latest_data_instant()
+
+    def _latest_data_instant(self) -> str:
+        """0.x's ``initializationTime``: the latest completed data instant (any action), or
+        ``SOLO_COMMIT_TIMESTAMP`` on a table with none."""
         done = self.table.active_timeline.reload().completed()
         return done[-1].timestamp if done else SOLO_COMMIT_TIMESTAMP
 

@@ -401,15 +401,25 @@ class MetadataWriter:
         partitions it had (record index, statistics, bloom filters, secondary indexes): what a
         restore leaves, once instants the MDT's compactions merged are gone. The partitions
         it now holds."""
-        from hoodie_ray.reader.index_bootstrap import bootstrap_entries
-
         had = list(self.partitions)
         if not had:
             return []
         secondary = self.secondary_indexes()
         self.drop()
         self.initialize()
-        if RECORD_INDEX in had:
+        self.initialize_indexes(had)
+        for partition, d in sorted(secondary.items()):
+            self.initialize_secondary_index(partition, d.source_field)
+        return self.partitions
+
+    def initialize_indexes(self, partitions: Iterable[str]) -> None:
+        """Build, in a metadata table that has only ``files``, the record index, the column
+        (and partition) statistics and the bloom filters among ``partitions``, from the data
+        files."""
+        from hoodie_ray.reader.index_bootstrap import bootstrap_entries
+
+        wanted = set(partitions)
+        if RECORD_INDEX in wanted:
             slices = self.table.refresh().view().latest_file_slices()
             found = {
                 (p, f): k
@@ -419,13 +429,10 @@ class MetadataWriter:
                 (s.partition_path, s.file_id, s.base_instant, found.get(s.file_group_id, []))
                 for s in slices
             )
-        if COLUMN_STATS in had:
-            self.initialize_column_stats(PARTITION_STATS in had)
-        if BLOOM_FILTERS in had:
+        if COLUMN_STATS in wanted:
+            self.initialize_column_stats(PARTITION_STATS in wanted)
+        if BLOOM_FILTERS in wanted:
             self.initialize_bloom_filters()
-        for partition, d in sorted(secondary.items()):
-            self.initialize_secondary_index(partition, d.source_field)
-        return self.partitions
 
     def initialize_record_index(self, entries: Iterable[tuple[str, str, str, Any]]) -> None:
         """Build the ``record_index`` partition from ``(partition, file id, base instant, live

@@ -49,7 +49,7 @@ import pyarrow.compute as pc
 
 from hoodie_ray.exceptions import HoodieQueryError
 from hoodie_ray.file_group.view import FileGroup, FileSlice, FileSystemView
-from hoodie_ray.log_format import CDCDataBlock, DataBlock, HeaderMetadataType, read_log_file
+from hoodie_ray.log_format import CDCDataBlock, DataBlock, read_log_file
 from hoodie_ray.meta import COMMIT_SEQNO, COMMIT_TIME, META_FIELDS_WITH_OPERATION, RECORD_KEY
 from hoodie_ray.reader.file_slice_reader import ReadContext, SliceSpec, read_file_slice
 from hoodie_ray.reader.schema import reconcile
@@ -442,8 +442,7 @@ class ChangeReader:
             hit = self._partial_logs.get(rel)
             if hit is None:
                 hit = any(
-                    isinstance(b, DataBlock)
-                    and (b.header.get(HeaderMetadataType.IS_PARTIAL) or "").lower() == "true"
+                    isinstance(b, DataBlock) and b.is_partial
                     for b in read_log_file(self._storage, rel)
                 )
                 self._partial_logs[rel] = hit

@@ -209,7 +209,6 @@ def scan_log_file(storage: Storage, rel_path: str) -> Iterator[ScannedBlock]:
         CorruptBlock,
         DataBlock,
         DeleteBlock,
-        HeaderMetadataType,
         HFileDataBlock,
         LogReader,
         ParquetDataBlock,
@@ -236,7 +235,7 @@ def scan_log_file(storage: Storage, rel_path: str) -> Iterator[ScannedBlock]:
                 instant=blk.instant_time,
                 size=blk.size or 0,
                 columnar=isinstance(blk, ParquetDataBlock),
-                partial=(blk.header.get(HeaderMetadataType.IS_PARTIAL) or "").lower() == "true",
+                partial=blk.is_partial,
                 _load=_data_loader(blk),
             )
         else:

@@ -521,12 +521,11 @@ def folded_presence(
 ) -> Presence:
     """The columns each row of ``folded`` (one a key, from ``rows``) has: those the rows of
     its key that the fold counted (``counted``: none before a delete that restarted it) had."""
-    gid, ngroups = group_keys(rows.column(RECORD_KEY))
     keys = rows.column(RECORD_KEY)
-    first = pc.index_in(folded.column(RECORD_KEY), value_set=_flat(keys)).to_numpy(
-        zero_copy_only=False
-    )
-    of = gid[first]
+    gid, ngroups = group_keys(keys)
+    # each folded key's first row in ``rows`` (every folded key is there: no nulls)
+    first = pc.index_in(folded.column(RECORD_KEY), value_set=keys.combine_chunks())
+    of = gid[first.to_numpy(zero_copy_only=False)]
     out = {}
     for name, has in present.items():
         anyone = np.zeros(ngroups, dtype=bool)
@@ -557,7 +556,3 @@ def column_sets(
         (rows.filter(pa.array(inverse.reshape(-1) == j)), columns(matrix[at]))
         for j, at in enumerate(first)
     ]
-
-
-def _flat(a: pa.Array | pa.ChunkedArray) -> pa.Array:
-    return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a

@@ -684,8 +684,9 @@ class StreamWriteFunction:
         named = pc.is_in(base.column(RECORD_KEY), value_set=upd.column(RECORD_KEY).combine_chunks())
         hit = base.filter(named)
         versions = pa.concat_tables([hit, upd])
-        has = self._present(versions)
-        if present is not None:  # partial updates: a stored record has every column
+        if present is None:
+            has = self._present(versions)
+        else:  # partial updates: a stored record has every column
             stored_has = np.ones(hit.num_rows, dtype=bool)
             has = {k: np.concatenate([stored_has, v]) for k, v in present.items()}
         merged, gone = partial_merge(
