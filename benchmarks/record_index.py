@@ -20,6 +20,13 @@ Three measurements, in one process (``--only`` picks some), and two more on requ
   dialect, CRC-32C checksums) of ``--hbase-keys`` UUID keys, written column-wise; the bloom
   filter and the CRC-32C (kernel and numpy twin) alone beside it.
 
+* ``upkeep`` (only when named): what keeping the record index costs as the table grows:
+  ``--upkeep-commits`` upserts of ``--upkeep-rows`` rows (2/3 updates, 1/3 new keys) through
+  one ``HoodieWriteClient`` on tables of each of ``--upkeep-keys`` keys, MDT compactions
+  included, under Java's MDT compaction schedule (``min.log.ratio`` 0) and the default; per
+  commit CPU, rows per CPU-s, the ratio of the largest table's rate to the smallest's, then
+  a point lookup and a key-index load on what the commits left.
+
 * ``compact`` (only when named): one MDT compaction of a record index of ``--compact-keys``
   keys (the ``init`` keys, then one upsert of 20,000 new rows -- fewer below 1M keys -- so
   every record-index file group has a log file): wall and CPU seconds of ``MetadataWriter.compact``, the median of
@@ -28,8 +35,9 @@ Three measurements, in one process (``--only`` picks some), and two more on requ
 Rows (``commit`` / ``lookup``): ``key`` (string, 14 bytes), ``p`` (one of 8 partitions),
 ``ts`` (int64), ``v`` (float64), ``s`` (string, ~24 bytes).
 
-Usage: ``python -m benchmarks.record_index [--only init,commit,lookup,hbase,compact]
-[--init-keys 1e6,2e6] [--hbase-keys 1e6] [--compact-keys 1.5e6] [--json]``.
+Usage: ``python -m benchmarks.record_index [--only init,commit,lookup,hbase,compact,upkeep]
+[--init-keys 1e6,2e6] [--hbase-keys 1e6] [--compact-keys 1.5e6] [--upkeep-keys 2e5,2e6]
+[--json]``.
 """
 
 from __future__ import annotations
@@ -279,6 +287,85 @@ def bench_commit(base: int, commits: int, rows: int) -> dict[str, Any]:
     return out
 
 
+# -- upkeep as the table grows -------------------------------------------------------------------
+#: Java's schedule (every index file group with logs rewritten at each MDT compaction) against
+#: the default, which leaves index file groups whose logs are small against their base files.
+UPKEEP_SCHEDULES = {
+    "java": {"hoodie.metadata.compact.index.min.log.ratio": "0"},
+    "default": {},
+}
+
+
+def _upkeep_run(
+    keys: int, commits: int, rows: int, extra: dict[str, str], repeats: int
+) -> dict[str, Any]:
+    """Per-commit CPU of ``commits`` upserts (2/3 updates, 1/3 new keys) through one
+    ``HoodieWriteClient`` on a ``keys``-row table with the record index, then a point lookup
+    by key (median of ``repeats``) and the index load of a fresh writer."""
+    from hoodie_ray.job.client import HoodieWriteClient
+    from hoodie_ray.metadata.layout import RECORD_INDEX
+    from hoodie_ray.metadata_writer.writer import MetadataWriter
+    from hoodie_ray.table import HoodieTable
+
+    opts = {**OPTIONS, **RI_ON, "compaction.schedule.enabled": "false", **extra}
+    with _tmp() as d:
+        path = str(d / "t")
+        rng = np.random.default_rng(5)
+        bulk = {**opts, "hoodie.datasource.write.operation": "bulk_insert"}
+        HoodieWriteClient(path, bulk).write(_rows(rng.permutation(keys), 1))
+        top = keys
+        batches = []
+        for c in range(commits):
+            upd = rng.choice(top, rows * 2 // 3, replace=False)
+            new = np.arange(top, top + rows - len(upd))
+            top += len(new)
+            batches.append(_rows(rng.permutation(np.concatenate([upd, new])), c + 2))
+        client = HoodieWriteClient(path, opts)
+        client.write(batches[0])  # loads the key index: not a commit's upkeep
+        cpu = []
+        for b in batches[1:]:
+            gc.collect()
+            t = time.process_time()
+            client.write(b)
+            cpu.append(time.process_time() - t)
+        mdt = MetadataWriter(HoodieTable.load(path)).reader()
+        ri = mdt.file_slices(RECORD_INDEX)
+        key = f"k{int(rng.integers(keys)):013d}"
+        looks = []
+        for _ in range(repeats):
+            secs, got = _timed(lambda: hr.read(path, filters=[("key", "=", key)]))
+            assert got.num_rows == 1
+            looks.append(secs)
+        t = time.process_time()
+        loaded = mdt.record_index_key_arrays()
+        load_cpu = time.process_time() - t
+        assert sum(len(v) for v in loaded.values()) == top
+    return {
+        "keys": keys,
+        "commit_cpu_s": [round(x, 3) for x in cpu],
+        "rows_per_cpu_s": round(rows * len(cpu) / sum(cpu)),
+        "max_commit_cpu_s": round(max(cpu), 3),
+        "record_index_log_files": sum(len(fs.log_files) for fs in ri),
+        "point_lookup_s": round(statistics.median(looks), 4),
+        "index_load_cpu_s": round(load_cpu, 3),
+    }
+
+
+def bench_upkeep(sizes: list[int], commits: int, rows: int, repeats: int) -> dict[str, Any]:
+    """The record index's upkeep as the table grows: rows per CPU-s of the same upserts on
+    each table size, under Java's MDT compaction schedule and the default; ``scale_ratio``
+    is the largest table's rate over the smallest's (issue 40's ``scale_rate_ratio``, one
+    process, no Ray)."""
+    out: dict[str, Any] = {"sizes": sizes, "commits": commits, "rows_per_commit": rows}
+    for label, extra in UPKEEP_SCHEDULES.items():
+        runs = [_upkeep_run(n, commits, rows, extra, repeats) for n in sizes]
+        out[label] = {
+            "runs": runs,
+            "scale_ratio": round(runs[-1]["rows_per_cpu_s"] / runs[0]["rows_per_cpu_s"], 3),
+        }
+    return out
+
+
 # -- point lookups -------------------------------------------------------------------------------
 def bench_lookup(n: int, repeats: int = 5) -> dict[str, Any]:
     from hoodie_ray.job.client import HoodieWriteClient
@@ -340,6 +427,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--lookup-keys", type=float, default=2_000_000)
     ap.add_argument("--hbase-keys", type=float, default=1_000_000)
     ap.add_argument("--compact-keys", type=float, default=1_500_000)
+    ap.add_argument("--upkeep-keys", default="2e5,2e6")
+    ap.add_argument("--upkeep-commits", type=int, default=21)
+    ap.add_argument("--upkeep-rows", type=float, default=100_000)
     ap.add_argument("--repeats", type=int, default=5, help="timed reads of each lookup")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
@@ -355,6 +445,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         report["hbase"] = bench_hbase_hfile(int(args.hbase_keys), min(args.repeats, 3))
     if "compact" in only:
         report["compact"] = bench_compact(int(args.compact_keys), min(args.repeats, 3))
+    if "upkeep" in only:
+        sizes = [int(float(x)) for x in args.upkeep_keys.split(",")]
+        report["upkeep"] = bench_upkeep(
+            sizes, args.upkeep_commits, int(args.upkeep_rows), args.repeats
+        )
     print_report(report, args.json, 8)
     return report
 

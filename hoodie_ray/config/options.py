@@ -851,6 +851,27 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "Compact the metadata table after this many delta commits since its last compaction.",
     ),
     ConfigOption(
+        "hoodie.metadata.compact.index.min.log.ratio",
+        "metadata_compact_index_min_log_ratio",
+        0.2,
+        _non_negative_float,
+        "A due metadata-table compaction rewrites a record-index or secondary-index file "
+        "group only once its log files hold this fraction of its base file's bytes (or "
+        "hoodie.metadata.compact.index.max.log.files log files): the base file holds every "
+        "key, so rewriting it every hoodie.metadata.compact.max.delta.commits would cost in "
+        "proportion to the table, not to what the commits wrote. 0 rewrites every file group "
+        "with log files at each compaction, as Hudi's Java writer does.",
+    ),
+    ConfigOption(
+        "hoodie.metadata.compact.index.max.log.files",
+        "metadata_compact_index_max_log_files",
+        50,
+        _positive(_parse_int),
+        "A record-index or secondary-index file group with this many log files is compacted "
+        "at the next metadata-table compaction whatever their size (bounds the logs a lookup "
+        "merges).",
+    ),
+    ConfigOption(
         "hoodie.metadata.cleaner.commits.retained",
         "metadata_clean_retain_commits",
         3,
@@ -1118,6 +1139,8 @@ class WriteConfig:
     metadata_partition_stats_enable: bool = _default("metadata_partition_stats_enable")
     metadata_bloom_filter_enable: bool = _default("metadata_bloom_filter_enable")
     metadata_compact_max_delta_commits: int = _default("metadata_compact_max_delta_commits")
+    metadata_compact_index_min_log_ratio: float = _default("metadata_compact_index_min_log_ratio")
+    metadata_compact_index_max_log_files: int = _default("metadata_compact_index_max_log_files")
     metadata_clean_retain_commits: int = _default("metadata_clean_retain_commits")
     lock_heartbeat_ms: int = _default("lock_heartbeat_ms")
     lock_expire_ms: int = _default("lock_expire_ms")

@@ -24,15 +24,17 @@ def archivable_instants(table: HoodieTable, wc: WriteConfig) -> list[Instant]:
 
     With a metadata table (any table version), as Hudi's ``TimelineArchiverV2`` (and 0.x's
     archiver): nothing until the metadata table has compacted once, then only instants
-    before the first commit that completed after its latest compaction (its log blocks name the data instants they
-    belong to, judged against the data table's active timeline)."""
+    before the first commit that completed after its latest compaction (its log blocks name
+    the data instants they belong to, judged against the data table's active timeline), or
+    after the base of an index file group that compaction left with its logs
+    (``MetadataWriter.compacted_through``)."""
     tl = table.active_timeline
     tl.reload()
     if len(tl.completed_commits()) <= wc.keep_max_commits:
         return []
     retain_from = None
     if has_metadata_table(table.table_config):  # v6 too (0.x's archiver has the same bound)
-        compacted = metadata_writer(table).latest_compaction_time()
+        compacted = metadata_writer(table).compacted_through()
         if compacted is None:
             return []
         after = [
@@ -64,7 +66,7 @@ def nothing_to_archive_reason(table: HoodieTable, wc: WriteConfig) -> str:
             f"hoodie.keep.max.commits={wc.keep_max_commits}"
         )
     mdt = has_metadata_table(table.table_config)
-    if mdt and metadata_writer(table).latest_compaction_time() is None:
+    if mdt and metadata_writer(table).compacted_through() is None:
         return "the metadata table has not compacted yet: its logs still name every instant"
     return (
         "the oldest instants are still needed (a pending write or compaction, commits "

@@ -294,7 +294,7 @@ class V6MetadataWriter(MetadataWriter):
                 return ts
         return super()._service_instant(tl, action)
 
-    def compact(self, force: bool = False) -> str | None:
+    def compact(self, force: bool = False, *, scheduled: bool = False) -> str | None:
         """0.x's ``compactIfNecessary``: no compaction while a data instant before the latest
         MDT delta commit is pending (its delta commit's log would stay in the replaced slice:
         v6 logs join slices by name, not by completion time)."""
@@ -304,7 +304,7 @@ class V6MetadataWriter(MetadataWriter):
         data = self.table.active_timeline.reload()
         if any(i.timestamp < latest for i in data.pending()):
             return None
-        return super().compact(force)
+        return super().compact(force, scheduled=scheduled)
 
     def _log_name(self, part: str, fid: str, instant: str, base_instants: Mapping[str, str]) -> str:
         """The next log version of the group's latest slice (named by its base instant)."""

@@ -161,6 +161,8 @@ class MetadataWriteConfig:
 
     enable: bool | None = WriteConfig.metadata_enable
     compact_max_delta_commits: int = WriteConfig.metadata_compact_max_delta_commits
+    compact_index_min_log_ratio: float = WriteConfig.metadata_compact_index_min_log_ratio
+    compact_index_max_log_files: int = WriteConfig.metadata_compact_index_max_log_files
     clean_retain_commits: int = WriteConfig.metadata_clean_retain_commits
     archive: bool = WriteConfig.archive_automatic
     keep_min_commits: int = WriteConfig.keep_min_commits
@@ -173,6 +175,8 @@ class MetadataWriteConfig:
         return cls(
             enable=wc.metadata_enable,
             compact_max_delta_commits=wc.metadata_compact_max_delta_commits,
+            compact_index_min_log_ratio=wc.metadata_compact_index_min_log_ratio,
+            compact_index_max_log_files=wc.metadata_compact_index_max_log_files,
             clean_retain_commits=wc.metadata_clean_retain_commits,
             archive=wc.archive_automatic,
             keep_min_commits=wc.keep_min_commits,
@@ -1365,7 +1369,7 @@ class MetadataWriter:
     def _run_table_services(self) -> None:
         self._rollback_failed_writes()  # reloads the MDT timeline
         if self._delta_commits_since_compaction() >= self.config.compact_max_delta_commits:
-            self.compact()
+            self.compact(scheduled=True)
         self.clean()
         if self.config.archive:
             self.archive()
@@ -1416,6 +1420,23 @@ class MetadataWriter:
         ]
         return max(done) if done else None
 
+    def compacted_through(self) -> str | None:
+        """The instant through which every MDT file group's logs are merged into base files:
+        the latest compaction, or the base instant of an older slice that still holds logs
+        (an index file group a scheduled compaction left for later); None: never compacted.
+        The data table's archival keeps the instants after it (its log blocks name them)."""
+        last = self.latest_compaction_time()
+        if last is None:
+            return None
+        mdt = self.reader()
+        older = [
+            fs.base_instant
+            for part in self.partitions
+            for fs in mdt.file_slices(part)
+            if fs.log_files and fs.base_instant < last
+        ]
+        return min([last, *older])
+
     def _last_compaction(self) -> Instant | None:
         done = [
             i
@@ -1433,11 +1454,14 @@ class MetadataWriter:
             if (i.completion_time or i.timestamp) > floor
         )
 
-    def compact(self, force: bool = False) -> str | None:
+    def compact(self, force: bool = False, *, scheduled: bool = False) -> str | None:
         """Merge the latest slice of every MDT file group into a new base HFile; the
         compaction instant, or None when there is nothing to compact. ``force`` rewrites
         slices without log files too (an upgrade re-encodes the MDT with the new version's
-        record schema: hudi-rs cannot merge a slice whose base and logs differ there)."""
+        record schema: hudi-rs cannot merge a slice whose base and logs differ there).
+        ``scheduled`` (the compaction due every ``hoodie.metadata.compact.max.delta.commits``)
+        leaves index file groups whose logs are still small against their base files
+        (:meth:`_defers`)."""
         mdt = self.reader()
         tl = self.timeline.reload()
         ts = self._service_instant(tl)
@@ -1445,7 +1469,7 @@ class MetadataWriter:
             (part, fs)
             for part in self.partitions
             for fs in mdt.file_slices(part)
-            if fs.log_files or force
+            if force or (fs.log_files and not (scheduled and self._defers(part, fs)))
         ]
         if not ops:
             return None
@@ -1454,6 +1478,21 @@ class MetadataWriter:
         meta = self._commit_metadata(stats, "COMPACT", compacted=True)
         tl.complete(Instant(ts, Action.COMPACTION, State.INFLIGHT), self._commit_bytes(meta))
         return ts
+
+    def _defers(self, part: str, fs: Any) -> bool:
+        """True if a scheduled compaction leaves this slice as it is: a record-index or
+        secondary-index file group (its base file holds every key of its share of the table)
+        whose logs hold under ``hoodie.metadata.compact.index.min.log.ratio`` of its base
+        file's bytes, in fewer than ``hoodie.metadata.compact.index.max.log.files`` files.
+        Rewriting such a group every few commits costs in proportion to the table; waiting
+        until its logs reach a share of it costs in proportion to what the commits wrote."""
+        if not (part == RECORD_INDEX or part.startswith(SECONDARY_INDEX_PREFIX)):
+            return False
+        cfg = self.config
+        base = fs.base_file_size
+        if not fs.base_file or not base or len(fs.log_files) >= cfg.compact_index_max_log_files:
+            return False
+        return fs.total_log_size < cfg.compact_index_min_log_ratio * base
 
     def _compact_slice(self, mdt: MetadataTable, part: str, fs: Any, ts: str) -> HoodieWriteStat:
         """The new base HFile of one MDT file slice, compacted at ``ts``."""

@@ -54,6 +54,16 @@ def test_record_index_reports_the_mdt_compaction() -> None:
     assert res["compact"]["cpu_s"] >= 0
 
 
+def test_record_index_reports_the_upkeep_under_both_schedules() -> None:
+    from benchmarks import record_index
+
+    argv = ["--only", "upkeep", "--upkeep-keys", "2000,4000", "--upkeep-commits", "2"]
+    res = record_index.main([*argv, "--upkeep-rows", "300", "--repeats", "1"])["upkeep"]
+    for label in ("java", "default"):
+        assert [r["keys"] for r in res[label]["runs"]] == [2000, 4000]
+        assert res[label]["scale_ratio"] > 0 and len(res[label]["runs"][0]["commit_cpu_s"]) == 1
+
+
 def test_lookup_reports_each_goal(capsys: pytest.CaptureFixture[str]) -> None:
     from benchmarks import lookup
 

@@ -278,3 +278,62 @@ def test_record_index_compaction_files_are_the_per_record_paths_bytes(
     assert sorted(hudi_rs_read(path).column("key").to_pylist()) == sorted(model.rows)
     located = W.MetadataWriter(HoodieTable.load(path)).reader().record_index_by_file_group()
     assert sorted(k for ks in located.values() for k in ks) == sorted(model.rows)
+
+
+def test_scheduled_compaction_leaves_index_groups_with_small_logs(tmp_path: Path) -> None:
+    """A scheduled MDT compaction rewrites ``files`` but leaves record-index file groups
+    whose logs are small against their base files (``min.log.ratio``) until they hold
+    ``max.log.files`` logs; the data table's archival keeps the instants those logs name;
+    every step reads right in hudi-rs and through the record index, and validates."""
+    from hoodie_ray.file_group.naming import parse_log_file_name
+    from hoodie_ray.metadata.layout import FILES
+    from hoodie_ray.metadata_writer.validate import validate_metadata_table
+    from tests.write.model import TableModel, Workload
+
+    path = str(tmp_path / "t")
+    opts = model_options(
+        {
+            "hoodie.metadata.record.index.enable": "true",
+            "hoodie.metadata.compact.max.delta.commits": "3",
+            "hoodie.metadata.compact.index.min.log.ratio": "100",
+            "hoodie.metadata.compact.index.max.log.files": "5",
+            "hoodie.keep.min.commits": "2",
+            "hoodie.keep.max.commits": "3",
+            "hoodie.cleaner.commits.retained": "1",
+        },
+        table_type="MERGE_ON_READ",
+        version="8",
+    )
+    wl, model = Workload(7, keys=400), TableModel()
+    client = HoodieWriteClient(path, opts)
+    first = wl.rows_for(wl.keys[:300])
+    client.write(to_arrow(first, True))
+    model.upsert(first)
+    start = HoodieTable.load(path).active_timeline.earliest_active()
+    deferred = compacted = False
+    for c in range(9):
+        rows = wl.rows_for(wl.keys[300 + 10 * c : 310 + 10 * c] + wl.keys[c : c + 20])
+        client.write(to_arrow(rows, True))
+        model.upsert(rows)
+        table = HoodieTable.load(path)
+        w = W.MetadataWriter(table)
+        last = w.latest_compaction_time()
+        mdt = w.reader()
+        ri = mdt.file_slices(RECORD_INDEX)
+        if last is not None and all(fs.base_instant == last for fs in mdt.file_slices(FILES)):
+            if any(fs.log_files and fs.base_instant < last for fs in ri):
+                deferred = True
+                through = w.compacted_through()
+                assert through is not None and through < last
+            elif all(fs.base_instant == last for fs in ri):
+                compacted = deferred
+        # the data instants the logs name stay on the active timeline (never archived)
+        named = {parse_log_file_name(n).instant for fs in ri for n in fs.log_files}
+        assert named <= {i.timestamp for i in table.active_timeline.reload().instants}
+        assert all(len(fs.log_files) <= 5 for fs in ri)
+        assert validate_metadata_table(table) == []
+        located = mdt.record_index_by_file_group()
+        assert sorted(k for ks in located.values() for k in ks) == sorted(model.rows)
+        assert sorted(hudi_rs_read(path).column("key").to_pylist()) == sorted(model.rows)
+    assert deferred and compacted
+    assert HoodieTable.load(path).active_timeline.earliest_active() > start  # archival went on

@@ -294,9 +294,9 @@ def test_a_crash_at_each_metadata_step_heals(tmp_path: Path, monkeypatch, where:
 
     if where == "mdt_compaction":
 
-        def compact_then_die(self, force=False):  # type: ignore[no-untyped-def]
+        def compact_then_die(self, force=False, **kw):  # type: ignore[no-untyped-def]
             monkeypatch.setattr(mw, "write_hfile", killed)
-            return real_compact(self, force)
+            return real_compact(self, force, **kw)
 
         monkeypatch.setattr(mw.MetadataWriter, "compact", compact_then_die)
     else:
