@@ -853,23 +853,27 @@ OPTIONS: tuple[ConfigOption, ...] = (
     ConfigOption(
         "hoodie.metadata.compact.index.min.log.ratio",
         "metadata_compact_index_min_log_ratio",
-        0.2,
+        0.0,
         _non_negative_float,
-        "A due metadata-table compaction rewrites a record-index or secondary-index file "
-        "group only once its log files hold this fraction of its base file's bytes (or "
-        "hoodie.metadata.compact.index.max.log.files log files): the base file holds every "
-        "key, so rewriting it every hoodie.metadata.compact.max.delta.commits would cost in "
-        "proportion to the table, not to what the commits wrote. 0 rewrites every file group "
-        "with log files at each compaction, as Hudi's Java writer does.",
+        "Above 0, a due metadata-table compaction leaves a record-index or secondary-index "
+        "file group whose log files hold under this fraction of its base file's bytes (until "
+        "hoodie.metadata.compact.index.max.delta.commits delta commits followed its base): "
+        "its base file holds every key, so rewriting it every "
+        "hoodie.metadata.compact.max.delta.commits costs in proportion to the table, not to "
+        "what the commits wrote. 0 (the default) rewrites every file group with logs, as "
+        "Hudi's Java writer does. Only for tables no Java writer archives: Java's archival "
+        "assumes the latest compaction merged every log, and its readers then skip the logs "
+        "of archived instants.",
     ),
     ConfigOption(
-        "hoodie.metadata.compact.index.max.log.files",
-        "metadata_compact_index_max_log_files",
+        "hoodie.metadata.compact.index.max.delta.commits",
+        "metadata_compact_index_max_delta_commits",
         50,
         _positive(_parse_int),
-        "A record-index or secondary-index file group with this many log files is compacted "
-        "at the next metadata-table compaction whatever their size (bounds the logs a lookup "
-        "merges).",
+        "With hoodie.metadata.compact.index.min.log.ratio above 0: an index file group is "
+        "compacted at the next metadata-table compaction once this many delta commits "
+        "completed after its base file, whatever its logs' size (bounds the logs a lookup "
+        "merges and how long the data table's archival keeps the instants they name).",
     ),
     ConfigOption(
         "hoodie.metadata.cleaner.commits.retained",
@@ -1140,7 +1144,9 @@ class WriteConfig:
     metadata_bloom_filter_enable: bool = _default("metadata_bloom_filter_enable")
     metadata_compact_max_delta_commits: int = _default("metadata_compact_max_delta_commits")
     metadata_compact_index_min_log_ratio: float = _default("metadata_compact_index_min_log_ratio")
-    metadata_compact_index_max_log_files: int = _default("metadata_compact_index_max_log_files")
+    metadata_compact_index_max_delta_commits: int = _default(
+        "metadata_compact_index_max_delta_commits"
+    )
     metadata_clean_retain_commits: int = _default("metadata_clean_retain_commits")
     lock_heartbeat_ms: int = _default("lock_heartbeat_ms")
     lock_expire_ms: int = _default("lock_expire_ms")

@@ -22,6 +22,7 @@ records the deleted files as tombstones at the rollback instant.
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import os
@@ -162,7 +163,7 @@ class MetadataWriteConfig:
     enable: bool | None = WriteConfig.metadata_enable
     compact_max_delta_commits: int = WriteConfig.metadata_compact_max_delta_commits
     compact_index_min_log_ratio: float = WriteConfig.metadata_compact_index_min_log_ratio
-    compact_index_max_log_files: int = WriteConfig.metadata_compact_index_max_log_files
+    compact_index_max_delta_commits: int = WriteConfig.metadata_compact_index_max_delta_commits
     clean_retain_commits: int = WriteConfig.metadata_clean_retain_commits
     archive: bool = WriteConfig.archive_automatic
     keep_min_commits: int = WriteConfig.keep_min_commits
@@ -176,7 +177,7 @@ class MetadataWriteConfig:
             enable=wc.metadata_enable,
             compact_max_delta_commits=wc.metadata_compact_max_delta_commits,
             compact_index_min_log_ratio=wc.metadata_compact_index_min_log_ratio,
-            compact_index_max_log_files=wc.metadata_compact_index_max_log_files,
+            compact_index_max_delta_commits=wc.metadata_compact_index_max_delta_commits,
             clean_retain_commits=wc.metadata_clean_retain_commits,
             archive=wc.archive_automatic,
             keep_min_commits=wc.keep_min_commits,
@@ -1423,7 +1424,8 @@ class MetadataWriter:
     def compacted_through(self) -> str | None:
         """The instant through which every MDT file group's logs are merged into base files:
         the latest compaction, or the base instant of an older slice that still holds logs
-        (an index file group a scheduled compaction left for later); None: never compacted.
+        written before it (an index file group a scheduled compaction left for later); None:
+        never compacted.
         The data table's archival keeps the instants after it (its log blocks name them)."""
         last = self.latest_compaction_time()
         if last is None:
@@ -1433,7 +1435,7 @@ class MetadataWriter:
             fs.base_instant
             for part in self.partitions
             for fs in mdt.file_slices(part)
-            if fs.log_files and fs.base_instant < last
+            if fs.base_instant < last and any(_log_instant(n) < last for n in fs.log_files)
         ]
         return min([last, *older])
 
@@ -1460,16 +1462,17 @@ class MetadataWriter:
         slices without log files too (an upgrade re-encodes the MDT with the new version's
         record schema: hudi-rs cannot merge a slice whose base and logs differ there).
         ``scheduled`` (the compaction due every ``hoodie.metadata.compact.max.delta.commits``)
-        leaves index file groups whose logs are still small against their base files
-        (:meth:`_defers`)."""
+        leaves index file groups whose logs are still small against their base files, where
+        ``hoodie.metadata.compact.index.min.log.ratio`` asks for it (:meth:`_defers`)."""
         mdt = self.reader()
         tl = self.timeline.reload()
         ts = self._service_instant(tl)
+        deltas = sorted(i.timestamp for i in tl.find([Action.DELTA_COMMIT], [State.COMPLETED]))
         ops: list[tuple[str, Any]] = [
             (part, fs)
             for part in self.partitions
             for fs in mdt.file_slices(part)
-            if force or (fs.log_files and not (scheduled and self._defers(part, fs)))
+            if force or (fs.log_files and not (scheduled and self._defers(part, fs, deltas)))
         ]
         if not ops:
             return None
@@ -1479,18 +1482,26 @@ class MetadataWriter:
         tl.complete(Instant(ts, Action.COMPACTION, State.INFLIGHT), self._commit_bytes(meta))
         return ts
 
-    def _defers(self, part: str, fs: Any) -> bool:
+    def _defers(self, part: str, fs: Any, deltas: Sequence[str]) -> bool:
         """True if a scheduled compaction leaves this slice as it is: a record-index or
         secondary-index file group (its base file holds every key of its share of the table)
         whose logs hold under ``hoodie.metadata.compact.index.min.log.ratio`` of its base
-        file's bytes, in fewer than ``hoodie.metadata.compact.index.max.log.files`` files.
-        Rewriting such a group every few commits costs in proportion to the table; waiting
-        until its logs reach a share of it costs in proportion to what the commits wrote."""
+        file's bytes, with fewer than ``hoodie.metadata.compact.index.max.delta.commits``
+        delta commits (``deltas``, sorted) completed after its base. Rewriting such a group
+        every few commits costs in proportion to the table; waiting until its logs reach a
+        share of it costs in proportion to what the commits wrote. The bound on delta
+        commits also bounds how long the data table's archival waits for the group
+        (:meth:`compacted_through`), however few logs it gets."""
+        cfg = self.config
+        if cfg.compact_index_min_log_ratio <= 0:
+            return False
         if not (part == RECORD_INDEX or part.startswith(SECONDARY_INDEX_PREFIX)):
             return False
-        cfg = self.config
         base = fs.base_file_size
-        if not fs.base_file or not base or len(fs.log_files) >= cfg.compact_index_max_log_files:
+        if not fs.base_file or not base:
+            return False
+        after = len(deltas) - bisect.bisect_right(deltas, fs.base_instant)
+        if after >= cfg.compact_index_max_delta_commits:
             return False
         return fs.total_log_size < cfg.compact_index_min_log_ratio * base
 
@@ -1623,6 +1634,11 @@ class MetadataWriter:
                         if names:
                             doomed.setdefault(part, []).extend(names)
         return doomed
+
+
+def _log_instant(name: str) -> str:
+    log = parse_log_file_name(name)
+    return log.instant if log is not None else ""
 
 
 #: Maps a function over argument tuples, yielding its results in order (on Ray, for one).

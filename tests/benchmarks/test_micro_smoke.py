@@ -59,7 +59,7 @@ def test_record_index_reports_the_upkeep_under_both_schedules() -> None:
 
     argv = ["--only", "upkeep", "--upkeep-keys", "2000,4000", "--upkeep-commits", "2"]
     res = record_index.main([*argv, "--upkeep-rows", "300", "--repeats", "1"])["upkeep"]
-    for label in ("java", "default"):
+    for label in ("java", "deferred"):
         assert [r["keys"] for r in res[label]["runs"]] == [2000, 4000]
         assert res[label]["scale_ratio"] > 0 and len(res[label]["runs"][0]["commit_cpu_s"]) == 1
 
