@@ -13,7 +13,11 @@ from tests.write.model import OPTIONS, TableModel, Workload, model_options, to_a
 
 @pytest.mark.parametrize(
     ("table_type", "version"),
-    [("MERGE_ON_READ", "6"), ("MERGE_ON_READ", "8"), ("COPY_ON_WRITE", "6")],
+    [
+        ("MERGE_ON_READ", "6"),
+        ("MERGE_ON_READ", "8"),
+        pytest.param("COPY_ON_WRITE", "6", marks=pytest.mark.slow),  # suite time
+    ],
 )
 def test_one_client_many_writes_with_other_writers_between(tmp_path, table_type, version):
     """One long-lived upsert client; now and then another client deletes or inserts. hudi-rs
