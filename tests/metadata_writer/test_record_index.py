@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+import hoodie_ray as hr
 from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.metadata import records as R
 from hoodie_ray.metadata.layout import RECORD_INDEX
@@ -282,7 +283,7 @@ def test_record_index_compaction_files_are_the_per_record_paths_bytes(
 
 def test_scheduled_compaction_leaves_index_groups_with_small_logs(tmp_path: Path) -> None:
     """With ``min.log.ratio`` set, a scheduled MDT compaction rewrites ``files`` but leaves
-    record-index file groups whose logs are small against their base files until
+    record-index and secondary-index file groups whose logs are small against their base files until
     ``max.delta.commits`` delta commits followed their base, also when later commits (updates
     in place) give them no more logs; the data table's archival keeps the instants their
     logs name meanwhile, and goes on after; every step validates and reads right in hudi-rs
@@ -311,8 +312,9 @@ def test_scheduled_compaction_leaves_index_groups_with_small_logs(tmp_path: Path
     first = wl.rows_for(wl.keys[:300])
     client.write(to_arrow(first, True))
     model.upsert(first)
+    index = hr.create_index(path, "s_idx", "s")  # a secondary index is left alike
     start = HoodieTable.load(path).active_timeline.earliest_active()
-    deferred = False
+    deferred = deferred_secondary = False
     for c in range(12):
         if c < 3:  # new keys and moves: every record-index group gets logs
             rows = wl.rows_for(wl.keys[300 + 10 * c : 310 + 10 * c] + wl.keys[c : c + 20])
@@ -330,6 +332,10 @@ def test_scheduled_compaction_leaves_index_groups_with_small_logs(tmp_path: Path
             deferred = True
             through = w.compacted_through()
             assert through is not None and last is not None and through < last
+        deferred_secondary |= bool(
+            files_compacted
+            and any(fs.log_files and fs.base_instant < last for fs in mdt.file_slices(index))
+        )
         # the data instants the logs name stay on the active timeline (never archived)
         named = {parse_log_file_name(n).instant for fs in ri for n in fs.log_files}
         assert named <= {i.timestamp for i in table.active_timeline.reload().instants}
@@ -337,7 +343,9 @@ def test_scheduled_compaction_leaves_index_groups_with_small_logs(tmp_path: Path
         located = mdt.record_index_by_file_group()
         assert sorted(k for ks in located.values() for k in ks) == sorted(model.rows)
         assert sorted(hudi_rs_read(path).column("key").to_pylist()) == sorted(model.rows)
-    assert deferred
+        got = hr.read(path, filters=[("s", "=", "x")]).column("key").to_pylist()
+        assert sorted(got) == sorted(k for k, r in model.rows.items() if r["s"] == "x")
+    assert deferred and deferred_secondary
     # the groups that got no more logs were compacted all the same, and archival went on
     w = W.MetadataWriter(HoodieTable.load(path))
     assert w.compacted_through() == w.latest_compaction_time()
