@@ -1194,7 +1194,8 @@ class RecordIndexColumns:
     def split(self, groups: int) -> list[RecordIndexColumns]:
         """The entries of each of ``groups`` file groups, in their order here."""
         of = self.file_group_indexes(groups)
-        order = np.argsort(of, kind="stable")
+        # a stable sort of 16-bit values is numpy's radix sort (~10x the int32 merge sort)
+        order = np.argsort(of.astype(np.uint16 if groups <= 1 << 16 else np.int64), kind="stable")
         bounds = np.searchsorted(of[order], np.arange(groups + 1))
         return [self.take(order[bounds[g] : bounds[g + 1]]) for g in range(groups)]
 
@@ -1204,14 +1205,15 @@ class RecordIndexColumns:
         if n == 0:
             return self
         order = pc.sort_indices(self.keys).to_numpy()  # stable: repeats stay in order
+        ks = self.keys.take(pa.array(order))
         if n > 1:
-            ks = self.keys.take(pa.array(order))
             same = pc.equal(ks.slice(1), ks.slice(0, n - 1)).to_numpy(zero_copy_only=False)
             if same.any():
                 keep = np.ones(n, dtype=bool)
                 keep[:-1] = ~same  # the last of each run of equal keys
-                order = order[keep]
-        return self.take(order)
+                return self.take(order[keep])
+        group_keys = None if self.group_keys is None else self.group_keys.take(pa.array(order))
+        return RecordIndexColumns(ks, self.loc[order], self.values, group_keys)
 
     def value_column(self) -> pa.Array:
         """Each key's Avro value (binary), as an Arrow column."""

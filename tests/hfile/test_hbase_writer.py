@@ -145,7 +145,9 @@ def _hudi_rs_hfiles() -> list[Path]:
 
 @pytest.mark.parametrize("arrays", [False, True], ids=["pairs", "arrays"])
 @pytest.mark.parametrize("path", _hudi_rs_hfiles() or [None], ids=lambda p: p.name if p else "none")
-def test_rewriting_hbase_written_hfiles_reproduces_them(path: Path | None, arrays: bool) -> None:
+def test_rewriting_hbase_written_hfiles_reproduces_them(
+    path: Path | None, arrays: bool, java_deflate: None
+) -> None:
     """Each single-level HFile of hudi-rs's HFile test data comes out byte for byte from its
     entries, file info, meta blocks and block size (GZ and NONE, 16 KB - 512 KB blocks, fake
     first keys in the index), given as pairs or as Arrow columns; multi-level ones are refused,
@@ -187,7 +189,10 @@ def v8_mdt_hfiles(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, b
 
 @pytest.mark.parametrize("kernel", _kernel_paths(), ids=lambda k: "kernel" if k else "numpy")
 def test_rewriting_the_v8_sample_mdt_hfiles_reproduces_them(
-    v8_mdt_hfiles: list[tuple[str, bytes]], kernel: bool, monkeypatch: pytest.MonkeyPatch
+    v8_mdt_hfiles: list[tuple[str, bytes]],
+    kernel: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    java_deflate: None,
 ) -> None:
     """Every MDT HFile Java wrote through HBase (base files with their bloom filter meta block,
     log-block HFiles with only the schema) is re-written byte for byte (1 MiB blocks), from

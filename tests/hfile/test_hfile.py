@@ -28,6 +28,7 @@ from hoodie_ray.hfile import (
     BLOOM_FILTER_META_BLOCK,
     BLOOM_FILTER_TYPE_CODE,
     HFileReader,
+    _format,
     bloom_might_contain,
     build_bloom_filter,
     write_hfile,
@@ -546,7 +547,9 @@ def _rewrite(r: HFileReader) -> bytes:
     )
 
 
-def test_rewriting_sample_files_reproduces_them(sample_hfiles: list[tuple[str, bytes]]) -> None:
+def test_rewriting_sample_files_reproduces_them(
+    sample_hfiles: list[tuple[str, bytes]], java_deflate: None
+) -> None:
     """Every Java-written HFile of the sample, re-written from its entries, file info and meta
     blocks, comes out byte for byte the same (same deflate level, header fields, index
     encoding, HashMap order of the file info entries, trailer)."""
@@ -559,7 +562,7 @@ def test_rewriting_sample_files_reproduces_them(sample_hfiles: list[tuple[str, b
 
 
 def test_rewritten_files_base_file_has_native_layout(
-    sample_hfiles: list[tuple[str, bytes]],
+    sample_hfiles: list[tuple[str, bytes]], java_deflate: None
 ) -> None:
     """The structure of a re-written file, checked field by field against spec 2.1-2.7."""
     r = HFileReader(dict(sample_hfiles)[f"files/{FILES_BASE}"], FILES_BASE)
@@ -769,7 +772,6 @@ def test_point_lookups_inflate_each_block_once(monkeypatch: pytest.MonkeyPatch) 
     """Blocks inflated for point lookups are kept by a digest of their compressed bytes: the
     same lookup on a new reader of the same file inflates nothing; another file whose blocks
     differ is never answered from them; past the cache's size the oldest go."""
-    from hoodie_ray.hfile import _format
     from hoodie_ray.hfile import reader as hr_reader
 
     cache = hr_reader._InflatedBlocks(1 << 20)
@@ -800,3 +802,14 @@ def test_point_lookups_inflate_each_block_once(monkeypatch: pytest.MonkeyPatch) 
         data = bytes([i]) * 3000
         assert small.inflate(_format.gzip_compress(data), 3000).payload == data
     assert len(small._blocks) == 1 and small._bytes == 6000
+
+
+def test_gz_payloads_inflate_with_plain_zlib() -> None:
+    """A GZ block from the default deflate (ISA-L where installed) is a gzip member any inflater
+    reads, as Java's and hudi-rs's do; Java's deflate is zlib's at level 6."""
+    data = b"".join(b"key-%08d|file-%d;" % (i, i % 7) for i in range(20_000))
+    member = _format.gzip_compress(data)
+    assert zlib.decompress(member, 31) == data
+    assert _format.gzip_decompress(member, len(data)) == data
+    assert _format.JAVA_DEFLATE(data) == zlib.compress(data, 6)[2:-4]
+    assert zlib.decompress(_format.FAST_DEFLATE(data), -15) == data
