@@ -201,15 +201,17 @@ def create_index(
     on_progress: Callable[[int, int], None] | None = None,
     engine: str = "local",
 ) -> str:
-    """Build secondary index ``name`` over ``column`` from the table's current snapshot and
-    keep it from then on (:func:`hoodie_ray.job.maintenance.create_index`: the arguments, the
-    errors); the metadata-table partition's name. ``engine="ray"`` reads the file slices in
-    Ray tasks (about four a CPU of the cluster, one CPU each) on the running or an embedded
-    local Ray; the index files are the same bytes either way.
+    """Build index ``name`` over ``column`` from the table's current snapshot and keep it
+    from then on: a secondary index, or with ``kind="record_index"`` the record index
+    (:func:`hoodie_ray.job.maintenance.create_index`: the arguments, the errors); the
+    metadata-table partition's name. ``engine="ray"`` reads the file slices in Ray tasks
+    (about four a CPU, one CPU each) on the running or an embedded local Ray; the index
+    files are the same bytes either way.
 
     Example::
 
         hr.create_index("/data/txns", "merchant_idx", "merchant_name", engine="ray")
+        hr.create_index("/data/txns", "record_index", "txn_id", kind="record_index", engine="ray")
     """
     from hoodie_ray.job import maintenance
 

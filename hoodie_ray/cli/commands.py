@@ -408,10 +408,11 @@ def metadata_drop(
     click.argument("column"),
     click.option(
         "--kind",
-        type=click.Choice(["secondary"]),
+        type=click.Choice(["secondary", "record_index"]),
         default="secondary",
         show_default=True,
-        help="The index kind (Hudi's CREATE INDEX ... USING secondary_index).",
+        help="The index kind (Hudi's CREATE INDEX ... USING secondary_index / record_index); "
+        "a record index is named record_index and is over the record key field(s).",
     ),
     click.option(
         "--engine",

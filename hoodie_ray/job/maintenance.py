@@ -30,7 +30,12 @@ from hoodie_ray.compaction.clean import (
 from hoodie_ray.compaction.clustering import ClusteringExecutor, cluster_table
 from hoodie_ray.compaction.execute import CompactionTask
 from hoodie_ray.config.options import WriteConfig, resolve_options
-from hoodie_ray.exceptions import HoodieCompactionError, HoodieError, HoodieUnsupportedError
+from hoodie_ray.exceptions import (
+    HoodieCompactionError,
+    HoodieError,
+    HoodieInputError,
+    HoodieUnsupportedError,
+)
 from hoodie_ray.job.archival import archivable_instants, archive_table, nothing_to_archive_reason
 from hoodie_ray.metadata.layout import FILES, RECORD_INDEX
 from hoodie_ray.metadata_writer.validate import (
@@ -564,29 +569,47 @@ def create_index(
     on_progress: Callable[[int, int], None] | None = None,
     map_chunks: Callable[[Callable[..., Any], list[tuple[Any, ...]]], Iterable[Any]] | None = None,
 ) -> str:
-    """Build secondary index ``name`` over ``column`` in the metadata table of the table at
-    ``path`` from its current snapshot, under the writer lock, and keep it from then on (its
-    definition goes to ``.hoodie/.index_defs/index.json``); the MDT partition's name
-    (``secondary_index_<name>``). ``options`` may name the lock provider
-    (``hoodie.write.lock.provider``). ``on_progress(done, total)`` is called as the file
-    slices are read (for progress bars; quiet by default). ``map_chunks`` spreads the
-    reading of the file slices (``hr.create_index(engine="ray")`` passes Ray tasks); the
-    index files are written here, the same bytes either way.
+    """Build index ``name`` over ``column`` in the metadata table of the table at ``path``
+    from its current snapshot, under the writer lock, and keep it from then on; the MDT
+    partition's name.
+
+    ``kind="secondary"``: a secondary index (its definition goes to
+    ``.hoodie/.index_defs/index.json``; the partition is ``secondary_index_<name>``).
+    ``kind="record_index"``: the record index (``name`` is ``record_index``, ``column`` the
+    table's record key field(s), comma-separated), built from every live key of the latest
+    file slices; writers keep it from then on (they need the global index, as Hudi's do).
+
+    ``options`` may name the lock provider (``hoodie.write.lock.provider``).
+    ``on_progress(done, total)`` is called as the file slices are read (for progress bars;
+    quiet by default). ``map_chunks`` spreads the reading of the file slices
+    (``hr.create_index(engine="ray")`` passes Ray tasks); the index files are written here,
+    the same bytes either way.
 
     Example::
 
         hr.create_index("/data/txns", "merchant_idx", "merchant_name")
+        hr.create_index("/data/txns", "record_index", "txn_id", kind="record_index")
 
     Raises:
-        HoodieUnsupportedError: ``kind`` is not ``"secondary"``, the table keeps no metadata
-            table, the index exists already, or the column's type cannot be indexed.
+        HoodieUnsupportedError: ``kind`` is neither, the table keeps no metadata table, the
+            index exists already, or the column's type cannot be indexed.
+        HoodieInputError: a record index named otherwise, or over other fields than the
+            record key's.
     """
     from hoodie_ray.metadata.layout import SECONDARY_INDEX_PREFIX, completed_partitions
 
-    if kind != "secondary":
-        raise HoodieUnsupportedError(f"index kind {kind!r}: hoodie_ray builds 'secondary' indexes")
+    if kind not in ("secondary", RECORD_INDEX):
+        raise HoodieUnsupportedError(
+            f"index kind {kind!r}: hoodie_ray builds 'secondary' and 'record_index' indexes"
+        )
     table = HoodieTable.load(path, storage_options)
-    partition = name if name.startswith(SECONDARY_INDEX_PREFIX) else SECONDARY_INDEX_PREFIX + name
+    if kind == RECORD_INDEX:
+        _check_record_index_args(table, name, column)
+        partition = RECORD_INDEX
+    else:
+        partition = (
+            name if name.startswith(SECONDARY_INDEX_PREFIX) else SECONDARY_INDEX_PREFIX + name
+        )
     with open_lock(table.storage, resolve_options(options)):
         CommitProtocol(table).rollback_pending_writes()
         w = metadata_writer(table)
@@ -596,7 +619,30 @@ def create_index(
             )
         if partition in completed_partitions(table.table_config):
             raise HoodieUnsupportedError(f"{path}: index {partition} exists already")
+        if kind == RECORD_INDEX:
+            w.initialize_indexes([RECORD_INDEX], on_progress, map_chunks)
+            return RECORD_INDEX
         return w.initialize_secondary_index(partition, column, on_progress, map_chunks)
+
+
+def _check_record_index_args(table: HoodieTable, name: str, column: str) -> None:
+    """A record index is named ``record_index`` and is over the record key's fields."""
+    if name != RECORD_INDEX:
+        raise HoodieInputError(
+            f"the record index's name is {RECORD_INDEX!r} (its metadata-table partition), "
+            f"not {name!r}"
+        )
+    key_fields = table.table_config.record_key_fields
+    if [f.strip() for f in column.split(",")] != key_fields:
+        raise HoodieInputError(
+            f"a record index is over the record key: column {column!r} is not the table's "
+            f"record key field(s) {','.join(key_fields)!r} (hoodie.table.recordkey.fields)"
+        )
+    if not table.table_config.populate_meta_fields:
+        raise HoodieUnsupportedError(
+            f"{table.path}: a record index needs the record-key meta field "
+            "(hoodie.populate.meta.fields=false)"
+        )
 
 
 def drop_index(

@@ -30,7 +30,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -129,6 +129,9 @@ from hoodie_ray.timeline.plans import (
     HoodieRollbackMetadata,
 )
 from hoodie_ray.timeline.timeline import ActiveTimeline
+
+if TYPE_CHECKING:
+    from hoodie_ray.reader.index_bootstrap import MapChunks
 
 __all__ = [
     "MetadataWriteConfig",
@@ -417,19 +420,30 @@ class MetadataWriter:
             self.initialize_secondary_index(partition, d.source_field)
         return self.partitions
 
-    def initialize_indexes(self, partitions: Iterable[str]) -> None:
+    def initialize_indexes(
+        self,
+        partitions: Iterable[str],
+        on_progress: Callable[[int, int], None] | None = None,
+        map_chunks: MapChunks | None = None,
+    ) -> None:
         """Build, in a metadata table that has only ``files``, the record index, the column
         (and partition) statistics and the bloom filters among ``partitions``, from the data
-        files."""
+        files. The record index's keys are read from the file slices, calling
+        ``on_progress(done, total)`` as they are read, spread by ``map_chunks`` when given
+        (:func:`~hoodie_ray.reader.index_bootstrap.bootstrap_entries`)."""
         from hoodie_ray.reader.index_bootstrap import bootstrap_entries
 
         wanted = set(partitions)
         if RECORD_INDEX in wanted:
             slices = self.table.refresh().view().latest_file_slices()
-            found = {
-                (p, f): k
-                for p, f, k in bootstrap_entries(self.table, slices, use_record_index=False)
-            }
+            entries = bootstrap_entries(
+                self.table,
+                slices,
+                use_record_index=False,
+                map_chunks=map_chunks,
+                on_progress=on_progress,
+            )
+            found = {(p, f): k for p, f, k in entries}
             self.initialize_record_index(
                 (s.partition_path, s.file_id, s.base_instant, found.get(s.file_group_id, []))
                 for s in slices
@@ -1642,9 +1656,6 @@ def _log_instant(name: str) -> str:
 
 
 #: Maps a function over argument tuples, yielding its results in order (on Ray, for one).
-MapChunks = Callable[[Callable[..., Any], list[tuple[Any, ...]]], Iterable[Any]]
-
-
 def read_secondary_chunk(
     ctx: Any,
     slices: Sequence[Any],

@@ -9,7 +9,8 @@ global index compares when a record arrives in another partition).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import os
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -25,7 +26,12 @@ from hoodie_ray.reader.merger import RECORD_KEY
 from hoodie_ray.storage import Storage
 from hoodie_ray.table import HoodieTable
 
-__all__ = ["bootstrap_entries", "bootstrap_entries_with_ordering"]
+__all__ = ["bootstrap_entries", "bootstrap_entries_with_ordering", "live_entries_of_chunk"]
+
+#: Maps a function over argument tuples, yielding the results in order (``hr.create_index``
+#: with ``engine="ray"`` passes Ray tasks).
+MapChunks = Callable[[Callable[..., Any], list[tuple[Any, ...]]], Iterable[Any]]
+Entry = tuple[str, str, pa.Array, pa.Array | None]
 
 
 def bootstrap_entries(
@@ -34,6 +40,8 @@ def bootstrap_entries(
     *,
     batch_rows: int | None = None,
     use_record_index: bool = True,
+    map_chunks: MapChunks | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> Iterator[tuple[str, str, pa.Array]]:
     """``(partition path, file id, live record keys)`` of each file slice in ``slices`` (see
     :func:`bootstrap_entries_with_ordering`)."""
@@ -43,6 +51,8 @@ def bootstrap_entries(
         batch_rows=batch_rows,
         with_ordering=False,
         use_record_index=use_record_index,
+        map_chunks=map_chunks,
+        on_progress=on_progress,
     ):
         yield part, fid, keys
 
@@ -54,7 +64,9 @@ def bootstrap_entries_with_ordering(
     batch_rows: int | None = None,
     with_ordering: bool = True,
     use_record_index: bool = True,
-) -> Iterator[tuple[str, str, pa.Array, pa.Array | None]]:
+    map_chunks: MapChunks | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> Iterator[Entry]:
     """``(partition path, file id, live record keys, their ordering values or None)`` of each
     file slice in ``slices``.
 
@@ -68,6 +80,9 @@ def bootstrap_entries_with_ordering(
         use_record_index: take the keys from the metadata table's record index when the table
             keeps one and no ordering values are wanted (no data file is read); False reads
             the files (what the validator compares the index with).
+        map_chunks: spreads the reading of the files, about four chunks of slices a CPU
+            (see :data:`MapChunks`); None reads them here, a slice at a time.
+        on_progress: ``on_progress(done, total)`` as slices are read (for progress bars).
 
     Keys come out as one ``pa.Array`` of strings per file slice (empty arrays included), in the
     order of ``slices``. Tables without meta fields have no record keys to read: nothing is
@@ -91,8 +106,31 @@ def bootstrap_entries_with_ordering(
         batch_rows=batch_rows,
     )
     ord_type = read_schema.field(ordering).type if keep_ordering and ordering else None
-    for s in slices:
-        yield _live_entries(ctx, SliceSpec.of(s), table.storage, ord_type)
+    specs = [SliceSpec.of(s) for s in slices]
+    if map_chunks is None:
+        for i, spec in enumerate(specs):
+            yield _live_entries(ctx, spec, table.storage, ord_type)
+            if on_progress is not None:
+                on_progress(i + 1, len(specs))
+        return
+    per = max(1, -(-len(specs) // (4 * (os.cpu_count() or 1))))
+    chunks = [specs[i : i + per] for i in range(0, len(specs), per)]
+    done = 0
+    results = map_chunks(live_entries_of_chunk, [(ctx, c, ord_type) for c in chunks])
+    for chunk, entries in zip(chunks, results, strict=True):
+        yield from entries
+        done += len(chunk)
+        if on_progress is not None:
+            on_progress(done, len(specs))
+
+
+def live_entries_of_chunk(
+    ctx: ReadContext, specs: list[SliceSpec], ord_type: pa.DataType | None
+) -> list[Entry]:
+    """The entries of :func:`bootstrap_entries_with_ordering` for ``specs``, read through
+    ``ctx``'s storage (what one task of a spread read runs)."""
+    storage = ctx.storage()
+    return [_live_entries(ctx, spec, storage, ord_type) for spec in specs]
 
 
 def _bootstrap_schema(table: HoodieTable) -> pa.Schema | None:
@@ -111,9 +149,7 @@ def _keeps_record_index(table: HoodieTable) -> bool:
     return table.uses_metadata_table and RECORD_INDEX in table.metadata_partitions
 
 
-def _record_index_entries(
-    table: HoodieTable, slices: list[Any]
-) -> Iterator[tuple[str, str, pa.Array, pa.Array | None]]:
+def _record_index_entries(table: HoodieTable, slices: list[Any]) -> Iterator[Entry]:
     """The record index knows every live key's file group: no data file is read."""
     located = table.metadata_table.refresh().record_index_key_arrays()
     none = pa.array([], pa.string())
@@ -124,7 +160,7 @@ def _record_index_entries(
 
 def _live_entries(
     ctx: ReadContext, spec: SliceSpec, storage: Storage, ord_type: pa.DataType | None
-) -> tuple[str, str, pa.Array, pa.Array | None]:
+) -> Entry:
     """The live keys of one slice's merged view (and their ordering values, with
     ``ord_type``)."""
     tables = [t for t in iter_file_slice(ctx, spec, storage) if t.num_rows]

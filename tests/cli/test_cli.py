@@ -866,7 +866,8 @@ def test_metadata_create_index_and_drop_index(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`metadata create-index` builds a secondary index (listed in the table's metadata
-    partitions); a bad column is a clear error; `drop-index` removes it."""
+    partitions) and the record index; a bad column is a clear error; `drop-index` removes
+    it."""
     from tests.conftest import extract_sample_table
 
     root = str(extract_sample_table("sample_mor_avro_v9_txns_complex_meta", tmp_path / "j"))
@@ -884,6 +885,13 @@ def test_metadata_create_index_and_drop_index(
     rc, out, err = run(capsys, "metadata", "create-index", root, "currency_idx", "currency")
     assert rc == 0 and out.startswith("index secondary_index_currency_idx built")
     assert "indexing file slices" in err and "5/5  100%" in err and "/s" in err
+    # the record index, dropped and built again
+    run_json(capsys, "metadata", "drop", root, "--partition", "record_index")
+    argv = ["metadata", "create-index", root, "record_index"]
+    rc, _, err = run(capsys, *argv, "txn_id", "--kind", "record_index")
+    assert rc != 0 and "txn_id,account_id" in err
+    rc, out, err = run(capsys, *argv, "txn_id,account_id", "--kind", "record_index")
+    assert rc == 0 and out.startswith("index record_index built") and "5/5  100%" in err
 
 
 def test_help_is_plain_text_and_shows_defaults(capsys: pytest.CaptureFixture[str]) -> None:

@@ -350,3 +350,61 @@ def test_scheduled_compaction_leaves_index_groups_with_small_logs(tmp_path: Path
     w = W.MetadataWriter(HoodieTable.load(path))
     assert w.compacted_through() == w.latest_compaction_time()
     assert HoodieTable.load(path).active_timeline.earliest_active() > start
+
+
+def test_create_index_builds_the_record_index_of_an_existing_table(tmp_path: Path) -> None:
+    """``hr.create_index(kind="record_index")`` on a table written without one: every live key
+    (log inserts and deletes included) located, progress a call a file slice, the validator
+    clean, hudi-rs reading the model; later writes keep it; wrong names and columns refused
+    with the table unchanged."""
+    from hoodie_ray.metadata_writer.validate import validate_metadata_table
+    from tests.write.model import TableModel, Workload
+
+    path = str(tmp_path / "t")
+    opts = model_options(table_type="MERGE_ON_READ", version="8", small_files=True)
+    wl, model = Workload(11, keys=300), TableModel()
+    client = HoodieWriteClient(path, opts)
+    for c in range(3):
+        rows = wl.rows_for(wl.keys[80 * c : 80 * c + 120])
+        client.write(to_arrow(rows, True))
+        model.upsert(rows)
+    gone = sorted(model.rows)[:7]
+    HoodieWriteClient(path, {**opts, "write.operation": "delete"}).write(
+        to_arrow(wl.rows_for(gone), True)
+    )
+    model.delete_keys(gone)
+    before = sorted(p.name for p in (tmp_path / "t/.hoodie/timeline").iterdir())
+    with pytest.raises(hr.HoodieInputError, match="name is 'record_index'"):
+        hr.create_index(path, "ri", "key", kind="record_index")
+    with pytest.raises(hr.HoodieInputError, match="column 'p' is not the table's record key"):
+        hr.create_index(path, "record_index", "p", kind="record_index")
+    assert sorted(p.name for p in (tmp_path / "t/.hoodie/timeline").iterdir()) == before
+    assert RECORD_INDEX not in HoodieTable.load(path).metadata_partitions
+
+    calls: list[tuple[int, int]] = []
+    part = hr.create_index(
+        path,
+        "record_index",
+        "key",
+        kind="record_index",
+        on_progress=lambda d, t: calls.append((d, t)),
+    )
+    assert part == RECORD_INDEX
+    table = HoodieTable.load(path)
+    total = len(table.view().latest_file_slices())
+    assert total > 1 and calls == [(d, total) for d in range(1, total + 1)]
+    assert RECORD_INDEX in table.metadata_partitions
+    located = table.metadata_table.record_index_by_file_group()
+    assert sorted(k for ks in located.values() for k in ks) == sorted(model.rows)
+    assert validate_metadata_table(table) == [] and hr.validate_metadata(path) == []
+    with pytest.raises(hr.HoodieUnsupportedError, match="exists already"):
+        hr.create_index(path, "record_index", "key", kind="record_index")
+
+    rows = wl.rows_for(wl.keys[200:260])  # updates and new keys: the index follows
+    HoodieWriteClient(path, opts).write(to_arrow(rows, True))
+    model.upsert(rows)
+    table = HoodieTable.load(path)
+    located = table.metadata_table.record_index_by_file_group()
+    assert sorted(k for ks in located.values() for k in ks) == sorted(model.rows)
+    assert hr.validate_metadata(path) == []
+    assert sorted(hudi_rs_read(path).column("key").to_pylist()) == sorted(model.rows)

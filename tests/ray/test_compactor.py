@@ -1,6 +1,6 @@
-"""Table services whose work runs as Ray tasks (``ray/compactor.py``): a secondary index built
-with ``engine="ray"`` is the index ``engine="local"`` builds, byte for byte, and a task's
-error reaches the caller as itself."""
+"""Table services whose work runs as Ray tasks (``ray/compactor.py``): a secondary index or
+the record index built with ``engine="ray"`` is the index ``engine="local"`` builds, byte for
+byte, and a task's error reaches the caller as itself."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 import hoodie_ray as hr
 from hoodie_ray.hfile import writer as hfile_writer
 from hoodie_ray.job import maintenance
+from hoodie_ray.metadata.layout import RECORD_INDEX
 from hoodie_ray.ray.compactor import ray_task_map
 from hoodie_ray.table import HoodieTable
 from tests.conftest import extract_sample_table
@@ -50,6 +51,42 @@ def test_create_index_on_ray_writes_what_the_local_build_writes(
     assert not [d for d in maintenance.validate_metadata(str(on_ray)) if "secondary" in d.partition]
     with pytest.raises(hr.HoodieOptionError, match="engine"):
         hr.create_index(str(on_ray), "x_idx", "currency", engine="spark")
+
+
+def test_record_index_built_on_ray_locates_every_key_as_javas(
+    ray_session: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Java's record index of the sample dropped and built again from the file slices with
+    ``engine="ray"``: every key where Java's located it, the bytes of the local build, progress
+    in order up to every slice, the validator clean."""
+    monkeypatch.setattr(hfile_writer.time, "time", lambda: 1_700_000_000.0)
+    local = extract_sample_table(JAVA, tmp_path / "local")
+    java = HoodieTable.load(str(local)).metadata_table.record_index_by_file_group()
+    assert sum(map(len, java.values())) > 0
+    hr.drop_metadata(str(local), partition=RECORD_INDEX)
+    on_ray = tmp_path / "ray" / local.name
+    shutil.copytree(local, on_ray)
+    key = HoodieTable.load(str(local)).table_config.record_key_fields
+    calls: list[tuple[int, int]] = []
+    hr.create_index(str(local), RECORD_INDEX, ",".join(key), kind=RECORD_INDEX)
+    part = hr.create_index(
+        str(on_ray),
+        RECORD_INDEX,
+        ",".join(key),
+        kind=RECORD_INDEX,
+        engine="ray",
+        on_progress=lambda d, t: calls.append((d, t)),
+    )
+    assert part == RECORD_INDEX
+    total = len(HoodieTable.load(str(on_ray)).view().latest_file_slices())
+    assert calls and calls[-1] == (total, total)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+    got = HoodieTable.load(str(on_ray)).metadata_table.record_index_by_file_group()
+    assert {g: sorted(k) for g, k in got.items() if len(k)} == {
+        g: sorted(k) for g, k in java.items() if len(k)
+    }
+    assert _index_files(on_ray, part) == _index_files(local, part)
+    assert not maintenance.validate_metadata(str(on_ray))
 
 
 def _refuse(n: int) -> int:
