@@ -28,6 +28,13 @@ Three measurements, in one process (``--only`` picks some), and two more on requ
   commit CPU, rows per CPU-s, the ratio of the largest table's rate to the smallest's, then
   a point lookup and a key-index load on what the commits left.
 
+* ``build`` (only when named): the record index of a table written without one, built from
+  its files by ``hr.create_index(kind="record_index")``: a MOR v8 table of ``--build-keys``
+  rows (``--build-files`` base files of ~equal size, one insert, no metadata indexes), then
+  the build here (``engine="local"``) and as Ray tasks (``engine="ray"``, Ray started and
+  warm before), each against the insert's own time; CPU of this process and every Ray
+  worker.
+
 * ``compact`` (only when named): one MDT compaction of a record index of ``--compact-keys``
   keys (the ``init`` keys, then one upsert of 20,000 new rows -- fewer below 1M keys -- so
   every record-index file group has a log file): wall and CPU seconds of ``MetadataWriter.compact``, the median of
@@ -36,9 +43,9 @@ Three measurements, in one process (``--only`` picks some), and two more on requ
 Rows (``commit`` / ``lookup``): ``key`` (string, 14 bytes), ``p`` (one of 8 partitions),
 ``ts`` (int64), ``v`` (float64), ``s`` (string, ~24 bytes).
 
-Usage: ``python -m benchmarks.record_index [--only init,commit,lookup,hbase,compact,upkeep]
+Usage: ``python -m benchmarks.record_index [--only init,commit,lookup,hbase,build,compact,upkeep]
 [--init-keys 1e6,2e6] [--hbase-keys 1e6] [--compact-keys 1.5e6] [--upkeep-keys 2e5,2e6]
-[--json]``.
+[--build-keys 2e6] [--build-files 32] [--json]``.
 """
 
 from __future__ import annotations
@@ -104,6 +111,46 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     t = time.perf_counter()
     out = fn()
     return time.perf_counter() - t, out
+
+
+# -- build -----------------------------------------------------------------------------------------
+def _noop() -> int:
+    return 0
+
+
+def bench_build(n: int, files: int) -> dict[str, Any]:
+    from benchmarks.common import CpuMeter
+    from hoodie_ray.job.client import HoodieWriteClient
+    from hoodie_ray.metadata.layout import RECORD_INDEX
+    from hoodie_ray.ray.compactor import ray_task_map
+
+    rows = _rows(np.random.default_rng(3).permutation(n), 1)
+    row_bytes = rows.nbytes / max(n, 1)
+    opts = {**OPTIONS, "hoodie.parquet.max.file.size": str(int(row_bytes * n / files / 3))}
+    out: dict[str, Any] = {"keys": n}
+    with _tmp() as d:
+        path = str(d / "t")
+        with CpuMeter() as m:
+            HoodieWriteClient(path, opts).write(rows)
+        assert m.usage is not None
+        out["write_s"] = round(m.usage.wall_s, 2)
+        out["files"] = sum(1 for _ in (d / "t").rglob("*.parquet"))
+        list(ray_task_map(_noop, [() for _ in range(4)]))  # Ray up and its workers warm
+        for engine in ("local", "ray"):
+            if engine == "ray":
+                hr.drop_metadata(path, partition=RECORD_INDEX)
+            with CpuMeter(ray_workers=engine == "ray") as m:
+                hr.create_index(path, RECORD_INDEX, "key", kind=RECORD_INDEX, engine=engine)
+            u = m.usage
+            assert u is not None
+            out[engine] = {
+                "seconds": round(u.wall_s, 2),
+                "cpu_s": round(u.total_cpu_s, 2),
+                "keys_per_s": round(n / u.wall_s),
+                "keys_per_cpu_s": round(n / u.total_cpu_s),
+                "vs_write": round(u.wall_s / out["write_s"], 3),
+            }
+    return out
 
 
 # -- init ----------------------------------------------------------------------------------------
@@ -428,6 +475,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--lookup-keys", type=float, default=2_000_000)
     ap.add_argument("--hbase-keys", type=float, default=1_000_000)
     ap.add_argument("--compact-keys", type=float, default=1_500_000)
+    ap.add_argument("--build-keys", type=float, default=2_000_000)
+    ap.add_argument("--build-files", type=int, default=32)
     ap.add_argument("--upkeep-keys", default="2e5,2e6")
     ap.add_argument("--upkeep-commits", type=int, default=21)
     ap.add_argument("--upkeep-rows", type=float, default=100_000)
@@ -444,6 +493,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         report["lookup"] = bench_lookup(int(args.lookup_keys), args.repeats)
     if "hbase" in only:
         report["hbase"] = bench_hbase_hfile(int(args.hbase_keys), min(args.repeats, 3))
+    if "build" in only:
+        report["build"] = bench_build(int(args.build_keys), args.build_files)
     if "compact" in only:
         report["compact"] = bench_compact(int(args.compact_keys), min(args.repeats, 3))
     if "upkeep" in only:

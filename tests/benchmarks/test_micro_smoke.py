@@ -54,6 +54,16 @@ def test_record_index_reports_the_mdt_compaction() -> None:
     assert res["compact"]["cpu_s"] >= 0
 
 
+def test_record_index_reports_the_build_here_and_on_ray(ray_session: object) -> None:
+    from benchmarks import record_index
+
+    argv = ["--only", "build", "--build-keys", "3000", "--build-files", "3"]
+    res = record_index.main(argv)["build"]
+    assert res["keys"] == 3000 and res["files"] >= 2 and res["write_s"] > 0
+    for engine in ("local", "ray"):
+        assert res[engine]["keys_per_cpu_s"] > 0 and res[engine]["vs_write"] > 0
+
+
 def test_record_index_reports_the_upkeep_under_both_schedules() -> None:
     from benchmarks import record_index
 
