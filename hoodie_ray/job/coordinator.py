@@ -78,7 +78,7 @@ from hoodie_ray.metadata_writer.writer import (
     check_metadata_table_writable,
     metadata_writer,
 )
-from hoodie_ray.reader.index_bootstrap import bootstrap_entries
+from hoodie_ray.reader.index_bootstrap import MapChunks, bootstrap_entries
 from hoodie_ray.storage import Storage, open_storage
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action
@@ -185,6 +185,9 @@ def write_profile(
 
 LOAD_COMMITS = 3  # recent write commits whose per-group records predict the next checkpoint's
 _SERVICE_OPERATIONS = frozenset({"COMPACT", "LOG_COMPACT", "CLUSTER"})
+#: file slices from which a record-index build at open is spread (Coordinator.index_map):
+#: below, starting tasks costs more than reading the slices here
+SPREAD_INDEX_BUILD_SLICES = 16
 
 
 def group_loads(table: HoodieTable, slices: list[FileSlice]) -> dict[tuple[str, str], float]:
@@ -294,6 +297,9 @@ class Coordinator:
         self.inline_clustering = False  # the caller drops its key index after a clustering
         # async clustering (clustering.async.enabled): instant, plan, the runner's handle
         self._clustering: tuple[str, Any, Any] | None = None
+        # spreads the reading of a large table's slices when the record index is built at
+        # open (the Ray coordinator passes Ray tasks); None reads them here
+        self.index_map: MapChunks | None = None
 
     # -- setup ---------------------------------------------------------------------------------
     def open(self, input_schema: pa.Schema | None) -> TableSetup:
@@ -381,7 +387,8 @@ class Coordinator:
             )
         if wc.metadata_record_index_enable and not has:
             slices = table.latest_file_slices()
-            found = {(p, f): k for p, f, k in bootstrap_entries(table, slices)}
+            spread = self.index_map if len(slices) >= SPREAD_INDEX_BUILD_SLICES else None
+            found = {(p, f): k for p, f, k in bootstrap_entries(table, slices, map_chunks=spread)}
             w.initialize_record_index(
                 (s.partition_path, s.file_id, s.base_instant, found.get(s.file_group_id, []))
                 for s in slices

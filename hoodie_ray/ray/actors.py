@@ -33,7 +33,7 @@ from hoodie_ray.job.client import build_assigner, route_pieces
 from hoodie_ray.job.coordinator import Coordinator
 from hoodie_ray.job.setup import TableSetup
 from hoodie_ray.ray import metrics
-from hoodie_ray.ray.compactor import CompactorPool
+from hoodie_ray.ray.compactor import CompactorPool, ray_task_map_when_free
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.metadata import HoodieWriteStat
 from hoodie_ray.write.bucket_assigner import AssignerConfig, WriteProfile
@@ -89,6 +89,7 @@ class CoordinatorActor:
         self.core = Coordinator(
             path, options, storage_options, lock_owner=lock_owner, lock_job=lock_job
         )
+        self.core.index_map = ray_task_map_when_free
         self.table = ""
         self._job = lock_owner.rsplit(":", 1)[-1]  # under OCC part of the compactors' names
         self._pool: CompactorPool | None = None

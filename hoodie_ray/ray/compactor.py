@@ -157,3 +157,12 @@ def ray_task_map(fn: Callable[..., Any], args: list[tuple[Any, ...]]) -> Iterato
     finally:
         for ref in refs[done + 1 :]:  # a failure or a caller that stopped: the rest stop too
             ray.cancel(ref)
+
+
+def ray_task_map_when_free(fn: Callable[..., Any], args: list[tuple[Any, ...]]) -> Iterator[Any]:
+    """:func:`ray_task_map` when the cluster has a free CPU and there is more than one call,
+    else each call here in turn: the coordinator's record-index build, which must not wait
+    for CPUs another job holds."""
+    if len(args) > 1 and ray.available_resources().get("CPU", 0.0) >= 1:
+        return ray_task_map(fn, args)
+    return (fn(*a) for a in args)

@@ -4,6 +4,7 @@ byte, and a task's error reaches the caller as itself."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import hoodie_ray as hr
 from hoodie_ray.hfile import writer as hfile_writer
 from hoodie_ray.job import maintenance
 from hoodie_ray.metadata.layout import RECORD_INDEX
+from hoodie_ray.ray import compactor
 from hoodie_ray.ray.compactor import ray_task_map
 from hoodie_ray.table import HoodieTable
 from tests.conftest import extract_sample_table
@@ -87,6 +89,56 @@ def test_record_index_built_on_ray_locates_every_key_as_javas(
     }
     assert _index_files(on_ray, part) == _index_files(local, part)
     assert not maintenance.validate_metadata(str(on_ray))
+
+
+def _pid() -> int:
+    return os.getpid()
+
+
+def test_ray_task_map_when_free_spreads_only_over_free_cpus(
+    ray_session: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The coordinator's map: Ray tasks when a CPU is free, else the calls in turn here."""
+    monkeypatch.setattr(compactor.ray, "available_resources", lambda: {"CPU": 1.0})
+    assert os.getpid() not in set(compactor.ray_task_map_when_free(_pid, [(), ()]))
+    assert list(compactor.ray_task_map_when_free(_pid, [()])) == [os.getpid()]
+    monkeypatch.setattr(compactor.ray, "available_resources", lambda: {"CPU": 0.5})
+    assert list(compactor.ray_task_map_when_free(_pid, [(), ()])) == [os.getpid()] * 2
+
+
+def test_record_index_turned_on_for_a_large_table_is_built_by_the_stream_writer(
+    ray_session: Any, tmp_path: Path
+) -> None:
+    """``hoodie.metadata.record.index.enable=true`` on a table of more file slices than
+    ``SPREAD_INDEX_BUILD_SLICES`` written without it: the coordinator builds the index from
+    every slice (spread over Ray tasks), the write goes through it, the index holds every
+    key, the validator is clean and hudi-rs reads the model."""
+    from hoodie_ray.job.coordinator import SPREAD_INDEX_BUILD_SLICES
+    from tests.conftest import hudi_rs_read
+    from tests.write.model import TableModel, Workload, model_options, to_arrow
+
+    path = str(tmp_path / "t")
+    opts = model_options(table_type="MERGE_ON_READ", version="8")
+    wl, model = Workload(3, keys=400), TableModel()
+    rows = [
+        {**r, "p": f"p{i % (SPREAD_INDEX_BUILD_SLICES + 2)}"}
+        for i, r in enumerate(wl.rows_for(wl.keys[:300]))
+    ]
+    hr.write(to_arrow(rows, True), path, opts, engine="local")
+    model.upsert(rows)
+    assert len(HoodieTable.load(path).view().latest_file_slices()) > SPREAD_INDEX_BUILD_SLICES
+    more = [
+        {**r, "p": model.rows[r["key"]]["p"] if r["key"] in model.rows else "p0"}
+        for r in wl.rows_for(wl.keys[250:400])
+    ]
+    hr.write(to_arrow(more, True), path, {**opts, "hoodie.metadata.record.index.enable": "true"})
+    model.upsert(more)
+    table = HoodieTable.load(path)
+    assert RECORD_INDEX in table.metadata_partitions
+    located = table.metadata_table.record_index_by_file_group()
+    assert sorted(k for ks in located.values() for k in ks) == sorted(model.rows)
+    assert not maintenance.validate_metadata(path)
+    assert sorted(hudi_rs_read(path).column("key").to_pylist()) == sorted(model.rows)
 
 
 def _refuse(n: int) -> int:
