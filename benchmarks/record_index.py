@@ -125,8 +125,9 @@ def bench_build(n: int, files: int) -> dict[str, Any]:
     from hoodie_ray.ray.compactor import ray_task_map
 
     rows = _rows(np.random.default_rng(3).permutation(n), 1)
-    row_bytes = rows.nbytes / max(n, 1)
-    opts = {**OPTIONS, "hoodie.parquet.max.file.size": str(int(row_bytes * n / files / 3))}
+    # a first write sizes files by Hudi's record-size estimate for a table with no commits
+    estimate = 1024  # hoodie.copyonwrite.record.size.estimate
+    opts = {**OPTIONS, "hoodie.parquet.max.file.size": str(-(-n // files) * estimate)}
     out: dict[str, Any] = {"keys": n}
     with _tmp() as d:
         path = str(d / "t")

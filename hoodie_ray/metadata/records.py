@@ -1116,6 +1116,60 @@ def record_index_value(
     return encode_records([r], table_version)[0]
 
 
+def byte_order(keys: pa.Array) -> tuple[np.ndarray, bool]:
+    """The stable order of string ``keys`` by their bytes (what ``pc.sort_indices`` gives) and
+    whether two keys may be equal.
+
+    Sorted by the 8 bytes after the keys' common prefix (big-endian, zero-padded) and the
+    length, which ~5x Arrow's string sort on keys such as ``k<13 digits>`` or UUIDs; only keys
+    that tie on both and are longer go through Arrow's sort, within their run."""
+    n = len(keys)
+    if n < 2:
+        return np.arange(n, dtype=np.int64), False
+    if not (pa.types.is_large_string(keys.type) or pa.types.is_string(keys.type)):
+        return pc.sort_indices(keys).to_numpy(), True
+    bufs = keys.buffers()
+    off_type = np.int64 if pa.types.is_large_string(keys.type) else np.int32
+    offsets = np.frombuffer(bufs[1], dtype=off_type)[keys.offset : keys.offset + n + 1]
+    offsets = offsets.astype(np.int64, copy=False)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(1, np.uint8)
+    starts, lens = offsets[:-1], np.diff(offsets)
+    lo, hi = pc.min_max(keys).values()
+    a, b = lo.as_buffer().to_pybytes(), hi.as_buffer().to_pybytes()
+    common = next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
+    word = np.zeros(n, dtype=np.uint64)
+    last = max(len(data) - 1, 0)
+    for j in range(8):
+        at = common + j
+        byte = data[np.minimum(starts + at, last)].astype(np.uint64)
+        byte[lens <= at] = 0
+        word |= byte << np.uint64(56 - 8 * j)
+    # past the word, only whether a key ended inside it orders it (a key is before the keys
+    # it is a prefix of); keys longer than the word all count as one length: Arrow orders them
+    ends = np.minimum(lens, common + 9)
+    same_len = bool((ends == ends[0]).all())
+    order = (np.argsort(word, kind="stable") if same_len else np.lexsort((ends, word))).astype(
+        np.int64
+    )
+    w, e = word[order], ends[order]
+    tie = (w[1:] == w[:-1]) & (e[1:] == e[:-1])
+    if not tie.any():
+        return order, False
+    longer = tie & (e[1:] > common + 8)
+    if longer.any():
+        member = np.zeros(n, dtype=bool)
+        member[1:] |= longer
+        member[:-1] |= longer
+        pos = np.flatnonzero(member)
+        run = np.cumsum(np.concatenate(([True], ~longer)))  # run id of each sorted position
+        sub = pa.table({"run": run[pos], "key": keys.take(pa.array(order[pos]))})
+        within = pc.sort_indices(sub, [("run", "ascending"), ("key", "ascending")]).to_numpy()
+        order[pos] = order[pos][within]
+    return order, True
+
+
 @dataclass(frozen=True)
 class RecordIndexColumns:
     """Record-index entries column-wise: key ``keys[i]`` is located by the Avro value
@@ -1204,9 +1258,9 @@ class RecordIndexColumns:
         n = len(self.keys)
         if n == 0:
             return self
-        order = pc.sort_indices(self.keys).to_numpy()  # stable: repeats stay in order
+        order, maybe_repeats = byte_order(self.keys)
         ks = self.keys.take(pa.array(order))
-        if n > 1:
+        if n > 1 and maybe_repeats:
             same = pc.equal(ks.slice(1), ks.slice(0, n - 1)).to_numpy(zero_copy_only=False)
             if same.any():
                 keep = np.ones(n, dtype=bool)

@@ -18,7 +18,10 @@ from typing import Any
 import fastavro
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieInputError
 from hoodie_ray.hfile import HFileReader
@@ -685,3 +688,28 @@ def test_index_keys_match_the_sample(sample: Sample) -> None:
         cs = R.decode_value(value, schema)["ColumnStatsMetadata"]
         assert key == R.partition_stats_key(cs["columnName"], cs["fileName"])
         assert cs["isTightBound"] is True
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.text(alphabet="ab\x00é", max_size=12),
+            st.text(alphabet="xy", max_size=12).map(lambda s: "prefix-common-" + s),
+            st.text(alphabet="0123456789", min_size=9, max_size=9).map(lambda s: "key-" + s),
+            st.sampled_from(["", "key-", "key-000000000", "key-0000000000", "key-00000000000x"]),
+        ),
+        max_size=60,
+    ),
+    st.booleans(),
+    st.integers(0, 3),
+)
+def test_byte_order_is_arrows_stable_sort(keys: list[str], large: bool, cut: int) -> None:
+    """The prefix-word sort orders keys as Arrow's stable string sort does (repeats in input
+    order; keys that differ only past the word, by their length, by a NUL byte; sliced
+    arrays), and says when keys may repeat."""
+    arr = pa.array(["pad"] * cut + keys, pa.large_string() if large else pa.string())[cut:]
+    order, maybe = R.byte_order(arr)
+    assert order.tolist() == pc.sort_indices(arr).to_numpy().tolist()
+    if len(set(keys)) < len(keys):
+        assert maybe
