@@ -592,7 +592,8 @@ def create_index(
 
     Raises:
         HoodieUnsupportedError: ``kind`` is neither, the table keeps no metadata table, the
-            index exists already, or the column's type cannot be indexed.
+            index exists already, the column's type cannot be indexed, or (a record index)
+            the table is written with the bucket index.
         HoodieInputError: a record index named otherwise, or over other fields than the
             record key's.
     """
@@ -632,7 +633,11 @@ def _check_record_index_args(table: HoodieTable, name: str, column: str) -> None
             f"the record index's name is {RECORD_INDEX!r} (its metadata-table partition), "
             f"not {name!r}"
         )
-    key_fields = table.table_config.record_key_fields
+    from hoodie_ray.config.table_config import BUCKET_NUM_PROPERTY
+    from hoodie_ray.meta import RECORD_KEY
+
+    # a table whose keys are generated names none: its index is over the meta field
+    key_fields = table.table_config.record_key_fields or [RECORD_KEY]
     if [f.strip() for f in column.split(",")] != key_fields:
         raise HoodieInputError(
             f"a record index is over the record key: column {column!r} is not the table's "
@@ -642,6 +647,11 @@ def _check_record_index_args(table: HoodieTable, name: str, column: str) -> None
         raise HoodieUnsupportedError(
             f"{table.path}: a record index needs the record-key meta field "
             "(hoodie.populate.meta.fields=false)"
+        )
+    if BUCKET_NUM_PROPERTY in table.table_config.props:
+        raise HoodieUnsupportedError(
+            f"{table.path} is written with the bucket index ({BUCKET_NUM_PROPERTY}), which "
+            "cannot keep a record index: writes tell no new keys from updates"
         )
 
 

@@ -1132,7 +1132,11 @@ def byte_order(keys: pa.Array) -> tuple[np.ndarray, bool]:
     off_type = np.int64 if pa.types.is_large_string(keys.type) else np.int32
     offsets = np.frombuffer(bufs[1], dtype=off_type)[keys.offset : keys.offset + n + 1]
     offsets = offsets.astype(np.int64, copy=False)
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(1, np.uint8)
+    data = (
+        np.frombuffer(bufs[2], dtype=np.uint8)
+        if bufs[2] is not None and bufs[2].size
+        else np.zeros(1, np.uint8)  # every key empty
+    )
     starts, lens = offsets[:-1], np.diff(offsets)
     lo, hi = pc.min_max(keys).values()
     a, b = lo.as_buffer().to_pybytes(), hi.as_buffer().to_pybytes()

@@ -1655,7 +1655,6 @@ def _log_instant(name: str) -> str:
     return log.instant if log is not None else ""
 
 
-#: Maps a function over argument tuples, yielding its results in order (on Ray, for one).
 def read_secondary_chunk(
     ctx: Any,
     slices: Sequence[Any],

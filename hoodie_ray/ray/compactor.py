@@ -16,6 +16,10 @@ from hoodie_ray.ray import metrics
 from hoodie_ray.ray.runtime import NAMESPACE, actor_resources
 from hoodie_ray.timeline.metadata import HoodieWriteStat
 
+#: How long the coordinator's record-index build waits for one Ray task before it reads the
+#: rest of the slices itself (ray_task_map_when_free)
+WHEN_FREE_PATIENCE_S = 120.0
+
 
 @ray.remote
 class CompactorActor:
@@ -159,10 +163,46 @@ def ray_task_map(fn: Callable[..., Any], args: list[tuple[Any, ...]]) -> Iterato
             ray.cancel(ref)
 
 
-def ray_task_map_when_free(fn: Callable[..., Any], args: list[tuple[Any, ...]]) -> Iterator[Any]:
-    """:func:`ray_task_map` when the cluster has a free CPU and there is more than one call,
-    else each call here in turn: the coordinator's record-index build, which must not wait
-    for CPUs another job holds."""
-    if len(args) > 1 and ray.available_resources().get("CPU", 0.0) >= 1:
-        return ray_task_map(fn, args)
-    return (fn(*a) for a in args)
+def ray_task_map_when_free(
+    fn: Callable[..., Any], args: list[tuple[Any, ...]], *, patience_s: float = WHEN_FREE_PATIENCE_S
+) -> Iterator[Any]:
+    """``fn(*a)`` for each of ``args``, the results in order: as Ray tasks (one core each, at
+    most as many at once as the nodes have whole CPUs free) when some node has a CPU free and
+    there is more than one call, else here in turn; the coordinator's record-index build,
+    which must not wait on CPUs another job holds. A task that has not finished within
+    ``patience_s`` is cancelled with the rest, which then run here. A task's error is raised
+    as itself."""
+    from hoodie_ray.ray.runtime import _nodes_available
+
+    width = sum(int(n.get("CPU", 0.0) + 1e-9) for n in _nodes_available(ray))
+    if len(args) < 2 or width < 1:
+        return (fn(*a) for a in args)
+    return _windowed_task_map(fn, args, width, patience_s)
+
+
+def _windowed_task_map(
+    fn: Callable[..., Any], args: list[tuple[Any, ...]], width: int, patience_s: float
+) -> Iterator[Any]:
+    remote = ray.remote(num_cpus=1)(fn)
+    refs: list[Any] = []
+    try:
+        for i in range(len(args)):
+            while len(refs) < len(args) and len(refs) - i < width:
+                refs.append(remote.remote(*args[len(refs)]))
+            ready, _ = ray.wait([refs[i]], timeout=patience_s)
+            if not ready:  # no CPU came free (another job took it) or a slow task: here
+                for ref in refs[i:]:
+                    ray.cancel(ref)
+                del refs[i:]
+                yield from (fn(*a) for a in args[i:])
+                return
+            try:
+                yield ray.get(refs[i])
+            except ray.exceptions.RayTaskError as e:
+                cause = getattr(e, "cause", None)
+                if isinstance(cause, HoodieError):
+                    raise cause from None
+                raise
+    finally:
+        for ref in refs:
+            ray.cancel(ref)

@@ -400,6 +400,14 @@ def test_create_index_builds_the_record_index_of_an_existing_table(tmp_path: Pat
     with pytest.raises(hr.HoodieUnsupportedError, match="exists already"):
         hr.create_index(path, "record_index", "key", kind="record_index")
 
+    bucket = str(tmp_path / "b")
+    HoodieWriteClient(
+        bucket, {**opts, "index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "2"}
+    ).write(to_arrow(wl.rows_for(wl.keys[:20]), True))
+    with pytest.raises(hr.HoodieUnsupportedError, match="bucket index"):
+        hr.create_index(bucket, "record_index", "key", kind="record_index")
+    assert RECORD_INDEX not in HoodieTable.load(bucket).metadata_partitions
+
     rows = wl.rows_for(wl.keys[200:260])  # updates and new keys: the index follows
     HoodieWriteClient(path, opts).write(to_arrow(rows, True))
     model.upsert(rows)

@@ -98,12 +98,20 @@ def _pid() -> int:
 def test_ray_task_map_when_free_spreads_only_over_free_cpus(
     ray_session: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The coordinator's map: Ray tasks when a CPU is free, else the calls in turn here."""
-    monkeypatch.setattr(compactor.ray, "available_resources", lambda: {"CPU": 1.0})
-    assert os.getpid() not in set(compactor.ray_task_map_when_free(_pid, [(), ()]))
+    """The coordinator's map: Ray tasks when a node has a whole CPU free, else the calls in
+    turn here (half a CPU free on each of two nodes is none); a task that does not finish in
+    time leaves the rest to run here."""
+    from hoodie_ray.ray import runtime
+
+    free = [{"CPU": 1.0}]
+    monkeypatch.setattr(runtime, "_nodes_available", lambda ray: free)
+    assert os.getpid() not in set(compactor.ray_task_map_when_free(_pid, [(), (), ()]))
     assert list(compactor.ray_task_map_when_free(_pid, [()])) == [os.getpid()]
-    monkeypatch.setattr(compactor.ray, "available_resources", lambda: {"CPU": 0.5})
+    free[:] = [{"CPU": 0.5}, {"CPU": 0.5}]
     assert list(compactor.ray_task_map_when_free(_pid, [(), ()])) == [os.getpid()] * 2
+    free[:] = [{"CPU": 1.0}]
+    here = compactor.ray_task_map_when_free(_pid, [(), ()], patience_s=0.0)
+    assert list(here) == [os.getpid()] * 2
 
 
 def test_record_index_turned_on_for_a_large_table_is_built_by_the_stream_writer(
