@@ -14,7 +14,7 @@ from tests.write.model import OPTIONS, TableModel, Workload, model_options, to_a
 @pytest.mark.parametrize(
     ("table_type", "version"),
     [
-        ("MERGE_ON_READ", "6"),
+        pytest.param("MERGE_ON_READ", "6", marks=pytest.mark.slow),  # suite time
         ("MERGE_ON_READ", "8"),
         pytest.param("COPY_ON_WRITE", "6", marks=pytest.mark.slow),  # suite time
     ],

@@ -75,7 +75,7 @@ def _archived(path: str) -> list:
     return table.archived_timeline.instants()
 
 
-@pytest.mark.parametrize("version", ["8", "6"])
+@pytest.mark.parametrize("version", ["8", pytest.param("6", marks=pytest.mark.slow)])  # suite time
 def test_services_in_their_own_process_beside_a_delta_committing_writer(tmp_path, version):
     """20 delta commits by a writer process whose services are off, while this process
     compacts, cleans and archives between and during them: every commit lands (compaction

@@ -42,8 +42,15 @@ def _listing_through_mdt(path: str) -> bool:
     return t.uses_metadata_table and t.view().listing is not None
 
 
-@pytest.mark.parametrize("version", ["8", "9"])
-@pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
+@pytest.mark.parametrize(
+    ("table_type", "version"),
+    [
+        ("MERGE_ON_READ", "8"),
+        ("MERGE_ON_READ", "9"),
+        pytest.param("COPY_ON_WRITE", "8", marks=pytest.mark.slow),  # suite time
+        ("COPY_ON_WRITE", "9"),
+    ],
+)
 def test_every_action_keeps_the_metadata_table(
     tmp_path: Path, table_type: str, version: str
 ) -> None:

@@ -184,7 +184,10 @@ def _check(seed: int, *, big: bool = False, hot: bool = False) -> None:
     assert split == column_wise, f"seed {seed} (merge columns first)"
 
 
-@pytest.mark.parametrize("chunk", range(4))
+@pytest.mark.parametrize(
+    "chunk",
+    [0, 1, *(pytest.param(c, marks=pytest.mark.slow) for c in (2, 3))],  # suite time
+)
 def test_random_folds_match_the_column_wise_buffer(chunk: int) -> None:
     for seed in range(chunk * 150, (chunk + 1) * 150):
         _check(seed)

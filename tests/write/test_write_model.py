@@ -7,7 +7,10 @@ import pytest
 from tests.write.model import model_options, run_random_commits
 
 
-@pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
+@pytest.mark.parametrize(
+    "table_type",
+    ["MERGE_ON_READ", pytest.param("COPY_ON_WRITE", marks=pytest.mark.slow)],  # suite time
+)
 @pytest.mark.parametrize("block_format", ["avro", "parquet"])
 def test_model_random_commits(tmp_path, table_type, block_format):
     if table_type == "COPY_ON_WRITE" and block_format == "parquet":
