@@ -495,6 +495,11 @@ def _as_large_binary(col: pa.Array | pa.ChunkedArray, what: str) -> pa.Array:
     return col.cast(pa.large_binary())
 
 
+def now_ms() -> int:
+    """Epoch milliseconds now: an HFile's ``hfile.CREATE_TIME_TS`` when none is given."""
+    return int(time.time() * 1000)
+
+
 def _lengths(col: pa.Array) -> np.ndarray:
     if not len(col):
         return np.zeros(0, dtype=np.int64)
@@ -833,7 +838,7 @@ def _file_info(
     n = kv.count
     last_key = _row_key(kv.row(n - 1), dialect.key_tail) if n else dialect.empty_last_key
     if create_time_ms is None:
-        create_time_ms = int(time.time() * 1000)
+        create_time_ms = now_ms()
     info = {FI_MAX_MEMSTORE_TS: I64.pack(0), **extra_info}
     if last_key is not None:
         info[FI_LAST_KEY] = last_key

@@ -390,8 +390,11 @@ class Coordinator:
             spread = self.index_map if len(slices) >= SPREAD_INDEX_BUILD_SLICES else None
             found = {(p, f): k for p, f, k in bootstrap_entries(table, slices, map_chunks=spread)}
             w.initialize_record_index(
-                (s.partition_path, s.file_id, s.base_instant, found.get(s.file_group_id, []))
-                for s in slices
+                (
+                    (s.partition_path, s.file_id, s.base_instant, found.get(s.file_group_id, []))
+                    for s in slices
+                ),
+                spread,
             )
         elif (
             has

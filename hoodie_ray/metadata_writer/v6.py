@@ -54,8 +54,9 @@ refused, naming it and the command that drops it (:func:`check_v6_metadata_table
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -199,36 +200,21 @@ class V6MetadataWriter(MetadataWriter):
         """Record-index entries (sorted, unique keys) in an HBase-dialect HFile, column-wise
         (:func:`~hoodie_ray.hfile.write_hbase_hfile_arrays`: no Python object per key); the
         bytes :meth:`_hfile` writes for the same records."""
-        rows = cols.keys.cast(pa.large_binary())
-        info, meta = self._hbase_file_info(rows, base=base)
-        return write_hbase_hfile_arrays(
-            rows, cols.value_column(), file_info=info, meta_blocks=meta, allow_empty=base
-        )
+        return hbase_hfile_columns(self.schema_json.encode(), cols, base=base)
+
+    def base_hfile_columns(self) -> Callable[[rec.RecordIndexColumns], bytes]:
+        """:meth:`MetadataWriter.base_hfile_columns` in the HBase dialect (creation time 0,
+        as Hudi 0.x leaves it)."""
+        return functools.partial(hbase_hfile_columns, self.schema_json.encode())
 
     def _hbase_hfile(self, rows: list[bytes], values: list[bytes], *, base: bool) -> bytes:
-        info, meta = self._hbase_file_info(rows, base=base)
+        info, meta = hbase_file_info(self.schema_json.encode(), rows, base=base)
         return write_hbase_hfile(
             list(zip(rows, values, strict=True)),
             file_info=info,
             meta_blocks=meta,
             allow_empty=base,
         )
-
-    def _hbase_file_info(
-        self, rows: list[bytes] | pa.Array, *, base: bool
-    ) -> tuple[dict[bytes, bytes], dict[str, bytes]]:
-        """File info and meta blocks of ``HoodieAvroHFileWriter``'s base file (``schema``,
-        ``minRecordKey`` / ``maxRecordKey`` -- empty without keys --, ``bloomFilterTypeCode``
-        and the ``bloomFilter`` meta block) or of ``HoodieHFileDataBlock``'s content
-        (``schema`` only), for the sorted keys ``rows``."""
-        info = {b"schema": self.schema_json.encode()}
-        meta: dict[str, bytes] = {}
-        if base:
-            meta[BLOOM_META_BLOCK] = build_bloom_filter(rows)
-            info[b"bloomFilterTypeCode"] = BLOOM_TYPE_CODE
-            info[b"minRecordKey"] = _key_bytes(rows, 0)
-            info[b"maxRecordKey"] = _key_bytes(rows, -1)
-        return info, meta
 
     # -- column_stats and bloom_filters as 0.14 / 0.15 keep them (docs/V6_COLUMN_STATS.md) --
     #: 0.x's MDT compaction keeps ``isDeleted`` column-stats and bloom-filter values (its
@@ -335,6 +321,34 @@ class V6MetadataWriter(MetadataWriter):
 
     def _archived_timeline(self, mcfg: HoodieTableConfig) -> Any:
         return ArchivedLogTimeline(self.storage, mcfg.archive_path)
+
+
+def hbase_hfile_columns(
+    schema_json: bytes, cols: rec.RecordIndexColumns, base: bool = True
+) -> bytes:
+    """A Hudi 0.x MDT HFile (HBase dialect) of column-wise entries (sorted, unique keys)."""
+    rows = cols.keys.cast(pa.large_binary())
+    info, meta = hbase_file_info(schema_json, rows, base=base)
+    return write_hbase_hfile_arrays(
+        rows, cols.value_column(), file_info=info, meta_blocks=meta, allow_empty=base
+    )
+
+
+def hbase_file_info(
+    schema_json: bytes, rows: list[bytes] | pa.Array, *, base: bool
+) -> tuple[dict[bytes, bytes], dict[str, bytes]]:
+    """File info and meta blocks of ``HoodieAvroHFileWriter``'s base file (``schema``,
+    ``minRecordKey`` / ``maxRecordKey`` -- empty without keys --, ``bloomFilterTypeCode`` and
+    the ``bloomFilter`` meta block) or of ``HoodieHFileDataBlock``'s content (``schema``
+    only), for the sorted keys ``rows``."""
+    info = {b"schema": schema_json}
+    meta: dict[str, bytes] = {}
+    if base:
+        meta[BLOOM_META_BLOCK] = build_bloom_filter(rows)
+        info[b"bloomFilterTypeCode"] = BLOOM_TYPE_CODE
+        info[b"minRecordKey"] = _key_bytes(rows, 0)
+        info[b"maxRecordKey"] = _key_bytes(rows, -1)
+    return info, meta
 
 
 def _key_bytes(rows: list[bytes] | pa.Array, i: int) -> bytes:

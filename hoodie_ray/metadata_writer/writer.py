@@ -23,6 +23,7 @@ records the deleted files as tombstones at the rollback instant.
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import logging
 import os
@@ -53,6 +54,7 @@ from hoodie_ray.file_group.naming import (
     partition_metadata_bytes,
 )
 from hoodie_ray.hfile import build_bloom_filter, write_hfile, write_hfile_arrays
+from hoodie_ray.hfile.writer import now_ms
 from hoodie_ray.log_format.blocks import (
     DataBlock,
     DeleteBlock,
@@ -398,7 +400,8 @@ class MetadataWriter:
         self._partition_folder(FILES, ts)
         records = [rec.all_partitions_record(listing.keys())]
         records += [rec.files_record(p, files) for p, files in sorted(listing.items())]
-        stat = self._initial_file_group(FILES, 0, ts, dict(records))
+        files = dict(records)
+        stat = self._initial_file_group(FILES, 0, ts, len(files), self._hfile(files, base=True))
         self._complete(ts, [stat], BULK_INSERT_PREPPED)
         self._save_data_props(
             **{PARTITIONS_PROPERTY: join_partitions([FILES]), PARTITIONS_INFLIGHT_PROPERTY: ""}
@@ -445,21 +448,29 @@ class MetadataWriter:
             )
             found = {(p, f): k for p, f, k in entries}
             self.initialize_record_index(
-                (s.partition_path, s.file_id, s.base_instant, found.get(s.file_group_id, []))
-                for s in slices
+                (
+                    (s.partition_path, s.file_id, s.base_instant, found.get(s.file_group_id, []))
+                    for s in slices
+                ),
+                map_chunks,
             )
         if COLUMN_STATS in wanted:
             self.initialize_column_stats(PARTITION_STATS in wanted)
         if BLOOM_FILTERS in wanted:
             self.initialize_bloom_filters()
 
-    def initialize_record_index(self, entries: Iterable[tuple[str, str, str, Any]]) -> None:
+    def initialize_record_index(
+        self,
+        entries: Iterable[tuple[str, str, str, Any]],
+        map_groups: MapChunks | None = None,
+    ) -> None:
         """Build the ``record_index`` partition from ``(partition, file id, base instant, live
         keys)`` of every latest file slice, in ``max(10, keys / 4M)`` file groups.
 
         Column-wise: keys stay in Arrow arrays (a list of strings is accepted too), each file
         slice's location is Avro-encoded once, and each file group's base HFile is written
-        from its sorted key and value columns."""
+        from its sorted key and value columns, by ``map_groups`` when given (Ray tasks: a
+        task sorts and encodes a group, this process writes the files)."""
         tz = self.table.table_config.props.get("hoodie.table.timeline.timezone", "LOCAL")
         ms_of: dict[str, int] = {}
         located = []
@@ -469,7 +480,9 @@ class MetadataWriter:
             located.append((part, fid, ms_of[base_ts], keys))
         cols = rec.RecordIndexColumns.of_locations(located, self.table_version)
         groups = self.record_index_groups(len(cols))
-        self._initialize_partition(RECORD_INDEX, cols, groups, first_suffix=2)
+        self._initialize_partition(
+            RECORD_INDEX, cols, groups, first_suffix=2, map_groups=map_groups
+        )
 
     def record_index_groups(self, keys: int) -> int:
         """The record index's file groups for ``keys`` keys: ``max(10, keys / 4M)``."""
@@ -530,7 +543,7 @@ class MetadataWriter:
         (every live record's value), record its definition in ``index.json`` and list it; the
         MDT partition's name (``secondary_index_<name>``). ``on_progress(done, total)`` as
         the file slices are read; ``map_chunks`` spreads their reading (see
-        :meth:`secondary_columns`)."""
+        :meth:`secondary_columns`) and the encoding of the index's file groups."""
         partition = (
             name if name.startswith(SECONDARY_INDEX_PREFIX) else f"{SECONDARY_INDEX_PREFIX}{name}"
         )
@@ -558,7 +571,9 @@ class MetadataWriter:
         if not cfg.props.get(INDEX_DEFS_PROPERTY):
             self._save_data_props(**{INDEX_DEFS_PROPERTY: rel})
         groups = secondary_index_groups(len(entries))
-        self._initialize_partition(partition, entries, groups, first_suffix=4)
+        self._initialize_partition(
+            partition, entries, groups, first_suffix=4, map_groups=map_chunks
+        )
         return partition
 
     def _initialize_partition(
@@ -567,10 +582,13 @@ class MetadataWriter:
         records: Mapping[str, dict[str, Any]] | rec.RecordIndexColumns,
         groups: int,
         first_suffix: int,
+        map_groups: MapChunks | None = None,
     ) -> None:
         """One MDT partition built in its own init delta commit (spec 5.5): listed in flight,
         base HFiles per file group by the Java key hash (an empty group exists through an
-        empty delete block, 4.3), then listed complete."""
+        empty delete block, 4.3), then listed complete. Column-wise entries: each group
+        sorted and encoded by :func:`build_group_hfile`, spread by ``map_groups`` when
+        given."""
         inflight = inflight_partitions(self.table.table_config)
         self._save_data_props(
             **{PARTITIONS_INFLIGHT_PROPERTY: join_partitions([*inflight, partition])}
@@ -578,14 +596,22 @@ class MetadataWriter:
         ts = self.init_instant(partition, first_suffix)
         self._start(Instant(ts, Action.DELTA_COMMIT, State.REQUESTED))
         self._partition_folder(partition, ts)
-        by_group: list[dict[str, dict[str, Any]]] | list[rec.RecordIndexColumns] = (
-            records.split(groups)
-            if isinstance(records, rec.RecordIndexColumns)
-            else _split_by_file_group(records, groups, partition)
-        )
+        if isinstance(records, rec.RecordIndexColumns):
+            build = self.base_hfile_columns()
+            args = [(build, g) for g in records.split(groups)]
+            built: Iterable[tuple[int, bytes | None]] = (
+                map_groups(build_group_hfile, args)
+                if map_groups is not None
+                else (build_group_hfile(*a) for a in args)
+            )
+        else:
+            built = (
+                (len(g), self._hfile(g, base=True) if g else None)
+                for g in _split_by_file_group(records, groups, partition)
+            )
         stats = [
-            self._initial_file_group(partition, idx, ts, by_group[idx])
-            for idx in range(len(by_group))
+            self._initial_file_group(partition, idx, ts, n, data)
+            for idx, (n, data) in enumerate(built)
         ]
         self._complete(ts, stats, BULK_INSERT_PREPPED)
         cfg = self.table.table_config
@@ -612,25 +638,16 @@ class MetadataWriter:
         )
 
     def _initial_file_group(
-        self,
-        partition: str,
-        idx: int,
-        ts: str,
-        records: Mapping[str, dict[str, Any]] | rec.RecordIndexColumns,
+        self, partition: str, idx: int, ts: str, records: int, data: bytes | None
     ) -> HoodieWriteStat:
-        """File group ``idx`` of a partition being initialised at ``ts``: a base HFile of its
-        records, or a log file of one empty delete block when it has none."""
+        """File group ``idx`` of a partition being initialised at ``ts``: a base HFile
+        ``data`` of ``records`` records, or a log file of one empty delete block when there is
+        none."""
         fid = rec.file_group_id(partition, idx)
-        if isinstance(records, rec.RecordIndexColumns):
-            records = records.sorted_unique()
-        if len(records):
+        if data is not None:
             name = base_file_name(fid, BASE_WRITE_TOKEN, ts, HFILE_EXTENSION)
-            if isinstance(records, rec.RecordIndexColumns):
-                data = self._hfile_columns(records, base=True)
-                self.storage.write_bytes(join(partition, name), data)
-                size = len(data)
-            else:
-                size = self._write_base_hfile(join(partition, name), records)
+            self.storage.write_bytes(join(partition, name), data)
+            size = len(data)
         else:
             name = log_file_name(fid, ts, 1, INIT_WRITE_TOKEN)
             block = DeleteBlock({HeaderMetadataType.INSTANT_TIME: ts}, [], partition)
@@ -642,8 +659,8 @@ class MetadataWriter:
             file_id=fid,
             path=join(partition, name),
             prev_commit="null",
-            num_writes=len(records),
-            num_inserts=len(records),
+            num_writes=records,
+            num_inserts=records,
             total_write_bytes=size,
             partition_path=partition,
             file_size_in_bytes=size,
@@ -1323,18 +1340,13 @@ class MetadataWriter:
 
     def _hfile_columns(self, cols: rec.RecordIndexColumns, *, base: bool) -> bytes:
         """:meth:`_hfile` of column-wise entries (sorted, unique keys): the same bytes."""
-        info = {b"schema": self.schema_json.encode()}
-        rows = cols.keys.cast(pa.large_binary())
-        meta: dict[str, bytes] = {}
-        if base:
-            meta[BLOOM_META_BLOCK] = build_bloom_filter(rows)
-            info[b"bloomFilterTypeCode"] = BLOOM_TYPE_CODE
-            if len(rows):
-                info[b"minRecordKey"] = rows[0].as_py()
-                info[b"maxRecordKey"] = rows[-1].as_py()
-        return write_hfile_arrays(
-            rows, cols.value_column(), file_info=info, meta_blocks=meta, allow_empty=base
-        )
+        return native_hfile_columns(self.schema_json.encode(), None, cols, base=base)
+
+    def base_hfile_columns(self) -> Callable[[rec.RecordIndexColumns], bytes]:
+        """A picklable ``(sorted, unique entries) -> base HFile bytes`` of this writer's
+        dialect (:meth:`_hfile_columns` with ``base=True``), stamped with one creation time
+        (what a Ray task of an index build runs)."""
+        return functools.partial(native_hfile_columns, self.schema_json.encode(), now_ms())
 
     def _commit_metadata(
         self, stats: Sequence[HoodieWriteStat], op: str, compacted: bool = False
@@ -1789,3 +1801,40 @@ def metadata_writer(
     elif config is not None:
         w.config = config
     return w
+
+
+def native_hfile_columns(
+    schema_json: bytes,
+    create_time_ms: int | None,
+    cols: rec.RecordIndexColumns,
+    base: bool = True,
+) -> bytes:
+    """A Hudi 1.x MDT HFile of column-wise entries (sorted, unique keys): a base file carries
+    Java's bloom filter of its keys and their range (spec 2.5, 2.6), a log block's content
+    only the schema."""
+    info = {b"schema": schema_json}
+    rows = cols.keys.cast(pa.large_binary())
+    meta: dict[str, bytes] = {}
+    if base:
+        meta[BLOOM_META_BLOCK] = build_bloom_filter(rows)
+        info[b"bloomFilterTypeCode"] = BLOOM_TYPE_CODE
+        if len(rows):
+            info[b"minRecordKey"] = rows[0].as_py()
+            info[b"maxRecordKey"] = rows[-1].as_py()
+    return write_hfile_arrays(
+        rows,
+        cols.value_column(),
+        file_info=info,
+        meta_blocks=meta,
+        allow_empty=base,
+        create_time_ms=create_time_ms,
+    )
+
+
+def build_group_hfile(
+    build: Callable[[rec.RecordIndexColumns], bytes], cols: rec.RecordIndexColumns
+) -> tuple[int, bytes | None]:
+    """One file group of an index being built: its entries sorted and deduplicated, then
+    ``build``'s base HFile of them (None for no entries); the entries' count with it."""
+    cols = cols.sorted_unique()
+    return len(cols), (build(cols) if len(cols) else None)
