@@ -78,7 +78,7 @@ from hoodie_ray.metadata_writer.writer import (
     check_metadata_table_writable,
     metadata_writer,
 )
-from hoodie_ray.reader.index_bootstrap import MapChunks, bootstrap_entries
+from hoodie_ray.reader.index_bootstrap import MapChunks
 from hoodie_ray.storage import Storage, open_storage
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action
@@ -388,14 +388,7 @@ class Coordinator:
         if wc.metadata_record_index_enable and not has:
             slices = table.latest_file_slices()
             spread = self.index_map if len(slices) >= SPREAD_INDEX_BUILD_SLICES else None
-            found = {(p, f): k for p, f, k in bootstrap_entries(table, slices, map_chunks=spread)}
-            w.initialize_record_index(
-                (
-                    (s.partition_path, s.file_id, s.base_instant, found.get(s.file_group_id, []))
-                    for s in slices
-                ),
-                spread,
-            )
+            w.build_record_index(slices, map_chunks=spread)
         elif (
             has
             and wc.is_set("metadata_record_index_enable")

@@ -30,6 +30,7 @@ from hoodie_ray.compaction.clean import (
 from hoodie_ray.compaction.clustering import ClusteringExecutor, cluster_table
 from hoodie_ray.compaction.execute import CompactionTask
 from hoodie_ray.config.options import WriteConfig, resolve_options
+from hoodie_ray.config.table_config import BUCKET_NUM_PROPERTY
 from hoodie_ray.exceptions import (
     HoodieCompactionError,
     HoodieError,
@@ -37,6 +38,7 @@ from hoodie_ray.exceptions import (
     HoodieUnsupportedError,
 )
 from hoodie_ray.job.archival import archivable_instants, archive_table, nothing_to_archive_reason
+from hoodie_ray.meta import RECORD_KEY
 from hoodie_ray.metadata.layout import FILES, RECORD_INDEX
 from hoodie_ray.metadata_writer.validate import (
     MetadataDifference,
@@ -633,9 +635,6 @@ def _check_record_index_args(table: HoodieTable, name: str, column: str) -> None
             f"the record index's name is {RECORD_INDEX!r} (its metadata-table partition), "
             f"not {name!r}"
         )
-    from hoodie_ray.config.table_config import BUCKET_NUM_PROPERTY
-    from hoodie_ray.meta import RECORD_KEY
-
     # a table whose keys are generated names none: its index is over the meta field
     key_fields = table.table_config.record_key_fields or [RECORD_KEY]
     if [f.strip() for f in column.split(",")] != key_fields:

@@ -1120,9 +1120,10 @@ def byte_order(keys: pa.Array) -> tuple[np.ndarray, bool]:
     """The stable order of string ``keys`` by their bytes (what ``pc.sort_indices`` gives) and
     whether two keys may be equal.
 
-    Sorted by the 8 bytes after the keys' common prefix (big-endian, zero-padded) and the
-    length, which ~5x Arrow's string sort on keys such as ``k<13 digits>`` or UUIDs; only keys
-    that tie on both and are longer go through Arrow's sort, within their run."""
+    Sorted by the 8 bytes after the keys' common prefix (big-endian, zero-padded) and where a
+    key ends inside them, which ~5x Arrow's string sort on keys such as ``k<13 digits>`` or
+    UUIDs; only keys that tie on both and are longer go through Arrow's sort, within their
+    run."""
     n = len(keys)
     if n < 2:
         return np.arange(n, dtype=np.int64), False

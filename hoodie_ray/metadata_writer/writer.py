@@ -431,33 +431,44 @@ class MetadataWriter:
     ) -> None:
         """Build, in a metadata table that has only ``files``, the record index, the column
         (and partition) statistics and the bloom filters among ``partitions``, from the data
-        files. The record index's keys are read from the file slices, calling
-        ``on_progress(done, total)`` as they are read, spread by ``map_chunks`` when given
-        (:func:`~hoodie_ray.reader.index_bootstrap.bootstrap_entries`)."""
-        from hoodie_ray.reader.index_bootstrap import bootstrap_entries
-
+        files. The record index: :meth:`build_record_index` of the latest file slices, with
+        ``on_progress`` and ``map_chunks``."""
         wanted = set(partitions)
         if RECORD_INDEX in wanted:
             slices = self.table.refresh().view().latest_file_slices()
-            entries = bootstrap_entries(
-                self.table,
-                slices,
-                use_record_index=False,
-                map_chunks=map_chunks,
-                on_progress=on_progress,
-            )
-            found = {(p, f): k for p, f, k in entries}
-            self.initialize_record_index(
-                (
-                    (s.partition_path, s.file_id, s.base_instant, found.get(s.file_group_id, []))
-                    for s in slices
-                ),
-                map_chunks,
-            )
+            self.build_record_index(slices, on_progress, map_chunks)
         if COLUMN_STATS in wanted:
             self.initialize_column_stats(PARTITION_STATS in wanted)
         if BLOOM_FILTERS in wanted:
             self.initialize_bloom_filters()
+
+    def build_record_index(
+        self,
+        slices: Sequence[Any],
+        on_progress: Callable[[int, int], None] | None = None,
+        map_chunks: MapChunks | None = None,
+    ) -> None:
+        """Build the ``record_index`` partition from the live keys of the latest file
+        ``slices``, read from the data files (calling ``on_progress(done, total)``), the
+        reading and each index file group's encoding spread by ``map_chunks`` when given
+        (:func:`~hoodie_ray.reader.index_bootstrap.bootstrap_entries`)."""
+        from hoodie_ray.reader.index_bootstrap import bootstrap_entries
+
+        entries = bootstrap_entries(
+            self.table,
+            slices,
+            use_record_index=False,
+            map_chunks=map_chunks,
+            on_progress=on_progress,
+        )
+        found = {(p, f): k for p, f, k in entries}
+        self.initialize_record_index(
+            (
+                (s.partition_path, s.file_id, s.base_instant, found.get(s.file_group_id, []))
+                for s in slices
+            ),
+            map_chunks,
+        )
 
     def initialize_record_index(
         self,

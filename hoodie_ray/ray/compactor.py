@@ -150,13 +150,7 @@ def ray_task_map(fn: Callable[..., Any], args: list[tuple[Any, ...]]) -> Iterato
     done = 0
     try:
         for ref in refs:
-            try:
-                yield ray.get(ref)
-            except ray.exceptions.RayTaskError as e:
-                cause = getattr(e, "cause", None)
-                if isinstance(cause, HoodieError):
-                    raise cause from None
-                raise
+            yield _get_as_itself(ref)
             done += 1
     finally:
         for ref in refs[done + 1 :]:  # a failure or a caller that stopped: the rest stop too
@@ -196,13 +190,18 @@ def _windowed_task_map(
                 del refs[i:]
                 yield from (fn(*a) for a in args[i:])
                 return
-            try:
-                yield ray.get(refs[i])
-            except ray.exceptions.RayTaskError as e:
-                cause = getattr(e, "cause", None)
-                if isinstance(cause, HoodieError):
-                    raise cause from None
-                raise
+            yield _get_as_itself(refs[i])
     finally:
         for ref in refs:
             ray.cancel(ref)
+
+
+def _get_as_itself(ref: Any) -> Any:
+    """``ray.get(ref)``; a task's HoodieError raised as itself, not inside a RayTaskError."""
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as e:
+        cause = getattr(e, "cause", None)
+        if isinstance(cause, HoodieError):
+            raise cause from None
+        raise
