@@ -16,7 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["drop_stale_kernels", "enabled"]
+import numpy as np
+
+__all__ = ["drop_stale_kernels", "enabled", "read_only"]
 
 _enabled: bool | None = None
 
@@ -61,3 +63,14 @@ def drop_stale_kernels(kernel: Any, sources: Sequence[str]) -> None:
         stamp.write_text(digest)
     except (AttributeError, OSError):
         return
+
+
+def read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a``, as views of immutable Arrow buffers are (an array Ray
+    deserialised from its object store, say): a kernel then sees one array type whatever
+    the bytes came from, so numba loads one version of it per process, which :func:`warm_up
+    <hoodie_ray.index.warm_up>` loads at an actor's start (each other version costs ~0.1-0.2
+    CPU-s to load on its first call, in every process)."""
+    v = a.view()
+    v.setflags(write=False)
+    return v

@@ -51,3 +51,32 @@ def test_a_changed_source_file_recompiles_the_kernels_that_inline_it(
     assert _kernel_result(tmp_path, module) == (101 if guarded else 2)  # and caches it
     for name in (module, "rule_source"):
         sys.modules.pop(name, None)
+
+
+def test_key_kernels_see_one_array_type_whatever_the_bytes_came_from():
+    """Keys over a mutable buffer (built here) and over an immutable one (what Ray's object
+    store gives an actor) reach the key-hash and bloom-filter kernels as one array type: an
+    actor loads each kernel once, at its warm-up, never again in its first batch."""
+    pytest.importorskip("numba")
+    import numpy as np
+    import pyarrow as pa
+
+    from hoodie_ray import jit
+    from hoodie_ray.index import _bloom_jit, _jit, hash_keys, warm_up
+    from hoodie_ray.index.bloom_filter import MURMUR_HASH, key_buffers, set_bits
+
+    if not jit.enabled():
+        pytest.skip("numba is switched off (HOODIE_RAY_NO_JIT)")
+    warm_up()
+    hashes, blooms = set(_jit.fnv_splitmix.signatures), set(_bloom_jit.murmur_bits.signatures)
+    keys = pa.array([f"key-{i:08d}" for i in range(5000)])
+    frozen = pa.Array.from_buffers(
+        pa.string(), len(keys), [None, keys.buffers()[1], pa.py_buffer(bytes(keys.buffers()[2]))]
+    )
+    for k in (keys, frozen):
+        hash_keys(k)
+        data, starts, lens = key_buffers(k)
+        set_bits(np.zeros((1, 64), bool), data, starts, lens, None, 3, MURMUR_HASH, compiled=True)
+        set_bits(np.zeros((1, 64), bool), data.copy(), starts, lens, None, 3, MURMUR_HASH)
+    assert set(_jit.fnv_splitmix.signatures) == hashes
+    assert set(_bloom_jit.murmur_bits.signatures) == blooms

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_ray.index.key_hash import FNV_OFFSET, FNV_PRIME, GOLDEN, finish_key_hash
+from hoodie_ray.jit import read_only
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,12 @@ def _fnv_hash(keys: pa.Array | pa.ChunkedArray, offset: np.uint64, golden: np.ui
 
         out = np.empty(n, dtype=np.uint64)
         _jit.fnv_splitmix(
-            data if data is not None else np.zeros(1, np.uint8), starts, lens, offset, golden, out
+            read_only(data if data is not None else np.zeros(1, np.uint8)),
+            starts,
+            lens,
+            offset,
+            golden,
+            out,
         )
         return out
     h = np.full(n, offset, dtype=np.uint64)

@@ -56,6 +56,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieInputError, HoodieOptionError
+from hoodie_ray.jit import read_only
 
 if TYPE_CHECKING:
     from hoodie_ray.config.options import WriteConfig
@@ -505,7 +506,7 @@ def set_bits(
         kernel = _bloom_jit.murmur_bits if hash_type == MURMUR_HASH else _bloom_jit.jenkins_bits
         rows = np.zeros(0, np.int64) if rows_of is None else np.ascontiguousarray(rows_of, np.int64)
         kernel(
-            data,
+            read_only(data),
             np.ascontiguousarray(starts, np.int64),
             np.ascontiguousarray(lens, np.int64),
             rows,

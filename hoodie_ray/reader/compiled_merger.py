@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 
 from hoodie_ray.config.table_config import MergeMode
 from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodieError
+from hoodie_ray.jit import read_only
 from hoodie_ray.merge import (
     ALIVE,
     CONSUMED,
@@ -99,7 +100,7 @@ def _smoke_test(kernels: Any) -> None:
     """Run each kernel once on a tiny input (compiles or loads them; raises if one cannot)."""
     keys = _key_arrays(pa.array(["k"]), kernels)
     slots, state = np.zeros((16, 4), dtype=np.uint64), np.zeros(1, dtype=np.uint8)
-    ords = _read_only(np.zeros(1, dtype=np.int64))
+    ords = read_only(np.zeros(1, dtype=np.int64))
     arena = np.zeros(1, dtype=np.uint8)
     kernels.fold(slots, arena, 0, *keys, 0, ords, state, True)
     keep = np.zeros(1, dtype=bool)
@@ -173,7 +174,7 @@ def _key_arrays(keys: pa.Array, kernels: Any = None) -> _KeyArrays:
 
     kernels = kernels or _kernels
     data, starts, lens = _key_bytes(keys)
-    data = _read_only(np.frombuffer(b"\0", dtype=np.uint8) if data is None else data)
+    data = read_only(np.frombuffer(b"\0", dtype=np.uint8) if data is None else data)
     hashes = np.empty(len(lens), dtype=np.uint64)
     words = np.empty(len(lens), dtype=np.uint64)
     kernels.key_hashes(data, starts, lens, hashes, words)
@@ -210,14 +211,7 @@ def ord_keys(values: pa.Array | pa.ChunkedArray, kind: str) -> tuple[np.ndarray,
         # -0.0 == 0.0; then IEEE-754 bits order like the values once negative ones are flipped
         f = np.where(nan | (values_np == 0.0), 0.0, values_np).view(np.int64)
         keys = np.where(f < 0, f ^ _FLOAT_FLIP, f)
-    return _read_only(keys), bits
-
-
-def _read_only(a: np.ndarray) -> np.ndarray:
-    """``a`` flagged read-only (as views of immutable Arrow buffers are): the kernels then
-    always see one array type, so numba compiles and caches one version of each."""
-    a.setflags(write=False)
-    return a
+    return read_only(keys), bits
 
 
 #: Rows gathered before :meth:`CompiledLogRecordBuffer.remaining_batches` yields them.
@@ -319,7 +313,7 @@ class CompiledLogRecordBuffer(FileGroupRecordBuffer):
         if self._compares:
             assert self._ord_type is not None
             if ordering is None:
-                ords = _read_only(np.zeros(n, dtype=np.int64))
+                ords = read_only(np.zeros(n, dtype=np.int64))
                 state = np.full(n, NULL_ORD, dtype=np.uint8)
             else:
                 ords, state = ord_keys(_array(ordering).cast(self._ord_type), self._ord_kind)
@@ -510,5 +504,5 @@ class CompiledLogRecordBuffer(FileGroupRecordBuffer):
         return pa.concat_arrays(keys) if len(keys) > 1 else keys[0]
 
 
-_NO_ORDERING = _read_only(np.zeros(1, dtype=np.int64))
+_NO_ORDERING = read_only(np.zeros(1, dtype=np.int64))
 _NO_STATE = np.zeros(1, dtype=np.uint8)
