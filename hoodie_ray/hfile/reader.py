@@ -148,21 +148,48 @@ class HFileReader:
 
     def prefix_columns(self, prefixes: Iterable[bytes]) -> tuple[pa.Array, pa.Array]:
         """:meth:`columns` of the entries whose row key starts with one of ``prefixes``, in
-        key order; only the data blocks that may hold such rows are read (each once)."""
+        key order; only the data blocks that may hold such rows are read, and of each only
+        the prefix's range of entries is copied out (found by binary search over the block's
+        entry spans, which the process's block cache keeps)."""
         compiled = _use_kernel(self.entry_count)
-        decoded: dict[int, tuple[pa.Array, pa.Array]] = {}
         out: list[tuple[pa.Array, pa.Array]] = []
         for prefix, blocks in self._prefix_blocks(prefixes):
             for b in blocks:
-                if b not in decoded:
-                    decoded[b] = self._block_columns(b, compiled, cached=True)
-            rows, values = _concat_columns([decoded[b] for b in blocks])
-            if not len(rows):
-                continue
-            hit = pc.starts_with(rows, pattern=prefix)
-            if pc.any(hit).as_py():
-                out.append((rows.filter(hit), values.filter(hit)))
+                rows, values = self._block_prefix_columns(b, prefix, compiled)
+                if len(rows):
+                    out.append((rows, values))
         return _concat_columns(out)
+
+    def _block_prefix_columns(
+        self, b: int, prefix: bytes, compiled: bool
+    ) -> tuple[pa.Array, pa.Array]:
+        """The rows of data block ``b`` that start with ``prefix`` and their values."""
+        if not self._fast:
+            rows, values = self._block_columns(b, compiled, cached=True)
+            hit = pc.starts_with(rows, pattern=prefix)
+            return rows.filter(hit), values.filter(hit)
+        offset = self._index_offsets[b]
+        try:
+            payload = self._read_block(offset, (HFileBlockType.DATA,), f"data block {b}", True)
+            row_start, row_len, value_start, value_len = self._spans(payload, None, compiled)
+        except FormatError as e:
+            raise self._corrupt(str(e)) from None
+        except _DECODE_ERRORS as e:
+            raise self._corrupt(f"data block {b} at offset {offset}: {e}") from None
+
+        def row_at(i: int) -> bytes:
+            start = row_start[i]
+            return payload[start : start + row_len[i]]
+
+        n = len(row_start)
+        lo = bisect_left(range(n), prefix, key=row_at)
+        after = _prefix_end(prefix)
+        hi = n if after is None else bisect_left(range(n), after, lo=lo, key=row_at)
+        buf = np.frombuffer(payload, dtype=np.uint8)
+        return (
+            _gather(buf, row_start[lo:hi], row_len[lo:hi], compiled),
+            _gather(buf, value_start[lo:hi], value_len[lo:hi], compiled),
+        )
 
     def prefix_blocks_for(self, prefixes: Iterable[bytes]) -> dict[int, int]:
         """:meth:`blocks_for` of a :meth:`prefix_columns` lookup."""
@@ -192,7 +219,12 @@ class HFileReader:
         try:
             payload = self._read_block(offset, (HFileBlockType.DATA,), f"data block {b}", cached)
             if self._fast:
-                return _split_columns(payload, self._fast_extra, compiled)
+                buf = np.frombuffer(payload, dtype=np.uint8)
+                row_start, row_len, value_start, value_len = self._spans(payload, buf, compiled)
+                return (
+                    _gather(buf, row_start, row_len, compiled),
+                    _gather(buf, value_start, value_len, compiled),
+                )
             r_list, v_list = _split_general(payload, self._tags, self._mvcc)
         except FormatError as e:
             raise self._corrupt(str(e)) from None
@@ -249,16 +281,7 @@ class HFileReader:
         offset = self._index_offsets[b]
         try:
             payload = self._read_block(offset, (HFileBlockType.DATA,), f"data block {b}", True)
-            kept = self._inflated if self._inflated and self._inflated.payload is payload else None
-            spans = kept.spans if kept is not None else None
-            if spans is None:
-                if _use_kernel(self.entry_count):
-                    buf = np.frombuffer(payload, dtype=np.uint8)
-                    spans = _entry_spans_compiled(buf, self._fast_extra)
-                if spans is None:
-                    spans = _entry_spans(payload, self._fast_extra)  # raises where it fails
-                if kept is not None:
-                    kept.spans = spans  # the next lookup in this block skips the walk
+            spans = self._spans(payload, None, _use_kernel(self.entry_count))
         except FormatError as e:
             raise self._corrupt(str(e)) from None
         except _DECODE_ERRORS as e:
@@ -276,6 +299,25 @@ class HFileReader:
             if lo < n and row_at(lo) == key:
                 start = int(value_start[lo])
                 out[key] = payload[start : start + int(value_len[lo])]
+
+    def _spans(
+        self, payload: bytes, buf: np.ndarray | None, compiled: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:func:`_entry_spans` of a native-layout data block (compiled where ``compiled``),
+        kept with the block when it came through the process's block cache: the next
+        lookup in that block skips the walk."""
+        kept = self._inflated if self._inflated and self._inflated.payload is payload else None
+        if kept is not None and kept.spans is not None:
+            return kept.spans
+        spans = None
+        if compiled:
+            buf = np.frombuffer(payload, dtype=np.uint8) if buf is None else buf
+            spans = _entry_spans_compiled(buf, self._fast_extra)
+        if spans is None:
+            spans = _entry_spans(payload, self._fast_extra)  # raises where it fails
+        if kept is not None:
+            kept.spans = spans
+        return spans
 
     def scan_prefix(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         """Every ``(row key, value)`` whose row key starts with ``prefix``, in key order."""
@@ -625,20 +667,6 @@ def _use_kernel(entries: int) -> bool:
     from hoodie_ray import jit
 
     return jit.enabled()
-
-
-def _split_columns(payload: bytes, extra: int, compiled: bool) -> tuple[pa.Array, pa.Array]:
-    """:func:`_split_fast` column-wise: rows and values of a data block as ``large_binary``
-    Arrow arrays (the same bytes; a block that does not decode raises :class:`FormatError`)."""
-    buf = np.frombuffer(payload, dtype=np.uint8)
-    spans = _entry_spans_compiled(buf, extra) if compiled else None
-    if spans is None:
-        spans = _entry_spans(payload, extra)
-    row_start, row_len, value_start, value_len = spans
-    return (
-        _gather(buf, row_start, row_len, compiled),
-        _gather(buf, value_start, value_len, compiled),
-    )
 
 
 def _entry_spans_compiled(

@@ -14,7 +14,9 @@ partition keeps the newest record of a key; a delete block removes keys.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +79,49 @@ __all__ = [
 def partition_of_key(key: str) -> str:
     """The data partition of a ``files`` key (inverse of ``partition_identifier``)."""
     return "" if key == NON_PARTITIONED_NAME else key
+
+
+class _OpenedFiles:
+    """The process's cache of metadata-table files opened by point lookups (a base HFile's
+    reader, a log file's blocks with their HFile readers), keyed by the file's URI and its
+    size in the listing, least recently used out past ``max_bytes`` of file bytes; a file
+    larger than a quarter of that is never kept. Metadata-table base files are never
+    rewritten under their name, and a log file that grew is another key."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._files: OrderedDict[tuple[str, int], tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, int]) -> Any:
+        with self._lock:
+            hit = self._files.get(key)
+            if hit is None:
+                return None
+            self._files.move_to_end(key)
+            return hit[0]
+
+    def put(self, key: tuple[str, int], value: Any, size: int) -> None:
+        if size > self.max_bytes // 4:
+            return
+        with self._lock:
+            if key in self._files:
+                return
+            self._files[key] = (value, size)
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, (_, dropped) = self._files.popitem(last=False)
+                self._bytes -= dropped
+
+    def clear(self) -> None:
+        with self._lock:
+            self._files.clear()
+            self._bytes = 0
+
+
+#: Files opened by record- and secondary-index lookups in this process (64 MiB of them).
+OPENED_FILES = _OpenedFiles(64 << 20)
 
 
 class _Empty:
@@ -358,37 +403,68 @@ class MetadataTable:
         return inst is not None and inst.action != Action.DELTA_COMMIT
 
     # -- records ------------------------------------------------------------------------------
-    def _slice_sources(self, fs: FileSlice) -> Iterator[tuple[HFileReader | pa.Array, str]]:
+    def _slice_sources(
+        self, fs: FileSlice, cached: bool = False
+    ) -> Iterator[tuple[HFileReader | pa.Array, str]]:
         """What one MDT file slice is merged from, in the order it applies: ``(HFile, schema
         json)`` for its base file and each valid HFile data block, ``(deleted keys, "")`` for
-        each valid delete block."""
+        each valid delete block. ``cached``: files opened through the process's cache
+        (:data:`OPENED_FILES`; point lookups, which open the same files query after query)."""
         if fs.base_file:
             rel = join(fs.partition_path, fs.base_file)
-            reader = HFileReader(self.storage.read_bytes(rel), self.storage.uri(rel))
+            reader = self._opened(rel, fs, cached, self._open_hfile)
             yield reader, reader.file_info.get(b"schema", b"").decode()
         for name in fs.log_files:
             log = parse_log_file_name(name)
             if log is None or not self.valid_instant(log.instant):
                 continue
             rel = join(fs.partition_path, name)
-            blocks = read_log_file(self.storage, rel)
+            blocks = self._opened(rel, fs, cached, self._open_log)
             rolled_back = {
                 b.header.get(HeaderMetadataType.TARGET_INSTANT_TIME)
-                for b in blocks
+                for b, _ in blocks
                 if isinstance(b, CommandBlock)
             }
-            for b in blocks:
+            for b, reader in blocks:
                 ts = b.instant_time
                 if ts is None or ts in rolled_back or not self.valid_instant(ts):
                     continue
                 if isinstance(b, HFileDataBlock):
+                    assert reader is not None
                     schema = b.header.get(HeaderMetadataType.SCHEMA, "")
-                    reader = HFileReader(b.content, f"{self.storage.uri(rel)}@{b.offset}")
                     if not schema:
                         schema = reader.file_info.get(b"schema", b"").decode()
                     yield reader, schema
                 elif isinstance(b, DeleteBlock):
                     yield b.record_keys, ""
+
+    def _opened(self, rel: str, fs: FileSlice, cached: bool, open_: Callable[[str], Any]) -> Any:
+        """``open_(rel)``, through :data:`OPENED_FILES` where ``cached`` and the listing gave
+        the file's size (the key: a log file appended to since is another entry)."""
+        size = fs.file_sizes.get(rel.rsplit("/", 1)[-1]) if cached else None
+        if size is None:
+            return open_(rel)
+        key = (self.storage.uri(rel), size)
+        hit = OPENED_FILES.get(key)
+        if hit is None:
+            hit = open_(rel)
+            OPENED_FILES.put(key, hit, size)
+        return hit
+
+    def _open_hfile(self, rel: str) -> HFileReader:
+        return HFileReader(self.storage.read_bytes(rel), self.storage.uri(rel))
+
+    def _open_log(self, rel: str) -> list[tuple[Any, HFileReader | None]]:
+        """The blocks of a log file, each HFile data block with its reader."""
+        return [
+            (
+                b,
+                HFileReader(b.content, f"{self.storage.uri(rel)}@{b.offset}")
+                if isinstance(b, HFileDataBlock)
+                else None,
+            )
+            for b in read_log_file(self.storage, rel)
+        ]
 
     def _slice_records(
         self, fs: FileSlice, keys: set[str] | None
@@ -509,7 +585,10 @@ class MetadataTable:
         for k, g in zip(wanted, groups, strict=True):
             keys_of.setdefault(int(g), []).append(k)
         return RecordIndexLookup(
-            [(ks, list(self._slice_sources(by_index[g]))) for g, ks in sorted(keys_of.items())]
+            [
+                (ks, list(self._slice_sources(by_index[g], cached=True)))
+                for g, ks in sorted(keys_of.items())
+            ]
         )
 
     def _groups_by_index(self, partition: str, slices: list[FileSlice]) -> dict[int, FileSlice]:
@@ -554,7 +633,10 @@ class MetadataTable:
             g = key_to_file_group_index(p, n) if n > 1 else 0
             of_group.setdefault(g, []).append(p.encode())
         return SecondaryIndexLookup(
-            [(ps, list(self._slice_sources(by_index[g]))) for g, ps in sorted(of_group.items())]
+            [
+                (ps, list(self._slice_sources(by_index[g], cached=True)))
+                for g, ps in sorted(of_group.items())
+            ]
         )
 
     def column_ranges(

@@ -13,6 +13,7 @@ import pytest
 
 import hoodie_ray as hr
 from hoodie_ray.job.client import HoodieWriteClient
+from hoodie_ray.metadata.reader import OPENED_FILES
 from hoodie_ray.reader.query import plan_file_slices
 from hoodie_ray.storage import LocalStorage
 from tests.conftest import hudi_rs_read
@@ -89,6 +90,7 @@ def test_a_lookup_reads_only_the_named_file_groups(
     wanted = ["k070"] if op == "=" else ["k002", "k010", "k070", "k119", "absent"]
     filters = [("key", "=", wanted[0])] if op == "=" else [("key", "IN", wanted)]
     full_plan = plan_file_slices(path)
+    OPENED_FILES.clear()  # what this lookup opens, not what an earlier one kept open
     opened = _Opened(monkeypatch)
     plan = plan_file_slices(path, filters=filters)
     got = hr.read(path, filters=filters)
@@ -212,3 +214,47 @@ def test_complex_keys_need_every_key_field(
     )
     expect = full.filter(pc.equal(full["txn_id"], row["txn_id"]))
     assert hr.read(root, filters=both[:1]).num_rows == expect.num_rows
+
+
+def test_repeated_lookups_reuse_the_index_files_and_see_every_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record-index files a lookup opened are kept for the next lookup (it reads none of
+    them again), and a write since (new log files) is seen at once: hudi-rs the oracle after
+    every write."""
+    path = str(tmp_path / "t")
+    opts = model_options(RI, table_type="MERGE_ON_READ", version="8", small_files=True)
+    wl = Workload(11, keys=60)
+    client = HoodieWriteClient(path, opts)
+    wanted = [wl.keys[i] for i in (0, 7, 25, 33, 41, 59)]
+    filters = [("key", "IN", wanted)]
+    OPENED_FILES.clear()
+    for rows in (
+        wl.rows_for(wl.keys[:40]),
+        wl.rows_for(wl.keys[20:60]),  # updates (some move partition) and inserts
+        [{**wl._row(k), "_hoodie_is_deleted": True, "ts": 10**9} for k in wanted[:2]],
+    ):
+        client.write(to_arrow(rows, True))
+        assert plan_file_slices(path, filters=filters).stats["pruned_by"] == ["record_index"]
+        assert _rows(hr.read(path, filters=filters)) == _oracle(path, wanted)
+        opened = _Opened(monkeypatch)
+        assert _rows(hr.read(path, filters=filters)) == _oracle(path, wanted)
+        monkeypatch.undo()
+        assert not opened.record_index_files()
+
+
+def test_opened_files_are_keyed_by_size_and_bounded() -> None:
+    """A file listed with another size (a log file appended to) is another entry; the least
+    recently used go past the byte bound; a file over a quarter of it is never kept."""
+    from hoodie_ray.metadata.reader import _OpenedFiles
+
+    cache = _OpenedFiles(100)
+    cache.put(("a", 10), "a10", 10)
+    assert cache.get(("a", 10)) == "a10" and cache.get(("a", 11)) is None
+    cache.put(("big", 26), "big", 26)
+    assert cache.get(("big", 26)) is None
+    for i in range(9):
+        cache.put((f"f{i}", 20), i, 20)
+        cache.get(("a", 10))  # kept in use
+    assert cache.get(("a", 10)) == "a10"
+    assert [cache.get((f"f{i}", 20)) for i in range(9)] == [None] * 5 + [5, 6, 7, 8]
