@@ -19,7 +19,7 @@ from benchmarks.history import (
     parse_args,
 )
 
-COMMITS, ROWS, KEYS, WINDOW = 150, 50, 2_000, 50
+COMMITS, ROWS, KEYS, WINDOW = 60, 50, 2_000, 20  # (suite time: was 150 commits, windows of 50)
 
 
 def test_args() -> None:
@@ -92,7 +92,7 @@ def test_client_run_report_and_table(tmp_path: Path, capsys: pytest.CaptureFixtu
 
     assert out["mode"] == "client" and out["error"] is None
     assert out["commits_done"] == COMMITS and len(out["commit_latencies_s"]) == COMMITS
-    assert [(w["first"], w["last"]) for w in out["windows"]] == [(1, 50), (51, 100), (101, 150)]
+    assert [(w["first"], w["last"]) for w in out["windows"]] == [(1, 20), (21, 40), (41, 60)]
     for w in out["windows"]:
         assert w["mean_s"] > 0 and w["max_s"] >= w["p95_s"] >= w["p50_s"] > 0
         assert w["hoodie_files"] > 0 and w["archive_files"] >= 0 and w["data_files"] > 0

@@ -119,7 +119,7 @@ def test_lsm_history_layers_merge_and_old_files_are_cleaned(tmp_path):
         table_type="MERGE_ON_READ",
         version="8",
     )
-    model, _ = _write_commits(path, opts, 60, seed=11)
+    model, _ = _write_commits(path, opts, 30, seed=11)  # (suite time: was 60)
     table = HoodieTable.load(path)
     lsm = table.archived_timeline
     assert isinstance(lsm, LSMTimeline)

@@ -33,7 +33,7 @@ def test_one_client_many_writes_with_other_writers_between(tmp_path, table_type,
     client = HoodieWriteClient(path, opts)
     model, wl, rnd = TableModel(), Workload(31), random.Random(5)
     reused = rebuilt = 0
-    for i in range(18):
+    for i in range(10):  # (suite time: was 18)
         kind, rows = wl.next_commit()
         if i == 0:
             kind, rows = "upsert", wl.rows_for(wl.keys[:30])

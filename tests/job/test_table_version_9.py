@@ -154,7 +154,7 @@ def test_model_on_version_9(tmp_path, monkeypatch, table_type):
     failed: list = []
     rolled_back: list = []
     seen: set[str] = set()  # completed actions, archived ones included
-    for i in range(26):
+    for i in range(16):  # (suite time: was 26; every assertion below still holds)
         kind, rows = wl.next_commit()
         if i == 0:
             kind, rows = "upsert", wl.rows_for(wl.keys[:30])

@@ -79,7 +79,7 @@ def test_every_action_keeps_the_metadata_table(
     assert _listing_through_mdt(path)
     assert HoodieTable.load(path).config[PARTITIONS_PROPERTY] == "files"
     _check(path, model, "first commit")
-    _random_commits(path, opts, client, model, wl, 12)
+    _random_commits(path, opts, client, model, wl, 6)  # (suite time: was 12)
     maintenance.clean(path, {"clean.retain_commits": "1"})  # beyond what writers keep (30)
     _check(path, model, "clean")
     t = HoodieTable.load(path)
