@@ -109,6 +109,9 @@ class HFileReader:
         self._data = view
         self._cached: tuple[int, list[bytes], list[bytes]] | None = None
         self._inflated: _Inflated | None = None  # the last block read through the cache
+        # each cached block's key in INFLATED_BLOCKS by offset: this reader's bytes never
+        # change, so a reader kept open (metadata.reader.OPENED_FILES) digests a block once
+        self._block_keys: dict[int, tuple[bytes, int]] = {}
         self._last_key: bytes | None = None
         try:
             self._open()
@@ -512,7 +515,10 @@ class HFileReader:
         if self._codec == CODEC_GZ:
             try:
                 if cached:
-                    self._inflated = INFLATED_BLOCKS.inflate(stored, size)
+                    key = self._block_keys.get(offset)
+                    if key is None:
+                        key = self._block_keys[offset] = INFLATED_BLOCKS.key(stored, size)
+                    self._inflated = INFLATED_BLOCKS.inflate(stored, size, key)
                     payload = self._inflated.payload
                 else:
                     payload = gzip_decompress(stored, size)
@@ -580,10 +586,18 @@ class _InflatedBlocks:
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def inflate(self, stored: bytes | memoryview, size: int) -> _Inflated:
+    @staticmethod
+    def key(stored: bytes | memoryview, size: int) -> tuple[bytes, int]:
+        """The cache key of a block's compressed bytes."""
+        return (hashlib.sha256(stored).digest(), size)
+
+    def inflate(
+        self, stored: bytes | memoryview, size: int, key: tuple[bytes, int] | None = None
+    ) -> _Inflated:
         """``gzip_decompress(stored, size)``, from the cache when these bytes were inflated
-        (a block's cost counts twice its payload: spans kept with it are about as large)."""
-        key = (hashlib.sha256(stored).digest(), size)
+        (a block's cost counts twice its payload: spans kept with it are about as large);
+        ``key``: :meth:`key` of ``stored``, where the caller knows it already."""
+        key = key or self.key(stored, size)
         with self._lock:
             found = self._blocks.get(key)
             if found is not None:

@@ -53,7 +53,7 @@ class Filter:
                 ">=": pc.greater_equal,
             }[self.op]
             m = fn(column, v)
-        return pc.fill_null(m, False)
+        return pc.fill_null(m, False) if m.null_count else m
 
     def may_match(self, lo: Any, hi: Any) -> bool:
         """Can any value in ``[lo, hi]`` (Python values, either may be None) satisfy this?"""
