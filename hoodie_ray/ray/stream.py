@@ -920,8 +920,8 @@ class HoodieStreamWriter:
         for pieces, refs in self._shares(items):
             router = self._assigners[self._next_router]
             self._next_router = (self._next_router + 1) % na
-            *parts, count = router.route.options(num_returns=na + 1).remote(pieces, na, *refs)
-            calls.append((count, parts))
+            packed, count = router.route.options(num_returns=2).remote(pieces, na, *refs)
+            calls.append((count, [packed] * na))  # each assigner takes its part of it
         return calls
 
     def _assign_round(self, routed: list[list[Any]]) -> None:
