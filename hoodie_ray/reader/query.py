@@ -23,7 +23,7 @@ import datetime as _dt
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -109,12 +109,14 @@ class ReadPlan:
         releases the GIL while it decodes and merges, so they overlap.
         """
         storage = storage or self.context.storage()
+        workers = max_workers or min(len(self.slices), os.cpu_count() or 1, 8)
+        parallel = workers > 1 and len(self.slices) > 1
+        ctx = replace(self.context, arrow_threads=False) if parallel else self.context
 
         def one(s: SliceSpec) -> list[pa.Table]:
-            return [t for t in iter_file_slice(self.context, s, storage) if t.num_rows]
+            return [t for t in iter_file_slice(ctx, s, storage) if t.num_rows]
 
-        workers = max_workers or min(len(self.slices), os.cpu_count() or 1, 8)
-        if workers <= 1 or len(self.slices) <= 1:
+        if not parallel:
             results = [one(s) for s in self.slices]
         else:
             from concurrent.futures import ThreadPoolExecutor
