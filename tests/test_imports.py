@@ -19,6 +19,7 @@ ROOT = Path(hoodie_ray.__file__).parent
 LAYERS: dict[str, int] = {
     "exceptions": 0,
     "jit": 0,
+    "lru": 0,
     "meta": 0,
     "storage": 0,
     "config": 1,

@@ -17,9 +17,7 @@ from __future__ import annotations
 import hashlib
 import struct
 import sys
-import threading
 from bisect import bisect_left, bisect_right
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -54,6 +52,7 @@ from hoodie_ray.hfile._format import (
     gzip_decompress,
     proto_fields,
 )
+from hoodie_ray.lru import SizedLru
 
 __all__ = ["HFileReader", "HFileTrailer"]
 
@@ -171,14 +170,7 @@ class HFileReader:
             rows, values = self._block_columns(b, compiled, cached=True)
             hit = pc.starts_with(rows, pattern=prefix)
             return rows.filter(hit), values.filter(hit)
-        offset = self._index_offsets[b]
-        try:
-            payload = self._read_block(offset, (HFileBlockType.DATA,), f"data block {b}", True)
-            row_start, row_len, value_start, value_len = self._spans(payload, None, compiled)
-        except FormatError as e:
-            raise self._corrupt(str(e)) from None
-        except _DECODE_ERRORS as e:
-            raise self._corrupt(f"data block {b} at offset {offset}: {e}") from None
+        payload, (row_start, row_len, value_start, value_len) = self._cached_spans(b, compiled)
 
         def row_at(i: int) -> bytes:
             start = row_start[i]
@@ -281,14 +273,7 @@ class HFileReader:
     def _seek_many(self, b: int, keys: list[bytes], out: dict[bytes, bytes]) -> None:
         """Find ``keys`` in data block ``b`` by binary search over its entries' row spans
         (found by the compiled walk where numba is loaded, else by the plain one)."""
-        offset = self._index_offsets[b]
-        try:
-            payload = self._read_block(offset, (HFileBlockType.DATA,), f"data block {b}", True)
-            spans = self._spans(payload, None, _use_kernel(self.entry_count))
-        except FormatError as e:
-            raise self._corrupt(str(e)) from None
-        except _DECODE_ERRORS as e:
-            raise self._corrupt(f"data block {b} at offset {offset}: {e}") from None
+        payload, spans = self._cached_spans(b, _use_kernel(self.entry_count))
         row_start, row_len, value_start, value_len = spans
 
         def row_at(i: int) -> bytes:
@@ -303,9 +288,19 @@ class HFileReader:
                 start = int(value_start[lo])
                 out[key] = payload[start : start + int(value_len[lo])]
 
-    def _spans(
-        self, payload: bytes, buf: np.ndarray | None, compiled: bool
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _cached_spans(self, b: int, compiled: bool) -> tuple[bytes, _Spans]:
+        """Data block ``b`` of a native-layout file, through the process's block cache, and
+        its entries' spans (:meth:`_spans`)."""
+        offset = self._index_offsets[b]
+        try:
+            payload = self._read_block(offset, (HFileBlockType.DATA,), f"data block {b}", True)
+            return payload, self._spans(payload, None, compiled)
+        except FormatError as e:
+            raise self._corrupt(str(e)) from None
+        except _DECODE_ERRORS as e:
+            raise self._corrupt(f"data block {b} at offset {offset}: {e}") from None
+
+    def _spans(self, payload: bytes, buf: np.ndarray | None, compiled: bool) -> _Spans:
         """:func:`_entry_spans` of a native-layout data block (compiled where ``compiled``),
         kept with the block when it came through the process's block cache: the next
         lookup in that block skips the walk."""
@@ -581,10 +576,7 @@ class _InflatedBlocks:
     bytes, whatever file they came from; least recently used out past ``max_bytes``."""
 
     def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._blocks: OrderedDict[tuple[bytes, int], _Inflated] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
+        self._blocks = SizedLru(max_bytes)
 
     @staticmethod
     def key(stored: bytes | memoryview, size: int) -> tuple[bytes, int]:
@@ -598,27 +590,15 @@ class _InflatedBlocks:
         (a block's cost counts twice its payload: spans kept with it are about as large);
         ``key``: :meth:`key` of ``stored``, where the caller knows it already."""
         key = key or self.key(stored, size)
-        with self._lock:
-            found = self._blocks.get(key)
-            if found is not None:
-                self._blocks.move_to_end(key)
-                return found
+        found: _Inflated | None = self._blocks.get(key)
+        if found is not None:
+            return found
         block = _Inflated(gzip_decompress(stored, size))
-        cost = 2 * len(block.payload)
-        if cost <= self.max_bytes:
-            with self._lock:
-                if key not in self._blocks:
-                    self._blocks[key] = block
-                    self._bytes += cost
-                while self._bytes > self.max_bytes:
-                    _, old = self._blocks.popitem(last=False)
-                    self._bytes -= 2 * len(old.payload)
+        self._blocks.put(key, block, 2 * len(block.payload))
         return block
 
     def clear(self) -> None:
-        with self._lock:
-            self._blocks.clear()
-            self._bytes = 0
+        self._blocks.clear()
 
 
 #: Inflated blocks of point lookups kept per process (64 MiB: ~64 record-index blocks).

@@ -14,8 +14,6 @@ partition keeps the newest record of a key; a delete block removes keys.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +38,7 @@ from hoodie_ray.log_format.blocks import (
     HFileDataBlock,
 )
 from hoodie_ray.log_format.reader import read_log_file
+from hoodie_ray.lru import SizedLru
 from hoodie_ray.metadata.layout import (
     COLUMN_STATS,
     FILES,
@@ -81,47 +80,11 @@ def partition_of_key(key: str) -> str:
     return "" if key == NON_PARTITIONED_NAME else key
 
 
-class _OpenedFiles:
-    """The process's cache of metadata-table files opened by point lookups (a base HFile's
-    reader, a log file's blocks with their HFile readers), keyed by the file's URI and its
-    size in the listing, least recently used out past ``max_bytes`` of file bytes; a file
-    larger than a quarter of that is never kept. Metadata-table base files are never
-    rewritten under their name, and a log file that grew is another key."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._files: OrderedDict[tuple[str, int], tuple[Any, int]] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[str, int]) -> Any:
-        with self._lock:
-            hit = self._files.get(key)
-            if hit is None:
-                return None
-            self._files.move_to_end(key)
-            return hit[0]
-
-    def put(self, key: tuple[str, int], value: Any, size: int) -> None:
-        if size > self.max_bytes // 4:
-            return
-        with self._lock:
-            if key in self._files:
-                return
-            self._files[key] = (value, size)
-            self._bytes += size
-            while self._bytes > self.max_bytes:
-                _, (_, dropped) = self._files.popitem(last=False)
-                self._bytes -= dropped
-
-    def clear(self) -> None:
-        with self._lock:
-            self._files.clear()
-            self._bytes = 0
-
-
-#: Files opened by record- and secondary-index lookups in this process (64 MiB of them).
-OPENED_FILES = _OpenedFiles(64 << 20)
+#: Metadata-table files opened by record- and secondary-index lookups in this process (a
+#: base HFile's reader, a log file's blocks), by the file's URI and its size in the listing:
+#: metadata-table base files are never rewritten under their name, and a log file appended
+#: to since is another key. 64 MiB of file bytes; a file over 16 MiB is never kept.
+OPENED_FILES = SizedLru(64 << 20, max_entry=16 << 20)
 
 
 class _Empty:
@@ -425,12 +388,17 @@ class MetadataTable:
                 for b, _ in blocks
                 if isinstance(b, CommandBlock)
             }
-            for b, reader in blocks:
+            for entry in blocks:
+                b = entry[0]
                 ts = b.instant_time
                 if ts is None or ts in rolled_back or not self.valid_instant(ts):
                     continue
                 if isinstance(b, HFileDataBlock):
-                    assert reader is not None
+                    reader = entry[1]
+                    if reader is None:  # made once a block counts, kept with a kept file
+                        reader = entry[1] = HFileReader(
+                            b.content, f"{self.storage.uri(rel)}@{b.offset}"
+                        )
                     schema = b.header.get(HeaderMetadataType.SCHEMA, "")
                     if not schema:
                         schema = reader.file_info.get(b"schema", b"").decode()
@@ -454,17 +422,9 @@ class MetadataTable:
     def _open_hfile(self, rel: str) -> HFileReader:
         return HFileReader(self.storage.read_bytes(rel), self.storage.uri(rel))
 
-    def _open_log(self, rel: str) -> list[tuple[Any, HFileReader | None]]:
-        """The blocks of a log file, each HFile data block with its reader."""
-        return [
-            (
-                b,
-                HFileReader(b.content, f"{self.storage.uri(rel)}@{b.offset}")
-                if isinstance(b, HFileDataBlock)
-                else None,
-            )
-            for b in read_log_file(self.storage, rel)
-        ]
+    def _open_log(self, rel: str) -> list[list[Any]]:
+        """The blocks of a log file, each with a slot for its HFile reader."""
+        return [[b, None] for b in read_log_file(self.storage, rel)]
 
     def _slice_records(
         self, fs: FileSlice, keys: set[str] | None

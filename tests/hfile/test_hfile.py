@@ -796,12 +796,12 @@ def test_point_lookups_inflate_each_block_once(monkeypatch: pytest.MonkeyPatch) 
     assert len(inflated) == first  # every data block from the cache
     assert HFileReader(b).get_many(asked) == {k: b"b" + k for k in asked}
     assert len(inflated) > first
-    assert cache._bytes <= cache.max_bytes
+    assert cache._blocks.nbytes <= cache._blocks.max_bytes
     small = hr_reader._InflatedBlocks(7000)  # one 3000-byte block (twice that with spans)
     for i in range(5):
         data = bytes([i]) * 3000
         assert small.inflate(_format.gzip_compress(data), 3000).payload == data
-    assert len(small._blocks) == 1 and small._bytes == 6000
+    assert len(small._blocks) == 1 and small._blocks.nbytes == 6000
 
 
 def test_gz_payloads_inflate_with_plain_zlib() -> None:

@@ -241,20 +241,3 @@ def test_repeated_lookups_reuse_the_index_files_and_see_every_write(
         assert _rows(hr.read(path, filters=filters)) == _oracle(path, wanted)
         monkeypatch.undo()
         assert not opened.record_index_files()
-
-
-def test_opened_files_are_keyed_by_size_and_bounded() -> None:
-    """A file listed with another size (a log file appended to) is another entry; the least
-    recently used go past the byte bound; a file over a quarter of it is never kept."""
-    from hoodie_ray.metadata.reader import _OpenedFiles
-
-    cache = _OpenedFiles(100)
-    cache.put(("a", 10), "a10", 10)
-    assert cache.get(("a", 10)) == "a10" and cache.get(("a", 11)) is None
-    cache.put(("big", 26), "big", 26)
-    assert cache.get(("big", 26)) is None
-    for i in range(9):
-        cache.put((f"f{i}", 20), i, 20)
-        cache.get(("a", 10))  # kept in use
-    assert cache.get(("a", 10)) == "a10"
-    assert [cache.get((f"f{i}", 20)) for i in range(9)] == [None] * 5 + [5, 6, 7, 8]
