@@ -203,8 +203,16 @@ def test_actor_lost_as_an_instant_begins(ray_session, tmp_path, role):
     path = tmp_path / "t"
     seed = 4100
     model = ModelCache(seed, parts=2)
-    opts = {**FAULT_OPTIONS, "write.bucket_assign.tasks": "1"}
+    # suite time: one writer and one assigner, unchained (was 2 writers): the kill still hits
+    # an unchained writer between checkpoints; each topology start is 2 actors, not 3
+    opts = {
+        **FAULT_OPTIONS,
+        "write.tasks": "1",
+        "write.bucket_assign.tasks": "1",
+        "pipeline.operator-chaining": "false",
+    }
     with hr.HoodieStreamWriter(str(path), opts) as w:
+        assert not w.chained
         for i in range(4):
             if i == 1:
                 ray.kill(w.actors[role], no_restart=True)
