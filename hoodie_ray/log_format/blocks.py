@@ -392,7 +392,7 @@ class ParquetDataBlock(DataBlock):
         if self._content is not None:
             return [self._content]
         assert self._records is not None
-        table = coerce_to_avro_schema(self._records, self.avro_schema)
+        table = coerce_to_avro_schema(self._records, self.arrow_schema)
         meta = dict(table.schema.metadata or {})
         meta[b"parquet.avro.schema"] = self.schema_json.encode()
         meta[b"writer.model.name"] = b"avro"
@@ -437,7 +437,8 @@ class ParquetDataBlock(DataBlock):
 DICTIONARY_SAMPLE_ROWS = 1024
 #: Blocks of one schema that reuse a sampled choice before it is sampled again.
 DICTIONARY_CHOICE_REUSE = 16
-_dictionary_choices: dict[pa.Schema, tuple[list[str], int]] = {}
+#: schema -> (the choice, blocks left to reuse it for, rows it was made on)
+_dictionary_choices: dict[pa.Schema, tuple[list[str], int, int]] = {}
 
 
 def dictionary_columns(table: pa.Table, sample_rows: int = DICTIONARY_SAMPLE_ROWS) -> list[str]:
@@ -448,16 +449,20 @@ def dictionary_columns(table: pa.Table, sample_rows: int = DICTIONARY_SAMPLE_ROW
     numbers, random numbers), so each column is judged on an evenly spaced sample: at most half
     of the sampled values distinct. Nested columns are written plain. The choice changes only
     the encoding; every Parquet reader decodes both. Sampling costs ~0.15 ms a column whatever
-    the block's size, so a process reuses a choice made on a full sample for the next
-    :data:`DICTIONARY_CHOICE_REUSE` blocks of one schema (a writer flushes many blocks).
+    the block's size, so a process reuses a choice for the next
+    :data:`DICTIONARY_CHOICE_REUSE` blocks of one schema (a writer flushes many blocks): a
+    choice made on a full sample for blocks of any size, one made on a smaller block (all its
+    rows sampled) for blocks up to twice its size (many file groups a commit make small blocks,
+    and sampling each cost ~1 ms of a 500-row block's ~5 ms).
     """
     n = table.num_rows
     if n == 0:
         return []
     cached = _dictionary_choices.get(table.schema)
-    if cached is not None and cached[1] > 0:
-        _dictionary_choices[table.schema] = (cached[0], cached[1] - 1)
+    if cached is not None and cached[1] > 0 and (cached[2] >= sample_rows or n <= 2 * cached[2]):
+        _dictionary_choices[table.schema] = (cached[0], cached[1] - 1, cached[2])
         return list(cached[0])
+    sampled = min(n, sample_rows)
     if n > sample_rows:
         table = table.take(pa.array(np.linspace(0, n - 1, sample_rows).astype(np.int64)))
     out = []
@@ -470,18 +475,20 @@ def dictionary_columns(table: pa.Table, sample_rows: int = DICTIONARY_SAMPLE_ROW
         distinct = pc.count_distinct(col, mode="all").as_py()
         if 2 * distinct <= len(col):
             out.append(f.name)
-    if n >= sample_rows:  # a choice made on a full sample is worth reusing
-        if len(_dictionary_choices) >= 64:
-            _dictionary_choices.clear()
-        _dictionary_choices[table.schema] = (out, DICTIONARY_CHOICE_REUSE)
+    if len(_dictionary_choices) >= 64:
+        _dictionary_choices.clear()
+    _dictionary_choices[table.schema] = (out, DICTIONARY_CHOICE_REUSE, sampled)
     return out
 
 
-def coerce_to_avro_schema(table: pa.Table, avro_schema: AvroType) -> pa.Table:
+def coerce_to_avro_schema(table: pa.Table, avro_schema: AvroType | pa.Schema) -> pa.Table:
     """``table`` with its columns in the schema's order and cast to the Arrow types the Avro
-    schema maps to (int8 -> int32, timestamp[ns] -> timestamp[us, UTC], ...); absent nullable
-    fields become all-null columns. Raises :class:`HoodieSchemaError` naming the column."""
-    target = avro_to_arrow_schema(avro_schema)
+    schema maps to (int8 -> int32, timestamp[ns] -> timestamp[us, UTC], ...; given as an Arrow
+    schema: that mapping done already); absent nullable fields become all-null columns.
+    Raises :class:`HoodieSchemaError` naming the column."""
+    target = (
+        avro_schema if isinstance(avro_schema, pa.Schema) else avro_to_arrow_schema(avro_schema)
+    )
     extra = [c for c in table.column_names if target.get_field_index(c) < 0]
     if extra:
         raise HoodieSchemaError(f"columns {extra} are not in the block's Avro schema")

@@ -27,8 +27,20 @@ from hoodie_ray.storage import Storage
 def meta_schema(data_schema: pa.Schema, with_operation: bool = False) -> pa.Schema:
     """The stored schema: meta fields (nullable strings; ``_hoodie_operation`` sixth with
     ``with_operation``) then the data fields."""
+    # every block of a writer's flush asks for the same one: kept, checked with metadata
+    key = (data_schema, with_operation)
+    hit = _META_SCHEMAS.get(key)
+    if hit is not None and hit[0].equals(data_schema, check_metadata=True):
+        return hit[1]
     names = [*META_FIELDS, OPERATION] if with_operation else META_FIELDS
-    return pa.schema([pa.field(n, pa.string()) for n in names] + list(data_schema))
+    out = pa.schema([pa.field(n, pa.string()) for n in names] + list(data_schema))
+    if len(_META_SCHEMAS) >= 64:
+        _META_SCHEMAS.clear()
+    _META_SCHEMAS[key] = (data_schema, out)
+    return out
+
+
+_META_SCHEMAS: dict[tuple[pa.Schema, bool], tuple[pa.Schema, pa.Schema]] = {}
 
 
 def constant_strings(value: str, n: int) -> pa.Array:

@@ -216,3 +216,31 @@ def test_header_validation_per_table_version():
         serialize_block(CommandBlock({H.INSTANT_TIME: "1", H.COMMAND_BLOCK_TYPE: "0"}))
     with pytest.raises(HoodieInputError):
         AvroDataBlock({99: "x"}, table)
+
+
+def test_dictionary_choice_of_small_blocks_is_reused_for_blocks_up_to_twice_their_size():
+    from hoodie_ray.log_format import blocks
+
+    blocks._dictionary_choices.clear()
+    n = 300  # a block of a flush over many file groups: under the 1,024-row sample
+
+    def block(rows: int, tag: str) -> pa.Table:
+        return pa.table(
+            {
+                "key": [f"{tag}-{i}" for i in range(rows)],  # unique: plain
+                "p": [f"p{i % 4}" for i in range(rows)],  # repeats: dictionary
+            }
+        )
+
+    assert blocks.dictionary_columns(block(n, "a")) == ["p"]
+    schema = block(n, "a").schema
+    assert blocks._dictionary_choices[schema][1:] == (blocks.DICTIONARY_CHOICE_REUSE, n)
+    # the next blocks of the schema up to twice the sample reuse it: "key" would now repeat
+    repeated_keys = pa.table({"key": ["k"] * n, "p": [f"p{i}" for i in range(n)]})
+    assert blocks.dictionary_columns(repeated_keys) == ["p"]
+    assert blocks._dictionary_choices[schema][1] == blocks.DICTIONARY_CHOICE_REUSE - 1
+    # a block over twice as large is sampled again
+    big = pa.table({"key": ["k"] * (3 * n), "p": [f"p{i}" for i in range(3 * n)]})
+    assert blocks.dictionary_columns(big) == ["key"]
+    assert blocks._dictionary_choices[schema][2] == 3 * n
+    blocks._dictionary_choices.clear()
