@@ -274,13 +274,17 @@ class LocalStorage(Storage):
         A FIFO, socket or device there is refused (:class:`HoodiePathError`); an absent path is
         returned as is, for the caller's open to report.
         """
+        return self.local_file(rel)[0]
+
+    def local_file(self, rel: str) -> tuple[str, os.stat_result | None]:
+        """:meth:`local_path` and what ``os.stat`` said of it (None: absent or unreadable)."""
         path = self._abs(rel)
         try:
             st = os.stat(path)
         except OSError:
-            return path
+            return path, None
         self._check_special(rel, st.st_mode)
-        return path
+        return path, st
 
     # -- checks: regular files only, no writing through another hard link ----------------------
     def _check_special(self, rel: str, mode: int) -> None:

@@ -16,6 +16,7 @@ deltacommit that wrote it (versions 8 and 9).
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import re
 import uuid
 from dataclasses import dataclass
@@ -127,7 +128,15 @@ def parse_base_file_name(name: str) -> BaseFileName | None:
 
     Never raises. Only the known base-file extensions are accepted.
     """
-    if not isinstance(name, str) or name.startswith(".") or "/" in name:
+    if not isinstance(name, str):
+        return None
+    return _parse_base_file_name(name)
+
+
+# every listing of a table parses the same names again (a query plans from a listing)
+@functools.lru_cache(maxsize=16384)
+def _parse_base_file_name(name: str) -> BaseFileName | None:
+    if name.startswith(".") or "/" in name:
         return None
     ext = next((e for e in BASE_FILE_EXTENSIONS if name.endswith(e)), None)
     if ext is None:
@@ -146,7 +155,14 @@ def parse_log_file_name(name: str) -> LogFileName | None:
 
     Never raises.
     """
-    if not isinstance(name, str) or not name.startswith(".") or "/" in name:
+    if not isinstance(name, str):
+        return None
+    return _parse_log_file_name(name)
+
+
+@functools.lru_cache(maxsize=16384)
+def _parse_log_file_name(name: str) -> LogFileName | None:
+    if not name.startswith(".") or "/" in name:
         return None
     file_id, sep, rest = name[1:].partition("_")
     if not sep or not file_id or not _FILE_ID.match(file_id):

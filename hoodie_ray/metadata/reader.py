@@ -171,7 +171,6 @@ class RecordIndexLookup(_PreparedLookup):
     def locations(self) -> dict[str, tuple[str, str]]:
         """``record key -> (data partition, file id)`` of the keys the index holds."""
         out: dict[str, tuple[str, str]] = {}
-        decoded: dict[bytes, tuple[str, str]] = {}
         for keys, sources in self._groups:
             raw = [k.encode() for k in keys]
             newest: dict[bytes, tuple[bytes, str] | None] = {}
@@ -186,13 +185,27 @@ class RecordIndexLookup(_PreparedLookup):
             for k, found in newest.items():
                 if found is None:
                     continue
-                value = bytes(found[0])
-                loc = decoded.get(value)
-                if loc is None:
-                    part, fid, _ = decode_record_index(decode_value(value, found[1]))
-                    loc = decoded[value] = (part or "", fid)
-                out[k.decode()] = loc
+                out[k.decode()] = record_index_location(bytes(found[0]), found[1])
         return out
+
+
+#: Decoded record-index values: a value names a file group and an instant, so a table has few
+#: distinct ones, and every key of a file group shares its bytes. Bounded by entries.
+_LOCATIONS: dict[tuple[bytes, str], tuple[str, str]] = {}
+_MAX_LOCATIONS = 1 << 16
+
+
+def record_index_location(value: bytes, schema: str) -> tuple[str, str]:
+    """``(data partition, file id)`` of a stored record-index value written with ``schema``
+    (decoded once per process)."""
+    loc = _LOCATIONS.get((value, schema))
+    if loc is None:
+        part, fid, _ = decode_record_index(decode_value(value, schema))
+        loc = (part or "", fid)
+        if len(_LOCATIONS) >= _MAX_LOCATIONS:
+            _LOCATIONS.clear()
+        _LOCATIONS[(value, schema)] = loc
+    return loc
 
 
 class SecondaryIndexLookup(_PreparedLookup):
@@ -495,7 +508,6 @@ class MetadataTable:
         :meth:`slice_columns`, each distinct stored value decoded once (the keys of a file
         group share theirs), the keys grouped by an Arrow take, no Python object per key."""
         parts: dict[tuple[str, str], list[pa.Array]] = {}
-        decoded: dict[tuple[bytes, str], tuple[str, str]] = {}
         for fs in self.file_slices(RECORD_INDEX):
             sc = self.slice_columns(fs)
             if not len(sc):
@@ -512,10 +524,7 @@ class MetadataTable:
             raw_values = codes.dictionary.to_pylist()
             for j, c in enumerate(distinct.tolist()):
                 value, schema = bytes(raw_values[c // n_schemas]), sc.schemas[c % n_schemas]
-                loc = decoded.get((value, schema))
-                if loc is None:
-                    part, fid, _ = decode_record_index(decode_value(value, schema))
-                    loc = decoded[(value, schema)] = (part or "", fid)
+                loc = record_index_location(value, schema)
                 taken = keys.take(pa.array(order[bounds[j] : bounds[j + 1]]))
                 parts.setdefault(loc, []).append(taken)
         return {

@@ -56,12 +56,13 @@ def _rows(t: pa.Table) -> list[dict[str, Any]]:
 
 
 class _Opened:
-    """Records the files a read opens: LocalStorage's open_input, read_bytes and local_path
-    (what Parquet base files are opened by) wrapped to count only; they still open the file."""
+    """Records the files a read opens: LocalStorage's open_input, read_bytes, local_path and
+    local_file (what Parquet base files are opened by) wrapped to count only; they still open
+    the file."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.paths: list[str] = []
-        for name in ("open_input", "read_bytes", "local_path"):
+        for name in ("open_input", "read_bytes", "local_path", "local_file"):
             real = getattr(LocalStorage, name)
 
             def wrapped(storage: LocalStorage, rel: str, _real: Any = real) -> Any:
