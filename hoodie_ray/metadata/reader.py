@@ -218,18 +218,30 @@ class SecondaryIndexLookup(_PreparedLookup):
     def record_keys(self) -> set[str]:
         """The record keys of the live entries of the values."""
         out: set[str] = set()
-        deleted: dict[tuple[bytes, str], bool] = {}  # live entries share their value's bytes
         for prefixes, sources in self._groups:
             sc = _newest_columns(sources, prefixes)
             for key, value, at in zip(
                 sc.keys.to_pylist(), sc.values.to_pylist(), sc.schema_ids.tolist(), strict=True
             ):
-                seen = (value, sc.schemas[at])
-                if seen not in deleted:
-                    deleted[seen] = is_deleted_record(decode_value(*seen))
-                if not deleted[seen]:
+                if not _is_deleted_value(value, sc.schemas[at]):
                     out.add(split_secondary_index_key(key.decode())[1])
         return out
+
+
+#: Decoded secondary-index values: live entries share their value's bytes (a few per table).
+_DELETED_VALUES: dict[tuple[bytes, str], bool] = {}
+
+
+def _is_deleted_value(value: bytes, schema: str) -> bool:
+    """Whether a stored secondary-index value marks its entry deleted (decoded once per
+    process)."""
+    hit = _DELETED_VALUES.get((value, schema))
+    if hit is None:
+        hit = is_deleted_record(decode_value(value, schema))
+        if len(_DELETED_VALUES) >= _MAX_LOCATIONS:
+            _DELETED_VALUES.clear()
+        _DELETED_VALUES[(value, schema)] = hit
+    return hit
 
 
 def _newest_columns(
