@@ -253,12 +253,33 @@ class LocalStorage(Storage):
         return LocalStorage(os.path.join(self.root, check_relative(rel)))
 
     def _abs(self, rel: str) -> str:
+        return self._abs_lstat(rel)[0]
+
+    def _abs_lstat(self, rel: str) -> tuple[str, os.stat_result | None]:
+        """The validated absolute path of ``rel`` and ``os.lstat`` of it where it exists and
+        is no symbolic link (None otherwise)."""
         rel = check_relative(rel)
         if not rel:
-            return self.root
+            return self.root, None
         path = os.path.join(self.root, rel)
         # A symbolic link inside the table (a directory or the file itself) could lead outside
-        # it: the resolved path must stay below the resolved base path.
+        # it: the resolved path must stay below the resolved base path. Where no component
+        # below the base is a link, the path resolves below the base's own resolution: one
+        # lstat a component, not os.path.realpath's walk from the filesystem's root.
+        cur = self.root
+        st: os.stat_result | None = None
+        for part in rel.split("/"):
+            if part == ".":
+                continue
+            cur = os.path.join(cur, part)
+            try:
+                st = os.lstat(cur)
+            except OSError:  # absent (or unreadable): as os.path.realpath, nothing to follow
+                return path, None
+            if stat.S_ISLNK(st.st_mode):
+                break
+        else:
+            return path, st
         real = os.path.realpath(path)
         if not real.startswith(self._real_root + os.sep):
             self._real_root = os.path.realpath(self.root)  # the base may have been created since
@@ -266,7 +287,7 @@ class LocalStorage(Storage):
                 raise HoodiePathError(
                     f"path resolves outside the table through a symbolic link: {rel!r}"
                 )
-        return path
+        return path, None
 
     def local_path(self, rel: str) -> str:
         """The validated absolute local path of ``rel`` (for libraries that open paths).
@@ -278,11 +299,12 @@ class LocalStorage(Storage):
 
     def local_file(self, rel: str) -> tuple[str, os.stat_result | None]:
         """:meth:`local_path` and what ``os.stat`` said of it (None: absent or unreadable)."""
-        path = self._abs(rel)
-        try:
-            st = os.stat(path)
-        except OSError:
-            return path, None
+        path, st = self._abs_lstat(rel)
+        if st is None:
+            try:
+                st = os.stat(path)
+            except OSError:
+                return path, None
         self._check_special(rel, st.st_mode)
         return path, st
 

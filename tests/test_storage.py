@@ -124,3 +124,29 @@ def test_writing_a_table_whose_folder_refuses_root(
     assert _ids(path) == ["a"]
     hr.write(_rows(["b"], 2), str(path), OPTIONS, engine="local")  # nothing left to clean up
     assert _ids(path) == ["a", "b"]
+
+
+def test_paths_are_resolved_through_links_only_where_a_component_is_one(tmp_path: Path) -> None:
+    """``LocalStorage`` checks each component below the base with ``lstat``; a symbolic link
+    among them is resolved: one leading inside the table is followed, one leading outside is
+    refused, and what does not exist yet is a plain path."""
+    from hoodie_ray.exceptions import HoodiePathError
+
+    base = tmp_path / "t"
+    (base / "p" / "q").mkdir(parents=True)
+    (base / "p" / "q" / "f").write_bytes(b"x")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f").write_bytes(b"y")
+    (base / "inner").symlink_to(base / "p", target_is_directory=True)
+    (base / "outer").symlink_to(outside, target_is_directory=True)
+    (base / "p" / "lf").symlink_to(outside / "f")
+    s = LocalStorage(str(base))
+
+    path, st = s.local_file("p/q/f")
+    assert path == str(base / "p" / "q" / "f") and st is not None and st.st_size == 1
+    assert s.read_bytes("inner/q/f") == b"x"  # a link that stays inside
+    assert s.local_file("p/missing/f") == (str(base / "p" / "missing" / "f"), None)
+    for rel in ("outer/f", "p/lf", "outer/new"):
+        with pytest.raises(HoodiePathError, match="symbolic link"):
+            s.local_path(rel)
