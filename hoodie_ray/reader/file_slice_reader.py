@@ -60,8 +60,8 @@ __all__ = ["ReadContext", "SliceSpec", "iter_file_slice", "read_file_slice"]
 DEFAULT_BATCH_ROWS = 131_072
 #: Upper bound of a base batch grown to the size of the log state.
 MAX_MERGE_BATCH_ROWS = 4 * 1024 * 1024
-#: Parsed footers of local base files, by path, size and modification time (a file rewritten
-#: under its name is another key). A Hudi base file's footer holds its keys' bloom filter,
+#: Parsed footers of local base files, by path, size, modification time and inode (a file
+#: rewritten under its name is another key). A Hudi base file's footer holds its keys' bloom filter,
 #: ~430 KB at Java's defaults: most of a small file's bytes, and half the CPU of reading one
 #: of 2,000 rows here, which a query that reads the file again no longer pays. 64 MiB of
 #: footers; one over 8 MiB is never kept.
@@ -529,7 +529,7 @@ class _SliceReader:
             path, st = self.storage.local_file(rel)
             if st is None:
                 return pq.ParquetFile(path)  # its error names the file
-            key = (path, st.st_size, st.st_mtime_ns)
+            key = (path, st.st_size, st.st_mtime_ns, st.st_ino)
             footer = PARQUET_FOOTERS.get(key)
             pf = pq.ParquetFile(path, metadata=footer)
             if footer is None:

@@ -33,12 +33,12 @@ def test_a_footer_is_parsed_once_and_a_rewritten_file_is_read_anew(tmp_path: Pat
     first = read_file_slice(plan.context, slc)
     assert first.column("key").to_pylist() == [f"a{i:04d}" for i in range(100)]
     st = os.stat(path)
-    kept = PARQUET_FOOTERS.get((path, st.st_size, st.st_mtime_ns))
+    kept = PARQUET_FOOTERS.get((path, st.st_size, st.st_mtime_ns, st.st_ino))
     assert kept.num_rows == 100
     # read again: the kept footer serves it, nothing new is kept
     assert read_file_slice(plan.context, slc).equals(first)
     assert len(PARQUET_FOOTERS) == 1
-    assert PARQUET_FOOTERS.get((path, st.st_size, st.st_mtime_ns)) is kept
+    assert PARQUET_FOOTERS.get((path, st.st_size, st.st_mtime_ns, st.st_ino)) is kept
 
     # the same name, other bytes (a repair by hand, a restore of an old copy): read as it is now
     pq.write_table(pq.read_table(path).slice(10), path)
