@@ -73,6 +73,37 @@ class RoutedParts:
         return pa.ipc.open_stream(self.data.slice(start, self.ends[i] - start)).read_all()
 
 
+@dataclasses.dataclass(frozen=True)
+class PeerParts:
+    """The rows a chained task held for its peers' writers at a checkpoint's barrier, as
+    Arrow IPC streams in one buffer (one object for every peer, as :class:`RoutedParts`, not
+    one per peer: on a table another topology wrote most rows cross tasks); ``streams``:
+    ``(peer task, start, end)`` of each held table's stream in ``data``."""
+
+    streams: tuple[tuple[int, int, int], ...]
+    data: pa.Buffer
+
+    @classmethod
+    def of(cls, held: dict[int, list[pa.Table]]) -> PeerParts:
+        sink = pa.BufferOutputStream()
+        streams = []
+        for task, tables in sorted(held.items()):
+            for t in tables:
+                start = sink.tell()
+                with pa.ipc.new_stream(sink, t.schema) as w:
+                    w.write_table(t)
+                streams.append((task, start, sink.tell()))
+        return cls(tuple(streams), sink.getvalue())
+
+    def tables(self, task: int) -> list[pa.Table]:
+        """The tables held for ``task``'s writer, in the order they were tagged."""
+        return [
+            pa.ipc.open_stream(self.data.slice(start, end - start)).read_all()
+            for t, start, end in self.streams
+            if t == task
+        ]
+
+
 #: The operators whose CPU a task accounts (:class:`OperatorCpu`): preparing input (keys,
 #: partition paths), assigning buckets, buffering and writing.
 OPERATORS = ("route", "assign", "write")
@@ -347,28 +378,28 @@ class AssignTask(_AccountedTask):
             return []
         return sent
 
-    def finish(self, *peer_rows: list[pa.Table] | None) -> list[HoodieWriteStat]:
+    def finish(self, *peer_rows: PeerParts | None) -> list[HoodieWriteStat]:
         """Chained, the barrier and the flush in one call: the outbox drained into the home
         writer, the rows other tasks tagged for it (``peer_rows``: their :meth:`barrier`
-        parts for this task, or none where the driver knows there are none) written, then
-        the flush; the write statuses."""
+        parts, or none where the driver knows there are none) written, then the flush; the
+        write statuses."""
         assert self._local is not None
         self._send(self.outbox.drain())
         assert not self._peer_held, "finish() with rows held for a peer: barrier() first"
-        rows = [t for part in peer_rows if part for t in part]
+        rows = [t for part in peer_rows if part is not None for t in part.tables(self.task_id)]
         if rows:
             self._local.write(*rows)
         return self._local.flush()
 
-    def barrier(self, num_tasks: int) -> Any:
-        """Chained, a pipelined checkpoint's barrier: the outbox drained into the home writer
-        and the rows held for each peer returned, the j-th for task j (None: none; its own
-        slot always None), for the driver to hand to the peers' :meth:`finish` in the order
-        of their calls (``num_returns=num_tasks``)."""
+    def barrier(self) -> tuple[int, PeerParts | None]:
+        """Chained, a checkpoint's barrier where rows crossed tasks: the outbox drained into
+        the home writer, and the rows held for the peers returned in one object (None: none)
+        with their count (``num_returns=2``: the count is what the driver waits on), for the
+        driver to hand to every peer's :meth:`finish`."""
         self._send(self.outbox.drain())
         held, self._peer_held = self._peer_held, {}
-        parts = [held.get(j) if j != self.task_id else None for j in range(num_tasks)]
-        return tuple(parts) if num_tasks > 1 else parts[0]
+        rows = sum(t.num_rows for tables in held.values() for t in tables)
+        return rows, PeerParts.of(held) if held else None
 
     def _send(self, due: list[tuple[int, list[pa.Table]]]) -> None:
         for j, tables in due:

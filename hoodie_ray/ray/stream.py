@@ -451,18 +451,11 @@ class HoodieStreamWriter:
             self._begin_instant()
         self._send_round()
         nt = len(self._assigners)
-        tasks = self._assigners
         if nt == 1:
             barriers: list[Any] = []
-            stats = [tasks[0].finish.remote()]
+            stats = [self._assigners[0].finish.remote()]
         else:
-            # the rows each task tagged for another's writer go by the driver's calls
-            parts = [t.barrier.options(num_returns=nt).remote(nt) for t in tasks]
-            barriers = [ref for refs in parts for ref in refs]
-            stats = [
-                t.finish.remote(*[parts[i][j] for i in range(nt) if i != j])
-                for j, t in enumerate(tasks)
-            ]
+            barriers, stats = self._barrier_and_finish()
         calls = self._inflight
         commit = self._coord.commit_flight.remote(self._instant, nt, *stats, *calls)
         flight = _Flight(
@@ -470,14 +463,26 @@ class HoodieStreamWriter:
             self._inputs,
             self._spark_frames,
             commit,
-            calls + barriers + stats,
-            self._routed,
+            calls + stats,
+            self._routed + barriers,
         )
         self._inflight, self._routed, self._inputs, self._spark_frames = [], [], [], []
         self._instant = None
         self._committed = False  # the next begin has the commit as an argument
         self._setup = TableSetup(self._setup.context, self._setup.keygen, True)  # type: ignore[union-attr]
         return flight
+
+    def _barrier_and_finish(self) -> tuple[list[tuple[Any, list[Any]]], list[Any]]:
+        """Chained tasks whose rows crossed: each task's barrier (the rows it holds for its
+        peers, one object), then each task's flush with every other task's object: the
+        barriers as ``(row count, [object])`` pairs, and the flush calls."""
+        tasks = self._assigners
+        nt = len(tasks)
+        held = [t.barrier.options(num_returns=2).remote() for t in tasks]
+        stats = [
+            t.finish.remote(*[held[i][1] for i in range(nt) if i != j]) for j, t in enumerate(tasks)
+        ]
+        return [(count, [parts]) for count, parts in held], stats
 
     def _settle_for_occ(self) -> None:
         """Under OCC the next instant's start decides whether the key index must be reloaded
@@ -965,6 +970,18 @@ class HoodieStreamWriter:
             # every row stayed in its task: the barrier and the flush are one call a task
             marks.append(marks[-1])
             stats_lists = ray.get([t.finish.remote() for t in self._assigners])
+        elif self.chained:
+            # rows crossed tasks: they go to their writers through the driver's calls
+            barriers, finish = self._barrier_and_finish()
+            try:
+                ray.get([count for count, _ in barriers])
+                marks.append(time.perf_counter())
+                stats_lists = ray.get(finish)
+            except (RayActorError, RayTaskError, ObjectLostError) as e:
+                drain(finish, barriers, timeout=30)
+                if isinstance(e, ObjectLostError):
+                    raise TopologyLost(self._instant or "") from e
+                raise
         else:
             # the assigners' last rows to the writers, and every write they sent, done
             self._await_sent(ray.get([a.flush_writers.remote() for a in self._assigners]))
