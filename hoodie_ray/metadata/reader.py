@@ -14,6 +14,7 @@ partition keeps the newest record of a key; a delete block removes keys.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -204,7 +205,8 @@ def record_index_location(value: bytes, schema: str) -> tuple[str, str]:
         loc = (part or "", fid)
         if len(_LOCATIONS) >= _MAX_LOCATIONS:
             _LOCATIONS.clear()
-        _LOCATIONS[(value, schema)] = loc
+        # the schema text (KBs) is read anew with every file: one copy kept, not one a key
+        _LOCATIONS[(value, sys.intern(schema))] = loc
     return loc
 
 
@@ -240,7 +242,7 @@ def _is_deleted_value(value: bytes, schema: str) -> bool:
         hit = is_deleted_record(decode_value(value, schema))
         if len(_DELETED_VALUES) >= _MAX_LOCATIONS:
             _DELETED_VALUES.clear()
-        _DELETED_VALUES[(value, schema)] = hit
+        _DELETED_VALUES[(value, sys.intern(schema))] = hit
     return hit
 
 
