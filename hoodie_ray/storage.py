@@ -269,8 +269,6 @@ class LocalStorage(Storage):
         cur = self.root
         st: os.stat_result | None = None
         for part in rel.split("/"):
-            if part == ".":
-                continue
             cur = os.path.join(cur, part)
             try:
                 st = os.lstat(cur)

@@ -190,23 +190,31 @@ class RecordIndexLookup(_PreparedLookup):
         return out
 
 
-#: Decoded record-index values: a value names a file group and an instant, so a table has few
-#: distinct ones, and every key of a file group shares its bytes. Bounded by entries.
-_LOCATIONS: dict[tuple[bytes, str], tuple[str, str]] = {}
-_MAX_LOCATIONS = 1 << 16
+#: Decoded index values by (kind, stored bytes, writer schema): a record-index value names a
+#: file group and an instant, a secondary-index one whether its entry is deleted, so a table
+#: has few distinct ones, shared by many keys. 65,536 entries (each counted as one).
+_DECODED_VALUES = SizedLru(1 << 16)
+
+
+def _decoded(kind: str, value: bytes, schema: str, make: Callable[[dict[str, Any]], Any]) -> Any:
+    """``make`` of the stored index ``value`` decoded with ``schema``, once per process."""
+    hit = _DECODED_VALUES.get((kind, value, schema))
+    if hit is None:
+        hit = make(decode_value(value, schema))
+        # the schema text (KBs) is read anew with every file: one copy kept, not one a key
+        _DECODED_VALUES.put((kind, value, sys.intern(schema)), hit, 1)
+    return hit
 
 
 def record_index_location(value: bytes, schema: str) -> tuple[str, str]:
     """``(data partition, file id)`` of a stored record-index value written with ``schema``
     (decoded once per process)."""
-    loc = _LOCATIONS.get((value, schema))
-    if loc is None:
-        part, fid, _ = decode_record_index(decode_value(value, schema))
-        loc = (part or "", fid)
-        if len(_LOCATIONS) >= _MAX_LOCATIONS:
-            _LOCATIONS.clear()
-        # the schema text (KBs) is read anew with every file: one copy kept, not one a key
-        _LOCATIONS[(value, sys.intern(schema))] = loc
+
+    def location(record: dict[str, Any]) -> tuple[str, str]:
+        part, fid, _ = decode_record_index(record)
+        return part or "", fid
+
+    loc: tuple[str, str] = _decoded("location", value, schema, location)
     return loc
 
 
@@ -230,20 +238,10 @@ class SecondaryIndexLookup(_PreparedLookup):
         return out
 
 
-#: Decoded secondary-index values: live entries share their value's bytes (a few per table).
-_DELETED_VALUES: dict[tuple[bytes, str], bool] = {}
-
-
 def _is_deleted_value(value: bytes, schema: str) -> bool:
     """Whether a stored secondary-index value marks its entry deleted (decoded once per
     process)."""
-    hit = _DELETED_VALUES.get((value, schema))
-    if hit is None:
-        hit = is_deleted_record(decode_value(value, schema))
-        if len(_DELETED_VALUES) >= _MAX_LOCATIONS:
-            _DELETED_VALUES.clear()
-        _DELETED_VALUES[(value, sys.intern(schema))] = hit
-    return hit
+    return bool(_decoded("deleted", value, schema, is_deleted_record))
 
 
 def _newest_columns(

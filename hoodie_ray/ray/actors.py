@@ -49,42 +49,26 @@ Pieces = list[tuple[int, tuple[int, int] | None]]
 
 @dataclasses.dataclass(frozen=True)
 class RoutedParts:
-    """A route call's parts, the ``i``-th for assigner task ``i``, as Arrow IPC streams in one
-    buffer: one object in Ray's object store for all of them (creating one costs ~2 ms of CPU
-    here, whatever its size), written and read by Arrow in C++ (Ray's own Arrow
-    serialisation walks every column in Python). Each assigner is handed the whole object and
-    reads its part with no copy."""
-
-    ends: tuple[int, ...]  # where each part's stream ends in ``data``
-    data: pa.Buffer
-
-    @classmethod
-    def of(cls, parts: list[pa.Table]) -> RoutedParts:
-        sink = pa.BufferOutputStream()
-        ends = []
-        for part in parts:
-            with pa.ipc.new_stream(sink, part.schema) as w:
-                w.write_table(part)
-            ends.append(sink.tell())
-        return cls(tuple(ends), sink.getvalue())
-
-    def part(self, i: int) -> pa.Table:
-        start = self.ends[i - 1] if i else 0
-        return pa.ipc.open_stream(self.data.slice(start, self.ends[i] - start)).read_all()
-
-
-@dataclasses.dataclass(frozen=True)
-class PeerParts:
-    """The rows a chained task held for its peers' writers at a checkpoint's barrier, as
-    Arrow IPC streams in one buffer (one object for every peer, as :class:`RoutedParts`, not
-    one per peer: on a table another topology wrote most rows cross tasks); ``streams``:
-    ``(peer task, start, end)`` of each held table's stream in ``data``."""
+    """Tables for tasks as Arrow IPC streams in one buffer: one object in Ray's object store
+    for all of them (creating one costs ~2 ms of CPU here, whatever its size), written and
+    read by Arrow in C++ (Ray's own Arrow serialisation walks every column in Python). A
+    route call's parts, one per assigner task (:meth:`of`), and the rows a chained task held
+    for its peers' writers at a checkpoint's barrier, any number per peer (:meth:`of_held`:
+    on a table another topology wrote most rows cross tasks). Each task is handed the whole
+    object and reads its own with no copy. ``streams``: ``(task, start, end)`` of each
+    table's stream in ``data``."""
 
     streams: tuple[tuple[int, int, int], ...]
     data: pa.Buffer
 
     @classmethod
-    def of(cls, held: dict[int, list[pa.Table]]) -> PeerParts:
+    def of(cls, parts: list[pa.Table]) -> RoutedParts:
+        """The ``i``-th part for task ``i``."""
+        return cls.of_held({i: [part] for i, part in enumerate(parts)})
+
+    @classmethod
+    def of_held(cls, held: dict[int, list[pa.Table]]) -> RoutedParts:
+        """The tables held for each task, in order."""
         sink = pa.BufferOutputStream()
         streams = []
         for task, tables in sorted(held.items()):
@@ -96,12 +80,17 @@ class PeerParts:
         return cls(tuple(streams), sink.getvalue())
 
     def tables(self, task: int) -> list[pa.Table]:
-        """The tables held for ``task``'s writer, in the order they were tagged."""
+        """The tables for ``task``, in the order they were given."""
         return [
             pa.ipc.open_stream(self.data.slice(start, end - start)).read_all()
             for t, start, end in self.streams
             if t == task
         ]
+
+    def part(self, i: int) -> pa.Table:
+        """Task ``i``'s part (:meth:`of`)."""
+        (table,) = self.tables(i)
+        return table
 
 
 #: The operators whose CPU a task accounts (:class:`OperatorCpu`): preparing input (keys,
@@ -378,7 +367,7 @@ class AssignTask(_AccountedTask):
             return []
         return sent
 
-    def finish(self, *peer_rows: PeerParts | None) -> list[HoodieWriteStat]:
+    def finish(self, *peer_rows: RoutedParts | None) -> list[HoodieWriteStat]:
         """Chained, the barrier and the flush in one call: the outbox drained into the home
         writer, the rows other tasks tagged for it (``peer_rows``: their :meth:`barrier`
         parts, or none where the driver knows there are none) written, then the flush; the
@@ -391,7 +380,7 @@ class AssignTask(_AccountedTask):
             self._local.write(*rows)
         return self._local.flush()
 
-    def barrier(self) -> tuple[int, PeerParts | None]:
+    def barrier(self) -> tuple[int, RoutedParts | None]:
         """Chained, a checkpoint's barrier where rows crossed tasks: the outbox drained into
         the home writer, and the rows held for the peers returned in one object (None: none)
         with their count (``num_returns=2``: the count is what the driver waits on), for the
@@ -399,7 +388,7 @@ class AssignTask(_AccountedTask):
         self._send(self.outbox.drain())
         held, self._peer_held = self._peer_held, {}
         rows = sum(t.num_rows for tables in held.values() for t in tables)
-        return rows, PeerParts.of(held) if held else None
+        return rows, RoutedParts.of_held(held) if held else None
 
     def _send(self, due: list[tuple[int, list[pa.Table]]]) -> None:
         for j, tables in due:

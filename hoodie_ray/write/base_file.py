@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from hoodie_ray.index.bloom_filter import BloomFilterSpec, record_key_footer
 from hoodie_ray.log_format.blocks import dictionary_columns
+from hoodie_ray.lru import SizedLru
 from hoodie_ray.meta import META_FIELDS, OPERATION, PARTITION_PATH, RECORD_KEY
 from hoodie_ray.storage import Storage
 
@@ -34,13 +35,12 @@ def meta_schema(data_schema: pa.Schema, with_operation: bool = False) -> pa.Sche
         return hit[1]
     names = [*META_FIELDS, OPERATION] if with_operation else META_FIELDS
     out = pa.schema([pa.field(n, pa.string()) for n in names] + list(data_schema))
-    if len(_META_SCHEMAS) >= 64:
-        _META_SCHEMAS.clear()
-    _META_SCHEMAS[key] = (data_schema, out)
+    _META_SCHEMAS.put(key, (data_schema, out), 1)
     return out
 
 
-_META_SCHEMAS: dict[tuple[pa.Schema, bool], tuple[pa.Schema, pa.Schema]] = {}
+#: (data schema, with operation) -> (that data schema, the stored schema); 64 entries.
+_META_SCHEMAS = SizedLru(64)
 
 
 def constant_strings(value: str, n: int) -> pa.Array:

@@ -15,7 +15,6 @@ collected per file and handed to the coordinator at the checkpoint.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,7 +72,6 @@ from hoodie_ray.write.records import (
 TEMP_DIR = ".hoodie/.temp"
 
 
-@functools.lru_cache(maxsize=4096)  # a group's log names are parsed again at every flush
 def _log_name(name: str) -> LogFileName:
     """The parts of a log file name this writer listed or made (always a valid name)."""
     parsed = parse_log_file_name(name)

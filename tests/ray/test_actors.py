@@ -135,20 +135,20 @@ def test_routed_parts_give_each_task_its_part_through_a_pickle() -> None:
         assert got.equals(part)
 
 
-def test_peer_parts_give_each_peer_its_tables_through_a_pickle() -> None:
-    """The rows a chained task held for its peers in one buffer (:class:`PeerParts`): each
+def test_held_parts_give_each_peer_its_tables_through_a_pickle() -> None:
+    """The rows a chained task held for its peers in one buffer (:meth:`RoutedParts.of_held`): each
     peer reads back its tables in order, several per peer and of two schemas (a schema that
     evolved mid-checkpoint), none for a peer it held nothing for; the bytes travel out of band."""
     import pickle
 
     import pyarrow as pa
 
-    from hoodie_ray.ray.actors import PeerParts
+    from hoodie_ray.ray.actors import RoutedParts
 
     a = pa.table({"key": ["k1", "k2"], "v": [1.0, 2.0]})
     b = pa.table({"key": ["k3"], "v": [3.0], "w": ["new"]})
     c = pa.table({"key": ["k4", "k5", "k6"], "v": [4.0, 5.0, 6.0]})
-    packed = PeerParts.of({2: [a, b], 0: [c]})
+    packed = RoutedParts.of_held({2: [a, b], 0: [c]})
     buffers: list[pickle.PickleBuffer] = []
     data = pickle.dumps(packed, protocol=5, buffer_callback=buffers.append)
     back = pickle.loads(data, buffers=buffers)
