@@ -488,6 +488,15 @@ class LocalStorage(Storage):
         path = self._abs(rel)
         with self._writing("create", rel):
             self._parent(path)
+            if not data:
+                # Nothing to be seen half-written (a marker): one exclusive create, which
+                # refuses any existing entry, a symbolic link included.
+                try:
+                    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_OPEN, 0o666)
+                except FileExistsError:
+                    return False
+                os.close(fd)
+                return True
             tmp = self._temp_for(path)
             try:
                 _write_synced(tmp, data)

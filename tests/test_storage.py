@@ -21,7 +21,7 @@ import pytest
 
 import hoodie_ray as hr
 from hoodie_ray import storage as storage_module
-from hoodie_ray.exceptions import HoodieIOError
+from hoodie_ray.exceptions import HoodieIOError, HoodiePathError
 from hoodie_ray.storage import LocalStorage
 from hoodie_ray.write.lock import LOCK_PATH
 from tests.conftest import hudi_rs_read
@@ -150,3 +150,20 @@ def test_paths_are_resolved_through_links_only_where_a_component_is_one(tmp_path
     for rel in ("outer/f", "p/lf", "outer/new"):
         with pytest.raises(HoodiePathError, match="symbolic link"):
             s.local_path(rel)
+
+
+def test_an_empty_file_is_created_once_and_never_through_a_link(tmp_path: Path) -> None:
+    """Markers: an empty ``create_new`` is one exclusive create (no temporary file); a second
+    call creates nothing, and a name linked outside the table is refused as before."""
+    storage = LocalStorage(str(tmp_path / "t"))
+    assert storage.create_new(".hoodie/.temp/1/p/f.marker.APPEND", b"") is True
+    assert storage.create_new(".hoodie/.temp/1/p/f.marker.APPEND", b"") is False
+    marker = tmp_path / "t" / ".hoodie/.temp/1/p/f.marker.APPEND"
+    assert marker.read_bytes() == b"" and sorted(p.name for p in marker.parent.iterdir()) == [
+        marker.name
+    ]
+    outside = tmp_path / "outside"
+    (marker.parent / "g.marker.CREATE").symlink_to(outside)
+    with pytest.raises(HoodiePathError, match="outside the table"):
+        storage.create_new(".hoodie/.temp/1/p/g.marker.CREATE", b"")
+    assert not outside.exists()
