@@ -7,6 +7,7 @@ fresh clone has no ../shared).
 
 from __future__ import annotations
 
+import compileall
 import os
 import re
 import sys
@@ -16,6 +17,22 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+
+
+def _compile_bytecode() -> None:
+    """Write the bytecode of the project's modules once, before any process imports them.
+
+    Every Ray worker (each actor, each task worker) imports hoodie_ray afresh; where the
+    environment sets ``PYTHONDONTWRITEBYTECODE`` (CI's does) no import ever writes the
+    bytecode of an editable install, so each process compiled every module again: ~0.4 s of
+    CPU an actor. Compiled here they are read; an up-to-date file is skipped (~15 ms).
+    """
+    root = Path(__file__).resolve().parents[1]
+    for package in ("hoodie_ray", "tests", "benchmarks"):
+        compileall.compile_dir(str(root / package), quiet=1)
+
+
+_compile_bytecode()
 
 pytest_plugins = ["tests.fixtures_ray"]
 

@@ -122,7 +122,11 @@ def _has_compaction() -> bool:
     ("table_type", "block_format", "commits"),
     [
         # 3 delta commits: the writer's compaction (every 2 delta commits) runs on S3 too
-        ("MERGE_ON_READ", "avro", 3),  # (suite time: was 4 commits, a compaction every 3)
+        # suite time: slow too; writes read back by hudi-rs from S3 run in CI in
+        # test_log_appends_roll_versions_on_s3 (S3 also in tests/security/test_secrets.py and
+        # tests/write/test_lock_providers.py); the random model with its compactions in
+        # tests/write/test_write_model.py
+        pytest.param("MERGE_ON_READ", "avro", 3, marks=pytest.mark.slow),
         pytest.param("MERGE_ON_READ", "parquet", 7, marks=pytest.mark.slow),  # suite time
         pytest.param("COPY_ON_WRITE", "avro", 5, marks=pytest.mark.slow),  # suite time
     ],
@@ -230,6 +234,9 @@ def test_cli_on_s3_never_prints_credentials(
 
 
 @pytest.mark.ray
+# suite time: storage_options reach the actors of a Ray write to S3 in CI in
+# tests/security/test_secrets.py::test_ray_actors_never_leak
+@pytest.mark.slow
 def test_hr_write_ray_engine_on_s3(
     ray_session: Any, s3_path: str, s3_endpoint: str, storage_options: dict[str, str]
 ) -> None:

@@ -257,6 +257,7 @@ def test_spark_partitions_are_fetched_by_one_actor(spark_session: Any) -> None:
     assert spark_session.sparkContext._jsc.getPersistentRDDs().size() == persisted
 
 
+@pytest.mark.spark  # (was unmarked: it started Spark mid-suite, ahead of the Ray tests after it)
 def test_arrow_to_spark_round_trip_is_exact(spark_session: Any) -> None:
     from hoodie_ray.spark import arrow_to_spark, spark_to_arrow, to_spark_compatible
 

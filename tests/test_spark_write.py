@@ -123,7 +123,7 @@ def _cached_rdds(spark) -> int:
     return int(spark.sparkContext._jsc.getPersistentRDDs().size())
 
 
-@pytest.mark.slow  # suite time: the Spark round trip and refused-row tests run in CI
+@pytest.mark.slow  # suite time: the Spark round trip runs in CI
 def test_spark_dataframes_through_one_stream_release_their_caches(spark_session, tmp_path):
     """A Spark DataFrame per checkpoint into one live topology: the actors live on, each
     DataFrame's RayDP cache is released once committed, zero rows write no instant."""
@@ -153,6 +153,10 @@ def test_spark_dataframes_through_one_stream_release_their_caches(spark_session,
     assert _cached_rdds(spark_session) == cached
 
 
+# suite time: test_spark_dataframe_round_trip writes DataFrames in CI; a refused row raised as
+# itself with no instant: tests/ray/test_dataset_stream.py (refused row) and
+# tests/ray/test_dataset_inputs.py (object column refused by name)
+@pytest.mark.slow
 def test_a_refused_spark_row_is_the_hoodie_error_itself(spark_session, tmp_path):
     path = str(tmp_path / "t")
     options = {

@@ -54,6 +54,9 @@ def test_record_index_reports_the_mdt_compaction() -> None:
     assert res["compact"]["cpu_s"] >= 0
 
 
+# suite time (and the session's Ray start): the record index built on Ray runs in CI in
+# tests/ray/test_compactor.py; this benchmark's other sections are smoked above
+@pytest.mark.slow
 def test_record_index_reports_the_build_here_and_on_ray(ray_session: object) -> None:
     from benchmarks import record_index
 
@@ -64,6 +67,10 @@ def test_record_index_reports_the_build_here_and_on_ray(ray_session: object) -> 
         assert res[engine]["keys_per_cpu_s"] > 0 and res[engine]["vs_write"] > 0
 
 
+# suite time: the deferred index compaction runs in CI in tests/metadata_writer/test_record_index.py
+# (test_scheduled_compaction_leaves_index_groups_with_small_logs); this benchmark's other
+# sections are smoked above
+@pytest.mark.slow
 def test_record_index_reports_the_upkeep_under_both_schedules() -> None:
     from benchmarks import record_index
 

@@ -34,6 +34,11 @@ def _dataset(ray, rows: list[dict], blocks: int = 3):
     ).materialize()
 
 
+# suite time (two topologies): Datasets through a stream writer read as the model in CI in
+# tests/ray/test_dataset_inputs.py::test_every_dataset_constructor_through_the_stream_writer, the
+# actors kept and an empty Dataset committing nothing in test_warm_hr_write_of_datasets_keeps_the_
+# topology; an unchained topology in tests/compaction/test_compaction.py (async compaction)
+@pytest.mark.slow
 def test_dataset_stream_keeps_actors_and_matches_the_driver_path(ray_session, tmp_path):
     ray = ray_session
     commits = upsert_commits(21, 3)  # suite time (was 4): two checkpoints after the first

@@ -24,6 +24,9 @@ pytestmark = pytest.mark.ray
 TOPOLOGY = {"write.tasks": "2", "write.bucket_assign.tasks": "2"}
 
 
+# suite time: pipelined checkpoints commit in order and read as the model in CI in
+# test_a_task_killed_while_one_checkpoint_commits_and_the_next_buffers
+@pytest.mark.slow
 def test_pipelined_checkpoints_write_what_synchronous_ones_write(ray_session, tmp_path):
     """The commits of ``test_stream_writer_model_many_checkpoints`` (tests/ray/
     test_stream_writer.py: the same seed, written there with synchronous checkpoints and read
@@ -80,6 +83,10 @@ def test_a_task_killed_while_one_checkpoint_commits_and_the_next_buffers(
     assert "pipelined checkpoint lost an actor" in caplog.text
 
 
+# suite time: a refused row fails its checkpoint and leaves nothing in CI in
+# tests/ray/test_dataset_stream.py::test_a_refused_row_fails_its_checkpoint_and_the_stream_goes_on;
+# a pipelined checkpoint's failure with the one behind it: the kill test above
+@pytest.mark.slow
 def test_a_refused_row_fails_the_pipelined_checkpoint_and_the_one_behind_it(ray_session, tmp_path):
     """A null key in checkpoint n: its commit never runs, the instant begun behind it is
     rolled back too, and the error is raised as itself; the table is as before."""

@@ -153,6 +153,9 @@ def test_bad_input_fails_before_commit(ray_session, tmp_path):
     assert listing() == [n for n in before if n not in (".aux", "hoodie_ray.writer.lock")]
 
 
+# suite time: the path rules are tested in tests/job/test_setup.py, and a HoodieError raised in
+# an actor reaches hr.write as itself in tests/test_storage.py (folder_refuses_root[ray])
+@pytest.mark.slow
 def test_bad_table_paths_fail_as_themselves_on_ray(ray_session, tmp_path):
     """A path that is a file, or a directory of other files: the HoodieError itself, never a
     RayTaskError around it, from hr.write and from HoodieStreamWriter."""
@@ -354,6 +357,9 @@ def test_overwrites_and_partition_deletes_on_ray(ray_session, tmp_path):
     model.assert_hudi_rs_reads(path, "clustered on Ray")
 
 
+# suite time: partial updates read as the model in CI in tests/write/test_partial_update.py
+# (the same write core the actors run)
+@pytest.mark.slow
 def test_partial_updates_through_the_topology(ray_session, tmp_path):
     """``write.partial.updates`` on Ray: two writes of one checkpoint carry different columns
     of the same keys; their rows fold per key (a column a row lacks takes the value a row

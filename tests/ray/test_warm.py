@@ -108,6 +108,9 @@ ray.shutdown()  # as Ray's docs teach; then the script ends
 """
 
 
+# suite time (a process of its own): a parked topology whose Ray is gone releases its lock in
+# CI in test_a_parked_topology_whose_ray_is_gone_releases_the_lock_it_owned
+@pytest.mark.slow
 def test_a_script_that_shuts_ray_down_leaves_the_table_to_the_next_writer(
     ray_session, tmp_path: Path
 ) -> None:

@@ -159,6 +159,9 @@ def test_changelog_model(tmp_path: Path, version: str) -> None:
     assert got == [(instant, "k90", "I", "x"), (instant, "k90", "U", "y")]
 
 
+# suite time: changelog writes and reads (the write core the actors run) in CI in
+# test_changelog_model; read_ray and read_stream of other formats in tests/ray/test_datasource.py
+@pytest.mark.slow
 def test_changelog_on_ray_stream_writer(tmp_path: Path, ray_session: Any) -> None:
     """The Ray topology keeps every change of a checkpoint, routed by every task."""
     path = str(tmp_path / "t")

@@ -331,6 +331,9 @@ def test_storage_lock_on_s3(s3_path, storage_options):  # noqa: F811
         )
 
 
+# suite time: the storage lock on S3 runs in CI in test_storage_lock_on_s3, two OCC writers
+# through it in test_two_occ_writers_commit_through_the_provider
+@pytest.mark.slow
 def test_two_occ_writers_on_s3_through_the_storage_lock(s3_path, s3_endpoint, storage_options):  # noqa: F811
     from tests.test_s3 import hudi_rs_s3_snapshot
     from tests.write.model import TableModel
