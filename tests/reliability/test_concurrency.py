@@ -280,27 +280,27 @@ def test_readers_during_writes_compaction_and_clean_see_committed_states(tmp_pat
 
 def test_markers_removed_by_a_takeover_are_a_commit_conflict(tmp_path, monkeypatch):
     """Writer A stalled past the lock expiry; B took over and rolled A's instant back, deleting
-    ``.hoodie/.temp/<instant>`` between A writing a marker's temporary file and linking it to
-    the marker's name. A must fail with HoodieCommitConflictError saying so (it used to die of
-    a raw FileNotFoundError), and the table must be as before."""
+    ``.hoodie/.temp/<instant>`` between A making the marker's folder and creating the marker
+    in it. A must fail with HoodieCommitConflictError saying so (it used to die of a raw
+    FileNotFoundError), and the table must be as before."""
     import os
     import shutil
 
     path = tmp_path / "t"
     model = ModelCache(810)
     HoodieWriteClient(str(path), CRASH_OPTIONS).write(batch_table(batch_writes(810, 0)[0]))
-    real_link = os.link
+    real_open = os.open
     removed: list[str] = []
 
-    def link(src, dst, *args, **kwargs):
-        parts = os.fspath(dst).split(os.sep)
+    def open_(file, flags, *args, **kwargs):
+        parts = os.fspath(file).split(os.sep)
         if not removed and ".temp" in parts and ".marker." in parts[-1]:
             instant_dir = os.sep.join(parts[: parts.index(".temp") + 2])
             shutil.rmtree(instant_dir)  # what B's recovery does (CommitProtocol.rollback)
             removed.append(instant_dir)
-        return real_link(src, dst, *args, **kwargs)
+        return real_open(file, flags, *args, **kwargs)
 
-    monkeypatch.setattr(os, "link", link)
+    monkeypatch.setattr(os, "open", open_)
     with pytest.raises(hr.HoodieCommitConflictError, match="markers of instant .* were removed"):
         HoodieWriteClient(str(path), CRASH_OPTIONS).write(batch_table(batch_writes(810, 1)[0]))
     monkeypatch.undo()
