@@ -7,6 +7,7 @@ with the ``hoodie.table.checksum`` Java computes: CRC32 of ``"<database>.<table>
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -128,6 +129,8 @@ def _java_escape(s: str, is_key: bool) -> str:
 
 
 def _java_unescape(s: str) -> str:
+    if "\\" not in s:
+        return s  # nearly every key and value: nothing to undo
     out: list[str] = []
     i, n = 0, len(s)
     while i < n:
@@ -172,7 +175,14 @@ def _logical_lines(text: str) -> list[str]:
 
 
 def parse_java_properties(text: str) -> dict[str, str]:
-    """Parse the Java ``Properties`` text format (``load``): separators ``=``, ``:`` or space."""
+    """Parse the Java ``Properties`` text format (``load``): separators ``=``, ``:`` or space.
+    A new dict each call; the parse of a text is kept (a table's properties are read at
+    every load of the table, and of its metadata table: at every read's planning)."""
+    return dict(_parsed_properties(text))
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_properties(text: str) -> dict[str, str]:
     props: dict[str, str] = {}
     for line in _logical_lines(text):
         i, n = 0, len(line)
