@@ -67,7 +67,13 @@ from hoodie_ray.ray.calls import (
     is_actor_loss,
     unwrap,
 )
-from hoodie_ray.ray.inputs import Input, input_blocks, quiet_ray_data_console, release_spark_frames
+from hoodie_ray.ray.inputs import (
+    Input,
+    input_blocks,
+    put_table,
+    quiet_ray_data_console,
+    release_spark_frames,
+)
 from hoodie_ray.ray.parking import (
     Parked,
     options_key,
@@ -294,8 +300,7 @@ class HoodieStreamWriter:
         if not self._held:
             return
         held, self._held, self._held_rows = self._held, [], 0
-        table = held[0] if len(held) == 1 else pa.concat_tables(held)
-        item = Input(ray.put(table), None, table.num_rows)
+        item = put_table(held[0] if len(held) == 1 else pa.concat_tables(held))
         self._inputs.append(item)
         self._run(lambda: self._send(item))
 

@@ -162,3 +162,20 @@ def test_object_column_of_mixed_values_is_refused_by_name(ray_session, tmp_path)
     with pytest.raises(hr.HoodieInputError, match="v"):
         hr.write(ray.data.from_pandas(df), str(tmp_path / "t"), OPTIONS)
     assert not (tmp_path / "t" / ".hoodie" / "hoodie.properties").exists()
+
+
+def test_a_table_of_many_chunks_is_put_joined(ray_session: Any) -> None:
+    """Small batches held together: put as one chunk a column (Ray serialises chunk by chunk);
+    a table of few chunks, or one Arrow cannot join, is put as it is."""
+    import ray
+
+    from hoodie_ray.ray.inputs import PUT_MAX_CHUNKS, put_table
+
+    batches = [pa.table({"k": [f"k{i}", f"k{i + 1}"], "v": [i, i + 1]}) for i in range(0, 10, 2)]
+    many = pa.concat_tables(batches)
+    item = put_table(many)
+    got = ray.get(item.ref)
+    assert item.num_rows == 10 and got.equals(many)
+    assert [c.num_chunks for c in got.columns] == [1, 1]
+    few = pa.concat_tables(batches[:PUT_MAX_CHUNKS])
+    assert [c.num_chunks for c in ray.get(put_table(few).ref).columns] == [2, 2]
