@@ -87,8 +87,8 @@ class FileInfo:
     is_dir: bool
 
 
-#: A backslash, or a control character (C0 or DEL).
-_REFUSED_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
+#: A backslash, or a control character (C0 or DEL): never in a relative path or a file name.
+REFUSED_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
 
 
 def check_relative(rel: str) -> str:
@@ -103,7 +103,7 @@ def check_relative(rel: str) -> str:
         return ""
     if rel.startswith("/"):
         raise HoodiePathError(f"absolute path not allowed inside a table: {rel!r}")
-    if _REFUSED_CHARS.search(rel):
+    if REFUSED_CHARS.search(rel):
         raise HoodiePathError(f"path with a backslash or control character refused: {rel!r}")
     parts = [p for p in rel.split("/") if p != "."]
     for p in parts:

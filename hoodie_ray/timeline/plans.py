@@ -19,7 +19,7 @@ from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 from hoodie_ray.exceptions import HoodieCorruptedDataError, HoodiePathError
-from hoodie_ray.storage import check_relative
+from hoodie_ray.storage import REFUSED_CHARS, check_relative
 from hoodie_ray.timeline.avro_io import read_single_record, write_single_record
 
 __all__ = [
@@ -77,7 +77,7 @@ def validate_file_name(name: Any, what: str = "plan") -> str:
         raise HoodiePathError(f"invalid file name in {what}: {name!r}")
     if name in (".", "..") or "/" in name or "\\" in name:
         raise HoodiePathError(f"file name in {what} is not a plain name: {name!r}")
-    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+    if REFUSED_CHARS.search(name):  # (a backslash is refused above)
         raise HoodiePathError(f"file name in {what} has a control character: {name!r}")
     if len(name.encode("utf-8")) > 255:
         raise HoodiePathError(f"file name in {what} is too long: {name[:40]!r}...")
