@@ -114,6 +114,7 @@ class StreamWriteFunction:
         self._groups: dict[BucketId, _GroupState] = {}
         self._slices: dict[BucketId, FileSlice] = {}
         self._frozen: set[tuple[str, str]] = set()
+        self._partitions: set[str] = set()  # partitions this instant made sure of (metadata)
         self._stats: dict[str, HoodieWriteStat] = {}
         self._seq = 0
         self._flushes = 0
@@ -136,6 +137,7 @@ class StreamWriteFunction:
         self.instant = instant
         self._slices = slices
         self._frozen = set(frozen_logs)
+        self._partitions = set()
         self._groups = {}
         self._stats = {}
         self._seq = 0
@@ -732,10 +734,13 @@ class StreamWriteFunction:
         return RECORD_INDEX in completed_partitions(self.ctx.table_config)
 
     def _ensure_partition(self, part: str) -> None:
+        """The partition's metadata file, checked once an instant (not once a file written)."""
         from hoodie_ray.file_group.naming import write_partition_metadata
 
         assert self.instant is not None
-        write_partition_metadata(self.ctx.storage, part, self.instant)
+        if part not in self._partitions:
+            write_partition_metadata(self.ctx.storage, part, self.instant)
+            self._partitions.add(part)
 
 
 def _change_operations(rows: pa.Table, gid: np.ndarray) -> pa.Array:
