@@ -4,7 +4,9 @@ Two implementations share one interface:
 
 * :class:`LocalStorage` for the local filesystem (``/path`` or ``file://``), with POSIX
   atomicity: ``write_atomic`` writes a temporary file and renames it; ``create_new`` is
-  put-if-absent through a hard link, so two processes can never both create one instant file.
+  put-if-absent (an exclusive create for empty content: markers, requested instants; a hard
+  link of a written temporary file otherwise), so two processes can never both create one
+  instant file.
 * :class:`ArrowStorage` for object stores through ``pyarrow.fs`` (``s3://``, ``gs://``, ...).
   A single PUT is atomic on object stores, so ``write_atomic`` writes the object directly;
   ``create_new`` checks for the object first (see docs/ARCHITECTURE.md on object-store commits).

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import compileall
 import os
+import py_compile
 import re
 import sys
 import zipfile
@@ -27,9 +28,17 @@ def _compile_bytecode() -> None:
     bytecode of an editable install, so each process compiled every module again: ~0.4 s of
     CPU an actor. Compiled here they are read; an up-to-date file is skipped (~15 ms).
     """
+    if not sys.flags.dont_write_bytecode:
+        return  # imports write it themselves
     root = Path(__file__).resolve().parents[1]
     for package in ("hoodie_ray", "tests", "benchmarks"):
-        compileall.compile_dir(str(root / package), quiet=1)
+        # timestamp-checked files (SOURCE_DATE_EPOCH would make compileall write hash-checked
+        # ones and redo them every session); quiet=2: a read-only checkout stays silent
+        compileall.compile_dir(
+            str(root / package),
+            quiet=2,
+            invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP,
+        )
 
 
 _compile_bytecode()

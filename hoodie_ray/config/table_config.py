@@ -176,13 +176,22 @@ def _logical_lines(text: str) -> list[str]:
 
 def parse_java_properties(text: str) -> dict[str, str]:
     """Parse the Java ``Properties`` text format (``load``): separators ``=``, ``:`` or space.
-    A new dict each call; the parse of a text is kept (a table's properties are read at
-    every load of the table, and of its metadata table: at every read's planning)."""
-    return dict(_parsed_properties(text))
+    A new dict each call; the parse of a text under 64 KiB is kept (a table's properties are
+    read at every load of the table, and of its metadata table: at every read's planning)."""
+    if len(text) > _KEPT_PROPERTIES_CHARS:
+        return _parse_properties(text)
+    return dict(_kept_properties(text))
+
+
+_KEPT_PROPERTIES_CHARS = 64 * 1024
 
 
 @functools.lru_cache(maxsize=64)
-def _parsed_properties(text: str) -> dict[str, str]:
+def _kept_properties(text: str) -> dict[str, str]:
+    return _parse_properties(text)
+
+
+def _parse_properties(text: str) -> dict[str, str]:
     props: dict[str, str] = {}
     for line in _logical_lines(text):
         i, n = 0, len(line)
