@@ -8,6 +8,7 @@ Python merely initialises on the way).
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from pathlib import Path
 
@@ -57,6 +58,7 @@ def _modules() -> dict[str, Path]:
     return out
 
 
+@functools.cache  # suite time: both tests check the one graph (the parse is ~1 s of CI each)
 def _graph() -> dict[str, set[str]]:
     mods = _modules()
 

@@ -25,6 +25,10 @@ def test_avro_encode_reports_its_ratios(capsys: pytest.CaptureFixture[str]) -> N
     assert res["bytes_per_row_block"] > 0
 
 
+# suite time: the record index's build, upkeep and lookups run in CI in
+# tests/metadata_writer/test_record_index.py and tests/reader/test_record_index_lookup.py; this
+# benchmark's HBase HFile and MDT compaction sections are smoked in CI below
+@pytest.mark.slow
 def test_record_index_reports_init_commit_and_lookup(capsys: pytest.CaptureFixture[str]) -> None:
     from benchmarks import record_index
 

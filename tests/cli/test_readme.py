@@ -24,6 +24,11 @@ OPTIONS = {
 }
 #: Commands too slow for the CI suite run under -m slow.
 SLOW = ("bench",)
+#: Suite time: commands that start a Ray write topology (~8 s of the CI suite each) run in CI
+#: with ``--engine local`` added (the README's options and input, on the README's table), and
+#: as written under -m slow; the CLI's write through Ray (the default engine) runs in CI in
+#: tests/cli/test_cli.py::test_write_engine_ray.
+RAY_WRITES = ("write",)
 
 
 def readme_cli_commands() -> list[str]:
@@ -58,15 +63,30 @@ def readme_table(tmp_path: Path) -> Path:
 COMMANDS = readme_cli_commands()
 
 
-@pytest.mark.parametrize(
-    "command",
-    [pytest.param(c, marks=pytest.mark.slow if c.split()[1] in SLOW else ()) for c in COMMANDS],
-)
+def _params() -> list:
+    out = []
+    for c in COMMANDS:
+        verb, name = c.split()[1], " ".join(c.split())
+        if verb in RAY_WRITES:
+            out.append(pytest.param(c, (), marks=pytest.mark.slow, id=name))
+            out.append(pytest.param(c, ("--engine", "local"), id=f"{name} --engine local"))
+        else:
+            marks = pytest.mark.slow if verb in SLOW else ()
+            out.append(pytest.param(c, (), marks=marks, id=name))
+    return out
+
+
+@pytest.mark.parametrize(("command", "extra"), _params())
 def test_readme_command_runs(
-    command: str, readme_table: Path, monkeypatch: pytest.MonkeyPatch, capsys
+    command: str,
+    extra: tuple[str, ...],
+    readme_table: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys,
 ) -> None:
     monkeypatch.chdir(readme_table.parent.parent)  # where trips.parquet is
     argv = [a.replace("/data/trips", str(readme_table)) for a in shlex.split(command)[1:]]
+    argv += extra
     rc = main(argv)
     out, err = capsys.readouterr()
     assert rc == 0, f"{command!r} exited {rc}\n{out}\n{err}"

@@ -362,10 +362,11 @@ def test_create_index_builds_the_record_index_of_an_existing_table(tmp_path: Pat
 
     path = str(tmp_path / "t")
     opts = model_options(table_type="MERGE_ON_READ", version="8", small_files=True)
-    wl, model = Workload(11, keys=300), TableModel()
+    # suite time: 150 keys (was 300; 115 file slices, 24 of them with logs, was 217 and 48)
+    wl, model = Workload(11, keys=150), TableModel()
     client = HoodieWriteClient(path, opts)
     for c in range(3):
-        rows = wl.rows_for(wl.keys[80 * c : 80 * c + 120])
+        rows = wl.rows_for(wl.keys[40 * c : 40 * c + 60])
         client.write(to_arrow(rows, True))
         model.upsert(rows)
     gone = sorted(model.rows)[:7]
@@ -408,7 +409,7 @@ def test_create_index_builds_the_record_index_of_an_existing_table(tmp_path: Pat
         hr.create_index(bucket, "record_index", "key", kind="record_index")
     assert RECORD_INDEX not in HoodieTable.load(bucket).metadata_partitions
 
-    rows = wl.rows_for(wl.keys[200:260])  # updates and new keys: the index follows
+    rows = wl.rows_for(wl.keys[100:130])  # updates and new keys: the index follows
     HoodieWriteClient(path, opts).write(to_arrow(rows, True))
     model.upsert(rows)
     table = HoodieTable.load(path)

@@ -137,7 +137,8 @@ def test_cdc_read_equals_the_model_over_every_range(
 
 def test_cdc_json_images_and_refusals(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
-    commits = _write_model(path, "8", "MERGE_ON_READ", seed=3)
+    # suite time: 2 commits (was the default 7): only the second one's changes are read
+    commits = _write_model(path, "8", "MERGE_ON_READ", seed=3, n_commits=2)
     got = read_table(
         path,
         query_type="incremental",

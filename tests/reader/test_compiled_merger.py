@@ -186,16 +186,26 @@ def _check(seed: int, *, big: bool = False, hot: bool = False) -> None:
 
 @pytest.mark.parametrize(
     "chunk",
-    [0, *(pytest.param(c, marks=pytest.mark.slow) for c in (1, 2, 3))],  # suite time
+    # suite time: seeds 0-74 in CI (was 0-149), the other 525 of the 600 under -m slow
+    [0, *(pytest.param(c, marks=pytest.mark.slow) for c in range(1, 8))],
 )
 def test_random_folds_match_the_column_wise_buffer(chunk: int) -> None:
-    for seed in range(chunk * 150, (chunk + 1) * 150):
+    for seed in range(chunk * 75, (chunk + 1) * 75):
         _check(seed)
 
 
-def test_large_random_folds_compact_and_grow_the_table() -> None:
-    for seed in range(25):
-        _check(10_000 + seed, big=True)
+@pytest.mark.parametrize(
+    "seeds",
+    [
+        # suite time: the first 10 of the 25 seeds compact in 6 of them (14 compactions), and
+        # grow the table; the other 15 run under -m slow
+        pytest.param(range(10_000, 10_010), id="ci"),
+        pytest.param(range(10_010, 10_025), id="more", marks=pytest.mark.slow),
+    ],
+)
+def test_large_random_folds_compact_and_grow_the_table(seeds: range) -> None:
+    for seed in seeds:
+        _check(seed, big=True)
 
 
 @pytest.mark.slow  # suite time: the random folds above cover the same merge in CI
@@ -215,12 +225,25 @@ def test_hot_keys_compact_blocks_held_by_their_merge_columns() -> None:
 
 
 @pytest.mark.usefixtures("colliding_hashes")
-def test_random_folds_with_colliding_hashes() -> None:
-    # suite time: HOODIE_RAY_FULL=1 runs twice the folds
-    for seed in range(200 if FULL else 100):
-        _check(20_000 + seed)
-    for seed in range(8 if FULL else 4):
-        _check(30_000 + seed, big=True)
+@pytest.mark.parametrize(
+    ("seeds", "big_seeds"),
+    [
+        # suite time: half the folds in CI, the other half under -m slow (HOODIE_RAY_FULL=1
+        # runs twice the folds)
+        pytest.param(range(20_000, 20_050), range(30_000, 30_002), id="ci"),
+        pytest.param(
+            range(20_050, 20_000 + (200 if FULL else 100)),
+            range(30_002, 30_000 + (8 if FULL else 4)),
+            id="more",
+            marks=pytest.mark.slow,
+        ),
+    ],
+)
+def test_random_folds_with_colliding_hashes(seeds: range, big_seeds: range) -> None:
+    for seed in seeds:
+        _check(seed)
+    for seed in big_seeds:
+        _check(seed, big=True)
 
 
 # -- pieces ----------------------------------------------------------------------------------------
@@ -315,8 +338,17 @@ def _rows(t: pa.Table) -> list[tuple]:
     return sorted(tuple(r.values()) for r in t.to_pylist())
 
 
-@pytest.mark.parametrize("version", [6, 8])
-@pytest.mark.parametrize("fmt", ["avro", "parquet"])
+@pytest.mark.parametrize(
+    ("fmt", "version"),
+    [
+        # suite time: each scenario and mode in CI with both block formats and both table
+        # versions (avro-6, parquet-8); the other two pairs under -m slow
+        ("avro", 6),
+        ("parquet", 8),
+        pytest.param("parquet", 6, marks=pytest.mark.slow),
+        pytest.param("avro", 8, marks=pytest.mark.slow),
+    ],
+)
 @pytest.mark.parametrize("mode", ["EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"])
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_slice_reads_match_across_buffers(

@@ -139,9 +139,20 @@ def _model(
     return sorted(((k, repr(x[1]), x[3]) for k, x in state.items() if not x[2]), key=_by_key)
 
 
+def _seeds(n_ci: int, n_all: int, start: int = 0) -> list[Any]:
+    """Seeds ``start .. start + n_all`` of a randomised test in two parameters: the first
+    ``n_ci`` run in CI, the rest under ``-m slow`` (suite time: the rule and both engines meet
+    the same kinds of inputs in the first seeds; the full count still runs with the slow ones)."""
+    return [
+        pytest.param(range(start, start + n_ci), id="ci"),
+        pytest.param(range(start + n_ci, start + n_all), id="more", marks=pytest.mark.slow),
+    ]
+
+
+@pytest.mark.parametrize("seeds", _seeds(8, 25))  # suite time: 8 of 25 seeds in CI
 @pytest.mark.parametrize("otype", ORDERING_TYPES, ids=str)
-def test_both_engines_give_the_same_rows(otype: pa.DataType) -> None:
-    for seed in range(25):
+def test_both_engines_give_the_same_rows(otype: pa.DataType, seeds: range) -> None:
+    for seed in seeds:
         rng = np.random.default_rng(seed)
         blocks, base = _random_blocks(rng, distinct=False), _base(rng)
         for mode in (EVENT, COMMIT):
@@ -150,8 +161,9 @@ def test_both_engines_give_the_same_rows(otype: pa.DataType) -> None:
             assert compiled == column_wise, (seed, mode, blocks, base)
 
 
-def test_both_engines_give_the_rows_of_the_rule() -> None:
-    for seed in range(100):
+@pytest.mark.parametrize("seeds", _seeds(35, 100))  # suite time: 35 of 100 seeds in CI
+def test_both_engines_give_the_rows_of_the_rule(seeds: range) -> None:
+    for seed in seeds:
         rng = np.random.default_rng(seed)
         blocks, base = _random_blocks(rng, distinct=False), _base(rng)
         expected = _model(blocks, base)
@@ -159,12 +171,15 @@ def test_both_engines_give_the_rows_of_the_rule() -> None:
             assert _merge(engine, pa.int64(), EVENT, blocks, base) == expected, (seed, engine)
 
 
+@pytest.mark.parametrize("seeds", _seeds(5, 15, 1000))  # suite time: 5 of 15 seeds in CI
 @pytest.mark.parametrize(
     "otype", [t for t in ORDERING_TYPES if not pa.types.is_boolean(t)], ids=str
 )
-def test_block_order_does_not_matter_for_distinct_ordering_values(otype: pa.DataType) -> None:
-    for seed in range(15):
-        rng = np.random.default_rng(1000 + seed)
+def test_block_order_does_not_matter_for_distinct_ordering_values(
+    otype: pa.DataType, seeds: range
+) -> None:
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
         blocks, base = _random_blocks(rng, distinct=True), _base(rng)
         first = _merge(LogRecordBuffer, otype, EVENT, blocks, base)
         for _ in range(2):

@@ -301,11 +301,13 @@ def _log_schemas(path: Path) -> list[list[set[str]]]:
     [
         ("6", "MERGE_ON_READ", "avro"),
         ("6", "MERGE_ON_READ", "parquet"),
-        ("6", "COPY_ON_WRITE", "avro"),
+        # suite time: copy-on-write evolves in CI on version 8; versions 6 and 9 in CI on
+        # merge-on-read (their copy-on-write runs under -m slow)
+        pytest.param("6", "COPY_ON_WRITE", "avro", marks=pytest.mark.slow),
         ("8", "MERGE_ON_READ", "avro"),
         ("8", "COPY_ON_WRITE", "avro"),
         ("9", "MERGE_ON_READ", "avro"),
-        ("9", "COPY_ON_WRITE", "avro"),
+        pytest.param("9", "COPY_ON_WRITE", "avro", marks=pytest.mark.slow),
     ],
 )
 def test_schema_evolution_model(tmp_path, version, table_type, block_format):
