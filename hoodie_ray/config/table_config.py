@@ -7,7 +7,6 @@ with the ``hoodie.table.checksum`` Java computes: CRC32 of ``"<database>.<table>
 from __future__ import annotations
 
 import datetime as _dt
-import functools
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from hoodie_ray.exceptions import (
     HoodieTableNotFoundError,
     HoodieUnsupportedError,
 )
+from hoodie_ray.lru import SizedLru
 from hoodie_ray.storage import Storage
 
 METAFOLDER = ".hoodie"
@@ -176,19 +176,17 @@ def _logical_lines(text: str) -> list[str]:
 
 def parse_java_properties(text: str) -> dict[str, str]:
     """Parse the Java ``Properties`` text format (``load``): separators ``=``, ``:`` or space.
-    A new dict each call; the parse of a text under 64 KiB is kept (a table's properties are
-    read at every load of the table, and of its metadata table: at every read's planning)."""
-    if len(text) > _KEPT_PROPERTIES_CHARS:
-        return _parse_properties(text)
-    return dict(_kept_properties(text))
+    A new dict each call; the parse of a text is kept (:data:`_PARSED_PROPERTIES`)."""
+    hit = _PARSED_PROPERTIES.get(text)
+    if hit is None:
+        hit = _parse_properties(text)
+        _PARSED_PROPERTIES.put(text, hit, len(text))
+    return dict(hit)
 
 
-_KEPT_PROPERTIES_CHARS = 64 * 1024
-
-
-@functools.lru_cache(maxsize=64)
-def _kept_properties(text: str) -> dict[str, str]:
-    return _parse_properties(text)
+#: Parses by text: a table's properties are read at every load of the table, and of its
+#: metadata table (twice a read's planning). A text over 64 KiB is never kept.
+_PARSED_PROPERTIES = SizedLru(4 << 20, max_entry=64 << 10)
 
 
 def _parse_properties(text: str) -> dict[str, str]:

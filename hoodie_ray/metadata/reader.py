@@ -209,13 +209,13 @@ def _decoded(kind: str, value: bytes, schema: str, make: Callable[[dict[str, Any
 def record_index_location(value: bytes, schema: str) -> tuple[str, str]:
     """``(data partition, file id)`` of a stored record-index value written with ``schema``
     (decoded once per process)."""
-
-    def location(record: dict[str, Any]) -> tuple[str, str]:
-        part, fid, _ = decode_record_index(record)
-        return part or "", fid
-
-    loc: tuple[str, str] = _decoded("location", value, schema, location)
+    loc: tuple[str, str] = _decoded("location", value, schema, _location)
     return loc
+
+
+def _location(record: dict[str, Any]) -> tuple[str, str]:
+    part, fid, _ = decode_record_index(record)
+    return part or "", fid
 
 
 class SecondaryIndexLookup(_PreparedLookup):
