@@ -34,6 +34,7 @@ from hoodie_ray.job.coordinator import Coordinator
 from hoodie_ray.job.setup import TableSetup
 from hoodie_ray.ray import metrics
 from hoodie_ray.ray.compactor import CompactorPool, ray_task_map_when_free
+from hoodie_ray.ray.runtime import set_actor_memory_pool
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.metadata import HoodieWriteStat
 from hoodie_ray.write.bucket_assigner import AssignerConfig, WriteProfile
@@ -136,6 +137,7 @@ class CoordinatorActor:
         self.core = Coordinator(
             path, options, storage_options, lock_owner=lock_owner, lock_job=lock_job
         )
+        set_actor_memory_pool(self.core.wc.arrow_memory_pool)
         self.core.index_map = ray_task_map_when_free
         self.table = ""
         self._job = lock_owner.rsplit(":", 1)[-1]  # under OCC part of the compactors' names
@@ -274,6 +276,7 @@ class AssignTask(_AccountedTask):
         local: WriteTask | None = None,
     ) -> None:
         ctx = setup.context
+        set_actor_memory_pool(ctx.write_config.arrow_memory_pool)
         warm_up()  # compiled index kernels loaded at start, not in the first batch
         self.cpu = OperatorCpu()  # chained: replaces WriteTask's, unused until the first call
         table = HoodieTable(ctx.storage.base_uri, ctx.storage, ctx.table_config)
@@ -436,6 +439,7 @@ class WriteTask(_AccountedTask):
     """Buffers and writes the file groups routed to one writer task."""
 
     def __init__(self, context: WriteContext, task_id: int, attempt: int) -> None:
+        set_actor_memory_pool(context.write_config.arrow_memory_pool)
         warm_up()  # compiled kernels (the base files' bloom filters) loaded at start
         self.write_fn = StreamWriteFunction(context, task_id, attempt)
         self.table = context.table_config.name

@@ -269,3 +269,57 @@ def test_occ_is_refused_by_the_datasink_naming_the_option(tmp_path):
     with pytest.raises(HoodieOptionError, match="hoodie.write.concurrency.mode"):
         HoodieDatasink(str(tmp_path / "t"), opts)
     assert not (tmp_path / "t").exists()
+
+
+# --- Arrow's memory pool in the actors' processes ------------------------------------------
+
+_POOL_PROBE = (
+    "import sys, pyarrow as pa\n"
+    "from hoodie_ray.ray.runtime import set_actor_memory_pool\n"
+    "choice = sys.argv[1] or None\n"
+    "print(set_actor_memory_pool(choice), pa.default_memory_pool().backend_name)\n"
+)
+
+
+def _pool_in_fresh_process(choice: str, env: dict[str, str] | None = None) -> list[str]:
+    """What ``set_actor_memory_pool(choice)`` returns in a new process (the pool is the
+    process's: never switched in the test process), and the pool Arrow then uses."""
+    import os
+    import subprocess
+    import sys
+
+    full = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    full.update(env or {})
+    out = subprocess.run(
+        [sys.executable, "-c", _POOL_PROBE, choice],
+        capture_output=True,
+        text=True,
+        env=full,
+        check=True,
+    )
+    return out.stdout.split()
+
+
+def test_actor_memory_pool_defaults_to_jemalloc_and_honours_option_and_env() -> None:
+    import pyarrow as pa
+
+    expected = "jemalloc" if "jemalloc" in pa.supported_memory_backends() else None
+    got = _pool_in_fresh_process("")
+    assert got[0] == got[1]
+    if expected:
+        assert got[0] == expected
+    assert _pool_in_fresh_process("system") == ["system", "system"]
+    # Arrow's own variable wins over the unset option, not over an explicit one
+    assert _pool_in_fresh_process("", {"ARROW_DEFAULT_MEMORY_POOL": "system"}) == [
+        "system",
+        "system",
+    ]
+
+
+def test_actor_memory_pool_option_refuses_unknown_pools() -> None:
+    from hoodie_ray.config.options import resolve_options
+    from hoodie_ray.exceptions import HoodieOptionError
+
+    assert resolve_options({"ray.arrow.memory_pool": "MIMALLOC"}).arrow_memory_pool == "mimalloc"
+    with pytest.raises(HoodieOptionError, match="ray.arrow.memory_pool"):
+        resolve_options({"ray.arrow.memory_pool": "tcmalloc"})
