@@ -17,10 +17,10 @@ Paths (``--paths``, all by default):
 * ``spark``: one Spark DataFrame per commit (``spark.read.parquet`` of the commit's rows,
   written to Parquet and cached in Spark before the run, one partition per executor) through
   RayDP into the same kind of topology (``--spark-executors``, ``--spark-rows`` per commit:
-  the whole commit by default, the rows of the other paths). A warm-up hand-off runs before
-  the section. Its time splits into the hand-off (``write(df)``: the executors' Arrow
-  conversion, all at once, and one fetcher actor taking the blocks into the object store) and the
-  checkpoint.
+  the whole commit by default, the rows of the other paths). ``--spark-warmups`` (5)
+  untimed hand-offs run before the section, so that it meets the JVMs' JIT settled. Its
+  time splits into the hand-off (``write(df)``: the executors' Arrow conversion, all at
+  once, and one fetcher actor taking the blocks into the object store) and the checkpoint.
 
 ``--pipelined``: each commit's checkpoint is ``checkpoint(wait=False)``: the next commit's input
 is routed and buffered while it flushes and commits (chained, the default topology).
@@ -227,9 +227,12 @@ def _dataset_inputs(ray: Any, commits: Sequence[pa.Table], blocks: int) -> list[
     ]
 
 
-def _spark_inputs(commits: Sequence[pa.Table], workdir: Path, executors: int) -> list[Any]:
+def _spark_inputs(
+    commits: Sequence[pa.Table], workdir: Path, executors: int, warmups: int = 1
+) -> list[Any]:
     """One Spark DataFrame per commit, read from Parquet (written here, before any timing),
-    ``executors`` partitions each (one per executor, so that every executor converts)."""
+    ``executors`` partitions each (one per executor, so that every executor converts), after
+    ``warmups`` hand-offs of them that are not timed."""
     import ray
 
     from hoodie_ray.ray.inputs import convert_spark
@@ -243,11 +246,15 @@ def _spark_inputs(commits: Sequence[pa.Table], workdir: Path, executors: int) ->
         df = spark.read.parquet(str(f))
         frames.append(df.repartition(executors).cache() if executors > 1 else df.cache())
         frames[-1].count()  # Spark has the rows: the section measures the hand-off and write
-    # a warm-up hand-off (the JVMs' JIT, Ray's workers for the fetch tasks): a stream in
-    # steady state, as the Dataset path's topology is started before its section
-    warm = convert_spark(frames[0])
-    ray.get([block for block, _ in warm.parts])
-    warm.release()
+    # warm-up hand-offs (the JVMs' JIT, Ray's workers for the fetch tasks): a stream in
+    # steady state, as the Dataset path's topology is started before its section. One is
+    # not enough: C2 compiles the conversion over the first few jobs (on 2 cores, 1 warm-up
+    # left 3.2 CPU-s of the executor's and 2.3 of the driver's in the 6 timed commits, most
+    # of it JIT compiler threads; 6 warm-ups 1.7-2.0 and 1.3-1.55)
+    for i in range(max(1, warmups)):
+        warm = convert_spark(frames[i % len(frames)])
+        ray.get([block for block, _ in warm.parts])
+        warm.release()
     return frames
 
 
@@ -266,6 +273,7 @@ def run_path(
     blocks: int = 0,
     pipelined: bool = False,
     spark_executors: int = 1,
+    spark_warmups: int = 1,
 ) -> PathRun:
     """Ingest ``workload``'s commits through one input path; gate; figures."""
     run = PathRun(
@@ -287,7 +295,7 @@ def run_path(
         if path_kind == "dataset":
             inputs: list[Any] = _dataset_inputs(ray, workload.commits, blocks)
         elif path_kind == "spark":
-            inputs = _spark_inputs(workload.commits, workdir, spark_executors)
+            inputs = _spark_inputs(workload.commits, workdir, spark_executors, spark_warmups)
         else:
             inputs = list(workload.commits)
         log(f"{run.label}: {len(inputs)} commits of {workload.commits[0].num_rows} rows ...")
@@ -558,6 +566,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=1,
         help="RayDP executors (1 CPU each); each commit's DataFrame has one partition per executor",
     )
+    p.add_argument(
+        "--spark-warmups",
+        type=int,
+        default=5,
+        help="untimed hand-offs before the Spark section (the JVMs' JIT settling)",
+    )
     p.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS)
     p.add_argument("--blocks", type=int, default=0, help="pieces per commit (0: by --batch-rows)")
     p.add_argument("--peer-timeout", type=float, default=1800.0)
@@ -601,6 +615,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 res.workload["spark"] = wl.summary()
             if kind == "spark":
                 res.workload["spark_executors"] = args.spark_executors
+                res.workload["spark_warmups"] = args.spark_warmups
             for chaining in CHAINING[args.chaining]:
                 for w in args.writers:
                     table_dir = workdir / f"{kind}_w{w}"
@@ -619,6 +634,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         args.blocks,
                         args.pipelined,
                         args.spark_executors,
+                        args.spark_warmups,
                     )
                     res.runs.append(run)
                     shutil.rmtree(table_dir, ignore_errors=True)
