@@ -34,6 +34,7 @@ from hoodie_ray.exceptions import (
     HoodieTimelineError,
 )
 from hoodie_ray.file_group.naming import parse_base_file_name, parse_log_file_name
+from hoodie_ray.lru import SizedLru
 from hoodie_ray.metadata.layout import COLUMN_STATS, RECORD_INDEX
 from hoodie_ray.reader.file_slice_reader import (
     ReadContext,
@@ -46,7 +47,7 @@ from hoodie_ray.reader.filters import Filter, parse_filters, partition_may_match
 from hoodie_ray.reader.log_scan import InstantRange
 from hoodie_ray.reader.lookup_cost import LookupCost
 from hoodie_ray.reader.merger import COMMIT_TIME, FILE_NAME, OPERATION, PARTITION_PATH, RECORD_KEY
-from hoodie_ray.storage import Storage
+from hoodie_ray.storage import Storage, redact_options
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.archive import LSMTimeline
 from hoodie_ray.timeline.instant import Action, format_instant_time
@@ -796,13 +797,56 @@ def _prune_by_column_stats(
 # -- snapshot slices -----------------------------------------------------------------------------
 
 
-def _view_slices(tbl: HoodieTable, query_instant: str) -> list[SliceSpec]:
-    view = tbl.view()  # listed through the metadata table when the table keeps one
-    return [SliceSpec.of(s) for s in view.latest_file_slices(as_of=query_instant)]
+#: The latest slices of recent snapshot plans of tables listed through their metadata
+#: table, by what decides them (see _view_key): a process reading one table again (a
+#: dashboard, a lookup service, a stream's polls) groups its files once per table state, as
+#: Hudi's Java keeps its file-system view per meta client. Such a listing follows from the
+#: two timelines alone; a storage listing also sees files no commit names, so it is not kept.
+VIEW_SLICES = SizedLru(32 << 20, max_entry=8 << 20)
+_SLICE_BYTES = 256  # a SliceSpec with its names, about
+
+
+def _timeline_key(instants: Sequence[Any]) -> tuple[Any, ...]:
+    """Every instant at its state: any commit, rollback, clean, archival or state change
+    (an old pending compaction completing included) gives another key."""
+    return tuple((i.timestamp, i.action, i.state, i.completion_time) for i in instants)
+
+
+def _view_key(tbl: HoodieTable, query_instant: str) -> tuple[Any, ...]:
+    """What the latest slices as of ``query_instant`` follow from on a table listed through
+    its metadata table: the storage, the table's layout and the two timelines."""
+    cfg = tbl.table_config
+    mdt = tbl.metadata_table.refresh().timeline.instants
+    return (
+        type(tbl.storage).__name__,
+        tbl.storage.base_uri,
+        tuple(sorted(redact_options(tbl.storage_options).items())),
+        cfg.table_version,
+        tuple(cfg.partition_fields),
+        str(getattr(cfg, "base_file_format", "") or ""),
+        query_instant,
+        _timeline_key(tbl.active_timeline.instants),
+        _timeline_key(mdt),
+    )
+
+
+def _view_slices(tbl: HoodieTable, query_instant: str, keep: bool = False) -> list[SliceSpec]:
+    """The latest slices as of ``query_instant``; ``keep``: through :data:`VIEW_SLICES`
+    where the metadata table lists the files (and only for the latest commit: the cleaner
+    never removes its slices' files, while an older instant's may go before its clean
+    completes)."""
+    key = _view_key(tbl, query_instant) if keep and tbl.uses_metadata_table else None
+    kept = VIEW_SLICES.get(key) if key is not None else None
+    if kept is None:
+        view = tbl.view()  # listed through the metadata table when the table keeps one
+        kept = tuple(SliceSpec.of(s) for s in view.latest_file_slices(as_of=query_instant))
+        if key is not None:
+            VIEW_SLICES.put(key, kept, _SLICE_BYTES * (len(kept) + 1))
+    return list(kept)
 
 
 def _snapshot_slices(tbl: HoodieTable, query_instant: str, check_cleaned: bool) -> list[SliceSpec]:
-    slices = _view_slices(tbl, query_instant)
+    slices = _view_slices(tbl, query_instant, keep=not check_cleaned)
     if check_cleaned:
         _check_not_cleaned(tbl, query_instant, slices)
     return sorted(slices, key=lambda s: (s.partition_path, s.file_id))

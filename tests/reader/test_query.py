@@ -222,3 +222,48 @@ def test_as_of_a_completion_time_v9(sample_table) -> None:
         ct = inst.completion_time
         theirs = hudi_rs_read(root, **{"hoodie.read.as.of.timestamp": ct})
         assert rows_of(read_table(root, as_of=ct)) == rows_of(theirs)
+
+
+def test_latest_slices_are_listed_once_per_table_state(tmp_path: Path, monkeypatch) -> None:
+    """Snapshot reads of an unchanged table listed through its metadata table group its
+    files once (the process keeps the latest slices by table state); a commit lists again,
+    and time travel and storage-listed tables are never kept."""
+    from hoodie_ray.file_group.view import FileSystemView
+
+    built = []
+    real = FileSystemView.latest_file_slices
+
+    def counting(self, *a, **k):
+        built.append(self.listing is not None)  # the data table's view, not the MDT's own
+        return real(self, *a, **k)
+
+    opts = {
+        "hoodie.table.name": "t",
+        "hoodie.datasource.write.recordkey.field": "key",
+        "precombine.field": "ts",
+        "hoodie.write.table.version": "8",
+    }
+    root = str(tmp_path / "t")
+    first = hr.write(pa.table({"key": ["a"], "ts": [1], "v": ["x"]}), root, opts, engine="local")
+    monkeypatch.setattr(FileSystemView, "latest_file_slices", counting)
+    assert read_table(root).column("v").to_pylist() == ["x"]
+    assert read_table(root).column("v").to_pylist() == ["x"]
+    assert built.count(True) == 1
+    hr.write(pa.table({"key": ["b"], "ts": [1], "v": ["y"]}), root, opts, engine="local")
+    built.clear()
+    assert sorted(read_table(root).column("v").to_pylist()) == ["x", "y"]
+    assert sorted(read_table(root).column("v").to_pylist()) == ["x", "y"]
+    assert built.count(True) == 1
+    built.clear()
+    for _ in range(2):  # time travel is never kept: the cleaner may remove its files
+        assert read_table(root, as_of=first.instant).column("v").to_pylist() == ["x"]
+    assert built.count(True) == 2
+
+    b = TableBuilder(tmp_path / "v6", SCHEMA)  # listed from storage: never kept
+    c1 = b.begin()
+    c1.base_file("", "f1-0", pa.table({"key": ["a"], "ts": [1], "v": ["x"]}, schema=SCHEMA))
+    c1.complete()
+    built.clear()
+    for _ in range(2):
+        assert read_table(str(b.root)).column("v").to_pylist() == ["x"]
+    assert built == [False, False]
