@@ -804,12 +804,20 @@ def _prune_by_column_stats(
 #: two timelines alone; a storage listing also sees files no commit names, so it is not kept.
 VIEW_SLICES = SizedLru(32 << 20, max_entry=8 << 20)
 _SLICE_BYTES = 256  # a SliceSpec with its names, about
+_INSTANT_BYTES = 200  # an instant's tuple in a key, about
 
 
 def _timeline_key(instants: Sequence[Any]) -> tuple[Any, ...]:
     """Every instant at its state: any commit, rollback, clean, archival or state change
     (an old pending compaction completing included) gives another key."""
     return tuple((i.timestamp, i.action, i.state, i.completion_time) for i in instants)
+
+
+def _options_key(options: Mapping[str, Any] | None) -> tuple[tuple[str, str], ...]:
+    """Storage options as a key: secrets masked, and only values that print the same each
+    time (an object's repr may not, which would make a key per read)."""
+    plain = {k: v for k, v in (options or {}).items() if isinstance(v, str | int | float | bool)}
+    return tuple(sorted(redact_options(plain).items()))
 
 
 def _view_key(tbl: HoodieTable, query_instant: str) -> tuple[Any, ...]:
@@ -820,7 +828,7 @@ def _view_key(tbl: HoodieTable, query_instant: str) -> tuple[Any, ...]:
     return (
         type(tbl.storage).__name__,
         tbl.storage.base_uri,
-        tuple(sorted(redact_options(tbl.storage_options).items())),
+        _options_key(tbl.storage_options),
         cfg.table_version,
         tuple(cfg.partition_fields),
         str(getattr(cfg, "base_file_format", "") or ""),
@@ -841,7 +849,8 @@ def _view_slices(tbl: HoodieTable, query_instant: str, keep: bool = False) -> li
         view = tbl.view()  # listed through the metadata table when the table keeps one
         kept = tuple(SliceSpec.of(s) for s in view.latest_file_slices(as_of=query_instant))
         if key is not None:
-            VIEW_SLICES.put(key, kept, _SLICE_BYTES * (len(kept) + 1))
+            instants = len(key[-1]) + len(key[-2])
+            VIEW_SLICES.put(key, kept, _SLICE_BYTES * (len(kept) + 1) + _INSTANT_BYTES * instants)
     return list(kept)
 
 
