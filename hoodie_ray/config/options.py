@@ -1037,7 +1037,8 @@ OPTIONS: tuple[ConfigOption, ...] = (
         _choice("jemalloc", "mimalloc", "system", upper=False),
         "Arrow's memory pool in the coordinator, assigner and writer actors (their processes "
         "are their own). Unset: jemalloc where pyarrow has it and ARROW_DEFAULT_MEMORY_POOL "
-        "is unset (with Arrow's default, mimalloc, 8 chained tasks spent ~0.2 s more of a "
+        "is unset in the actors' environment (set it through runtime_env on a running "
+        "cluster; with Arrow's default, mimalloc, 8 chained tasks spent ~0.2 s more of a "
         "3-s run in the kernel), else Arrow's default.",
     ),
 )
