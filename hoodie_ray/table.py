@@ -238,12 +238,14 @@ class HoodieTable:
         self.table_config = config
 
     # -- file system view ----------------------------------------------------------------------
-    def view(self) -> FileSystemView:
+    def view(self, refresh_metadata: bool = True) -> FileSystemView:
         """The file-system view of the table at its current timeline (listed through the
-        metadata table when the table keeps one)."""
+        metadata table when the table keeps one, its timeline reloaded first unless
+        ``refresh_metadata`` is false: the caller just did)."""
         listing = None
         if self.uses_metadata_table:
-            listing = MetadataListing(self.metadata_table.refresh())
+            mdt = self.metadata_table
+            listing = MetadataListing(mdt.refresh() if refresh_metadata else mdt)
         return FileSystemView.for_table(
             self.storage, self.table_config, self.active_timeline, listing
         )

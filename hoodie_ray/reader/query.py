@@ -846,7 +846,8 @@ def _view_slices(tbl: HoodieTable, query_instant: str, keep: bool = False) -> li
     key = _view_key(tbl, query_instant) if keep and tbl.uses_metadata_table else None
     kept = VIEW_SLICES.get(key) if key is not None else None
     if kept is None:
-        view = tbl.view()  # listed through the metadata table when the table keeps one
+        # listed through the metadata table when the table keeps one (refreshed by the key)
+        view = tbl.view(refresh_metadata=key is None)
         kept = tuple(SliceSpec.of(s) for s in view.latest_file_slices(as_of=query_instant))
         if key is not None:
             instants = len(key[-1]) + len(key[-2])
