@@ -273,47 +273,36 @@ def test_occ_is_refused_by_the_datasink_naming_the_option(tmp_path):
 
 # --- Arrow's memory pool in the actors' processes ------------------------------------------
 
-_POOL_PROBE = (
-    "import sys, pyarrow as pa\n"
-    "from hoodie_ray.ray.runtime import set_actor_memory_pool\n"
-    "choice = sys.argv[1] or None\n"
-    "print(set_actor_memory_pool(choice), pa.default_memory_pool().backend_name)\n"
-)
+_POOL_PROBE = """
+import os, pyarrow as pa
+from hoodie_ray.ray.runtime import ARROW_POOL_ENV, set_actor_memory_pool
+seen = [set_actor_memory_pool(None), pa.default_memory_pool().backend_name]
+os.environ[ARROW_POOL_ENV] = "system"  # Arrow's own variable: the unset option leaves the pool
+seen.append(set_actor_memory_pool(None))
+seen.append(set_actor_memory_pool("system"))  # an explicit choice wins over it
+seen.append(pa.default_memory_pool().backend_name)
+print(*seen)
+"""
 
 
-def _pool_in_fresh_process(choice: str, env: dict[str, str] | None = None) -> list[str]:
-    """What ``set_actor_memory_pool(choice)`` returns in a new process (the pool is the
-    process's: never switched in the test process), and the pool Arrow then uses."""
+def test_actor_memory_pool_defaults_to_jemalloc_and_honours_option_and_env() -> None:
+    """In a new process (the pool is the process's: never switched in the test process)."""
     import os
     import subprocess
     import sys
 
-    full = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
-    full.update(env or {})
-    out = subprocess.run(
-        [sys.executable, "-c", _POOL_PROBE, choice],
-        capture_output=True,
-        text=True,
-        env=full,
-        check=True,
-    )
-    return out.stdout.split()
-
-
-def test_actor_memory_pool_defaults_to_jemalloc_and_honours_option_and_env() -> None:
     import pyarrow as pa
 
-    expected = "jemalloc" if "jemalloc" in pa.supported_memory_backends() else None
-    got = _pool_in_fresh_process("")
-    assert got[0] == got[1]
-    if expected:
-        assert got[0] == expected
-    assert _pool_in_fresh_process("system") == ["system", "system"]
-    # Arrow's own variable wins over the unset option, not over an explicit one
-    assert _pool_in_fresh_process("", {"ARROW_DEFAULT_MEMORY_POOL": "system"}) == [
-        "system",
-        "system",
-    ]
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    out = subprocess.run(
+        [sys.executable, "-c", _POOL_PROBE], capture_output=True, text=True, env=env, check=True
+    )
+    default, active, with_env, chosen, active_after = out.stdout.split()
+    assert default == active
+    if "jemalloc" in pa.supported_memory_backends():
+        assert default == "jemalloc"
+    assert with_env == default  # left as it was
+    assert chosen == active_after == "system"
 
 
 def test_actor_memory_pool_option_refuses_unknown_pools() -> None:
