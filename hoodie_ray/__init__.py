@@ -17,6 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
+# first: in hoodie_ray's actor processes, Arrow's default pool is named before pyarrow loads
+from hoodie_ray.ray import process as _process  # noqa: F401
+
+# isort: split
+
 from hoodie_ray.api import rollback, write
 from hoodie_ray.exceptions import (
     HoodieCommitConflictError,

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hoodie_ray.exceptions import HoodieError, HoodieOptionError
+from hoodie_ray.ray.process import ARROW_POOL_ENV
 
 if TYPE_CHECKING:
     from hoodie_ray.config.options import WriteConfig
@@ -168,20 +169,15 @@ def _gcs_address() -> str:
         return "?"
 
 
-ARROW_POOL_ENV = "ARROW_DEFAULT_MEMORY_POOL"
-"""Arrow's own variable naming its default memory pool; where set, actors leave the pool be."""
-
-
 def set_actor_memory_pool(choice: str | None) -> str:
-    """Make ``choice`` (``ray.arrow.memory_pool``) Arrow's memory pool in this actor's process
-    and return the pool's backend name.
+    """Make ``choice`` (``ray.arrow.memory_pool``) the pool of pyarrow's Python calls in this
+    actor's process and return that pool's backend name.
 
-    Unset: jemalloc, unless ``ARROW_DEFAULT_MEMORY_POOL`` names a pool or pyarrow was built
-    without jemalloc. Measured on the write path (2 cores, 8 chained tasks, a 3-s run): with
-    Arrow's default, mimalloc, the actors spent 1.04 s in the kernel, with jemalloc 0.82 s
-    (though jemalloc took twice the minor page faults; mimalloc's purging of freed pages
-    between calls is the likely cost, not measured apart). Only for processes hoodie_ray
-    owns (its actors): the pool is the process's.
+    Unset: jemalloc, unless ``ARROW_DEFAULT_MEMORY_POOL`` names a pool (hoodie_ray's actor
+    processes name jemalloc there before pyarrow loads, :mod:`hoodie_ray.ray.process`, which
+    also moves Arrow's C++ allocations, the Parquet writer's among them, off mimalloc) or
+    pyarrow was built without jemalloc. Only for processes hoodie_ray owns (its actors): the
+    pool is the process's.
     """
     import pyarrow as pa
 

@@ -275,7 +275,8 @@ def test_occ_is_refused_by_the_datasink_naming_the_option(tmp_path):
 
 _POOL_PROBE = """
 import os, pyarrow as pa
-from hoodie_ray.ray.runtime import ARROW_POOL_ENV, set_actor_memory_pool
+from hoodie_ray.ray.process import ARROW_POOL_ENV
+from hoodie_ray.ray.runtime import set_actor_memory_pool
 seen = [set_actor_memory_pool(None), pa.default_memory_pool().backend_name]
 os.environ[ARROW_POOL_ENV] = "system"  # Arrow's own variable: the unset option leaves the pool
 seen.append(set_actor_memory_pool(None))

@@ -1,0 +1,59 @@
+"""Arrow's default pool in the processes of hoodie_ray's actors (``hoodie_ray.ray.process``)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+
+
+def _probe(actor: Any) -> tuple[str | None, str, str, int]:
+    """Run inside the actor: a Parquet write (its column buffers come from Arrow's default
+    pool, whatever pool the call is given), then what the process's pools hold."""
+    import io
+    import os
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from hoodie_ray.ray import process
+
+    rows = pa.table({"k": [f"key-{i:06d}" for i in range(20_000)], "v": list(range(20_000))})
+    pq.write_table(rows, io.BytesIO())
+    return (
+        process.chosen,
+        os.environ.get(process.ARROW_POOL_ENV, ""),
+        pa.default_memory_pool().backend_name,
+        pa.mimalloc_memory_pool().max_memory(),
+    )
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="named on Linux only")
+def test_own_actor_names_jemalloc_before_pyarrow_loads(ray_session: Any) -> None:
+    import pyarrow as pa
+
+    from hoodie_ray.ray.compactor import CompactorActor
+
+    if "jemalloc" not in pa.supported_memory_backends():
+        pytest.skip("this pyarrow has no jemalloc")
+    # an environment of its own gives the actor a new worker process: nothing in it has
+    # loaded pyarrow yet (an idle worker that ran tasks may have)
+    env = {"env_vars": {"HOODIE_RAY_TEST_FRESH_WORKER": "1"}}
+    actor = CompactorActor.options(runtime_env=env, num_cpus=0).remote()
+    try:
+        chosen, env_value, pool, mimalloc_bytes = ray_session.get(
+            actor.__ray_call__.remote(_probe), timeout=120
+        )
+    finally:
+        ray_session.kill(actor)
+    assert chosen == env_value == pool == "jemalloc"
+    assert mimalloc_bytes == 0  # the Parquet writer's buffers too: nothing went to mimalloc
+
+
+def test_other_processes_keep_their_pool(ray_session: Any) -> None:
+    """The driver (Ray loaded, no actor) and any process with pyarrow loaded name nothing."""
+    from hoodie_ray.ray import process
+
+    assert not process.own_actor_process()
+    assert process.prefer_actor_arrow_pool() is None
