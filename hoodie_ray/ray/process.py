@@ -40,6 +40,9 @@ ACTOR_ARROW_POOL = "jemalloc"
 chosen: str | None = None
 """The pool this module named for this process before pyarrow loaded (None: it named none)."""
 
+pyarrow_loaded_first = "pyarrow" in sys.modules
+"""Whether pyarrow was loaded in this process before hoodie_ray (then its pool was fixed)."""
+
 
 def own_actor_process() -> bool:
     """Whether this process is creating (or running) an actor of one of hoodie_ray's classes."""
