@@ -34,7 +34,7 @@ def test_a_footer_is_parsed_once_and_a_rewritten_file_is_read_anew(tmp_path: Pat
     assert first.column("key").to_pylist() == [f"a{i:04d}" for i in range(100)]
     st = os.stat(path)
     kept = PARQUET_FOOTERS.get((path, st.st_size, st.st_mtime_ns, st.st_ino))
-    assert kept.num_rows == 100
+    assert kept.metadata.num_rows == 100
     # read again: the kept footer serves it, nothing new is kept
     assert read_file_slice(plan.context, slc).equals(first)
     assert len(PARQUET_FOOTERS) == 1
