@@ -179,6 +179,7 @@ def _windowed_task_map(
 ) -> Iterator[Any]:
     remote = ray.remote(num_cpus=1)(fn)
     refs: list[Any] = []
+    done = 0  # results handed out: their tasks are finished, never cancelled
     try:
         for i in range(len(args)):
             while len(refs) < len(args) and len(refs) - i < width:
@@ -191,8 +192,13 @@ def _windowed_task_map(
                 yield from (fn(*a) for a in args[i:])
                 return
             yield _get_as_itself(refs[i])
+            done = i + 1
     finally:
-        for ref in refs:
+        # a failure or a caller that stopped: the tasks not yet handed out stop. Not the
+        # finished ones: cancelling them does nothing useful, and once (a CI run) the
+        # coordinator, whose only tasks these are and which cancelled them all here, died in
+        # Ray's owner code: task_manager.cc, "Tried to complete task that was not pending"
+        for ref in refs[done:]:
             ray.cancel(ref)
 
 
