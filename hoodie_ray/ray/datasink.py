@@ -18,7 +18,8 @@ from hoodie_ray.exceptions import HoodieWriteError
 from hoodie_ray.job.client import route_input
 from hoodie_ray.job.coordinator import CommitResult
 from hoodie_ray.ray.runtime import NAMESPACE, refuse_occ
-from hoodie_ray.ray.stream import HoodieStreamWriter, actor_name, assigner_role
+from hoodie_ray.ray.stream import HoodieStreamWriter
+from hoodie_ray.ray.topology import actor_name, assigner_role
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.lock import new_owner_id
 from hoodie_ray.write.records import to_arrow

@@ -1,4 +1,5 @@
-"""The driver of the Ray write topology: :class:`HoodieStreamWriter` and :func:`write_warm`.
+"""The driver of the Ray write topology: :class:`HoodieStreamWriter` and :func:`write_warm`,
+the checkpoint protocol over the actors :class:`~hoodie_ray.ray.topology.WriteTopology` starts.
 
 Input blocks go by reference from the driver (or Ray's object store, for a Dataset) to the
 assigner actors in rounds (:func:`~hoodie_ray.write.routing.round_rows` rows, or what is left
@@ -42,9 +43,8 @@ import pyarrow as pa
 import ray
 from ray.exceptions import GetTimeoutError, ObjectLostError, RayActorError, RayTaskError
 
-from hoodie_ray.config.options import WriteConfig, resolve_options
+from hoodie_ray.config.options import resolve_options
 from hoodie_ray.exceptions import (
-    HoodieCommitConflictError,
     HoodieError,
     HoodieWriteConflictError,
     HoodieWriteError,
@@ -52,13 +52,7 @@ from hoodie_ray.exceptions import (
 from hoodie_ray.job.client import input_data_schema
 from hoodie_ray.job.coordinator import CommitResult
 from hoodie_ray.job.setup import TableSetup
-from hoodie_ray.ray.actors import (
-    AssignerActor,
-    AssignWriteActor,
-    CoordinatorActor,
-    Pieces,
-    WriterActor,
-)
+from hoodie_ray.ray.actors import Pieces
 from hoodie_ray.ray.calls import (
     Conflicted,
     TopologyLost,
@@ -83,19 +77,14 @@ from hoodie_ray.ray.parking import (
     stop_parked,
     unpark,
 )
-from hoodie_ray.ray.runtime import (
-    actor_resources,
-    ensure_ray,
-    refuse_inline_clustering,
-)
-from hoodie_ray.table import HoodieTable
+from hoodie_ray.ray.runtime import ensure_ray, refuse_inline_clustering
+from hoodie_ray.ray.topology import WriteTopology
 from hoodie_ray.write.lock import ProcessId, new_owner_id
 from hoodie_ray.write.lock_providers import open_lock
 from hoodie_ray.write.records import to_arrow
 from hoodie_ray.write.routing import cut_shares, round_rows
 
 log = logging.getLogger("hoodie_ray")
-NAMESPACE = "hoodie_ray"
 MAX_RECOVERIES = 3
 
 
@@ -145,23 +134,8 @@ class CheckpointHandle:
         return f.result.instant if f.result is not None else None
 
 
-def assigner_role(wc: WriteConfig, task_id: int) -> str:
-    """The role part of assigner task ``task_id``'s actor name: ``assign-write-<i>`` when it
-    is chained with writer task i (:attr:`WriteConfig.chained_tasks`), else ``assigner-<i>``."""
-    return f"assign-write-{task_id}" if wc.chained_tasks else f"assigner-{task_id}"
-
-
 #: The phases of a checkpoint timed by :meth:`HoodieStreamWriter.checkpoint_phases`.
 CHECKPOINT_PHASES = ("begin", "input", "align", "flush", "commit")
-
-
-def actor_name(wc: WriteConfig, owner: str, table: str, role: str) -> str:
-    """A write job's actor: ``<table>/<role>``; with several writers (OCC, NBCC)
-    ``<table>/<job>/<role>``, so their topologies on one table sit side by side in one cluster,
-    each with its own names."""
-    if wc.occ:
-        return f"{table}/{owner.rsplit(':', 1)[-1]}/{role}"
-    return f"{table}/{role}"
 
 
 class HoodieStreamWriter:
@@ -195,12 +169,12 @@ class HoodieStreamWriter:
         self.num_assigners = self.wc.assign_tasks
         # assigner task i and writer task i in one actor (pipeline.operator-chaining)
         self.chained = self.wc.chained_tasks
-        self.owner = new_owner_id()
         self._job = ProcessId.current()  # the driver: its lock is dead once this process is
         self._setup: TableSetup | None = None
-        self._coord: Any = None
-        self._assigners: list[Any] = []
-        self._writers: list[Any] = []
+        # the actors: coordinator and write tasks (their names, starts, stops)
+        self._topo = WriteTopology(
+            path, self.options, storage_options, self.wc, new_owner_id(), self._job
+        )
         self._instant: str | None = None
         self._inputs: list[Input] = []  # the open checkpoint's input (object refs)
         self._spark_frames: list[Any] = []  # Spark conversions of the open checkpoint
@@ -220,14 +194,12 @@ class HoodieStreamWriter:
         # the row counts of the open checkpoint's route calls, never fetched unless it fails
         self._routed: list[tuple[Any, list[Any]]] = []  # (row count, parts) of each call
         self._peer_rows = 0  # rows of the open checkpoint an assigner tagged for another task
-        self._attempt = 0
         self._closed = False
         self.results: list[CommitResult] = []
         # seconds each checkpoint spent per phase (:meth:`checkpoint_phases`)
         self._phases: list[dict[str, float]] = []
         self._phase_calls: list[Any] = []
         self._begin_s = 0.0  # the open instant's start
-        self._owned_names: set[str] = set()
         self._pending_done: list[Any] = []  # the assigners' last checkpoint_done calls
         self._committed = False  # chained: the next begin keeps the last checkpoint's index
         self._flight: _Flight | None = None  # the pipelined checkpoint still committing
@@ -626,16 +598,7 @@ class HoodieStreamWriter:
 
     def actor_pids(self) -> dict[str, int]:
         """Process ids of the actors (for monitoring and benchmarks)."""
-        out = {"coordinator": ray.get(self._coord.pid.remote())} if self._coord else {}
-        if self.chained:
-            for i, t in enumerate(self._assigners):
-                out[assigner_role(self.wc, i)] = ray.get(t.pid.remote())
-            return out
-        for i, a in enumerate(self._assigners):
-            out[f"assigner-{i}"] = ray.get(a.pid.remote())
-        for i, w in enumerate(self._writers):
-            out[f"writer-{i}"] = ray.get(w.pid.remote())
-        return out
+        return self._topo.actor_pids()
 
     def operator_cpu(self) -> dict[str, float]:
         """CPU seconds the write tasks spent so far per operator, summed over tasks:
@@ -643,48 +606,42 @@ class HoodieStreamWriter:
         ``write`` (buffering, log blocks and base files); a chained task's share of each,
         which its process's CPU cannot tell apart. Counted from each task's start (a
         restarted task starts again). For monitoring and benchmarks."""
-        tasks = list(self._assigners) + ([] if self.chained else list(self._writers))
-        out: dict[str, float] = {}
-        for cpu in ray.get([t.operator_cpu.remote() for t in tasks]):
-            for op, s in cpu.items():
-                out[op] = out.get(op, 0.0) + s
-        return out
+        return self._topo.operator_cpu()
 
     def index_stats(self) -> list[dict[str, int]]:
         """Per assigner task: the keys in its key index, their bytes in memory and the
         milliseconds its bootstrap took (``keys``, ``bytes``, ``bootstrap_ms``); empty before
         the actors start. For monitoring and benchmarks."""
-        return list(ray.get([a.index_stats.remote() for a in self._assigners]))
+        return self._topo.index_stats()
 
     @property
     def actors(self) -> dict[str, Any]:
         """The actor handles by role name, e.g. ``writer-0`` (fault tests use these; chained,
         ``assigner-i`` and ``writer-i`` are the same actor)."""
-        out = {"coordinator": self._coord}
-        out.update({f"assigner-{i}": a for i, a in enumerate(self._assigners)})
-        out.update({f"writer-{i}": w for i, w in enumerate(self._writers)})
-        return out
+        return self._topo.actors()
 
     # -- topology ------------------------------------------------------------------------------
-    def _name(self, role: str) -> str:
-        assert self._setup is not None
-        return self._prefixed(self._setup.table_config.name, role)
+    @property
+    def owner(self) -> str:
+        """The owner id of this writer's lock and actor names (a datasink sets its own before
+        the actors start, so that its write tasks find them by name)."""
+        return self._topo.owner
 
-    def _prefixed(self, table: str, role: str) -> str:
-        return actor_name(self.wc, self.owner, table, role)
+    @owner.setter
+    def owner(self, value: str) -> None:
+        self._topo.owner = value
 
-    def _table_name(self) -> str:
-        try:
-            return HoodieTable.load(self.path, self.storage_options).name
-        except HoodieError:
-            return self.wc.table_name or "table"
+    @property
+    def _coord(self) -> Any:
+        return self._topo.coord
 
-    def _new_coordinator(self) -> Any:
-        return CoordinatorActor.options(  # type: ignore[attr-defined]
-            name=self._unique("coordinator", self._table_name()),
-            namespace=NAMESPACE,
-            **actor_resources("coordinator", self.wc),
-        ).remote(self.path, self.options, self.storage_options, self.owner, self._job)
+    @property
+    def _assigners(self) -> list[Any]:
+        return self._topo.assigners
+
+    @property
+    def _writers(self) -> list[Any]:
+        return self._topo.writers
 
     def _start(self, schema: pa.Schema | None) -> None:
         from hoodie_ray.storage import open_storage
@@ -694,125 +651,26 @@ class HoodieStreamWriter:
         ensure_ray(self.ray_address)
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self._route_width = max(1, min(self.num_assigners, cpus))
-        self._coord = self._new_coordinator()
+        coord = self._topo.new_coordinator()
         try:
-            self._setup = ray.get(self._coord.open.remote(schema))
+            self._setup = ray.get(coord.open.remote(schema))
         except RayTaskError as e:
-            ray.kill(self._coord, no_restart=True)
-            self._coord = None
+            ray.kill(coord, no_restart=True)
+            self._topo.coord = None
             raise unwrap(e) from None
         self._restart_workers()
 
-    def _worker_actors(self) -> list[Any]:
-        """The assigner and writer actors, each once (chained, a task is both)."""
-        return list(self._assigners) if self.chained else self._assigners + self._writers
-
-    def _stop_workers(self, timeout: float = 60.0) -> None:
-        """Kill the assigners and writers and wait until each is dead (not just told to die)."""
-        old = self._worker_actors()
-        self._assigners, self._writers = [], []
-        for a in old:
-            with contextlib.suppress(Exception):
-                ray.kill(a, no_restart=True)
-        deadline = time.monotonic() + timeout
-        for a in old:
-            while time.monotonic() < deadline:
-                try:
-                    ray.get(a.pid.remote(), timeout=5)
-                except RayActorError:
-                    break  # dead
-                except GetTimeoutError:
-                    pass  # still finishing a task: killed, not yet gone
-                with contextlib.suppress(Exception):
-                    ray.kill(a, no_restart=True)
-                time.sleep(0.05)
-
     def _restart_workers(self) -> tuple[Any, Any]:
         """(Re)create assigners and writers from the table's current state; the references of
-        the file slices and write profile they were made from."""
+        the file slices and write profile they were made from. The driver's checkpoint state
+        that lived in the old ones goes with them."""
         self._pending_done = []  # calls to the assigners being replaced
         self._committed = False
         self._workers_stale = False
         assert self._setup is not None
-        for a in self._worker_actors():
-            ray.kill(a, no_restart=True)
-        self._assigners, self._writers = [], []
-        self._attempt += 1
-        if self.wc.occ:
-            self._coord.mark_loaded.remote()  # runs before latest_slices: calls run in order
-        slices, profile = self._coord.latest_slices.remote(), self._coord.profile.remote()
-        # SPREAD: a multi-node cluster gets assigners and writers on every node.
-        a_opts = {**actor_resources("assigner", self.wc), "scheduling_strategy": "SPREAD"}
-        w_opts = {**actor_resources("writer", self.wc), "scheduling_strategy": "SPREAD"}
-        if self.chained:
-            self._start_chained(slices, profile, a_opts, w_opts)
-            return slices, profile
-        for i in range(self.num_writers):
-            self._writers.append(
-                WriterActor.options(  # type: ignore[attr-defined]
-                    name=self._unique(f"writer-{i}"), namespace=NAMESPACE, **w_opts
-                ).remote(self._setup.context, i, self._attempt)
-            )
-        for i in range(self.num_assigners):
-            cfg = self._coord.assigner_config.remote(i, self.num_assigners)
-            self._assigners.append(
-                AssignerActor.options(  # type: ignore[attr-defined]
-                    name=self._unique(f"assigner-{i}"), namespace=NAMESPACE, **a_opts
-                ).remote(self._setup, cfg, profile, slices, self._writers)
-            )
+        started = self._topo.start_workers(self._setup)
         self._instant = None
-        return slices, profile
-
-    def _start_chained(
-        self, slices: Any, profile: Any, a_opts: dict[str, Any], w_opts: dict[str, Any]
-    ) -> None:
-        """One actor per task, sized as its assigner and writer together, each told its peers
-        (for the rows an uneven writer plan sends to another task's writer)."""
-        assert self._setup is not None
-        opts = dict(a_opts)
-        for k in ("num_cpus", "memory"):
-            if k in a_opts or k in w_opts:
-                opts[k] = a_opts.get(k, 0) + w_opts.get(k, 0)
-        tasks = []
-        for i in range(self.num_writers):
-            cfg = self._coord.assigner_config.remote(i, self.num_assigners)
-            tasks.append(
-                AssignWriteActor.options(  # type: ignore[attr-defined]
-                    name=self._unique(assigner_role(self.wc, i)), namespace=NAMESPACE, **opts
-                ).remote(self._setup, cfg, profile, slices, self.num_writers, self._attempt)
-            )
-        for t in tasks:
-            t.set_peers.remote(tasks)  # before any other call of this driver's: calls run in order
-        self._assigners, self._writers = tasks, list(tasks)
-        self._instant = None
-
-    def _unique(self, role: str, table: str | None = None) -> str:
-        """Actor name ``<table>/<role>``.
-
-        Our actors are owned by this driver (not detached), so a live actor of that name that
-        this writer did not create belongs to another live write job on the same table: that is
-        a conflict, never something to kill. Our own (being replaced in a recovery) is replaced.
-        """
-        name = self._prefixed(table, role) if table else self._name(role)
-        try:
-            old = ray.get_actor(name, namespace=NAMESPACE)
-            if name not in self._owned_names:
-                raise HoodieCommitConflictError(
-                    f"table {self.path} is being written by another job in this Ray cluster "
-                    f"(actor {name} is alive); one writer per table"
-                )
-            ray.kill(old, no_restart=True)
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                try:
-                    ray.get_actor(name, namespace=NAMESPACE)
-                    time.sleep(0.05)
-                except ValueError:
-                    break
-        except ValueError:
-            pass
-        self._owned_names.add(name)
-        return name
+        return started
 
     def _begin_instant(self) -> None:
         t0 = time.perf_counter()
@@ -1085,7 +943,7 @@ class HoodieStreamWriter:
         self._peer_rows = 0
         # The surviving assigners and writers go first: a writer still running its last flush
         # would otherwise write files (or append log blocks) of the instant being rolled back.
-        self._stop_workers()
+        self._topo.stop_workers()
         coord_alive = True
         try:
             ray.get(self._coord.pid.remote(), timeout=30)
@@ -1098,7 +956,7 @@ class HoodieStreamWriter:
                     ray.get(self._coord.rollback.remote(s), timeout=120)
         if not coord_alive:
             ray.kill(self._coord, no_restart=True)
-            self._coord = self._new_coordinator()
+            self._topo.new_coordinator()
             setup = ray.get(self._coord.open.remote(None))  # rolls back what was pending
             if self._setup is not None and not setup.context.data_schema.equals(
                 self._setup.context.data_schema
@@ -1134,7 +992,7 @@ class HoodieStreamWriter:
         input is sent again; it goes into a new instant."""
         assert self._instant is None
         self._drop_pending()
-        self._stop_workers()
+        self._topo.stop_workers()
         stale, self._stale_instants = self._stale_instants, []
         for s in stale:  # begun behind a pipelined checkpoint; its input is replayed later
             with contextlib.suppress(Exception):
@@ -1178,39 +1036,11 @@ class HoodieStreamWriter:
         self._closed = True
         if rollback and self._instant is not None:
             self._fail_instant()
-        for a in self._worker_actors():
-            try:
-                ray.kill(a, no_restart=True)
-            except Exception:
-                pass
-        if self._coord is not None:
-            with contextlib.suppress(Exception):
-                ray.get(self._coord.finish_compaction.remote(), timeout=600)
-            try:
-                ray.get(self._coord.close.remote(discard_unborn=failed), timeout=60)
-            except Exception:
-                pass
-            ray.kill(self._coord, no_restart=True)
-        self._assigners, self._writers, self._coord = [], [], None
+        self._topo.stop(discard_unborn=failed)
         drain(self._phase_calls, timeout=5)
         self._phase_calls = []
         self._release_spark_frames()
-        self._release_names()
-
-    def _release_names(self, timeout: float = 30.0) -> None:
-        """Wait until our actors' names are free (ray.kill is asynchronous), so the next writer
-        of this table does not mistake them for a live job."""
-        deadline = time.monotonic() + timeout
-        for name in sorted(self._owned_names):
-            while time.monotonic() < deadline:
-                try:
-                    handle = ray.get_actor(name, namespace=NAMESPACE)
-                except ValueError:
-                    break
-                with contextlib.suppress(Exception):
-                    ray.kill(handle, no_restart=True)
-                time.sleep(0.02)
-        self._owned_names.clear()
+        self._topo.release_names()
 
 
 def write_warm(

@@ -1,0 +1,271 @@
+"""The actors of one stream writer: :class:`WriteTopology`.
+
+A topology is a coordinator actor and the write tasks: one ``AssignWriteActor`` per task
+where assigners and writers are chained (``pipeline.operator-chaining``, the default with as
+many assigners as writers), else assigner actors and writer actors. This module names them,
+starts them from the table's state, replaces them and stops them; what they are asked to do,
+and when, is the checkpoint protocol's (:mod:`hoodie_ray.ray.stream`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+import ray
+from ray.exceptions import GetTimeoutError, RayActorError
+
+from hoodie_ray.config.options import WriteConfig
+from hoodie_ray.exceptions import HoodieCommitConflictError, HoodieError
+from hoodie_ray.job.setup import TableSetup
+from hoodie_ray.ray.actors import AssignerActor, AssignWriteActor, CoordinatorActor, WriterActor
+from hoodie_ray.ray.runtime import NAMESPACE, actor_resources
+from hoodie_ray.table import HoodieTable
+from hoodie_ray.write.lock import ProcessId
+
+
+def assigner_role(wc: WriteConfig, task_id: int) -> str:
+    """The role part of assigner task ``task_id``'s actor name: ``assign-write-<i>`` when it
+    is chained with writer task i (:attr:`WriteConfig.chained_tasks`), else ``assigner-<i>``."""
+    return f"assign-write-{task_id}" if wc.chained_tasks else f"assigner-{task_id}"
+
+
+def actor_name(wc: WriteConfig, owner: str, table: str, role: str) -> str:
+    """A write job's actor: ``<table>/<role>``; with several writers (OCC, NBCC)
+    ``<table>/<job>/<role>``, so their topologies on one table sit side by side in one cluster,
+    each with its own names."""
+    if wc.occ:
+        return f"{table}/{owner.rsplit(':', 1)[-1]}/{role}"
+    return f"{table}/{role}"
+
+
+class WriteTopology:
+    """The coordinator and write-task actors of one writer of ``path``.
+
+    ``coord`` is the coordinator's handle (None until :meth:`open_coordinator`);
+    ``assigners`` and ``writers`` the tasks' (chained, the same actors in both lists);
+    ``attempt`` counts the starts of the tasks (a writer's write token carries it)."""
+
+    def __init__(
+        self,
+        path: str,
+        options: dict[str, Any],
+        storage_options: dict[str, Any] | None,
+        wc: WriteConfig,
+        owner: str,
+        job: ProcessId,
+    ) -> None:
+        self.path = path
+        self.options = options
+        self.storage_options = storage_options
+        self.wc = wc
+        self.owner = owner
+        self.job = job
+        self.chained = wc.chained_tasks
+        self.num_writers = wc.write_tasks
+        self.num_assigners = wc.assign_tasks
+        self.coord: Any = None
+        self.assigners: list[Any] = []
+        self.writers: list[Any] = []
+        self.attempt = 0
+        self._owned_names: set[str] = set()
+
+    # -- names ---------------------------------------------------------------------------------
+    def _prefixed(self, table: str, role: str) -> str:
+        return actor_name(self.wc, self.owner, table, role)
+
+    def _table_name(self) -> str:
+        try:
+            return HoodieTable.load(self.path, self.storage_options).name
+        except HoodieError:
+            return self.wc.table_name or "table"
+
+    def _unique(self, table: str, role: str) -> str:
+        """Actor name ``<table>/<role>``.
+
+        Our actors are owned by this driver (not detached), so a live actor of that name that
+        this writer did not create belongs to another live write job on the same table: that is
+        a conflict, never something to kill. Our own (being replaced in a recovery) is replaced.
+        """
+        name = self._prefixed(table, role)
+        try:
+            old = ray.get_actor(name, namespace=NAMESPACE)
+            if name not in self._owned_names:
+                raise HoodieCommitConflictError(
+                    f"table {self.path} is being written by another job in this Ray cluster "
+                    f"(actor {name} is alive); one writer per table"
+                )
+            ray.kill(old, no_restart=True)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                try:
+                    ray.get_actor(name, namespace=NAMESPACE)
+                    time.sleep(0.05)
+                except ValueError:
+                    break
+        except ValueError:
+            pass
+        self._owned_names.add(name)
+        return name
+
+    def release_names(self, timeout: float = 30.0) -> None:
+        """Wait until our actors' names are free (ray.kill is asynchronous), so the next writer
+        of this table does not mistake them for a live job."""
+        deadline = time.monotonic() + timeout
+        for name in sorted(self._owned_names):
+            while time.monotonic() < deadline:
+                try:
+                    handle = ray.get_actor(name, namespace=NAMESPACE)
+                except ValueError:
+                    break
+                with contextlib.suppress(Exception):
+                    ray.kill(handle, no_restart=True)
+                time.sleep(0.02)
+        self._owned_names.clear()
+
+    # -- the coordinator -----------------------------------------------------------------------
+    def new_coordinator(self) -> Any:
+        """A new coordinator actor (the old one, if any, is the caller's to kill)."""
+        self.coord = CoordinatorActor.options(  # type: ignore[attr-defined]
+            name=self._unique(self._table_name(), "coordinator"),
+            namespace=NAMESPACE,
+            **actor_resources("coordinator", self.wc),
+        ).remote(self.path, self.options, self.storage_options, self.owner, self.job)
+        return self.coord
+
+    # -- the write tasks -----------------------------------------------------------------------
+    def worker_actors(self) -> list[Any]:
+        """The assigner and writer actors, each once (chained, a task is both)."""
+        return list(self.assigners) if self.chained else self.assigners + self.writers
+
+    def stop_workers(self, timeout: float = 60.0) -> None:
+        """Kill the assigners and writers and wait until each is dead (not just told to die)."""
+        old = self.worker_actors()
+        self.assigners, self.writers = [], []
+        for a in old:
+            with contextlib.suppress(Exception):
+                ray.kill(a, no_restart=True)
+        deadline = time.monotonic() + timeout
+        for a in old:
+            while time.monotonic() < deadline:
+                try:
+                    ray.get(a.pid.remote(), timeout=5)
+                except RayActorError:
+                    break  # dead
+                except GetTimeoutError:
+                    pass  # still finishing a task: killed, not yet gone
+                with contextlib.suppress(Exception):
+                    ray.kill(a, no_restart=True)
+                time.sleep(0.05)
+
+    def start_workers(self, setup: TableSetup) -> tuple[Any, Any]:
+        """(Re)create the assigners and writers from the table's current state (killing the
+        old ones); the references of the file slices and write profile they were made from."""
+        for a in self.worker_actors():
+            ray.kill(a, no_restart=True)
+        self.assigners, self.writers = [], []
+        self.attempt += 1
+        if self.wc.occ:
+            self.coord.mark_loaded.remote()  # runs before latest_slices: calls run in order
+        slices, profile = self.coord.latest_slices.remote(), self.coord.profile.remote()
+        # SPREAD: a multi-node cluster gets assigners and writers on every node.
+        a_opts = {**actor_resources("assigner", self.wc), "scheduling_strategy": "SPREAD"}
+        w_opts = {**actor_resources("writer", self.wc), "scheduling_strategy": "SPREAD"}
+        table = setup.table_config.name
+        if self.chained:
+            self._start_chained(setup, table, slices, profile, a_opts, w_opts)
+            return slices, profile
+        for i in range(self.num_writers):
+            self.writers.append(
+                WriterActor.options(  # type: ignore[attr-defined]
+                    name=self._unique(table, f"writer-{i}"), namespace=NAMESPACE, **w_opts
+                ).remote(setup.context, i, self.attempt)
+            )
+        for i in range(self.num_assigners):
+            cfg = self.coord.assigner_config.remote(i, self.num_assigners)
+            self.assigners.append(
+                AssignerActor.options(  # type: ignore[attr-defined]
+                    name=self._unique(table, f"assigner-{i}"), namespace=NAMESPACE, **a_opts
+                ).remote(setup, cfg, profile, slices, self.writers)
+            )
+        return slices, profile
+
+    def _start_chained(
+        self,
+        setup: TableSetup,
+        table: str,
+        slices: Any,
+        profile: Any,
+        a_opts: dict[str, Any],
+        w_opts: dict[str, Any],
+    ) -> None:
+        """One actor per task, sized as its assigner and writer together, each told its peers
+        (for the rows an uneven writer plan sends to another task's writer)."""
+        opts = dict(a_opts)
+        for k in ("num_cpus", "memory"):
+            if k in a_opts or k in w_opts:
+                opts[k] = a_opts.get(k, 0) + w_opts.get(k, 0)
+        tasks = []
+        for i in range(self.num_writers):
+            cfg = self.coord.assigner_config.remote(i, self.num_assigners)
+            tasks.append(
+                AssignWriteActor.options(  # type: ignore[attr-defined]
+                    name=self._unique(table, assigner_role(self.wc, i)),
+                    namespace=NAMESPACE,
+                    **opts,
+                ).remote(setup, cfg, profile, slices, self.num_writers, self.attempt)
+            )
+        for t in tasks:
+            t.set_peers.remote(tasks)  # before any other call of this driver's: calls run in order
+        self.assigners, self.writers = tasks, list(tasks)
+
+    # -- stopping ------------------------------------------------------------------------------
+    def stop(self, discard_unborn: bool) -> None:
+        """Kill the tasks, let the coordinator finish its compaction and close (releasing the
+        table; ``discard_unborn``: a new table nothing was committed to is removed), kill it."""
+        for a in self.worker_actors():
+            with contextlib.suppress(Exception):
+                ray.kill(a, no_restart=True)
+        if self.coord is not None:
+            with contextlib.suppress(Exception):
+                ray.get(self.coord.finish_compaction.remote(), timeout=600)
+            with contextlib.suppress(Exception):
+                ray.get(self.coord.close.remote(discard_unborn=discard_unborn), timeout=60)
+            ray.kill(self.coord, no_restart=True)
+        self.assigners, self.writers, self.coord = [], [], None
+
+    # -- monitoring ----------------------------------------------------------------------------
+    def actor_pids(self) -> dict[str, int]:
+        """Process ids of the actors by role name."""
+        out = {"coordinator": ray.get(self.coord.pid.remote())} if self.coord else {}
+        if self.chained:
+            for i, t in enumerate(self.assigners):
+                out[assigner_role(self.wc, i)] = ray.get(t.pid.remote())
+            return out
+        for i, a in enumerate(self.assigners):
+            out[f"assigner-{i}"] = ray.get(a.pid.remote())
+        for i, w in enumerate(self.writers):
+            out[f"writer-{i}"] = ray.get(w.pid.remote())
+        return out
+
+    def operator_cpu(self) -> dict[str, float]:
+        """CPU seconds the tasks spent so far per operator, summed over tasks."""
+        tasks = list(self.assigners) + ([] if self.chained else list(self.writers))
+        out: dict[str, float] = {}
+        for cpu in ray.get([t.operator_cpu.remote() for t in tasks]):
+            for op, s in cpu.items():
+                out[op] = out.get(op, 0.0) + s
+        return out
+
+    def index_stats(self) -> list[dict[str, int]]:
+        """Per assigner task: its key index's keys, bytes and bootstrap milliseconds."""
+        return list(ray.get([a.index_stats.remote() for a in self.assigners]))
+
+    def actors(self) -> dict[str, Any]:
+        """The actor handles by role name (chained, ``assigner-i`` and ``writer-i`` are the
+        same actor)."""
+        out = {"coordinator": self.coord}
+        out.update({f"assigner-{i}": a for i, a in enumerate(self.assigners)})
+        out.update({f"writer-{i}": w for i, w in enumerate(self.writers)})
+        return out
