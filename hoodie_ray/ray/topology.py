@@ -43,7 +43,7 @@ def actor_name(wc: WriteConfig, owner: str, table: str, role: str) -> str:
 class WriteTopology:
     """The coordinator and write-task actors of one writer of ``path``.
 
-    ``coord`` is the coordinator's handle (None until :meth:`open_coordinator`);
+    ``coord`` is the coordinator's handle (None until :meth:`new_coordinator`);
     ``assigners`` and ``writers`` the tasks' (chained, the same actors in both lists);
     ``attempt`` counts the starts of the tasks (a writer's write token carries it)."""
 
@@ -72,9 +72,6 @@ class WriteTopology:
         self._owned_names: set[str] = set()
 
     # -- names ---------------------------------------------------------------------------------
-    def _prefixed(self, table: str, role: str) -> str:
-        return actor_name(self.wc, self.owner, table, role)
-
     def _table_name(self) -> str:
         try:
             return HoodieTable.load(self.path, self.storage_options).name
@@ -88,7 +85,7 @@ class WriteTopology:
         this writer did not create belongs to another live write job on the same table: that is
         a conflict, never something to kill. Our own (being replaced in a recovery) is replaced.
         """
-        name = self._prefixed(table, role)
+        name = actor_name(self.wc, self.owner, table, role)
         try:
             old = ray.get_actor(name, namespace=NAMESPACE)
             if name not in self._owned_names:
