@@ -50,6 +50,10 @@ def own_actor_process() -> bool:
     if ray is None:
         return False
     try:
+        # ray.get_runtime_context() starts a local Ray where none is connected yet (a
+        # driver that imports ray, then hoodie_ray, before ray.init): only a worker asks.
+        if not ray.is_initialized():
+            return False
         ctx = ray.get_runtime_context()
         if ctx.get_actor_id() is None:
             return False

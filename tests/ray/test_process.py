@@ -57,3 +57,15 @@ def test_other_processes_keep_their_pool(ray_session: Any) -> None:
 
     assert not process.own_actor_process()
     assert process.prefer_actor_arrow_pool() is None
+
+
+def test_importing_hoodie_ray_after_ray_starts_no_ray() -> None:
+    """A driver that imports ray, then hoodie_ray, and only then calls ``ray.init(address=...)``:
+    the import must not start a local Ray (``ray.get_runtime_context()`` would)."""
+    import subprocess
+
+    code = "import ray\nimport hoodie_ray\nprint(ray.is_initialized())\n"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.strip() == "False", out.stderr[-2000:]
