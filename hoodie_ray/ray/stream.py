@@ -653,11 +653,15 @@ class HoodieStreamWriter:
         self._route_width = max(1, min(self.num_assigners, cpus))
         coord = self._topo.new_coordinator()
         try:
+            self._topo.spawn_workers()  # their processes start while the coordinator opens
             self._setup = ray.get(coord.open.remote(schema))
-        except RayTaskError as e:
+        except BaseException as e:
+            self._topo.stop_workers()
             ray.kill(coord, no_restart=True)
             self._topo.coord = None
-            raise unwrap(e) from None
+            if isinstance(e, RayTaskError):
+                raise unwrap(e) from None
+            raise
         self._restart_workers()
 
     def _restart_workers(self) -> tuple[Any, Any]:

@@ -14,12 +14,13 @@ import time
 from typing import Any
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError
+from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from hoodie_ray.config.options import WriteConfig
 from hoodie_ray.exceptions import HoodieCommitConflictError, HoodieError
 from hoodie_ray.job.setup import TableSetup
 from hoodie_ray.ray.actors import AssignerActor, AssignWriteActor, CoordinatorActor, WriterActor
+from hoodie_ray.ray.calls import unwrap
 from hoodie_ray.ray.runtime import NAMESPACE, actor_resources
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.lock import ProcessId
@@ -70,6 +71,7 @@ class WriteTopology:
         self.writers: list[Any] = []
         self.attempt = 0
         self._owned_names: set[str] = set()
+        self._spawned = False  # task actors created empty, not started yet
 
     # -- names ---------------------------------------------------------------------------------
     def _table_name(self) -> str:
@@ -140,6 +142,7 @@ class WriteTopology:
         """Kill the assigners and writers and wait until each is dead (not just told to die)."""
         old = self.worker_actors()
         self.assigners, self.writers = [], []
+        self._spawned = False
         for a in old:
             with contextlib.suppress(Exception):
                 ray.kill(a, no_restart=True)
@@ -156,66 +159,84 @@ class WriteTopology:
                     ray.kill(a, no_restart=True)
                 time.sleep(0.05)
 
-    def start_workers(self, setup: TableSetup) -> tuple[Any, Any]:
-        """(Re)create the assigners and writers from the table's current state (killing the
-        old ones); the references of the file slices and write profile they were made from."""
+    def spawn_workers(self) -> None:
+        """Create the task actors empty (the old ones, if any, killed), so that Ray starts their
+        processes while the coordinator opens the table: each imports hoodie_ray and loads the
+        compiled kernels (~2.5 s of CPU here) at the same time as the coordinator does.
+        :meth:`start_workers` gives them their state."""
         for a in self.worker_actors():
             ray.kill(a, no_restart=True)
         self.assigners, self.writers = [], []
         self.attempt += 1
-        if self.wc.occ:
-            self.coord.mark_loaded.remote()  # runs before latest_slices: calls run in order
-        slices, profile = self.coord.latest_slices.remote(), self.coord.profile.remote()
+        table = self._table_name()
         # SPREAD: a multi-node cluster gets assigners and writers on every node.
         a_opts = {**actor_resources("assigner", self.wc), "scheduling_strategy": "SPREAD"}
         w_opts = {**actor_resources("writer", self.wc), "scheduling_strategy": "SPREAD"}
-        table = setup.table_config.name
         if self.chained:
-            self._start_chained(setup, table, slices, profile, a_opts, w_opts)
-            return slices, profile
-        for i in range(self.num_writers):
-            self.writers.append(
+            # one actor per task, sized as its assigner and writer together
+            opts = dict(a_opts)
+            for k in ("num_cpus", "memory"):
+                if k in a_opts or k in w_opts:
+                    opts[k] = a_opts.get(k, 0) + w_opts.get(k, 0)
+            tasks = [
+                AssignWriteActor.options(  # type: ignore[attr-defined]
+                    name=self._unique(table, assigner_role(self.wc, i)), namespace=NAMESPACE, **opts
+                ).remote()
+                for i in range(self.num_writers)
+            ]
+            self.assigners, self.writers = tasks, list(tasks)
+        else:
+            self.writers = [
                 WriterActor.options(  # type: ignore[attr-defined]
                     name=self._unique(table, f"writer-{i}"), namespace=NAMESPACE, **w_opts
-                ).remote(setup.context, i, self.attempt)
-            )
-        for i in range(self.num_assigners):
-            cfg = self.coord.assigner_config.remote(i, self.num_assigners)
-            self.assigners.append(
+                ).remote()
+                for i in range(self.num_writers)
+            ]
+            self.assigners = [
                 AssignerActor.options(  # type: ignore[attr-defined]
                     name=self._unique(table, f"assigner-{i}"), namespace=NAMESPACE, **a_opts
-                ).remote(setup, cfg, profile, slices, self.writers)
-            )
-        return slices, profile
+                ).remote()
+                for i in range(self.num_assigners)
+            ]
+        self._spawned = True
 
-    def _start_chained(
-        self,
-        setup: TableSetup,
-        table: str,
-        slices: Any,
-        profile: Any,
-        a_opts: dict[str, Any],
-        w_opts: dict[str, Any],
-    ) -> None:
-        """One actor per task, sized as its assigner and writer together, each told its peers
-        (for the rows an uneven writer plan sends to another task's writer)."""
-        opts = dict(a_opts)
-        for k in ("num_cpus", "memory"):
-            if k in a_opts or k in w_opts:
-                opts[k] = a_opts.get(k, 0) + w_opts.get(k, 0)
-        tasks = []
-        for i in range(self.num_writers):
-            cfg = self.coord.assigner_config.remote(i, self.num_assigners)
-            tasks.append(
-                AssignWriteActor.options(  # type: ignore[attr-defined]
-                    name=self._unique(table, assigner_role(self.wc, i)),
-                    namespace=NAMESPACE,
-                    **opts,
-                ).remote(setup, cfg, profile, slices, self.num_writers, self.attempt)
-            )
-        for t in tasks:
-            t.set_peers.remote(tasks)  # before any other call of this driver's: calls run in order
-        self.assigners, self.writers = tasks, list(tasks)
+    def start_workers(self, setup: TableSetup) -> tuple[Any, Any]:
+        """Give the task actors their state from the table's current state (new ones, the old
+        ones killed, unless :meth:`spawn_workers` made them since the last start); the
+        references of the file slices and write profile they were made from. Returns once every
+        task has started; a task's error is raised as itself."""
+        if not self._spawned:
+            self.spawn_workers()
+        self._spawned = False
+        if self.wc.occ:
+            self.coord.mark_loaded.remote()  # runs before latest_slices: calls run in order
+        slices, profile = self.coord.latest_slices.remote(), self.coord.profile.remote()
+        cfgs = [
+            self.coord.assigner_config.remote(i, self.num_assigners)
+            for i in range(self.num_assigners)
+        ]
+        if self.chained:
+            n = self.num_writers
+            starts = [
+                t.start.remote(setup, cfgs[i], profile, slices, n, self.attempt)
+                for i, t in enumerate(self.assigners)
+            ]
+        else:
+            starts = [
+                w.start.remote(setup.context, i, self.attempt) for i, w in enumerate(self.writers)
+            ]
+            starts += [
+                a.start.remote(setup, cfgs[i], profile, slices, self.writers)
+                for i, a in enumerate(self.assigners)
+            ]
+        try:
+            ray.get(starts)
+        except RayTaskError as e:
+            raise unwrap(e) from None
+        if self.chained:
+            for t in self.assigners:
+                t.set_peers.remote(self.assigners)
+        return slices, profile
 
     # -- stopping ------------------------------------------------------------------------------
     def stop(self, discard_unborn: bool) -> None:
@@ -231,6 +252,7 @@ class WriteTopology:
                 ray.get(self.coord.close.remote(discard_unborn=discard_unborn), timeout=60)
             ray.kill(self.coord, no_restart=True)
         self.assigners, self.writers, self.coord = [], [], None
+        self._spawned = False
 
     # -- monitoring ----------------------------------------------------------------------------
     def actor_pids(self) -> dict[str, int]:
