@@ -79,7 +79,9 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
         self._writer = w
         self.table = w._setup.table_config.name if w._setup else ""
 
-    def write(self, blocks: Any, ctx: Any) -> int:
+    def write(self, blocks: Any, ctx: Any) -> list[Any]:
+        """Route this write task's blocks to the assigners; their calls' results (chained: the
+        rows each tagged for another task's writer, which the commit's barrier sends on)."""
         table = self.table or self._table_name()
         coord = ray.get_actor(
             actor_name(self.wc, self._owner, table, "coordinator"), namespace=NAMESPACE
@@ -95,7 +97,7 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
             )
             for i in range(na)
         ]
-        rows, refs = 0, []  # type: tuple[int, list[Any]]
+        refs: list[Any] = []
         for block in blocks:
             t = to_arrow(block)
             if t.num_rows == 0:
@@ -106,15 +108,15 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
             for i, part in enumerate(route_input(setup, t, na)):
                 if part.num_rows:
                     refs.append(assigners[i].assign.remote(part))
-            rows += t.num_rows
-        ray.get(refs)
-        return rows
+        return list(ray.get(refs))
 
     def on_write_complete(self, write_result: Any) -> None:
         w = self._writer
         if w is None:
             return
         try:
+            for results in write_result.write_returns:
+                w._note_assigned(results)  # rows held for a peer: the commit takes the barrier
             w._inputs = [None]  # the input came from write tasks; the instant is open
             self.result = w._run(w._checkpoint_once)
             w._inputs = []
