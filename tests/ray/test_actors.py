@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import hoodie_ray as hr
@@ -10,8 +12,8 @@ from tests.write.model import OPTIONS, SMALL_FILES, TableModel, Workload, to_arr
 pytestmark = pytest.mark.ray
 
 
-def test_chained_tasks_send_other_tasks_rows_to_their_peers(ray_session, tmp_path):
-    """A table one task wrote, upserted by three chained tasks: most found keys sit in file
+def test_chained_tasks_send_other_tasks_rows_to_their_peers(ray_session, tmp_path, monkeypatch):
+    """A table one writer wrote, upserted by three chained tasks: most found keys sit in file
     groups whose home writer is another task's, so each task holds those rows until the
     checkpoint's barrier hands them to the driver (one object a task), which gives every
     task the others' objects with its flush; one checkpoint synchronous, one pipelined
@@ -19,11 +21,22 @@ def test_chained_tasks_send_other_tasks_rows_to_their_peers(ray_session, tmp_pat
     unchained topology of as
     many assigners as writers runs where a test sets ``pipeline.operator-chaining=false``;
     fewer assigners than writers never chain.)"""
+    from hoodie_ray.ray.stream import HoodieStreamWriter
+
+    crossed: list[int] = []  # rows held for a peer at each checkpoint that took the barrier
+    barrier_and_finish = HoodieStreamWriter._barrier_and_finish
+
+    def spy(self: HoodieStreamWriter) -> Any:
+        crossed.append(self._peer_rows)
+        return barrier_and_finish(self)
+
+    monkeypatch.setattr(HoodieStreamWriter, "_barrier_and_finish", spy)
     model, wl = TableModel(), Workload(seed=23)
     first = wl.rows_for(wl.keys[:60])
     path = tmp_path / "t"
     one = {**OPTIONS, **SMALL_FILES, "write.tasks": "1"}
-    hr.write(to_arrow(first, True), str(path), one)
+    # (a local write: the home writer of a file group is its file id's, whoever wrote it)
+    hr.write(to_arrow(first, True), str(path), one, engine="local")
     model.upsert(first)
     with hr.HoodieStreamWriter(str(path), {**one, "write.tasks": "3"}) as w:
         w.start()
@@ -38,6 +51,7 @@ def test_chained_tasks_send_other_tasks_rows_to_their_peers(ray_session, tmp_pat
                 assert w.checkpoint() is not None
             model.upsert(rows)
             model.assert_hudi_rs_reads(path, f"checkpoint {i}")
+        assert crossed and max(crossed) > 0, "no row crossed tasks"
         # a chained task's CPU, told apart by operator (what its process's CPU cannot say)
         cpu = w.operator_cpu()
         assert set(cpu) == {"route", "assign", "write"}
@@ -69,7 +83,8 @@ def test_a_chained_task_lost_after_handing_over_its_writes(ray_session, tmp_path
     first = wl.rows_for(wl.keys[:60])
     path = tmp_path / "t"
     one = {**OPTIONS, **SMALL_FILES, "write.tasks": "1"}
-    hr.write(to_arrow(first, True), str(path), one)
+    # (a local write: the home writer of a file group is its file id's, whoever wrote it)
+    hr.write(to_arrow(first, True), str(path), one, engine="local")
     model.upsert(first)
     with hr.HoodieStreamWriter(str(path), {**one, "write.tasks": "3"}) as w:
         for _ in range(2):
