@@ -93,7 +93,10 @@ class WriteTopology:
             if name not in self._owned_names:
                 raise HoodieCommitConflictError(
                     f"table {self.path} is being written by another job in this Ray cluster "
-                    f"(actor {name} is alive); one writer per table"
+                    f"(actor {name} is alive); one writer per table. It may be a stream "
+                    "writer, or the topology hr.write keeps warm after it returns "
+                    "(write.warm_idle_s): hoodie_ray.ray.stream.release_warm_writers() in "
+                    "that process stops it"
                 )
             ray.kill(old, no_restart=True)
             deadline = time.monotonic() + 10

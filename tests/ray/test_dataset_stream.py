@@ -98,6 +98,19 @@ def test_warm_hr_write_of_datasets_keeps_the_topology(ray_session, tmp_path):
         empty = ray.data.from_arrow(to_arrow(upsert_commits(22, 1)[0], True).slice(0, 0))
         assert hr.write(empty, path, OPTIONS).instant is None
         assert len(hr.HoodieTable.load(path).timeline) == n  # no instant for zero rows
+
+        # another writer (of another process: its own owner id) is refused while the topology
+        # is warm, and told how to stop it; nothing is started
+        from hoodie_ray.config.options import resolve_options
+        from hoodie_ray.ray.topology import WriteTopology
+        from hoodie_ray.write.lock import ProcessId, new_owner_id
+
+        other = WriteTopology(
+            path, OPTIONS, None, resolve_options(OPTIONS), new_owner_id(), ProcessId.current()
+        )
+        with pytest.raises(hr.HoodieCommitConflictError, match=r"release_warm_writers\(\)"):
+            other.new_coordinator()
+        assert other.coord is None
     finally:
         release_warm_writers()
 
