@@ -69,8 +69,8 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
         w = HoodieStreamWriter(self.path, self.options, storage_options=self.storage_options)
         w.owner = self._owner
         schema = self._schema if self._schema is not None else schema
-        w._start(schema)
         try:
+            w._start(schema)
             w._evolve_to(schema)  # a dataset with new columns evolves the table schema, up front
             w._begin_instant()
         except BaseException:
@@ -116,7 +116,7 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
             return
         try:
             for results in write_result.write_returns:
-                w._note_assigned(results)  # rows held for a peer: the commit takes the barrier
+                w._note_assigned(list(results or []))  # rows held for a peer: take the barrier
             w._inputs = [None]  # the input came from write tasks; the instant is open
             self.result = w._run(w._checkpoint_once)
             w._inputs = []

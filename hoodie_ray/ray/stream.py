@@ -662,7 +662,12 @@ class HoodieStreamWriter:
             if isinstance(e, RayTaskError):
                 raise unwrap(e) from None
             raise
-        self._restart_workers()
+        try:
+            self._restart_workers()
+        except (RayActorError, TopologyLost) as e:
+            # a task lost while it started: the first checkpoint starts the tasks again, with
+            # the recovery of a lost actor (they are marked stale)
+            log.warning("hoodie_ray: a write task of %s was lost at its start: %s", self.path, e)
 
     def _restart_workers(self) -> tuple[Any, Any]:
         """(Re)create assigners and writers from the table's current state; the references of
@@ -670,9 +675,10 @@ class HoodieStreamWriter:
         that lived in the old ones goes with them."""
         self._pending_done = []  # calls to the assigners being replaced
         self._committed = False
-        self._workers_stale = False
+        self._workers_stale = True  # until every task has started
         assert self._setup is not None
         started = self._topo.start_workers(self._setup)
+        self._workers_stale = False
         self._instant = None
         return started
 
@@ -813,7 +819,7 @@ class HoodieStreamWriter:
 
     def _note_assigned(self, results: list[Any]) -> None:
         """Assign calls' results: (rows, rows tagged for another task's writer)."""
-        self._peer_rows += sum(r[1] for r in results if isinstance(r, tuple))
+        self._peer_rows += sum(r[1] for r in results if isinstance(r, (tuple, list)))
 
     def _await_sent(self, in_flight: list[list[Any]]) -> None:
         """Wait for the write calls the assigners sent and handed over (chained tasks never

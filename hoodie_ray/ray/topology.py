@@ -20,7 +20,7 @@ from hoodie_ray.config.options import WriteConfig
 from hoodie_ray.exceptions import HoodieCommitConflictError, HoodieError
 from hoodie_ray.job.setup import TableSetup
 from hoodie_ray.ray.actors import AssignerActor, AssignWriteActor, CoordinatorActor, WriterActor
-from hoodie_ray.ray.calls import unwrap
+from hoodie_ray.ray.calls import TopologyLost, unwrap
 from hoodie_ray.ray.runtime import NAMESPACE, actor_resources
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.lock import ProcessId
@@ -175,32 +175,35 @@ class WriteTopology:
         # SPREAD: a multi-node cluster gets assigners and writers on every node.
         a_opts = {**actor_resources("assigner", self.wc), "scheduling_strategy": "SPREAD"}
         w_opts = {**actor_resources("writer", self.wc), "scheduling_strategy": "SPREAD"}
+        # appended one by one: a name refused part-way leaves the ones made so far to stop
         if self.chained:
             # one actor per task, sized as its assigner and writer together
             opts = dict(a_opts)
             for k in ("num_cpus", "memory"):
                 if k in a_opts or k in w_opts:
                     opts[k] = a_opts.get(k, 0) + w_opts.get(k, 0)
-            tasks = [
-                AssignWriteActor.options(  # type: ignore[attr-defined]
-                    name=self._unique(table, assigner_role(self.wc, i)), namespace=NAMESPACE, **opts
-                ).remote()
-                for i in range(self.num_writers)
-            ]
-            self.assigners, self.writers = tasks, list(tasks)
+            for i in range(self.num_writers):
+                self.assigners.append(
+                    AssignWriteActor.options(  # type: ignore[attr-defined]
+                        name=self._unique(table, assigner_role(self.wc, i)),
+                        namespace=NAMESPACE,
+                        **opts,
+                    ).remote()
+                )
+                self.writers.append(self.assigners[-1])
         else:
-            self.writers = [
-                WriterActor.options(  # type: ignore[attr-defined]
-                    name=self._unique(table, f"writer-{i}"), namespace=NAMESPACE, **w_opts
-                ).remote()
-                for i in range(self.num_writers)
-            ]
-            self.assigners = [
-                AssignerActor.options(  # type: ignore[attr-defined]
-                    name=self._unique(table, f"assigner-{i}"), namespace=NAMESPACE, **a_opts
-                ).remote()
-                for i in range(self.num_assigners)
-            ]
+            for i in range(self.num_writers):
+                self.writers.append(
+                    WriterActor.options(  # type: ignore[attr-defined]
+                        name=self._unique(table, f"writer-{i}"), namespace=NAMESPACE, **w_opts
+                    ).remote()
+                )
+            for i in range(self.num_assigners):
+                self.assigners.append(
+                    AssignerActor.options(  # type: ignore[attr-defined]
+                        name=self._unique(table, f"assigner-{i}"), namespace=NAMESPACE, **a_opts
+                    ).remote()
+                )
         self._spawned = True
 
     def start_workers(self, setup: TableSetup) -> tuple[Any, Any]:
@@ -235,7 +238,12 @@ class WriteTopology:
         try:
             ray.get(starts)
         except RayTaskError as e:
-            raise unwrap(e) from None
+            err = unwrap(e)
+            if isinstance(err, HoodieError):
+                raise err from None
+            # not the table's fault (a read that failed, say): retried as a lost actor's
+            # start is, as when the state was built in the actor's constructor
+            raise TopologyLost("") from e
         if self.chained:
             for t in self.assigners:
                 t.set_peers.remote(self.assigners)

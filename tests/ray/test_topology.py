@@ -1,6 +1,11 @@
-"""A writer's actors (``hoodie_ray.ray.topology``): their names."""
+"""A writer's actors (``hoodie_ray.ray.topology``): their names, and tasks lost at start."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
 
 from hoodie_ray.config.options import resolve_options
 from hoodie_ray.ray.topology import actor_name, assigner_role
@@ -27,3 +32,35 @@ def test_several_writers_of_one_table_name_their_actors_apart() -> None:
     a = actor_name(occ, "host:1234:job-a", "t", "coordinator")
     b = actor_name(occ, "host:1234:job-b", "t", "coordinator")
     assert a == "t/job-a/coordinator" and b == "t/job-b/coordinator"
+
+
+@pytest.mark.ray
+def test_a_task_lost_while_it_starts_is_started_again_by_the_first_checkpoint(
+    ray_session: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The task actors boot while the coordinator opens the table, then get their state: one
+    killed before its start is replaced by the first checkpoint (as a lost actor is), and the
+    table is the model."""
+    import hoodie_ray as hr
+    from hoodie_ray.ray.topology import WriteTopology
+    from tests.write.model import OPTIONS, TableModel, Workload, to_arrow
+
+    start_workers = WriteTopology.start_workers
+    killed: list[Any] = []
+
+    def kill_first(self: WriteTopology, setup: Any) -> Any:
+        if not killed:
+            killed.append(self.worker_actors()[0])
+            ray_session.kill(killed[0], no_restart=True)
+        return start_workers(self, setup)
+
+    monkeypatch.setattr(WriteTopology, "start_workers", kill_first)
+    model, wl = TableModel(), Workload(seed=31)
+    path = tmp_path / "t"
+    with hr.HoodieStreamWriter(str(path), {**OPTIONS, "write.tasks": "1"}) as w:
+        rows = wl.rows_for(wl.keys[:20])
+        w.write(to_arrow(rows, True))
+        assert w.checkpoint() is not None
+        model.upsert(rows)
+        assert killed and w.actors["assigner-0"] != killed[0]
+    model.assert_hudi_rs_reads(path)
