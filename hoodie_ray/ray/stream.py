@@ -353,7 +353,7 @@ class HoodieStreamWriter:
         if not data_schema.equals(self._setup.context.data_schema):
             if decides:
                 self._setup = ray.get(self._coord.refix_schema.remote(data_schema))
-                self._restart_workers()
+                self._start_tasks()
             else:
                 self._evolve(data_schema)
         self._accepted = (schema, self._setup)
@@ -662,11 +662,15 @@ class HoodieStreamWriter:
             if isinstance(e, RayTaskError):
                 raise unwrap(e) from None
             raise
+        self._start_tasks()
+
+    def _start_tasks(self) -> None:
+        """Start the tasks outside a checkpoint (the writer's start, a new table's schema):
+        one lost while it starts leaves them stale, and the first checkpoint starts them
+        again with the recovery of a lost actor."""
         try:
             self._restart_workers()
         except (RayActorError, TopologyLost) as e:
-            # a task lost while it started: the first checkpoint starts the tasks again, with
-            # the recovery of a lost actor (they are marked stale)
             log.warning("hoodie_ray: a write task of %s was lost at its start: %s", self.path, e)
 
     def _restart_workers(self) -> tuple[Any, Any]:
