@@ -525,50 +525,29 @@ class _StartedLater:
     """An actor created with no arguments, so that Ray starts its process at once: the imports
     and the compiled kernels (~2.5 s of CPU here) overlap the coordinator's start and its
     opening of the table, which every task's state comes from; :meth:`start` then runs the
-    task's constructor. The driver waits for every task's ``start`` before any other call
-    reaches a task, so no peer's call can find one unstarted."""
+    task class's constructor (the class after this one in the actor's bases) with its
+    arguments. The driver waits for every task's ``start`` before any other call reaches a
+    task, so no peer's call can find one unstarted."""
 
     def __init__(self) -> None:
         warm_up()
+
+    def start(self, *args: Any) -> None:
+        """The task's constructor: :class:`AssignTask`'s, :class:`WriteTask`'s or
+        :class:`AssignWriteTask`'s arguments."""
+        super().__init__(*args)
 
 
 @ray.remote
 class AssignerActor(_StartedLater, AssignTask):
     """``<table>/assigner-<i>``: :class:`AssignTask` as a Ray actor."""
 
-    def start(
-        self,
-        setup: TableSetup,
-        config: AssignerConfig,
-        profile: WriteProfile,
-        slices: list[FileSlice],
-        writers: list[Any],
-    ) -> None:
-        """:class:`AssignTask`'s constructor."""
-        AssignTask.__init__(self, setup, config, profile, slices, writers)
-
 
 @ray.remote
 class WriterActor(_StartedLater, WriteTask):
     """``<table>/writer-<i>``: :class:`WriteTask` as a Ray actor."""
 
-    def start(self, context: WriteContext, task_id: int, attempt: int) -> None:
-        """:class:`WriteTask`'s constructor."""
-        WriteTask.__init__(self, context, task_id, attempt)
-
 
 @ray.remote
 class AssignWriteActor(_StartedLater, AssignWriteTask):
     """``<table>/assign-write-<i>``: :class:`AssignWriteTask` as a Ray actor."""
-
-    def start(
-        self,
-        setup: TableSetup,
-        config: AssignerConfig,
-        profile: WriteProfile,
-        slices: list[FileSlice],
-        num_tasks: int,
-        attempt: int,
-    ) -> None:
-        """:class:`AssignWriteTask`'s constructor."""
-        AssignWriteTask.__init__(self, setup, config, profile, slices, num_tasks, attempt)

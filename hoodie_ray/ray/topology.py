@@ -72,13 +72,17 @@ class WriteTopology:
         self.attempt = 0
         self._owned_names: set[str] = set()
         self._spawned = False  # task actors created empty, not started yet
+        self._name: str | None = None
 
     # -- names ---------------------------------------------------------------------------------
     def _table_name(self) -> str:
-        try:
-            return HoodieTable.load(self.path, self.storage_options).name
-        except HoodieError:
-            return self.wc.table_name or "table"
+        """The table's name, read once (the coordinator's and every task's start name it)."""
+        if self._name is None:
+            try:
+                self._name = HoodieTable.load(self.path, self.storage_options).name
+            except HoodieError:
+                self._name = self.wc.table_name or "table"
+        return self._name
 
     def _unique(self, table: str, role: str) -> str:
         """Actor name ``<table>/<role>``.
