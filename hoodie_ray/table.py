@@ -10,6 +10,7 @@ through the same in-memory timeline.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 from collections.abc import Mapping
@@ -281,6 +282,19 @@ _COMMIT_SCHEMAS_KEPT = 256
 _COMMIT_SCHEMAS_LOCK = threading.Lock()
 
 
+@functools.lru_cache(maxsize=64)
+def _arrow_or_none(avro: str | None) -> pa.Schema | None:
+    """The Arrow schema of a commit's writer schema, or None (none, or one that does not
+    convert: the next fallback is tried); kept per text (each read's planning resolves the
+    same latest commit's schema)."""
+    if not avro:
+        return None
+    try:
+        return avro_to_arrow_schema(avro)
+    except HoodieError:
+        return None
+
+
 def resolve_table_schema(
     table: HoodieTable, metadata_of: dict[str, HoodieCommitMetadata] | None = None
 ) -> pa.Schema | None:
@@ -311,13 +325,9 @@ def resolve_table_schema(
                         _COMMIT_SCHEMAS[key] = writer_schema
                         while len(_COMMIT_SCHEMAS) > _COMMIT_SCHEMAS_KEPT:
                             _COMMIT_SCHEMAS.pop(next(iter(_COMMIT_SCHEMAS)))
-        if writer_schema:
-            try:
-                schema = avro_to_arrow_schema(writer_schema)
-            except HoodieError:
-                schema = None
-            if schema is not None:
-                break
+        schema = _arrow_or_none(writer_schema)
+        if schema is not None:
+            break
         if meta is None:  # its schema came from the cache and did not convert
             meta = HoodieCommitMetadata.from_bytes(
                 timeline.read_details(inst), timeline.layout_version, inst

@@ -275,6 +275,11 @@ class HFileReader:
         (found by the compiled walk where numba is loaded, else by the plain one)."""
         payload, spans = self._cached_spans(b, _use_kernel(self.entry_count))
         row_start, row_len, value_start, value_len = spans
+        kept = self._inflated if self._inflated and self._inflated.payload is payload else None
+        # a key or two are found by the binary search faster than numpy's calls are made
+        rows = kept.sortable_rows() if kept is not None and len(keys) >= 4 else None
+        if rows is not None:
+            keys = _search_sortable(rows, keys, payload, value_start, value_len, out)
 
         def row_at(i: int) -> bytes:
             start = row_start[i]
@@ -567,6 +572,19 @@ class _Inflated:
 
     payload: bytes
     spans: _Spans | None = None
+    # its row keys as one fixed-width array (numpy bytes), for blocks sought again; False:
+    # not sortable so (a row ending in a NUL byte, which the padding would hide)
+    rows: np.ndarray | bool | None = None
+    seeks: int = 0
+
+    def sortable_rows(self) -> np.ndarray | None:
+        """The block's row keys, NUL-padded to one width, from its second seek on (the
+        first is served by binary search over the spans: a block sought once does not pay
+        for the array)."""
+        self.seeks += 1
+        if self.rows is None and self.spans is not None and self.seeks > 1:
+            self.rows = _padded_rows(self.payload, self.spans[0], self.spans[1])
+        return self.rows if isinstance(self.rows, np.ndarray) else None
 
 
 class _InflatedBlocks:
@@ -603,6 +621,52 @@ class _InflatedBlocks:
 
 #: Inflated blocks of point lookups kept per process (64 MiB: ~64 record-index blocks).
 INFLATED_BLOCKS = _InflatedBlocks(64 << 20)
+
+
+def _padded_rows(payload: bytes, row_start: np.ndarray, row_len: np.ndarray) -> np.ndarray | bool:
+    """Rows ``[row_start, row_start + row_len)`` of ``payload`` as a NUL-padded fixed-width
+    bytes array, in the block's (ascending) order; False where a row ends in a NUL byte (its
+    padded copy would equal a shorter row's) or the block has no rows."""
+    n = len(row_start)
+    if not n:
+        return False
+    buf = np.frombuffer(payload, dtype=np.uint8)
+    if (row_len == 0).any() or buf[row_start + row_len - 1].min() == 0:
+        return False
+    width = int(row_len.max())
+    cols = np.arange(width, dtype=np.int64)
+    inside = cols[None, :] < row_len[:, None]
+    padded = np.zeros((n, width), dtype=np.uint8)
+    padded[inside] = buf[(row_start[:, None] + cols[None, :])[inside]]
+    return padded.view(f"S{width}").reshape(n)
+
+
+def _search_sortable(
+    rows: np.ndarray,
+    keys: list[bytes],
+    payload: bytes,
+    value_start: np.ndarray,
+    value_len: np.ndarray,
+    out: dict[bytes, bytes],
+) -> list[bytes]:
+    """Find ``keys`` in a block's padded ``rows`` (:func:`_padded_rows`) with one
+    ``searchsorted``, putting each found key's value in ``out``; returns the keys this
+    cannot decide (those ending in a NUL byte), for the binary search over spans."""
+    width = rows.dtype.itemsize
+    plain = [k for k in keys if k and k[-1] and len(k) <= width]
+    # a key longer than every row, or empty, is in no row; one ending in NUL is left over
+    rest = [k for k in keys if k and not k[-1] and len(k) <= width]
+    if plain:
+        sought = np.array(plain, dtype=rows.dtype)
+        at = np.searchsorted(rows, sought)
+        inside = at < len(rows)
+        hit = np.zeros(len(plain), dtype=bool)
+        hit[inside] = rows[at[inside]] == sought[inside]
+        for j in np.flatnonzero(hit).tolist():
+            i = int(at[j])
+            start = int(value_start[i])
+            out[plain[j]] = payload[start : start + int(value_len[i])]
+    return rest
 
 
 def _concat_columns(cols: list[tuple[pa.Array, pa.Array]]) -> tuple[pa.Array, pa.Array]:

@@ -87,6 +87,16 @@ def partition_of_key(key: str) -> str:
 #: to since is another key. 64 MiB of file bytes; a file over 16 MiB is never kept.
 OPENED_FILES = SizedLru(64 << 20, max_entry=16 << 20)
 
+#: The latest slices of metadata-table partitions that index lookups listed in this process,
+#: by the partition's URI and the MDT timeline's state (:meth:`ActiveTimeline.state_key`): a
+#: slice holds only files of instants that timeline shows committed, and those change only
+#: with its instants (a delta commit or compaction completing, a rollback, a clean), so a
+#: lookup on an unchanged MDT lists nothing. What a pending instant writes meanwhile (a
+#: version 6 log file appended to) counts for no lookup until it completes: a new key.
+#: 8 MiB, each slice and instant counted ~300 bytes.
+MDT_SLICES = SizedLru(8 << 20, max_entry=2 << 20)
+_MDT_SLICE_BYTES = 300
+
 
 class _Empty:
     """The range of a column with no values: no comparison with it holds."""
@@ -179,7 +189,7 @@ class RecordIndexLookup(_PreparedLookup):
                 if isinstance(source, HFileReader):
                     for k, v in source.get_many(raw).items():
                         newest[k] = (v, schema)
-                else:
+                elif len(source):  # Java's initialisation leaves an empty delete block a group
                     hit = pc.is_in(source, pa.array(keys, source.type))
                     for k in source.filter(hit).to_pylist():
                         newest[k.encode()] = None  # a delete
@@ -259,6 +269,8 @@ def _newest_columns(
             if schema not in schemas:
                 schemas.append(schema)
             at = schemas.index(schema)
+        elif not len(source):
+            continue  # the empty delete block Java's initialisation leaves in each group
         else:
             k = source.cast(pa.large_binary())
             if wanted is not None:
@@ -369,9 +381,23 @@ class MetadataTable:
             base_file_extensions=(HFILE_EXTENSION,),
         )
 
-    def file_slices(self, partition: str) -> list[FileSlice]:
-        """The latest slice of every file group of MDT partition ``partition``."""
-        return self.view().latest_file_slices(partitions=[partition])
+    def file_slices(self, partition: str, cached: bool = False) -> list[FileSlice]:
+        """The latest slice of every file group of MDT partition ``partition``. ``cached``:
+        through :data:`MDT_SLICES`, for the MDT timeline's state (point lookups, which list
+        the same partitions query after query)."""
+        if not cached:
+            return self.view().latest_file_slices(partitions=[partition])
+        key = (
+            type(self.storage).__name__,
+            self.storage.uri(partition),
+            self.config.table_version,
+            self.timeline.state_key(),
+        )
+        kept: tuple[FileSlice, ...] | None = MDT_SLICES.get(key)
+        if kept is None:
+            kept = tuple(self.view().latest_file_slices(partitions=[partition]))
+            MDT_SLICES.put(key, kept, _MDT_SLICE_BYTES * (len(kept) + len(key[-1])))
+        return list(kept)
 
     def valid_instant(self, ts: str) -> bool:
         """True if MDT data written at ``ts`` counts: its data instant completed (or was
@@ -556,7 +582,7 @@ class MetadataTable:
         lookup will read is known (:attr:`RecordIndexLookup.blocks`) before it runs
         (:meth:`RecordIndexLookup.locations`)."""
         wanted = sorted(set(keys))
-        slices = self.file_slices(RECORD_INDEX)
+        slices = self.file_slices(RECORD_INDEX, cached=True)
         if not wanted or not slices:
             return RecordIndexLookup([])
         by_index = self._groups_by_index(RECORD_INDEX, slices)
@@ -604,7 +630,7 @@ class MetadataTable:
         """:meth:`secondary_index_record_keys` prepared, as :meth:`record_index_lookup`: the
         files of the index file groups the values hash to are opened."""
         prefixes = sorted({escape_key_part(v) + SEPARATOR for v in values})
-        slices = self.file_slices(partition)
+        slices = self.file_slices(partition, cached=True)
         if not prefixes or not slices:
             return SecondaryIndexLookup([])
         by_index = self._groups_by_index(partition, slices)

@@ -807,12 +807,6 @@ _SLICE_BYTES = 256  # a SliceSpec with its names, about
 _INSTANT_BYTES = 200  # an instant's tuple in a key, about
 
 
-def _timeline_key(instants: Sequence[Any]) -> tuple[Any, ...]:
-    """Every instant at its state: any commit, rollback, clean, archival or state change
-    (an old pending compaction completing included) gives another key."""
-    return tuple((i.timestamp, i.action, i.state, i.completion_time) for i in instants)
-
-
 def _options_key(options: Mapping[str, Any] | None) -> tuple[tuple[str, str], ...]:
     """Storage options as a key: secrets masked, and only values that print the same each
     time (an object's repr may not, which would make a key per read)."""
@@ -824,7 +818,7 @@ def _view_key(tbl: HoodieTable, query_instant: str) -> tuple[Any, ...]:
     """What the latest slices as of ``query_instant`` follow from on a table listed through
     its metadata table: the storage, the table's layout and the two timelines."""
     cfg = tbl.table_config
-    mdt = tbl.metadata_table.refresh().timeline.instants
+    mdt = tbl.metadata_table.refresh().timeline
     return (
         type(tbl.storage).__name__,
         tbl.storage.base_uri,
@@ -833,8 +827,8 @@ def _view_key(tbl: HoodieTable, query_instant: str) -> tuple[Any, ...]:
         tuple(cfg.partition_fields),
         str(getattr(cfg, "base_file_format", "") or ""),
         query_instant,
-        _timeline_key(tbl.active_timeline.instants),
-        _timeline_key(mdt),
+        tbl.active_timeline.state_key(),
+        mdt.state_key(),
     )
 
 

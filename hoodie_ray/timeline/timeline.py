@@ -10,6 +10,7 @@ instant file.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from hoodie_ray.config.table_config import DEFAULT_TIMELINE_FOLDER, METAFOLDER, HoodieTableConfig
 from hoodie_ray.exceptions import (
@@ -161,6 +162,14 @@ class ActiveTimeline:
     def instants(self) -> list[Instant]:
         """Every instant, oldest first, each at its most advanced state."""
         return list(self._sorted_instants)
+
+    def state_key(self) -> tuple[Any, ...]:
+        """Every instant at its state, as a key of what follows from the timeline: any
+        commit, rollback, clean, archival or state change (an old pending compaction
+        completing included) gives another key."""
+        return tuple(
+            (i.timestamp, i.action, i.state, i.completion_time) for i in self._sorted_instants
+        )
 
     def completed(self) -> list[Instant]:
         """Completed instants of every action, oldest first."""

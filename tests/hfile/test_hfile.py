@@ -694,6 +694,37 @@ def test_get_many_searches_blocks_in_place_or_splits_them_alike(
     assert hr_reader._FEW_KEYS < 200  # both paths ran
 
 
+def test_blocks_sought_again_are_searched_as_one_padded_array(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A cached block's second seek finds its keys in a NUL-padded array of its rows (one
+    ``searchsorted``): the answers are the binary search's, for keys that end in NUL bytes,
+    run past every row, share a padded form with a row or hold bytes over 0x7f; a block
+    with a row ending in NUL keeps the binary search."""
+    cache = hr_reader._InflatedBlocks(8 << 20)
+    monkeypatch.setattr(hr_reader, "INFLATED_BLOCKS", cache)
+    rng = random.Random(5)
+    for nul_rows in (False, True):
+        keys = {rng.randbytes(rng.randint(1, 9)).rstrip(b"\0") or b"x" for _ in range(4000)}
+        if nul_rows:
+            keys |= {k + b"\0" for k in rng.sample(sorted(keys), 40)}
+        entries = [(k, b"v" + k) for k in sorted(keys)]
+        data = write_hfile(entries, block_size=3000)
+        present = rng.sample(sorted(keys), 300)  # ~9 a block: searched in place
+        asked = present + [k + b"\0" for k in present[:10]] + [b"\xff" * 12, b"\x80"]
+        asked += [k[:-1] for k in present[10:20] if len(k) > 1]
+        want = {k: v for k, v in entries if k in set(asked)}
+        for _ in range(3):
+            assert HFileReader(data).get_many(asked) == want
+        padded = [b.rows for b, _ in cache._blocks._items.values() if b.rows is not None]
+        assert padded
+        if nul_rows:
+            assert any(r is False for r in padded)
+        else:
+            assert all(isinstance(r, np.ndarray) for r in padded)
+        cache.clear()
+
+
 @pytest.mark.parametrize("compiled", [False, True])
 def test_prefix_columns_are_the_prefixed_entries(
     compiled: bool, monkeypatch: pytest.MonkeyPatch

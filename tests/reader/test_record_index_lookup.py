@@ -220,9 +220,9 @@ def test_complex_keys_need_every_key_field(
 def test_repeated_lookups_reuse_the_index_files_and_see_every_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The record-index files a lookup opened are kept for the next lookup (it reads none of
-    them again), and a write since (new log files) is seen at once: hudi-rs the oracle after
-    every write."""
+    """The record-index files a lookup opened, and its listing of their partition, are kept
+    for the next lookup (it reads and lists none of them again), and a write since (new log
+    files) is seen at once: hudi-rs the oracle after every write."""
     path = str(tmp_path / "t")
     opts = model_options(RI, table_type="MERGE_ON_READ", version="8", small_files=True)
     wl = Workload(11, keys=60)
@@ -239,6 +239,15 @@ def test_repeated_lookups_reuse_the_index_files_and_see_every_write(
         assert plan_file_slices(path, filters=filters).stats["pruned_by"] == ["record_index"]
         assert _rows(hr.read(path, filters=filters)) == _oracle(path, wanted)
         opened = _Opened(monkeypatch)
+        listed: list[str] = []
+        real_list = LocalStorage.list_dir
+
+        def list_dir(storage: LocalStorage, rel: str, *a: Any, **k: Any) -> Any:
+            listed.append(storage.uri(rel))
+            return real_list(storage, rel, *a, **k)
+
+        monkeypatch.setattr(LocalStorage, "list_dir", list_dir)
         assert _rows(hr.read(path, filters=filters)) == _oracle(path, wanted)
         monkeypatch.undo()
         assert not opened.record_index_files()
+        assert not [p for p in listed if "/.hoodie/metadata/record_index" in p]
