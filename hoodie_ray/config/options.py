@@ -20,6 +20,11 @@ _MB = 1024 * 1024
 #: Write operations that commit a replacecommit (Hudi's ``WriteOperationType`` names, lower).
 REPLACE_OPERATIONS = frozenset({"insert_overwrite", "insert_overwrite_table", "delete_partition"})
 
+#: Write operations one running topology switches between from one commit to the next (the
+#: assigners and writers run the same for both: rows keyed, located, merged): ``hr.write``'s
+#: warm topology serves a delete after upserts, and upserts after it, without a new start.
+SWITCHABLE_OPERATIONS = frozenset({"upsert", "delete"})
+
 
 def _parse_bool(key: str, v: str) -> bool:
     s = str(v).strip().lower()

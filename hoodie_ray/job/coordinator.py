@@ -36,7 +36,7 @@ from hoodie_ray.compaction.clustering import (
 )
 from hoodie_ray.compaction.execute import CompactionTask
 from hoodie_ray.compaction.plan import frozen_log_files
-from hoodie_ray.config.options import WriteConfig, resolve_options
+from hoodie_ray.config.options import SWITCHABLE_OPERATIONS, WriteConfig, resolve_options
 from hoodie_ray.config.table_config import BUCKET_NUM_PROPERTY
 from hoodie_ray.exceptions import (
     HoodieError,
@@ -502,6 +502,22 @@ class Coordinator:
         )
         new_ctx = dataclasses.replace(ctx, data_schema=data_schema, avro_schema=avro)
         self.setup = TableSetup(new_ctx, self.setup.keygen, self.setup.schema_fixed)
+        return self.setup
+
+    def switch_operation(self, operation: str) -> TableSetup:
+        """The commits from the next one on are ``operation``'s (its ``operationType``, and
+        the assigners prepare input for it): upsert and delete only
+        (:data:`~hoodie_ray.config.options.SWITCHABLE_OPERATIONS`), between checkpoints."""
+        assert self.setup is not None
+        if {operation, self.wc.operation} - SWITCHABLE_OPERATIONS:
+            raise HoodieOptionError(
+                f"a running writer of {self.path} cannot switch from write.operation "
+                f"{self.wc.operation} to {operation} (only between "
+                f"{' and '.join(sorted(SWITCHABLE_OPERATIONS))})"
+            )
+        self.wc = self.wc.replace(operation=operation)
+        ctx = dataclasses.replace(self.setup.context, write_config=self.wc)
+        self.setup = TableSetup(ctx, self.setup.keygen, self.setup.schema_fixed)
         return self.setup
 
     # -- per checkpoint ------------------------------------------------------------------------

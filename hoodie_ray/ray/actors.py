@@ -154,6 +154,9 @@ class CoordinatorActor:
     def refix_schema(self, data_schema: pa.Schema) -> TableSetup:
         return self.core.refix_schema(data_schema)
 
+    def switch_operation(self, operation: str) -> TableSetup:
+        return self.core.switch_operation(operation)
+
     def start_checkpoint(self, num_writers: int) -> tuple[Any, ...]:
         """A new instant, the write profile its assigners start from, the frozen log files,
         (OCC) the writes other writers completed since the assigners loaded their key index,

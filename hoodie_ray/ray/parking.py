@@ -4,7 +4,8 @@ hr.write on Ray starts a topology (coordinator, assigners, writers: seconds of a
 for one commit. A process that writes small commits in a loop would pay that every call, so
 the topology of the last call is kept ("parked"), with the table's writer lock, for
 ``write.warm_idle_s`` seconds: the next call from this process to the same table with the
-same options is one checkpoint of it. At most one topology is parked per process. It is
+same options is one checkpoint of it (upserts and deletes share one: the topology switches
+its ``write.operation`` for that commit). At most one topology is parked per process. It is
 stopped when it idles out, when the process exits, when ray.shutdown() is called (hooked: a
 script that ends with it, as Ray's docs teach, must not leave the lock for its heartbeat to
 expire; a Ray gone before the topology stopped has its lock deleted by this driver, which
@@ -29,6 +30,7 @@ from typing import Any, Protocol
 
 import ray
 
+from hoodie_ray.config.options import SWITCHABLE_OPERATIONS, lookup, resolve_options
 from hoodie_ray.write.lock import register_idle_holder, unregister_idle_holder
 
 log = logging.getLogger("hoodie_ray")
@@ -154,5 +156,10 @@ def park(p: Parked, idle_s: float, occ: bool) -> None:
 def options_key(
     options: dict[str, Any] | None, storage_options: dict[str, Any] | None, address: str | None
 ) -> str:
-    """What a parked topology is reused for: the same options, storage and Ray address."""
-    return json.dumps([options or {}, storage_options or {}, address], sort_keys=True, default=str)
+    """What a parked topology is reused for: the same options, storage and Ray address; the
+    write operation aside where it is one a topology switches to
+    (:data:`~hoodie_ray.config.options.SWITCHABLE_OPERATIONS`)."""
+    options = options or {}
+    if resolve_options(options).operation in SWITCHABLE_OPERATIONS:
+        options = {k: v for k, v in options.items() if lookup(k).attr != "operation"}
+    return json.dumps([options, storage_options or {}, address], sort_keys=True, default=str)

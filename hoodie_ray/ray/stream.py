@@ -43,7 +43,7 @@ import pyarrow as pa
 import ray
 from ray.exceptions import GetTimeoutError, ObjectLostError, RayActorError, RayTaskError
 
-from hoodie_ray.config.options import resolve_options
+from hoodie_ray.config.options import lookup, resolve_options
 from hoodie_ray.exceptions import (
     HoodieError,
     HoodieWriteConflictError,
@@ -368,10 +368,44 @@ class HoodieStreamWriter:
         self._put_held()  # input of the old schema goes before the change
         self._run(self._send_round)
         self._setup = ray.get(self._coord.refix_schema.remote(data_schema))
+        self._send_setup()
+
+    def _send_setup(self) -> None:
+        """The coordinator's new setup to every task (before any row that needs it: one
+        caller's calls to an actor run in order)."""
+        assert self._setup is not None
         ray.get(
             [a.set_setup.remote(self._setup) for a in self._assigners]
             + [w.set_context.remote(self._setup.context) for w in self._writers]
         )
+
+    def _switch_operation(self, operation: str) -> None:
+        """Commit as ``operation`` from the next checkpoint on (``hr.write``'s warm topology:
+        upsert <-> delete, :data:`~hoodie_ray.config.options.SWITCHABLE_OPERATIONS`), between
+        checkpoints: the coordinator, the assigners and the writers take it before any row of
+        it, and an actor started again later starts with it. Raises what the coordinator
+        refuses (another operation) and a lost coordinator's error; a task lost meanwhile is
+        started again by the next checkpoint."""
+        if operation == self.wc.operation:
+            return
+        assert self._instant is None and not self._inputs and not self._held
+        assert self._flight is None
+        options = {k: v for k, v in self.options.items() if lookup(k).attr != "operation"}
+        options[lookup("write.operation").key] = operation
+        wc = resolve_options(options)
+        if self._setup is not None:
+            try:
+                self._setup = ray.get(self._coord.switch_operation.remote(operation))
+            except RayTaskError as e:
+                raise unwrap(e) from None
+        self.options, self.wc = options, wc
+        self._topo.options, self._topo.wc = options, wc
+        self._accepted = None
+        if self._setup is not None and not self._workers_stale:
+            try:
+                self._send_setup()
+            except RayActorError:
+                self._workers_stale = True
 
     def _evolve_to(self, input_schema: pa.Schema | None) -> None:
         """Before a write whose input schema is known up front (a Ray Dataset's): evolve the
@@ -1078,8 +1112,13 @@ def write_warm(
     if parked is not None:
         parked.disarm()
         if parked.key == key and parked.session == session() and not parked.writer.closed:
-            writer = parked.writer  # type: ignore[assignment]
-        else:
+            kept: HoodieStreamWriter = parked.writer  # type: ignore[assignment]
+            try:
+                kept._switch_operation(wc.operation)
+                writer = kept
+            except RayActorError:  # its coordinator is gone: a new topology
+                pass
+        if writer is None:
             stop_parked(parked)
     if writer is None:
         writer = HoodieStreamWriter(

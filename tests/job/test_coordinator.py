@@ -42,3 +42,23 @@ def test_each_writer_gets_the_slices_of_the_groups_routed_to_it(tmp_path, bucket
         assert coord.slices_by_writer(slices, profile, 1) == [slices]
     finally:
         coord.close()
+
+
+def test_a_running_coordinator_switches_between_upsert_and_delete_only(tmp_path):
+    """``switch_operation``: upsert <-> delete changes the setup the tasks get (its write
+    config's operation); any other operation is refused, naming both, the setup unchanged."""
+    from hoodie_ray.exceptions import HoodieOptionError
+
+    wl = Workload(seed=3)
+    HoodieWriteClient(str(tmp_path), OPTIONS).write(to_arrow(wl.rows_for(wl.keys[:20]), True))
+    coord = Coordinator(str(tmp_path), resolve_options(OPTIONS), None)
+    coord.open(None)
+    try:
+        setup = coord.switch_operation("delete")
+        assert setup.context.write_config.operation == coord.wc.operation == "delete"
+        with pytest.raises(HoodieOptionError, match="from write.operation delete to insert"):
+            coord.switch_operation("insert")
+        assert coord.setup is setup
+        assert coord.switch_operation("upsert").context.write_config.operation == "upsert"
+    finally:
+        coord.close()

@@ -75,6 +75,37 @@ def test_the_next_call_reuses_the_topology_and_others_take_the_table_back(
         stream.release_warm_writers()
 
 
+def test_a_delete_between_upserts_is_a_commit_of_the_warm_topology(
+    ray_session, tmp_path: Path
+) -> None:
+    """``write.operation=delete`` after upserts with otherwise the same options: the same
+    coordinator commits it as a DELETE, and the upserts after it as UPSERTs; hudi-rs reads
+    what the three commits leave."""
+    path = str(tmp_path / "t")
+    try:
+        hr.write(_rows(["a", "b", "c"], 1), path, OPTIONS)
+        first = _parked()
+        assert first is not None
+        coordinator = first.writer.actors["coordinator"]
+        deleted = hr.write(_rows(["b"], 2), path, {**OPTIONS, "write.operation": "delete"})
+        hr.write(_rows(["c", "d"], 3), path, OPTIONS)
+        last = _parked()
+        assert last is not None and last.writer is first.writer
+        assert last.writer.actors["coordinator"] == coordinator
+        table = hr.HoodieTable.load(path)
+        ops = {i.timestamp: table.metadata(i).operation_type for i in table.commits()}
+        assert list(ops.values()) == ["UPSERT", "DELETE", "UPSERT"]
+        assert ops[deleted.instant] == "DELETE"
+        got = hudi_rs_read(path)
+        assert sorted(zip(got["id"].to_pylist(), got["ts"].to_pylist(), strict=True)) == [
+            ("a", 1),
+            ("c", 3),
+            ("d", 3),
+        ]
+    finally:
+        stream.release_warm_writers()
+
+
 @pytest.mark.slow  # suite time: the CI suite keeps a lighter test of the same path
 def test_zero_idle_stops_after_each_call_and_a_failed_call_stops_it(
     ray_session, tmp_path: Path

@@ -242,9 +242,11 @@ def test_repeated_lookups_reuse_the_index_files_and_see_every_write(
         listed: list[str] = []
         real_list = LocalStorage.list_dir
 
-        def list_dir(storage: LocalStorage, rel: str, *a: Any, **k: Any) -> Any:
-            listed.append(storage.uri(rel))
-            return real_list(storage, rel, *a, **k)
+        def list_dir(
+            storage: LocalStorage, rel: str, _seen: list[str] = listed, _real: Any = real_list
+        ) -> Any:
+            _seen.append(storage.uri(rel))
+            return _real(storage, rel)
 
         monkeypatch.setattr(LocalStorage, "list_dir", list_dir)
         assert _rows(hr.read(path, filters=filters)) == _oracle(path, wanted)
