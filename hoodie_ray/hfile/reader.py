@@ -626,7 +626,8 @@ INFLATED_BLOCKS = _InflatedBlocks(64 << 20)
 def _padded_rows(payload: bytes, row_start: np.ndarray, row_len: np.ndarray) -> np.ndarray | bool:
     """Rows ``[row_start, row_start + row_len)`` of ``payload`` as a NUL-padded fixed-width
     bytes array, in the block's (ascending) order; False where a row ends in a NUL byte (its
-    padded copy would equal a shorter row's) or the block has no rows."""
+    padded copy would equal a shorter row's), the block has no rows, or the padded rows
+    would take more bytes than the block (rows of very uneven lengths)."""
     n = len(row_start)
     if not n:
         return False
@@ -634,6 +635,8 @@ def _padded_rows(payload: bytes, row_start: np.ndarray, row_len: np.ndarray) -> 
     if (row_len == 0).any() or buf[row_start + row_len - 1].min() == 0:
         return False
     width = int(row_len.max())
+    if n * width > len(payload):  # a few long rows among short ones: padding would outweigh
+        return False
     cols = np.arange(width, dtype=np.int64)
     inside = cols[None, :] < row_len[:, None]
     padded = np.zeros((n, width), dtype=np.uint8)

@@ -404,8 +404,8 @@ class HoodieStreamWriter:
         if self._setup is not None and not self._workers_stale:
             try:
                 self._send_setup()
-            except RayActorError:
-                self._workers_stale = True
+            except (RayActorError, RayTaskError):
+                self._workers_stale = True  # the next checkpoint starts them with the setup
 
     def _evolve_to(self, input_schema: pa.Schema | None) -> None:
         """Before a write whose input schema is known up front (a Ray Dataset's): evolve the
@@ -1118,6 +1118,9 @@ def write_warm(
                 writer = kept
             except RayActorError:  # its coordinator is gone: a new topology
                 pass
+            except BaseException:  # out of the cache already: stopped, not left running
+                stop_parked(parked)
+                raise
         if writer is None:
             stop_parked(parked)
     if writer is None:

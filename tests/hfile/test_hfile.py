@@ -700,25 +700,28 @@ def test_blocks_sought_again_are_searched_as_one_padded_array(
     """A cached block's second seek finds its keys in a NUL-padded array of its rows (one
     ``searchsorted``): the answers are the binary search's, for keys that end in NUL bytes,
     run past every row, share a padded form with a row or hold bytes over 0x7f; a block
-    with a row ending in NUL keeps the binary search."""
+    with a row ending in NUL, or one long row among short ones, keeps the binary search."""
     cache = hr_reader._InflatedBlocks(8 << 20)
     monkeypatch.setattr(hr_reader, "INFLATED_BLOCKS", cache)
     rng = random.Random(5)
-    for nul_rows in (False, True):
+    for odd in ("", "nul", "long"):
         keys = {rng.randbytes(rng.randint(1, 9)).rstrip(b"\0") or b"x" for _ in range(4000)}
-        if nul_rows:
+        if odd == "nul":
             keys |= {k + b"\0" for k in rng.sample(sorted(keys), 40)}
+        if odd == "long":
+            keys |= {k + b"\x01" * 150 for k in rng.sample(sorted(keys), 10)}
         entries = [(k, b"v" + k) for k in sorted(keys)]
         data = write_hfile(entries, block_size=3000)
         present = rng.sample(sorted(keys), 300)  # ~9 a block: searched in place
         asked = present + [k + b"\0" for k in present[:10]] + [b"\xff" * 12, b"\x80"]
         asked += [k[:-1] for k in present[10:20] if len(k) > 1]
+        asked += [k for k in keys if len(k) > 100]
         want = {k: v for k, v in entries if k in set(asked)}
         for _ in range(3):
             assert HFileReader(data).get_many(asked) == want
         padded = [b.rows for b, _ in cache._blocks._items.values() if b.rows is not None]
         assert padded
-        if nul_rows:
+        if odd:
             assert any(r is False for r in padded)
         else:
             assert all(isinstance(r, np.ndarray) for r in padded)

@@ -76,7 +76,7 @@ def test_the_next_call_reuses_the_topology_and_others_take_the_table_back(
 
 
 def test_a_delete_between_upserts_is_a_commit_of_the_warm_topology(
-    ray_session, tmp_path: Path
+    ray_session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``write.operation=delete`` after upserts with otherwise the same options: the same
     coordinator commits it as a DELETE, and the upserts after it as UPSERTs; hudi-rs reads
@@ -102,8 +102,19 @@ def test_a_delete_between_upserts_is_a_commit_of_the_warm_topology(
             ("c", 3),
             ("d", 3),
         ]
+        # a switch that fails (here: interrupted) stops the topology it took out of the cache
+        with monkeypatch.context() as m:
+            m.setattr(stream.HoodieStreamWriter, "_switch_operation", _interrupted)
+            with pytest.raises(KeyboardInterrupt):
+                hr.write(_rows(["a"], 4), path, {**OPTIONS, "write.operation": "delete"})
+        assert _parked() is None and last.writer._closed
+        assert not (tmp_path / "t" / LOCK_PATH).exists()
     finally:
         stream.release_warm_writers()
+
+
+def _interrupted(*args: object) -> None:
+    raise KeyboardInterrupt
 
 
 @pytest.mark.slow  # suite time: the CI suite keeps a lighter test of the same path
