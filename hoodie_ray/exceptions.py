@@ -74,6 +74,13 @@ class HoodieWriteConflictError(HoodieCommitConflictError):
     as it is now (``hoodie.write.num.retries.on.conflict.failures``)."""
 
 
+class HoodieSchemaEvolutionConflictError(HoodieWriteConflictError):
+    """Under optimistic concurrency control, this write and another writer's commit since it
+    last read the table both changed the table schema, differently (Java's
+    ``HoodieSchemaEvolutionConflictException``); this write's instant was rolled back. A
+    retry writes the union of both schemas."""
+
+
 class HoodieCommitStateUnknownError(HoodieError):
     """The commit may or may not be on storage; do not retry blindly, reload the table first."""
 

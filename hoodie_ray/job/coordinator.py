@@ -41,6 +41,7 @@ from hoodie_ray.config.table_config import BUCKET_NUM_PROPERTY
 from hoodie_ray.exceptions import (
     HoodieError,
     HoodieOptionError,
+    HoodieSchemaEvolutionConflictError,
     HoodieTableNotFoundError,
     HoodieUnsupportedError,
     HoodieWriteConflictError,
@@ -56,6 +57,14 @@ from hoodie_ray.job.conflict import (
 )
 from hoodie_ray.job.replace import REPLACE_OPERATION_TYPES, replaced_file_ids, written_partitions
 from hoodie_ray.job.savepoint import check_no_pending_restore
+from hoodie_ray.job.schema_conflict import (
+    SchemaChoice,
+    canonical,
+    choose_schema,
+    describe_change,
+    latest_write_schema,
+    merged_schema,
+)
 from hoodie_ray.job.setup import (
     TableSetup,
     bucket_options_for_table,
@@ -280,6 +289,9 @@ class Coordinator:
         # OCC: the completed instants the job's key index reflects (mark_loaded, own commits)
         self._loaded: set[str] | None = None
         self._rolled_back: set[str] = set()
+        # OCC: the table's data schema when this job last read it (its open, its own last
+        # commit), canonical (job/schema_conflict.py); None before the table had one
+        self._schema_seen: pa.Schema | None = None
         self.table: HoodieTable | None = None
         # a handle kept from an earlier job on this table: its timeline is reused (refreshed,
         # not re-parsed) as long as hoodie.properties is unchanged
@@ -490,11 +502,30 @@ class Coordinator:
         keeps = wc.changelog_enabled or OPERATION in table_schema.names
         ctx = WriteContext(self.storage, cfg, self.wc, data_schema, avro, keeps)
         self.setup = TableSetup(ctx, keygen, fixed)
+        self._schema_seen = canonical(data_schema, cfg.name) if fixed else None
         return self.setup
 
     def refix_schema(self, data_schema: pa.Schema) -> TableSetup:
         """The data schema the next commit records: before the first commit of a new table
         the first batch decides it; a later batch may evolve it (``prepare_input``)."""
+        assert self.setup is not None
+        if self.setup.schema_fixed:
+            # evolved from what the driver knew: columns this job took from another
+            # writer's commit since (_resolve_schema) stay, whatever the driver knew
+            data_schema = self._merged(self.setup.context.data_schema, data_schema)
+        return self._set_data_schema(data_schema)
+
+    def _merged(self, base: pa.Schema, extra: pa.Schema) -> pa.Schema:
+        """:func:`~hoodie_ray.job.schema_conflict.merged_schema`, the table's record key,
+        partition and ordering fields fixed."""
+        assert self.setup is not None
+        cfg = self.setup.context.table_config
+        fixed = [*cfg.record_key_fields, *cfg.partition_fields]
+        if cfg.ordering_field:
+            fixed.append(cfg.ordering_field)
+        return merged_schema(base, extra, fixed)
+
+    def _set_data_schema(self, data_schema: pa.Schema) -> TableSetup:
         assert self.setup is not None
         ctx = self.setup.context
         avro = arrow_to_avro_schema(
@@ -646,6 +677,7 @@ class Coordinator:
             replaced = self._replaced(stats, partitions)
             self._check_pending_clustering(instant, stats)
             self._check_conflicts(instant, stats, replaced)
+            self._resolve_schema(instant)
             if self._compacted_since(instant):
                 assert self.table is not None
                 stats = relocate_superseded_logs(self.table, instant, stats)
@@ -730,6 +762,58 @@ class Coordinator:
             + f"; {instant} was rolled back"
         )
 
+    def _resolve_schema(self, instant: str) -> None:
+        """OCC: the schema this commit records, when another writer's commit since this job
+        last read the table changed it (job/schema_conflict.py, Java's RFC-82 rules): theirs
+        where only they changed it (kept for this job's later commits too), a conflict
+        where both did, differently: the instant is rolled back and
+        :class:`HoodieSchemaEvolutionConflictError` says what each changed (this job then
+        writes the union, so a replay or retry commits both). Call after the conflict check
+        reloaded the timeline."""
+        if not self.wc.occ or instant not in self._txn:
+            return
+        assert self.table is not None and self.setup is not None
+        found = latest_write_schema(self.table)
+        if found is None:
+            return
+        other, now = found
+        name = self.setup.context.table_config.name
+        now = canonical(now, name)
+        ours = canonical(self.setup.context.data_schema, name)
+        seen = self._schema_seen
+        choice = choose_schema(seen, ours, now)
+        if choice is SchemaChoice.OURS:
+            return
+        if choice is SchemaChoice.THEIRS:
+            log.info(
+                "%s: %s changed the table schema since this writer read it (%s): commit %s "
+                "records it",
+                self.path,
+                other,
+                describe_change(seen, now),
+                instant,
+            )
+            self._set_data_schema(now)
+            return
+        try:
+            both = self._merged(now, self.setup.context.data_schema)
+        except HoodieError:
+            both = None  # no schema holds both: a retry is refused again
+        else:
+            self._schema_seen = now
+            self._set_data_schema(both)
+        self.rollback(instant)
+        raise HoodieSchemaEvolutionConflictError(
+            f"{self.path}: write {instant} changes the table schema "
+            f"({describe_change(seen, ours)}) while {other}, committed since this writer read "
+            f"the table, changed it ({describe_change(seen, now)}); {instant} was rolled back. "
+            + (
+                "A retry (hoodie.write.num.retries.on.conflict.failures) writes both changes"
+                if both is not None
+                else "The two schemas cannot be merged: write with the table's schema"
+            )
+        )
+
     def _commit(
         self,
         instant: str,
@@ -759,6 +843,7 @@ class Coordinator:
         if started is not None:
             self.commit_latencies.append(time.monotonic() - started)
         self.setup = TableSetup(ctx, self.setup.keygen, True)
+        self._schema_seen = canonical(ctx.data_schema, ctx.table_config.name)
 
     def is_completed(self, instant: str) -> bool:
         """Did ``instant`` complete (after a lost coordinator: did its commit land)?"""

@@ -9,6 +9,7 @@ import pytest
 from hoodie_ray.config.options import resolve_options
 from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.job.coordinator import Coordinator
+from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.bucket_assigner import writer_of_groups
 from tests.write.model import OPTIONS, SMALL_FILES, Workload, to_arrow
 
@@ -60,5 +61,32 @@ def test_a_running_coordinator_switches_between_upsert_and_delete_only(tmp_path)
             coord.switch_operation("insert")
         assert coord.setup is setup
         assert coord.switch_operation("upsert").context.write_config.operation == "upsert"
+    finally:
+        coord.close()
+
+
+def test_a_long_running_coordinator_keeps_the_columns_another_writer_added(tmp_path):
+    """OCC: a coordinator opened before another writer added a column commits that writer's
+    schema, and a schema its driver evolves later from its older view keeps the column."""
+    import pyarrow as pa
+
+    opts = {**OPTIONS, "hoodie.write.concurrency.mode": "optimistic_concurrency_control"}
+    wl = Workload(seed=4)
+    seed = to_arrow(wl.rows_for(wl.keys[:10]), True)
+    HoodieWriteClient(str(tmp_path), opts).write(seed)
+    coord = Coordinator(str(tmp_path), resolve_options(opts), None)
+    old = coord.open(None).context.data_schema
+    try:
+        more = to_arrow(wl.rows_for(wl.keys[10:12]), True)
+        more = more.append_column("c", pa.array(["x", "y"]))
+        HoodieWriteClient(str(tmp_path), opts).write(more)
+        instant = coord.start_instant()
+        coord.commit(instant, [])
+        assert "c" in coord.setup.context.data_schema.names
+        latest = HoodieTable.load(str(tmp_path))
+        assert latest.commits()[-1].timestamp == instant and "c" in latest.schema.names
+        # the driver evolves from what it knew at open (no c): c stays, d joins
+        evolved = coord.refix_schema(old.append(pa.field("d", pa.float64())))
+        assert evolved.context.data_schema.names[-2:] == ["c", "d"]
     finally:
         coord.close()

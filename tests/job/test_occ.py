@@ -11,6 +11,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator
 
+import pyarrow as pa
 import pytest
 
 import hoodie_ray as hr
@@ -233,3 +234,85 @@ def test_single_writer_still_rolls_back_every_pending_write(tmp_path):
     assert len(_instants(path, Action.ROLLBACK)) == 1
     assert not (tmp_path / "t" / ".hoodie" / ".heartbeat").exists()
     model.assert_hudi_rs_reads(path)
+
+
+def _with(rows: list[dict], **extra: object) -> pa.Table:
+    """``rows`` with ``extra`` columns (the model's schema, then those)."""
+    base = to_arrow(rows, True)
+    for name, value in extra.items():
+        base = base.append_column(name, pa.array([value] * len(rows)))
+    return base
+
+
+def _read(path: str, *cols: str) -> list[tuple]:
+    """hudi-rs's snapshot: the rows' ``key`` and ``cols``, by key."""
+    from tests.conftest import hudi_rs_read
+
+    got = hudi_rs_read(path)
+    return sorted(zip(*(got[c].to_pylist() for c in ("key", *cols)), strict=True))
+
+
+@contextlib.contextmanager
+def _after_open(run: Callable[[], None]) -> Iterator[None]:
+    """Run ``run`` (another writer's whole write) once, right after the next Coordinator
+    has read the table (its open), before it starts an instant: a long-running writer's
+    view of the table, older than another writer's commit."""
+    real = Coordinator.open
+    done: list[bool] = []
+
+    def open_(self, input_schema):  # type: ignore[no-untyped-def]
+        setup = real(self, input_schema)
+        if not done:
+            done.append(True)
+            run()
+        return setup
+
+    Coordinator.open = open_  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Coordinator.open = real  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize("version", ["8", "6"])
+def test_a_column_another_writer_added_since_stays_in_the_table_schema(tmp_path, version):
+    """B adds a column after A read the table's schema and before A's instant: A's commit,
+    the latest, records B's schema, so readers still see B's column (nulls in A's rows)."""
+    path, opts, model = _seeded(tmp_path, model_options(OCC, version=version))
+    a_rows, b_rows = [row("a1", "a", 2, 10)], [row("b1", "b", 3, 20)]
+    a, b = HoodieWriteClient(path, opts), HoodieWriteClient(path, opts)
+    with _after_open(lambda: b.write(_with(b_rows, c="new"))):
+        a.write(to_arrow(a_rows, True))
+    model.upsert(b_rows)
+    model.upsert(a_rows)
+    table = HoodieTable.load(path)
+    assert "c" in table.schema.names  # the latest commit, A's, records it
+    got = _read(path, "ts", "c")
+    assert [(k, ts) for k, ts, _ in got] == sorted((k, r["ts"]) for k, r in model.rows.items())
+    assert {k: c for k, _, c in got if c is not None} == {"b1": "new"}
+
+
+def test_writers_that_both_change_the_schema_conflict_and_a_retry_writes_both(tmp_path):
+    """A adds column d while B added column c since A read the table: A's instant is rolled
+    back with an error naming both changes; with a retry A commits both columns."""
+    path, opts, _ = _seeded(tmp_path, model_options(OCC))
+    b = HoodieWriteClient(path, opts)
+    b_first = _with([row("b1", "b", 3, 20)], c="x")
+    with (
+        _during_commit(lambda: b.write(b_first)),
+        pytest.raises(hr.HoodieSchemaEvolutionConflictError) as err,
+    ):
+        HoodieWriteClient(path, opts).write(_with([row("a1", "a", 2, 10)], d=1.5))
+    assert "adds d" in str(err.value) and "adds c" in str(err.value)
+    assert "d" not in HoodieTable.load(path).schema.names  # A's write is not in the table
+    # again, now with a retry: B adds c once more from a schema without it (its own read)
+    retry = {**opts, "hoodie.write.num.retries.on.conflict.failures": "1"}
+    table_then = HoodieTable.load(path).schema
+    assert "c" in table_then.names
+    with _during_commit(lambda: b.write(_with([row("b2", "b", 4, 30)], c="y", e=7))):
+        HoodieWriteClient(path, retry).write(_with([row("a2", "a", 5, 40)], c="z", d=2.5))
+    names = HoodieTable.load(path).schema.names
+    assert {"c", "d", "e"} <= set(names)
+    got = {k: (c, d, e) for k, c, d, e in _read(path, "c", "d", "e")}
+    assert got["b1"] == ("x", None, None) and got["b2"] == ("y", None, 7)
+    assert got["a2"] == ("z", 2.5, None)
