@@ -80,7 +80,6 @@ from hoodie_ray.ray.parking import (
 from hoodie_ray.ray.runtime import ensure_ray, refuse_inline_clustering
 from hoodie_ray.ray.topology import WriteTopology
 from hoodie_ray.write.lock import ProcessId, new_owner_id
-from hoodie_ray.write.lock_providers import open_lock
 from hoodie_ray.write.records import to_arrow
 from hoodie_ray.write.routing import cut_shares, round_rows
 
@@ -602,14 +601,8 @@ class HoodieStreamWriter:
         stopped or rolled back, but the table's lock file their coordinator held would refuse
         every other writer until its heartbeat expires; this driver knows the lock's owner id
         and releases it (a parked ``hr.write`` topology whose Ray was shut down)."""
-        from hoodie_ray.storage import open_storage
-
         self._closed = True
-        try:
-            storage = open_storage(self.path, self.storage_options)
-            open_lock(storage, self.wc, owner=self.owner).release_owned()
-        except Exception as e:  # the heartbeat's expiry frees the table all the same
-            log.warning("releasing the writer lock of %s failed: %s", self.path, e)
+        self._topo.release_lock()
 
     @property
     def last_result(self) -> CommitResult | None:

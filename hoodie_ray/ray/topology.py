@@ -10,6 +10,7 @@ and when, is the checkpoint protocol's (:mod:`hoodie_ray.ray.stream`).
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from typing import Any
 
@@ -22,8 +23,12 @@ from hoodie_ray.job.setup import TableSetup
 from hoodie_ray.ray.actors import AssignerActor, AssignWriteActor, CoordinatorActor, WriterActor
 from hoodie_ray.ray.calls import TopologyLost, unwrap
 from hoodie_ray.ray.runtime import NAMESPACE, actor_resources
+from hoodie_ray.storage import open_storage
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.lock import ProcessId
+from hoodie_ray.write.lock_providers import open_lock
+
+log = logging.getLogger("hoodie_ray")
 
 
 def assigner_role(wc: WriteConfig, task_id: int) -> str:
@@ -263,11 +268,24 @@ class WriteTopology:
         if self.coord is not None:
             with contextlib.suppress(Exception):
                 ray.get(self.coord.finish_compaction.remote(), timeout=600)
-            with contextlib.suppress(Exception):
+            try:
                 ray.get(self.coord.close.remote(discard_unborn=discard_unborn), timeout=60)
+            except RayActorError:  # it died holding the table's lock: this driver knows the owner
+                self.release_lock()
+            except Exception:
+                pass
             ray.kill(self.coord, no_restart=True)
         self.assigners, self.writers, self.coord = [], [], None
         self._spawned = False
+
+    def release_lock(self) -> None:
+        """Delete the table's lock file if its owner is this topology's (a dead coordinator's
+        lock would refuse every next writer until its heartbeat expired)."""
+        try:
+            storage = open_storage(self.path, self.storage_options)
+            open_lock(storage, self.wc, owner=self.owner).release_owned()
+        except Exception as e:  # the heartbeat's expiry frees the table all the same
+            log.warning("releasing the writer lock of %s failed: %s", self.path, e)
 
     # -- monitoring ----------------------------------------------------------------------------
     def actor_pids(self) -> dict[str, int]:

@@ -102,11 +102,20 @@ def test_a_delete_between_upserts_is_a_commit_of_the_warm_topology(
             ("c", 3),
             ("d", 3),
         ]
+        # its coordinator dies while parked: the next call (a delete: the switch finds it
+        # gone) starts a new topology, which the dead coordinator's lock does not refuse
+        import ray
+
+        ray.kill(coordinator, no_restart=True)
+        hr.write(_rows(["d"], 4), path, {**OPTIONS, "write.operation": "delete"})
+        last = _parked()
+        assert last is not None and last.writer is not first.writer
+        assert sorted(hudi_rs_read(path)["id"].to_pylist()) == ["a", "c"]
         # a switch that fails (here: interrupted) stops the topology it took out of the cache
         with monkeypatch.context() as m:
             m.setattr(stream.HoodieStreamWriter, "_switch_operation", _interrupted)
             with pytest.raises(KeyboardInterrupt):
-                hr.write(_rows(["a"], 4), path, {**OPTIONS, "write.operation": "delete"})
+                hr.write(_rows(["a"], 5), path, OPTIONS)
         assert _parked() is None and last.writer._closed
         assert not (tmp_path / "t" / LOCK_PATH).exists()
     finally:
