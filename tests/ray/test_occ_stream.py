@@ -9,6 +9,7 @@ back with hudi-rs and compared with the model of the commits that landed."""
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 
 import hoodie_ray as hr
@@ -18,6 +19,7 @@ from hoodie_ray.ray import parking, stream
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action
 from hoodie_ray.write.lock import LOCK_PATH
+from tests.conftest import hudi_rs_read
 from tests.write.model import TableModel, model_options, to_arrow
 
 pytestmark = pytest.mark.ray
@@ -152,14 +154,31 @@ def test_warm_topology_holds_no_lock_between_writes(ray_session, tmp_path):
         model.write(path, opts, "upsert", backfill)
         again = parking._parked.get(next(iter(parking._parked), ""))
         assert again is parked and not parked.writer._closed
+        # ... and another adds a column the parked topology never saw
+        added = [row("b5", "b", 3, 22)]
+        HoodieWriteClient(path, opts).write(
+            to_arrow(added, True).append_column("c", pa.array(["new"]))
+        )
+        model.upsert(added)
         # the next call is a checkpoint of the same topology, which reloads its key index
-        # from the table the backfill changed: b8 is updated, not written twice
+        # from the table the backfill changed: b8 is updated, not written twice; its commit
+        # records the schema with c (readers still see it)
         second = [row("b8", "b", 4, 30), row("a2", "a", 4, 31)]
         hr.write(to_arrow(second, True), path, opts)
         model.upsert(second)
         assert parked.writer.actors["coordinator"] == coordinator
         assert not lock.exists()
         model.assert_hudi_rs_reads(path, "warm")
+        assert "c" in HoodieTable.load(path).schema.names
+        # a column of its own, evolved from its view without c: the commit keeps both
+        third = [row("a3", "a", 5, 32)]
+        hr.write(to_arrow(third, True).append_column("d", pa.array([1.5])), path, opts)
+        model.upsert(third)
+        got = hudi_rs_read(path)
+        cols = (got[n].to_pylist() for n in ("key", "c", "d"))
+        extra = {k: (c, d) for k, c, d in zip(*cols, strict=True)}
+        assert extra["b5"] == ("new", None) and extra["a3"] == (None, 1.5)
+        assert parked.writer.actors["coordinator"] == coordinator
     finally:
         stream.release_warm_writers()
     _no_pending(path)
