@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -206,8 +206,26 @@ class HoodieTable:
             self._schema_at = at
         return self._schema
 
+    def latest_writes(self) -> Iterator[tuple[Instant, str]]:
+        """The completed writes that record a schema, newest completed first (by completion
+        time where the timeline keeps it), each with its ``extraMetadata.schema``: the
+        table's schema as its writers evolve it. Compactions and clusterings, which carry
+        whatever schema they were planned with, are skipped."""
+        writes = sorted(self.commits(), key=lambda i: i.completion_time or i.timestamp)
+        for inst in reversed(writes):
+            meta = self.metadata(inst)
+            op = (meta.operation_type or "").upper()
+            if meta.compacted or op in _TABLE_SERVICE_OPERATIONS:
+                continue
+            schema = meta.extra_metadata.get("schema")
+            if schema:
+                yield inst, schema
+
     def latest_commit_schema_json(self) -> str | None:
-        """The latest completed commit's ``extraMetadata.schema`` (Avro JSON), or None."""
+        """The latest completed write's ``extraMetadata.schema`` (Avro JSON,
+        :meth:`latest_writes`), else the latest table service's, or None."""
+        for _, written in self.latest_writes():
+            return written
         for inst in reversed(self.commits()):
             schema = self.metadata(inst).extra_metadata.get("schema")
             if schema:
@@ -273,6 +291,9 @@ def _base_file_schema(storage: Storage, rel: str) -> pa.Schema | None:
     with storage.open_input(rel) as f:
         return pq.read_schema(f)
 
+
+#: Operation types of commits a table service completes (not a writer's schema change).
+_TABLE_SERVICE_OPERATIONS = frozenset({"COMPACT", "LOG_COMPACT", "CLUSTER"})
 
 #: Writer schemas of commit files already decoded in this process, by a digest of the file's
 #: bytes (a commit's metadata is parsed whole, write stats and all, to find it): reads of a

@@ -61,9 +61,10 @@ from hoodie_ray.job.schema_conflict import (
     SchemaChoice,
     canonical,
     choose_schema,
+    data_schema_of,
     describe_change,
-    latest_write_schema,
     merged_schema,
+    with_fields_of,
 )
 from hoodie_ray.job.setup import (
     TableSetup,
@@ -292,6 +293,8 @@ class Coordinator:
         # OCC: the table's data schema when this job last read it (its open, its own last
         # commit), canonical (job/schema_conflict.py); None before the table had one
         self._schema_seen: pa.Schema | None = None
+        self._own_last: str | None = None  # this job's last commit
+        self._canonical: tuple[pa.Schema, pa.Schema] | None = None  # (data schema, canonical)
         self.table: HoodieTable | None = None
         # a handle kept from an earlier job on this table: its timeline is reused (refreshed,
         # not re-parsed) as long as hoodie.properties is unchanged
@@ -502,7 +505,7 @@ class Coordinator:
         keeps = wc.changelog_enabled or OPERATION in table_schema.names
         ctx = WriteContext(self.storage, cfg, self.wc, data_schema, avro, keeps)
         self.setup = TableSetup(ctx, keygen, fixed)
-        self._schema_seen = canonical(data_schema, cfg.name) if fixed else None
+        self._schema_seen = canonical(data_schema, cfg.name) if fixed and wc.occ else None
         return self.setup
 
     def refix_schema(self, data_schema: pa.Schema) -> TableSetup:
@@ -512,18 +515,8 @@ class Coordinator:
         if self.setup.schema_fixed:
             # evolved from what the driver knew: columns this job took from another
             # writer's commit since (_resolve_schema) stay, whatever the driver knew
-            data_schema = self._merged(self.setup.context.data_schema, data_schema)
+            data_schema = with_fields_of(data_schema, self.setup.context.data_schema)
         return self._set_data_schema(data_schema)
-
-    def _merged(self, base: pa.Schema, extra: pa.Schema) -> pa.Schema:
-        """:func:`~hoodie_ray.job.schema_conflict.merged_schema`, the table's record key,
-        partition and ordering fields fixed."""
-        assert self.setup is not None
-        cfg = self.setup.context.table_config
-        fixed = [*cfg.record_key_fields, *cfg.partition_fields]
-        if cfg.ordering_field:
-            fixed.append(cfg.ordering_field)
-        return merged_schema(base, extra, fixed)
 
     def _set_data_schema(self, data_schema: pa.Schema) -> TableSetup:
         assert self.setup is not None
@@ -768,18 +761,25 @@ class Coordinator:
         where only they changed it (kept for this job's later commits too), a conflict
         where both did, differently: the instant is rolled back and
         :class:`HoodieSchemaEvolutionConflictError` says what each changed (this job then
-        writes the union, so a replay or retry commits both). Call after the conflict check
+        writes both, so a replay or retry commits both). Call after the conflict check
         reloaded the timeline."""
         if not self.wc.occ or instant not in self._txn:
             return
         assert self.table is not None and self.setup is not None
-        found = latest_write_schema(self.table)
-        if found is None:
+        now: pa.Schema | None = None
+        other = ""
+        for inst, text in self.table.latest_writes():
+            if inst.timestamp == self._own_last:
+                return  # nobody wrote since this job's last commit
+            now = data_schema_of(text)
+            if now is not None:
+                other = inst.timestamp
+                break
+        if now is None:
             return
-        other, now = found
-        name = self.setup.context.table_config.name
-        now = canonical(now, name)
-        ours = canonical(self.setup.context.data_schema, name)
+        ctx = self.setup.context
+        now = canonical(now, ctx.table_config.name)
+        ours = self._canonical_data_schema()
         seen = self._schema_seen
         choice = choose_schema(seen, ours, now)
         if choice is SchemaChoice.OURS:
@@ -795,11 +795,15 @@ class Coordinator:
             )
             self._set_data_schema(now)
             return
+        cfg = ctx.table_config
+        fixed = [*cfg.record_key_fields, *cfg.partition_fields]
+        if cfg.ordering_field:
+            fixed.append(cfg.ordering_field)
         try:
-            both = self._merged(now, self.setup.context.data_schema)
+            both: pa.Schema | None = merged_schema(now, ours, fixed)
         except HoodieError:
             both = None  # no schema holds both: a retry is refused again
-        else:
+        if both is not None:
             self._schema_seen = now
             self._set_data_schema(both)
         self.rollback(instant)
@@ -813,6 +817,19 @@ class Coordinator:
                 else "The two schemas cannot be merged: write with the table's schema"
             )
         )
+
+    def _canonical_data_schema(self) -> pa.Schema:
+        """:func:`~hoodie_ray.job.schema_conflict.canonical` of this job's data schema (kept
+        while the schema is the same object)."""
+        assert self.setup is not None
+        ctx = self.setup.context
+        kept = self._canonical
+        if kept is None or kept[0] is not ctx.data_schema:
+            kept = self._canonical = (
+                ctx.data_schema,
+                canonical(ctx.data_schema, ctx.table_config.name),
+            )
+        return kept[1]
 
     def _commit(
         self,
@@ -843,7 +860,9 @@ class Coordinator:
         if started is not None:
             self.commit_latencies.append(time.monotonic() - started)
         self.setup = TableSetup(ctx, self.setup.keygen, True)
-        self._schema_seen = canonical(ctx.data_schema, ctx.table_config.name)
+        self._own_last = instant
+        if self.wc.occ:
+            self._schema_seen = self._canonical_data_schema()
 
     def is_completed(self, instant: str) -> bool:
         """Did ``instant`` complete (after a lost coordinator: did its commit land)?"""

@@ -2,10 +2,12 @@
 changed the schema since this one last read it.
 
 Hudi's RFC-82 (Java's ``SimpleSchemaConflictResolutionStrategy``), checked at commit under
-the table lock, with three schemas: ``seen``, the table's schema when this writer last read
-it (its open, or its own last commit); ``ours``, the schema this commit writes; ``now``, the
-schema of the latest write completed on the table (compactions and clusterings, which carry
-whatever schema they were planned with, do not count):
+the table lock, with three schemas: ``seen``, the table's schema when this writer last
+read it (its open, or its own last commit); ``ours``, the schema this commit writes;
+``now``, the schema of the latest write completed on the table. "Latest" is by completion
+time, and compactions and clusterings (which carry whatever schema they were planned with)
+do not count, for ``seen`` as for ``now``: one order for both
+(:meth:`~hoodie_ray.table.HoodieTable.latest_writes`, which a writer's open reads too):
 
 * nobody else changed it (``now`` is ``seen``), or they changed it to ours: record ours;
 * only the other writer changed it (``ours`` is ``seen``): record theirs -- this commit's
@@ -27,10 +29,8 @@ from enum import Enum
 import pyarrow as pa
 
 from hoodie_ray.avro.schema import arrow_to_avro_schema, avro_to_arrow_schema
-from hoodie_ray.job.conflict import is_compaction
+from hoodie_ray.exceptions import HoodieError
 from hoodie_ray.meta import META_PREFIX
-from hoodie_ray.table import HoodieTable
-from hoodie_ray.timeline.instant import Action
 from hoodie_ray.write.schema_evolution import EvolutionPolicy, evolve_schema
 
 
@@ -53,23 +53,14 @@ def same_fields(a: pa.Schema, b: pa.Schema) -> bool:
     return [(f.name, f.type) for f in a] == [(f.name, f.type) for f in b]
 
 
-def latest_write_schema(table: HoodieTable) -> tuple[str, pa.Schema] | None:
-    """The instant and data schema of the latest write completed on ``table`` (by completion
-    time; compactions and clusterings skipped), or None when none records a schema."""
-    writes = sorted(table.commits(), key=lambda i: i.completion_time or i.timestamp)
-    for inst in reversed(writes):
-        meta = table.metadata(inst)
-        if is_compaction(inst, meta) or (
-            inst.action == Action.REPLACE_COMMIT and (meta.operation_type or "") == "CLUSTER"
-        ):
-            continue
-        text = meta.extra_metadata.get("schema")
-        if text:
-            schema = avro_to_arrow_schema(text)
-            return inst.timestamp, pa.schema(
-                [f for f in schema if not f.name.startswith(META_PREFIX)]
-            )
-    return None
+def data_schema_of(avro: str) -> pa.Schema | None:
+    """The data fields of a commit's ``extraMetadata.schema`` (None: one that does not parse,
+    as an old writer's ``"null"``: the next older write decides)."""
+    try:
+        schema = avro_to_arrow_schema(avro)
+    except HoodieError:
+        return None
+    return pa.schema([f for f in schema if not f.name.startswith(META_PREFIX)])
 
 
 def choose_schema(seen: pa.Schema | None, ours: pa.Schema, now: pa.Schema | None) -> SchemaChoice:
@@ -88,10 +79,17 @@ def choose_schema(seen: pa.Schema | None, ours: pa.Schema, now: pa.Schema | None
 def merged_schema(base: pa.Schema, extra: pa.Schema, fixed_fields: Collection[str]) -> pa.Schema:
     """Both schemas' fields: ``base`` evolved by ``extra`` as a write evolves the table
     schema (its fields, then ``extra``'s new ones; types widened where ``extra``'s is wider;
-    ``fixed_fields`` keep their type). Raises :class:`~hoodie_ray.exceptions.
+    ``fixed_fields`` keep their type); both canonical. Raises :class:`~hoodie_ray.exceptions.
     HoodieSchemaError` where a type of one holds no value of the other's."""
     policy = EvolutionPolicy(True, set_null_for_missing=True, fixed_fields=frozenset(fixed_fields))
     return evolve_schema(base, extra, policy)
+
+
+def with_fields_of(schema: pa.Schema, kept: pa.Schema) -> pa.Schema:
+    """``schema`` and, after its fields, those of ``kept`` it lacks (by name; ``schema``'s
+    types win): what a writer evolving from an older view of the table must not drop."""
+    missing = [f for f in kept if f.name not in set(schema.names)]
+    return schema if not missing else pa.schema([*schema, *missing])
 
 
 def describe_change(old: pa.Schema | None, new: pa.Schema) -> str:

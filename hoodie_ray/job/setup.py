@@ -417,10 +417,11 @@ def check_concurrency_mode(wc: WriteConfig, cfg: HoodieTableConfig | None, path:
 
 
 def latest_commit_schema(table: HoodieTable) -> pa.Schema | None:
-    """The table's data schema from the latest completed write (``extraMetadata.schema``),
-    else ``hoodie.table.create.schema``."""
-    schema = table.latest_commit_schema_json()
-    if schema:
+    """The table's data schema from the latest completed write (``extraMetadata.schema`` of
+    :meth:`~hoodie_ray.table.HoodieTable.latest_writes`: by completion time, table services
+    aside, the order several writers' schema changes are judged in), else
+    ``hoodie.table.create.schema``."""
+    for _, schema in table.latest_writes():
         return avro_to_arrow_schema(schema)
     create = table.table_config.create_schema
     return avro_to_arrow_schema(create) if create else None

@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError, RayTaskError
 
 from hoodie_ray.config.options import WriteConfig
 from hoodie_ray.exceptions import HoodieCommitConflictError, HoodieError
@@ -270,7 +270,7 @@ class WriteTopology:
                 ray.get(self.coord.finish_compaction.remote(), timeout=600)
             try:
                 ray.get(self.coord.close.remote(discard_unborn=discard_unborn), timeout=60)
-            except RayActorError:  # it died holding the table's lock: this driver knows the owner
+            except ActorDiedError:  # it died holding the table's lock: this driver knows the owner
                 self.release_lock()
             except Exception:
                 pass

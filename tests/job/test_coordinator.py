@@ -87,6 +87,6 @@ def test_a_long_running_coordinator_keeps_the_columns_another_writer_added(tmp_p
         assert latest.commits()[-1].timestamp == instant and "c" in latest.schema.names
         # the driver evolves from what it knew at open (no c): c stays, d joins
         evolved = coord.refix_schema(old.append(pa.field("d", pa.float64())))
-        assert evolved.context.data_schema.names[-2:] == ["c", "d"]
+        assert evolved.context.data_schema.names[-2:] == ["d", "c"]
     finally:
         coord.close()

@@ -316,3 +316,16 @@ def test_writers_that_both_change_the_schema_conflict_and_a_retry_writes_both(tm
     got = {k: (c, d, e) for k, c, d, e in _read(path, "c", "d", "e")}
     assert got["b1"] == ("x", None, None) and got["b2"] == ("y", None, 7)
     assert got["a2"] == ("z", 2.5, None)
+
+
+def test_a_schema_change_that_completes_last_is_the_one_the_next_writer_starts_from(tmp_path):
+    """v8: A (adds x) starts before B (no change) and completes after it. A's schema is the
+    table's by completion time, so a writer C that adds y next, alone, commits both."""
+    path, opts, _ = _seeded(tmp_path, model_options(OCC, version="8"))
+    b = HoodieWriteClient(path, opts)
+    with _during_commit(lambda: b.write(to_arrow([row("b1", "b", 3, 20)], True))):
+        HoodieWriteClient(path, opts).write(_with([row("a1", "a", 2, 10)], x=1))
+    HoodieWriteClient(path, opts).write(_with([row("a2", "a", 4, 30)], x=2, y="c"))
+    assert {"x", "y"} <= set(HoodieTable.load(path).schema.names)
+    got = {k: (x, y) for k, x, y in _read(path, "x", "y")}
+    assert got["a1"] == (1, None) and got["a2"] == (2, "c") and got["b1"] == (None, None)
