@@ -1277,6 +1277,11 @@ _ATTRS = {f.name for f in fields(WriteConfig)}
 assert all(o.attr in _ATTRS for o in OPTIONS)
 
 
+def without_option(options: Mapping[str, Any], attr: str) -> dict[str, Any]:
+    """``options`` less every spelling of the option stored in ``attr``."""
+    return {k: v for k, v in options.items() if lookup(k).attr != attr}
+
+
 def _split(v: str | None) -> list[str]:
     return [p.strip() for p in v.split(",") if p.strip()] if v else []
 

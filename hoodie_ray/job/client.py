@@ -22,7 +22,7 @@ from hoodie_ray.job.replace import (
     match_partitions,
     parse_partitions,
 )
-from hoodie_ray.job.setup import TableSetup
+from hoodie_ray.job.setup import TableSetup, fixed_schema_fields
 from hoodie_ray.meta import META_PREFIX
 from hoodie_ray.metadata.layout import RECORD_INDEX
 from hoodie_ray.reader.index_bootstrap import bootstrap_entries, bootstrap_entries_with_ordering
@@ -101,11 +101,7 @@ def _group_ordering(table: HoodieTable, part: str, fid: str) -> tuple[pa.Array, 
 def evolution_policy(setup: TableSetup, wc: WriteConfig) -> EvolutionPolicy:
     """What a batch may change in the table schema: Hudi's schema evolution on write, except
     for the types of the record key, partition and ordering fields."""
-    cfg = setup.table_config
-    fixed = [*cfg.record_key_fields, *cfg.partition_fields]
-    if cfg.ordering_field:
-        fixed.append(cfg.ordering_field)
-    policy = EvolutionPolicy.of(wc, fixed)
+    policy = EvolutionPolicy.of(wc, fixed_schema_fields(setup.table_config))
     if wc.partial_updates:  # a partial update's batch lacks columns by design
         policy = dataclasses.replace(policy, set_null_for_missing=True)
     return policy

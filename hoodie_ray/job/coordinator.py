@@ -76,6 +76,7 @@ from hoodie_ray.job.setup import (
     check_options_match_table,
     check_partial_updates,
     create_table,
+    fixed_schema_fields,
     keygen_for,
     latest_commit_schema,
     remove_unborn_table,
@@ -795,12 +796,8 @@ class Coordinator:
             )
             self._set_data_schema(now)
             return
-        cfg = ctx.table_config
-        fixed = [*cfg.record_key_fields, *cfg.partition_fields]
-        if cfg.ordering_field:
-            fixed.append(cfg.ordering_field)
         try:
-            both: pa.Schema | None = merged_schema(now, ours, fixed)
+            both: pa.Schema | None = merged_schema(now, ours, fixed_schema_fields(ctx.table_config))
         except HoodieError:
             both = None  # no schema holds both: a retry is refused again
         if both is not None:

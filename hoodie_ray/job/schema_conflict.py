@@ -42,10 +42,9 @@ class SchemaChoice(Enum):
     CONFLICT = "conflict"
 
 
-def canonical(schema: pa.Schema, name: str) -> pa.Schema:
-    """``schema``'s data fields as a commit's Avro schema reads back (meta fields dropped)."""
-    data = pa.schema([f for f in schema if not f.name.startswith(META_PREFIX)])
-    return avro_to_arrow_schema(arrow_to_avro_schema(data, name, with_meta=False))
+def canonical(data_schema: pa.Schema, name: str) -> pa.Schema:
+    """A data schema (no meta fields) as a commit's Avro schema reads it back."""
+    return avro_to_arrow_schema(arrow_to_avro_schema(data_schema, name, with_meta=False))
 
 
 def same_fields(a: pa.Schema, b: pa.Schema) -> bool:

@@ -416,6 +416,15 @@ def check_concurrency_mode(wc: WriteConfig, cfg: HoodieTableConfig | None, path:
         )
 
 
+def fixed_schema_fields(cfg: HoodieTableConfig) -> list[str]:
+    """The fields whose type schema evolution never changes: the record key, partition and
+    ordering fields."""
+    fixed = [*cfg.record_key_fields, *cfg.partition_fields]
+    if cfg.ordering_field:
+        fixed.append(cfg.ordering_field)
+    return fixed
+
+
 def latest_commit_schema(table: HoodieTable) -> pa.Schema | None:
     """The table's data schema from the latest completed write (``extraMetadata.schema`` of
     :meth:`~hoodie_ray.table.HoodieTable.latest_writes`: by completion time, table services

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 import ray
 
-from hoodie_ray.config.options import SWITCHABLE_OPERATIONS, lookup, resolve_options
+from hoodie_ray.config.options import SWITCHABLE_OPERATIONS, without_option
 from hoodie_ray.write.lock import register_idle_holder, unregister_idle_holder
 
 log = logging.getLogger("hoodie_ray")
@@ -154,12 +154,15 @@ def park(p: Parked, idle_s: float, occ: bool) -> None:
 
 
 def options_key(
-    options: dict[str, Any] | None, storage_options: dict[str, Any] | None, address: str | None
+    options: dict[str, Any] | None,
+    operation: str,
+    storage_options: dict[str, Any] | None,
+    address: str | None,
 ) -> str:
     """What a parked topology is reused for: the same options, storage and Ray address; the
-    write operation aside where it is one a topology switches to
-    (:data:`~hoodie_ray.config.options.SWITCHABLE_OPERATIONS`)."""
+    write operation (``operation``, resolved from ``options``) aside where it is one a
+    topology switches to (:data:`~hoodie_ray.config.options.SWITCHABLE_OPERATIONS`)."""
     options = options or {}
-    if resolve_options(options).operation in SWITCHABLE_OPERATIONS:
-        options = {k: v for k, v in options.items() if lookup(k).attr != "operation"}
+    if operation in SWITCHABLE_OPERATIONS:
+        options = without_option(options, "operation")
     return json.dumps([options, storage_options or {}, address], sort_keys=True, default=str)

@@ -43,7 +43,7 @@ import pyarrow as pa
 import ray
 from ray.exceptions import GetTimeoutError, ObjectLostError, RayActorError, RayTaskError
 
-from hoodie_ray.config.options import lookup, resolve_options
+from hoodie_ray.config.options import lookup, resolve_options, without_option
 from hoodie_ray.exceptions import (
     HoodieError,
     HoodieWriteConflictError,
@@ -389,7 +389,7 @@ class HoodieStreamWriter:
             return
         assert self._instant is None and not self._inputs and not self._held
         assert self._flight is None
-        options = {k: v for k, v in self.options.items() if lookup(k).attr != "operation"}
+        options = without_option(self.options, "operation")
         options[lookup("write.operation").key] = operation
         wc = resolve_options(options)
         if self._setup is not None:
@@ -1099,7 +1099,7 @@ def write_warm(
     wc = resolve_options(options)
     idle_s = wc.warm_idle_s
     uri = open_storage(path, storage_options).base_uri
-    key = options_key(options, storage_options, ray_address)
+    key = options_key(options, wc.operation, storage_options, ray_address)
     parked = unpark(uri)
     writer: HoodieStreamWriter | None = None
     if parked is not None:
