@@ -69,6 +69,17 @@ def file_group_codes(tagged: pa.Table) -> tuple[np.ndarray, list[BucketId]]:
     return codes.astype(np.int64, copy=False), groups
 
 
+def stable_order(values: np.ndarray, bound: int) -> np.ndarray:
+    """``np.argsort(values, kind="stable")`` for non-negative integers below ``bound``: as
+    8- or 16-bit values where they fit, which numpy sorts by radix (~4x faster than its merge
+    sort of int32 / int64 at 50K rows)."""
+    if bound <= 1 << 8:
+        values = values.astype(np.uint8, copy=False)
+    elif bound <= 1 << 16:
+        values = values.astype(np.uint16, copy=False)
+    return np.argsort(values, kind="stable")
+
+
 def split_by_bucket(tagged: pa.Table) -> list[tuple[BucketId, bool, pa.Table]]:
     """Split a tagged batch into per-file-group tables: one sort, then slices (no sort when
     the rows arrive grouped, as the assigners send them)."""
@@ -79,7 +90,7 @@ def split_by_bucket(tagged: pa.Table) -> list[tuple[BucketId, bool, pa.Table]]:
     if len(groups) == 1 or bool((codes[1:] >= codes[:-1]).all()):
         ordered = tagged  # already grouped
     else:
-        order = np.argsort(codes, kind="stable")
+        order = stable_order(codes, len(groups))
         ordered = tagged.take(pa.array(order))
     btype = ordered.column(BUCKET_TYPE)
     out = []

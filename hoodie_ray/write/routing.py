@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from hoodie_ray.write.bucket_assigner import writer_of_groups
-from hoodie_ray.write.buffer import file_group_codes
+from hoodie_ray.write.buffer import file_group_codes, stable_order
 
 
 def split_by_writer(
@@ -36,7 +36,7 @@ def split_by_writer(
         w = int(per_group[0])
         return [tagged if i == w else tagged.slice(0, 0) for i in range(num_writers)]
     # rows by (writer, file group); stable, so arrival order holds within a group
-    order = np.argsort(per_group[codes] * len(groups) + codes, kind="stable")
+    order = stable_order(per_group[codes] * len(groups) + codes, num_writers * len(groups))
     return _slices(
         tagged.take(pa.array(order)), np.bincount(per_group[codes], minlength=num_writers)
     )
@@ -46,7 +46,7 @@ def split_rows(table: pa.Table, targets: np.ndarray, n: int) -> list[pa.Table]:
     """Split a table into ``n`` tables by target index (order kept within each)."""
     if n == 1:
         return [table]
-    order = np.argsort(targets, kind="stable")
+    order = stable_order(targets, n)
     return _slices(table.take(pa.array(order)), np.bincount(targets, minlength=n))
 
 
