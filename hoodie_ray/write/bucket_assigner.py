@@ -308,6 +308,23 @@ def _bucket_types(is_insert: np.ndarray) -> pa.Array:
     return _BUCKET_TYPES.take(pa.array(is_insert.astype(np.int8)))
 
 
+def file_id_column(codes: np.ndarray, file_ids: pa.Array) -> pa.DictionaryArray:
+    """The file-id tag of rows whose file group is ``file_ids[code]``: dictionary-encoded over
+    the groups the rows name, in order of first appearance, so that tagged rows carry an int32
+    per row, not a 40-byte id (taken, split and sent between tasks as often as the rows are),
+    and the writers group them by the codes without hashing strings."""
+    idx, used = pd.factorize(np.asarray(codes))
+    return pa.DictionaryArray.from_arrays(
+        pa.array(idx.astype(np.int32, copy=False)), file_ids.take(pa.array(used))
+    )
+
+
+#: The file-id tag of no row.
+_NO_FILE_IDS = pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], pa.string()))
+#: The file-id tag's type (:func:`file_id_column`).
+FILE_ID_TYPE = _NO_FILE_IDS.type
+
+
 def _with_tags(batch: pa.Table, fids: pa.Array, types: pa.Array, is_new: np.ndarray) -> pa.Table:
     """The batch with its tag columns appended: file id, bucket type, is-new key."""
     return (
@@ -547,8 +564,9 @@ class BucketAssigner:
 
     def _assign(self, batch: pa.Table, *, key_hashes: np.ndarray | None = None) -> pa.Table:
         if batch.num_rows == 0:
-            empty = pa.array([], pa.string())
-            return _with_tags(batch, empty, empty, np.zeros(0, dtype=bool))
+            return _with_tags(
+                batch, _NO_FILE_IDS, pa.array([], pa.string()), np.zeros(0, dtype=bool)
+            )
         if self.config.index_type == "BUCKET":
             out = self._assign_bucket(batch)
             return out.append_column(IS_NEW, pa.array(np.zeros(out.num_rows, dtype=bool)))
@@ -587,7 +605,7 @@ class BucketAssigner:
                 pa.array(moved_del), loc_parts.take(pa.array(k_lid)), kept_parts.cast(pa.string())
             )
             out = _set_column(out, PARTITION_PATH, new_parts)
-        fids = loc_fids.take(pa.array(k_lid))
+        fids = file_id_column(k_lid, loc_fids)
         out = _with_tags(out, fids, _bucket_types(is_insert[kept]), new_rows[kept])
         move_ins = moved & ~probe.deleted
         if not move_ins.any():
@@ -597,7 +615,7 @@ class BucketAssigner:
         old_copies = _set_column(old_copies, PARTITION_PATH, loc_parts.take(old_lids))
         old_copies = _with_tags(
             old_copies,
-            loc_fids.take(old_lids),
+            file_id_column(probe.safe_ids[move_ins], loc_fids),
             pa.repeat(pa.scalar(UPDATE_BUCKET, pa.string()), old_copies.num_rows),
             np.zeros(old_copies.num_rows, dtype=bool),
         )
@@ -764,8 +782,7 @@ class BucketAssigner:
         Duplicate keys among them land in one group (assignment is per distinct key).
         """
         fid_list, fcode, ins = self._assign_new_codes(parts, keys)
-        fids = pa.array(fid_list, pa.string()).take(pa.array(fcode))
-        return fids, _bucket_types(ins)
+        return file_id_column(fcode, pa.array(fid_list, pa.string())), _bucket_types(ins)
 
     def _assign_new_codes(
         self, parts: pa.Array, keys: pa.Array | None
@@ -910,7 +927,7 @@ class BucketAssigner:
             fid_list.append(fid)
             ins[u] = (part, fid) in new_groups
         inv = inv.reshape(-1)
-        fids = pa.array(fid_list, pa.string()).take(pa.array(inv))
+        fids = file_id_column(inv, pa.array(fid_list, pa.string()))
         types = _bucket_types(ins[inv])
         return batch.append_column(FILE_ID, fids).append_column(BUCKET_TYPE, types)
 

@@ -44,15 +44,17 @@ class Bucket:
 
 def file_group_codes(tagged: pa.Table) -> tuple[np.ndarray, list[BucketId]]:
     """``(code of each row, (partition, file id) of each code)``: one code per file group,
-    numbered in order of first appearance. Column-wise: the two columns are dictionary-encoded
-    apart and their small code pairs factorized, no string is built per row."""
+    numbered in order of first appearance. Column-wise: the file-id tag's dictionary codes
+    (:func:`~hoodie_ray.write.bucket_assigner.file_id_column`; a plain string column is
+    dictionary-encoded first) and the partition paths' are factorized as small code pairs, no
+    string is built per row."""
 
     def codes_of(name: str) -> tuple[np.ndarray, list[str]]:
         col = tagged.column(name)
-        enc = pc.dictionary_encode(
-            col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-        )
-        return enc.indices.to_numpy(zero_copy_only=False), enc.dictionary.to_pylist()
+        arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        if not pa.types.is_dictionary(arr.type):
+            arr = pc.dictionary_encode(arr)
+        return arr.indices.to_numpy(zero_copy_only=False), arr.dictionary.to_pylist()
 
     fcode, fids = codes_of(FILE_ID)
     pcode, parts = codes_of(PARTITION_PATH)

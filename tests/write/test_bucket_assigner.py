@@ -8,6 +8,7 @@ from hoodie_ray.keygen import choose_key_generator
 from hoodie_ray.write.bucket_assigner import (
     BUCKET_TYPE,
     FILE_ID,
+    FILE_ID_TYPE,
     AssignerConfig,
     BucketAssigner,
     SmallFile,
@@ -36,6 +37,7 @@ def test_new_keys_fill_small_files_then_new_groups():
         AssignerConfig.of(WriteConfig(), small_file_limit=900, max_file_size=1000), profile
     )
     out = a.assign(_batch([f"k{i}" for i in range(15)], ["a"] * 15))
+    assert out.schema.field(FILE_ID).type == FILE_ID_TYPE  # an int32 code per row
     fids = out.column(FILE_ID).to_pylist()
     assert fids[:2] == ["small-1-0", "small-1-0"]
     assert out.column(BUCKET_TYPE).to_pylist()[:2] == ["U", "U"]

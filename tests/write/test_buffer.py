@@ -6,7 +6,14 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from hoodie_ray.write.bucket_assigner import BUCKET_TYPE, FILE_ID, INSERT_BUCKET, UPDATE_BUCKET
+from hoodie_ray.write.bucket_assigner import (
+    BUCKET_TYPE,
+    FILE_ID,
+    FILE_ID_TYPE,
+    INSERT_BUCKET,
+    UPDATE_BUCKET,
+    file_id_column,
+)
 from hoodie_ray.write.buffer import split_by_bucket, stable_order
 from hoodie_ray.write.records import PARTITION_PATH
 
@@ -35,3 +42,22 @@ def test_split_by_bucket_groups_rows_by_file_group_in_arrival_order() -> None:
         ("", "a"): (False, [1, 4]),
         ("", "c"): (True, [3]),
     }
+
+
+def test_rows_tagged_in_several_batches_group_by_file_group_through_their_dictionaries() -> None:
+    """The file-id tag is dictionary-encoded per batch over the groups it names: batches with
+    other dictionaries, concatenated as a bucket drains them, still group by id."""
+    names = pa.array(["g0", "g1", "g2"])
+    first = file_id_column(np.array([2, 0, 2]), names)
+    second = file_id_column(np.array([1, 2]), names)
+    assert first.type == FILE_ID_TYPE
+    assert first.dictionary.to_pylist() == ["g2", "g0"]  # only the groups it names, in order
+    t = pa.concat_tables(
+        [
+            pa.table({"i": [0, 1, 2], FILE_ID: first, PARTITION_PATH: [""] * 3}),
+            pa.table({"i": [3, 4], FILE_ID: second, PARTITION_PATH: [""] * 2}),
+        ]
+    )
+    t = t.append_column(BUCKET_TYPE, pa.array([UPDATE_BUCKET] * 5))
+    out = {bid: piece.column("i").to_pylist() for bid, _, piece in split_by_bucket(t)}
+    assert out == {("", "g2"): [0, 2, 4], ("", "g0"): [1], ("", "g1"): [3]}
