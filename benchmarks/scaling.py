@@ -70,6 +70,7 @@ from benchmarks.common import (
     generate_workload,
     iter_batches,
     machine_info,
+    parse_option,
     percentile,
     ratio,
     split_rows,
@@ -274,6 +275,7 @@ def run_path(
     pipelined: bool = False,
     spark_executors: int = 1,
     spark_warmups: int = 1,
+    extra_options: dict[str, str] | None = None,
 ) -> PathRun:
     """Ingest ``workload``'s commits through one input path; gate; figures."""
     run = PathRun(
@@ -287,6 +289,7 @@ def run_path(
         workload, "parquet", writers, _table_name(path_kind, writers), 6, assigners
     )
     options["pipeline.operator-chaining"] = str(chaining).lower()
+    options.update(extra_options or {})
     # Dataset blocks of the driver path's batch size: both paths hand the topology the same pieces
     if blocks > 0:
         batch_rows = -(-workload.commits[0].num_rows // blocks)
@@ -574,6 +577,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS)
     p.add_argument("--blocks", type=int, default=0, help="pieces per commit (0: by --batch-rows)")
+    p.add_argument(
+        "--option",
+        action="append",
+        type=parse_option,
+        default=[],
+        metavar="K=V",
+        help="a Hudi option for every table hoodie_ray writes (repeatable), added last, e.g. "
+        "taskmanager.numberOfTaskSlots=4",
+    )
     p.add_argument("--peer-timeout", type=float, default=1800.0)
     hidden = argparse.SUPPRESS
     p.add_argument("--keys", type=int, default=None, help=hidden)
@@ -607,6 +619,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         res = Results(workload.summary(), machine=machine_info())
         res.workload["blocks_per_commit"] = args.blocks or "by batch rows"
         res.workload["pipelined"] = args.pipelined
+        res.workload["options"] = dict(args.option)
         for kind in args.paths:
             wl, exp = workload, expected
             if kind == "spark" and args.spark_rows:
@@ -635,6 +648,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         args.pipelined,
                         args.spark_executors,
                         args.spark_warmups,
+                        dict(args.option),
                     )
                     res.runs.append(run)
                     shutil.rmtree(table_dir, ignore_errors=True)

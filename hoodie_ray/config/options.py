@@ -360,6 +360,17 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "(Flink's operator chaining): an assigner's rows for its own writer stay in process.",
     ),
     ConfigOption(
+        "taskmanager.numberOfTaskSlots",
+        "task_slots",
+        0,
+        _non_negative_int,
+        "Chained write tasks hosted by one actor process (Flink's task slots: subtasks that "
+        "share a TaskManager): several tasks' key indexes and buffers in one process, each "
+        "still its own task (its keys, its file groups). 0 (the default): one task a process "
+        "while the cluster has a CPU for each, else as many a process as it takes to have no "
+        "more processes than CPUs.",
+    ),
+    ConfigOption(
         "write.batch.size",
         "write_batch_size",
         256 * _MB,
@@ -1100,6 +1111,7 @@ class WriteConfig:
     write_tasks: int = _default("write_tasks")
     bucket_assign_tasks: int | None = _default("bucket_assign_tasks")
     operator_chaining: bool = _default("operator_chaining")
+    task_slots: int = _default("task_slots")
     write_batch_size: int = _default("write_batch_size")
     write_task_max_size: int = _default("write_task_max_size")
     max_inflight_batches: int = _default("max_inflight_batches")

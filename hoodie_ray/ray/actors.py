@@ -554,3 +554,61 @@ class WriterActor(_StartedLater, WriteTask):
 @ray.remote
 class AssignWriteActor(_StartedLater, AssignWriteTask):
     """``<table>/assign-write-<i>``: :class:`AssignWriteTask` as a Ray actor."""
+
+
+@ray.remote
+class TaskHostActor:
+    """``<table>/task-host-<h>``: several chained write tasks in one process (Flink's task
+    slots, ``taskmanager.numberOfTaskSlots``): each slot an :class:`AssignWriteTask` of its own
+    (its key index, its writer's buffers), the calls for slot ``i`` run by :meth:`call` in the
+    order the driver gave them. A process lost loses its slots together; the topology is
+    rebuilt as for any lost task."""
+
+    def __init__(self) -> None:
+        warm_up()
+        self.slots: dict[int, AssignWriteTask] = {}
+
+    def call(self, slot: int, method: str, *args: Any) -> Any:
+        """Task ``slot``'s ``method`` (``start``: its constructor)."""
+        if method == "start":
+            self.slots[slot] = AssignWriteTask(*args)
+            return None
+        if method == "pid":
+            return os.getpid()
+        return getattr(self.slots[slot], method)(*args)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+class _SlotMethod:
+    """``handle.method`` of a hosted task: ``.remote(...)`` and ``.options(...).remote(...)``
+    as on an actor's method."""
+
+    def __init__(self, host: Any, slot: int, method: str, options: dict[str, Any]) -> None:
+        self._host, self._slot, self._method, self._options = host, slot, method, options
+
+    def options(self, **options: Any) -> _SlotMethod:
+        return _SlotMethod(self._host, self._slot, self._method, {**self._options, **options})
+
+    def remote(self, *args: Any) -> Any:
+        call = self._host.call.options(**self._options) if self._options else self._host.call
+        return call.remote(self._slot, self._method, *args)
+
+
+class SlotHandle:
+    """A hosted task's handle (:class:`TaskHostActor`, slot ``slot``): its methods are called
+    as an actor's are, so the checkpoint protocol addresses a task the same way, hosted or
+    not."""
+
+    def __init__(self, host: Any, slot: int) -> None:
+        self.host = host
+        self.slot = slot
+
+    def __getattr__(self, method: str) -> _SlotMethod:
+        if method.startswith("__"):
+            raise AttributeError(method)
+        return _SlotMethod(self.host, self.slot, method, {})
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (SlotHandle, (self.host, self.slot))

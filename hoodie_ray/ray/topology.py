@@ -20,7 +20,14 @@ from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError, RayTa
 from hoodie_ray.config.options import WriteConfig
 from hoodie_ray.exceptions import HoodieCommitConflictError, HoodieError
 from hoodie_ray.job.setup import TableSetup
-from hoodie_ray.ray.actors import AssignerActor, AssignWriteActor, CoordinatorActor, WriterActor
+from hoodie_ray.ray.actors import (
+    AssignerActor,
+    AssignWriteActor,
+    CoordinatorActor,
+    SlotHandle,
+    TaskHostActor,
+    WriterActor,
+)
 from hoodie_ray.ray.calls import TopologyLost, unwrap
 from hoodie_ray.ray.runtime import NAMESPACE, actor_resources
 from hoodie_ray.storage import open_storage
@@ -74,6 +81,7 @@ class WriteTopology:
         self.coord: Any = None
         self.assigners: list[Any] = []
         self.writers: list[Any] = []
+        self.hosts: list[Any] = []  # task-host actors (taskmanager.numberOfTaskSlots > 1)
         self.attempt = 0
         self._owned_names: set[str] = set()
         self._spawned = False  # task actors created empty, not started yet
@@ -147,13 +155,29 @@ class WriteTopology:
 
     # -- the write tasks -----------------------------------------------------------------------
     def worker_actors(self) -> list[Any]:
-        """The assigner and writer actors, each once (chained, a task is both)."""
+        """The assigner and writer actors, each once (chained, a task is both; hosted, the
+        processes that host the tasks)."""
+        if self.hosts:
+            return list(self.hosts)
         return list(self.assigners) if self.chained else self.assigners + self.writers
+
+    @property
+    def task_slots(self) -> int:
+        """Chained tasks per actor process (``taskmanager.numberOfTaskSlots``; 0: one a
+        process while the cluster has a CPU for each, else as few processes as it has CPUs:
+        processes in turn on a core cost each other's caches, and Ray's calls, more CPU a row
+        than tasks sharing a process)."""
+        if not self.chained or self.num_writers <= 1:
+            return 1
+        if self.wc.task_slots:
+            return self.wc.task_slots
+        cpus = int(ray.cluster_resources().get("CPU", 0))
+        return 1 if cpus <= 0 or self.num_writers <= cpus else -(-self.num_writers // cpus)
 
     def stop_workers(self, timeout: float = 60.0) -> None:
         """Kill the assigners and writers and wait until each is dead (not just told to die)."""
         old = self.worker_actors()
-        self.assigners, self.writers = [], []
+        self.assigners, self.writers, self.hosts = [], [], []
         self._spawned = False
         for a in old:
             with contextlib.suppress(Exception):
@@ -178,7 +202,7 @@ class WriteTopology:
         :meth:`start_workers` gives them their state."""
         for a in self.worker_actors():
             ray.kill(a, no_restart=True)
-        self.assigners, self.writers = [], []
+        self.assigners, self.writers, self.hosts = [], [], []
         self.attempt += 1
         table = self._table_name()
         # SPREAD: a multi-node cluster gets assigners and writers on every node.
@@ -191,6 +215,25 @@ class WriteTopology:
             for k in ("num_cpus", "memory"):
                 if k in a_opts or k in w_opts:
                     opts[k] = a_opts.get(k, 0) + w_opts.get(k, 0)
+            slots = self.task_slots
+            if slots > 1:
+                # task i in slot i of host i % hosts: each host's tasks, and the resources
+                # they were sized with, together
+                n_hosts = -(-self.num_writers // slots)
+                per_host = {k: v * slots for k, v in opts.items() if k in ("num_cpus", "memory")}
+                for h in range(n_hosts):
+                    self.hosts.append(
+                        TaskHostActor.options(  # type: ignore[attr-defined]
+                            name=self._unique(table, f"task-host-{h}"),
+                            namespace=NAMESPACE,
+                            **{**opts, **per_host},
+                        ).remote()
+                    )
+                for i in range(self.num_writers):
+                    self.assigners.append(SlotHandle(self.hosts[i % n_hosts], i))
+                    self.writers.append(self.assigners[-1])
+                self._spawned = True
+                return
             for i in range(self.num_writers):
                 self.assigners.append(
                     AssignWriteActor.options(  # type: ignore[attr-defined]
@@ -275,7 +318,7 @@ class WriteTopology:
             except Exception:
                 pass
             ray.kill(self.coord, no_restart=True)
-        self.assigners, self.writers, self.coord = [], [], None
+        self.assigners, self.writers, self.coord, self.hosts = [], [], None, []
         self._spawned = False
 
     def release_lock(self) -> None:
@@ -316,8 +359,12 @@ class WriteTopology:
 
     def actors(self) -> dict[str, Any]:
         """The actor handles by role name (chained, ``assigner-i`` and ``writer-i`` are the
-        same actor)."""
+        same actor; hosted, the actor that hosts task i)."""
+
+        def actor(h: Any) -> Any:
+            return h.host if isinstance(h, SlotHandle) else h
+
         out = {"coordinator": self.coord}
-        out.update({f"assigner-{i}": a for i, a in enumerate(self.assigners)})
-        out.update({f"writer-{i}": w for i, w in enumerate(self.writers)})
+        out.update({f"assigner-{i}": actor(a) for i, a in enumerate(self.assigners)})
+        out.update({f"writer-{i}": actor(w) for i, w in enumerate(self.writers)})
         return out

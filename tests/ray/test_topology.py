@@ -64,3 +64,40 @@ def test_a_task_lost_while_it_starts_is_started_again_by_the_first_checkpoint(
         model.upsert(rows)
         assert killed and w.actors["assigner-0"] != killed[0]
     model.assert_hudi_rs_reads(path)
+
+
+@pytest.mark.ray
+def test_tasks_share_processes_by_task_slots_and_a_lost_host_loses_nothing(
+    ray_session: Any, tmp_path: Path
+) -> None:
+    """``taskmanager.numberOfTaskSlots``: 4 chained tasks in 2 processes, each task its own
+    (its keys, its file groups); a host killed during a checkpoint takes its two tasks with it,
+    the topology is rebuilt and the commit replayed: hudi-rs reads the model."""
+    import random
+
+    import hoodie_ray as hr
+    from tests.fixtures_ray import checkpoint_with_kill
+    from tests.write.model import OPTIONS, TableModel, Workload, to_arrow
+
+    model, wl = TableModel(), Workload(seed=37)
+    path = tmp_path / "t"
+    opts = {**OPTIONS, "write.tasks": "4", "taskmanager.numberOfTaskSlots": "2"}
+    rng = random.Random(5)
+    with hr.HoodieStreamWriter(str(path), opts) as w:
+        for i in range(3):
+            rows = wl.rows_for(wl.keys[:40]) if i == 0 else []
+            while len(rows) < 30:
+                kind, more = wl.next_commit()
+                if kind == "upsert":
+                    rows += more
+            w.write(to_arrow(rows, True))
+            model.upsert(rows)
+            if i == 0:
+                pids = w.actor_pids()
+                tasks = {pids[f"assign-write-{t}"] for t in range(4)}
+                assert len(tasks) == 2 and pids["coordinator"] not in tasks
+                assert w.actors["assigner-0"] == w.actors["assigner-2"]  # slots 0 and 2: host 0
+                assert w.checkpoint() is not None
+            else:
+                checkpoint_with_kill(w, w.actors[f"assigner-{i}"], "during", rng)
+            model.assert_hudi_rs_reads(path, f"commit {i}")
