@@ -149,15 +149,21 @@ class PathRun:
 
     def task_busy_share(self) -> dict[str, float]:
         """Each write task's CPU-s over the section's wall time (1.0: a core busy all along),
-        by role name: how much of the run each task worked."""
+        by role name: how much of the run each task worked (tasks sharing a process, task
+        slots, as one: ``assign-write-0+2``)."""
         u = self.usage
         if u is None or not u.wall_s:
             return {}
         by_pid = {p.pid: p.cpu_s for p in u.processes}
+        roles: dict[int, list[str]] = {}
+        for role, pid in sorted(self.pids.items(), key=lambda rp: _role_order(rp[0])):
+            if pid in by_pid and role != "coordinator":
+                roles.setdefault(pid, []).append(role)
         return {
-            role: round(by_pid[pid] / u.wall_s, 3)
-            for role, pid in sorted(self.pids.items())
-            if pid in by_pid and role != "coordinator"
+            names[0] + "".join("+" + r.rsplit("-", 1)[-1] for r in names[1:]): round(
+                by_pid[pid] / u.wall_s, 3
+            )
+            for pid, names in roles.items()
         }
 
     def figures(self) -> dict[str, Any]:
@@ -210,6 +216,12 @@ class PathRun:
             out["spark_handoff_s"] = round(sum(self.convert_s), 3)
             out["checkpoint_s"] = round(sum(self.commit_s) - sum(self.convert_s), 3)
         return out
+
+
+def _role_order(role: str) -> tuple[str, int]:
+    """``assign-write-10`` after ``assign-write-9``."""
+    head, _, tail = role.rpartition("-")
+    return (head, int(tail)) if tail.isdigit() else (role, -1)
 
 
 def _r(v: float | None, nd: int = 3) -> float | None:
