@@ -367,8 +367,8 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "Chained write tasks hosted by one actor process (Flink's task slots: subtasks that "
         "share a TaskManager): several tasks' key indexes and buffers in one process, each "
         "still its own task (its keys, its file groups). 0 (the default): one task a process "
-        "while the cluster has a CPU for each, else as many a process as it takes to have no "
-        "more processes than CPUs.",
+        "while the cluster has a CPU for each, else one process a CPU (task i in process i "
+        "% processes). A HoodieDatasink runs one task a process.",
     ),
     ConfigOption(
         "write.batch.size",

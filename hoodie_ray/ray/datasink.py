@@ -45,7 +45,9 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
         # table, pass the dataset's own schema (hr.write does: ds.schema().base_schema).
         self._schema = schema
         self.path = path
-        self.options = dict(options or {})
+        # one task an actor: the write tasks find each task's actor by its name (a copy of
+        # this object reaches them before on_write_start has started any: no handles to give)
+        self.options = {**(options or {}), "taskmanager.numberOfTaskSlots": "1"}
         self.storage_options = storage_options
         self.wc = resolve_options(self.options)
         refuse_occ(self.wc)

@@ -161,18 +161,18 @@ class WriteTopology:
             return list(self.hosts)
         return list(self.assigners) if self.chained else self.assigners + self.writers
 
-    @property
-    def task_slots(self) -> int:
-        """Chained tasks per actor process (``taskmanager.numberOfTaskSlots``; 0: one a
-        process while the cluster has a CPU for each, else as few processes as it has CPUs:
-        processes in turn on a core cost each other's caches, and Ray's calls, more CPU a row
-        than tasks sharing a process)."""
-        if not self.chained or self.num_writers <= 1:
-            return 1
+    def task_hosts(self) -> int:
+        """Processes that host the chained tasks (``taskmanager.numberOfTaskSlots`` tasks
+        each; 0: one task a process while the cluster has a CPU for each, else one process a
+        CPU: processes in turn on a core cost each other's caches, and Ray's calls, more CPU a
+        row than tasks sharing a process). As many as tasks: no hosts, an actor a task."""
+        n = self.num_writers
+        if not self.chained or n <= 1:
+            return n
         if self.wc.task_slots:
-            return self.wc.task_slots
+            return -(-n // self.wc.task_slots)
         cpus = int(ray.cluster_resources().get("CPU", 0))
-        return 1 if cpus <= 0 or self.num_writers <= cpus else -(-self.num_writers // cpus)
+        return n if cpus <= 0 else min(n, cpus)
 
     def stop_workers(self, timeout: float = 60.0) -> None:
         """Kill the assigners and writers and wait until each is dead (not just told to die)."""
@@ -215,18 +215,17 @@ class WriteTopology:
             for k in ("num_cpus", "memory"):
                 if k in a_opts or k in w_opts:
                     opts[k] = a_opts.get(k, 0) + w_opts.get(k, 0)
-            slots = self.task_slots
-            if slots > 1:
-                # task i in slot i of host i % hosts: each host's tasks, and the resources
-                # they were sized with, together
-                n_hosts = -(-self.num_writers // slots)
-                per_host = {k: v * slots for k, v in opts.items() if k in ("num_cpus", "memory")}
+            n_hosts = self.task_hosts()
+            if n_hosts < self.num_writers:
+                # task i in host i % hosts, each host sized as the tasks it holds together
                 for h in range(n_hosts):
+                    held = len(range(h, self.num_writers, n_hosts))
+                    sized = {r: v * held for r, v in opts.items() if r in ("num_cpus", "memory")}
                     self.hosts.append(
                         TaskHostActor.options(  # type: ignore[attr-defined]
                             name=self._unique(table, f"task-host-{h}"),
                             namespace=NAMESPACE,
-                            **{**opts, **per_host},
+                            **{**opts, **sized},
                         ).remote()
                     )
                 for i in range(self.num_writers):

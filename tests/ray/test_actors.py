@@ -75,7 +75,7 @@ def test_a_chained_task_lost_after_handing_over_its_writes(ray_session, tmp_path
         counts = ray.get([count for count, _ in barriers])
         if not killed and any(counts):
             killed.append(next(i for i, n in enumerate(counts) if n))
-            ray.kill(self._assigners[killed[0]], no_restart=True)
+            ray.kill(self.actors[f"assigner-{killed[0]}"], no_restart=True)  # hosted: its host
         return barriers, finish
 
     monkeypatch.setattr(HoodieStreamWriter, "_barrier_and_finish", kill_a_sender)

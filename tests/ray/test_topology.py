@@ -101,3 +101,35 @@ def test_tasks_share_processes_by_task_slots_and_a_lost_host_loses_nothing(
             else:
                 checkpoint_with_kill(w, w.actors[f"assigner-{i}"], "during", rng)
             model.assert_hudi_rs_reads(path, f"commit {i}")
+
+
+@pytest.mark.parametrize(
+    ("tasks", "cpus", "slots", "hosts"),
+    [
+        (8, 2, "0", 2),  # auto: a process a CPU
+        (9, 8, "0", 8),  # one over: 8 processes, one of them with two tasks
+        (2, 2, "0", 2),  # a CPU a task: an actor a task
+        (4, 0, "0", 4),  # no CPUs known: an actor a task
+        (5, 16, "4", 2),  # set: 4 tasks a process at most
+        (1, 1, "3", 1),
+    ],
+)
+def test_task_hosts_follow_the_clusters_cpus_or_the_slots_set(
+    monkeypatch: pytest.MonkeyPatch, tasks: int, cpus: int, slots: str, hosts: int
+) -> None:
+    import ray
+
+    from hoodie_ray.ray.topology import WriteTopology
+
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": float(cpus)})
+    opts = {**BASE, "write.tasks": str(tasks), "taskmanager.numberOfTaskSlots": slots}
+    topo = WriteTopology("/t", opts, None, resolve_options(opts), "o", None)  # type: ignore[arg-type]
+    assert topo.task_hosts() == hosts
+
+
+def test_a_datasink_runs_a_task_an_actor() -> None:
+    """Its write tasks find each task's actor by name (they get the sink before it starts)."""
+    from hoodie_ray.ray.datasink import HoodieDatasink
+
+    sink = HoodieDatasink("/t", {**BASE, "taskmanager.numberOfTaskSlots": "4"})
+    assert resolve_options(sink.options).task_slots == 1
