@@ -67,6 +67,7 @@ def test_a_task_lost_while_it_starts_is_started_again_by_the_first_checkpoint(
 
 
 @pytest.mark.ray
+@pytest.mark.slow  # suite time: hosted tasks run in CI in tests/ray/test_actors.py (3 on 2 CPUs)
 def test_tasks_share_processes_by_task_slots_and_a_lost_host_loses_nothing(
     ray_session: Any, tmp_path: Path
 ) -> None:
