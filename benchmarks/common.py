@@ -382,6 +382,19 @@ SCALE_UPDATE_SHARE = 2 / 3
 SCALE_CHUNK_ROWS = 1_000_000
 
 
+def add_option_argument(parser: Any, help_text: str) -> None:
+    """A repeatable ``--option K=V`` (:func:`parse_option`) on a benchmark's ``parser``:
+    ``args.option`` the ``(K, V)`` pairs in order."""
+    parser.add_argument(
+        "--option",
+        action="append",
+        type=parse_option,
+        default=[],
+        metavar="K=V",
+        help=help_text,
+    )
+
+
 def parse_option(text: str) -> tuple[str, str]:
     """``K=V`` of a ``--option`` argument as ``(K, V)`` (argparse ``type``; the value may hold
     ``=``)."""

@@ -73,10 +73,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from benchmarks.common import (
+    add_option_argument,
     error_text,
     git_commit,
     machine_info,
-    parse_option,
     percentile,
     progress_log,
     text_table,
@@ -657,13 +657,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=None,
         help="folder for the tables (<path>/history_<mode>, kept); default a temporary one",
     )
-    p.add_argument(
-        "--option",
-        action="append",
-        type=parse_option,
-        default=[],
-        metavar="K=V",
-        help="a Hudi option (repeatable), e.g. hoodie.keep.max.commits=30",
+    add_option_argument(
+        p,
+        "a Hudi option (repeatable), e.g. hoodie.keep.max.commits=30",
     )
     p.add_argument(
         "--secondary-index",

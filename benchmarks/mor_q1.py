@@ -72,6 +72,7 @@ from benchmarks.common import (
     ScaleWorkload,
     Timer,
     Workload,
+    add_option_argument,
     avro_schema_for,
     check_gate,
     error_text,
@@ -82,7 +83,6 @@ from benchmarks.common import (
     iter_batches,
     lww_dedup,
     machine_info,
-    parse_option,
     percentile,
     progress_log,
     ratio,
@@ -2270,13 +2270,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=6,
         help="hoodie.write.table.version of the tables hoodie_ray writes",
     )
-    p.add_argument(
-        "--option",
-        action="append",
-        type=parse_option,
-        default=[],
-        metavar="K=V",
-        help="a Hudi option for every table hoodie_ray writes (repeatable), added last, e.g. "
+    add_option_argument(
+        p,
+        "a Hudi option for every table hoodie_ray writes (repeatable), added last, e.g. "
         "hoodie.metadata.record.index.enable=true (with --table-version 8)",
     )
     hidden = argparse.SUPPRESS

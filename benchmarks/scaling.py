@@ -65,12 +65,12 @@ from benchmarks.common import (
     CpuUsage,
     GateResult,
     Workload,
+    add_option_argument,
     expected_snapshot,
     fmt_num,
     generate_workload,
     iter_batches,
     machine_info,
-    parse_option,
     percentile,
     ratio,
     split_rows,
@@ -589,13 +589,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS)
     p.add_argument("--blocks", type=int, default=0, help="pieces per commit (0: by --batch-rows)")
-    p.add_argument(
-        "--option",
-        action="append",
-        type=parse_option,
-        default=[],
-        metavar="K=V",
-        help="a Hudi option for every table hoodie_ray writes (repeatable), added last, e.g. "
+    add_option_argument(
+        p,
+        "a Hudi option for every table hoodie_ray writes (repeatable), added last, e.g. "
         "taskmanager.numberOfTaskSlots=4",
     )
     p.add_argument("--peer-timeout", type=float, default=1800.0)

@@ -573,8 +573,6 @@ class TaskHostActor:
         if method == "start":
             self.slots[slot] = AssignWriteTask(*args)
             return None
-        if method == "pid":
-            return os.getpid()
         return getattr(self.slots[slot], method)(*args)
 
     def pid(self) -> int:

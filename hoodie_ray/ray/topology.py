@@ -228,20 +228,18 @@ class WriteTopology:
                             **{**opts, **sized},
                         ).remote()
                     )
-                for i in range(self.num_writers):
-                    self.assigners.append(SlotHandle(self.hosts[i % n_hosts], i))
-                    self.writers.append(self.assigners[-1])
-                self._spawned = True
-                return
             for i in range(self.num_writers):
-                self.assigners.append(
-                    AssignWriteActor.options(  # type: ignore[attr-defined]
+                task = (
+                    SlotHandle(self.hosts[i % n_hosts], i)
+                    if self.hosts
+                    else AssignWriteActor.options(  # type: ignore[attr-defined]
                         name=self._unique(table, assigner_role(self.wc, i)),
                         namespace=NAMESPACE,
                         **opts,
                     ).remote()
                 )
-                self.writers.append(self.assigners[-1])
+                self.assigners.append(task)
+                self.writers.append(task)
         else:
             for i in range(self.num_writers):
                 self.writers.append(

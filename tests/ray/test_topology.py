@@ -86,11 +86,7 @@ def test_tasks_share_processes_by_task_slots_and_a_lost_host_loses_nothing(
     rng = random.Random(5)
     with hr.HoodieStreamWriter(str(path), opts) as w:
         for i in range(3):
-            rows = wl.rows_for(wl.keys[:40]) if i == 0 else []
-            while len(rows) < 30:
-                kind, more = wl.next_commit()
-                if kind == "upsert":
-                    rows += more
+            rows = wl.rows_for(wl.keys[:40]) if i == 0 else wl.upserts(30)
             w.write(to_arrow(rows, True))
             model.upsert(rows)
             if i == 0:
