@@ -513,11 +513,12 @@ class AssignWriteTask(AssignTask, WriteTask):
         committed: bool,
         profile: WriteProfile,
         instant: str,
-        slices: list[FileSlice],
         frozen: set[tuple[str, str]],
+        slices: list[FileSlice],
     ) -> None:
         """A checkpoint's start in one call: the last checkpoint's index state kept when it
-        committed (``checkpoint_done``), the new write profile, the writer's new instant."""
+        committed (``checkpoint_done``), the new write profile, the writer's new instant
+        (``slices``, this task's own argument, last: :func:`fan_out`)."""
         if committed:
             self.checkpoint_done()
         self.start_checkpoint(profile)
@@ -575,6 +576,17 @@ class TaskHostActor:
             return None
         return getattr(self.slots[slot], method)(*args)
 
+    def fan(self, method: str, slots: tuple[int, ...], returns: int, own: bool, *args: Any) -> Any:
+        """``method`` of each of ``slots`` in turn, in one call (:func:`fan_out`): each slot
+        is given ``args``, or with ``own`` the arguments before the last ``len(slots)`` and
+        then its own one of those. The results, ``returns`` a slot, in slot order (the call's
+        ``num_returns``). Arguments every slot shares are resolved once for all of them."""
+        out: list[Any] = []
+        for slot, slot_args in zip(slots, fan_arguments(args, len(slots), own), strict=True):
+            result = getattr(self.slots[slot], method)(*slot_args)
+            out.extend(result if returns > 1 else (result,))
+        return tuple(out) if len(out) > 1 else out[0]
+
     def pid(self) -> int:
         return os.getpid()
 
@@ -610,3 +622,48 @@ class SlotHandle:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (SlotHandle, (self.host, self.slot))
+
+
+def fan_arguments(args: tuple[Any, ...], slots: int, own: bool) -> list[tuple[Any, ...]]:
+    """Each of ``slots`` slots' arguments in a :meth:`TaskHostActor.fan` call: ``args``, or
+    with ``own`` the arguments before the last ``slots`` and then the slot's own one of those."""
+    if not own:
+        return [args] * slots
+    shared, mine = args[: len(args) - slots], args[len(args) - slots :]
+    return [(*shared, m) for m in mine]
+
+
+def fan_out(
+    tasks: list[Any],
+    method: str,
+    *shared: Any,
+    own: list[Any] | None = None,
+    returns: int = 1,
+) -> list[Any]:
+    """``tasks[i].method.remote(*shared, own[i])`` for every task (``own``: one argument of
+    each task's own, else none), the references of each task's results (``returns`` of them
+    a task: a list of them, as ``.options(num_returns=returns)`` gives). Tasks that share a
+    host (:class:`SlotHandle`) are called in one :meth:`TaskHostActor.fan` call a host, in
+    task order: a host's calls, and their shared arguments' fetching and decoding, are paid
+    once for its slots, not once a slot."""
+    out: list[Any] = [None] * len(tasks)
+    by_host: dict[Any, list[int]] = {}
+    for i, t in enumerate(tasks):
+        if isinstance(t, SlotHandle):
+            by_host.setdefault(t.host, []).append(i)
+            continue
+        call = getattr(t, method)
+        if returns > 1:
+            call = call.options(num_returns=returns)
+        out[i] = call.remote(*shared, *((own[i],) if own is not None else ()))
+    for host, idx in by_host.items():
+        slots = tuple(tasks[i].slot for i in idx)
+        n = returns * len(idx)
+        call = host.fan.options(num_returns=n) if n > 1 else host.fan
+        mine = [own[i] for i in idx] if own is not None else []
+        refs = call.remote(method, slots, returns, own is not None, *shared, *mine)
+        refs = list(refs) if n > 1 else [refs]
+        for k, i in enumerate(idx):
+            got = refs[k * returns : (k + 1) * returns]
+            out[i] = got if returns > 1 else got[0]
+    return out

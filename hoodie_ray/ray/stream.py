@@ -52,7 +52,7 @@ from hoodie_ray.exceptions import (
 from hoodie_ray.job.client import input_data_schema
 from hoodie_ray.job.coordinator import CommitResult
 from hoodie_ray.job.setup import TableSetup
-from hoodie_ray.ray.actors import Pieces
+from hoodie_ray.ray.actors import Pieces, fan_out
 from hoodie_ray.ray.calls import (
     Conflicted,
     TopologyLost,
@@ -487,11 +487,9 @@ class HoodieStreamWriter:
         peers, one object), then each task's flush with every other task's object: the
         barriers as ``(row count, [object])`` pairs, and the flush calls."""
         tasks = self._assigners
-        nt = len(tasks)
-        held = [t.barrier.options(num_returns=2).remote() for t in tasks]
-        stats = [
-            t.finish.remote(*[held[i][1] for i in range(nt) if i != j]) for j, t in enumerate(tasks)
-        ]
+        held = fan_out(tasks, "barrier", returns=2)
+        # a task's own barrier object holds nothing for it: every task is given all of them
+        stats = fan_out(tasks, "finish", *[parts for _, parts in held])
         return [(count, [parts]) for count, parts in held], stats
 
     def _settle_for_occ(self) -> None:
@@ -733,8 +731,15 @@ class HoodieStreamWriter:
             flight.followed = True
             self._committed = False
             self._inflight.extend(
-                t.begin.remote(flight.commit, profile, instant_ref, slices[i], frozen)
-                for i, t in enumerate(self._assigners)
+                fan_out(
+                    self._assigners,
+                    "begin",
+                    flight.commit,
+                    profile,
+                    instant_ref,
+                    frozen,
+                    own=slices,
+                )
             )
             self._begin_s = time.perf_counter() - t0
             return
@@ -761,10 +766,7 @@ class HoodieStreamWriter:
         if self.chained:
             committed, self._committed = self._committed, False
             ray.get(
-                [
-                    t.begin.remote(committed, profile, instant, slices[i], frozen)
-                    for i, t in enumerate(self._assigners)
-                ]
+                fan_out(self._assigners, "begin", committed, profile, instant, frozen, own=slices)
             )
         else:
             ray.get(
@@ -836,6 +838,11 @@ class HoodieStreamWriter:
     def _assign_round(self, routed: list[list[Any]]) -> None:
         """The parts of a round's route calls, the i-th of each for assigner i, to the
         assigners in one call each (which send their tagged rows on to the writers)."""
+        if all(len(set(map(id, parts))) == 1 for parts in routed):
+            # every task takes its own part of the same objects: one call a host
+            for ref in fan_out(self._assigners, "assign", *[parts[0] for parts in routed]):
+                self._track(ref)
+            return
         for i, assigner in enumerate(self._assigners):
             self._track(assigner.assign.remote(*[parts[i] for parts in routed]))
 
@@ -873,7 +880,7 @@ class HoodieStreamWriter:
         if self.chained and not self._peer_rows:
             # every row stayed in its task: the barrier and the flush are one call a task
             marks.append(marks[-1])
-            stats_lists = ray.get([t.finish.remote() for t in self._assigners])
+            stats_lists = ray.get(fan_out(self._assigners, "finish"))
         elif self.chained:
             # rows crossed tasks: they go to their writers through the driver's calls
             barriers, finish = self._barrier_and_finish()

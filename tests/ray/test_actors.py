@@ -177,3 +177,17 @@ def test_held_parts_give_each_peer_its_tables_through_a_pickle() -> None:
     assert len(got) == 2 and got[0].equals(a) and got[1].equals(b)
     assert [t.equals(c) for t in back.tables(0)] == [True]
     assert back.tables(1) == []
+
+
+def test_fan_arguments_give_each_slot_the_shared_ones_then_its_own() -> None:
+    """One :meth:`TaskHostActor.fan` call runs a method of several slots: each gets every
+    argument, or (``own``) the shared ones then its own one of the last ``slots``."""
+    from hoodie_ray.ray.actors import fan_arguments
+
+    assert fan_arguments(("a", "b"), 3, own=False) == [("a", "b")] * 3
+    assert fan_arguments(("c", "p", "s0", "s1"), 2, own=True) == [
+        ("c", "p", "s0"),
+        ("c", "p", "s1"),
+    ]
+    assert fan_arguments(("s0",), 1, own=True) == [("s0",)]
+    assert fan_arguments((), 2, own=False) == [(), ()]
