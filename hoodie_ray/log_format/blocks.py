@@ -489,17 +489,19 @@ def coerce_to_avro_schema(table: pa.Table, avro_schema: AvroType | pa.Schema) ->
     target = (
         avro_schema if isinstance(avro_schema, pa.Schema) else avro_to_arrow_schema(avro_schema)
     )
-    extra = [c for c in table.column_names if target.get_field_index(c) < 0]
+    at = {name: i for i, name in enumerate(table.schema.names)}
+    extra = [c for c in at if target.get_field_index(c) < 0]
     if extra:
         raise HoodieSchemaError(f"columns {extra} are not in the block's Avro schema")
     cols = []
     for f in target:
-        if f.name not in table.column_names:
+        i = at.get(f.name)
+        if i is None:
             if not f.nullable:
                 raise HoodieSchemaError(f"column {f.name!r} is missing and not nullable")
             cols.append(pa.nulls(table.num_rows, f.type))
             continue
-        col = table.column(f.name)
+        col = table.column(i)
         if col.type != f.type:
             unsafe = pa.types.is_temporal(col.type) and pa.types.is_temporal(f.type)
             try:

@@ -296,6 +296,9 @@ class AssignTask(_AccountedTask):
         self.outbox = WriterOutbox(len(writers), outbox_rows(wc.write_batch_rows, len(writers)))
         self._sent: list[Any] = []  # write calls to the writers not yet known to be done
         self._peer_held: dict[int, list[pa.Table]] = {}  # chained: rows for peers' writers
+        #: chained tasks hosted in this process (task slots), by task id: their writers get
+        #: this task's rows for them by a plain call as they are tagged, never at a barrier
+        self.co_hosted: dict[int, Any] = {}
         self._max_sent = wc.max_inflight_batches * len(writers)
         self._gauge_at = 0.0
         self._gauge_index()
@@ -354,9 +357,17 @@ class AssignTask(_AccountedTask):
         parts = split_by_writer(
             tagged, len(self.writers), self.core.profile.writer_plan, self._bucket_index
         )
+        for j, peer in self.co_hosted.items():
+            if j != self.task_id and parts[j].num_rows:
+                # Calls reach a host's tasks in the driver's order, so the peer has begun
+                # this instant and has not flushed it: its writer takes the rows now (one
+                # key's rows all come from one assigner task, in order).
+                with self.cpu.section("write"):
+                    peer.write_rows(parts[j])
+                parts[j] = parts[j].slice(0, 0)
         self._send(self.outbox.add(parts))
         home = parts[self.task_id].num_rows if self._local is not None else tagged.num_rows
-        elsewhere = tagged.num_rows - home
+        elsewhere = sum(p.num_rows for p in parts) - home
         return batch.num_rows, elsewhere
 
     def flush_writers(self) -> list[Any]:
@@ -460,12 +471,17 @@ class WriteTask(_AccountedTask):
         self.write_fn.set_context(context)
 
     def write(self, *tables: pa.Table) -> int:
-        n = 0
         with self.cpu.section("write"):
-            for t in tables:
-                if t.num_rows:
-                    self.write_fn.write(t)
-                    n += t.num_rows
+            return self.write_rows(*tables)
+
+    def write_rows(self, *tables: pa.Table) -> int:
+        """:meth:`write` with no CPU accounting of its own: a co-hosted task that calls it
+        counts the CPU in its own ``write`` section."""
+        n = 0
+        for t in tables:
+            if t.num_rows:
+                self.write_fn.write(t)
+                n += t.num_rows
         metrics.count_records(self.table, "writer", n, 0, self.write_fn.task_id)
         metrics.gauge_buffered(self.table, self.write_fn.task_id, self.write_fn.buffered_bytes)
         return n
@@ -572,7 +588,8 @@ class TaskHostActor:
     def call(self, slot: int, method: str, *args: Any) -> Any:
         """Task ``slot``'s ``method`` (``start``: its constructor)."""
         if method == "start":
-            self.slots[slot] = AssignWriteTask(*args)
+            task = self.slots[slot] = AssignWriteTask(*args)
+            task.co_hosted = self.slots  # every slot started before any task's first row
             return None
         return getattr(self.slots[slot], method)(*args)
 

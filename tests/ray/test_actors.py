@@ -63,6 +63,47 @@ def test_chained_tasks_send_other_tasks_rows_to_their_peers(ray_session, tmp_pat
         assert cpu["assign"] > 0 and cpu["write"] > 0 and cpu["route"] > 0
 
 
+def test_co_hosted_tasks_hand_each_other_rows_without_a_barrier(ray_session, tmp_path, monkeypatch):
+    """The table of the test above, upserted by three chained tasks in one process
+    (``taskmanager.numberOfTaskSlots=3``): rows tagged for another task's writer go to it by
+    a plain call as they are tagged: no row is held for a peer, so the synchronous checkpoint
+    takes no barrier, the pipelined one's hands nothing over; hudi-rs reads the model after
+    each checkpoint."""
+    import ray
+
+    from hoodie_ray.ray.stream import HoodieStreamWriter
+
+    held: list[int] = []  # rows held for a peer at each barrier (only pipelined ones take it)
+    barrier_and_finish = HoodieStreamWriter._barrier_and_finish
+
+    def spy(self: HoodieStreamWriter) -> Any:
+        barriers, stats = barrier_and_finish(self)
+        held.append(sum(ray.get([count for count, _ in barriers])))
+        return barriers, stats
+
+    monkeypatch.setattr(HoodieStreamWriter, "_barrier_and_finish", spy)
+    model, wl = TableModel(), Workload(seed=23)
+    first = wl.rows_for(wl.keys[:60])
+    path = tmp_path / "t"
+    one = {**OPTIONS, **SMALL_FILES, "write.tasks": "1"}
+    hr.write(to_arrow(first, True), str(path), one, engine="local")
+    model.upsert(first)
+    options = {**one, "write.tasks": "3", "taskmanager.numberOfTaskSlots": "3"}
+    with hr.HoodieStreamWriter(str(path), options) as w:
+        w.start()
+        assert len(set(w.actor_pids().values())) == 2  # the coordinator, one task host
+        for i in range(2):
+            rows = wl.upserts(40)
+            w.write(to_arrow(rows, True))
+            if i % 2:
+                assert w.checkpoint(wait=False).result() is not None
+            else:
+                assert w.checkpoint() is not None
+            model.upsert(rows)
+            model.assert_hudi_rs_reads(path, f"checkpoint {i}")
+    assert held == [0]
+
+
 @pytest.mark.slow  # suite time: the fault tests kill chained tasks (writer-0, assigner-1) in CI
 def test_a_chained_task_lost_after_handing_over_its_writes(ray_session, tmp_path, monkeypatch):
     """A chained task dies after the checkpoint barrier handed the driver the rows it held
