@@ -1,7 +1,7 @@
 """Scaling: the mor-q1 base commits through every input path at 1, 2, 4, 8 (16) writers.
 
     python -m benchmarks.scaling [--quick] [--writers 1,2,4,8] [--assigners N]
-        [--chaining on|off|both] [--blocks N] [--pipelined] [--json]
+        [--chaining on|off|both] [--blocks N] [--pipelined] [--seed-tasks K] [--json]
 
 Paths (``--paths``, all by default):
 
@@ -24,6 +24,12 @@ Paths (``--paths``, all by default):
 
 ``--pipelined``: each commit's checkpoint is ``checkpoint(wait=False)``: the next commit's input
 is routed and buffered while it flushes and commits (chained, the default topology).
+
+``--seed-tasks K``: the first commit (the inserts) is written before the timed section by a
+local writer of K tasks, as another engine's table would be: its file groups are homed to
+none of the topology's tasks, so most upserted rows cross from the task holding their key to
+the task writing their file group (through the checkpoint barrier, or by a plain call between
+tasks of one process); the timed section is the other commits.
 
 With as many assigners as writers, assigner task i and writer task i run chained in one actor
 (``pipeline.operator-chaining``, the default); ``--chaining off`` runs them as separate actors,
@@ -288,13 +294,17 @@ def run_path(
     spark_executors: int = 1,
     spark_warmups: int = 1,
     extra_options: dict[str, str] | None = None,
+    seed_tasks: int = 0,
 ) -> PathRun:
-    """Ingest ``workload``'s commits through one input path; gate; figures."""
+    """Ingest ``workload``'s commits through one input path; gate; figures. ``seed_tasks``:
+    the first commit is written before the timed section by a local writer of that many
+    tasks (see ``--seed-tasks``), and only the others are timed."""
+    seeded = 1 if seed_tasks else 0
     run = PathRun(
         path_kind,
         writers,
         assigners,
-        rows=workload.num_rows,
+        rows=workload.num_rows - sum(c.num_rows for c in workload.commits[:seeded]),
         chained=chaining and assigners == writers,
     )
     options = hoodie_options(
@@ -313,6 +323,12 @@ def run_path(
             inputs = _spark_inputs(workload.commits, workdir, spark_executors, spark_warmups)
         else:
             inputs = list(workload.commits)
+        if seeded:
+            first = {**options, "write.tasks": str(seed_tasks)}
+            hr.write(workload.commits[0], str(table_dir), first, engine="local")
+            if path_kind == "spark":
+                inputs[0].unpersist()
+            inputs = inputs[seeded:]
         log(f"{run.label}: {len(inputs)} commits of {workload.commits[0].num_rows} rows ...")
         with hr.HoodieStreamWriter(str(table_dir), options) as w:
             w.start(workload.schema)
@@ -589,6 +605,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS)
     p.add_argument("--blocks", type=int, default=0, help="pieces per commit (0: by --batch-rows)")
+    p.add_argument(
+        "--seed-tasks",
+        type=int,
+        default=0,
+        help="write the first commit untimed with a local writer of this many tasks, as "
+        "another engine's table (its file groups homed to none of the topology's tasks: most "
+        "upserted rows cross tasks); 0: the topology writes every commit",
+    )
     add_option_argument(
         p,
         "a Hudi option for every table hoodie_ray writes (repeatable), added last, e.g. "
@@ -627,6 +651,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         res = Results(workload.summary(), machine=machine_info())
         res.workload["blocks_per_commit"] = args.blocks or "by batch rows"
         res.workload["pipelined"] = args.pipelined
+        res.workload["seed_tasks"] = args.seed_tasks
         res.workload["options"] = dict(args.option)
         for kind in args.paths:
             wl, exp = workload, expected
@@ -657,6 +682,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         args.spark_executors,
                         args.spark_warmups,
                         dict(args.option),
+                        args.seed_tasks,
                     )
                     res.runs.append(run)
                     shutil.rmtree(table_dir, ignore_errors=True)
