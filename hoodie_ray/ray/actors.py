@@ -504,9 +504,9 @@ class AssignWriteTask(AssignTask, WriteTask):
     """Assigner task ``i`` and writer task ``i`` in one process (Flink's operator chaining):
     the rows an assigner tags for its home writer (all of them on a table this topology
     wrote, see :func:`~hoodie_ray.write.bucket_assigner.home_writers`) go to the writer by a
-    plain call, with no object, no remote call and half the actors. Rows for another task's
-    writer (an uneven writer plan) still go by remote call, to the peers :meth:`set_peers`
-    names."""
+    plain call, with no object, no remote call and half the actors; so do rows for the
+    writer of a task hosted in the same process (``co_hosted``). Rows for another task's
+    writer (a table another parallelism wrote) are held for the checkpoint's barrier."""
 
     def __init__(
         self,
