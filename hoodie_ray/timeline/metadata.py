@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring as _json_string
 from typing import Any
 
 from hoodie_ray.exceptions import HoodieCorruptedDataError
@@ -49,7 +50,7 @@ def _json_scalar(v: Any) -> str:
     if isinstance(v, float):
         return repr(v)
     if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False)
+        return _json_string(v)  # what json.dumps(v, ensure_ascii=False) returns
     raise TypeError(f"not JSON-serialisable: {type(v).__name__}")
 
 
@@ -60,19 +61,26 @@ def jackson_pretty(value: Any, indent: int = 0) -> str:
     on one line (``[ a, b ]``), so an array of objects reads ``[ {`` ... ``}, {`` ... ``} ]``;
     empty containers are ``{ }`` and ``[ ]``.
     """
-    if isinstance(value, dict):
+    # exact types first: a commit's metadata is ~30 values a file group written
+    t = type(value)
+    if t is str:
+        return _json_string(value)
+    if t is int:
+        return str(value)
+    if t is dict or (t is not list and t is not tuple and isinstance(value, dict)):
         if not value:
             return "{ }"
         pad = " " * (indent + 2)
+        inner = indent + 2
         items = [
-            f"{pad}{_json_scalar(str(k))} : {jackson_pretty(v, indent + 2)}"
+            f"{pad}{_json_string(k if type(k) is str else str(k))} : {jackson_pretty(v, inner)}"
             for k, v in value.items()
         ]
         return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
-    if isinstance(value, (list, tuple)):
+    if t is list or t is tuple or isinstance(value, (list, tuple)):
         if not value:
             return "[ ]"
-        return "[ " + ", ".join(jackson_pretty(v, indent) for v in value) + " ]"
+        return "[ " + ", ".join([jackson_pretty(v, indent) for v in value]) + " ]"
     return _json_scalar(value)
 
 

@@ -107,6 +107,13 @@ def test_jackson_pretty_layout() -> None:
         '  "e" : { },\n  "f" : [ ],\n  "g" : [ "x", "y" ]\n}'
     )
     assert jackson_pretty({"s": 'q"\\\n\u00e9'}) == '{\n  "s" : "q\\"\\\\\\n\u00e9"\n}'
+    # subclasses and other scalars as their base types; keys as strings
+    from collections import OrderedDict
+
+    mixed = OrderedDict([(1, (True, False, None)), ("f", [1.5, -0.0, "\x01\u2028"])])
+    assert jackson_pretty(mixed) == (
+        '{\n  "1" : [ true, false, null ],\n  "f" : [ 1.5, -0.0, "\\u0001\u2028" ]\n}'
+    )
 
 
 def test_replace_commit_metadata(shared_sample) -> None:
