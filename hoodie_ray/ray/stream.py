@@ -484,8 +484,9 @@ class HoodieStreamWriter:
 
     def _barrier_and_finish(self) -> tuple[list[tuple[Any, list[Any]]], list[Any]]:
         """Chained tasks whose rows crossed: each task's barrier (the rows it holds for its
-        peers, one object), then each task's flush with every other task's object: the
-        barriers as ``(row count, [object])`` pairs, and the flush calls."""
+        peers in other processes, one object), then each task's flush with the objects: the
+        barriers as ``(row count, [object])`` pairs, and the flush calls (one call a task
+        host and phase, :func:`~hoodie_ray.ray.actors.fan_out`)."""
         tasks = self._assigners
         held = fan_out(tasks, "barrier", returns=2)
         # a task's own barrier object holds nothing for it: every task is given all of them
@@ -837,7 +838,8 @@ class HoodieStreamWriter:
 
     def _assign_round(self, routed: list[list[Any]]) -> None:
         """The parts of a round's route calls, the i-th of each for assigner i, to the
-        assigners in one call each (which send their tagged rows on to the writers)."""
+        assigners (which send their tagged rows on to the writers): one call a task host, or
+        an assigner actor (:func:`~hoodie_ray.ray.actors.fan_out`)."""
         if all(len(set(map(id, parts))) == 1 for parts in routed):
             # every task takes its own part of the same objects: one call a host
             for ref in fan_out(self._assigners, "assign", *[parts[0] for parts in routed]):
