@@ -329,7 +329,7 @@ class HoodieStreamWriter:
             self._begin_instant()
         for calls in routed:
             self._routed.extend(calls)
-            self._assign_round([parts for _, parts in calls])
+            self._assign_round([packed for _, (packed,) in calls])
 
     def _accept_schema(self, schema: pa.Schema, pending: int = 0) -> None:
         """Start the topology on the first input and fix or evolve the table schema for an
@@ -806,7 +806,7 @@ class HoodieStreamWriter:
             return
         calls = self._route(items)
         self._routed.extend(calls)
-        self._assign_round([parts for _, parts in calls])
+        self._assign_round([packed for _, (packed,) in calls])
 
     def _shares(self, items: list[Input]) -> list[tuple[Pieces, list[Any]]]:
         """The round cut into one share per router (:func:`cut_shares`): each as the route
@@ -826,27 +826,24 @@ class HoodieStreamWriter:
 
     def _route(self, items: list[Input]) -> list[tuple[Any, list[Any]]]:
         """Route calls for a round of input, one per share, the routers in turn: the row
-        count and the parts (one per assigner) of each call."""
+        count and the parts of each call (one
+        :class:`~hoodie_ray.ray.actors.RoutedParts` object; every assigner takes its own
+        part of it)."""
         na = self.num_assigners
         calls = []
         for pieces, refs in self._shares(items):
             router = self._assigners[self._next_router]
             self._next_router = (self._next_router + 1) % na
             packed, count = router.route.options(num_returns=2).remote(pieces, na, *refs)
-            calls.append((count, [packed] * na))  # each assigner takes its part of it
+            calls.append((count, [packed]))
         return calls
 
-    def _assign_round(self, routed: list[list[Any]]) -> None:
-        """The parts of a round's route calls, the i-th of each for assigner i, to the
-        assigners (which send their tagged rows on to the writers): one call a task host, or
-        an assigner actor (:func:`~hoodie_ray.ray.actors.fan_out`)."""
-        if all(len(set(map(id, parts))) == 1 for parts in routed):
-            # every task takes its own part of the same objects: one call a host
-            for ref in fan_out(self._assigners, "assign", *[parts[0] for parts in routed]):
-                self._track(ref)
-            return
-        for i, assigner in enumerate(self._assigners):
-            self._track(assigner.assign.remote(*[parts[i] for parts in routed]))
+    def _assign_round(self, packed: list[Any]) -> None:
+        """A round's route calls' parts to the assigners, each taking its own part of every
+        object (which send their tagged rows on to the writers): one call a task host, or an
+        assigner actor (:func:`~hoodie_ray.ray.actors.fan_out`)."""
+        for ref in fan_out(self._assigners, "assign", *packed):
+            self._track(ref)
 
     def _track(self, ref: Any) -> None:
         """An assigner call in flight (bounded: the driver waits when too many are)."""
