@@ -12,6 +12,33 @@ from tests.write.model import OPTIONS, SMALL_FILES, TableModel, Workload, to_arr
 pytestmark = pytest.mark.ray
 
 
+def _one_task_table(tmp_path: Any, seed: int) -> tuple[TableModel, Workload, Any, dict[str, str]]:
+    """A table of 60 keys written by one local task (the home writer of a file group is its
+    file id's, whoever wrote it, so a wider topology's tasks tag most found keys for another
+    task's writer): the model, the workload, the path and the one-task options."""
+    model, wl = TableModel(), Workload(seed=seed)
+    first = wl.rows_for(wl.keys[:60])
+    path = tmp_path / "t"
+    one = {**OPTIONS, **SMALL_FILES, "write.tasks": "1"}
+    hr.write(to_arrow(first, True), str(path), one, engine="local")
+    model.upsert(first)
+    return model, wl, path, one
+
+
+def _upsert_sync_then_pipelined(w: Any, model: TableModel, wl: Workload, path: Any) -> None:
+    """Two checkpoints of 40 upserts, synchronous then pipelined (``wait=False``); hudi-rs reads
+    the model after each."""
+    for i in range(2):
+        rows = wl.upserts(40)
+        w.write(to_arrow(rows, True))
+        if i % 2:
+            assert w.checkpoint(wait=False).result() is not None
+        else:
+            assert w.checkpoint() is not None
+        model.upsert(rows)
+        model.assert_hudi_rs_reads(path, f"checkpoint {i}")
+
+
 def test_chained_tasks_send_other_tasks_rows_to_their_peers(ray_session, tmp_path, monkeypatch):
     """A table one writer wrote, upserted by three chained tasks: most found keys sit in file
     groups whose home writer is another task's, so each task holds those rows until the
@@ -31,13 +58,7 @@ def test_chained_tasks_send_other_tasks_rows_to_their_peers(ray_session, tmp_pat
         return barrier_and_finish(self)
 
     monkeypatch.setattr(HoodieStreamWriter, "_barrier_and_finish", spy)
-    model, wl = TableModel(), Workload(seed=23)
-    first = wl.rows_for(wl.keys[:60])
-    path = tmp_path / "t"
-    one = {**OPTIONS, **SMALL_FILES, "write.tasks": "1"}
-    # (a local write: the home writer of a file group is its file id's, whoever wrote it)
-    hr.write(to_arrow(first, True), str(path), one, engine="local")
-    model.upsert(first)
+    model, wl, path, one = _one_task_table(tmp_path, 23)
     with hr.HoodieStreamWriter(str(path), {**one, "write.tasks": "3"}) as w:
         w.start()
         pids = w.actor_pids()
@@ -47,15 +68,7 @@ def test_chained_tasks_send_other_tasks_rows_to_their_peers(ray_session, tmp_pat
             # more tasks than CPUs: tasks 0 and 2 share a process (task slots), and rows
             # still cross between the hosts' tasks through the barrier
             assert pids["assign-write-0"] == pids["assign-write-2"] != pids["assign-write-1"]
-        for i in range(2):  # (suite time: was 4)
-            rows = wl.upserts(40)
-            w.write(to_arrow(rows, True))
-            if i % 2:
-                assert w.checkpoint(wait=False).result() is not None
-            else:
-                assert w.checkpoint() is not None
-            model.upsert(rows)
-            model.assert_hudi_rs_reads(path, f"checkpoint {i}")
+        _upsert_sync_then_pipelined(w, model, wl, path)
         assert crossed and max(crossed) > 0, "no row crossed tasks"
         # a chained task's CPU, told apart by operator (what its process's CPU cannot say)
         cpu = w.operator_cpu()
@@ -82,25 +95,12 @@ def test_co_hosted_tasks_hand_each_other_rows_without_a_barrier(ray_session, tmp
         return barriers, stats
 
     monkeypatch.setattr(HoodieStreamWriter, "_barrier_and_finish", spy)
-    model, wl = TableModel(), Workload(seed=23)
-    first = wl.rows_for(wl.keys[:60])
-    path = tmp_path / "t"
-    one = {**OPTIONS, **SMALL_FILES, "write.tasks": "1"}
-    hr.write(to_arrow(first, True), str(path), one, engine="local")
-    model.upsert(first)
+    model, wl, path, one = _one_task_table(tmp_path, 23)
     options = {**one, "write.tasks": "3", "taskmanager.numberOfTaskSlots": "3"}
     with hr.HoodieStreamWriter(str(path), options) as w:
         w.start()
         assert len(set(w.actor_pids().values())) == 2  # the coordinator, one task host
-        for i in range(2):
-            rows = wl.upserts(40)
-            w.write(to_arrow(rows, True))
-            if i % 2:
-                assert w.checkpoint(wait=False).result() is not None
-            else:
-                assert w.checkpoint() is not None
-            model.upsert(rows)
-            model.assert_hudi_rs_reads(path, f"checkpoint {i}")
+        _upsert_sync_then_pipelined(w, model, wl, path)
     assert held == [0]
 
 
@@ -125,13 +125,7 @@ def test_a_chained_task_lost_after_handing_over_its_writes(ray_session, tmp_path
         return barriers, finish
 
     monkeypatch.setattr(HoodieStreamWriter, "_barrier_and_finish", kill_a_sender)
-    model, wl = TableModel(), Workload(seed=29)
-    first = wl.rows_for(wl.keys[:60])
-    path = tmp_path / "t"
-    one = {**OPTIONS, **SMALL_FILES, "write.tasks": "1"}
-    # (a local write: the home writer of a file group is its file id's, whoever wrote it)
-    hr.write(to_arrow(first, True), str(path), one, engine="local")
-    model.upsert(first)
+    model, wl, path, one = _one_task_table(tmp_path, 29)
     with hr.HoodieStreamWriter(str(path), {**one, "write.tasks": "3"}) as w:
         for _ in range(2):
             rows = wl.upserts(40)
