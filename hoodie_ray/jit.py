@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["drop_stale_kernels", "enabled", "read_only"]
+__all__ = ["drop_stale_kernels", "enabled", "loaded", "read_only"]
 
 _enabled: bool | None = None
 
@@ -37,6 +38,13 @@ def enabled() -> bool:
             else:
                 _enabled = True
     return _enabled
+
+
+def loaded() -> bool:
+    """True when this process has imported numba already (and :func:`enabled`): a kernel that
+    pays for itself only where numba's ~140 MB resident are spent anyway (the actors load it
+    at start, ``warm_up``) runs there, its numpy twin elsewhere."""
+    return "numba" in sys.modules and enabled()
 
 
 def drop_stale_kernels(kernel: Any, sources: Sequence[str]) -> None:

@@ -28,7 +28,6 @@ import pyarrow as pa
 import ray
 
 from hoodie_ray.file_group.view import FileSlice
-from hoodie_ray.index import warm_up
 from hoodie_ray.job.client import build_assigner, route_pieces
 from hoodie_ray.job.coordinator import Coordinator
 from hoodie_ray.job.setup import TableSetup
@@ -40,6 +39,7 @@ from hoodie_ray.timeline.metadata import HoodieWriteStat
 from hoodie_ray.write.bucket_assigner import AssignerConfig, WriteProfile
 from hoodie_ray.write.context import WriteContext
 from hoodie_ray.write.lock import ProcessId
+from hoodie_ray.write.records import warm_up
 from hoodie_ray.write.routing import WriterOutbox, outbox_rows, split_by_writer
 from hoodie_ray.write.stream_writer import StreamWriteFunction
 

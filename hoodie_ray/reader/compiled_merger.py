@@ -170,10 +170,10 @@ class _KeyArrays(NamedTuple):
 
 def _key_arrays(keys: pa.Array, kernels: Any = None) -> _KeyArrays:
     """The :class:`_KeyArrays` of ``keys``."""
-    from hoodie_ray.index import _key_bytes
+    from hoodie_ray.index import key_bytes
 
     kernels = kernels or _kernels
-    data, starts, lens = _key_bytes(keys)
+    data, starts, lens = key_bytes(keys)
     data = read_only(np.frombuffer(b"\0", dtype=np.uint8) if data is None else data)
     hashes = np.empty(len(lens), dtype=np.uint64)
     words = np.empty(len(lens), dtype=np.uint64)

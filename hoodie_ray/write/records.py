@@ -16,8 +16,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie_ray import jit
 from hoodie_ray.exceptions import HoodieInputError, HoodieSchemaError
-from hoodie_ray.index import group_keys
+from hoodie_ray.index import group_keys, hash_keys, key_bytes, ordering_numbers
 from hoodie_ray.keygen import KeyGenerator
 from hoodie_ray.merge import default_ordering
 from hoodie_ray.meta import IS_DELETED, META_PREFIX, OPERATION, PARTITION_PATH, RECORD_KEY
@@ -423,6 +424,9 @@ def precombine_plan(
     n = table.num_rows
     if n <= 1:
         return None, True
+    compiled = _fold_compiled(table, ordering_field, key_hashes)
+    if compiled is not None:
+        return compiled
     gid, ngroups = group_keys(table.column(RECORD_KEY), hashes=key_hashes)
     if ngroups == n:
         return None, True
@@ -467,6 +471,76 @@ def precombine_plan(
         winner[won] = cand[order][is_last]
     out = np.sort(np.concatenate([winner, keep_barrier]))
     return out, len(keep_barrier) == 0
+
+
+def _fold_compiled(
+    table: pa.Table, ordering_field: str | None, key_hashes: np.ndarray | None
+) -> tuple[np.ndarray | None, bool] | None:
+    """:func:`precombine_plan` by its compiled kernel (``write/_records_jit.py``: the keys
+    grouped and folded in one pass, ~10x cheaper on a small flush), where numba is loaded
+    and the ordering values compare exactly as int64 or float64; None elsewhere (the numpy
+    path runs)."""
+    if not jit.loaded():
+        return None
+    n = table.num_rows
+    ordered = ordering_field is not None
+    if ordered:
+        assert ordering_field is not None
+        col = table.column(ordering_field)
+        arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        t = arr.type.value_type if pa.types.is_dictionary(arr.type) else arr.type
+        exact_int = (
+            pa.types.is_signed_integer(t)
+            or pa.types.is_boolean(t)
+            or (pa.types.is_unsigned_integer(t) and t.bit_width < 64)
+            or pa.types.is_temporal(t)
+        )
+        if not (exact_int or pa.types.is_floating(t)):
+            return None  # strings, decimals, uint64: compared by Arrow
+        vals = ordering_numbers(arr)
+        assert vals is not None
+        valid = (
+            np.ones(n, dtype=bool)
+            if arr.null_count == 0
+            else np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        )
+        barrier = np.zeros(n, dtype=bool)
+        if IS_DELETED in table.column_names and arr.null_count:
+            deleted = pc.fill_null(table.column(IS_DELETED), False).to_numpy()
+            barrier = ~valid & np.asarray(deleted, dtype=bool)
+    else:
+        vals, valid, barrier = np.zeros(n, np.int64), np.ones(n, bool), np.zeros(n, bool)
+    from hoodie_ray.write import _records_jit
+
+    keys = table.column(RECORD_KEY)
+    data, starts, lens = key_bytes(keys)
+    hashes = hash_keys(keys) if key_hashes is None else key_hashes
+    keep = np.zeros(n, dtype=bool)
+    kept, unique = _records_jit.fold_rows(
+        jit.read_only(data if data is not None else np.zeros(1, np.uint8)),
+        jit.read_only(starts),
+        jit.read_only(lens),
+        jit.read_only(hashes),
+        ordered,
+        jit.read_only(vals),
+        jit.read_only(valid),
+        jit.read_only(barrier),
+        keep,
+    )
+    return (None if kept == n else np.flatnonzero(keep)), bool(unique)
+
+
+def warm_up() -> None:
+    """:func:`hoodie_ray.index.warm_up`, then the precombine's kernel loaded (both its
+    versions: int64 and float64 ordering values), so an actor pays the loads at start."""
+    from hoodie_ray.index import warm_up as warm_up_index
+
+    warm_up_index()
+    if not jit.loaded():
+        return
+    keys = pa.array(["a", "b", "a"])
+    for values in (pa.array([1, 2, 3], pa.int64()), pa.array([1.0, 2.0, 3.0])):
+        precombine_plan(pa.table({RECORD_KEY: keys, "o": values}), "o")
 
 
 def precombine_reset(table: pa.Table) -> np.ndarray:

@@ -126,3 +126,52 @@ def test_precombine_is_the_sequential_fold():
             # what the precombine keeps stands for its input, whatever came before it
             for before in ([], [{"ts": 9, "v": -1, IS_DELETED: False}]):
                 assert fold_versions(before + by_key[k]) == fold_versions(before + mine)
+
+
+def test_compiled_precombine_keeps_what_the_numpy_path_keeps(monkeypatch):
+    import random
+
+    import numpy as np
+
+    from hoodie_ray import jit
+    from hoodie_ray.write import records
+
+    if not jit.enabled():
+        pytest.skip("numba is not importable here (HOODIE_RAY_NO_JIT or missing)")
+    rng = random.Random(7)
+    types = [pa.int64(), pa.int32(), pa.float64(), pa.timestamp("us"), pa.bool_(), None]
+    for case in range(300):
+        n = rng.randint(2, 40)
+        otype = rng.choice(types)
+        values: list = [1, 2, 3, None] if otype != pa.float64() else [1.0, 2.5, float("nan"), None]
+        if otype == pa.bool_():
+            values = [True, False, None]
+        cols = {
+            RECORD_KEY: [rng.choice(["a", "b", "cc", "", "dd", "é"]) for _ in range(n)],
+            "v": list(range(n)),
+        }
+        if rng.random() < 0.7:
+            cols[IS_DELETED] = [rng.random() < 0.3 for _ in range(n)]
+        if otype is not None:
+            cols["o"] = pa.array([rng.choice(values) for _ in range(n)], otype)
+        t = pa.table(cols)
+        field = "o" if otype is not None else None
+        hashes = None
+        if case % 3 == 0:  # every key in one hash: the kernel must tell keys apart by bytes
+            hashes = np.zeros(n, dtype=np.uint64)
+        compiled = records._fold_compiled(t, field, hashes)
+        assert compiled is not None
+        with monkeypatch.context() as m:
+            m.setattr(records, "_fold_compiled", lambda *a: None)
+            plain = records.precombine_plan(t, field)
+        assert compiled[1] == plain[1], case
+        if plain[0] is None or compiled[0] is None:
+            kept = np.arange(n)
+            assert (kept if compiled[0] is None else compiled[0]).tolist() == (
+                kept if plain[0] is None else plain[0]
+            ).tolist(), case
+        else:
+            assert compiled[0].tolist() == plain[0].tolist(), case
+    # ordering values Arrow compares (strings) are left to the numpy path
+    s = pa.table({RECORD_KEY: ["a", "a"], "o": ["x", "y"]})
+    assert records._fold_compiled(s, "o", None) is None
