@@ -48,6 +48,11 @@ from hoodie_ray.write.stream_writer import StreamWriteFunction
 Pieces = list[tuple[int, tuple[int, int] | None]]
 
 
+def _write_stream(sink: Any, table: pa.Table) -> None:
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+
+
 @dataclasses.dataclass(frozen=True)
 class RoutedParts:
     """Tables for tasks as Arrow IPC streams in one buffer: one object in Ray's object store
@@ -69,16 +74,23 @@ class RoutedParts:
 
     @classmethod
     def of_held(cls, held: dict[int, list[pa.Table]]) -> RoutedParts:
-        """The tables held for each task, in order."""
-        sink = pa.BufferOutputStream()
+        """The tables held for each task, in order. The streams are sized first (a dry run
+        that copies nothing) and written into one buffer of that size: a growing buffer
+        would copy them again each time it doubles, into fresh pages (cold pages made
+        packing a route call's 6 MB cost 10-20 ms, not 2)."""
+        order = [(task, t) for task, tables in sorted(held.items()) for t in tables]
         streams = []
-        for task, tables in sorted(held.items()):
-            for t in tables:
-                start = sink.tell()
-                with pa.ipc.new_stream(sink, t.schema) as w:
-                    w.write_table(t)
-                streams.append((task, start, sink.tell()))
-        return cls(tuple(streams), sink.getvalue())
+        start = 0
+        for task, t in order:
+            sizer = pa.MockOutputStream()
+            _write_stream(sizer, t)
+            streams.append((task, start, start + sizer.size()))
+            start += sizer.size()
+        data = pa.allocate_buffer(start)
+        sink = pa.FixedSizeBufferWriter(data)
+        for _, t in order:
+            _write_stream(sink, t)
+        return cls(tuple(streams), data)
 
     def tables(self, task: int) -> list[pa.Table]:
         """The tables for ``task``, in the order they were given."""
