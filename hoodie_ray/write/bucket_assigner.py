@@ -28,6 +28,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie_ray.codes import encode_strings, factorize_ints
 from hoodie_ray.config.options import WriteConfig
 from hoodie_ray.config.table_config import MergeMode
 from hoodie_ray.index import (
@@ -188,9 +189,7 @@ def record_tasks(batch: pa.Table, num_tasks: int, wc: WriteConfig) -> np.ndarray
     if num_tasks == 1 or wc.index_type != "BUCKET":
         return key_task(keys, num_tasks)
     parts = batch.column(PARTITION_PATH)
-    penc = pc.dictionary_encode(
-        parts.combine_chunks() if isinstance(parts, pa.ChunkedArray) else parts
-    )
+    penc = encode_strings(parts)
     ptask = _partition_tasks(penc.dictionary.to_pylist(), num_tasks)
     codes = penc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     return ((ptask[codes] + bucket_ids(keys, wc.bucket_num)) % num_tasks).astype(np.int32)
@@ -313,7 +312,7 @@ def file_id_column(codes: np.ndarray, file_ids: pa.Array) -> pa.DictionaryArray:
     the groups the rows name, in order of first appearance, so that tagged rows carry an int32
     per row, not a 40-byte id (taken, split and sent between tasks as often as the rows are),
     and the writers group them by the codes without hashing strings."""
-    idx, used = pd.factorize(np.asarray(codes))
+    idx, used = factorize_ints(np.asarray(codes))
     return pa.DictionaryArray.from_arrays(
         pa.array(idx.astype(np.int32, copy=False)), file_ids.take(pa.array(used))
     )
@@ -627,7 +626,7 @@ class BucketAssigner:
         parts = batch.column(PARTITION_PATH).combine_chunks()
         deleted = batch.column(IS_DELETED).combine_chunks().to_numpy(zero_copy_only=False)
         # Partitions as codes into the batch's few distinct values: no Python object per row.
-        penc = pc.dictionary_encode(parts)
+        penc = encode_strings(parts)
         ikeys = self._index_keys(keys, parts)
         # ``key_hashes`` (hash_keys of the record keys) are the index's hashes with the global
         # index only; a non-global index keys by partition + record key.
@@ -802,7 +801,7 @@ class BucketAssigner:
         else:
             ind = None
             rep_rows = np.arange(n)
-        penc = pc.dictionary_encode(parts)
+        penc = encode_strings(parts)
         pcode = penc.indices.to_numpy(zero_copy_only=False)
         pdict = penc.dictionary.to_pylist()
         rep_pc = pcode[rep_rows]
@@ -901,9 +900,7 @@ class BucketAssigner:
     def _assign_bucket(self, batch: pa.Table) -> pa.Table:
         keys = batch.column(RECORD_KEY)
         parts = batch.column(PARTITION_PATH)
-        penc = pc.dictionary_encode(
-            parts.combine_chunks() if isinstance(parts, pa.ChunkedArray) else parts
-        )
+        penc = encode_strings(parts)
         pcode = penc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         pdict = penc.dictionary.to_pylist()
         b = bucket_ids(keys, self.config.bucket_num).astype(np.int64)

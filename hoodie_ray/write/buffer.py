@@ -10,10 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from hoodie_ray.codes import encode_strings, factorize_ints
 from hoodie_ray.write.bucket_assigner import BUCKET_TYPE, FILE_ID, INSERT_BUCKET
 from hoodie_ray.write.records import PARTITION_PATH
 
@@ -53,7 +52,7 @@ def file_group_codes(tagged: pa.Table) -> tuple[np.ndarray, list[BucketId]]:
         col = tagged.column(name)
         arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
         if not pa.types.is_dictionary(arr.type):
-            arr = pc.dictionary_encode(arr)
+            arr = encode_strings(arr)
         return arr.indices.to_numpy(zero_copy_only=False), arr.dictionary.to_pylist()
 
     fcode, fids = codes_of(FILE_ID)
@@ -62,7 +61,7 @@ def file_group_codes(tagged: pa.Table) -> tuple[np.ndarray, list[BucketId]]:
         combo = fcode.astype(np.int64)
     else:
         combo = pcode.astype(np.int64) * max(len(fids), 1) + fcode
-    codes, uniq = pd.factorize(combo)
+    codes, uniq = factorize_ints(combo)
     nf = max(len(fids), 1)
     if len(parts) == 1:
         groups = [(parts[0], fids[int(u)]) for u in uniq]
