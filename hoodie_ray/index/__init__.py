@@ -207,6 +207,8 @@ def ordering_numbers(values: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
             arr = arr.view(pa.int64() if t.bit_width == 64 else pa.int32())
         elif pa.types.is_timestamp(t) or pa.types.is_duration(t):
             arr = arr.view(pa.int64())
+        if arr.type == pa.int64() and not arr.null_count:
+            return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.int64)  # no copy
         ints = pc.fill_null(arr.cast(pa.int64()), ORDERING_NULL_INT)
         return np.asarray(ints.to_numpy(zero_copy_only=False), dtype=np.int64)
     if pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_unsigned_integer(t):

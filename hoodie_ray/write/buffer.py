@@ -30,9 +30,10 @@ class Bucket:
     nbytes: int = 0
     num_rows: int = 0
 
-    def add(self, table: pa.Table) -> None:
+    def add(self, table: pa.Table, nbytes: int | None = None) -> None:
+        """Buffer ``table`` (``nbytes``: its ``Table.nbytes``, where the caller has it)."""
         self.tables.append(table)
-        self.nbytes += table.nbytes
+        self.nbytes += table.nbytes if nbytes is None else nbytes
         self.num_rows += table.num_rows
 
     def drain(self) -> pa.Table:
@@ -123,8 +124,9 @@ class WriteBuffer:
             b = self.buckets.get(bid)
             if b is None:
                 b = self.buckets[bid] = Bucket(bid[0], bid[1], is_insert)
-            b.add(piece)
-            self.total_bytes += piece.nbytes
+            nbytes = piece.nbytes  # ~80 us a call on 18 columns: once
+            b.add(piece, nbytes)
+            self.total_bytes += nbytes
             if b.nbytes >= self.batch_size and bid not in to_flush:
                 to_flush.append(bid)
         pending = self.total_bytes - sum(self.buckets[b].nbytes for b in to_flush)
