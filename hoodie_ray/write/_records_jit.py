@@ -1,6 +1,7 @@
-"""numba kernel of :func:`hoodie_ray.write.records.precombine_plan` (imported only when it is
-used): the rows of a batch grouped by record key and folded to the ones the precombine keeps,
-in one pass over the rows."""
+"""numba kernels of the write path (imported only when they are used): the rows of a batch
+grouped by record key and folded to the ones :func:`hoodie_ray.write.records.precombine_plan`
+keeps, in one pass over the rows; the ``_hoodie_commit_seqno`` strings of a block
+(:func:`hoodie_ray.write.base_file.with_meta_columns`)."""
 
 # mypy: ignore-errors
 
@@ -97,6 +98,58 @@ def fold_rows(data, starts, lens, hashes, ordered, vals, valid, barrier, keep):
                 kept += 1
                 unique = False
     return kept, unique
+
+
+@numba.njit(cache=True, nogil=True)
+def numbered_strings(prefix, start, n):
+    # ``prefix`` followed by the decimal digits of start, start + 1, ... (non-negative): the
+    # Arrow offsets (int32) and bytes of the ``n`` strings. The number is kept as a decimal
+    # counter and incremented with carries (no division a digit).
+    width = prefix.shape[0]
+    digits = np.zeros(20, np.uint8)  # least significant first
+    v = start
+    ndig = 0
+    while True:
+        digits[ndig] = v % 10
+        ndig += 1
+        v //= 10
+        if v == 0:
+            break
+    # string lengths: the digit count grows by one at each power of ten passed
+    offsets = np.empty(n + 1, np.int32)
+    offsets[0] = 0
+    total = 0
+    d = ndig
+    nxt = 1
+    for _ in range(d):
+        nxt *= 10
+    for i in range(n):
+        if start + i == nxt:
+            d += 1
+            nxt *= 10
+        total += width + d
+        offsets[i + 1] = total
+    data = np.empty(total, np.uint8)
+    for i in range(n):
+        at = offsets[i]
+        for j in range(width):
+            data[at + j] = prefix[j]
+        at += width
+        for k in range(ndig):
+            data[at + k] = 48 + digits[ndig - 1 - k]
+        k = 0  # the next number
+        while True:
+            if digits[k] == 9:
+                digits[k] = 0
+                k += 1
+                if k == ndig:
+                    digits[k] = 1
+                    ndig += 1
+                    break
+            else:
+                digits[k] += 1
+                break
+    return offsets, data
 
 
 drop_stale_kernels(fold_rows, [__file__])

