@@ -72,6 +72,21 @@ def _file_kind(mode: int) -> str:
     return "a special file"
 
 
+#: What a file write takes: bytes, or a list of bytes-like pieces written in order (a log
+#: block's framing around its content: megabytes never joined into one fresh buffer).
+Payload = bytes | list[Any]
+
+
+def payload_pieces(data: Payload) -> list[Any]:
+    """The pieces of ``data`` (:data:`Payload`), in order."""
+    return data if isinstance(data, list) else [data]
+
+
+def payload_size(data: Payload) -> int:
+    """The bytes ``data`` (:data:`Payload`) holds."""
+    return sum(memoryview(p).nbytes for p in payload_pieces(data))
+
+
 def _write_synced(path: str, data: bytes) -> None:
     """A new file (never an existing one) holding ``data``, on disk before this returns."""
     with open(path, "xb") as f:
@@ -173,8 +188,9 @@ class Storage:
         return [i.name for i in self.list_dir(rel) if not i.is_dir]
 
     # -- writing -------------------------------------------------------------------------------
-    def write_bytes(self, rel: str, data: bytes) -> None:
-        """Write (or overwrite) a whole file, creating parent directories."""
+    def write_bytes(self, rel: str, data: Payload) -> None:
+        """Write (or overwrite) a whole file, creating parent directories. ``data``: bytes, or
+        pieces written in order (:data:`Payload`)."""
         raise NotImplementedError
 
     def write_atomic(self, rel: str, data: bytes) -> None:
@@ -185,8 +201,9 @@ class Storage:
         """Atomically create a file that must not exist yet; False if it already existed."""
         raise NotImplementedError
 
-    def append(self, rel: str, data: bytes) -> int:
-        """Append bytes; return the offset they start at. Raises if appends are unsupported."""
+    def append(self, rel: str, data: Payload) -> int:
+        """Append bytes (or pieces, in order: :data:`Payload`); return the offset they start
+        at. Raises if appends are unsupported."""
         raise NotImplementedError
 
     @property
@@ -466,9 +483,10 @@ class LocalStorage(Storage):
             os.close(fd)
             raise
 
-    def write_bytes(self, rel: str, data: bytes) -> None:
+    def write_bytes(self, rel: str, data: Payload) -> None:
         with self._writing("write", rel), self._rewrite(rel) as f:
-            f.write(data)
+            for piece in payload_pieces(data):
+                f.write(piece)
 
     def _temp_for(self, path: str) -> str:
         d, name = os.path.split(path)
@@ -529,7 +547,7 @@ class LocalStorage(Storage):
         self._check_special(rel, st.st_mode)
         return stat.S_ISREG(st.st_mode) and st.st_nlink == 1
 
-    def append(self, rel: str, data: bytes) -> int:
+    def append(self, rel: str, data: Payload) -> int:
         """Append to a regular file with a single link (created if absent); anything else is
         a :class:`HoodiePathError` naming the path."""
         path = self._abs(rel)
@@ -538,7 +556,8 @@ class LocalStorage(Storage):
             fd = self._open_fd(rel, path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, in_place=True)
             with os.fdopen(fd, "ab") as f:
                 offset = f.tell()
-                f.write(data)
+                for piece in payload_pieces(data):
+                    f.write(piece)
                 f.flush()
         return offset
 
@@ -674,10 +693,11 @@ class ArrowStorage(Storage):
         except OSError as e:
             raise self._wrap("create", rel, e) from e
 
-    def write_bytes(self, rel: str, data: bytes) -> None:
+    def write_bytes(self, rel: str, data: Payload) -> None:
         try:
             with self.fs.open_output_stream(self._abs(rel)) as f:
-                f.write(data)
+                for piece in payload_pieces(data):
+                    f.write(piece)
         except OSError as e:
             raise self._wrap("write", rel, e) from e
 
@@ -693,7 +713,7 @@ class ArrowStorage(Storage):
         self.write_bytes(rel, data)
         return True
 
-    def append(self, rel: str, data: bytes) -> int:
+    def append(self, rel: str, data: Payload) -> int:
         raise HoodieIOError(f"appends are not supported on {self.base_uri}")
 
     def open_output(self, rel: str) -> IO[bytes]:

@@ -19,6 +19,7 @@ from hoodie_ray.log_format.blocks import (
     LogBlock,
     ParquetDataBlock,
     serialize_block,
+    serialize_block_pieces,
 )
 from hoodie_ray.log_format.reader import LogReader, read_log_bytes, read_log_file
 from hoodie_ray.log_format.writer import (
@@ -54,4 +55,5 @@ __all__ = [
     "read_log_file",
     "replace_version",
     "serialize_block",
+    "serialize_block_pieces",
 ]

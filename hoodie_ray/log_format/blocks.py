@@ -1035,6 +1035,13 @@ def serialize_block(block: LogBlock, *, table_version: int = 6) -> bytes:
     on later ordinals); for versions 8+ keys 0-8. Raises :class:`HoodieInputError` for a
     missing required header and :class:`HoodieUnsupportedError` for a disallowed one.
     """
+    return b"".join(serialize_block_pieces(block, table_version=table_version))
+
+
+def serialize_block_pieces(block: LogBlock, *, table_version: int = 6) -> list[Any]:
+    """:func:`serialize_block` as the pieces it joins, in order (the framing, the content,
+    the footer): a writer appends them one after another and never copies a block's content
+    into a fresh buffer (~1 ms a MB of cold pages)."""
     if isinstance(block, CorruptBlock):
         raise HoodieInputError("corrupt blocks are never written")
     block.validate_header()
@@ -1060,7 +1067,7 @@ def serialize_block(block: LogBlock, *, table_version: int = 6) -> bytes:
             _I64.pack(content_len),
         ]
     )
-    return b"".join([head, *pieces, footer, _I64.pack(block_length + len(MAGIC))])
+    return [head, *pieces, footer + _I64.pack(block_length + len(MAGIC))]
 
 
 #: Block class for each type ordinal (CORRUPT is never on disk as such).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -16,6 +18,7 @@ from hoodie_ray.log_format import (
     ParquetDataBlock,
     read_log_file,
     serialize_block,
+    serialize_block_pieces,
 )
 from hoodie_ray.meta import META_PREFIX, PARTITION_PATH, RECORD_KEY
 from hoodie_ray.storage import Storage
@@ -24,8 +27,9 @@ from hoodie_ray.write.context import WriteContext
 
 def data_block(
     ctx: WriteContext, instant: str, stored: pa.Table, columns: list[str] | None = None
-) -> bytes:
-    """A data block of ``stored`` rows (meta columns first), in the configured block format.
+) -> list[Any]:
+    """A data block of ``stored`` rows (meta columns first), in the configured block format:
+    its bytes as pieces to write in order (:func:`serialize_block_pieces`, never joined).
 
     ``columns``: a partial update's data columns (the others are left out of the block and its
     schema, header ``IS_PARTIAL=true``: Java's ``HoodieAppendHandle`` with a partial schema, the
@@ -50,7 +54,7 @@ def data_block(
         )
     else:
         block = AvroDataBlock(header, stored)
-    return serialize_block(block, table_version=ctx.table_version)
+    return serialize_block_pieces(block, table_version=ctx.table_version)
 
 
 def delete_blocks(ctx: WriteContext, instant: str, deletes: pa.Table) -> list[bytes]:

@@ -46,7 +46,7 @@ from hoodie_ray.meta import (
 from hoodie_ray.metadata.layout import RECORD_INDEX, completed_partitions
 from hoodie_ray.reader.cdc import values_differ
 from hoodie_ray.reader.schema import reconcile
-from hoodie_ray.storage import join
+from hoodie_ray.storage import Payload, join, payload_pieces, payload_size
 from hoodie_ray.timeline.metadata import HoodieWriteStat
 from hoodie_ray.write import cdc, logs
 from hoodie_ray.write.base_file import (
@@ -363,7 +363,7 @@ class StreamWriteFunction:
         deleted = rows.column(IS_DELETED).to_numpy(zero_copy_only=False)
         upserts = rows.filter(pa.array(~deleted)) if deleted.any() else rows
         deletes = rows.filter(pa.array(deleted)) if deleted.any() else None
-        blocks: list[bytes] = []
+        blocks: list[Payload] = []
         folded = not self.ctx.write_config.inserts_only  # _flush precombined the rows
         if folded and deletes is not None and deletes.num_rows and upserts.num_rows:
             # a default-ordered delete the precombine kept before a later version of its key
@@ -428,7 +428,7 @@ class StreamWriteFunction:
                 deleted, by_key = deleted[~first], by_key[~first]
         # runs of data rows and of key-only deletes, in order (one run each, usually)
         cuts = np.flatnonzero(np.diff(by_key.astype(np.int8))) + 1
-        blocks: list[bytes] = []
+        blocks: list[Payload] = []
         for start, stop in zip([0, *cuts], [*cuts, len(by_key)], strict=True):
             run = rows.slice(start, stop - start)
             if not run.num_rows:
@@ -465,7 +465,7 @@ class StreamWriteFunction:
         self,
         bid: BucketId,
         g: _GroupState,
-        blocks: list[bytes],
+        blocks: list[Payload],
         counts: tuple[int, int, int, int],
         new_keys: Any,
         gone: Any,
@@ -477,7 +477,7 @@ class StreamWriteFunction:
         if not blocks:
             return
         part, fid = bid
-        payload = b"".join(blocks)
+        payload = [p for b in blocks for p in payload_pieces(b)]
         name, offset, size_after = self._append_to_log(part, fid, g, payload)
         rel = join(part, name)
         st = self._stat(
@@ -498,12 +498,12 @@ class StreamWriteFunction:
         st.num_inserts += n_inserts
         st.num_update_writes += n_updates
         st.num_deletes += n_deletes
-        st.total_write_bytes += len(payload)
+        st.total_write_bytes += size_after - offset
         st.file_size_in_bytes = size_after
         st.total_log_blocks += len(blocks)
 
     def _append_to_log(
-        self, part: str, fid: str, g: _GroupState, payload: bytes
+        self, part: str, fid: str, g: _GroupState, payload: Payload
     ) -> tuple[str, int, int]:
         """Append to the current log file (v6: named by the base instant) or roll a new version."""
         assert self.instant is not None
@@ -531,7 +531,7 @@ class StreamWriteFunction:
             if size < max_size and ends_on_block(storage, rel, size):
                 self._marker(part, current, "APPEND")
                 offset = storage.append(rel, payload)
-                return current, offset, offset + len(payload)
+                return current, offset, offset + payload_size(payload)
         version = (_log_name(current).version + 1) if current else 1
         name = log_file_name(fid, log_instant, version, self.write_token)
         rel = join(part, name)
@@ -539,7 +539,7 @@ class StreamWriteFunction:
         self._marker(part, name, "APPEND")
         storage.write_bytes(rel, payload)
         g.log_files.append(name)
-        return name, 0, len(payload)
+        return name, 0, payload_size(payload)
 
     def _merge(
         self, bid: BucketId, g: _GroupState, rows: pa.Table, present: Presence | None = None

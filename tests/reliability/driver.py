@@ -84,7 +84,7 @@ def install_crash_hook(spec: dict[str, Any]) -> None:
     import os
     import signal
 
-    from hoodie_ray.storage import LocalStorage
+    from hoodie_ray.storage import LocalStorage, payload_pieces
 
     op = spec["op"]
     if op != "any" and op not in HOOKED_OPS:
@@ -110,7 +110,7 @@ def install_crash_hook(spec: dict[str, Any]) -> None:
             return  # crash just before the operation
         path = self._abs(rel)
         if name in ("write_bytes", "append", "create_new", "write_atomic"):
-            data = bytes(args[0])
+            data = b"".join(payload_pieces(args[0]))  # bytes, or a log block's pieces
             part = data[: int(len(data) * fraction)]
             if name in ("create_new", "write_atomic"):
                 path = self._temp_for(path)  # the rename / link never happens
