@@ -53,7 +53,7 @@ STAGES: tuple[tuple[str, str], ...] = (
     ("hoodie_ray.ray.actors", "AssignTask.finish"),
     ("hoodie_ray.write.stream_writer", "StreamWriteFunction._precombine"),
     ("hoodie_ray.write.base_file", "with_meta_columns"),
-    ("hoodie_ray.log_format.blocks", "serialize_block"),
+    ("hoodie_ray.log_format.blocks", "serialize_block_pieces"),
     ("hoodie_ray.write.stream_writer", "StreamWriteFunction._add_blocks"),
     ("hoodie_ray.write.stream_writer", "StreamWriteFunction._marker"),
     ("hoodie_ray.job.coordinator", "Coordinator.commit"),
