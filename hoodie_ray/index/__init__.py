@@ -495,11 +495,17 @@ class KeyIndex:
         return self.probe(keys, hashes=hashes)[0]
 
     def probe(
-        self, keys: pa.Array | pa.ChunkedArray, *, hashes: np.ndarray | None = None
+        self,
+        keys: pa.Array | pa.ChunkedArray,
+        *,
+        hashes: np.ndarray | None = None,
+        fingerprints: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`lookup` plus where each key sits: ``(location id or -1, segment or -1,
         position in segment)``. The last two can be handed to :meth:`put` (``probed=``) for
-        the same keys, as long as the index is not changed in between."""
+        the same keys, as long as the index is not changed in between. ``hashes`` /
+        ``fingerprints``: :func:`hash_keys` / :func:`fingerprint_keys` of ``keys`` when the
+        caller has them already."""
         arr = _as_large_string(keys)
         n = len(arr)
         if not self._segments:
@@ -508,7 +514,8 @@ class KeyIndex:
                 np.full(n, -1, dtype=np.int32),
                 np.full(n, -1, dtype=np.int64),
             )
-        return self._probe(fingerprint_keys(arr), hash_keys(arr) if hashes is None else hashes)
+        fps = fingerprint_keys(arr) if fingerprints is None else fingerprints
+        return self._probe(fps, hash_keys(arr) if hashes is None else hashes)
 
     @property
     def keeps_ordering(self) -> bool:
@@ -568,10 +575,12 @@ class KeyIndex:
         unique: bool = False,
         probed: tuple[np.ndarray, np.ndarray] | None = None,
         ords: np.ndarray | None = None,
+        fingerprints: np.ndarray | None = None,
     ) -> None:
         """Set the location of keys (``-1`` removes them). Later duplicates win.
 
-        ``hashes``: :func:`hash_keys` of ``keys`` when the caller has them already;
+        ``hashes`` / ``fingerprints``: :func:`hash_keys` / :func:`fingerprint_keys` of
+        ``keys`` when the caller has them already;
         ``unique``: the caller guarantees the keys are distinct; ``probed``: ``(segment,
         position)`` of each key from :meth:`probe` (the index unchanged since); ``ords``: the
         keys' ordering values (:func:`ordering_numbers`) to keep with them.
@@ -582,7 +591,7 @@ class KeyIndex:
         loc_ids = np.asarray(loc_ids, dtype=np.int32)
         ords = self._ordering_store(ords, len(arr))
         hashes = hash_keys(arr) if hashes is None else hashes
-        fps = fingerprint_keys(arr)
+        fps = fingerprint_keys(arr) if fingerprints is None else fingerprints
         if not unique and _HashTable.build(hashes)[1] is not None:
             # Keep the last occurrence of each key (equal hashes may still be distinct keys).
             enc = pc.dictionary_encode(arr).indices.to_numpy(zero_copy_only=False)

@@ -36,6 +36,7 @@ from hoodie_ray.index import (
     Location,
     bucket_file_id_prefix,
     bucket_ids,
+    fingerprint_keys,
     group_keys,
     hash_keys,
     ordering_at_least,
@@ -294,6 +295,7 @@ class _Probe:
     pdict: list[str]
     ikeys: pa.Array  # the index's keys (partition + record key with a non-global index)
     hashes: np.ndarray
+    fps: np.ndarray  # their fingerprints (fingerprint_keys)
     seg_of: np.ndarray
     pos_of: np.ndarray
     found: np.ndarray
@@ -633,7 +635,8 @@ class BucketAssigner:
         hashes = (
             hash_keys(ikeys) if key_hashes is None or not self.config.global_index else key_hashes
         )
-        loc_ids, seg_of, pos_of = self.index.probe(ikeys, hashes=hashes)
+        fps = fingerprint_keys(ikeys)  # once: the probe's, and the new keys' in put
+        loc_ids, seg_of, pos_of = self.index.probe(ikeys, hashes=hashes, fingerprints=fps)
         found = loc_ids >= 0
         return _Probe(
             parts=parts,
@@ -642,6 +645,7 @@ class BucketAssigner:
             pdict=penc.dictionary.to_pylist(),
             ikeys=ikeys,
             hashes=hashes,
+            fps=fps,
             seg_of=seg_of,
             pos_of=pos_of,
             found=found,
@@ -711,7 +715,9 @@ class BucketAssigner:
         idx = np.flatnonzero(new_rows)
         idx_arr = pa.array(idx)
         fid_list, fcode, ins = self._assign_new_codes(
-            probe.parts.take(idx_arr), probe.ikeys.take(idx_arr)
+            probe.parts.take(idx_arr),
+            None if self._unique_keys else probe.ikeys.take(idx_arr),
+            hashes=probe.hashes[idx],
         )
         # Index: inserted keys point at their group. Deleted keys keep their location: an
         # event-time delete may lose to a newer stored record, and a later upsert of a
@@ -726,6 +732,7 @@ class BucketAssigner:
             unique=self._unique_keys,
             probed=(probe.seg_of[new_rows], probe.pos_of[new_rows]),
             ords=ords[new_rows] if ords is not None else None,
+            fingerprints=probe.fps[new_rows],
         )
         return row_lid, is_insert, new_rows
 
@@ -784,19 +791,19 @@ class BucketAssigner:
         return file_id_column(fcode, pa.array(fid_list, pa.string())), _bucket_types(ins)
 
     def _assign_new_codes(
-        self, parts: pa.Array, keys: pa.Array | None
+        self, parts: pa.Array, keys: pa.Array | None, hashes: np.ndarray | None = None
     ) -> tuple[list[str], np.ndarray, np.ndarray]:
-        """:meth:`_assign_new` as codes: (file ids, file id code per row, is-insert per row)."""
+        """:meth:`_assign_new` as codes: (file ids, file id code per row, is-insert per row).
+        ``keys`` (None: they are distinct): duplicates share a group; ``hashes``: their
+        :func:`hash_keys`, when the caller has them."""
         if isinstance(parts, pa.ChunkedArray):
             parts = parts.combine_chunks()
-        if isinstance(keys, pa.ChunkedArray):
-            keys = keys.combine_chunks()
         n = len(parts)
         if keys is not None:
-            # one slot per distinct (key) so duplicates share a group
-            enc = pc.dictionary_encode(keys)
-            ind = enc.indices.to_numpy(zero_copy_only=False)
-            _, first = np.unique(ind, return_index=True)
+            # one slot per distinct (key) so duplicates share a group: each key's first row
+            ind, ngroups = group_keys(keys, hashes=hashes)
+            first = np.full(ngroups, n, dtype=np.int64)
+            first[ind[::-1]] = np.arange(n - 1, -1, -1, dtype=np.int64)
             rep_rows = np.sort(first)
         else:
             ind = None
