@@ -593,11 +593,12 @@ class KeyIndex:
         hashes = hash_keys(arr) if hashes is None else hashes
         fps = fingerprint_keys(arr) if fingerprints is None else fingerprints
         if not unique and _HashTable.build(hashes)[1] is not None:
-            # Keep the last occurrence of each key (equal hashes may still be distinct keys).
-            enc = pc.dictionary_encode(arr).indices.to_numpy(zero_copy_only=False)
-            rev = enc[::-1]
-            _, first_rev = np.unique(rev, return_index=True)
-            keep = np.sort(len(arr) - 1 - first_rev)
+            # Keep the last occurrence of each key (group_keys tells keys sharing a hash
+            # apart; the scatter keeps each group's last row)
+            gid, ngroups = group_keys(arr, hashes=hashes)
+            last = np.empty(ngroups, dtype=np.int64)
+            last[gid] = np.arange(len(arr), dtype=np.int64)
+            keep = np.sort(last)
             hashes, fps, loc_ids = hashes[keep], fps[keep], loc_ids[keep]
             if ords is not None:
                 ords = ords[keep]
