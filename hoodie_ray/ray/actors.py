@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -32,6 +33,7 @@ from hoodie_ray.job.client import build_assigner, route_pieces
 from hoodie_ray.job.coordinator import Coordinator
 from hoodie_ray.job.setup import TableSetup
 from hoodie_ray.ray import metrics
+from hoodie_ray.ray.calls import RoutedPartLost
 from hoodie_ray.ray.compactor import CompactorPool, ray_task_map_when_free
 from hoodie_ray.ray.runtime import set_actor_memory_pool
 from hoodie_ray.table import HoodieTable
@@ -66,11 +68,25 @@ class RoutedParts:
 
     streams: tuple[tuple[int, int, int], ...]
     data: pa.Buffer
+    #: the tasks whose parts stayed in the process that made this object (``pid``), under
+    #: ``token`` in its :data:`_KEPT` (:meth:`of` with ``local``)
+    kept: tuple[int, ...] = ()
+    pid: int = 0
+    token: int = 0
 
     @classmethod
-    def of(cls, parts: list[pa.Table]) -> RoutedParts:
-        """The ``i``-th part for task ``i``."""
-        return cls.of_held({i: [part] for i, part in enumerate(parts)})
+    def of(cls, parts: list[pa.Table], local: Collection[int] = ()) -> RoutedParts:
+        """The ``i``-th part for task ``i``. The parts of the ``local`` tasks (those living in
+        this process) stay here and never enter the object: their tasks take them from this
+        process's :data:`_KEPT` (Ray's object store faults in fresh pages for every object
+        it holds, ~1.4 ms a MB: on two task hosts half a route call's rows skip it)."""
+        kept = tuple(i for i in sorted(set(local)) if 0 <= i < len(parts))
+        packed = cls.of_held({i: [p] for i, p in enumerate(parts) if i not in kept})
+        if not kept:
+            return packed
+        token = next(_KEPT_TOKENS)
+        _KEPT[token] = {i: parts[i] for i in kept}
+        return dataclasses.replace(packed, kept=kept, pid=os.getpid(), token=token)
 
     @classmethod
     def of_held(cls, held: dict[int, list[pa.Table]]) -> RoutedParts:
@@ -101,9 +117,33 @@ class RoutedParts:
         ]
 
     def part(self, i: int) -> pa.Table:
-        """Task ``i``'s part (:meth:`of`)."""
+        """Task ``i``'s part (:meth:`of`); a kept one is taken once, in the process that
+        routed it (elsewhere, or taken already: :class:`RoutedPartLost`)."""
+        if i in self.kept:
+            parts = _KEPT.get(self.token) if os.getpid() == self.pid else None
+            if parts is None or i not in parts:
+                raise RoutedPartLost(
+                    f"task {i}'s routed rows stayed in process {self.pid}, which it is not in"
+                )
+            table = parts.pop(i)
+            if not parts:
+                del _KEPT[self.token]
+            return table
         (table,) = self.tables(i)
         return table
+
+
+#: Routed parts kept in the process that routed them, for the tasks living there
+#: (:meth:`RoutedParts.of`), by token. A process runs its calls in the driver's order and the
+#: driver routes a checkpoint's input before its barrier, so at a barrier every part routed
+#: before was taken, but a failed attempt's: :func:`drop_kept_parts` then.
+_KEPT: dict[int, dict[int, pa.Table]] = {}
+_KEPT_TOKENS = itertools.count(1)
+
+
+def drop_kept_parts() -> None:
+    """Forget the routed parts kept in this process (a checkpoint's barrier)."""
+    _KEPT.clear()
 
 
 #: The operators whose CPU a task accounts (:class:`OperatorCpu`): preparing input (keys,
@@ -336,7 +376,8 @@ class AssignTask(_AccountedTask):
         ``[start, stop)`` rows of ``blocks[i]`` (None: all of them), in input order."""
         with self.cpu.section("route"):
             parts = route_pieces(self.setup, [(blocks[i], rows) for i, rows in pieces], num_tasks)
-            packed = RoutedParts.of(parts)
+            # the parts of the tasks in this process stay here; Ray's object store holds the rest
+            packed = RoutedParts.of(parts, local={self.task_id, *self.co_hosted})
         return packed, sum(p.num_rows for p in parts)
 
     def route_assign(self, pieces: Pieces, *blocks: Any) -> tuple[int, int]:
@@ -386,6 +427,7 @@ class AssignTask(_AccountedTask):
         """Send what the outbox holds; the write calls still in flight, which the driver
         waits for (the checkpoint barrier: the writers flush next). A chained task must not
         wait for them itself: its peer may be waiting for this task's writer."""
+        drop_kept_parts()
         self._send(self.outbox.drain())
         held, self._peer_held = self._peer_held, {}
         for j, tables in held.items():
@@ -402,6 +444,7 @@ class AssignTask(_AccountedTask):
         parts, or none where the driver knows there are none) written, then the flush; the
         write statuses."""
         assert self._local is not None
+        drop_kept_parts()
         self._send(self.outbox.drain())
         assert not self._peer_held, "finish() with rows held for a peer: barrier() first"
         rows = [t for part in peer_rows if part is not None for t in part.tables(self.task_id)]

@@ -22,6 +22,13 @@ class TopologyLost(Exception):
     """An actor died: restart the topology and replay."""
 
 
+class RoutedPartLost(Exception):
+    """A routed part kept in the process that routed it (:meth:`RoutedParts.of
+    <hoodie_ray.ray.actors.RoutedParts.of>`) is not there for its task: the task is not in
+    that process any more (a topology restarted between the route and the assign). What an
+    actor loss means: restart the topology and replay."""
+
+
 class Conflicted(Exception):
     """OCC: the checkpoint's commit lost a conflict (its instant is rolled back): reload the
     topology from the table and replay, or raise ``error`` once the retries are spent."""
@@ -48,8 +55,9 @@ def instant_name(instant: Any) -> str:
 
 
 def is_actor_loss(e: BaseException) -> bool:
-    """An actor died, here or in a call an actor made (an assigner's call to a writer)."""
-    if isinstance(e, RayActorError):
+    """An actor died, here or in a call an actor made (an assigner's call to a writer), or
+    a routed part kept in a process is gone with it (:class:`RoutedPartLost`)."""
+    if isinstance(e, (RayActorError, RoutedPartLost)):
         return True
     if isinstance(e, RayTaskError):
         return is_actor_loss(getattr(e, "cause", None) or Exception())

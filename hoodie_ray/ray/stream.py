@@ -178,6 +178,9 @@ class HoodieStreamWriter:
         self._inputs: list[Input] = []  # the open checkpoint's input (object refs)
         self._spark_frames: list[Any] = []  # Spark conversions of the open checkpoint
         self._next_router = 0  # the assigner that routes the next share of input
+        # the task actors' generation (one a (re)start): routed parts keep some rows in the
+        # routing process, so rows routed by an earlier generation are routed again
+        self._generation = 0
         # input of the open checkpoint not yet routed: routed a round at a time (_send_round)
         self._pending: list[Input] = []
         self._pending_rows = 0
@@ -306,6 +309,7 @@ class HoodieStreamWriter:
                 rows = 0
             rounds[-1].append(item)
             rows += item.num_rows or 0
+        generation = self._generation
         routed = [self._route(r) for r in rounds]
         counts = [count for calls in routed for count, _ in calls]
         lost = False
@@ -321,12 +325,19 @@ class HoodieStreamWriter:
             for item in items:
                 self._run(lambda item=item: self._send(item))
         else:
-            self._run(lambda: self._send_routed(routed))
+            self._run(lambda: self._send_routed(routed, rounds, generation))
 
-    def _send_routed(self, routed: list[list[tuple[Any, list[Any]]]]) -> None:
-        """Rounds routed already (their route calls' row counts and parts) to the assigners."""
+    def _send_routed(
+        self, routed: list[list[tuple[Any, list[Any]]]], rounds: list[list[Input]], generation: int
+    ) -> None:
+        """Rounds routed already (their route calls' row counts and parts, by the task actors
+        of ``generation``) to the assigners. Where the instant's start restarted the actors
+        (OCC: another writer committed), the rounds are routed again: the parts a router
+        kept for the tasks of its process are gone with it."""
         if self._instant is None:
             self._begin_instant()
+        if self._generation != generation:
+            routed = [self._route(r) for r in rounds]
         for calls in routed:
             self._routed.extend(calls)
             self._assign_round([packed for _, (packed,) in calls])
@@ -706,6 +717,7 @@ class HoodieStreamWriter:
         self._pending_done = []  # calls to the assigners being replaced
         self._committed = False
         self._workers_stale = True  # until every task has started
+        self._generation += 1
         assert self._setup is not None
         started = self._topo.start_workers(self._setup)
         self._workers_stale = False

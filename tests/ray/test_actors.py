@@ -190,6 +190,42 @@ def test_routed_parts_give_each_task_its_part_through_a_pickle() -> None:
         assert got.equals(part)
 
 
+def test_routed_parts_of_tasks_in_the_routing_process_stay_there() -> None:
+    """The parts of the tasks living in the process that routed them never enter the object
+    (``local``): those tasks take them from the process, once each, and the others read
+    theirs from the buffer. A kept part asked for in another process, or again, is a
+    RoutedPartLost, which the driver takes for an actor loss (restart and replay); a
+    checkpoint's barrier drops what a failed attempt left."""
+    import dataclasses
+    import pickle
+
+    import pyarrow as pa
+
+    from hoodie_ray.ray import actors
+    from hoodie_ray.ray.actors import RoutedParts
+    from hoodie_ray.ray.calls import RoutedPartLost, is_actor_loss
+
+    full = pa.table({"key": [f"k{i}" for i in range(9)], "v": [float(i) for i in range(9)]})
+    parts = [full.slice(0, 3), full.slice(3, 4), full.slice(7, 2)]
+    packed = RoutedParts.of(parts, local={0, 2, 5})
+    assert packed.kept == (0, 2)
+    assert [t for t, _, _ in packed.streams] == [1]  # only task 1's part is in the buffer
+    buffers: list[pickle.PickleBuffer] = []
+    back = pickle.loads(
+        pickle.dumps(packed, protocol=5, buffer_callback=buffers.append), buffers=buffers
+    )
+    assert [back.part(i).equals(parts[i]) for i in (2, 1, 0)] == [True] * 3
+    assert packed.token not in actors._KEPT  # every kept part taken: nothing left behind
+    with pytest.raises(RoutedPartLost) as lost:
+        back.part(0)
+    assert is_actor_loss(lost.value)
+    elsewhere = RoutedParts.of(parts, local={1})
+    with pytest.raises(RoutedPartLost, match="stayed in process"):
+        dataclasses.replace(elsewhere, pid=elsewhere.pid + 1).part(1)
+    actors.drop_kept_parts()
+    assert actors._KEPT == {}
+
+
 def test_held_parts_give_each_peer_its_tables_through_a_pickle() -> None:
     """The rows a chained task held for its peers in one buffer (:meth:`RoutedParts.of_held`): each
     peer reads back its tables in order, several per peer and of two schemas (a schema that
