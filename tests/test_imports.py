@@ -19,6 +19,7 @@ ROOT = Path(hoodie_ray.__file__).parent
 #: Lower ranks may never import higher ones (same rank: allowed, cycles still refused).
 LAYERS: dict[str, int] = {
     "exceptions": 0,
+    "codes": 0,
     "jit": 0,
     "lru": 0,
     "meta": 0,
