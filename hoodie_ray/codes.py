@@ -51,15 +51,14 @@ def encode_strings(values: pa.Array | pa.ChunkedArray) -> pa.DictionaryArray:
     if n and arr.null_count == 0 and (pa.types.is_string(arr.type) or pa.types.is_binary(arr.type)):
         bufs = arr.buffers()
         offs = np.frombuffer(bufs[1], dtype=np.int32, count=arr.offset + n + 1)[arr.offset :]
-        width = int(offs[1] - offs[0])
-        if int(offs[-1] - offs[0]) == width * n and (np.diff(offs) == width).all():
-            same = width == 0
-            if not same:
-                data = np.frombuffer(bufs[2], dtype=np.uint8)[offs[0] : offs[-1]]
-                rows = data.reshape(n, width)
-                same = bool((rows == rows[0]).all())
-            if same:
-                return pa.DictionaryArray.from_arrays(
-                    pa.array(np.zeros(n, dtype=np.int32)), arr.slice(0, 1)
-                )
+        start, total = int(offs[0]), int(offs[-1] - offs[0])
+        width = int(offs[1]) - start
+        same = total == 0  # every value empty: no data to compare
+        if not same and total == width * n and (np.diff(offs) == width).all():
+            rows = np.frombuffer(bufs[2], dtype=np.uint8)[start : start + total].reshape(n, width)
+            same = bool((rows == rows[0]).all())
+        if same:
+            return pa.DictionaryArray.from_arrays(
+                pa.array(np.zeros(n, dtype=np.int32)), arr.slice(0, 1)
+            )
     return pc.dictionary_encode(arr)
