@@ -51,15 +51,17 @@ def constant_strings(value: str, n: int) -> pa.Array:
 
 def commit_seqnos(prefix: str, start: int, n: int) -> pa.Array:
     """``_hoodie_commit_seqno`` of ``n`` rows: ``prefix`` and the numbers from ``start``
-    (a compiled kernel where numba is loaded: ~1 ms per 100K rows against ~6 ms by Arrow's
-    cast and join)."""
-    if n and start >= 0 and jit.loaded():
+    (a compiled kernel where numba is loaded: ~2.4 ms per 100K rows against ~5.8 ms by
+    Arrow's cast and join)."""
+    raw = prefix.encode()
+    # the kernel writes int32 offsets: only where the strings' bytes surely fit them
+    fits = n * (len(raw) + len(str(start + n))) < 2**31
+    if n and start >= 0 and fits and jit.loaded():
         from hoodie_ray.write import _records_jit
 
-        raw = np.frombuffer(prefix.encode(), dtype=np.uint8)
-        offsets, data = _records_jit.numbered_strings(jit.read_only(raw), start, n)
-        if int(offsets[-1]) < 2**31:
-            return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
+        prefix_bytes = jit.read_only(np.frombuffer(raw, dtype=np.uint8))
+        offsets, data = _records_jit.numbered_strings(prefix_bytes, start, n)
+        return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
     seq = pc.cast(pa.array(np.arange(start, start + n, dtype=np.int64)), pa.string())
     return pc.binary_join_element_wise(prefix, seq, "")
 
