@@ -714,10 +714,14 @@ class BucketAssigner:
             return row_lid, is_insert, new_rows
         idx = np.flatnonzero(new_rows)
         idx_arr = pa.array(idx)
+        # the new keys grouped once: their placement and the index's put both need it
+        grouping = (
+            None
+            if self._unique_keys
+            else group_keys(probe.ikeys.take(idx_arr), hashes=probe.hashes[idx])
+        )
         fid_list, fcode, ins = self._assign_new_codes(
-            probe.parts.take(idx_arr),
-            None if self._unique_keys else probe.ikeys.take(idx_arr),
-            hashes=probe.hashes[idx],
+            probe.parts.take(idx_arr), None, grouping=grouping
         )
         # Index: inserted keys point at their group. Deleted keys keep their location: an
         # event-time delete may lose to a newer stored record, and a later upsert of a
@@ -725,14 +729,21 @@ class BucketAssigner:
         new_lids = self._intern_locations(probe.pdict, probe.pcode[idx], fid_list, fcode)
         row_lid[idx] = new_lids
         is_insert[idx] = ins
+        put = idx
+        if grouping is not None and grouping[1] < len(idx):
+            # each key's last row (the index's put keeps later duplicates' ordering values)
+            last = np.empty(grouping[1], dtype=np.int64)
+            last[grouping[0]] = np.arange(len(idx), dtype=np.int64)
+            keep = np.sort(last)
+            put, new_lids = idx[keep], new_lids[keep]
         self.index.put(
-            probe.ikeys.filter(pa.array(new_rows)),
+            probe.ikeys.take(pa.array(put)) if len(put) < len(new_rows) else probe.ikeys,
             new_lids,
-            hashes=probe.hashes[new_rows],
-            unique=self._unique_keys,
-            probed=(probe.seg_of[new_rows], probe.pos_of[new_rows]),
-            ords=ords[new_rows] if ords is not None else None,
-            fingerprints=probe.fps[new_rows],
+            hashes=probe.hashes[put],
+            unique=True,
+            probed=(probe.seg_of[put], probe.pos_of[put]),
+            ords=ords[put] if ords is not None else None,
+            fingerprints=probe.fps[put],
         )
         return row_lid, is_insert, new_rows
 
@@ -791,17 +802,23 @@ class BucketAssigner:
         return file_id_column(fcode, pa.array(fid_list, pa.string())), _bucket_types(ins)
 
     def _assign_new_codes(
-        self, parts: pa.Array, keys: pa.Array | None, hashes: np.ndarray | None = None
+        self,
+        parts: pa.Array,
+        keys: pa.Array | None,
+        *,
+        grouping: tuple[np.ndarray, int] | None = None,
     ) -> tuple[list[str], np.ndarray, np.ndarray]:
         """:meth:`_assign_new` as codes: (file ids, file id code per row, is-insert per row).
-        ``keys`` (None: they are distinct): duplicates share a group; ``hashes``: their
-        :func:`hash_keys`, when the caller has them."""
+        ``keys`` (None: they are distinct): duplicates share a group; ``grouping``: their
+        :func:`group_keys`, when the caller has it (``keys`` is then not looked at)."""
         if isinstance(parts, pa.ChunkedArray):
             parts = parts.combine_chunks()
         n = len(parts)
-        if keys is not None:
+        if grouping is None and keys is not None:
+            grouping = group_keys(keys)
+        if grouping is not None:
             # one slot per distinct (key) so duplicates share a group: each key's first row
-            ind, ngroups = group_keys(keys, hashes=hashes)
+            ind, ngroups = grouping
             first = np.full(ngroups, n, dtype=np.int64)
             first[ind[::-1]] = np.arange(n - 1, -1, -1, dtype=np.int64)
             rep_rows = np.sort(first)

@@ -229,3 +229,21 @@ def test_a_kept_default_delete_and_its_successor_route_to_the_key_group():
     assert out.column("id").to_pylist() == ["a", "a"]
     assert out.column("ts").to_pylist() == [None, 5]
     assert out.column(FILE_ID).to_pylist() == [group, group]
+
+
+def test_repeated_new_keys_are_indexed_once_with_their_last_rows_ordering():
+    a = BucketAssigner(
+        AssignerConfig.of(WriteConfig(), ordering_field="ts", partitioned=True, max_file_size=300),
+        WriteProfile(avg_record_size=100),
+    )
+    t = pa.table({"id": ["x", "y", "x", "z", "x"], "p": ["a"] * 5, "ts": [5, 1, 9, 2, 7]})
+    kg = choose_key_generator(t.schema, ["id"], ["p"])
+    out = a.assign(prepare_batch(t, kg, ordering_field="ts", operation="upsert").table)
+    fids = out.column(FILE_ID).to_pylist()
+    assert fids[0] == fids[2] == fids[4]  # one group a key
+    keys = pa.array(["x", "y", "z"])
+    loc, seg, pos = a.index.probe(keys)
+    assert (loc >= 0).all()
+    assert len(a.index) == 3
+    # the index keeps the ordering value of each key's last row (as its put always did)
+    assert a.index.ordering_at(seg, pos).tolist() == [7, 1, 2]
