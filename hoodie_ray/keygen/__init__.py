@@ -85,6 +85,18 @@ def stringify_column(arr: pa.ChunkedArray | pa.Array, name: str) -> pa.Array:
     raise HoodieSchemaError(f"field {name} of type {t} cannot be a record key or partition field")
 
 
+def _none_null_or_empty(keys: pa.Array) -> bool:
+    """No key is null or empty, seen from a string array's offsets (no compute pass)."""
+    if keys.null_count or not pa.types.is_string(keys.type):
+        return False
+    n = len(keys)
+    if n == 0:
+        return True
+    offs = np.frombuffer(keys.buffers()[1], dtype=np.int32, count=keys.offset + n + 1)
+    offs = offs[keys.offset :]
+    return not bool((offs[1:] == offs[:-1]).any())
+
+
 def _escape_path_values(values: pa.Array) -> pa.Array:
     if (
         pc.any(pc.match_substring_regex(values, r"[\x00-\x1f\"#%'*/:=?\\\x7f{\[\]^]")).as_py()
@@ -255,6 +267,8 @@ class KeyGenerator:
             name = self.record_key_fields[0]
             _field_type(table.schema, name)
             keys = stringify_column(table.column(name), name)
+            if _none_null_or_empty(keys):
+                return keys
             bad = pc.or_kleene(pc.is_null(keys), pc.equal(pc.utf8_length(keys), 0))
             nbad = pc.sum(bad.cast(pa.int64())).as_py() or 0
             if nbad:

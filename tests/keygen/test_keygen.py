@@ -78,6 +78,18 @@ def test_null_key_is_an_error_naming_the_field():
         kg2.record_keys(t2)
 
 
+def test_empty_key_is_an_error_in_any_slice_of_the_batch():
+    t = _t(id=pa.array(["a", "b", "", "c"]), p=["x"] * 4)
+    kg = choose_key_generator(t.schema, ["id"], ["p"])
+    with pytest.raises(HoodieInputError, match="1 row\\(s\\) \\(first at row 2\\)"):
+        kg.record_keys(t)
+    with pytest.raises(HoodieInputError, match="first at row 0"):
+        kg.record_keys(t.slice(2, 2))  # a slice: its offsets start inside the buffer
+    assert kg.record_keys(t.slice(3, 1)).to_pylist() == ["c"]
+    assert kg.record_keys(t.slice(0, 2)).to_pylist() == ["a", "b"]
+    assert kg.record_keys(t.slice(0, 0)).to_pylist() == []
+
+
 def test_java_string_values():
     assert stringify_column(
         pa.array([1.0, 1e10, 0.001, 1.5e-5, -0.0, 123456.789]), "f"
