@@ -375,6 +375,13 @@ def _check_partition_segments(parts: pa.Array | pa.ChunkedArray) -> None:
     (else the writer dies half-way with a raw ``OSError: File name too long``)."""
     if len(parts) == 0:
         return
+    arr = parts.combine_chunks() if isinstance(parts, pa.ChunkedArray) else parts
+    if pa.types.is_string(arr.type):
+        # no whole path longer than a segment may be: nothing to split (a table without
+        # partitions, most tables' paths), seen from the offsets
+        offs = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=arr.offset + len(arr) + 1)
+        if int(np.diff(offs[arr.offset :]).max()) <= MAX_PARTITION_SEGMENT_BYTES:
+            return
     segments = pc.list_flatten(pc.split_pattern(parts, "/"))
     longest = pc.max(pc.binary_length(segments)).as_py()
     if longest is not None and longest > MAX_PARTITION_SEGMENT_BYTES:

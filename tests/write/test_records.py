@@ -7,7 +7,9 @@ from hoodie_ray.exceptions import HoodieInputError, HoodieSchemaError
 from hoodie_ray.keygen import choose_key_generator
 from hoodie_ray.write.records import (
     IS_DELETED,
+    MAX_PARTITION_SEGMENT_BYTES,
     RECORD_KEY,
+    _check_partition_segments,
     check_schema_compatible,
     normalise_schema,
     precombine,
@@ -175,3 +177,16 @@ def test_compiled_precombine_keeps_what_the_numpy_path_keeps(monkeypatch):
     # ordering values Arrow compares (strings) are left to the numpy path
     s = pa.table({RECORD_KEY: ["a", "a"], "o": ["x", "y"]})
     assert records._fold_compiled(s, "o", None) is None
+
+
+def test_a_partition_path_segment_over_the_file_system_limit_is_refused():
+    limit = MAX_PARTITION_SEGMENT_BYTES
+    fine = ["", "a" * limit, "/".join(["b" * limit] * 3), None]
+    _check_partition_segments(pa.array(fine))  # long paths of short segments pass
+    _check_partition_segments(pa.chunked_array([pa.array(fine[:2]), pa.array(fine[2:])]))
+    too_long = pa.array(["x", "ok/" + "c" * (limit + 1) + "/ok"])
+    with pytest.raises(HoodieInputError, match=f"{limit + 1} bytes long"):
+        _check_partition_segments(too_long)
+    with pytest.raises(HoodieInputError):
+        _check_partition_segments(too_long.slice(1, 1))
+    _check_partition_segments(too_long.slice(0, 1))
