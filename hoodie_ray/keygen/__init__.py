@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hoodie_ray.codes import encode_strings
 from hoodie_ray.exceptions import HoodieInputError, HoodieOptionError, HoodieSchemaError
 
 DEFAULT_PARTITION_PATH = "__HIVE_DEFAULT_PARTITION__"
@@ -316,17 +317,34 @@ class KeyGenerator:
                 vals = _format_timestamps(col, name, self.timestamp)
             else:
                 vals = stringify_column(col, name)
-            empty = pc.fill_null(pc.equal(pc.utf8_length(vals), 0), True)
-            vals = pc.if_else(empty, DEFAULT_PARTITION_PATH, vals)
-            vals = _escape_path_values(vals) if self.url_encode else vals
-            # Formatted timestamps may hold '/' by design (the output format); values may not.
-            self._check_safe(vals, name, formatted=self.keygen_type == "TIMESTAMP")
-            if self.hive_style:
-                vals = pc.binary_join_element_wise(f"{name}=", vals, "")
-            segments.append(vals)
+            # A partition field has few values: each distinct value is made a path segment
+            # once (the checks and escapes are several passes each), then spread to the rows.
+            enc = encode_strings(vals)
+            values = enc.dictionary
+            indices = enc.indices
+            if indices.null_count:
+                # a null value takes the default partition, as an empty one does
+                indices = pc.fill_null(indices, len(values))
+                values = pa.concat_arrays([values, pa.array([""], pa.string())])
+            segments.append(self._segments(values, name).take(indices))
         if len(segments) == 1:
             return segments[0]
         return pc.binary_join_element_wise(*segments, "/")
+
+    def _segments(self, vals: pa.Array, name: str) -> pa.Array:
+        """The path segment of each of partition field ``name``'s values (strings, no nulls).
+
+        Raises:
+            HoodieInputError: a value no safe directory name can stand for.
+        """
+        empty = pc.equal(pc.utf8_length(vals), 0)
+        vals = pc.if_else(empty, DEFAULT_PARTITION_PATH, vals)
+        vals = _escape_path_values(vals) if self.url_encode else vals
+        # Formatted timestamps may hold '/' by design (the output format); values may not.
+        self._check_safe(vals, name, formatted=self.keygen_type == "TIMESTAMP")
+        if self.hive_style:
+            vals = pc.binary_join_element_wise(f"{name}=", vals, "")
+        return vals
 
     def _check_safe(self, vals: pa.Array, name: str, formatted: bool = False) -> None:
         traversal = pc.or_(pc.equal(vals, ".."), pc.equal(vals, "."))

@@ -90,6 +90,24 @@ def test_empty_key_is_an_error_in_any_slice_of_the_batch():
     assert kg.record_keys(t.slice(0, 0)).to_pylist() == []
 
 
+def test_partition_paths_of_repeated_null_and_empty_values_in_a_chunked_column():
+    """Each distinct value becomes a segment once and is spread to its rows: nulls and empty
+    values take the default partition, every row keeps its own value, in order."""
+    col = pa.chunked_array([pa.array(["b", None, "a/b", "b"]), pa.array(["", "a/b", None])])
+    t = pa.table({"id": pa.array(range(7)), "p": col, "q": pa.array([1, 2, 1, 2, 1, 2, 1])})
+    d = DEFAULT_PARTITION_PATH
+    kg = choose_key_generator(t.schema, ["id"], ["p", "q"], hive_style=True, url_encode=True)
+    assert kg.partition_paths(t).to_pylist() == [
+        "p=b/q=1", f"p={d}/q=2", "p=a%2Fb/q=1", "p=b/q=2", f"p={d}/q=1", "p=a%2Fb/q=2",
+        f"p={d}/q=1",
+    ]  # fmt: skip
+    plain = choose_key_generator(t.schema, ["id"], ["q"])
+    assert plain.partition_paths(t.slice(5, 2)).to_pylist() == ["2", "1"]
+    assert plain.partition_paths(t.slice(0, 0)).to_pylist() == []
+    with pytest.raises(HoodieInputError, match="has the value 'a/b'"):
+        choose_key_generator(t.schema, ["id"], ["p"]).partition_paths(t)
+
+
 def test_java_string_values():
     assert stringify_column(
         pa.array([1.0, 1e10, 0.001, 1.5e-5, -0.0, 123456.789]), "f"
