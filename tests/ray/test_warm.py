@@ -33,6 +33,18 @@ def _rows(ids: list[str], ts: int) -> pa.Table:
     return pa.table({"id": ids, "ts": [ts] * len(ids)})
 
 
+def _until_dead(actor: object) -> None:
+    """Return once calls to a killed actor fail (``ray.kill`` only asks the cluster to)."""
+    import ray
+
+    for _ in range(10_000):
+        try:
+            ray.get(actor.pid.remote(), timeout=60)  # type: ignore[attr-defined]
+        except ray.exceptions.RayActorError:
+            return
+    raise AssertionError("the killed actor still answers")
+
+
 def _parked() -> parking.Parked | None:
     with parking._parked_lock:
         return next(iter(parking._parked.values()), None)
@@ -107,6 +119,7 @@ def test_a_delete_between_upserts_is_a_commit_of_the_warm_topology(
         import ray
 
         ray.kill(coordinator, no_restart=True)
+        _until_dead(coordinator)  # the kill is asynchronous: else the switch may reach it
         hr.write(_rows(["d"], 4), path, {**OPTIONS, "write.operation": "delete"})
         last = _parked()
         assert last is not None and last.writer is not first.writer
