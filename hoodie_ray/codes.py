@@ -15,7 +15,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["encode_strings", "factorize_ints"]
+__all__ = ["encode_strings", "factorize_ints", "string_offsets"]
 
 
 def factorize_ints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -42,6 +42,15 @@ def factorize_ints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return codes.astype(np.int64, copy=False), np.asarray(uniq)
 
 
+def string_offsets(arr: pa.Array) -> np.ndarray:
+    """The ``len(arr) + 1`` value offsets of a string or binary array (int32, a view of its
+    buffer, the array's own slice of it): value ``i`` is ``[offs[i], offs[i + 1])``."""
+    n = len(arr)
+    if n == 0:
+        return np.zeros(1, dtype=np.int32)
+    return np.frombuffer(arr.buffers()[1], dtype=np.int32, count=arr.offset + n + 1)[arr.offset :]
+
+
 def encode_strings(values: pa.Array | pa.ChunkedArray) -> pa.DictionaryArray:
     """``pc.dictionary_encode(values)`` (int32 indices, the distinct values in order of first
     appearance, nulls as null indices) without hashing a batch whose values are all one string
@@ -50,7 +59,7 @@ def encode_strings(values: pa.Array | pa.ChunkedArray) -> pa.DictionaryArray:
     n = len(arr)
     if n and arr.null_count == 0 and (pa.types.is_string(arr.type) or pa.types.is_binary(arr.type)):
         bufs = arr.buffers()
-        offs = np.frombuffer(bufs[1], dtype=np.int32, count=arr.offset + n + 1)[arr.offset :]
+        offs = string_offsets(arr)
         start, total = int(offs[0]), int(offs[-1] - offs[0])
         width = int(offs[1]) - start
         same = total == 0  # every value empty: no data to compare

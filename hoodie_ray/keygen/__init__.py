@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hoodie_ray.codes import encode_strings
+from hoodie_ray.codes import encode_strings, string_offsets
 from hoodie_ray.exceptions import HoodieInputError, HoodieOptionError, HoodieSchemaError
 
 DEFAULT_PARTITION_PATH = "__HIVE_DEFAULT_PARTITION__"
@@ -90,11 +90,7 @@ def _none_null_or_empty(keys: pa.Array) -> bool:
     """No key is null or empty, seen from a string array's offsets (no compute pass)."""
     if keys.null_count or not pa.types.is_string(keys.type):
         return False
-    n = len(keys)
-    if n == 0:
-        return True
-    offs = np.frombuffer(keys.buffers()[1], dtype=np.int32, count=keys.offset + n + 1)
-    offs = offs[keys.offset :]
+    offs = string_offsets(keys)
     return not bool((offs[1:] == offs[:-1]).any())
 
 

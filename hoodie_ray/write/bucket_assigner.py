@@ -572,7 +572,7 @@ class BucketAssigner:
             out = self._assign_bucket(batch)
             return out.append_column(IS_NEW, pa.array(np.zeros(out.num_rows, dtype=bool)))
         if self.config.append_mode:
-            fids, types = self._assign_new(batch.column(PARTITION_PATH), None)
+            fids, types = self._assign_new(batch.column(PARTITION_PATH))
             return _with_tags(batch, fids, types, np.ones(batch.num_rows, dtype=bool))
         return self._assign_upsert(batch, key_hashes)
 
@@ -720,9 +720,7 @@ class BucketAssigner:
             if self._unique_keys
             else group_keys(probe.ikeys.take(idx_arr), hashes=probe.hashes[idx])
         )
-        fid_list, fcode, ins = self._assign_new_codes(
-            probe.parts.take(idx_arr), None, grouping=grouping
-        )
+        fid_list, fcode, ins = self._assign_new_codes(probe.parts.take(idx_arr), grouping)
         # Index: inserted keys point at their group. Deleted keys keep their location: an
         # event-time delete may lose to a newer stored record, and a later upsert of a
         # deleted key is correct in its old group anyway.
@@ -793,29 +791,21 @@ class BucketAssigner:
     def _new_groups(self) -> set[tuple[str, str]]:
         return {(p, f.file_id) for p, fs in self._small.items() for f in fs if f.is_new}
 
-    def _assign_new(self, parts: pa.Array, keys: pa.Array | None) -> tuple[pa.Array, pa.Array]:
-        """Place new records: small file groups of this task first, then new file groups.
-
-        Duplicate keys among them land in one group (assignment is per distinct key).
-        """
-        fid_list, fcode, ins = self._assign_new_codes(parts, keys)
+    def _assign_new(self, parts: pa.Array) -> tuple[pa.Array, pa.Array]:
+        """Place new records (appends: every row its own): small file groups of this task
+        first, then new file groups."""
+        fid_list, fcode, ins = self._assign_new_codes(parts)
         return file_id_column(fcode, pa.array(fid_list, pa.string())), _bucket_types(ins)
 
     def _assign_new_codes(
-        self,
-        parts: pa.Array,
-        keys: pa.Array | None,
-        *,
-        grouping: tuple[np.ndarray, int] | None = None,
+        self, parts: pa.Array, grouping: tuple[np.ndarray, int] | None = None
     ) -> tuple[list[str], np.ndarray, np.ndarray]:
         """:meth:`_assign_new` as codes: (file ids, file id code per row, is-insert per row).
-        ``keys`` (None: they are distinct): duplicates share a group; ``grouping``: their
-        :func:`group_keys`, when the caller has it (``keys`` is then not looked at)."""
+        ``grouping``: the rows' keys by :func:`group_keys` (rows of one key share a group);
+        None: every row is a key of its own."""
         if isinstance(parts, pa.ChunkedArray):
             parts = parts.combine_chunks()
         n = len(parts)
-        if grouping is None and keys is not None:
-            grouping = group_keys(keys)
         if grouping is not None:
             # one slot per distinct (key) so duplicates share a group: each key's first row
             ind, ngroups = grouping

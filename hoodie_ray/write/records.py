@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_ray import jit
+from hoodie_ray.codes import string_offsets
 from hoodie_ray.exceptions import HoodieInputError, HoodieSchemaError
 from hoodie_ray.index import group_keys, hash_keys, key_bytes, ordering_numbers
 from hoodie_ray.keygen import KeyGenerator
@@ -376,12 +377,11 @@ def _check_partition_segments(parts: pa.Array | pa.ChunkedArray) -> None:
     if len(parts) == 0:
         return
     arr = parts.combine_chunks() if isinstance(parts, pa.ChunkedArray) else parts
-    if pa.types.is_string(arr.type):
-        # no whole path longer than a segment may be: nothing to split (a table without
-        # partitions, most tables' paths), seen from the offsets
-        offs = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=arr.offset + len(arr) + 1)
-        if int(np.diff(offs[arr.offset :]).max()) <= MAX_PARTITION_SEGMENT_BYTES:
-            return
+    # no whole path longer than a segment may be: nothing to split (a table without
+    # partitions, most tables' paths), seen from the offsets
+    longest_path = int(np.diff(string_offsets(arr)).max()) if pa.types.is_string(arr.type) else None
+    if longest_path is not None and longest_path <= MAX_PARTITION_SEGMENT_BYTES:
+        return
     segments = pc.list_flatten(pc.split_pattern(parts, "/"))
     longest = pc.max(pc.binary_length(segments)).as_py()
     if longest is not None and longest > MAX_PARTITION_SEGMENT_BYTES:
