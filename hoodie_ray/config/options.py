@@ -397,9 +397,10 @@ OPTIONS: tuple[ConfigOption, ...] = (
         262144,
         _positive(_parse_int),
         "Rows per batch sent to an actor in one call: the driver's rounds of input (small "
-        "batches it holds, the rows it routes at once) and an assigner's sends to each writer "
-        "(this over the writers). Every call and object costs ~1-2 ms of CPU between the "
-        "caller, the callee and the object store, whatever its rows.",
+        "batches it holds, the rows it routes at once, hr.write's slices of a table) and an "
+        "assigner's sends to a writer (this divided by the writers, at least 4,096). Every "
+        "call and object costs ~1-2 ms of CPU between the caller, the callee and the object "
+        "store, whatever its rows.",
     ),
     ConfigOption(
         "index.type",
