@@ -22,6 +22,7 @@ LAYERS: dict[str, int] = {
     "codes": 0,
     "jit": 0,
     "lru": 0,
+    "threads": 0,
     "meta": 0,
     "storage": 0,
     "config": 1,

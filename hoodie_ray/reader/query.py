@@ -49,6 +49,7 @@ from hoodie_ray.reader.lookup_cost import LookupCost
 from hoodie_ray.reader.merger import COMMIT_TIME, FILE_NAME, OPERATION, PARTITION_PATH, RECORD_KEY
 from hoodie_ray.storage import Storage, redact_options
 from hoodie_ray.table import HoodieTable
+from hoodie_ray.threads import MAX_READ_THREADS, map_in_pool
 from hoodie_ray.timeline.archive import LSMTimeline
 from hoodie_ray.timeline.instant import Action, format_instant_time
 
@@ -106,11 +107,12 @@ class ReadPlan:
     def read_all(self, storage: Storage | None = None, max_workers: int | None = None) -> pa.Table:
         """Read every slice and concatenate the rows (in slice order).
 
-        Slices are read by up to ``max_workers`` threads (default: the CPU count); pyarrow
+        Slices are read by up to ``max_workers`` threads (default: the process's shared
+        reader pool, :mod:`hoodie_ray.threads`, as many threads as CPUs up to eight); pyarrow
         releases the GIL while it decodes and merges, so they overlap.
         """
         storage = storage or self.context.storage()
-        workers = max_workers or min(len(self.slices), os.cpu_count() or 1, 8)
+        workers = max_workers or min(len(self.slices), os.cpu_count() or 1, MAX_READ_THREADS)
         parallel = workers > 1 and len(self.slices) > 1
         ctx = replace(self.context, arrow_threads=False) if parallel else self.context
 
@@ -119,6 +121,8 @@ class ReadPlan:
 
         if not parallel:
             results = [one(s) for s in self.slices]
+        elif max_workers is None:
+            results = map_in_pool(one, self.slices)
         else:
             from concurrent.futures import ThreadPoolExecutor
 
