@@ -1,4 +1,4 @@
-"""The process-wide reader pool: results in order, nested use, a forked child."""
+"""The process-wide thread pool: results in order, nested use, a forked child."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hoodie_ray import threads
 def test_results_come_in_order_on_pooled_threads():
     names = threads.map_in_pool(lambda x: (x, threading.current_thread().name), range(50))
     assert [x for x, _ in names] == list(range(50))
-    assert all(n.startswith("hoodie-read") for _, n in names)
+    assert all(n.startswith("hoodie-pool") for _, n in names)
 
 
 def test_a_map_inside_a_pooled_task_runs_on_that_thread():

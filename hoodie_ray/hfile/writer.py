@@ -23,7 +23,6 @@ import os
 import struct
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import islice, repeat
 
@@ -67,6 +66,7 @@ from hoodie_ray.hfile._format import (
     proto_varint_field,
 )
 from hoodie_ray.hfile.checksum import crc32c_chunks
+from hoodie_ray.threads import map_in_pool
 
 __all__ = [
     "HBASE",
@@ -83,7 +83,6 @@ _KV_HEAD_PACK = struct.Struct(">iiH").pack
 _MAX_ROW_LEN = 0x7FFF
 _MAX_VALUE_LEN = 0x7FFFFFFF - 64
 _MVCC_ZERO = b"\x00"
-_MAX_COMPRESS_THREADS = 4
 
 #: HBase's ChecksumType.CRC32C code.
 CHECKSUM_CRC32C = 2
@@ -771,12 +770,9 @@ def _stored_data(
     worker threads (zlib releases the GIL) while the next ones are assembled; the bytes do
     not depend on the threads."""
     payloads = (kv.payload(a, b) for a, b in bounds)
-    workers = min(_MAX_COMPRESS_THREADS, os.cpu_count() or 1)
-    if codec != CODEC_GZ or len(bounds) < 2 or workers < 2:
+    if codec != CODEC_GZ or len(bounds) < 2 or (os.cpu_count() or 1) < 2:
         return [(len(p), _stored(p, codec)) for p in payloads]
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hfile-gz") as pool:
-        futures = [(len(p), pool.submit(_stored, p, codec)) for p in payloads]
-        return [(n, f.result()) for n, f in futures]
+    return map_in_pool(lambda p: (len(p), _stored(p, codec)), payloads)
 
 
 def _stored(payload: bytes, codec: int) -> bytes:
