@@ -871,6 +871,20 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "Compact the metadata table after this many delta commits since its last compaction.",
     ),
     ConfigOption(
+        "hoodie.metadata.compact.async",
+        "metadata_compact_async",
+        False,
+        _parse_bool,
+        "Run a due metadata-table compaction beside the writes: the commit that triggers it "
+        "plans it (its instant requested) and returns; the merge runs on a thread of the "
+        "committing process (a stream's coordinator) and completes the instant when done, "
+        "while later commits append their metadata logs to the next slice. Only for table "
+        "versions 8+ (their logs are named by their own delta commit) and "
+        "hoodie.write.concurrency.mode=single_writer; elsewhere the compaction runs inline "
+        "as Java's writer runs it. A process that dies mid-merge leaves the plan pending; "
+        "the next writer rolls it back.",
+    ),
+    ConfigOption(
         "hoodie.metadata.compact.index.min.log.ratio",
         "metadata_compact_index_min_log_ratio",
         0.0,
@@ -1178,6 +1192,7 @@ class WriteConfig:
     metadata_bloom_filter_enable: bool = _default("metadata_bloom_filter_enable")
     metadata_compact_max_delta_commits: int = _default("metadata_compact_max_delta_commits")
     metadata_compact_index_min_log_ratio: float = _default("metadata_compact_index_min_log_ratio")
+    metadata_compact_async: bool = _default("metadata_compact_async")
     metadata_compact_index_max_delta_commits: int = _default(
         "metadata_compact_index_max_delta_commits"
     )

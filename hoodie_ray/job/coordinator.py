@@ -87,6 +87,7 @@ from hoodie_ray.metadata.layout import BLOOM_FILTERS, COLUMN_STATS, PARTITION_ST
 from hoodie_ray.metadata_writer.writer import (
     MetadataWriteConfig,
     check_metadata_table_writable,
+    finish_compaction_beside,
     metadata_writer,
 )
 from hoodie_ray.reader.index_bootstrap import MapChunks
@@ -1105,14 +1106,19 @@ class Coordinator:
         return True
 
     def finish_compaction(self, runner: CompactionRunner | None) -> None:
-        """Wait for a running background compaction and clustering and commit them (the job
-        is closing)."""
+        """Wait for a running background compaction and clustering and commit them, and for
+        the metadata table's compaction beside the writes (the job is closing: a merge
+        killed with its process would be rolled back by the next writer)."""
         try:
             if self._running is not None:
                 self._finish_running(runner, wait=True)
         finally:
-            if self._clustering is not None:
-                self._finish_clustering(runner, wait=True)
+            try:
+                if self._clustering is not None:
+                    self._finish_clustering(runner, wait=True)
+            finally:
+                if self.table is not None:
+                    finish_compaction_beside(self.table)
 
     def archive(self) -> list[str]:
         """Archive the oldest instants once the active timeline is past

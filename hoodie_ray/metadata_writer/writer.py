@@ -27,9 +27,11 @@ import functools
 import json
 import logging
 import os
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -168,6 +170,8 @@ class MetadataWriteConfig:
     enable: bool | None = WriteConfig.metadata_enable
     compact_max_delta_commits: int = WriteConfig.metadata_compact_max_delta_commits
     compact_index_min_log_ratio: float = WriteConfig.metadata_compact_index_min_log_ratio
+    #: ``hoodie.metadata.compact.async`` where it applies (a single writer)
+    compact_async: bool = WriteConfig.metadata_compact_async
     compact_index_max_delta_commits: int = WriteConfig.metadata_compact_index_max_delta_commits
     clean_retain_commits: int = WriteConfig.metadata_clean_retain_commits
     archive: bool = WriteConfig.archive_automatic
@@ -182,6 +186,7 @@ class MetadataWriteConfig:
             enable=wc.metadata_enable,
             compact_max_delta_commits=wc.metadata_compact_max_delta_commits,
             compact_index_min_log_ratio=wc.metadata_compact_index_min_log_ratio,
+            compact_async=wc.metadata_compact_async and wc.concurrency_mode == "single_writer",
             compact_index_max_delta_commits=wc.metadata_compact_index_max_delta_commits,
             clean_retain_commits=wc.metadata_clean_retain_commits,
             archive=wc.archive_automatic,
@@ -1217,9 +1222,12 @@ class MetadataWriter:
                 and not data.contains(ts)
             ):
                 self.rollback_instant(ts)
+        running = running_compaction_beside(self.storage.uri(""))
         for inst in tl.pending():
             if inst.action == Action.DELTA_COMMIT:
                 self.rollback_instant(inst.timestamp)
+            elif inst.action == Action.COMPACTION and inst.timestamp == running:
+                continue  # this process merges it beside the writes
             elif inst.action in (Action.COMPACTION, Action.CLEAN):
                 if inst.action == Action.COMPACTION:
                     for part in self._mdt_partition_dirs():
@@ -1407,7 +1415,10 @@ class MetadataWriter:
     def _run_table_services(self) -> None:
         self._rollback_failed_writes()  # reloads the MDT timeline
         if self._delta_commits_since_compaction() >= self.config.compact_max_delta_commits:
-            self.compact(scheduled=True)
+            if self._compacts_beside():
+                self._compact_beside()
+            else:
+                self.compact(scheduled=True)
         self.clean()
         if self.config.archive:
             self.archive()
@@ -1500,7 +1511,22 @@ class MetadataWriter:
         record schema: hudi-rs cannot merge a slice whose base and logs differ there).
         ``scheduled`` (the compaction due every ``hoodie.metadata.compact.max.delta.commits``)
         leaves index file groups whose logs are still small against their base files, where
-        ``hoodie.metadata.compact.index.min.log.ratio`` asks for it (:meth:`_defers`)."""
+        ``hoodie.metadata.compact.index.min.log.ratio`` asks for it (:meth:`_defers`).
+        A compaction of this MDT that this process runs beside the writes
+        (``hoodie.metadata.compact.async``) finishes first."""
+        wait_for_compaction_beside(self.storage.uri(""))
+        planned = self._schedule_compaction(force, scheduled)
+        if planned is None:
+            return None
+        ts, ops = planned
+        self._execute_compaction(ts, ops)
+        return ts
+
+    def _schedule_compaction(
+        self, force: bool, scheduled: bool
+    ) -> tuple[str, list[tuple[str, Any]]] | None:
+        """The compaction's plan, requested on the MDT timeline: its instant and the slices it
+        merges (those with logs; see :meth:`compact`), or None when there are none."""
         mdt = self.reader()
         tl = self.timeline.reload()
         ts = self._service_instant(tl)
@@ -1514,9 +1540,45 @@ class MetadataWriter:
         if not ops:
             return None
         self._start(Instant(ts, Action.COMPACTION, State.REQUESTED), _compaction_plan(ops))
+        return ts, ops
+
+    def _execute_compaction(self, ts: str, ops: Sequence[tuple[str, Any]]) -> None:
+        """Write the planned slices' new base files and complete compaction ``ts``."""
+        mdt = self.reader()
         stats = [self._compact_slice(mdt, part, fs, ts) for part, fs in ops]
         meta = self._commit_metadata(stats, "COMPACT", compacted=True)
-        tl.complete(Instant(ts, Action.COMPACTION, State.INFLIGHT), self._commit_bytes(meta))
+        self.timeline.reload().complete(
+            Instant(ts, Action.COMPACTION, State.INFLIGHT), self._commit_bytes(meta)
+        )
+
+    def _compacts_beside(self) -> bool:
+        """Whether a due compaction runs beside the writes (``hoodie.metadata.compact.async``
+        with a single writer, on a version 8+ table: a delta commit names its new log files by
+        itself, so they join the slice after the plan without touching a planned file)."""
+        return self.config.compact_async and self.table_version >= 8
+
+    def _compact_beside(self) -> str | None:
+        """Plan the due compaction and hand its merge to this process's compaction thread;
+        its instant, or None (nothing to compact, or one still pending)."""
+        uri = self.storage.uri("")
+        tl = self.timeline.reload()
+        if running_compaction_beside(uri) or tl.find(
+            [Action.COMPACTION], [State.REQUESTED, State.INFLIGHT]
+        ):
+            return None
+        planned = self._schedule_compaction(False, True)
+        if planned is None:
+            return None
+        ts, ops = planned
+        base_uri, options, config = self.table.base_uri, self.table.storage_options, self.config
+
+        def merge() -> None:
+            from hoodie_ray.table import HoodieTable
+
+            # its own table handle and writer: nothing shared with the committing thread
+            MetadataWriter(HoodieTable.load(base_uri, options), config)._execute_compaction(ts, ops)
+
+        _start_beside(uri, ts, merge)
         return ts
 
     def _defers(self, part: str, fs: Any, deltas: Sequence[str]) -> bool:
@@ -1795,6 +1857,72 @@ def check_v6_metadata_table_writable(listed: list[str], enable: bool | None, pat
                 f"whole metadata table with `hoodie-ray metadata drop {path}`, or upgrade the "
                 f"table with `hoodie-ray upgrade {path}`"
             )
+
+
+# -- compactions beside the writes ------------------------------------------------------------
+#: the MDT compaction each metadata table (by URI) has running on this process's compaction
+#: thread: its instant and its future
+_BESIDE: dict[str, tuple[str, Future[None]]] = {}
+_BESIDE_LOCK = threading.Lock()
+_BESIDE_POOL: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _start_beside(uri: str, instant: str, merge: Callable[[], None]) -> None:
+    """Run ``merge`` (compaction ``instant`` of the MDT at ``uri``) on the process's one
+    compaction thread (made again after a fork; joined at the interpreter's exit, so a script
+    that ends waits for it). A failure is logged: the plan stays pending for the next
+    writer's rollback."""
+    global _BESIDE_POOL
+
+    def run() -> None:
+        try:
+            merge()
+        except Exception as e:
+            log.warning(
+                "metadata table compaction %s of %s failed beside the writes (the next "
+                "writer rolls it back): %s",
+                instant,
+                uri,
+                e,
+            )
+        finally:
+            with _BESIDE_LOCK:
+                if _BESIDE.get(uri, ("",))[0] == instant:
+                    del _BESIDE[uri]
+
+    with _BESIDE_LOCK:
+        if _BESIDE_POOL is None or _BESIDE_POOL[0] != os.getpid():
+            _BESIDE.clear()  # a forked child runs none of its parent's
+            _BESIDE_POOL = (
+                os.getpid(),
+                ThreadPoolExecutor(max_workers=1, thread_name_prefix="hoodie-mdt-compaction"),
+            )
+        _BESIDE[uri] = (instant, _BESIDE_POOL[1].submit(run))
+
+
+def running_compaction_beside(uri: str) -> str | None:
+    """The instant of the compaction this process runs beside the writes on the MDT at
+    ``uri``, or None."""
+    with _BESIDE_LOCK:
+        if _BESIDE_POOL is None or _BESIDE_POOL[0] != os.getpid():
+            return None
+        kept = _BESIDE.get(uri)
+    return kept[0] if kept is not None else None
+
+
+def wait_for_compaction_beside(uri: str) -> None:
+    """Wait until the compaction this process runs beside the writes on the MDT at ``uri``
+    (if any) is done."""
+    with _BESIDE_LOCK:
+        kept = _BESIDE.get(uri) if _BESIDE_POOL and _BESIDE_POOL[0] == os.getpid() else None
+    if kept is not None:
+        kept[1].result()
+
+
+def finish_compaction_beside(table: HoodieTable) -> None:
+    """Wait for the compaction this process runs beside the writes on ``table``'s metadata
+    table (if any): its writer is closing."""
+    wait_for_compaction_beside(table.storage.sub(METADATA_TABLE_PATH).uri(""))
 
 
 def metadata_writer(

@@ -10,7 +10,14 @@ import pytest
 
 import hoodie_ray as hr
 from tests.fixtures_ray import checkpoint_with_kill
-from tests.write.model import OPTIONS, TableModel, Workload, to_arrow, upsert_commits
+from tests.write.model import (
+    OPTIONS,
+    TableModel,
+    Workload,
+    model_options,
+    to_arrow,
+    upsert_commits,
+)
 
 pytestmark = pytest.mark.ray
 
@@ -407,3 +414,36 @@ def test_partial_updates_through_the_topology(ray_session, tmp_path):
     for table in (hr.read(path), hudi_rs_read(path)):
         assert {r["key"]: (r["ts"], r["u"], r["w"]) for r in table.to_pylist()} == want
     _no_pending(path)
+
+
+def test_metadata_compaction_beside_the_stream_finishes_as_it_closes(ray_session, tmp_path):
+    """``hoodie.metadata.compact.async``: the coordinator merges the metadata table's
+    compaction on its thread while checkpoints go on; closing the writer waits for it, so
+    nothing is left pending for the next writer to roll back."""
+    from hoodie_ray.job import maintenance
+
+    path = str(tmp_path / "t")
+    model, wl = TableModel(), Workload(seed=29)
+    opts = model_options(
+        TOPOLOGY,
+        {
+            "hoodie.metadata.record.index.enable": "true",
+            "hoodie.metadata.compact.max.delta.commits": "2",
+            "hoodie.metadata.compact.async": "true",
+        },
+        table_type="MERGE_ON_READ",
+        version="8",
+    )
+    with hr.HoodieStreamWriter(path, opts) as w:
+        for i in range(4):
+            rows = wl.rows_for(wl.keys[10 * i : 10 * i + 20])
+            w.write(to_arrow(rows, True))
+            w.checkpoint()
+            model.upsert(rows)
+            model.assert_hudi_rs_reads(path, f"checkpoint {i}")
+    mdt = hr.HoodieTable.load(path).metadata_table.timeline
+    actions = {(i.action, i.state.value) for i in mdt.instants}
+    assert ("commit", "COMPLETED") in actions  # a compaction completed
+    assert [i for i in mdt.instants if i.state.value != "COMPLETED"] == []
+    assert maintenance.validate_metadata(path) == []
+    model.assert_hudi_rs_reads(path, "closed")
