@@ -1131,7 +1131,10 @@ class Coordinator:
 
     def close(self, discard_unborn: bool = False) -> None:
         """Release the table; ``discard_unborn``: the job failed, so a table it created and
-        never committed to is removed first."""
+        never committed to is removed first. A metadata-table compaction this process merges
+        beside the writes finishes first: the next holder of the lock would roll it back."""
+        if self.table is not None:
+            finish_compaction_beside(self.table)
         if discard_unborn:
             self._discard_unborn()
         if self.heartbeats is not None:

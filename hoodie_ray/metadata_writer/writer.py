@@ -337,6 +337,7 @@ class MetadataWriter:
     def sync_with_config(self) -> None:
         """Bring the MDT in line with ``hoodie.metadata.enable`` for this writer: build it from
         a listing when enabled and missing (or half-built), drop it when disabled."""
+        self._settle_beside()
         want = metadata_enabled_for(self.table_version, self.config.enable)
         if want and not self.enabled:
             self.initialize()
@@ -349,6 +350,7 @@ class MetadataWriter:
 
     def drop(self) -> None:
         """Delete the MDT: first the data table stops listing it, then its files go."""
+        self._settle_beside()
         cfg = self.table.table_config
         if cfg.props.get(PARTITIONS_PROPERTY) or cfg.props.get(PARTITIONS_INFLIGHT_PROPERTY):
             props = dict(cfg.props)
@@ -364,6 +366,7 @@ class MetadataWriter:
     def drop_partition(self, partition: str) -> None:
         """Stop maintaining MDT partition ``partition`` (an index) and delete its files; the
         ``files`` partition stays."""
+        self._settle_beside()
         cfg = self.table.table_config
         self._save_data_props(
             **{
@@ -391,6 +394,7 @@ class MetadataWriter:
         A half-built MDT (a crash during an earlier initialisation) is deleted first. The data
         table lists ``files`` as in flight while it is built and as complete once the init
         delta commit completed."""
+        self._settle_beside()
         if self.storage.exists("") and not self.enabled:
             self.table.storage.delete_dir(METADATA_TABLE_PATH)
             self._timeline = None
@@ -417,6 +421,7 @@ class MetadataWriter:
         partitions it had (record index, statistics, bloom filters, secondary indexes): what a
         restore leaves, once instants the MDT's compactions merged are gone. The partitions
         it now holds."""
+        self._settle_beside()
         had = list(self.partitions)
         if not had:
             return []
@@ -487,6 +492,7 @@ class MetadataWriter:
         slice's location is Avro-encoded once, and each file group's base HFile is written
         from its sorted key and value columns, by ``map_groups`` when given (Ray tasks: a
         task sorts and encodes a group, this process writes the files)."""
+        self._settle_beside()
         tz = self.table.table_config.props.get("hoodie.table.timeline.timezone", "LOCAL")
         ms_of: dict[str, int] = {}
         located = []
@@ -605,6 +611,7 @@ class MetadataWriter:
         empty delete block, 4.3), then listed complete. Column-wise entries: each group
         sorted and encoded by :func:`build_group_hfile`, spread by ``map_groups`` when
         given."""
+        self._settle_beside()
         inflight = inflight_partitions(self.table.table_config)
         self._save_data_props(
             **{PARTITIONS_INFLIGHT_PROPERTY: join_partitions([*inflight, partition])}
@@ -1209,6 +1216,9 @@ class MetadataWriter:
         """Eager rollback of what a writer that died left pending in the MDT: delta commits
         (their logs), compactions (their base files), cleans (the slices they were deleting
         are superseded; the next clean takes what is left)."""
+        # before the reload: a merge this process ran that completes meanwhile is then seen
+        # completed, never pending and not running (its files deleted)
+        running = running_compaction_beside(self.storage.uri(""))
         tl = self.timeline.reload()
         data = self.table.active_timeline
         first = data.earliest_active()
@@ -1222,7 +1232,6 @@ class MetadataWriter:
                 and not data.contains(ts)
             ):
                 self.rollback_instant(ts)
-        running = running_compaction_beside(self.storage.uri(""))
         for inst in tl.pending():
             if inst.action == Action.DELTA_COMMIT:
                 self.rollback_instant(inst.timestamp)
@@ -1550,6 +1559,12 @@ class MetadataWriter:
         self.timeline.reload().complete(
             Instant(ts, Action.COMPACTION, State.INFLIGHT), self._commit_bytes(meta)
         )
+
+    def _settle_beside(self) -> None:
+        """Wait for this process's compaction beside the writes: what changes the MDT's
+        partitions (a drop, an initialisation, a rebuild) must not meet a merge that would
+        then write a base file into them."""
+        wait_for_compaction_beside(self.storage.uri(""))
 
     def _compacts_beside(self) -> bool:
         """Whether a due compaction runs beside the writes (``hoodie.metadata.compact.async``

@@ -17,7 +17,7 @@ import pytest
 
 import hoodie_ray as hr
 from hoodie_ray.config.options import resolve_options
-from hoodie_ray.job import maintenance
+from hoodie_ray.job import coordinator, maintenance
 from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.metadata_writer import writer as mw
 from hoodie_ray.table import HoodieTable
@@ -69,9 +69,14 @@ def test_commits_beside_a_held_compaction_read_right_before_and_after_it(
     tmp_path: Path, monkeypatch, version: str, held_at: str
 ) -> None:
     """Held before its merge (no new base file yet) or before its completion (every new
-    base file written, the instant still inflight)."""
+    base file written, the instant still inflight). The client closes its job after each
+    write, and a close waits for the merge (the lock's next holder would roll it back); a
+    stream's coordinator keeps its job across commits, which the test stands in for."""
     path = str(tmp_path / "t")
     opts = _opts(version)
+    monkeypatch.setattr(coordinator, "finish_compaction_beside", lambda table: None)
+    # (and opens it again for each write, where the MDT's partitions are checked)
+    monkeypatch.setattr(mw.MetadataWriter, "_settle_beside", lambda self: None)
     release = threading.Event()
     merging = threading.Event()
 
@@ -174,3 +179,25 @@ def test_inline_where_it_cannot_run_beside() -> None:
         wc = dataclasses.replace(on, concurrency_mode=mode)
         assert not mw.MetadataWriteConfig.of(wc).compact_async
     assert not mw.MetadataWriteConfig.of(resolve_options({})).compact_async
+
+
+def test_a_job_that_closes_waits_for_the_merge(tmp_path: Path, monkeypatch) -> None:
+    """A write's close (its lock released) comes after the merge completed: no next writer
+    finds it pending. Structural changes of the MDT (a drop) wait for it too."""
+    path = str(tmp_path / "t")
+    opts = _opts()
+    execute = mw.MetadataWriter._execute_compaction
+    merged: list[str] = []
+
+    def slow(self, ts, ops):
+        threading.Event().wait(0.2)  # the committing thread goes on meanwhile
+        execute(self, ts, ops)
+        merged.append(ts)
+
+    monkeypatch.setattr(mw.MetadataWriter, "_execute_compaction", slow)
+    model, wl = TableModel(), Workload(47)
+    client = HoodieWriteClient(path, opts)
+    _upsert(path, opts, client, model, wl, wl.keys[:30])  # due: planned, merged beside
+    assert merged and _mdt_compactions(path) == {merged[0]: State.COMPLETED}
+    _upsert(path, opts, client, model, wl, wl.keys[10:40])
+    _check(path, model, "after the merges")
