@@ -877,8 +877,10 @@ OPTIONS: tuple[ConfigOption, ...] = (
         _parse_bool,
         "Run a due metadata-table compaction beside the writes: the commit that triggers it "
         "plans it (its instant requested) and returns; the merge runs on a thread of the "
-        "committing process (a stream's coordinator) and completes the instant when done, "
-        "while later commits append their metadata logs to the next slice. Only for table "
+        "committing process and completes the instant when done, while the job's later "
+        "commits log into the next slice. A stream's checkpoints go on meanwhile; a job's "
+        "close (each hr.write with engine=local, a stream writer's close) waits for the merge, "
+        "so the table's lock is never handed on with a merge running. Only for table "
         "versions 8+ (their logs are named by their own delta commit) and "
         "hoodie.write.concurrency.mode=single_writer; elsewhere the compaction runs inline "
         "as Java's writer runs it. A process that dies mid-merge leaves the plan pending; "
