@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-__all__ = ["MAX_READ_THREADS", "map_in_pool"]
+__all__ = ["MAX_READ_THREADS", "kept_pool", "map_in_pool"]
 
 #: the most threads one process reads with, whatever its CPU count
 MAX_READ_THREADS = 8
@@ -26,20 +26,28 @@ _T = TypeVar("_T")
 _R = TypeVar("_R")
 
 _lock = threading.Lock()
-_pool: tuple[int, ThreadPoolExecutor] | None = None
+#: each kept pool by name, with the process that made it
+_pools: dict[str, tuple[int, ThreadPoolExecutor]] = {}
 _local = threading.local()
 
 
-def _shared() -> ThreadPoolExecutor:
-    global _pool
+def kept_pool(
+    name: str, workers: int, initializer: Callable[[], None] | None = None
+) -> ThreadPoolExecutor:
+    """The process's pool ``name`` (its threads named after it): made on first use, and
+    again in a forked child, where the parent's threads do not exist."""
     with _lock:
-        if _pool is None or _pool[0] != os.getpid():
-            workers = min(os.cpu_count() or 1, MAX_READ_THREADS)
+        kept = _pools.get(name)
+        if kept is None or kept[0] != os.getpid():
             ex = ThreadPoolExecutor(
-                max_workers=workers, thread_name_prefix="hoodie-pool", initializer=_mark
+                max_workers=workers, thread_name_prefix=name, initializer=initializer
             )
-            _pool = (os.getpid(), ex)
-        return _pool[1]
+            kept = _pools[name] = (os.getpid(), ex)
+        return kept[1]
+
+
+def _shared() -> ThreadPoolExecutor:
+    return kept_pool("hoodie-pool", min(os.cpu_count() or 1, MAX_READ_THREADS), _mark)
 
 
 def _mark() -> None:

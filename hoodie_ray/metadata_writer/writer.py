@@ -31,7 +31,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -121,6 +121,7 @@ from hoodie_ray.metadata_writer.bloom_filters import (
 )
 from hoodie_ray.storage import Storage, join
 from hoodie_ray.table import HoodieTable
+from hoodie_ray.threads import kept_pool
 from hoodie_ray.timeline import plans
 from hoodie_ray.timeline.archive import LSMTimeline, archive_instants, instants_to_archive
 from hoodie_ray.timeline.instant import Action, Instant, State, new_instant_time
@@ -337,7 +338,6 @@ class MetadataWriter:
     def sync_with_config(self) -> None:
         """Bring the MDT in line with ``hoodie.metadata.enable`` for this writer: build it from
         a listing when enabled and missing (or half-built), drop it when disabled."""
-        self._settle_beside()
         want = metadata_enabled_for(self.table_version, self.config.enable)
         if want and not self.enabled:
             self.initialize()
@@ -1523,7 +1523,7 @@ class MetadataWriter:
         ``hoodie.metadata.compact.index.min.log.ratio`` asks for it (:meth:`_defers`).
         A compaction of this MDT that this process runs beside the writes
         (``hoodie.metadata.compact.async``) finishes first."""
-        wait_for_compaction_beside(self.storage.uri(""))
+        self._settle_beside()
         planned = self._schedule_compaction(force, scheduled)
         if planned is None:
             return None
@@ -1563,7 +1563,7 @@ class MetadataWriter:
     def _settle_beside(self) -> None:
         """Wait for this process's compaction beside the writes: what changes the MDT's
         partitions (a drop, an initialisation, a rebuild) must not meet a merge that would
-        then write a base file into them."""
+        then write a base file into them, nor an inline compaction plan beside it."""
         wait_for_compaction_beside(self.storage.uri(""))
 
     def _compacts_beside(self) -> bool:
@@ -1875,19 +1875,16 @@ def check_v6_metadata_table_writable(listed: list[str], enable: bool | None, pat
 
 
 # -- compactions beside the writes ------------------------------------------------------------
-#: the MDT compaction each metadata table (by URI) has running on this process's compaction
-#: thread: its instant and its future
-_BESIDE: dict[str, tuple[str, Future[None]]] = {}
+#: the MDT compaction each metadata table (by URI) has running on a compaction thread: the
+#: process that runs it (a forked child runs none of its parent's), its instant, its future
+_BESIDE: dict[str, tuple[int, str, Future[None]]] = {}
 _BESIDE_LOCK = threading.Lock()
-_BESIDE_POOL: tuple[int, ThreadPoolExecutor] | None = None
 
 
 def _start_beside(uri: str, instant: str, merge: Callable[[], None]) -> None:
     """Run ``merge`` (compaction ``instant`` of the MDT at ``uri``) on the process's one
-    compaction thread (made again after a fork; joined at the interpreter's exit, so a script
-    that ends waits for it). A failure is logged: the plan stays pending for the next
-    writer's rollback."""
-    global _BESIDE_POOL
+    compaction thread (joined at the interpreter's exit, so a script that ends waits for it).
+    A failure is logged: the plan stays pending for the next writer's rollback."""
 
     def run() -> None:
         try:
@@ -1902,26 +1899,27 @@ def _start_beside(uri: str, instant: str, merge: Callable[[], None]) -> None:
             )
         finally:
             with _BESIDE_LOCK:
-                if _BESIDE.get(uri, ("",))[0] == instant:
+                if _beside(uri) is not None and _BESIDE[uri][1] == instant:
                     del _BESIDE[uri]
 
+    pool = kept_pool("hoodie-mdt-compaction", 1)
     with _BESIDE_LOCK:
-        if _BESIDE_POOL is None or _BESIDE_POOL[0] != os.getpid():
-            _BESIDE.clear()  # a forked child runs none of its parent's
-            _BESIDE_POOL = (
-                os.getpid(),
-                ThreadPoolExecutor(max_workers=1, thread_name_prefix="hoodie-mdt-compaction"),
-            )
-        _BESIDE[uri] = (instant, _BESIDE_POOL[1].submit(run))
+        _BESIDE[uri] = (os.getpid(), instant, pool.submit(run))
+
+
+def _beside(uri: str) -> tuple[str, Future[None]] | None:
+    """This process's compaction of the MDT at ``uri``: its instant and future, or None."""
+    kept = _BESIDE.get(uri)
+    if kept is None or kept[0] != os.getpid():
+        return None
+    return kept[1], kept[2]
 
 
 def running_compaction_beside(uri: str) -> str | None:
     """The instant of the compaction this process runs beside the writes on the MDT at
     ``uri``, or None."""
     with _BESIDE_LOCK:
-        if _BESIDE_POOL is None or _BESIDE_POOL[0] != os.getpid():
-            return None
-        kept = _BESIDE.get(uri)
+        kept = _beside(uri)
     return kept[0] if kept is not None else None
 
 
@@ -1929,7 +1927,7 @@ def wait_for_compaction_beside(uri: str) -> None:
     """Wait until the compaction this process runs beside the writes on the MDT at ``uri``
     (if any) is done."""
     with _BESIDE_LOCK:
-        kept = _BESIDE.get(uri) if _BESIDE_POOL and _BESIDE_POOL[0] == os.getpid() else None
+        kept = _beside(uri)
     if kept is not None:
         kept[1].result()
 
