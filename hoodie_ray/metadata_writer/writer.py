@@ -1585,13 +1585,17 @@ class MetadataWriter:
         if planned is None:
             return None
         ts, ops = planned
-        base_uri, options, config = self.table.base_uri, self.table.storage_options, self.config
+        tbl, config = self.table, self.config
+        # its own table handle and writer over a storage of the same root (so a relative path,
+        # a later chdir or a custom Storage read the same table): nothing mutable is shared
+        # with the committing thread
+        storage, options, path = tbl.storage.sub(""), tbl.storage_options, tbl.base_uri
 
         def merge() -> None:
             from hoodie_ray.table import HoodieTable
 
-            # its own table handle and writer: nothing shared with the committing thread
-            MetadataWriter(HoodieTable.load(base_uri, options), config)._execute_compaction(ts, ops)
+            own = HoodieTable.from_storage(storage, options, path)
+            MetadataWriter(own, config)._execute_compaction(ts, ops)
 
         _start_beside(uri, ts, merge)
         return ts

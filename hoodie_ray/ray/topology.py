@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 import ray
-from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError, RayTaskError
+from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from hoodie_ray.config.options import WriteConfig
 from hoodie_ray.exceptions import HoodieCommitConflictError, HoodieError
@@ -179,21 +179,7 @@ class WriteTopology:
         old = self.worker_actors()
         self.assigners, self.writers, self.hosts = [], [], []
         self._spawned = False
-        for a in old:
-            with contextlib.suppress(Exception):
-                ray.kill(a, no_restart=True)
-        deadline = time.monotonic() + timeout
-        for a in old:
-            while time.monotonic() < deadline:
-                try:
-                    ray.get(a.pid.remote(), timeout=5)
-                except RayActorError:
-                    break  # dead
-                except GetTimeoutError:
-                    pass  # still finishing a task: killed, not yet gone
-                with contextlib.suppress(Exception):
-                    ray.kill(a, no_restart=True)
-                time.sleep(0.05)
+        _kill_and_wait(old, timeout)
 
     def spawn_workers(self) -> None:
         """Create the task actors empty (the old ones, if any, killed), so that Ray starts their
@@ -310,10 +296,14 @@ class WriteTopology:
                 ray.get(self.coord.finish_compaction.remote(), timeout=600)
             try:
                 ray.get(self.coord.close.remote(discard_unborn=discard_unborn), timeout=60)
-            except ActorDiedError:  # it died holding the table's lock: this driver knows the owner
-                self.release_lock()
             except Exception:
-                pass
+                # It died holding the table's lock, or its close failed or outlasted its
+                # budget (a merge beside the writes still running): once it is gone (what it
+                # left pending, the next writer rolls back), this driver, which knows the
+                # owner, deletes the lock rather than leave the table refused until the
+                # heartbeat expires.
+                _kill_and_wait([self.coord], 60.0)
+                self.release_lock()
             ray.kill(self.coord, no_restart=True)
         self.assigners, self.writers, self.coord, self.hosts = [], [], None, []
         self._spawned = False
@@ -365,3 +355,23 @@ class WriteTopology:
         out.update({f"assigner-{i}": actor(a) for i, a in enumerate(self.assigners)})
         out.update({f"writer-{i}": actor(w) for i, w in enumerate(self.writers)})
         return out
+
+
+def _kill_and_wait(actors: list[Any], timeout: float) -> None:
+    """Kill ``actors`` and wait (up to ``timeout`` seconds in all) until each is dead, not
+    just told to die."""
+    for a in actors:
+        with contextlib.suppress(Exception):
+            ray.kill(a, no_restart=True)
+    deadline = time.monotonic() + timeout
+    for a in actors:
+        while time.monotonic() < deadline:
+            try:
+                ray.get(a.pid.remote(), timeout=5)
+            except RayActorError:
+                break  # dead
+            except GetTimeoutError:
+                pass  # still finishing a task: killed, not yet gone
+            with contextlib.suppress(Exception):
+                ray.kill(a, no_restart=True)
+            time.sleep(0.05)

@@ -201,3 +201,38 @@ def test_a_job_that_closes_waits_for_the_merge(tmp_path: Path, monkeypatch) -> N
     assert merged and _mdt_compactions(path) == {merged[0]: State.COMPLETED}
     _upsert(path, opts, client, model, wl, wl.keys[10:40])
     _check(path, model, "after the merges")
+
+
+def test_the_merge_reads_the_table_it_was_planned_on(tmp_path: Path, monkeypatch) -> None:
+    """A table opened by a relative path: the working directory changes while the merge
+    waits, and the merge still completes on that table (it opens its own handle over the
+    committing writer's storage root, not the path again)."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    monkeypatch.chdir(tmp_path / "a")
+    opts = _opts()
+    monkeypatch.setattr(coordinator, "finish_compaction_beside", lambda table: None)
+    start = mw._start_beside
+    release, merging, merged = threading.Event(), threading.Event(), []
+
+    def held_start(uri, instant, merge):
+        def held() -> None:  # before the merge opens anything
+            merging.set()
+            assert release.wait(60)
+            merge()
+            merged.append(instant)
+
+        start(uri, instant, held)
+
+    monkeypatch.setattr(mw, "_start_beside", held_start)
+    model, wl = TableModel(), Workload(53)
+    client = HoodieWriteClient("t", opts)
+    _upsert("t", opts, client, model, wl, wl.keys[:30])  # due: planned, held
+    assert merging.wait(60)
+    uri = HoodieTable.load("t").metadata_table.storage.uri("")
+    monkeypatch.chdir(tmp_path / "b")
+    release.set()
+    mw.wait_for_compaction_beside(uri)
+    path = str(tmp_path / "a" / "t")
+    assert merged and _mdt_compactions(path) == {merged[0]: State.COMPLETED}
+    _check(path, model, "after the merge")

@@ -130,3 +130,44 @@ def test_a_datasink_runs_a_task_an_actor() -> None:
 
     sink = HoodieDatasink("/t", {**BASE, "taskmanager.numberOfTaskSlots": "4"})
     assert resolve_options(sink.options).task_slots == 1
+
+
+@pytest.mark.ray
+def test_a_coordinator_whose_close_fails_is_gone_and_its_lock_released(
+    ray_session: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A close that fails or outlasts its budget (a merge beside the writes still running):
+    the stop waits until the coordinator is dead, then deletes the lock it owned (the next
+    writer rolls back what it left pending) rather than leave the table refused until the
+    heartbeat expires. A close that succeeds leaves the lock to the coordinator."""
+    from hoodie_ray.ray.topology import WriteTopology
+
+    @ray_session.remote(num_cpus=0)
+    class Coordinator:  # the fault: a coordinator whose close raises (or not)
+        def __init__(self, fails: bool) -> None:
+            self.fails = fails
+
+        def finish_compaction(self) -> None:
+            return None
+
+        def close(self, discard_unborn: bool) -> None:
+            if self.fails:
+                raise OSError("close failed")
+
+        def pid(self) -> int:
+            import os
+
+            return os.getpid()
+
+    released: list[bool] = []
+    monkeypatch.setattr(WriteTopology, "release_lock", lambda self: released.append(True))
+    for fails in (False, True):
+        released.clear()
+        wc = resolve_options(BASE)
+        topo = WriteTopology("/nonexistent/t", dict(BASE), None, wc, "owner", None)  # type: ignore[arg-type]
+        coord = Coordinator.remote(fails)
+        topo.coord = coord
+        topo.stop(discard_unborn=False)
+        assert released == ([True] if fails else []), fails
+        with pytest.raises(ray_session.exceptions.RayActorError):
+            ray_session.get(coord.pid.remote(), timeout=30)
