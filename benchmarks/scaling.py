@@ -1,6 +1,6 @@
 """Scaling: the mor-q1 base commits through every input path at 1, 2, 4, 8 (16) writers.
 
-    python -m benchmarks.scaling [--quick] [--writers 1,2,4,8] [--assigners N]
+    python -m benchmarks.scaling [--quick] [--writers 1,2,4,8] [--assigners N] [--repeat R]
         [--chaining on|off|both] [--blocks N] [--pipelined] [--seed-tasks K] [--json]
 
 Paths (``--paths``, all by default):
@@ -53,8 +53,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -118,11 +120,14 @@ class PathRun:
     operator_cpu: dict[str, float] = field(default_factory=dict)  # in-task CPU-s by operator
     gate: GateResult | None = None
     error: str | None = None
+    repeat: int = 0  # which of --repeat's rounds
 
     @property
     def label(self) -> str:
-        return f"{self.path} w{self.writers} a{self.assigners}" + (
-            " chained" if self.chained else ""
+        return (
+            f"{self.path} w{self.writers} a{self.assigners}"
+            + (" chained" if self.chained else "")
+            + (f" #{self.repeat + 1}" if self.repeat else "")
         )
 
     def role_cpu_s(self) -> dict[str, float]:
@@ -182,6 +187,7 @@ class PathRun:
             "assigners": self.assigners,
             "chained": self.chained,
             "rows": self.rows,
+            "repeat": self.repeat,
             "gate": None if self.gate is None else ("pass" if self.gate.passed else "fail"),
             "error": self.error,
         }
@@ -295,6 +301,7 @@ def run_path(
     spark_warmups: int = 1,
     extra_options: dict[str, str] | None = None,
     seed_tasks: int = 0,
+    repeat: int = 0,
 ) -> PathRun:
     """Ingest ``workload``'s commits through one input path; gate; figures. ``seed_tasks``:
     the first commit is written before the timed section by a local writer of that many
@@ -306,6 +313,7 @@ def run_path(
         assigners,
         rows=workload.num_rows - sum(c.num_rows for c in workload.commits[:seeded]),
         chained=chaining and assigners == writers,
+        repeat=repeat,
     )
     options = hoodie_options(
         workload, "parquet", writers, _table_name(path_kind, writers), 6, assigners
@@ -391,25 +399,32 @@ class Results:
     def rows(self) -> list[dict[str, Any]]:
         out = []
         base: dict[str, float] = {}
+        for r in self.runs:  # a round's 1-writer run first (rounds alternate the order)
+            if r.writers == 1 and r.figures().get("rows_per_s"):
+                base[f"{r.path}/{r.chained}/{r.repeat}"] = r.figures()["rows_per_s"]
         for r in self.runs:
             f = r.figures()
             rate = f.get("rows_per_s")
-            kind = f"{r.path}/{r.chained}"
-            if r.writers == 1 and rate:
-                base[kind] = rate
-            f["speedup_vs_1"] = _r(ratio(rate, base.get(kind)))
+            f["speedup_vs_1"] = _r(ratio(rate, base.get(f"{r.path}/{r.chained}/{r.repeat}")))
             out.append(f)
         return out
 
     def summary(self) -> dict[str, Any]:
         rows = self.rows()
 
+        def matching(path: str, writers: int) -> list[dict[str, Any]]:
+            # the chained runs where there are both (the default topology)
+            found = [f for f in rows if f["path"] == path and f["writers"] == writers]
+            chained = [f for f in found if f.get("chained")]
+            return chained or found
+
         def pick(path: str, writers: int, key: str) -> Any:
-            # the chained run where there are both (the default topology)
-            for f in sorted(rows, key=lambda f: not f.get("chained")):
-                if f["path"] == path and f["writers"] == writers:
-                    return f.get(key)
-            return None
+            # the median over --repeat's rounds (a number; else the first round's value)
+            values = [f.get(key) for f in matching(path, writers)]
+            numbers = [v for v in values if isinstance(v, (int, float)) and v is not None]
+            if not numbers:
+                return values[0] if values else None
+            return _r(statistics.median(numbers)) if len(numbers) > 1 else numbers[0]
 
         ws = sorted({f["writers"] for f in rows})
         top = max(ws, default=None)
@@ -423,6 +438,15 @@ class Results:
                 out[f"cpu_w{top}_vs_w1_{path}"] = _r(
                     ratio(pick(path, top, "rows_per_cpu_s"), pick(path, 1, "rows_per_cpu_s"))
                 )
+                pairs = {
+                    (f["repeat"], f["writers"]): f.get("rows_per_cpu_s")
+                    for f in matching(path, top) + matching(path, 1)
+                }
+                rounds = sorted({r for r, _ in pairs})
+                if len(rounds) > 1:  # each round's own ratio: the spread the median hides
+                    out[f"cpu_w{top}_vs_w1_{path}_each"] = [
+                        _r(ratio(pairs.get((r, top)), pairs.get((r, 1)))) for r in rounds
+                    ]
             shares = [pick(path, w, "driver_cpu_share") for w in ws]
             shares = [s for s in shares if s is not None]
             if shares:
@@ -603,6 +627,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=5,
         help="untimed hand-offs before the Spark section (the JVMs' JIT settling)",
     )
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="rounds of every width, alternating their order; the summary's figures are the "
+        "medians over the rounds (ratios of medians), with each round's own 8/1 ratio beside",
+    )
     p.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS)
     p.add_argument("--blocks", type=int, default=0, help="pieces per commit (0: by --batch-rows)")
     p.add_argument(
@@ -629,6 +660,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args.paths = [x.strip() for x in args.paths.split(",") if x.strip()]
     args.peers = [x.strip() for x in args.peers.split(",") if x.strip()]
     bad = [x for x in args.paths if x not in PATHS]
+    if args.repeat < 1:
+        p.error("--repeat must be at least 1")
     if bad or not args.writers or min(args.writers) < 1:
         p.error(f"--paths: unknown {bad}" if bad else "--writers must be positive")
     return args
@@ -662,8 +695,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if kind == "spark":
                 res.workload["spark_executors"] = args.spark_executors
                 res.workload["spark_warmups"] = args.spark_warmups
-            for chaining in CHAINING[args.chaining]:
-                for w in args.writers:
+            for chaining, repeat in itertools.product(CHAINING[args.chaining], range(args.repeat)):
+                # rounds alternate the widths' order: the machine's drift falls on both ends
+                for w in args.writers if repeat % 2 == 0 else list(reversed(args.writers)):
                     table_dir = workdir / f"{kind}_w{w}"
                     run = run_path(
                         hr,
@@ -683,6 +717,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         args.spark_warmups,
                         dict(args.option),
                         args.seed_tasks,
+                        repeat,
                     )
                     res.runs.append(run)
                     shutil.rmtree(table_dir, ignore_errors=True)

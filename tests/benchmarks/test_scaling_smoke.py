@@ -64,3 +64,25 @@ def test_render_shows_no_none() -> None:
 
     text = render(Fixed(workload={}))
     assert "None" not in text and "(chained)" in text
+
+
+def test_rounds_are_summarised_by_their_medians() -> None:
+    """``--repeat``: the summary's ratio is of the widths' medians over the rounds, and each
+    round's own ratio is listed beside it."""
+    from benchmarks.scaling import Results
+
+    class Fixed(Results):
+        def rows(self) -> list[dict]:
+            cpu = {(0, 1): 100.0, (0, 8): 60.0, (1, 8): 70.0, (1, 1): 110.0, (2, 1): 90.0}
+            cpu[(2, 8)] = 80.0
+            return [
+                {"path": "driver", "writers": w, "chained": True, "repeat": r, "rows_per_cpu_s": v}
+                for (r, w), v in cpu.items()
+            ]
+
+    summary = Fixed(workload={}).summary()
+    assert summary["cpu_w8_vs_w1_driver"] == 0.7  # median 70 / median 100
+    assert summary["cpu_w8_vs_w1_driver_each"] == [0.6, round(70 / 110, 3), round(80 / 90, 3)]
+    assert parse_args(["--repeat", "3"]).repeat == 3
+    with pytest.raises(SystemExit):
+        parse_args(["--repeat", "0"])
