@@ -269,3 +269,31 @@ def test_latest_slices_are_listed_once_per_table_state(tmp_path: Path, monkeypat
     for _ in range(2):
         assert read_table(str(b.root)).column("v").to_pylist() == ["x"]
     assert built == [False, False]
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        [("a", "=", 2)],  # one row: a slice
+        [("a", "IN", [1, 5, 6])],  # a few rows of two chunks: slices joined
+        [("a", ">", 0)],  # many rows: a filter
+        [("a", "=", 99)],  # none
+        [("a", "NOT IN", [1]), ("b", "!=", "v")],  # nulls never match
+    ],
+)
+def test_apply_filters_keeps_the_rows_and_schema_whatever_the_matches(filters) -> None:
+    from hoodie_ray.reader.filters import FEW_MATCHES, apply_filters, parse_filters
+
+    n = FEW_MATCHES * 3
+    a = [None if i == 3 else i for i in range(n)]
+    t = pa.Table.from_arrays(
+        [pa.chunked_array([a[:10], a[10:]]), pa.array([f"v{i % 3}" for i in range(n)])],
+        names=["a", "b"],
+    )
+    flt = parse_filters(filters, t.schema)
+    mask = None
+    for f in flt:
+        m = pc.fill_null(f.mask(t.column(f.field)), False)
+        mask = m if mask is None else pc.and_(mask, m)
+    got = apply_filters(flt, t)
+    assert got.schema == t.schema and got.equals(t.filter(mask))
