@@ -9,6 +9,9 @@ driver drives a topology of task slots (begin, route by shares, assign, finish, 
 no Ray in between: every task is co-hosted with every other one. ``--rows N`` cuts each
 commit to its first N rows, where the kernels' fixed costs per task and checkpoint dominate.
 
+One untimed width runs first (the process's imports, kernels and first pages), then
+``--repeat`` rounds of every width in alternating order; each width keeps its best round.
+
 Figures per width: rows per CPU-s of this process over the commits after the first (the first
 creates the file groups and is not counted), the ratio to the first width (issue 38's
 ``rows per CPU-s at 8 tasks >= 0.8x at 1``, less Ray's share), and per stage the CPU
@@ -190,7 +193,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tasks", default="1,8", help="widths, comma-separated (default 1,8)")
     p.add_argument("--rows", type=int, default=0, help="each commit cut to its first N rows")
     p.add_argument("--blocks", type=int, default=2, help="input blocks a commit (default 2)")
-    p.add_argument("--repeat", type=int, default=2, help="runs per width, best kept (default 2)")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=2,
+        help="rounds of every width, in alternating order after one warm-up; each width's best "
+        "kept (default 2)",
+    )
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     workload = generate_workload("base", quick=True)
@@ -199,19 +208,21 @@ def main(argv: list[str] | None = None) -> int:
             workload, commits=[c.slice(0, args.rows) for c in workload.commits]
         )
     widths = [int(w) for w in args.tasks.split(",")]
-    runs = []
     timer = StageTimer()
     workdir = Path(tempfile.mkdtemp(prefix="hoodie_ray_task_cost_"))
     try:
         with timer.installed():
-            for w in widths:
-                best = None
-                for r in range(args.repeat):
-                    run = replay(workload, w, args.blocks, workdir / f"r{r}", timer)
-                    if best is None or run["cpu_s"] < best["cpu_s"]:
-                        best = run
-                assert best is not None
-                runs.append(best)
+            # one untimed width first (imports, kernels, the allocator's first pages), then the
+            # rounds in alternating width order, so that neither a cold process nor the
+            # machine's drift falls on one width only
+            replay(workload, widths[0], args.blocks, workdir / "warm", timer)
+            best: dict[int, dict] = {}
+            for r in range(args.repeat):
+                for w in widths if r % 2 == 0 else list(reversed(widths)):
+                    run = replay(workload, w, args.blocks, workdir / f"r{r}w{w}", timer)
+                    if w not in best or run["cpu_s"] < best[w]["cpu_s"]:
+                        best[w] = run
+            runs = [best[w] for w in widths]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     first = runs[0]["rows_per_cpu_s"]
