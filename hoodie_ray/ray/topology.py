@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError, RayTaskError
 
 from hoodie_ray.config.options import WriteConfig
 from hoodie_ray.exceptions import HoodieCommitConflictError, HoodieError
@@ -298,12 +298,12 @@ class WriteTopology:
                 ray.get(self.coord.close.remote(discard_unborn=discard_unborn), timeout=60)
             except Exception:
                 # It died holding the table's lock, or its close failed or outlasted its
-                # budget (a merge beside the writes still running): once it is gone (what it
-                # left pending, the next writer rolls back), this driver, which knows the
-                # owner, deletes the lock rather than leave the table refused until the
-                # heartbeat expires.
-                _kill_and_wait([self.coord], 60.0)
-                self.release_lock()
+                # budget (a merge beside the writes still running): once Ray confirms it dead
+                # (what it left pending, the next writer rolls back), this driver, which knows
+                # the owner, deletes the lock rather than leave the table refused until the
+                # heartbeat expires. One only unreachable may still commit: its lock stays.
+                if _kill_and_wait([self.coord], 60.0):
+                    self.release_lock()
             ray.kill(self.coord, no_restart=True)
         self.assigners, self.writers, self.coord, self.hosts = [], [], None, []
         self._spawned = False
@@ -357,21 +357,27 @@ class WriteTopology:
         return out
 
 
-def _kill_and_wait(actors: list[Any], timeout: float) -> None:
+def _kill_and_wait(actors: list[Any], timeout: float) -> bool:
     """Kill ``actors`` and wait (up to ``timeout`` seconds in all) until each is dead, not
-    just told to die."""
+    just told to die. True when Ray confirmed every death (``ActorDiedError``); an actor
+    only unreachable (``ActorUnavailableError``, another ``RayActorError``) may still run."""
     for a in actors:
         with contextlib.suppress(Exception):
             ray.kill(a, no_restart=True)
     deadline = time.monotonic() + timeout
+    confirmed = 0
     for a in actors:
         while time.monotonic() < deadline:
             try:
                 ray.get(a.pid.remote(), timeout=5)
+            except ActorDiedError:
+                confirmed += 1
+                break
             except RayActorError:
-                break  # dead
+                break  # gone from here, its death not confirmed
             except GetTimeoutError:
                 pass  # still finishing a task: killed, not yet gone
             with contextlib.suppress(Exception):
                 ray.kill(a, no_restart=True)
             time.sleep(0.05)
+    return confirmed == len(actors)
