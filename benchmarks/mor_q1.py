@@ -44,6 +44,7 @@ import logging
 import multiprocessing
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -1025,6 +1026,8 @@ class Results:
     runs: list[HoodieRun] = field(default_factory=list)
     scaling_run: HoodieRun | None = None
     client_runs: list[ClientRun] = field(default_factory=list)
+    # --efficiency-rounds: (client, topology) rows per CPU-s of each extra round, Parquet blocks
+    efficiency_rounds: list[tuple[float | None, float | None]] = field(default_factory=list)
     ray_init_s: float | None = None
 
     def gate(self) -> tuple[bool, str, bool]:
@@ -1147,8 +1150,33 @@ class Results:
             "assigner_cpu_share": _r(_share(rp, "assigner", "writer")),
             "writer_balance": _r(_balance(rp)),
             "topology_efficiency": _r(ratio(cpu_rate(rp), clients.get("parquet"))),
+            **self._efficiency_rounds(),
             "compaction_vs_io_bound": _r(_vs_bound(rp)),
             "compaction_vs_io_bound_avro": _r(_vs_bound(ra)),
+        }
+
+    def _efficiency_rounds(self) -> dict[str, Any]:
+        """``--efficiency-rounds``: each round's topology / client ratio (the main run's
+        first), and the ratio of the medians of every measurement of each."""
+        if not self.efficiency_rounds:
+            return {}
+        rp = self.run_for("parquet")
+        main_client = next(
+            (c.ingest.rows_per_cpu_s for c in self.client_runs if c.ingest and c.fmt == "parquet"),
+            None,
+        )
+        main_topology = rp.ingest.rows_per_cpu_s if rp and rp.ingest else None
+        pairs = [(main_client, main_topology), *self.efficiency_rounds]
+        clients = [c for c, _ in pairs if c]
+        topologies = [t for _, t in pairs if t]
+        return {
+            "topology_efficiency_each": [_r(ratio(t, c)) for c, t in pairs],
+            "topology_efficiency_median": _r(
+                ratio(
+                    statistics.median(topologies) if topologies else None,
+                    statistics.median(clients) if clients else None,
+                )
+            ),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -1190,6 +1218,11 @@ class Results:
             if self.scaling_run is not None:
                 out["scaling_run"] = self.scaling_run.as_dict()
             out["client_runs"] = [c.as_dict() for c in self.client_runs]
+            if self.efficiency_rounds:
+                out["efficiency_rounds"] = [
+                    {"client_rows_per_cpu_s": c, "topology_rows_per_cpu_s": t}
+                    for c, t in self.efficiency_rounds
+                ]
         return out
 
 
@@ -2305,6 +2338,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS, help=hidden)
     p.add_argument("--formats", default=",".join(LOG_FORMATS), help=hidden)
     p.add_argument("--no-scaling", action="store_true", help=hidden)
+    p.add_argument(
+        "--efficiency-rounds",
+        type=int,
+        default=0,
+        help="the client and the topology (Parquet) again N times, alternating, for "
+        "topology_efficiency_median and _each (base variants)",
+    )
     p.add_argument("--skip-hoodie", action="store_true", help=hidden)
     p.add_argument("--no-client", action="store_true", help=hidden)
     p.add_argument("--no-full", action="store_true", help=hidden)
@@ -2318,6 +2358,46 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         p.error(f"--batch-rows must be in 1..{DEFAULT_BATCH_ROWS}")
     args.options = dict(args.option)
     return args
+
+
+def _efficiency_rounds(
+    hr: Any,
+    res: Results,
+    workload: Workload,
+    expected: pa.Table,
+    workdir: Path,
+    args: argparse.Namespace,
+) -> None:
+    """``--efficiency-rounds N``: the client and the topology (Parquet blocks, ingest only)
+    again, N times, in alternating order, so that ``topology_efficiency`` is also read from
+    runs seconds apart rather than minutes (the main run's client runs before the floors'
+    Ray start, its topology after)."""
+    for r in range(args.efficiency_rounds):
+        got: dict[str, float | None] = {}
+        for kind in ("client", "topology") if r % 2 == 0 else ("topology", "client"):
+            path = workdir / f"hudi_efficiency_{kind}_{r}"
+            if kind == "client":
+                c = run_client(
+                    hr, workload, expected, path, "parquet", args.table_version, args.options
+                )
+                got[kind] = c.ingest.rows_per_cpu_s if c.ingest else None
+            else:
+                t = run_hoodie(
+                    hr,
+                    workload,
+                    expected,
+                    path,
+                    "parquet",
+                    args.writers,
+                    args.batch_rows,
+                    full=False,
+                    table_version=args.table_version,
+                    assigners=args.assigners,
+                    extra_options=args.options,
+                )
+                got[kind] = t.ingest.rows_per_cpu_s if t.ingest else None
+            shutil.rmtree(path, ignore_errors=True)
+        res.efficiency_rounds.append((got["client"], got["topology"]))
 
 
 def run_baselines(
@@ -2496,6 +2576,8 @@ def _main(args: argparse.Namespace, workdir: Path) -> int:
                 )
                 if not args.keep:
                     shutil.rmtree(path, ignore_errors=True)
+            if "parquet" in args.formats and not args.no_client:
+                _efficiency_rounds(hr, res, workload, expected, workdir, args)
     finally:
         if ray_started:
             import ray

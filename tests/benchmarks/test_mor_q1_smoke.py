@@ -643,3 +643,18 @@ def test_end_to_end_tiny_scale_variant(
     assert last["tables"]["reference"]["restart"] is None
     assert "key figures" in out_text and "restarted job" in out_text
     assert not (tmp_path / "wd").exists()
+
+
+def test_efficiency_rounds_give_each_ratio_and_the_ratio_of_medians(tmp_path: Path) -> None:
+    """``--efficiency-rounds``: the main run's ratio first, then each round's; the summary is
+    the topology's median over the client's."""
+    from types import SimpleNamespace as NS
+
+    client = NS(fmt="parquet", ingest=NS(rows_per_cpu_s=100.0))
+    res = _results(tmp_path, client_runs=[client], efficiency_rounds=[(110.0, 80.0), (90.0, 90.0)])
+    res.run_for = lambda fmt: NS(ingest=NS(rows_per_cpu_s=70.0))  # type: ignore[method-assign]
+    got = res._efficiency_rounds()
+    assert got["topology_efficiency_each"] == [0.7, round(80 / 110, 3), 1.0]
+    assert got["topology_efficiency_median"] == 0.8
+    assert parse_args(["--efficiency-rounds", "3"]).efficiency_rounds == 3
+    assert _results(tmp_path)._efficiency_rounds() == {}
