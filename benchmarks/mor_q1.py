@@ -2376,6 +2376,34 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def _topology_run(
+    hr: Any,
+    workload: Workload,
+    expected: pa.Table,
+    path: Path,
+    fmt: str,
+    writers: int,
+    args: argparse.Namespace,
+    *,
+    full: bool = False,
+) -> HoodieRun:
+    """:func:`run_hoodie` with this run's arguments (batch rows, table version, assigners,
+    ``--option``s); ``full``: compaction and reads after the ingest too."""
+    return run_hoodie(
+        hr,
+        workload,
+        expected,
+        path,
+        fmt,
+        writers,
+        args.batch_rows,
+        full=full,
+        table_version=args.table_version,
+        assigners=args.assigners,
+        extra_options=args.options,
+    )
+
+
 def _efficiency_rounds(
     hr: Any,
     res: Results,
@@ -2398,19 +2426,7 @@ def _efficiency_rounds(
                 )
                 got[kind] = c.ingest.rows_per_cpu_s if c.ingest else None
             else:
-                t = run_hoodie(
-                    hr,
-                    workload,
-                    expected,
-                    path,
-                    "parquet",
-                    args.writers,
-                    args.batch_rows,
-                    full=False,
-                    table_version=args.table_version,
-                    assigners=args.assigners,
-                    extra_options=args.options,
-                )
+                t = _topology_run(hr, workload, expected, path, "parquet", args.writers, args)
                 got[kind] = t.ingest.rows_per_cpu_s if t.ingest else None
             shutil.rmtree(path, ignore_errors=True)
         res.efficiency_rounds.append((got["client"], got["topology"]))
@@ -2558,18 +2574,8 @@ def _main(args: argparse.Namespace, workdir: Path) -> int:
         if hr is not None:
             for fmt in args.formats:
                 path = workdir / f"hudi_{fmt}_w{args.writers}"
-                run = run_hoodie(
-                    hr,
-                    workload,
-                    expected,
-                    path,
-                    fmt,
-                    args.writers,
-                    args.batch_rows,
-                    full=not args.no_full,
-                    table_version=args.table_version,
-                    assigners=args.assigners,
-                    extra_options=args.options,
+                run = _topology_run(
+                    hr, workload, expected, path, fmt, args.writers, args, full=not args.no_full
                 )
                 res.runs.append(run)
                 if not args.keep:
@@ -2577,19 +2583,7 @@ def _main(args: argparse.Namespace, workdir: Path) -> int:
             primary = next((r for r in res.runs if r.ingest is not None), None)
             if args.writers == 2 and not args.no_scaling and primary is not None:
                 path = workdir / f"hudi_{primary.fmt}_w1"
-                res.scaling_run = run_hoodie(
-                    hr,
-                    workload,
-                    expected,
-                    path,
-                    primary.fmt,
-                    1,
-                    args.batch_rows,
-                    full=False,
-                    table_version=args.table_version,
-                    assigners=args.assigners,
-                    extra_options=args.options,
-                )
+                res.scaling_run = _topology_run(hr, workload, expected, path, primary.fmt, 1, args)
                 if not args.keep:
                     shutil.rmtree(path, ignore_errors=True)
             if "parquet" in args.formats and not args.no_client:
