@@ -210,6 +210,12 @@ class Storage:
     def supports_append(self) -> bool:
         return False
 
+    #: Whether a Parquet reader of this storage's files should fetch a row group's column
+    #: chunks ahead, coalesced (pyarrow's ``pre_buffer``): worth it where each read is a
+    #: request (object stores); where a read is a copy out of the page cache it only adds
+    #: a thread hand-off per file (~0.1 ms, a fifth of reading a 2,000-row base file).
+    coalesce_reads = True
+
     def appendable(self, rel: str) -> bool:
         """Whether :meth:`append` may add to ``rel`` as it is now (an absent file counts:
         appending creates it). False where storage cannot append at all."""
@@ -528,6 +534,8 @@ class LocalStorage(Storage):
             finally:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
+
+    coalesce_reads = False
 
     @property
     def supports_append(self) -> bool:

@@ -167,3 +167,11 @@ def test_an_empty_file_is_created_once_and_never_through_a_link(tmp_path: Path) 
     with pytest.raises(HoodiePathError, match="outside the table"):
         storage.create_new(".hoodie/.temp/1/p/g.marker.CREATE", b"")
     assert not outside.exists()
+
+
+def test_only_object_stores_coalesce_parquet_reads(tmp_path: Path) -> None:
+    """pyarrow's ``pre_buffer`` (a row group's column chunks fetched ahead, coalesced) saves
+    requests on an object store; on a local file it is a thread hand-off per file for nothing
+    (~0.1 ms, a fifth of reading a 2,000-row base file)."""
+    assert LocalStorage(str(tmp_path)).coalesce_reads is False
+    assert storage_module.ArrowStorage("mock://bucket/t").coalesce_reads is True

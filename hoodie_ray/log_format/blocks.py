@@ -411,7 +411,7 @@ class ParquetDataBlock(DataBlock):
 
     def _parquet(self, content: bytes | memoryview) -> pq.ParquetFile:
         try:
-            return pq.ParquetFile(pa.BufferReader(content))
+            return pq.ParquetFile(pa.BufferReader(content), pre_buffer=False)  # in memory
         except Exception as e:  # damaged footers raise Arrow, OS, Unicode and Value errors
             raise HoodieCorruptedDataError(
                 f"Parquet data block in {self._where()} does not read: {e}"

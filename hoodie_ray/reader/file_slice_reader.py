@@ -565,16 +565,20 @@ class _SliceReader:
         if isinstance(self.storage, LocalStorage):
             path, st = self.storage.local_file(rel)
             if st is None:
-                pf = pq.ParquetFile(path)  # its error names the file
+                pf = pq.ParquetFile(path, pre_buffer=False)  # its error names the file
                 return pf, BaseFooter(pf.metadata)
             key = (path, st.st_size, st.st_mtime_ns, st.st_ino)
             footer = PARQUET_FOOTERS.get(key)
-            pf = pq.ParquetFile(path, metadata=footer.metadata if footer is not None else None)
+            pf = pq.ParquetFile(
+                path,
+                metadata=footer.metadata if footer is not None else None,
+                pre_buffer=self.storage.coalesce_reads,
+            )
             if footer is None:
                 footer = BaseFooter(pf.metadata)
                 PARQUET_FOOTERS.put(key, footer, pf.metadata.serialized_size)
             return pf, footer
-        pf = pq.ParquetFile(self.storage.open_input(rel))
+        pf = pq.ParquetFile(self.storage.open_input(rel), pre_buffer=self.storage.coalesce_reads)
         return pf, BaseFooter(pf.metadata)
 
     def _prune_filters(self, with_values: bool) -> tuple[Filter, ...]:

@@ -413,7 +413,7 @@ class LSMTimeline:
         for n in names:
             rel = self._rel(n)
             try:
-                t = pq.read_table(io.BytesIO(self.storage.read_bytes(rel)))
+                t = pq.read_table(io.BytesIO(self.storage.read_bytes(rel)), pre_buffer=False)
             except (pa.ArrowInvalid, OSError) as e:
                 raise HoodieCorruptedDataError(
                     f"archived timeline file {self.storage.uri(rel)} is not readable: {e}"

@@ -151,4 +151,4 @@ def write_base_file(
 def read_base_file(storage: Storage, rel_path: str, columns: list[str] | None = None) -> pa.Table:
     """Read a base file (whole) from storage."""
     with storage.open_input(rel_path) as f:
-        return pq.read_table(f, columns=columns)
+        return pq.read_table(f, columns=columns, pre_buffer=storage.coalesce_reads)
