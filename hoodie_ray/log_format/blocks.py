@@ -429,12 +429,20 @@ class ParquetDataBlock(DataBlock):
     def _decode(self, content: bytes | memoryview, columns: Sequence[str] | None) -> pa.Table:
         pf = self._parquet(content)
         try:
-            return pf.read(columns=list(columns) if columns is not None else None)
+            return pf.read(
+                columns=list(columns) if columns is not None else None,
+                # Arrow's threads decode the columns of a large block at once; for a small
+                # one the hand-off costs more than the decoding (~0.1 ms of ~0.35 at 100 rows)
+                use_threads=memoryview(content).nbytes >= THREADED_DECODE_MIN_BYTES,
+            )
         except Exception as e:  # damaged pages raise Arrow, OS, Unicode and Value errors
             raise HoodieCorruptedDataError(
                 f"Parquet data block in {self._where()} does not read: {e}"
             ) from None
 
+
+#: A Parquet data block at least this large is decoded on Arrow's threads.
+THREADED_DECODE_MIN_BYTES = 4 << 20
 
 #: Rows sampled per column to decide on dictionary encoding.
 DICTIONARY_SAMPLE_ROWS = 1024
