@@ -17,7 +17,11 @@ Each figure is the best of ``--repeat`` runs (wall time; the machine is shared a
 Usage::
 
     python -m benchmarks.read_bench [--keys 1000000] [--commits 3] [--update-frac 0.3]
-                                    [--block-format parquet|avro] [--repeat 3] [--json]
+                                    [--block-format parquet|avro] [--max-file-bytes N]
+                                    [--repeat 3] [--json]
+
+Many small log blocks (a streaming writer's): ``--keys 100000 --commits 20
+--update-frac 0.05 --max-file-bytes 2048000`` gives 50 file groups of 20 blocks of ~100 rows.
                                     [--profile] [--keep DIR]
 """
 
@@ -60,7 +64,9 @@ def commits(keys: int, n_commits: int, frac: float) -> list[pa.Table]:
     return out
 
 
-def build_with_writer(path: Path, data: list[pa.Table], block_format: str) -> None:
+def build_with_writer(
+    path: Path, data: list[pa.Table], block_format: str, max_file_bytes: int = 0
+) -> None:
     from hoodie_ray.job.client import HoodieWriteClient
 
     opts = {
@@ -71,6 +77,8 @@ def build_with_writer(path: Path, data: list[pa.Table], block_format: str) -> No
         "compaction.schedule.enabled": "false",
         "compaction.async.enabled": "false",
     }
+    if max_file_bytes:
+        opts["hoodie.parquet.max.file.size"] = str(max_file_bytes)
     for t in data:
         HoodieWriteClient(str(path), opts).write(t)
 
@@ -146,6 +154,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--update-frac", type=float, default=0.3)
     ap.add_argument("--block-format", choices=["parquet", "avro"], default="parquet")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument(
+        "--max-file-bytes",
+        type=int,
+        default=0,
+        help="the writer's hoodie.parquet.max.file.size: more, smaller file groups, so each "
+        "upsert leaves a small log block in each (a streaming writer's checkpoints)",
+    )
     ap.add_argument("--builder", action="store_true", help="use the test builder, not the writer")
     ap.add_argument("--profile", action="store_true", help="pyinstrument profile of our snapshot")
     ap.add_argument("--keep", type=Path, help="build the table here and keep it")
@@ -171,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             build_with_builder(path, data, args.block_format)
         else:
             try:
-                build_with_writer(path, data, args.block_format)
+                build_with_writer(path, data, args.block_format, args.max_file_bytes)
             except Exception as e:  # the writer is optional here: fall back to the builder
                 log(f"writer failed ({type(e).__name__}: {e}); using the test builder")
                 shutil.rmtree(path, ignore_errors=True)
@@ -190,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
             "commits": args.commits,
             "update_frac": args.update_frac,
             "block_format": args.block_format,
+            "max_file_bytes": args.max_file_bytes,
             "rows": mine.num_rows,
         }
         if problem is not None:
