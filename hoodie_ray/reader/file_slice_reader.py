@@ -37,6 +37,7 @@ from hoodie_ray.reader.log_scan import (
     InstantRange,
     ScannedBlock,
     admitted_blocks,
+    data_of_blocks,
     scan_log_file,
 )
 from hoodie_ray.reader.merger import (
@@ -65,6 +66,8 @@ MAX_MERGE_BATCH_ROWS = 4 * 1024 * 1024
 #: less (a pass opens the block's Parquet footer again: ~0.3 ms, more than a small block's
 #: columns cost to decode).
 SPLIT_MIN_BLOCK_BYTES = 1 << 20
+#: Avro data blocks of one writer schema are decoded together up to about this many bytes.
+JOINT_DECODE_MAX_BYTES = 16 << 20
 #: Parsed footers of local base files, by path, size, modification time and inode (a file
 #: rewritten under its name is another key). A Hudi base file's footer holds its keys' bloom filter,
 #: ~430 KB at Java's defaults: most of a small file's bytes, and half the CPU of reading one
@@ -514,7 +517,35 @@ class _SliceReader:
         # one): a fold's fixed cost is paid once for many small blocks, as a streaming
         # writer's checkpoints leave them (one block per file group and checkpoint).
         run = _DataRun(buffer, ctx.batch_rows)
+        # Avro blocks of one writer schema wait to be decoded together (data_of_blocks)
+        joint: list[ScannedBlock] = []
+
+        def decode_joint() -> None:
+            if not joint:
+                return
+            try:
+                raw = data_of_blocks(joint, self._block_columns)
+            except HoodieError:
+                raise
+            except Exception as e:
+                names = sorted({self.storage.uri(self._rel(b.file_name)) for b in joint})
+                raise HoodieCorruptedDataError(
+                    f"cannot decode {len(joint)} data blocks in log file(s) {', '.join(names)}: "
+                    f"{type(e).__name__}: {e}"
+                ) from e
+            joint.clear()
+            run.add(reconcile(raw, self.schema), ctx.delete_marker.mask(raw))
+
         for blk in admitted:
+            if blk.kind == DATA and blk.joint is not None:
+                if joint and (
+                    joint[0].joint != blk.joint
+                    or sum(b.size for b in joint) >= JOINT_DECODE_MAX_BYTES
+                ):
+                    decode_joint()
+                joint.append(blk)
+                continue
+            decode_joint()
             try:
                 if (
                     blk.kind == DATA
@@ -542,6 +573,7 @@ class _SliceReader:
                     f"cannot decode a {blk.kind} block of instant {blk.instant} in log file "
                     f"{self.storage.uri(self._rel(blk.file_name))}: {type(e).__name__}: {e}"
                 ) from e
+        decode_joint()
         run.flush()
         return buffer
 

@@ -54,7 +54,9 @@ class ScannedBlock:
     """One block of a log file, content not yet decoded.
 
     ``size``: its bytes in the file; ``columnar``: its columns decode one by one (Parquet), so
-    reading some columns now and the others later decodes each once.
+    reading some columns now and the others later decodes each once; ``joint``: the writer
+    schema of a block that decodes together with the blocks after it of the same ``joint``
+    (Avro: :func:`data_of_blocks`), else None.
     """
 
     kind: str
@@ -67,7 +69,9 @@ class ScannedBlock:
     #: a partial block (header ``IS_PARTIAL``, Spark's MERGE INTO partial updates): its records
     #: carry only the columns of its schema, and the others keep their older values
     partial: bool = False
+    joint: str | None = None
     _load: Callable[..., Any] | None = field(default=None, repr=False)
+    _block: Any = field(default=None, repr=False)
 
     @property
     def is_rollback(self) -> bool:
@@ -204,6 +208,7 @@ _KIND_BY_BRANCH: dict[int, str | None] = {
 def scan_log_file(storage: Storage, rel_path: str) -> Iterator[ScannedBlock]:
     """The blocks of one log file, in file order (content decoded lazily)."""
     from hoodie_ray.log_format import (
+        AvroDataBlock,
         CDCDataBlock,
         CommandBlock,
         CorruptBlock,
@@ -236,10 +241,24 @@ def scan_log_file(storage: Storage, rel_path: str) -> Iterator[ScannedBlock]:
                 size=blk.size or 0,
                 columnar=isinstance(blk, ParquetDataBlock),
                 partial=blk.is_partial,
+                joint=blk.schema_json if isinstance(blk, AvroDataBlock) else None,
                 _load=_data_loader(blk),
+                _block=blk,
             )
         else:
             yield ScannedBlock(OTHER, name, instant=blk.instant_time)
+
+
+def data_of_blocks(blocks: Sequence[ScannedBlock], columns: Sequence[str]) -> pa.Table:
+    """The records of consecutive data blocks of one ``joint`` (their Arrow types as decoded;
+    reconcile before use), the top-level ``columns`` they have, decoded as one."""
+    from hoodie_ray.log_format.blocks import decode_avro_blocks
+
+    if len(blocks) == 1:
+        return blocks[0].data(columns)
+    assert all(b.joint is not None and b.joint == blocks[0].joint for b in blocks)
+    names = set(blocks[0]._block.arrow_schema.names)
+    return decode_avro_blocks([b._block for b in blocks], [c for c in columns if c in names])
 
 
 def _data_loader(blk: Any) -> Callable[[Sequence[str] | None], pa.Table]:

@@ -10,7 +10,11 @@ import pyarrow as pa
 import pytest
 
 from hoodie_ray.avro.schema import arrow_to_avro_schema, schema_to_json
-from hoodie_ray.exceptions import HoodieInputError, HoodieUnsupportedError
+from hoodie_ray.exceptions import (
+    HoodieCorruptedDataError,
+    HoodieInputError,
+    HoodieUnsupportedError,
+)
 from hoodie_ray.log_format import (
     MAGIC,
     AvroDataBlock,
@@ -23,6 +27,7 @@ from hoodie_ray.log_format import (
     read_log_bytes,
     serialize_block,
 )
+from hoodie_ray.log_format.blocks import decode_avro_blocks
 from tests.log_format.helpers import fastavro_block_records, fastavro_delete_keys
 
 H = HeaderMetadataType
@@ -244,3 +249,48 @@ def test_dictionary_choice_of_small_blocks_is_reused_for_blocks_up_to_twice_thei
     assert blocks.dictionary_columns(big) == ["key"]
     assert blocks._dictionary_choices[schema][2] == 3 * n
     blocks._dictionary_choices.clear()
+
+
+def _avro_blocks(n: int) -> list[AvroDataBlock]:
+    table, schema = _records()
+    raw = b"".join(
+        serialize_block(AvroDataBlock.from_records(table, f"2025010100000000{i}", schema))
+        for i in range(n)
+    )
+    blocks = read_log_bytes(raw, "mem.log")
+    assert all(isinstance(b, AvroDataBlock) for b in blocks)
+    return blocks  # type: ignore[return-value]
+
+
+def test_avro_blocks_of_one_schema_decode_as_one():
+    """A streaming writer's many small blocks: decoded together, the blocks' records in order,
+    as decoding each gives."""
+    blocks = _avro_blocks(5)
+    alone = pa.concat_tables([b.read() for b in blocks])
+    assert decode_avro_blocks(blocks).equals(alone)
+    assert decode_avro_blocks(blocks, ["name", "ts"]).equals(alone.select(["name", "ts"]))
+    assert not any(b.is_decoded for b in blocks)
+
+
+def test_a_faulty_block_decoded_with_others_names_itself():
+    blocks = _avro_blocks(3)
+    content = bytearray(blocks[1].content)  # type: ignore[arg-type]
+    content[8:12] = struct.pack(">i", 1 << 30)  # the first record's length runs past the block
+    blocks[1]._content = bytes(content)
+    with pytest.raises(HoodieCorruptedDataError, match=r"mem\.log \(block at byte \d+\)") as e:
+        decode_avro_blocks(blocks)
+    assert f"byte {blocks[1].offset})" in str(e.value)
+
+
+def test_blocks_of_other_writer_schemas_are_not_decoded_together():
+    blocks = _avro_blocks(2)
+    table, _ = _records()
+    other = arrow_to_avro_schema(table.drop_columns(["name"]).schema, "t", with_meta=True)
+    (third,) = read_log_bytes(
+        serialize_block(
+            AvroDataBlock.from_records(table.drop_columns(["name"]), "20250102000000000", other)
+        ),
+        "mem.log",
+    )
+    with pytest.raises(ValueError, match="different writer schemas"):
+        decode_avro_blocks([*blocks, third])  # type: ignore[list-item]

@@ -4,7 +4,8 @@ them, cost one fold's fixed work, not one each. Folding a run must give what fol
 one by one gives, for both buffers, with keys repeated inside and across blocks, ties of the
 ordering value, deletes by marker column and by delete block between the data blocks, and (for
 the compiled buffer) large Parquet blocks decoded in two passes beside small ones decoded in
-one. hudi-rs reads the same tables.
+one. Avro blocks of one writer schema are decoded together too (``data_of_blocks``). hudi-rs
+reads the same tables.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def _rows(rng: np.random.Generator, n: int, tag: str, deletes: bool) -> pa.Table
     )
 
 
-def build(root: Path, seed: int, mode: str) -> TableBuilder:
+def build(root: Path, seed: int, mode: str, fmt: str = "parquet") -> TableBuilder:
     """A base file of 40 keys, then 10 delta commits of one to four data blocks each, some
     small (1-8 rows), some large (300-500 rows), with an ordered delete block now and then."""
     rng = np.random.default_rng(seed)
@@ -63,7 +64,7 @@ def build(root: Path, seed: int, mode: str) -> TableBuilder:
         blocks = []
         for j in range(int(rng.integers(1, 5))):
             n = int(rng.integers(300, 500)) if rng.random() < 0.25 else int(rng.integers(1, 9))
-            blocks.append(c.data_block(_rows(rng, n, f"c{i}b{j}", True), "", "f1-0", "parquet"))
+            blocks.append(c.data_block(_rows(rng, n, f"c{i}b{j}", True), "", "f1-0", fmt))
             if rng.random() < 0.3:
                 keys = sorted({f"k{int(k):03d}" for k in rng.integers(0, 60, 3)})
                 order = [("LongWrapper", int(rng.integers(0, 6))) for _ in keys]
@@ -85,12 +86,13 @@ class _OneBlockRuns(fsr._DataRun):
         super().__init__(buffer, 1)
 
 
+@pytest.mark.parametrize("fmt", ["parquet", "avro"])
 @pytest.mark.parametrize("mode", ["EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"])
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, 2])
 def test_folding_runs_of_blocks_equals_folding_each_block(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, mode: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, mode: str, fmt: str
 ) -> None:
-    b = build(tmp_path / "t", seed, mode)
+    b = build(tmp_path / "t", seed, mode, fmt)
     root = str(b.root)
     expected = _view(hudi_rs_read(root))
     reads = {}
@@ -108,8 +110,9 @@ def test_folding_runs_of_blocks_equals_folding_each_block(
                     )
                     if split is not None:
                         m.setattr(fsr, "SPLIT_MIN_BLOCK_BYTES", split)
-                    if not runs:
+                    if not runs:  # each block decoded and folded alone
                         m.setattr(fsr, "_DataRun", _OneBlockRuns)
+                        m.setattr(fsr, "JOINT_DECODE_MAX_BYTES", 0)
                     reads[(compiled, split, runs)] = _view(read_table(root))
     for how, got in reads.items():
         assert got == reads[(False, None, False)], how
