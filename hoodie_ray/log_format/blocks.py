@@ -378,7 +378,7 @@ def decode_avro_blocks(
         raise ValueError("decode_avro_blocks: the blocks have different writer schemas")
     contents = [b.content for b in blocks]
     if any(c is None or b.is_decoded for b, c in zip(blocks, contents, strict=True)):
-        return pa.concat_tables([b.read(columns) for b in blocks])
+        return pa.concat_tables([b.read(columns) for b in blocks], promote_options="permissive")
     starts, ends = [], []
     offset = 0
     try:
@@ -403,7 +403,7 @@ def decode_avro_blocks(
         )
     except HoodieError:
         # the faulty block names itself when decoded alone
-        return pa.concat_tables([b.read(columns) for b in blocks])
+        return pa.concat_tables([b.read(columns) for b in blocks], promote_options="permissive")
 
 
 class CDCDataBlock(AvroDataBlock):
@@ -432,6 +432,9 @@ class ParquetDataBlock(DataBlock):
     ) -> None:
         super().__init__(header, records, content=content, footer=footer)
         self.compression = compression
+        # the content's parsed footer, kept once read: a block decoded in two passes (the
+        # merge columns, then the others) parses it once
+        self._footer_md: pq.FileMetaData | None = None
 
     def content_pieces(self) -> list[Any]:
         if self._content is not None:
@@ -456,7 +459,11 @@ class ParquetDataBlock(DataBlock):
 
     def _parquet(self, content: bytes | memoryview) -> pq.ParquetFile:
         try:
-            return pq.ParquetFile(pa.BufferReader(content), pre_buffer=False)  # in memory
+            pf = pq.ParquetFile(
+                pa.BufferReader(content), metadata=self._footer_md, pre_buffer=False
+            )  # pre-buffering an in-memory file only adds a thread hand-off
+            self._footer_md = pf.metadata
+            return pf
         except Exception as e:  # damaged footers raise Arrow, OS, Unicode and Value errors
             raise HoodieCorruptedDataError(
                 f"Parquet data block in {self._where()} does not read: {e}"

@@ -61,11 +61,11 @@ __all__ = ["ReadContext", "SliceSpec", "iter_file_slice", "read_file_slice"]
 DEFAULT_BATCH_ROWS = 131_072
 #: Upper bound of a base batch grown to the size of the log state.
 MAX_MERGE_BATCH_ROWS = 4 * 1024 * 1024
-#: A columnar log block at least this large is decoded in two passes for the compiled buffer:
-#: the merge columns first, the others once the winners are known. Below it one pass costs
-#: less (a pass opens the block's Parquet footer again: ~0.3 ms, more than a small block's
-#: columns cost to decode).
-SPLIT_MIN_BLOCK_BYTES = 1 << 20
+#: The compiled log buffer can take a Parquet block's merge columns first and decode the
+#: others only for its winners, at output, a block at a time; a slice's Parquet blocks are
+#: decoded whole (one pass, ~0.15 ms less a block) until it holds this many bytes of them,
+#: then in those two passes, which bound a large log's memory.
+WHOLE_BLOCKS_MAX_BYTES = 16 << 20
 #: Avro data blocks of one writer schema are decoded together up to about this many bytes.
 JOINT_DECODE_MAX_BYTES = 16 << 20
 #: Parsed footers of local base files, by path, size, modification time and inode (a file
@@ -516,66 +516,91 @@ class _SliceReader:
         # order, a key's versions one after another, so the result is the block-by-block
         # one): a fold's fixed cost is paid once for many small blocks, as a streaming
         # writer's checkpoints leave them (one block per file group and checkpoint).
-        run = _DataRun(buffer, ctx.batch_rows)
-        # Avro blocks of one writer schema wait to be decoded together (data_of_blocks)
+        run = _DataRun(buffer, ctx.batch_rows, self._merge_failed)
+        # Avro blocks of one writer schema wait to be decoded together (data_of_blocks), up
+        # to a batch's records or JOINT_DECODE_MAX_BYTES
         joint: list[ScannedBlock] = []
+        joint_bytes = joint_records = 0
+        whole_bytes = 0  # Parquet blocks the compiled buffer holds whole (WHOLE_BLOCKS_MAX_BYTES)
 
         def decode_joint() -> None:
+            nonlocal joint_bytes, joint_records
             if not joint:
                 return
-            try:
-                raw = data_of_blocks(joint, self._block_columns)
-            except HoodieError:
-                raise
-            except Exception as e:
-                names = sorted({self.storage.uri(self._rel(b.file_name)) for b in joint})
-                raise HoodieCorruptedDataError(
-                    f"cannot decode {len(joint)} data blocks in log file(s) {', '.join(names)}: "
-                    f"{type(e).__name__}: {e}"
-                ) from e
+            blocks = list(joint)
             joint.clear()
-            run.add(reconcile(raw, self.schema), ctx.delete_marker.mask(raw))
+            joint_bytes = joint_records = 0
+            try:
+                raws = [data_of_blocks(blocks, self._block_columns)]
+            except Exception:
+                # decoded alone, the faulty block names itself
+                raws = [self._block_data(b, self._block_columns) for b in blocks]
+            for raw in raws:
+                run.add(reconcile(raw, self.schema), ctx.delete_marker.mask(raw))
 
         for blk in admitted:
             if blk.kind == DATA and blk.joint is not None:
                 if joint and (
                     joint[0].joint != blk.joint
-                    or sum(b.size for b in joint) >= JOINT_DECODE_MAX_BYTES
+                    or joint_bytes >= JOINT_DECODE_MAX_BYTES
+                    or joint_records >= ctx.batch_rows
                 ):
                     decode_joint()
                 joint.append(blk)
+                joint_bytes += blk.size
+                joint_records += blk.num_records()
                 continue
             decode_joint()
-            try:
-                if (
-                    blk.kind == DATA
-                    and split
-                    and blk.columnar
-                    and blk.size >= SPLIT_MIN_BLOCK_BYTES
-                ):
-                    raw = blk.data(head_columns)
-                    run.add(
-                        reconcile(raw, head),
-                        ctx.delete_marker.mask(raw),
-                        self._rest_loader(blk, rest),
-                    )
-                elif blk.kind == DATA:
-                    raw = blk.data(self._block_columns)
-                    run.add(reconcile(raw, self.schema), ctx.delete_marker.mask(raw))
-                elif blk.kind == DELETE:
+            if (
+                blk.kind == DATA
+                and split
+                and blk.columnar
+                and whole_bytes >= WHOLE_BLOCKS_MAX_BYTES
+            ):
+                raw = self._block_data(blk, head_columns)
+                run.add(
+                    reconcile(raw, head), ctx.delete_marker.mask(raw), self._rest_loader(blk, rest)
+                )
+            elif blk.kind == DATA:
+                raw = self._block_data(blk, self._block_columns)
+                table = reconcile(raw, self.schema)
+                if split and blk.columnar:
+                    whole_bytes += table.nbytes
+                run.add(table, ctx.delete_marker.mask(raw))
+            elif blk.kind == DELETE:
+                try:
                     deletes = blk.deletes()
-                    run.flush()
-                    self._add_deletes(buffer, deletes)
-            except HoodieError:
-                raise
-            except Exception as e:
-                raise HoodieCorruptedDataError(
-                    f"cannot decode a {blk.kind} block of instant {blk.instant} in log file "
-                    f"{self.storage.uri(self._rel(blk.file_name))}: {type(e).__name__}: {e}"
-                ) from e
+                except HoodieError:
+                    raise
+                except Exception as e:
+                    raise self._undecodable(blk, e) from e
+                run.flush()
+                self._add_deletes(buffer, deletes)
         decode_joint()
         run.flush()
         return buffer
+
+    def _block_data(self, blk: ScannedBlock, columns: list[str]) -> pa.Table:
+        """A data block's ``columns`` (as decoded), or an error naming the block."""
+        try:
+            return blk.data(columns)
+        except HoodieError:
+            raise
+        except Exception as e:
+            raise self._undecodable(blk, e) from e
+
+    def _undecodable(self, blk: ScannedBlock, e: Exception) -> HoodieCorruptedDataError:
+        return HoodieCorruptedDataError(
+            f"cannot decode a {blk.kind} block of instant {blk.instant} in log file "
+            f"{self.storage.uri(self._rel(blk.file_name))}: {type(e).__name__}: {e}"
+        )
+
+    def _merge_failed(self, e: Exception) -> HoodieCorruptedDataError:
+        files = ", ".join(self.storage.uri(self._rel(n)) for n in self.slc.log_files)
+        return HoodieCorruptedDataError(
+            f"cannot merge the log blocks of file group {self.slc.file_id} ({files}): "
+            f"{type(e).__name__}: {e}"
+        )
 
     def _rest_loader(self, blk: ScannedBlock, schema: pa.Schema) -> Callable[[], pa.Table]:
         """Decodes the columns ``schema`` of a data block (reconciled), on call."""
@@ -681,16 +706,22 @@ class _SliceReader:
 
 class _DataRun:
     """Consecutive data blocks of a file slice, folded into a log buffer together once they
-    hold ``max_rows`` rows or the run ends (a delete block, the last block). Each block comes
-    as its columns (all of them, or the merge columns with a loader of the others: the
-    compiled buffer's large blocks) and delete flags."""
+    hold ``max_rows`` rows or the run ends (a delete block, the last block). A block given
+    as its merge columns with a loader of the others (the compiled buffer's two-pass decode)
+    is folded alone, so that its other columns are decoded block by block, as the buffer
+    drops superseded blocks. ``failed``: the error to raise for a fold that fails."""
 
-    def __init__(self, buffer: LogRecordBuffer | CompiledLogRecordBuffer, max_rows: int) -> None:
+    def __init__(
+        self,
+        buffer: LogRecordBuffer | CompiledLogRecordBuffer,
+        max_rows: int,
+        failed: Callable[[Exception], Exception],
+    ) -> None:
         self.buffer = buffer
         self.max_rows = max_rows
+        self.failed = failed
         self._tables: list[pa.Table] = []
         self._deletes: list[np.ndarray] = []
-        self._rests: list[Callable[[], pa.Table]] = []
         self._rows = 0
 
     def add(
@@ -699,12 +730,12 @@ class _DataRun:
         is_delete: np.ndarray,
         rest: Callable[[], pa.Table] | None = None,
     ) -> None:
-        if (rest is None) != (not self._rests) and self._tables:
-            self.flush()  # whole blocks and split ones are folded apart
+        if rest is not None:
+            self.flush()
+            self._fold(table, is_delete, rest)
+            return
         self._tables.append(table)
         self._deletes.append(is_delete)
-        if rest is not None:
-            self._rests.append(rest)
         self._rows += table.num_rows
         if self._rows >= self.max_rows:
             self.flush()
@@ -712,25 +743,27 @@ class _DataRun:
     def flush(self) -> None:
         if not self._tables:
             return
-        tables, deletes, rests = self._tables, self._deletes, self._rests
-        self._tables, self._deletes, self._rests, self._rows = [], [], [], 0
-        table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
-        is_delete = deletes[0] if len(deletes) == 1 else np.concatenate(deletes)
-        if not rests:
-            self.buffer.add_data_block(table, is_delete)
-            return
-        assert isinstance(self.buffer, CompiledLogRecordBuffer)
-        self.buffer.add_data_block(table, is_delete, rest=_joined_rest(rests))
+        tables, deletes = self._tables, self._deletes
+        self._tables, self._deletes, self._rows = [], [], 0
+        self._fold(
+            tables[0] if len(tables) == 1 else pa.concat_tables(tables),
+            deletes[0] if len(deletes) == 1 else np.concatenate(deletes),
+            None,
+        )
 
-
-def _joined_rest(rests: list[Callable[[], pa.Table]]) -> Callable[[], pa.Table]:
-    """One loader of the other columns of several blocks, in their order."""
-
-    def load() -> pa.Table:
-        parts = [r() for r in rests]
-        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
-
-    return load
+    def _fold(
+        self, table: pa.Table, is_delete: np.ndarray, rest: Callable[[], pa.Table] | None
+    ) -> None:
+        try:
+            if rest is None:
+                self.buffer.add_data_block(table, is_delete)
+            else:
+                assert isinstance(self.buffer, CompiledLogRecordBuffer)
+                self.buffer.add_data_block(table, is_delete, rest=rest)
+        except HoodieError:
+            raise
+        except Exception as e:
+            raise self.failed(e) from e
 
 
 def _with_operations(table: pa.Table, deleted: np.ndarray | None) -> pa.Table:

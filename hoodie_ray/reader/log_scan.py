@@ -83,6 +83,11 @@ class ScannedBlock:
         assert self.kind == DATA and self._load is not None
         return self._load(columns)
 
+    def num_records(self) -> int:
+        """A data block's record count (from its content's header, not decoded)."""
+        assert self.kind == DATA and self._block is not None
+        return int(self._block.num_records)
+
     def deletes(self) -> DeleteRecords:
         """The records of a delete block."""
         assert self.kind == DELETE and self._load is not None
@@ -214,6 +219,7 @@ def scan_log_file(storage: Storage, rel_path: str) -> Iterator[ScannedBlock]:
         CorruptBlock,
         DataBlock,
         DeleteBlock,
+        HeaderMetadataType,
         HFileDataBlock,
         LogReader,
         ParquetDataBlock,
@@ -241,7 +247,10 @@ def scan_log_file(storage: Storage, rel_path: str) -> Iterator[ScannedBlock]:
                 size=blk.size or 0,
                 columnar=isinstance(blk, ParquetDataBlock),
                 partial=blk.is_partial,
-                joint=blk.schema_json if isinstance(blk, AvroDataBlock) else None,
+                # the header as it is: a block without one fails only if it is admitted
+                joint=blk.header.get(HeaderMetadataType.SCHEMA)
+                if isinstance(blk, AvroDataBlock)
+                else None,
                 _load=_data_loader(blk),
                 _block=blk,
             )

@@ -2,15 +2,15 @@
 (``file_slice_reader._DataRun``): many small blocks, as a streaming writer's checkpoints leave
 them, cost one fold's fixed work, not one each. Folding a run must give what folding its blocks
 one by one gives, for both buffers, with keys repeated inside and across blocks, ties of the
-ordering value, deletes by marker column and by delete block between the data blocks, and (for
-the compiled buffer) large Parquet blocks decoded in two passes beside small ones decoded in
-one. Avro blocks of one writer schema are decoded together too (``data_of_blocks``). hudi-rs
-reads the same tables.
+ordering value, deletes by marker column and by delete block between the data blocks, and the
+compiled buffer's Parquet blocks decoded whole and in two passes (``WHOLE_BLOCKS_MAX_BYTES``). Avro blocks of one writer schema are
+decoded together too (``data_of_blocks``). hudi-rs reads the same tables.
 """
 
 from __future__ import annotations
 
 import functools
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from hoodie_ray.reader import read_table
 from hoodie_ray.reader.compiled_merger import new_log_record_buffer
 from hoodie_ray.reader.query import plan_file_slices
 from tests.conftest import hudi_rs_read
-from tests.reader.builder import TableBuilder
+from tests.reader.builder import TableBuilder, frame_block
 
 SCHEMA = pa.schema(
     [
@@ -82,8 +82,8 @@ def _view(t: pa.Table) -> list[tuple]:
 class _OneBlockRuns(fsr._DataRun):
     """Every block folded alone: the block-by-block fold the runs must equal."""
 
-    def __init__(self, buffer: Any, max_rows: int) -> None:
-        super().__init__(buffer, 1)
+    def __init__(self, buffer: Any, max_rows: int, failed: Any) -> None:
+        super().__init__(buffer, 1, failed)
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "avro"])
@@ -96,11 +96,10 @@ def test_folding_runs_of_blocks_equals_folding_each_block(
     root = str(b.root)
     expected = _view(hudi_rs_read(root))
     reads = {}
-    # split: None keeps the default (every block here is below it, one pass each); 6000
-    # (small blocks ~3.6 KB, large ~8-11 KB) decodes the large ones in two passes and the
-    # small ones in one, in one slice
+    # whole: the compiled buffer's budget of Parquet blocks decoded in one pass (None: the
+    # default, every block here; 0: none, all in two passes; 20,000: the first few, then two)
     for compiled in (False, True):
-        for split in (None, 6000) if compiled else (None,):
+        for whole in (None, 0, 20_000) if compiled else (None,):
             for runs in (True, False):
                 with monkeypatch.context() as m:
                     m.setattr(
@@ -108,12 +107,12 @@ def test_folding_runs_of_blocks_equals_folding_each_block(
                         "new_log_record_buffer",
                         functools.partial(new_log_record_buffer, compiled=compiled),
                     )
-                    if split is not None:
-                        m.setattr(fsr, "SPLIT_MIN_BLOCK_BYTES", split)
+                    if whole is not None:
+                        m.setattr(fsr, "WHOLE_BLOCKS_MAX_BYTES", whole)
                     if not runs:  # each block decoded and folded alone
                         m.setattr(fsr, "_DataRun", _OneBlockRuns)
                         m.setattr(fsr, "JOINT_DECODE_MAX_BYTES", 0)
-                    reads[(compiled, split, runs)] = _view(read_table(root))
+                    reads[(compiled, whole, runs)] = _view(read_table(root))
     for how, got in reads.items():
         assert got == reads[(False, None, False)], how
     assert reads[(False, None, True)] == expected
@@ -132,6 +131,9 @@ def test_a_run_is_bounded_by_the_batch_rows(tmp_path: Path, monkeypatch: pytest.
         real(self)
 
     monkeypatch.setattr(fsr._DataRun, "flush", counting)
+    monkeypatch.setattr(
+        fsr, "new_log_record_buffer", functools.partial(new_log_record_buffer, compiled=False)
+    )
     root = str(b.root)
     whole = _view(plan_file_slices(root).read_all())
     blocks = len(folds)
@@ -140,3 +142,45 @@ def test_a_run_is_bounded_by_the_batch_rows(tmp_path: Path, monkeypatch: pytest.
     assert _view(plan_file_slices(root, batch_rows=400).read_all()) == whole
     assert len(folds) > blocks
     assert max(folds) < 400 + 500  # at most one block past the bound
+
+
+def test_a_joint_avro_run_is_bounded_by_the_batch_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    b = build(tmp_path / "t", 4, "EVENT_TIME_ORDERING", "avro")
+    runs: list[int] = []
+    real = fsr.data_of_blocks
+
+    def counting(blocks: Any, columns: Any) -> pa.Table:
+        out = real(blocks, columns)
+        runs.append(out.num_rows)
+        return out
+
+    monkeypatch.setattr(fsr, "data_of_blocks", counting)
+    root = str(b.root)
+    whole = _view(plan_file_slices(root).read_all())
+    assert max(runs) > 500  # several blocks decoded as one
+    runs.clear()
+    assert _view(plan_file_slices(root, batch_rows=400).read_all()) == whole
+    assert max(runs) < 400 + 500  # at most one block past the bound
+
+
+def test_a_block_that_is_not_admitted_is_never_decoded(tmp_path: Path) -> None:
+    """A pending instant's Avro block without a SCHEMA header is skipped, as hudi-rs skips
+    it: the scan that groups Avro blocks by their schema reads the header as it is."""
+    schema = pa.schema([("key", pa.string()), ("ts", pa.int64()), ("v", pa.string())])
+    b = TableBuilder(tmp_path / "t", schema)
+    c = b.begin()
+    base = c.base_file("", "f1-0", pa.table({"key": ["a"], "ts": [1], "v": ["base"]}, schema))
+    c.complete()
+    t1 = c.instant
+    c = b.begin()
+    good = c.data_block(pa.table({"key": ["a"], "ts": [2], "v": ["log"]}, schema), "", "f1-0")
+    c.log_file("", "f1-0", [good], base_instant=t1, base_file=base)
+    c.complete()
+    c = b.begin()  # left pending
+    headerless = frame_block(3, {0: c.instant}, struct.pack(">ii", 3, 0))
+    c.log_file("", "f1-0", [headerless], base_instant=t1, base_file=base)
+    want = [("a", 2, "log")]
+    assert _view(hudi_rs_read(str(b.root))) == want
+    assert _view(read_table(str(b.root))) == want
