@@ -361,18 +361,22 @@ class LogRecordBuffer(FileGroupRecordBuffer):
             self._merge_unique(table, is_delete, default, foreign, hashes)
             return
         # Duplicate keys inside one block: apply them occurrence by occurrence, so each round
-        # holds unique keys and the later duplicate is merged after the earlier one.
+        # holds unique keys and the later duplicate is merged after the earlier one. The rows
+        # are ordered by round once (stable: arrival order within a round), each round a slice.
         rank = pd.Series(gid).groupby(gid).cumcount().to_numpy()
-        for r in range(int(rank.max()) + 1):
-            sel = np.flatnonzero(rank == r)
-            idx = pa.array(sel)
+        order = np.argsort(rank, kind="stable")
+        by_round = table.take(pa.array(order))
+        start = 0
+        for n in np.bincount(rank).tolist():
+            sel = order[start : start + n]
             self._merge_unique(
-                table.take(idx),
+                by_round.slice(start, n),
                 is_delete[sel],
                 default[sel],
                 foreign[sel],
                 hashes[sel],
             )
+            start += n
 
     def _merge_unique(
         self,
