@@ -349,7 +349,8 @@ class AvroDataBlock(DataBlock):
     def _count(self, content: bytes | memoryview) -> int:
         return self._check_version(content)
 
-    def _decode(self, content: bytes | memoryview, columns: Sequence[str] | None) -> pa.Table:
+    def _spans(self, content: bytes | memoryview) -> tuple[np.ndarray, np.ndarray]:
+        """Where each record of the content starts and ends."""
         where = self._where()
         count = self._check_version(content)
         starts, ends, stop = codec.length_prefixed_spans(content, 8, count, where)
@@ -357,8 +358,12 @@ class AvroDataBlock(DataBlock):
             raise HoodieCorruptedDataError(
                 f"Avro data block in {where}: {len(content) - stop} bytes after the last record"
             )
+        return starts, ends
+
+    def _decode(self, content: bytes | memoryview, columns: Sequence[str] | None) -> pa.Table:
+        starts, ends = self._spans(content)
         return codec.decode_spans(
-            content, starts, ends, self.avro_schema, columns=columns, source=where
+            content, starts, ends, self.avro_schema, columns=columns, source=self._where()
         )
 
 
@@ -384,12 +389,7 @@ def decode_avro_blocks(
     try:
         for b, c in zip(blocks, contents, strict=True):
             assert c is not None
-            count = b._check_version(c)
-            s, e, stop = codec.length_prefixed_spans(c, 8, count, b._where())
-            if stop != len(c):
-                raise HoodieCorruptedDataError(
-                    f"Avro data block in {b._where()}: {len(c) - stop} bytes after the last record"
-                )
+            s, e = b._spans(c)
             starts.append(s + offset)
             ends.append(e + offset)
             offset += len(c)

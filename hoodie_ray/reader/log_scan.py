@@ -266,16 +266,18 @@ def data_of_blocks(blocks: Sequence[ScannedBlock], columns: Sequence[str]) -> pa
     if len(blocks) == 1:
         return blocks[0].data(columns)
     assert all(b.joint is not None and b.joint == blocks[0].joint for b in blocks)
-    names = set(blocks[0]._block.arrow_schema.names)
-    return decode_avro_blocks([b._block for b in blocks], [c for c in columns if c in names])
+    return decode_avro_blocks([b._block for b in blocks], _present(blocks[0]._block, columns))
+
+
+def _present(blk: Any, columns: Sequence[str]) -> list[str]:
+    """The ``columns`` a data block's schema has."""
+    names = set(blk.arrow_schema.names)
+    return [c for c in columns if c in names]
 
 
 def _data_loader(blk: Any) -> Callable[[Sequence[str] | None], pa.Table]:
     def load(columns: Sequence[str] | None = None) -> pa.Table:
-        if columns is not None:
-            names = set(blk.arrow_schema.names)
-            columns = [c for c in columns if c in names]
-        return blk.read(columns)
+        return blk.read(None if columns is None else _present(blk, columns))
 
     return load
 
