@@ -1,7 +1,8 @@
 """Scaling: the mor-q1 base commits through every input path at 1, 2, 4, 8 (16) writers.
 
     python -m benchmarks.scaling [--quick] [--writers 1,2,4,8] [--assigners N] [--repeat R]
-        [--chaining on|off|both] [--blocks N] [--pipelined] [--seed-tasks K] [--json]
+        [--chaining on|off|both] [--blocks N] [--pipelined] [--seed-tasks K] [--warm-commits N]
+        [--json]
 
 Paths (``--paths``, all by default):
 
@@ -30,6 +31,11 @@ local writer of K tasks, as another engine's table would be: its file groups are
 none of the topology's tasks, so most upserted rows cross from the task holding their key to
 the task writing their file group (through the checkpoint barrier, or by a plain call between
 tasks of one process); the timed section is the other commits.
+
+``--warm-commits N``: the next N commits go through the topology before the timed section, so
+that it meets task processes that have run (their imports, kernels and first pages paid), as
+a stream's later checkpoints do; the first commit of a fresh topology costs its tasks several
+times a later one (route 55-65 ms against 7, assign 80-130 against 15-25, 1 task, 100K rows).
 
 With as many assigners as writers, assigner task i and writer task i run chained in one actor
 (``pipeline.operator-chaining``, the default); ``--chaining off`` runs them as separate actors,
@@ -302,16 +308,19 @@ def run_path(
     extra_options: dict[str, str] | None = None,
     seed_tasks: int = 0,
     repeat: int = 0,
+    warm_commits: int = 0,
 ) -> PathRun:
     """Ingest ``workload``'s commits through one input path; gate; figures. ``seed_tasks``:
     the first commit is written before the timed section by a local writer of that many
-    tasks (see ``--seed-tasks``), and only the others are timed."""
+    tasks (see ``--seed-tasks``), and only the others are timed. ``warm_commits``: the
+    next commits go through the topology before the timed section (``--warm-commits``)."""
     seeded = 1 if seed_tasks else 0
+    untimed = seeded + warm_commits
     run = PathRun(
         path_kind,
         writers,
         assigners,
-        rows=workload.num_rows - sum(c.num_rows for c in workload.commits[:seeded]),
+        rows=workload.num_rows - sum(c.num_rows for c in workload.commits[:untimed]),
         chained=chaining and assigners == writers,
         repeat=repeat,
     )
@@ -340,12 +349,17 @@ def run_path(
         log(f"{run.label}: {len(inputs)} commits of {workload.commits[0].num_rows} rows ...")
         with hr.HoodieStreamWriter(str(table_dir), options) as w:
             w.start(workload.schema)
+            for item in inputs[:warm_commits]:
+                w.write(item)
+                if w.checkpoint() is None:
+                    raise RuntimeError("a warm-up checkpoint committed nothing")
             wait_for_ray_idle()
             run.pids = dict(w.actor_pids())
             op0 = w.operator_cpu()
+            phases0 = len(w.checkpoint_phases())
             handle = None
             with CpuMeter(ray_workers=True) as meter:
-                for item in inputs:
+                for item in inputs[warm_commits:]:
                     c0 = time.perf_counter()
                     if path_kind == "driver":
                         for batch in iter_batches(item, batch_rows):
@@ -363,7 +377,7 @@ def run_path(
                 if handle is not None and handle.result() is None:
                     raise RuntimeError("the last pipelined checkpoint committed nothing")
             run.usage = meter.usage
-            run.phases = w.checkpoint_phases()
+            run.phases = w.checkpoint_phases()[phases0:]
             # a task restarted in the section counts from zero again: never below zero
             run.operator_cpu = {
                 k: max(0.0, v - op0.get(k, 0.0)) for k, v in w.operator_cpu().items()
@@ -644,6 +658,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "another engine's table (its file groups homed to none of the topology's tasks: most "
         "upserted rows cross tasks); 0: the topology writes every commit",
     )
+    p.add_argument(
+        "--warm-commits",
+        type=int,
+        default=0,
+        help="commits written through the topology before the timed section (after "
+        "--seed-tasks' one): the section then meets warm task processes, as a long stream does",
+    )
     add_option_argument(
         p,
         "a Hudi option for every table hoodie_ray writes (repeatable), added last, e.g. "
@@ -685,6 +706,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         res.workload["blocks_per_commit"] = args.blocks or "by batch rows"
         res.workload["pipelined"] = args.pipelined
         res.workload["seed_tasks"] = args.seed_tasks
+        res.workload["warm_commits"] = args.warm_commits
         res.workload["options"] = dict(args.option)
         for kind in args.paths:
             wl, exp = workload, expected
@@ -718,6 +740,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         dict(args.option),
                         args.seed_tasks,
                         repeat,
+                        args.warm_commits,
                     )
                     res.runs.append(run)
                     shutil.rmtree(table_dir, ignore_errors=True)

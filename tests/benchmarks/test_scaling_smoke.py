@@ -18,6 +18,9 @@ def test_parse_args_writer_lists_and_paths() -> None:
     assert args.peers == []
     with pytest.raises(SystemExit):
         parse_args(["--paths", "flink"])
+    assert (
+        parse_args([]).warm_commits == 0 and parse_args(["--warm-commits", "2"]).warm_commits == 2
+    )
 
 
 @pytest.mark.slow  # 30 s (a Spark session's start included): run before a scaling run
@@ -25,7 +28,7 @@ def test_every_path(spark_session, tmp_path, capsys) -> None:
     rc = main(
         [
             "--keys", "600", "--commits", "2", "--writers", "1", "--spark-rows", "300",
-            "--peers", "delta", "--json", "--workdir", str(tmp_path),
+            "--peers", "delta", "--warm-commits", "1", "--json", "--workdir", str(tmp_path),
         ]
     )  # fmt: skip
     out = capsys.readouterr().out
@@ -41,6 +44,10 @@ def test_every_path(spark_session, tmp_path, capsys) -> None:
         assert r["cpu_s"]["assign-write"] > 0  # chained: the default topology
         assert all(c >= 0 for c in r["other_cpu_s"].values())
     assert runs[("spark", 1)]["spark_handoff_s"] >= 0
+    # the first commit went through each topology before the timed section: the second is timed
+    assert doc["workload"]["warm_commits"] == 1
+    assert runs[("driver", 1)]["rows"] == runs[("dataset", 1)]["rows"] == 900  # of 1,800
+    assert runs[("spark", 1)]["rows"] == 300  # of 600
     assert runs[("dataset", 1)]["speedup_vs_1"] == 1.0
     assert "dataset_vs_driver_cpu_w1" in doc["summary"]
     (delta,) = doc["peers"]
