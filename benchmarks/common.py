@@ -654,11 +654,18 @@ class ProcessUsage:
     cpu_last_s: float
     peak_rss_bytes: int = 0
     exited: bool = False
+    sys_start_s: float = 0.0
+    sys_last_s: float = 0.0
 
     @property
     def cpu_s(self) -> float:
         """CPU seconds (user + system) spent inside the section."""
         return max(self.cpu_last_s - self.cpu_start_s, 0.0)
+
+    @property
+    def system_cpu_s(self) -> float:
+        """The kernel's part of :attr:`cpu_s`."""
+        return min(max(self.sys_last_s - self.sys_start_s, 0.0), self.cpu_s)
 
     @property
     def peak_rss_mb(self) -> float:
@@ -679,11 +686,19 @@ class CpuUsage:
     sampler_cpu_s: float
     samples: int
     processes: tuple[ProcessUsage, ...] = ()
+    #: the kernel's part of :attr:`total_cpu_s` (system time: page faults, the page cache's
+    #: copies, syscalls), which on a VM with free page reporting moves a lot from run to run
+    system_cpu_s: float = 0.0
 
     @property
     def total_cpu_s(self) -> float:
         """CPU seconds charged to the section."""
         return self.driver_cpu_s + self.workers_cpu_s
+
+    @property
+    def user_cpu_s(self) -> float:
+        """:attr:`total_cpu_s` less the kernel's part."""
+        return max(self.total_cpu_s - self.system_cpu_s, 0.0)
 
     def peak_rss_mb(self, title_pattern: str | None = None) -> float | None:
         """Largest peak RSS among watched workers (whose title matches ``title_pattern``)."""
@@ -786,6 +801,7 @@ class CpuMeter:
         self._lock = threading.Lock()
         self._wall0 = 0.0
         self._cpu0 = 0.0
+        self._sys0 = 0.0
         self.usage: CpuUsage | None = None
 
     @staticmethod
@@ -815,6 +831,7 @@ class CpuMeter:
                         if initial:
                             t = child.cpu_times()
                             self._watched[ident][1].cpu_start_s = t.user + t.system
+                            self._watched[ident][1].sys_start_s = t.system
                 except psutil.Error:
                     continue
             for proc, usage in self._watched.values():
@@ -826,6 +843,7 @@ class CpuMeter:
                         cmd = proc.cmdline()
                         rss = proc.memory_info().rss
                     usage.cpu_last_s = t.user + t.system
+                    usage.sys_last_s = t.system
                     if cmd and cmd[0].strip().startswith("ray::"):
                         title = cmd[0].strip()
                         if title != "ray::IDLE":
@@ -853,6 +871,8 @@ class CpuMeter:
             self._sample(initial=True)
             for _proc, usage in self._watched.values():
                 usage.cpu_last_s = max(usage.cpu_last_s, usage.cpu_start_s)
+                usage.sys_last_s = max(usage.sys_last_s, usage.sys_start_s)
+        self._sys0 = os.times().system
         self._cpu0 = self._driver_cpu()
         self._wall0 = time.perf_counter()
         if self.ray_workers:
@@ -867,6 +887,7 @@ class CpuMeter:
             self._thread.join()
             self._sample()
         driver = self._driver_cpu() - self._cpu0 - self._sampler_cpu_s
+        driver_sys = min(max(os.times().system - self._sys0, 0.0), max(driver, 0.0))
         procs = tuple(u for _p, u in self._watched.values())
         self.usage = CpuUsage(
             wall_s=wall,
@@ -875,6 +896,7 @@ class CpuMeter:
             sampler_cpu_s=self._sampler_cpu_s,
             samples=self._samples,
             processes=procs,
+            system_cpu_s=driver_sys + sum(p.system_cpu_s for p in procs),
         )
 
 

@@ -43,7 +43,9 @@ With as many assigners as writers, assigner task i and writer task i run chained
 
 For each path and writer count (assigners = writers unless ``--assigners``): wall rows/s, the
 speed-up over 1 writer, each role's CPU-s (driver, coordinator, assigners, writers, other Ray
-workers: Ray Data and RayDP tasks), ``driver_cpu_share`` (driver CPU-s / all CPU-s of the
+workers: Ray Data and RayDP tasks), ``system_cpu_share`` (the kernel's part of the section's
+CPU) and ``rows_per_user_cpu_s`` (rows per CPU-s less that part: this VM's fresh pages move the
+kernel's part between runs), ``driver_cpu_share`` (driver CPU-s / all CPU-s of the
 section), ``assigner_cpu_share`` (assigners' CPU-s / writers'; chained, from the tasks' own
 CPU accounting by operator, ``operator_cpu_s``), rows per CPU-s, commit latency p50/p95 and the correctness gate (hudi-rs reads the last-writer-wins dedup of the
 input). Peers fed the same commits (``--peers``, optional; a missing peer never fails the
@@ -203,6 +205,10 @@ class PathRun:
             wall_s=round(u.wall_s, 3),
             rows_per_s=round(self.rows / u.wall_s) if u.wall_s else None,
             rows_per_cpu_s=round(self.rows / total) if total else None,
+            # the same without the kernel's part, which this VM's fresh pages move from run
+            # to run (RESULTS, twenty-sixth session); with the kernel's share beside it
+            rows_per_user_cpu_s=round(self.rows / u.user_cpu_s) if u.user_cpu_s else None,
+            system_cpu_share=_r(u.system_cpu_s / total if total else None),
             cpu_s={k: round(v, 2) for k, v in cpu.items()},
             driver_cpu_share=_r(cpu["driver"] / total if total else None),
             assigner_cpu_share=_r(self.assigner_cpu_share(cpu)),
@@ -452,15 +458,24 @@ class Results:
                 out[f"cpu_w{top}_vs_w1_{path}"] = _r(
                     ratio(pick(path, top, "rows_per_cpu_s"), pick(path, 1, "rows_per_cpu_s"))
                 )
-                pairs = {
-                    (f["repeat"], f["writers"]): f.get("rows_per_cpu_s")
-                    for f in matching(path, top) + matching(path, 1)
-                }
-                rounds = sorted({r for r, _ in pairs})
-                if len(rounds) > 1:  # each round's own ratio: the spread the median hides
-                    out[f"cpu_w{top}_vs_w1_{path}_each"] = [
-                        _r(ratio(pairs.get((r, top)), pairs.get((r, 1)))) for r in rounds
-                    ]
+                out[f"user_cpu_w{top}_vs_w1_{path}"] = _r(
+                    ratio(
+                        pick(path, top, "rows_per_user_cpu_s"), pick(path, 1, "rows_per_user_cpu_s")
+                    )
+                )
+                for key, name in (
+                    ("rows_per_cpu_s", f"cpu_w{top}_vs_w1_{path}_each"),
+                    ("rows_per_user_cpu_s", f"user_cpu_w{top}_vs_w1_{path}_each"),
+                ):
+                    pairs = {
+                        (f["repeat"], f["writers"]): f.get(key)
+                        for f in matching(path, top) + matching(path, 1)
+                    }
+                    rounds = sorted({r for r, _ in pairs})
+                    if len(rounds) > 1:  # each round's own ratio: the spread the median hides
+                        out[name] = [
+                            _r(ratio(pairs.get((r, top)), pairs.get((r, 1)))) for r in rounds
+                        ]
             shares = [pick(path, w, "driver_cpu_share") for w in ws]
             shares = [s for s in shares if s is not None]
             if shares:
@@ -504,6 +519,7 @@ def render(res: Results) -> str:
         "rows/s",
         "x1",
         "rows/CPU-s",
+        "sys",
         "driver",
         "coord",
         "assign",
@@ -526,6 +542,7 @@ def render(res: Results) -> str:
                 fmt_num(f.get("rows_per_s")),
                 f.get("speedup_vs_1"),
                 fmt_num(f.get("rows_per_cpu_s")),
+                f.get("system_cpu_share"),
                 c.get("driver"),
                 c.get("coordinator"),
                 c.get("assigner") or c.get("assign-write"),

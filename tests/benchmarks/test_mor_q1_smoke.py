@@ -204,6 +204,18 @@ def test_cpu_meter_without_ray() -> None:
         sum(range(1000))
     assert m.usage is not None
     assert m.usage.processes == () and m.usage.workers_cpu_s == 0
+    assert 0 <= m.usage.system_cpu_s <= m.usage.total_cpu_s
+    assert m.usage.user_cpu_s == m.usage.total_cpu_s - m.usage.system_cpu_s
+
+
+def test_system_time_is_a_part_of_the_cpu_time() -> None:
+    """The kernel's part of a process's CPU is counted apart (and never more than the whole)."""
+    p = ProcessUsage(1, "ray::WriterActor", 1.0, 3.0, sys_start_s=0.5, sys_last_s=1.0)
+    assert p.cpu_s == 2.0 and p.system_cpu_s == 0.5
+    odd = ProcessUsage(2, "ray::WriterActor", 1.0, 1.2, sys_start_s=0.0, sys_last_s=1.0)
+    assert odd.system_cpu_s == pytest.approx(0.2)  # psutil's ticks: capped at the whole
+    u = CpuUsage(1.0, 0.5, 2.0, 0.0, 1, (p,), system_cpu_s=0.75)
+    assert u.total_cpu_s == 2.5 and u.user_cpu_s == 1.75
 
 
 def test_ray_worker_cmdline() -> None:

@@ -39,6 +39,8 @@ def test_every_path(spark_session, tmp_path, capsys) -> None:
     for r in runs.values():
         assert r["error"] is None and r["gate"] == "pass"
         assert 0 <= r["driver_cpu_share"] <= 1 and r["rows_per_s"] > 0
+        assert 0 <= r["system_cpu_share"] <= 1
+        assert r["rows_per_user_cpu_s"] >= r["rows_per_cpu_s"]
         roles = {"driver", "coordinator", "assigner", "writer", "assign-write", "other"}
         assert set(r["cpu_s"]) == roles
         assert r["cpu_s"]["assign-write"] > 0  # chained: the default topology
