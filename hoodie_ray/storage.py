@@ -82,6 +82,25 @@ def payload_pieces(data: Payload) -> list[Any]:
     return data if isinstance(data, list) else [data]
 
 
+#: The most bytes one ``write`` call hands the kernel. A single write of many megabytes cost
+#: ~2.2 ms of CPU per MB on a VM whose balloon reports free pages (Firecracker: the page
+#: cache's large folios come from memory the host must fault back in), the same bytes in
+#: 1 MiB writes ~0.4; elsewhere the extra calls cost nothing measurable.
+WRITE_CHUNK_BYTES = 1 << 20
+
+
+def write_payload(f: IO[bytes], data: Payload) -> None:
+    """Write ``data`` (:data:`Payload`) to ``f`` in order, at most :data:`WRITE_CHUNK_BYTES`
+    a call."""
+    for piece in payload_pieces(data):
+        view = memoryview(piece).cast("B")
+        if view.nbytes <= WRITE_CHUNK_BYTES:
+            f.write(view)
+            continue
+        for start in range(0, view.nbytes, WRITE_CHUNK_BYTES):
+            f.write(view[start : start + WRITE_CHUNK_BYTES])
+
+
 def payload_size(data: Payload) -> int:
     """The bytes ``data`` (:data:`Payload`) holds."""
     return sum(memoryview(p).nbytes for p in payload_pieces(data))
@@ -90,7 +109,7 @@ def payload_size(data: Payload) -> int:
 def _write_synced(path: str, data: bytes) -> None:
     """A new file (never an existing one) holding ``data``, on disk before this returns."""
     with open(path, "xb") as f:
-        f.write(data)
+        write_payload(f, data)
         f.flush()
         os.fsync(f.fileno())
 
@@ -491,8 +510,7 @@ class LocalStorage(Storage):
 
     def write_bytes(self, rel: str, data: Payload) -> None:
         with self._writing("write", rel), self._rewrite(rel) as f:
-            for piece in payload_pieces(data):
-                f.write(piece)
+            write_payload(f, data)
 
     def _temp_for(self, path: str) -> str:
         d, name = os.path.split(path)
@@ -564,8 +582,7 @@ class LocalStorage(Storage):
             fd = self._open_fd(rel, path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, in_place=True)
             with os.fdopen(fd, "ab") as f:
                 offset = f.tell()
-                for piece in payload_pieces(data):
-                    f.write(piece)
+                write_payload(f, data)
                 f.flush()
         return offset
 

@@ -175,3 +175,32 @@ def test_only_object_stores_coalesce_parquet_reads(tmp_path: Path) -> None:
     (~0.1 ms, a fifth of reading a 2,000-row base file)."""
     assert LocalStorage(str(tmp_path)).coalesce_reads is False
     assert storage_module.ArrowStorage("mock://bucket/t").coalesce_reads is True
+
+
+def test_large_payloads_reach_the_kernel_in_chunks(tmp_path: Path, monkeypatch) -> None:
+    """Appends and writes hand the kernel at most ``WRITE_CHUNK_BYTES`` a call (a single
+    multi-megabyte write is several times dearer on a VM that reports free pages), and the
+    bytes land whole and in order, whatever the pieces' types."""
+    monkeypatch.setattr(storage_module, "WRITE_CHUNK_BYTES", 1000)
+    sizes: list[int] = []
+
+    class Recording:
+        def __init__(self, f: Any) -> None:
+            self.f = f
+
+        def write(self, b: Any) -> int:
+            sizes.append(memoryview(b).nbytes)
+            return self.f.write(b)
+
+    big = bytes(range(256)) * 20  # 5,120 bytes
+    pieces = [b"head", pa.py_buffer(big), memoryview(big)[:2500], bytearray(b"tail")]
+    out = tmp_path / "f"
+    with open(out, "wb") as f:
+        storage_module.write_payload(Recording(f), pieces)
+    assert out.read_bytes() == b"head" + big + big[:2500] + b"tail"
+    assert max(sizes) == 1000 and len(sizes) == 1 + 6 + 3 + 1
+    st = LocalStorage(str(tmp_path))
+    assert st.append("log", pieces) == 0 and st.append("log", [big]) == len(out.read_bytes())
+    assert (tmp_path / "log").read_bytes() == out.read_bytes() + big
+    st.write_bytes("whole", pieces)
+    assert (tmp_path / "whole").read_bytes() == out.read_bytes()
