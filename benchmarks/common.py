@@ -18,6 +18,7 @@ import math
 import os
 import platform
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -797,6 +798,7 @@ class CpuMeter:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._sampler_cpu_s = 0.0
+        self._sampler_sys_s = 0.0
         self._samples = 0
         self._lock = threading.Lock()
         self._wall0 = 0.0
@@ -861,9 +863,12 @@ class CpuMeter:
 
     def _run(self) -> None:
         t0 = time.thread_time()
+        s0 = resource.getrusage(resource.RUSAGE_THREAD).ru_stime
         while not self._stop.wait(self.poll_s):
             self._sample()
         self._sampler_cpu_s = time.thread_time() - t0
+        # mostly the kernel's (it reads /proc for every watched process): not the driver's
+        self._sampler_sys_s = resource.getrusage(resource.RUSAGE_THREAD).ru_stime - s0
 
     def __enter__(self) -> CpuMeter:
         if self.ray_workers:
@@ -872,7 +877,7 @@ class CpuMeter:
             for _proc, usage in self._watched.values():
                 usage.cpu_last_s = max(usage.cpu_last_s, usage.cpu_start_s)
                 usage.sys_last_s = max(usage.sys_last_s, usage.sys_start_s)
-        self._sys0 = os.times().system
+        self._sys0 = resource.getrusage(resource.RUSAGE_SELF).ru_stime
         self._cpu0 = self._driver_cpu()
         self._wall0 = time.perf_counter()
         if self.ray_workers:
@@ -887,7 +892,8 @@ class CpuMeter:
             self._thread.join()
             self._sample()
         driver = self._driver_cpu() - self._cpu0 - self._sampler_cpu_s
-        driver_sys = min(max(os.times().system - self._sys0, 0.0), max(driver, 0.0))
+        own_sys = resource.getrusage(resource.RUSAGE_SELF).ru_stime - self._sys0
+        driver_sys = min(max(own_sys - self._sampler_sys_s, 0.0), max(driver, 0.0))
         procs = tuple(u for _p, u in self._watched.values())
         self.usage = CpuUsage(
             wall_s=wall,

@@ -353,12 +353,25 @@ def run_path(
                 inputs[0].unpersist()
             inputs = inputs[seeded:]
         log(f"{run.label}: {len(inputs)} commits of {workload.commits[0].num_rows} rows ...")
+        if warm_commits >= len(inputs):
+            raise ValueError(f"--warm-commits {warm_commits} leaves no commit to time")
         with hr.HoodieStreamWriter(str(table_dir), options) as w:
+
+            def feed(item: Any) -> None:
+                """One commit's input into the stream, as the path hands it over."""
+                if path_kind == "driver":
+                    for batch in iter_batches(item, batch_rows):
+                        w.write(batch)
+                else:  # a Dataset; a DataFrame the executors convert, the fetcher takes
+                    w.write(item)
+
             w.start(workload.schema)
             for item in inputs[:warm_commits]:
-                w.write(item)
+                feed(item)
                 if w.checkpoint() is None:
                     raise RuntimeError("a warm-up checkpoint committed nothing")
+                if path_kind == "spark":
+                    item.unpersist()
             wait_for_ray_idle()
             run.pids = dict(w.actor_pids())
             op0 = w.operator_cpu()
@@ -367,14 +380,9 @@ def run_path(
             with CpuMeter(ray_workers=True) as meter:
                 for item in inputs[warm_commits:]:
                     c0 = time.perf_counter()
-                    if path_kind == "driver":
-                        for batch in iter_batches(item, batch_rows):
-                            w.write(batch)
-                    elif path_kind == "spark":
-                        w.write(item)  # the executors convert it, the fetcher takes the blocks
+                    feed(item)
+                    if path_kind == "spark":
                         run.convert_s.append(time.perf_counter() - c0)
-                    else:
-                        w.write(item)
                     if pipelined:
                         handle = w.checkpoint(wait=False)
                     elif w.checkpoint() is None:
@@ -700,6 +708,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     bad = [x for x in args.paths if x not in PATHS]
     if args.repeat < 1:
         p.error("--repeat must be at least 1")
+    if args.warm_commits < 0:
+        p.error("--warm-commits must not be negative")
     if bad or not args.writers or min(args.writers) < 1:
         p.error(f"--paths: unknown {bad}" if bad else "--writers must be positive")
     return args
