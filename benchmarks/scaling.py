@@ -463,25 +463,16 @@ class Results:
             )
         for path in PATHS:
             if top is not None and top != 1:
-                out[f"cpu_w{top}_vs_w1_{path}"] = _r(
-                    ratio(pick(path, top, "rows_per_cpu_s"), pick(path, 1, "rows_per_cpu_s"))
-                )
-                out[f"user_cpu_w{top}_vs_w1_{path}"] = _r(
-                    ratio(
-                        pick(path, top, "rows_per_user_cpu_s"), pick(path, 1, "rows_per_user_cpu_s")
-                    )
-                )
-                for key, name in (
-                    ("rows_per_cpu_s", f"cpu_w{top}_vs_w1_{path}_each"),
-                    ("rows_per_user_cpu_s", f"user_cpu_w{top}_vs_w1_{path}_each"),
-                ):
+                for key, prefix in (("rows_per_cpu_s", ""), ("rows_per_user_cpu_s", "user_")):
+                    name = f"{prefix}cpu_w{top}_vs_w1_{path}"
+                    out[name] = _r(ratio(pick(path, top, key), pick(path, 1, key)))
                     pairs = {
                         (f["repeat"], f["writers"]): f.get(key)
                         for f in matching(path, top) + matching(path, 1)
                     }
                     rounds = sorted({r for r, _ in pairs})
                     if len(rounds) > 1:  # each round's own ratio: the spread the median hides
-                        out[name] = [
+                        out[f"{name}_each"] = [
                             _r(ratio(pairs.get((r, top)), pairs.get((r, 1)))) for r in rounds
                         ]
             shares = [pick(path, w, "driver_cpu_share") for w in ws]

@@ -94,9 +94,6 @@ def write_payload(f: IO[bytes], data: Payload) -> None:
     a call."""
     for piece in payload_pieces(data):
         view = memoryview(piece).cast("B")
-        if view.nbytes <= WRITE_CHUNK_BYTES:
-            f.write(view)
-            continue
         for start in range(0, view.nbytes, WRITE_CHUNK_BYTES):
             f.write(view[start : start + WRITE_CHUNK_BYTES])
 
