@@ -46,3 +46,28 @@ def test_a_footer_is_parsed_once_and_a_rewritten_file_is_read_anew(tmp_path: Pat
     assert again.column("key").to_pylist() == [f"a{i:04d}" for i in range(10, 100)]
     assert len(PARQUET_FOOTERS) == 2
     PARQUET_FOOTERS.clear()
+
+
+def test_arrow_threads_decode_only_row_groups_worth_their_hand_offs(tmp_path: Path) -> None:
+    from hoodie_ray.reader.file_slice_reader import THREADED_DECODE_MIN_CELLS, BaseFooter
+
+    rows = THREADED_DECODE_MIN_CELLS // 4
+    # few distinct values: dictionary pages, so the values, not the bytes, decide
+    wide = pa.table(
+        {f"c{i}": pa.array([j % 100 for j in range(rows)], pa.int8()) for i in range(8)}
+    )
+    pq.write_table(wide, tmp_path / "wide.parquet", row_group_size=rows // 2)
+    footer = BaseFooter(pq.ParquetFile(tmp_path / "wide.parquet").metadata)
+    assert footer.group_size(0) == (rows // 2, footer.metadata.row_group(0).total_byte_size)
+    # a small base file (a streaming writer's), or few of a wide file's columns: one thread
+    assert not footer.worth_threads([0], 1)
+    assert not footer.worth_threads([0], 4)
+    # enough values in the row groups read: Arrow's threads
+    assert footer.worth_threads([0, 1], 4)
+    assert footer.worth_threads([0], 8)
+
+    # few rows, many bytes (long strings): the bytes decide
+    long = pa.table({"s": ["x" * 8192] * 1024})
+    pq.write_table(long, tmp_path / "long.parquet", compression="none", use_dictionary=False)
+    footer = BaseFooter(pq.ParquetFile(tmp_path / "long.parquet").metadata)
+    assert footer.worth_threads([0], 1)
