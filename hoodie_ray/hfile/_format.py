@@ -8,6 +8,7 @@ VLongs (key lengths in root index entries, MVCC versions after each key-value).
 from __future__ import annotations
 
 import struct
+import sys
 import zlib
 from collections.abc import Callable, Iterator
 from enum import Enum, IntEnum
@@ -140,6 +141,22 @@ FAST_DEFLATE = _raw_deflater(_ISAL, ISAL_LEVEL) if _ISAL is not None else JAVA_D
 #: What :func:`gzip_compress` deflates with (tests comparing with Java's bytes set
 #: :data:`JAVA_DEFLATE`).
 deflate = FAST_DEFLATE
+
+
+#: Files of at least this many entries are split (read) or assembled (written) by the compiled
+#: kernels even in a process that has not loaded numba yet: the plain code costs ~1 us an
+#: entry, loading numba ~0.2-0.5 CPU-s once (an MDT compaction of a record index this large
+#: reads and writes ten such files or more); smaller files only where numba is loaded already.
+KERNEL_MIN_ENTRIES = 1 << 17
+
+
+def use_kernel(entries: int) -> bool:
+    """Whether a file of ``entries`` entries is read or written by the compiled kernels."""
+    if "numba" not in sys.modules and entries < KERNEL_MIN_ENTRIES:
+        return False
+    from hoodie_ray import jit
+
+    return jit.enabled()
 
 
 class FormatError(Exception):

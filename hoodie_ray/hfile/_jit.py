@@ -2,7 +2,7 @@
 chunks of one buffer (:mod:`~hoodie_ray.hfile.checksum`; its tables come in as an argument, so
 no code of another file is compiled in), and the walk over a data block's KeyValues that
 :meth:`~hoodie_ray.hfile.HFileReader.columns` splits column-wise, with the gather of their
-bytes."""
+bytes; the writer's assembly of KeyValues from a row column and a few distinct values."""
 
 # mypy: ignore-errors
 
@@ -93,3 +93,54 @@ def gather(buf, starts, lens, offsets, out):
         o = offsets[i]
         for j in range(lens[i]):
             out[o + j] = buf[s + j]
+
+
+@numba.njit(cache=True, nogil=True)
+def key_values(rows, row_offsets, blob, blob_offsets, codes, key_overhead, extra, out_offsets, out):
+    # Each entry's native KeyValue into ``out`` from out_offsets[i]: ``keyLength valueLength
+    # rowLength`` (big-endian 4, 4, 2) | row i | blob piece codes[i] (key tail, value, MVCC
+    # byte: what every entry of one value shares; ``extra`` bytes of it are not the value).
+    # keyLength = rowLength + ``key_overhead``. Rows come from an Arrow binary column
+    # (row_offsets: its n + 1 offsets, rebased to ``rows``). Returns -1 when the rows are
+    # strictly ascending by unsigned bytes, else the first i whose row is not above row
+    # i - 1 (the numpy twin: writer._ArrowKeyValues._joined, then the ordering check).
+    bad = -1
+    for i in range(codes.shape[0]):
+        r0 = row_offsets[i]
+        r_len = row_offsets[i + 1] - r0
+        c = codes[i]
+        b0 = blob_offsets[c]
+        b_len = blob_offsets[c + 1] - b0
+        o = out_offsets[i]
+        k_len = r_len + key_overhead
+        v_len = b_len - extra
+        out[o] = (k_len >> 24) & 0xFF
+        out[o + 1] = (k_len >> 16) & 0xFF
+        out[o + 2] = (k_len >> 8) & 0xFF
+        out[o + 3] = k_len & 0xFF
+        out[o + 4] = (v_len >> 24) & 0xFF
+        out[o + 5] = (v_len >> 16) & 0xFF
+        out[o + 6] = (v_len >> 8) & 0xFF
+        out[o + 7] = v_len & 0xFF
+        out[o + 8] = (r_len >> 8) & 0xFF
+        out[o + 9] = r_len & 0xFF
+        o += 10
+        out[o : o + r_len] = rows[r0 : r0 + r_len]  # slices compile to memcpy, loops do not
+        o += r_len
+        out[o : o + b_len] = blob[b0 : b0 + b_len]
+        if bad < 0 and i > 0:
+            p0 = row_offsets[i - 1]
+            p_len = r0 - p0
+            m = min(p_len, r_len)
+            cmp = 0
+            for j in range(m):
+                a = rows[p0 + j]
+                b = rows[r0 + j]
+                if a != b:
+                    cmp = 1 if b > a else -1
+                    break
+            if cmp == 0:
+                cmp = 1 if r_len > p_len else -1
+            if cmp < 0:
+                bad = i
+    return bad

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import struct
-import sys
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -52,6 +51,7 @@ from hoodie_ray.hfile._format import (
     gzip_decompress,
     proto_fields,
 )
+from hoodie_ray.hfile._format import use_kernel as _use_kernel
 from hoodie_ray.lru import SizedLru
 
 __all__ = ["HFileReader", "HFileTrailer"]
@@ -713,21 +713,6 @@ def _split_fast(payload: bytes, extra: int) -> tuple[list[bytes], list[bytes]]:
     if pos != end:
         raise FormatError("the last key-value overruns its data block")
     return rows, values
-
-
-#: Files of at least this many entries are split by the compiled walk even in a process that has
-#: not loaded numba yet: the plain loop costs ~1 us an entry, loading numba ~0.2-0.5 CPU-s once
-#: (an MDT compaction of a record index this large reads ten such files or more); smaller
-#: files only where numba is loaded already.
-_KERNEL_MIN_ENTRIES = 1 << 17
-
-
-def _use_kernel(entries: int) -> bool:
-    if "numba" not in sys.modules and entries < _KERNEL_MIN_ENTRIES:
-        return False
-    from hoodie_ray import jit
-
-    return jit.enabled()
 
 
 def _entry_spans_compiled(

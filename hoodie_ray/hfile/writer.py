@@ -65,7 +65,9 @@ from hoodie_ray.hfile._format import (
     proto_bytes_field,
     proto_varint_field,
 )
+from hoodie_ray.hfile._format import use_kernel as _use_kernel
 from hoodie_ray.hfile.checksum import crc32c_chunks
+from hoodie_ray.jit import read_only
 from hoodie_ray.threads import map_in_pool
 
 __all__ = [
@@ -230,9 +232,10 @@ def write_hfile_arrays(
     allow_empty: bool = False,
 ) -> bytes:
     """:func:`write_hfile` over two Arrow columns: row keys and values (string or binary,
-    no nulls, the same length; keys strictly ascending by unsigned bytes). The bytes are
-    those :func:`write_hfile` writes for the same entries; the KeyValues are assembled by
-    Arrow kernels (no Python object per entry)."""
+    values also dictionary-encoded; no nulls, the same length; keys strictly ascending by
+    unsigned bytes). The bytes are those :func:`write_hfile` writes for the same entries;
+    the KeyValues are assembled by Arrow kernels or, for dictionary-encoded values, by a
+    compiled one (no Python object per entry)."""
     kv = _ArrowKeyValues.of(rows, values, allow_empty)
     codec = _check_codec(compression, block_size)
     return _write(
@@ -286,10 +289,10 @@ def write_hbase_hfile_arrays(
     allow_empty: bool = False,
 ) -> bytes:
     """:func:`write_hbase_hfile` over two Arrow columns: row keys and values (string or
-    binary, no nulls, the same length; keys strictly ascending by unsigned bytes). The same
-    bytes as :func:`write_hbase_hfile` writes for the same entries, with no Python object per
-    entry: the KeyValues are assembled by one Arrow kernel over the columns' buffers, each data
-    block's payload is a slice of them.
+    binary, values also dictionary-encoded; no nulls, the same length; keys strictly
+    ascending by unsigned bytes). The same bytes as :func:`write_hbase_hfile` writes for the
+    same entries, with no Python object per entry: the KeyValues are assembled as
+    :func:`write_hfile_arrays` assembles them, each data block's payload is a slice of them.
 
     Raises:
         HoodieInputError: columns of another type or length, nulls, keys out of order, bad
@@ -390,28 +393,33 @@ _HEAD_DTYPE = np.dtype([("key", ">i4"), ("value", ">i4"), ("row", ">u2")])
 
 
 class _ArrowKeyValues:
-    """The checked entries as Arrow columns; each KeyValue is assembled by one Arrow kernel
-    (``binary_join_element_wise``), so a data block's payload is a slice of one buffer."""
+    """The checked entries as Arrow columns and their KeyValues in one buffer, so a data
+    block's payload is a slice of it. Values that come dictionary-encoded (an index's few
+    distinct values) are assembled by the compiled kernel where it runs, each distinct
+    value's bytes once; otherwise one Arrow kernel (``binary_join_element_wise``) joins the
+    columns."""
 
-    def __init__(self, rows: pa.Array, kvs: pa.Array, row_lens: np.ndarray, value_lens: np.ndarray):
+    def __init__(
+        self,
+        rows: pa.Array,
+        data: np.ndarray,
+        offsets: np.ndarray,
+        row_lens: np.ndarray,
+        value_lens: np.ndarray,
+    ):
         self._rows = rows
-        self._kvs = kvs
+        self._data = data  # uint8: every KeyValue, one after the other
+        self._offsets = offsets  # int64, count + 1
         self.row_lens = row_lens
         self.value_lens = value_lens
-        n = len(kvs)
-        self._offsets = (
-            np.frombuffer(kvs.buffers()[1], dtype=np.int64)[kvs.offset : kvs.offset + n + 1]
-            if n
-            else np.zeros(1, dtype=np.int64)
-        )
-        self._data = kvs.buffers()[2] if n else None
 
     @classmethod
     def of(
         cls, rows: pa.Array | pa.ChunkedArray, values: pa.Array | pa.ChunkedArray, allow_empty: bool
     ) -> _ArrowKeyValues:
         rows = _as_large_binary(rows, "row key")
-        values = _as_large_binary(values, "value")
+        coded = _coded_values(values)
+        plain = _as_large_binary(values, "value") if coded is None else None
         n = len(rows)
         if len(values) != n:
             raise HoodieInputError(
@@ -420,7 +428,11 @@ class _ArrowKeyValues:
         if not n and not allow_empty:
             raise HoodieInputError("an HFile needs at least one entry (got none)")
         row_lens = _lengths(rows)
-        value_lens = _lengths(values)
+        if coded is None:
+            assert plain is not None
+            value_lens = _lengths(plain)
+        else:
+            value_lens = _lengths(coded[0])[coded[1]]
         if n:
             if int(row_lens.max()) > _MAX_ROW_LEN:
                 i = int(np.argmax(row_lens > _MAX_ROW_LEN))
@@ -431,16 +443,18 @@ class _ArrowKeyValues:
             if int(value_lens.max()) > _MAX_VALUE_LEN:
                 i = int(np.argmax(value_lens > _MAX_VALUE_LEN))
                 raise HoodieInputError(f"HFile value of key {_show(rows[i].as_py())} is too large")
+        if coded is not None and n and _use_kernel(n):
+            data, offsets, bad = _assembled(rows, row_lens, value_lens, *coded)
+            if bad >= 0:
+                _not_ascending(rows, bad)
+            return cls(rows, data, offsets, row_lens, value_lens)
         if n > 1:
             ok = pc.greater(rows.slice(1), rows.slice(0, n - 1)).to_numpy(zero_copy_only=False)
             if not ok.all():
-                i = int(np.argmin(ok)) + 1
-                a, b = rows[i - 1].as_py(), rows[i].as_py()
-                how = "repeats" if a == b else "sorts before"
-                raise HoodieInputError(
-                    f"HFile keys must be strictly ascending: key {i} {_show(b)} {how} "
-                    f"the key before it {_show(a)}"
-                )
+                _not_ascending(rows, int(np.argmin(ok)) + 1)
+        if plain is None:
+            assert coded is not None
+            plain = coded[0].take(pa.array(coded[1]))
         heads = np.empty(n, dtype=_HEAD_DTYPE)
         heads["key"] = row_lens + KEY_OVERHEAD
         heads["value"] = value_lens
@@ -452,15 +466,19 @@ class _ArrowKeyValues:
             head_col,
             rows,
             pa.scalar(KEY_TAIL, pa.large_binary()),
-            values,
+            plain,
             pa.scalar(_MVCC_ZERO, pa.large_binary()),
             pa.scalar(b"", pa.large_binary()),  # the separator
         )
-        return cls(rows, kvs, row_lens, value_lens)
+        if not n:
+            return cls(rows, np.zeros(0, np.uint8), np.zeros(1, np.int64), row_lens, value_lens)
+        bufs = kvs.buffers()
+        offsets = np.frombuffer(bufs[1], dtype=np.int64)[kvs.offset : kvs.offset + n + 1]
+        return cls(rows, np.frombuffer(bufs[2], dtype=np.uint8), offsets, row_lens, value_lens)
 
     @property
     def count(self) -> int:
-        return len(self._kvs)
+        return len(self._offsets) - 1
 
     def row(self, i: int) -> bytes:
         v = self._rows[i].as_py()
@@ -469,9 +487,8 @@ class _ArrowKeyValues:
 
     def payload(self, a: int, b: int) -> bytes:
         """The KeyValues of entries ``[a, b)``: one data block's payload."""
-        assert self._data is not None
         start, stop = int(self._offsets[a]), int(self._offsets[b])
-        return self._data[start:stop].to_pybytes()
+        return self._data[start:stop].tobytes()
 
 
 def _data_size(row_lens: np.ndarray, value_lens: np.ndarray) -> int:
@@ -492,6 +509,80 @@ def _as_large_binary(col: pa.Array | pa.ChunkedArray, what: str) -> pa.Array:
     if col.null_count:
         raise HoodieInputError(f"HFile {what}s may not be null")
     return col.cast(pa.large_binary())
+
+
+def _coded_values(values: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, np.ndarray] | None:
+    """A dictionary-encoded value column as ``(distinct values as large_binary, each entry's
+    code)``; None for a plain column."""
+    if isinstance(values, pa.ChunkedArray):
+        if not pa.types.is_dictionary(values.type):
+            return None
+        values = values.unify_dictionaries().combine_chunks()
+    if not isinstance(values, pa.DictionaryArray):
+        return None
+    if values.null_count:
+        raise HoodieInputError("HFile values may not be null")
+    distinct = _as_large_binary(values.dictionary, "value")
+    return distinct, values.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+
+
+def _assembled(
+    rows: pa.Array,
+    row_lens: np.ndarray,
+    value_lens: np.ndarray,
+    distinct: pa.Array,
+    codes: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The compiled assembly of :class:`_ArrowKeyValues`: ``(KeyValue bytes, their offsets,
+    the first entry whose row is not above the one before it or -1)``. Each distinct value
+    is joined to the key tail and MVCC byte once; the kernel copies one such piece per
+    entry after its head and row."""
+    from hoodie_ray.hfile import _jit
+
+    pieces = pc.binary_join_element_wise(
+        pa.scalar(KEY_TAIL, pa.large_binary()),
+        distinct,
+        pa.scalar(_MVCC_ZERO, pa.large_binary()),
+        pa.scalar(b"", pa.large_binary()),
+    )
+    blob, blob_offsets = _buffers(pieces)
+    row_data, row_offsets = _buffers(rows)
+    offsets = np.zeros(len(row_lens) + 1, dtype=np.int64)
+    np.cumsum(row_lens + value_lens + (KEY_OVERHEAD + 8 + len(_MVCC_ZERO)), out=offsets[1:])
+    # from Arrow's pool, which keeps freed memory: a fresh page costs more than the copy
+    data = np.frombuffer(pa.allocate_buffer(int(offsets[-1])), dtype=np.uint8)
+    extra = len(KEY_TAIL) + len(_MVCC_ZERO)
+    bad = _jit.key_values(
+        row_data,
+        row_offsets,
+        blob,
+        blob_offsets,
+        read_only(codes),
+        KEY_OVERHEAD,
+        extra,
+        offsets,
+        data,
+    )
+    return data, offsets, int(bad)
+
+
+def _buffers(col: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A large_binary column's data (uint8, read-only) and its offsets rebased to it."""
+    bufs = col.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int64)[col.offset : col.offset + len(col) + 1]
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(1, np.uint8)
+    base = int(offsets[0])
+    return read_only(data[base:]), read_only(offsets - base if base else offsets)
+
+
+def _not_ascending(rows: pa.Array, i: int) -> None:
+    """Raise the error of row key ``i`` not above row key ``i - 1``."""
+    a, b = rows[i - 1].as_py(), rows[i].as_py()
+    how = "repeats" if a == b else "sorts before"
+    raise HoodieInputError(
+        f"HFile keys must be strictly ascending: key {i} {_show(b)} {how} "
+        f"the key before it {_show(a)}"
+    )
 
 
 def now_ms() -> int:

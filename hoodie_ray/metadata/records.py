@@ -1274,9 +1274,12 @@ class RecordIndexColumns:
         group_keys = None if self.group_keys is None else self.group_keys.take(pa.array(order))
         return RecordIndexColumns(ks, self.loc[order], self.values, group_keys)
 
-    def value_column(self) -> pa.Array:
-        """Each key's Avro value (binary), as an Arrow column."""
-        return pa.array(self.values, pa.binary()).take(pa.array(self.loc))
+    def value_column(self) -> pa.DictionaryArray:
+        """Each key's Avro value (binary), as a dictionary-encoded Arrow column (``loc`` over
+        the distinct values: the HFile writer copies each distinct value's bytes once)."""
+        return pa.DictionaryArray.from_arrays(
+            pa.array(self.loc, pa.int32()), pa.array(self.values, pa.binary())
+        )
 
     def to_records(self) -> dict[str, bytes]:
         """``key -> value`` (Python objects: for tests and small inputs)."""

@@ -30,9 +30,15 @@ import pytest
 
 from hoodie_ray.exceptions import HoodieInputError, HoodieUnsupportedError
 from hoodie_ray.hfile import HFileReader, checksum
+from hoodie_ray.hfile import writer as hfile_writer
 from hoodie_ray.hfile._format import I64, WRITER_FILE_INFO_KEYS, proto_fields
 from hoodie_ray.hfile.checksum import crc32c
-from hoodie_ray.hfile.writer import _midpoint_row, write_hbase_hfile, write_hbase_hfile_arrays
+from hoodie_ray.hfile.writer import (
+    _midpoint_row,
+    write_hbase_hfile,
+    write_hbase_hfile_arrays,
+    write_hfile_arrays,
+)
 from hoodie_ray.log_format import HFileDataBlock, LogReader
 
 _PROJECT = Path(__file__).resolve().parents[2]
@@ -321,6 +327,43 @@ def test_arrays_empty_file_and_refusals() -> None:
             block_size=64,
             compression="none",
         )
+
+
+@pytest.mark.parametrize("compiled", _kernel_paths())
+def test_dictionary_values_write_the_bytes_of_plain_ones(
+    monkeypatch: pytest.MonkeyPatch, compiled: bool
+) -> None:
+    """Values dictionary-encoded (an index's few distinct values, assembled by the compiled
+    kernel where it runs) give the bytes of the same values as a plain column, in both
+    dialects; keys out of order or repeated are refused alike, naming the key."""
+    monkeypatch.setattr(hfile_writer, "_use_kernel", lambda entries: compiled)
+    kvs = _entries(3000)
+    rows = pa.array([k for k, _ in kvs], pa.binary())
+    distinct = pa.array([b"", b"v" * 300, b"\x00\xff" * 7], pa.binary())
+    codes = pa.array([(i * 7) % 3 for i in range(3000)], pa.int32())
+    coded = pa.DictionaryArray.from_arrays(codes, distinct)
+    plain = coded.dictionary_decode()
+    opts: dict[str, Any] = dict(file_info={b"schema": b"{}"}, block_size=4096, create_time_ms=0)
+    for write in (write_hbase_hfile_arrays, write_hfile_arrays):
+        want = write(rows, plain, **opts)
+        assert write(rows, coded, **opts) == want
+        assert write(rows.slice(1000), coded.slice(1000), **opts) == write(
+            rows.slice(1000), plain.slice(1000), **opts
+        )
+        assert write(rows, pa.chunked_array([coded.slice(0, 5), coded.slice(5)]), **opts) == want
+    assert list(HFileReader(write_hfile_arrays(rows, coded)).items()) == [
+        (k, v.as_py()) for k, v in zip(rows.to_pylist(), plain, strict=True)
+    ]
+    three = pa.DictionaryArray.from_arrays(pa.array([0, 1, 0], pa.int32()), distinct)
+    with pytest.raises(HoodieInputError, match=r"key 2 b'b' sorts before the key before it b'c'"):
+        write_hfile_arrays(pa.array([b"a", b"c", b"b"]), three)
+    with pytest.raises(HoodieInputError, match=r"key 1 b'ab' repeats the key before it"):
+        write_hfile_arrays(pa.array([b"ab", b"ab", b"b"]), three)
+    with pytest.raises(HoodieInputError, match=r"key 2 b'a' sorts before"):
+        write_hfile_arrays(pa.array([b"a", b"a\x01", b"a"]), three)
+    with pytest.raises(HoodieInputError, match="values may not be null"):
+        nulls = pa.DictionaryArray.from_arrays(pa.array([0, None, 0], pa.int32()), distinct)
+        write_hfile_arrays(pa.array([b"a", b"b", b"c"]), nulls)
 
 
 def test_checksum_paths_write_the_same_file(monkeypatch: pytest.MonkeyPatch) -> None:
