@@ -91,11 +91,12 @@ class BaseFooter:
     filtered read of many small files paid for each file and query (with two reading
     threads, 6 of a 54-ms lookup's milliseconds, holding the GIL)."""
 
-    __slots__ = ("_bounds", "_columns", "_sizes", "metadata")
+    __slots__ = ("_bounds", "_columns", "_leaves", "_sizes", "metadata")
 
     def __init__(self, metadata: pq.FileMetaData) -> None:
         self.metadata = metadata
         self._columns: dict[str, int] | None = None
+        self._leaves: dict[str, int] | None = None
         self._bounds: dict[tuple[int, str], tuple[Any, Any] | None] = {}
         self._sizes: dict[int, tuple[int, int]] = {}
 
@@ -107,11 +108,22 @@ class BaseFooter:
             size = self._sizes[group] = (rg.num_rows, rg.total_byte_size)
         return size
 
-    def worth_threads(self, groups: list[int], columns: int) -> bool:
-        """Whether decoding ``columns`` of ``groups`` on Arrow's threads pays for their
-        hand-offs: only for row groups of many values (:data:`THREADED_DECODE_MIN_CELLS`)
-        or many bytes (:data:`~hoodie_ray.log_format.blocks.THREADED_DECODE_MIN_BYTES`, the
-        share of the columns read)."""
+    def worth_threads(self, groups: list[int], columns: list[str]) -> bool:
+        """Whether decoding ``columns`` (top-level names) of ``groups`` (one call's row
+        groups) on Arrow's threads pays for their hand-offs: only for many values
+        (:data:`THREADED_DECODE_MIN_CELLS`, rows x the Parquet leaf columns read) or many
+        bytes (:data:`~hoodie_ray.log_format.blocks.THREADED_DECODE_MIN_BYTES` of the
+        groups' uncompressed bytes, the leaves' share of them: every leaf taken as large
+        as the others, which the footer does not tell without a Python object per column
+        chunk)."""
+        if self._leaves is None:
+            leaves: dict[str, int] = {}
+            schema = self.metadata.schema
+            for i in range(len(schema)):
+                top = schema.column(i).path.split(".", 1)[0]
+                leaves[top] = leaves.get(top, 0) + 1
+            self._leaves = leaves
+        read = sum(self._leaves.get(c, 0) for c in columns)
         total = self.metadata.num_columns or 1
         rows = nbytes = 0
         for g in groups:
@@ -119,8 +131,8 @@ class BaseFooter:
             rows += r
             nbytes += b
         return (
-            rows * columns >= THREADED_DECODE_MIN_CELLS
-            or nbytes * columns // total >= THREADED_DECODE_MIN_BYTES
+            rows * read >= THREADED_DECODE_MIN_CELLS
+            or nbytes * read // total >= THREADED_DECODE_MIN_BYTES
         )
 
     def bounds(self, group: int, column: str) -> tuple[Any, Any] | None:
@@ -720,13 +732,12 @@ class _SliceReader:
         try:
             # A few row groups at a time: ``iter_batches`` pre-buffers every row group it is
             # given, so one call over the whole file would hold the file in memory.
-            for chunk in _row_group_chunks(pf, groups, rows):
+            for chunk in _row_group_chunks(footer, groups, rows):
                 for rb in pf.iter_batches(
                     batch_size=rows,
                     row_groups=chunk,
                     columns=columns,
-                    use_threads=self.ctx.arrow_threads
-                    and footer.worth_threads(chunk, len(columns)),
+                    use_threads=self.ctx.arrow_threads and footer.worth_threads(chunk, columns),
                 ):
                     yield reconcile(rb, self.schema)
         except HoodieError:
@@ -812,13 +823,12 @@ def _with_operations(table: pa.Table, deleted: np.ndarray | None) -> pa.Table:
     return table.set_column(at, table.schema.field(at), ops)
 
 
-def _row_group_chunks(pf: pq.ParquetFile, groups: list[int], rows: int) -> Iterator[list[int]]:
+def _row_group_chunks(footer: BaseFooter, groups: list[int], rows: int) -> Iterator[list[int]]:
     """Consecutive runs of row groups holding about ``rows`` rows (at least one group each)."""
     chunk: list[int] = []
     n = 0
-    md = pf.metadata
     for g in groups:
-        r = md.row_group(g).num_rows
+        r = footer.group_size(g)[0]
         if chunk and n + r > rows:
             yield chunk
             chunk, n = [], 0

@@ -58,16 +58,32 @@ def test_arrow_threads_decode_only_row_groups_worth_their_hand_offs(tmp_path: Pa
     )
     pq.write_table(wide, tmp_path / "wide.parquet", row_group_size=rows // 2)
     footer = BaseFooter(pq.ParquetFile(tmp_path / "wide.parquet").metadata)
-    assert footer.group_size(0) == (rows // 2, footer.metadata.row_group(0).total_byte_size)
+    rows_0, bytes_0 = footer.group_size(0)
+    assert rows_0 == rows // 2 and bytes_0 > 0
+    cols = [f"c{i}" for i in range(8)]
     # a small base file (a streaming writer's), or few of a wide file's columns: one thread
-    assert not footer.worth_threads([0], 1)
-    assert not footer.worth_threads([0], 4)
+    assert not footer.worth_threads([0], cols[:1])
+    assert not footer.worth_threads([0], cols[:4])
+    assert not footer.worth_threads([0], ["not_in_the_file"] * 8)
     # enough values in the row groups read: Arrow's threads
-    assert footer.worth_threads([0, 1], 4)
-    assert footer.worth_threads([0], 8)
+    assert footer.worth_threads([0, 1], cols[:4])
+    assert footer.worth_threads([0], cols)
+
+    # a struct counts by its Parquet leaves: one top-level column of eight
+    nested = pa.table(
+        {
+            "k": pa.array(range(rows // 2)),
+            "s": pa.StructArray.from_arrays(
+                [wide.column(c).combine_chunks().slice(0, rows // 2) for c in cols], names=cols
+            ),
+        }
+    )
+    pq.write_table(nested, tmp_path / "nested.parquet")
+    footer = BaseFooter(pq.ParquetFile(tmp_path / "nested.parquet").metadata)
+    assert footer.worth_threads([0], ["s"]) and not footer.worth_threads([0], ["k"])
 
     # few rows, many bytes (long strings): the bytes decide
     long = pa.table({"s": ["x" * 8192] * 1024})
     pq.write_table(long, tmp_path / "long.parquet", compression="none", use_dictionary=False)
     footer = BaseFooter(pq.ParquetFile(tmp_path / "long.parquet").metadata)
-    assert footer.worth_threads([0], 1)
+    assert footer.worth_threads([0], ["s"])
