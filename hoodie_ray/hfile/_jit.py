@@ -91,8 +91,8 @@ def gather(buf, starts, lens, offsets, out):
     for i in range(starts.shape[0]):
         s = starts[i]
         o = offsets[i]
-        for j in range(lens[i]):
-            out[o + j] = buf[s + j]
+        n = lens[i]
+        out[o : o + n] = buf[s : s + n]  # a slice is a memcpy: ~3x a byte loop at 70 bytes
 
 
 @numba.njit(cache=True, nogil=True)
