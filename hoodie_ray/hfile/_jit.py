@@ -103,7 +103,7 @@ def key_values(rows, row_offsets, blob, blob_offsets, codes, key_overhead, extra
     # keyLength = rowLength + ``key_overhead``. Rows come from an Arrow binary column
     # (row_offsets: its n + 1 offsets, rebased to ``rows``). Returns -1 when the rows are
     # strictly ascending by unsigned bytes, else the first i whose row is not above row
-    # i - 1 (the numpy twin: writer._ArrowKeyValues._joined, then the ordering check).
+    # i - 1 (its twin: the Arrow join and ordering check of writer._ArrowKeyValues.of).
     bad = -1
     for i in range(codes.shape[0]):
         r0 = row_offsets[i]

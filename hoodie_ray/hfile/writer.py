@@ -419,7 +419,11 @@ class _ArrowKeyValues:
     ) -> _ArrowKeyValues:
         rows = _as_large_binary(rows, "row key")
         coded = _coded_values(values)
-        plain = _as_large_binary(values, "value") if coded is None else None
+        if coded is None:
+            plain: pa.Array | None = _as_large_binary(values, "value")
+            value_lens = _lengths(plain)
+        else:
+            plain, value_lens = None, _lengths(coded[0])[coded[1]]
         n = len(rows)
         if len(values) != n:
             raise HoodieInputError(
@@ -428,11 +432,6 @@ class _ArrowKeyValues:
         if not n and not allow_empty:
             raise HoodieInputError("an HFile needs at least one entry (got none)")
         row_lens = _lengths(rows)
-        if coded is None:
-            assert plain is not None
-            value_lens = _lengths(plain)
-        else:
-            value_lens = _lengths(coded[0])[coded[1]]
         if n:
             if int(row_lens.max()) > _MAX_ROW_LEN:
                 i = int(np.argmax(row_lens > _MAX_ROW_LEN))
@@ -452,8 +451,7 @@ class _ArrowKeyValues:
             ok = pc.greater(rows.slice(1), rows.slice(0, n - 1)).to_numpy(zero_copy_only=False)
             if not ok.all():
                 _not_ascending(rows, int(np.argmin(ok)) + 1)
-        if plain is None:
-            assert coded is not None
+        if coded is not None:
             plain = coded[0].take(pa.array(coded[1]))
         heads = np.empty(n, dtype=_HEAD_DTYPE)
         heads["key"] = row_lens + KEY_OVERHEAD
