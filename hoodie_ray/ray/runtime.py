@@ -174,9 +174,9 @@ def set_actor_memory_pool(choice: str | None) -> str:
     actor's process and return that pool's backend name.
 
     Unset: jemalloc, unless ``ARROW_DEFAULT_MEMORY_POOL`` names a pool (hoodie_ray's actor
-    processes name jemalloc there before pyarrow loads, :mod:`hoodie_ray.ray.process`, which
-    also moves Arrow's C++ allocations, the Parquet writer's among them, off mimalloc) or
-    pyarrow was built without jemalloc. Only for processes hoodie_ray owns (its actors): the
+    processes name one there before pyarrow loads, :mod:`hoodie_ray.ray.process`, which
+    also moves Arrow's C++ allocations, the Parquet writer's among them: jemalloc for the
+    write tasks, mimalloc for the coordinator) or pyarrow was built without jemalloc. Only for processes hoodie_ray owns (its actors): the
     pool is the process's.
     """
     import pyarrow as pa

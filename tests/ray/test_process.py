@@ -51,6 +51,39 @@ def test_own_actor_names_jemalloc_before_pyarrow_loads(ray_session: Any) -> None
     assert mimalloc_bytes == 0  # the Parquet writer's buffers too: nothing went to mimalloc
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="named on Linux only")
+def test_coordinator_names_mimalloc(ray_session: Any, tmp_path: Any) -> None:
+    """The coordinator's process: mimalloc, whose freed pages its metadata-table compactions
+    reuse (jemalloc, as Arrow sets it up, gave them back to the kernel as they were freed)."""
+    import pyarrow as pa
+
+    from hoodie_ray.ray import process
+    from hoodie_ray.ray.actors import CoordinatorActor
+
+    if "mimalloc" not in pa.supported_memory_backends():
+        pytest.skip("this pyarrow has no mimalloc")
+    actor = CoordinatorActor.options(num_cpus=0).remote(
+        str(tmp_path / "t"), None, None, "test-owner"
+    )
+    try:
+        first, chosen, env_value, pool, _ = ray_session.get(
+            actor.__ray_call__.remote(_probe), timeout=120
+        )
+    finally:
+        ray_session.kill(actor)
+    if first:
+        pytest.skip("the actor's worker had loaded pyarrow before hoodie_ray")
+    assert chosen == env_value == pool == process.COORDINATOR_ARROW_POOL == "mimalloc"
+
+
+def test_pool_by_actor_class() -> None:
+    from hoodie_ray.ray import process
+
+    assert process.actor_arrow_pool("CoordinatorActor") == "mimalloc"
+    for cls in ("AssignWriteActor", "TaskHostActor", "WriterActor", "CompactorActor"):
+        assert process.actor_arrow_pool(cls) == process.ACTOR_ARROW_POOL == "jemalloc"
+
+
 def test_other_processes_keep_their_pool(ray_session: Any) -> None:
     """The driver (Ray loaded, no actor) and any process with pyarrow loaded name nothing."""
     from hoodie_ray.ray import process
