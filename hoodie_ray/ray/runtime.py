@@ -173,11 +173,11 @@ def set_actor_memory_pool(choice: str | None) -> str:
     """Make ``choice`` (``ray.arrow.memory_pool``) the pool of pyarrow's Python calls in this
     actor's process and return that pool's backend name.
 
-    Unset: jemalloc, unless ``ARROW_DEFAULT_MEMORY_POOL`` names a pool (hoodie_ray's actor
-    processes name one there before pyarrow loads, :mod:`hoodie_ray.ray.process`, which
-    also moves Arrow's C++ allocations, the Parquet writer's among them: jemalloc for the
-    write tasks, mimalloc for the coordinator) or pyarrow was built without jemalloc. Only for processes hoodie_ray owns (its actors): the
-    pool is the process's.
+    Unset: the pool ``ARROW_DEFAULT_MEMORY_POOL`` names (hoodie_ray's actor processes on
+    Linux name one there before pyarrow loads, :mod:`hoodie_ray.ray.process`, which also
+    moves Arrow's C++ allocations, the Parquet writer's among them: mimalloc for the
+    coordinator, jemalloc for the other actors), else jemalloc where pyarrow has it. Only
+    for processes hoodie_ray owns (its actors): the pool is the process's.
     """
     import pyarrow as pa
 

@@ -73,7 +73,7 @@ def test_coordinator_names_mimalloc(ray_session: Any, tmp_path: Any) -> None:
         ray_session.kill(actor)
     if first:
         pytest.skip("the actor's worker had loaded pyarrow before hoodie_ray")
-    assert chosen == env_value == pool == process.COORDINATOR_ARROW_POOL == "mimalloc"
+    assert chosen == env_value == pool == process.COORDINATOR_ARROW_POOL
 
 
 def test_pool_by_actor_class() -> None:
