@@ -1076,10 +1076,10 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "names, else jemalloc where pyarrow has it. Arrow's C++ allocations (the Parquet "
         "writer's buffers) follow ARROW_DEFAULT_MEMORY_POOL, which hoodie_ray's actor "
         "processes on Linux set before pyarrow loads where it is unset: jemalloc in the "
-        "other actors' (the write tasks: with mimalloc, 8 "
-        "chained tasks on 2 cores spent 0.9 s of 3.4 CPU-s in the kernel, against 0.5 of 2.8 "
-        "with jemalloc), mimalloc in the coordinator's (a metadata-table compaction of a "
-        "2.2M-key record index: 1.21-1.27 CPU-s against 1.42-1.45 with jemalloc).",
+        "other actors' (the write tasks: with mimalloc, 8 chained tasks on 2 cores spent "
+        "0.9 s of 3.4 CPU-s in the kernel, against 0.5 of 2.8 with jemalloc), mimalloc in "
+        "the coordinator's (a metadata-table compaction of a 2.2M-key record index: "
+        "1.21-1.27 CPU-s against 1.42-1.45 with jemalloc).",
     ),
 )
 

@@ -81,11 +81,6 @@ def own_actor_class() -> str | None:
     return parts[-2] if len(parts) >= 3 else ""
 
 
-def own_actor_process() -> bool:
-    """Whether this process is creating (or running) an actor of one of hoodie_ray's classes."""
-    return own_actor_class() is not None
-
-
 def actor_arrow_pool(class_name: str) -> str:
     """Arrow's default pool for the process of a hoodie_ray actor of ``class_name``."""
     return COORDINATOR_ARROW_POOL if class_name == COORDINATOR_CLASS else ACTOR_ARROW_POOL

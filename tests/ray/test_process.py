@@ -88,7 +88,7 @@ def test_other_processes_keep_their_pool(ray_session: Any) -> None:
     """The driver (Ray loaded, no actor) and any process with pyarrow loaded name nothing."""
     from hoodie_ray.ray import process
 
-    assert not process.own_actor_process()
+    assert process.own_actor_class() is None
     assert process.prefer_actor_arrow_pool() is None
 
 
