@@ -70,6 +70,7 @@ __all__ = [
     "FILTER_VERSION",
     "JENKINS_HASH",
     "JIT_MIN_KEYS",
+    "LEGACY_BLOOM_FILTER_FOOTER_KEY",
     "MAX_RECORD_KEY_FOOTER_KEY",
     "MIN_RECORD_KEY_FOOTER_KEY",
     "MURMUR_HASH",
@@ -93,7 +94,7 @@ BLOOM_TYPE_CODE_FOOTER_KEY = "hoodie_bloom_filter_type_code"
 MIN_RECORD_KEY_FOOTER_KEY = "hoodie_min_record_key"
 MAX_RECORD_KEY_FOOTER_KEY = "hoodie_max_record_key"
 #: Hudi 0.x's footer key of the bloom filter (read, never written).
-_LEGACY_FOOTER_KEY = "com.uber.hoodie.bloomfilter"
+LEGACY_BLOOM_FILTER_FOOTER_KEY = "com.uber.hoodie.bloomfilter"
 
 #: ``BloomFilterTypeCode`` names.
 SIMPLE = "SIMPLE"
@@ -419,7 +420,7 @@ def footer_bloom_filter(metadata: Mapping[bytes, bytes] | None) -> BloomFilter |
     if not metadata:
         return None
     text = metadata.get(BLOOM_FILTER_FOOTER_KEY.encode()) or metadata.get(
-        _LEGACY_FOOTER_KEY.encode()
+        LEGACY_BLOOM_FILTER_FOOTER_KEY.encode()
     )
     if text is None:
         return None

@@ -1,0 +1,106 @@
+"""A base file's Parquet footer as the reader keeps it: without its keys' bloom filter.
+
+A Hudi base file's footer carries the bloom filter of its record keys in its key-value
+metadata (``org.apache.hudi.bloomfilter``, ~430 KB at Java's defaults), while the rest of a
+small file's footer is a few KB. Reading rows never needs the filter (the bloom index reads
+footers on its own, :func:`~hoodie_ray.index.bloom_filter.footer_bloom_filter`), so the
+reader parses the footer with the filter's value cut out of the Thrift bytes: the footer
+cache (``file_slice_reader.PARQUET_FOOTERS``) then holds thousands of footers where it held
+~150, and a first read skips parsing the filter.
+
+The cut is made on the Thrift compact bytes, where a ``KeyValue`` is the field header
+``0x18`` (field 1, binary), the key's varint length and bytes, ``0x18`` (field 2, binary),
+the value's varint length and bytes, then the struct's stop ``0x00``. The value is replaced by
+an empty one. Key-value metadata is the footer's last variable-size part before
+``created_by``, so the last occurrence of a key's bytes is the key-value entry. Anything that
+does not have that exact shape, or whose parse does not agree, is left to pyarrow's own
+parse of the whole footer (:func:`lean_footer` returns None).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hoodie_ray.avro.codec import unsigned_varint
+from hoodie_ray.hfile._format import FormatError, decode_varint
+from hoodie_ray.index.bloom_filter import BLOOM_FILTER_FOOTER_KEY, LEGACY_BLOOM_FILTER_FOOTER_KEY
+
+__all__ = ["drop_bloom_filters", "lean_footer"]
+
+MAGIC = b"PAR1"
+#: Bytes read from a file's end at first: most footers without a bloom filter fit.
+TAIL_BYTES = 64 << 10
+#: Thrift compact field header of a ``KeyValue``'s key and value: delta 1, type binary (8).
+_BINARY_FIELD = 0x18
+_STOP = 0x00
+_KEYS = tuple(k.encode() for k in (BLOOM_FILTER_FOOTER_KEY, LEGACY_BLOOM_FILTER_FOOTER_KEY))
+_PATTERNS = tuple(
+    bytes([_BINARY_FIELD]) + unsigned_varint(len(k)) + k + bytes([_BINARY_FIELD]) for k in _KEYS
+)
+
+
+def drop_bloom_filters(footer: bytes) -> tuple[bytes, tuple[bytes, ...]]:
+    """``footer`` (a FileMetaData's Thrift compact bytes) with the values of Hudi's bloom
+    filter keys emptied, and the keys emptied; ``(footer, ())`` where none has the shape of
+    a key-value entry."""
+    emptied = []
+    for key, pattern in zip(_KEYS, _PATTERNS, strict=True):
+        at = footer.rfind(pattern)
+        if at < 1:
+            continue
+        start = at + len(pattern)
+        try:
+            length, value_at = decode_varint(footer, start, len(footer))
+        except FormatError:
+            continue
+        end = value_at + length
+        if end >= len(footer) or footer[end] != _STOP:
+            continue
+        footer = footer[:start] + b"\x00" + footer[end:]
+        emptied.append(key)
+    return footer, tuple(emptied)
+
+
+def _read_footer(path: str, size: int) -> bytes | None:
+    """The Thrift bytes of ``path``'s footer (``size``: the file's), or None where the file's
+    end is not a plain Parquet footer (too short, encrypted, corrupt)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        tail = os.pread(fd, min(size, TAIL_BYTES), max(0, size - TAIL_BYTES))
+        if len(tail) < 12 or tail[-4:] != MAGIC:
+            return None
+        (n,) = struct.unpack("<I", tail[-8:-4])
+        if n + 12 > size:
+            return None
+        if n + 8 <= len(tail):
+            return tail[-8 - n : -8]
+        body = os.pread(fd, n, size - 8 - n)
+        return body if len(body) == n else None
+    finally:
+        os.close(fd)
+
+
+def lean_footer(path: str, size: int) -> pq.FileMetaData | None:
+    """``path``'s footer parsed without its bloom filter's value (its key kept, empty), or
+    None where that cannot be done safely (pyarrow's whole parse of the file is then what
+    the caller uses, and what raises for a corrupt file)."""
+    raw = _read_footer(path, size)
+    if raw is None:
+        return None
+    lean, emptied = drop_bloom_filters(raw)
+    if not emptied:
+        # nothing to cut: the footer's own bytes, parsed once here
+        lean = raw
+    try:
+        md = pq.read_metadata(pa.BufferReader(lean + struct.pack("<I", len(lean)) + MAGIC))
+    except (OSError, ValueError, pa.ArrowException):
+        return None
+    kv = md.metadata or {}
+    # a cut anywhere but in the key-value entry would not parse back to the emptied key
+    if any(kv.get(k) != b"" for k in emptied):
+        return None
+    return md
