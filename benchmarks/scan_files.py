@@ -44,13 +44,13 @@ def _cpu_s() -> float:
 def _footers(mode: str) -> Iterator[None]:
     """The reader's footer cache in ``mode``, emptied before and after."""
     PARQUET_FOOTERS.clear()
-    lean = file_slice_reader.lean_footer
+    lean = file_slice_reader.local_lean_footer
     if mode == "whole":
-        file_slice_reader.lean_footer = lambda path, size: None  # type: ignore[assignment]
+        file_slice_reader.local_lean_footer = lambda path, size: None  # type: ignore[assignment]
     try:
         yield
     finally:
-        file_slice_reader.lean_footer = lean  # type: ignore[assignment]
+        file_slice_reader.local_lean_footer = lean  # type: ignore[assignment]
         PARQUET_FOOTERS.clear()
 
 

@@ -256,3 +256,43 @@ def test_hr_write_ray_engine_on_s3(
         model.upsert(rows)
         got = hudi_rs_s3_snapshot(s3_path, s3_endpoint)
         assert got.to_pylist() == model.as_table().to_pylist(), f"commit {n}"
+
+
+def test_base_file_footers_are_kept_lean_on_s3(
+    s3_path: str, s3_endpoint: str, storage_options: dict[str, str]
+) -> None:
+    """A base file read from an object store keeps its footer without the bloom filter, by
+    URI and size: a second read parses no footer, and a file of another size under the same
+    name is read as it now is."""
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+
+    from hoodie_ray.index.bloom_filter import BLOOM_FILTER_FOOTER_KEY
+    from hoodie_ray.reader.file_slice_reader import PARQUET_FOOTERS
+
+    wl = Workload(2, keys=40, partitions=("a",))
+    model = TableModel()
+    model.write(s3_path, OPTIONS, "insert", wl.rows_for(wl.keys), storage_options=storage_options)
+    PARQUET_FOOTERS.clear()
+    first = hr.read(s3_path, storage_options=storage_options)
+    assert len(PARQUET_FOOTERS) == 1
+    (fs,) = hr.HoodieTable.load(s3_path, storage_options).latest_file_slices()
+    assert fs.base_file is not None
+    uri = f"{s3_path}/a/{fs.base_file}"
+    s3 = pafs.S3FileSystem(**storage_options)
+    obj = uri.removeprefix("s3://")
+    size = s3.get_file_info(obj).size
+    kept = PARQUET_FOOTERS.get((uri, size))
+    assert kept is not None and kept.metadata.metadata[BLOOM_FILTER_FOOTER_KEY.encode()] == b""
+    assert hr.read(s3_path, storage_options=storage_options).equals(first)
+    assert len(PARQUET_FOOTERS) == 1 and PARQUET_FOOTERS.get((uri, size)) is kept
+
+    # rewritten by hand with fewer rows: another size, another footer
+    with s3.open_input_file(obj) as f:
+        rows = pq.read_table(f)
+    with s3.open_output_stream(obj) as out:
+        pq.write_table(rows.slice(5), out)
+    again = hr.read(s3_path, storage_options=storage_options)
+    assert again.num_rows == first.num_rows - 5
+    assert len(PARQUET_FOOTERS) == 2
+    PARQUET_FOOTERS.clear()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
+import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -51,7 +52,7 @@ from hoodie_ray.reader.merger import (
     _bool_np,
     ordering_class,
 )
-from hoodie_ray.reader.parquet_footer import lean_footer
+from hoodie_ray.reader.parquet_footer import ReadAt, lean_footer, local_lean_footer
 from hoodie_ray.reader.schema import reconcile
 from hoodie_ray.storage import LocalStorage, Storage, join, open_storage
 
@@ -70,8 +71,8 @@ MAX_MERGE_BATCH_ROWS = 4 * 1024 * 1024
 WHOLE_BLOCKS_MAX_BYTES = 16 << 20
 #: Avro data blocks of one writer schema are decoded together up to about this many bytes.
 JOINT_DECODE_MAX_BYTES = 16 << 20
-#: Parsed footers of local base files, by path, size, modification time and inode (a file
-#: rewritten under its name is another key), kept without the bloom filter a Hudi base file's
+#: Parsed footers of base files, by local path, size, modification time and inode (a file
+#: rewritten under its name is another key), or by an object store's URI and size, kept without the bloom filter a Hudi base file's
 #: footer holds (parquet_footer.lean_footer: ~430 KB at Java's defaults, most of a small
 #: file's bytes): a 2,000-row file's footer is then ~2.5 KB, and a full scan of a table of
 #: many small files no longer cycles the cache (kept whole, 150 footers filled it, and a
@@ -84,6 +85,27 @@ PARQUET_FOOTERS = SizedLru(64 << 20, max_entry=8 << 20)
 #: file took 0.92 ms of CPU (0.86 wall) with them, 0.51 without; 50,000 rows took 6.9
 #: against 6.1 (both wall and CPU); at 200,000 rows they halved the wall time.
 THREADED_DECODE_MIN_CELLS = 1 << 20
+
+
+def _size(f: Any) -> int:
+    """An open file's size: pyarrow's, or where a seek to its end lands."""
+    size = getattr(f, "size", None)
+    if callable(size):
+        return int(size())
+    return int(f.seek(0, os.SEEK_END))
+
+
+def _read_at(f: Any) -> ReadAt:
+    """``read_at(nbytes, offset)`` of an open file: pyarrow's own, or a seek and a read."""
+    read_at = getattr(f, "read_at", None)
+    if read_at is not None:
+        return lambda n, at: bytes(read_at(n, at))
+
+    def seek_read(n: int, at: int) -> bytes:
+        f.seek(at)
+        return bytes(f.read(n))
+
+    return seek_read
 
 
 class BaseFooter:
@@ -687,24 +709,44 @@ class _SliceReader:
             if st is None:
                 pf = pq.ParquetFile(path, pre_buffer=False)  # its error names the file
                 return pf, BaseFooter(pf.metadata)
-            key = (path, st.st_size, st.st_mtime_ns, st.st_ino)
+            key: tuple[Any, ...] = (path, st.st_size, st.st_mtime_ns, st.st_ino)
             footer = PARQUET_FOOTERS.get(key)
             if footer is None:
-                lean = lean_footer(path, st.st_size)
-                if lean is not None:
-                    footer = BaseFooter(lean)
-                    PARQUET_FOOTERS.put(key, footer, lean.serialized_size)
-            pf = pq.ParquetFile(
-                path,
-                metadata=footer.metadata if footer is not None else None,
-                pre_buffer=self.storage.coalesce_reads,
-            )
-            if footer is None:
-                footer = BaseFooter(pf.metadata)
-                PARQUET_FOOTERS.put(key, footer, pf.metadata.serialized_size)
-            return pf, footer
-        pf = pq.ParquetFile(self.storage.open_input(rel), pre_buffer=self.storage.coalesce_reads)
-        return pf, BaseFooter(pf.metadata)
+                footer = self._keep_lean(key, local_lean_footer(path, st.st_size))
+            return self._parquet_file(path, key, footer)
+        f = self.storage.open_input(rel)
+        # An object store's file by its URI and size (the open's HEAD; pyarrow does not give
+        # its ETag or time): a Hudi base file is written once under its name, which carries
+        # the instant and the write token. Two GETs of its footer fewer a read.
+        size = _size(f)
+        key = (self.storage.uri(rel), size)
+        footer = PARQUET_FOOTERS.get(key)
+        if footer is None:
+            footer = self._keep_lean(key, lean_footer(_read_at(f), size))
+        return self._parquet_file(f, key, footer)
+
+    @staticmethod
+    def _keep_lean(key: tuple[Any, ...], lean: pq.FileMetaData | None) -> BaseFooter | None:
+        if lean is None:
+            return None
+        footer = BaseFooter(lean)
+        PARQUET_FOOTERS.put(key, footer, lean.serialized_size)
+        return footer
+
+    def _parquet_file(
+        self, source: Any, key: tuple[Any, ...], footer: BaseFooter | None
+    ) -> tuple[pq.ParquetFile, BaseFooter]:
+        """The base file opened over ``footer`` (None: pyarrow parses the whole footer, kept
+        under ``key``)."""
+        pf = pq.ParquetFile(
+            source,
+            metadata=footer.metadata if footer is not None else None,
+            pre_buffer=self.storage.coalesce_reads,
+        )
+        if footer is None:
+            footer = BaseFooter(pf.metadata)
+            PARQUET_FOOTERS.put(key, footer, pf.metadata.serialized_size)
+        return pf, footer
 
     def _prune_filters(self, with_values: bool) -> tuple[Filter, ...]:
         """Filters whose row-group statistics may skip base row groups."""

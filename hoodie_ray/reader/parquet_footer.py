@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -29,7 +30,7 @@ from hoodie_ray.avro.codec import unsigned_varint
 from hoodie_ray.hfile._format import FormatError, decode_varint
 from hoodie_ray.index.bloom_filter import BLOOM_FILTER_FOOTER_KEY, LEGACY_BLOOM_FILTER_FOOTER_KEY
 
-__all__ = ["drop_bloom_filters", "lean_footer"]
+__all__ = ["ReadAt", "drop_bloom_filters", "lean_footer", "local_lean_footer"]
 
 MAGIC = b"PAR1"
 #: Bytes read from a file's end at first: most footers without a bloom filter fit.
@@ -43,21 +44,35 @@ _PATTERNS = tuple(
 )
 
 
+#: ``read_at(nbytes, offset)``: a file's bytes (fewer only at its end).
+ReadAt = Callable[[int, int], bytes]
+
+
+def _cut(footer: bytes, pattern: bytes) -> tuple[int, int] | None:
+    """``(start, end)``: the span of a value in ``footer`` (its varint length and bytes)
+    after the last occurrence of ``pattern`` (a key-value entry's bytes up to the value's
+    length); None where there is none or the length is not a varint."""
+    at = footer.rfind(pattern)
+    if at < 1:
+        return None
+    start = at + len(pattern)
+    try:
+        length, value_at = decode_varint(footer, start, len(footer))
+    except FormatError:
+        return None
+    return start, value_at + length
+
+
 def drop_bloom_filters(footer: bytes) -> tuple[bytes, tuple[bytes, ...]]:
     """``footer`` (a FileMetaData's Thrift compact bytes) with the values of Hudi's bloom
     filter keys emptied, and the keys emptied; ``(footer, ())`` where none has the shape of
     a key-value entry."""
     emptied = []
     for key, pattern in zip(_KEYS, _PATTERNS, strict=True):
-        at = footer.rfind(pattern)
-        if at < 1:
+        span = _cut(footer, pattern)
+        if span is None:
             continue
-        start = at + len(pattern)
-        try:
-            length, value_at = decode_varint(footer, start, len(footer))
-        except FormatError:
-            continue
-        end = value_at + length
+        start, end = span
         if end >= len(footer) or footer[end] != _STOP:
             continue
         footer = footer[:start] + b"\x00" + footer[end:]
@@ -65,36 +80,34 @@ def drop_bloom_filters(footer: bytes) -> tuple[bytes, tuple[bytes, ...]]:
     return footer, tuple(emptied)
 
 
-def _read_footer(path: str, size: int) -> bytes | None:
-    """The Thrift bytes of ``path``'s footer (``size``: the file's), or None where the file's
-    end is not a plain Parquet footer (too short, encrypted, corrupt)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        tail = os.pread(fd, min(size, TAIL_BYTES), max(0, size - TAIL_BYTES))
-        if len(tail) < 12 or tail[-4:] != MAGIC:
-            return None
-        (n,) = struct.unpack("<I", tail[-8:-4])
-        if n + 12 > size:
-            return None
-        if n + 8 <= len(tail):
-            return tail[-8 - n : -8]
-        body = os.pread(fd, n, size - 8 - n)
-        return body if len(body) == n else None
-    finally:
-        os.close(fd)
+def _footer_bytes(read_at: ReadAt, size: int) -> bytes | None:
+    """The Thrift bytes of a file's footer (``size``: the file's) in at most two reads, or
+    None where the file's end is not a plain Parquet footer (too short, encrypted, corrupt).
+    The whole footer is read: only the last occurrence of an entry's bytes is known to be the
+    entry (a column's statistics or names before it may hold the same bytes)."""
+    tail = read_at(min(size, TAIL_BYTES), max(0, size - TAIL_BYTES))
+    if len(tail) < 12 or tail[-4:] != MAGIC:
+        return None
+    (n,) = struct.unpack("<I", tail[-8:-4])
+    if n + 12 > size:
+        return None
+    if n + 8 <= len(tail):
+        return tail[-8 - n : -8]
+    first = size - 8 - n
+    head = read_at(size - len(tail) - first, first)
+    footer = head + tail[:-8]
+    return footer if len(footer) == n else None
 
 
-def lean_footer(path: str, size: int) -> pq.FileMetaData | None:
-    """``path``'s footer parsed without its bloom filter's value (its key kept, empty), or
-    None where that cannot be done safely (pyarrow's whole parse of the file is then what
-    the caller uses, and what raises for a corrupt file)."""
-    raw = _read_footer(path, size)
+def lean_footer(read_at: ReadAt, size: int) -> pq.FileMetaData | None:
+    """A file's footer (``read_at``: its bytes, ``size``: its size) parsed without its bloom
+    filter's value (its key kept, empty), or None where that cannot be done safely
+    (pyarrow's whole parse of the file is then what the caller uses, and what raises for a
+    corrupt file)."""
+    raw = _footer_bytes(read_at, size)
     if raw is None:
         return None
     lean, emptied = drop_bloom_filters(raw)
-    if not emptied:
-        # nothing to cut: the footer's own bytes, parsed once here
-        lean = raw
     try:
         md = pq.read_metadata(pa.BufferReader(lean + struct.pack("<I", len(lean)) + MAGIC))
     except (OSError, ValueError, pa.ArrowException):
@@ -104,3 +117,12 @@ def lean_footer(path: str, size: int) -> pq.FileMetaData | None:
     if any(kv.get(k) != b"" for k in emptied):
         return None
     return md
+
+
+def local_lean_footer(path: str, size: int) -> pq.FileMetaData | None:
+    """:func:`lean_footer` of a local file."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return lean_footer(lambda n, at: os.pread(fd, n, at), size)
+    finally:
+        os.close(fd)

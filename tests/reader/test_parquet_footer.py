@@ -19,7 +19,7 @@ from hoodie_ray.index.bloom_filter import (
     footer_bloom_filter,
 )
 from hoodie_ray.reader.file_slice_reader import PARQUET_FOOTERS
-from hoodie_ray.reader.parquet_footer import lean_footer
+from hoodie_ray.reader.parquet_footer import local_lean_footer
 from tests.conftest import SAMPLE_TABLE_PARAMS
 
 BLOOM = BLOOM_FILTER_FOOTER_KEY.encode()
@@ -33,7 +33,7 @@ def _assert_lean(path: Path) -> pq.FileMetaData:
     """``path``'s lean footer against pyarrow's whole one: the same rows and keys, the bloom
     filter's value emptied."""
     full = pq.read_metadata(path)
-    lean = lean_footer(str(path), os.path.getsize(path))
+    lean = local_lean_footer(str(path), os.path.getsize(path))
     assert lean is not None, path
     expected = dict(full.metadata or {})
     for key in (BLOOM, LEGACY_BLOOM_FILTER_FOOTER_KEY.encode()):
@@ -94,7 +94,7 @@ def test_a_key_value_entry_in_a_column_statistic_is_never_cut(tmp_path: Path) ->
     values = [entry, b"\x00" + entry]
     # no bloom filter in the footer: the statistic's bytes are left alone
     path = _file(tmp_path, values, {b"other": b"x"})
-    lean = lean_footer(str(path), os.path.getsize(path))
+    lean = local_lean_footer(str(path), os.path.getsize(path))
     assert lean is None or lean.metadata == pq.read_metadata(path).metadata
     if lean is not None:
         assert pq.ParquetFile(path, metadata=lean).read().equals(pq.read_table(path))
@@ -105,13 +105,13 @@ def test_a_key_value_entry_in_a_column_statistic_is_never_cut(tmp_path: Path) ->
     # the parse disagrees, and pyarrow's whole parse is left to the reader
     for metadata in ({b"zz": entry}, {BLOOM: b"f" * 5000, b"zz": entry}):
         path = _file(tmp_path, [b"a"], metadata)
-        assert lean_footer(str(path), os.path.getsize(path)) is None
+        assert local_lean_footer(str(path), os.path.getsize(path)) is None
 
 
 def test_files_without_a_plain_footer_are_left_to_pyarrow(tmp_path: Path) -> None:
     short = tmp_path / "short.parquet"
     short.write_bytes(b"PAR1")
-    assert lean_footer(str(short), 4) is None
+    assert local_lean_footer(str(short), 4) is None
     good = _file(tmp_path, [b"a"], None)
     data = good.read_bytes()
     for name, body in {
@@ -121,4 +121,4 @@ def test_files_without_a_plain_footer_are_left_to_pyarrow(tmp_path: Path) -> Non
     }.items():
         bad = tmp_path / f"{name}.parquet"
         bad.write_bytes(body)
-        assert lean_footer(str(bad), len(body)) is None, name
+        assert local_lean_footer(str(bad), len(body)) is None, name
