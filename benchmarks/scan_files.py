@@ -13,7 +13,12 @@ Figures per table and mode: the median CPU milliseconds of a read per base file 
 cache's bytes after it; ``per_file_growth_<mode>`` is the widest table's CPU per file over the
 narrowest's (1.0: a file costs the same however many the table has).
 
-Usage: ``python -m benchmarks.scan_files [--files 150,600] [--repeats 5] [--json]``.
+``--s3 N``: a table of N base files written to a local S3 server (moto, in this process) and
+read ``--repeats`` times warm (the footers kept, by URI and size) and cold (the cache emptied
+before the read: what every read from an object store paid before footers were kept there):
+requests per base file by method, from the server's request log, and the median wall time.
+
+Usage: ``python -m benchmarks.scan_files [--files 150,600] [--repeats 5] [--s3 20] [--json]``.
 """
 
 from __future__ import annotations
@@ -100,13 +105,90 @@ def run(widths: list[int], repeats: int) -> dict[str, Any]:
     return out
 
 
+def run_s3(files: int, repeats: int) -> dict[str, Any]:
+    """Warm and cold reads of a ``files``-file table on a local S3 server (see the module)."""
+    import logging
+    import re
+    import socket
+    import time
+    from collections import Counter
+
+    import pyarrow.fs as pafs
+    from moto.server import ThreadedMotoServer
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    requests: Counter[str] = Counter()
+
+    class _Count(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            m = re.search(r"(GET|HEAD) (\S+)", record.getMessage())
+            if m and m.group(2).endswith(".parquet"):
+                requests[m.group(1)] += 1
+
+    log = logging.getLogger("werkzeug")
+    handlers, level, propagate = log.handlers[:], log.level, log.propagate
+    log.handlers[:], log.propagate = [_Count()], False
+    log.setLevel(logging.INFO)
+    options = {
+        "access_key": "bench",
+        "secret_key": "bench",
+        "endpoint_override": f"http://127.0.0.1:{port}",
+        "scheme": "http",
+        "region": "us-east-1",
+    }
+    try:
+        pafs.S3FileSystem(**options, allow_bucket_creation=True).create_dir("scan-files")
+        path = "s3://scan-files/t"
+        opts = {**OPTIONS, "hoodie.parquet.max.file.size": str(1024 * ROWS_PER_FILE)}
+        hr.write(
+            make_rows(files * ROWS_PER_FILE, 5_000),
+            path,
+            opts,
+            engine="local",
+            storage_options=options,
+        )
+        out: dict[str, Any] = {"files": files}
+        for mode in ("cold", "warm"):
+            PARQUET_FOOTERS.clear()
+            hr.read(path, storage_options=options)
+            walls, counts = [], Counter[str]()
+            for _ in range(repeats):
+                if mode == "cold":
+                    PARQUET_FOOTERS.clear()
+                requests.clear()
+                t = time.perf_counter()
+                got = hr.read(path, storage_options=options)
+                walls.append(time.perf_counter() - t)
+                counts += requests
+                assert got.num_rows == files * ROWS_PER_FILE
+            out[f"{mode}_wall_ms"] = round(statistics.median(walls) * 1e3, 1)
+            for method in ("HEAD", "GET"):
+                out[f"{mode}_{method.lower()}_per_file"] = round(
+                    counts[method] / repeats / files, 2
+                )
+        out["cold_vs_warm_wall"] = round(out["cold_wall_ms"] / out["warm_wall_ms"], 2)
+        PARQUET_FOOTERS.clear()
+        return out
+    finally:
+        log.handlers[:], log.propagate = handlers, propagate
+        log.setLevel(level)
+        server.stop()
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--files", default="150,600")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--s3", type=int, default=0, metavar="FILES")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     res = run(sorted(int(w) for w in args.files.split(",")), args.repeats)
+    if args.s3:
+        res["s3"] = run_s3(args.s3, args.repeats)
     print_report(res, args.json, 100)
     return res
 
