@@ -1,11 +1,11 @@
-"""A full snapshot read's cost per base file as the table grows in files (issue 40's footers).
+"""A full snapshot read's cost per base file as the table grows in files (the footer cache).
 
 Tables of 2,000-row base files (``--files``, default 150 and 600: ``benchmarks.lookup``'s rows,
 one insert into a version 9 MOR table with the record index on), each read in full in one warm
 process (no Ray), ``--repeats`` times after one warm-up, in two modes alternated per round:
 
 * ``lean``: the reader as it is, its footer cache keeping each footer without the bloom
-  filter (``reader.parquet_footer.lean_footer``).
+  filter (``reader.parquet_footer.read_footer``).
 * ``whole``: the same reader keeping each footer whole, pyarrow's parse, bloom filter and all
   (the reader before the lean footers: 64 MiB held ~150 of them).
 
@@ -33,10 +33,13 @@ from typing import Any
 import hoodie_ray as hr
 from benchmarks.common import machine_info, print_report, work_dir
 from benchmarks.lookup import OPTIONS, make_rows
-from hoodie_ray.reader import file_slice_reader
+from hoodie_ray.reader import parquet_footer
 from hoodie_ray.reader.file_slice_reader import PARQUET_FOOTERS
 
 ROWS_PER_FILE = 2_000
+#: A first commit sizes its files by Hudi's record size estimate
+#: (hoodie.copyonwrite.record.size.estimate, 1,024 bytes), not by the rows.
+FILE_BYTES = 1024 * ROWS_PER_FILE
 MODES = ("lean", "whole")
 
 
@@ -49,13 +52,13 @@ def _cpu_s() -> float:
 def _footers(mode: str) -> Iterator[None]:
     """The reader's footer cache in ``mode``, emptied before and after."""
     PARQUET_FOOTERS.clear()
-    lean = file_slice_reader.local_lean_footer
+    drop = parquet_footer.drop_bloom_filters
     if mode == "whole":
-        file_slice_reader.local_lean_footer = lambda path, size: None  # type: ignore[assignment]
+        parquet_footer.drop_bloom_filters = lambda footer, kv: (footer, [])
     try:
         yield
     finally:
-        file_slice_reader.local_lean_footer = lean  # type: ignore[assignment]
+        parquet_footer.drop_bloom_filters = drop
         PARQUET_FOOTERS.clear()
 
 
@@ -70,7 +73,7 @@ def run(widths: list[int], repeats: int) -> dict[str, Any]:
         for files in widths:
             n = files * ROWS_PER_FILE
             path = str(d / f"t{files}")
-            opts = {**OPTIONS, "hoodie.parquet.max.file.size": str(max(1 << 16, 1024 * 2000))}
+            opts = {**OPTIONS, "hoodie.parquet.max.file.size": str(FILE_BYTES)}
             hr.write(make_rows(n, 5_000), path, opts, engine="local")
             paths[files] = path
         cpu: dict[tuple[int, str], list[float]] = {(f, m): [] for f in widths for m in MODES}
@@ -143,7 +146,7 @@ def run_s3(files: int, repeats: int) -> dict[str, Any]:
     try:
         pafs.S3FileSystem(**options, allow_bucket_creation=True).create_dir("scan-files")
         path = "s3://scan-files/t"
-        opts = {**OPTIONS, "hoodie.parquet.max.file.size": str(1024 * ROWS_PER_FILE)}
+        opts = {**OPTIONS, "hoodie.parquet.max.file.size": str(FILE_BYTES)}
         hr.write(
             make_rows(files * ROWS_PER_FILE, 5_000),
             path,

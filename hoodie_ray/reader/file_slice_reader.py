@@ -52,7 +52,7 @@ from hoodie_ray.reader.merger import (
     _bool_np,
     ordering_class,
 )
-from hoodie_ray.reader.parquet_footer import ReadAt, lean_footer, local_lean_footer
+from hoodie_ray.reader.parquet_footer import ReadAt, footer_charge, local_footer, read_footer
 from hoodie_ray.reader.schema import reconcile
 from hoodie_ray.storage import LocalStorage, Storage, join, open_storage
 
@@ -72,11 +72,12 @@ WHOLE_BLOCKS_MAX_BYTES = 16 << 20
 #: Avro data blocks of one writer schema are decoded together up to about this many bytes.
 JOINT_DECODE_MAX_BYTES = 16 << 20
 #: Parsed footers of base files, by local path, size, modification time and inode (a file
-#: rewritten under its name is another key), or by an object store's URI and size, kept without the bloom filter a Hudi base file's
-#: footer holds (parquet_footer.lean_footer: ~430 KB at Java's defaults, most of a small
-#: file's bytes): a 2,000-row file's footer is then ~2.5 KB, and a full scan of a table of
-#: many small files no longer cycles the cache (kept whole, 150 footers filled it, and a
-#: scan of 600 files parsed every footer on every read: 1.55 against 1.0 ms of CPU a file).
+#: rewritten under its name is another key), or by an object store's URI and size, each
+#: kept without the bloom filter a Hudi base file's footer holds where that is safe
+#: (parquet_footer.read_footer: ~430 KB at Java's defaults, most of a small file's bytes), and
+#: sized by what it holds in memory (parquet_footer.footer_charge: ~25 KB for a 2,000-row,
+#: 15-column file, 450 KB kept whole). Kept whole, 150 such footers filled the cache, and a
+#: scan of 600 files parsed every footer on every read (1.69 against 1.26 ms of CPU a file).
 #: 64 MiB of footers; one over 8 MiB is never kept.
 PARQUET_FOOTERS = SizedLru(64 << 20, max_entry=8 << 20)
 
@@ -712,7 +713,7 @@ class _SliceReader:
             key: tuple[Any, ...] = (path, st.st_size, st.st_mtime_ns, st.st_ino)
             footer = PARQUET_FOOTERS.get(key)
             if footer is None:
-                footer = self._keep_lean(key, local_lean_footer(path, st.st_size))
+                footer = self._keep(key, local_footer(path, st.st_size))
             return self._parquet_file(path, key, footer)
         f = self.storage.open_input(rel)
         # An object store's file by its URI and size (the open's HEAD; pyarrow does not give
@@ -722,15 +723,15 @@ class _SliceReader:
         key = (self.storage.uri(rel), size)
         footer = PARQUET_FOOTERS.get(key)
         if footer is None:
-            footer = self._keep_lean(key, lean_footer(_read_at(f), size))
+            footer = self._keep(key, read_footer(_read_at(f), size))
         return self._parquet_file(f, key, footer)
 
     @staticmethod
-    def _keep_lean(key: tuple[Any, ...], lean: pq.FileMetaData | None) -> BaseFooter | None:
-        if lean is None:
+    def _keep(key: tuple[Any, ...], metadata: pq.FileMetaData | None) -> BaseFooter | None:
+        if metadata is None:
             return None
-        footer = BaseFooter(lean)
-        PARQUET_FOOTERS.put(key, footer, lean.serialized_size)
+        footer = BaseFooter(metadata)
+        PARQUET_FOOTERS.put(key, footer, footer_charge(metadata))
         return footer
 
     def _parquet_file(
@@ -745,7 +746,7 @@ class _SliceReader:
         )
         if footer is None:
             footer = BaseFooter(pf.metadata)
-            PARQUET_FOOTERS.put(key, footer, pf.metadata.serialized_size)
+            PARQUET_FOOTERS.put(key, footer, footer_charge(pf.metadata))
         return pf, footer
 
     def _prune_filters(self, with_values: bool) -> tuple[Filter, ...]:

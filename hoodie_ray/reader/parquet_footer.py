@@ -4,34 +4,40 @@ A Hudi base file's footer carries the bloom filter of its record keys in its key
 metadata (``org.apache.hudi.bloomfilter``, ~430 KB at Java's defaults), while the rest of a
 small file's footer is a few KB. Reading rows never needs the filter (the bloom index reads
 footers on its own, :func:`~hoodie_ray.index.bloom_filter.footer_bloom_filter`), so the
-reader parses the footer with the filter's value cut out of the Thrift bytes: the footer
-cache (``file_slice_reader.PARQUET_FOOTERS``) then holds thousands of footers where it held
-~150, and a first read skips parsing the filter.
+reader keeps each footer parsed again without the filter's value: the footer cache
+(``file_slice_reader.PARQUET_FOOTERS``) then holds thousands of small files' footers where
+it held ~150.
 
-The cut is made on the Thrift compact bytes, where a ``KeyValue`` is the field header
-``0x18`` (field 1, binary), the key's varint length and bytes, ``0x18`` (field 2, binary),
-the value's varint length and bytes, then the struct's stop ``0x00``. The value is replaced by
-an empty one. Key-value metadata is the footer's last variable-size part before
-``created_by``, so the last occurrence of a key's bytes is the key-value entry. Anything that
-does not have that exact shape, or whose parse does not agree, is left to pyarrow's own
-parse of the whole footer (:func:`lean_footer` returns None).
+The value is cut from the footer's Thrift compact bytes. pyarrow parses the whole footer
+first, which gives the value; the key-value entry's bytes are then known exactly (field
+header ``0x18``, the key's varint length and bytes, ``0x18``, the value's varint length and
+bytes, the struct's stop ``0x00``), and the cut is made only where those bytes occur exactly
+once, so it falls on the entry itself (a value holding a copy of them makes two). The lean
+footer is parsed and must equal the whole one but for the emptied value; anything else keeps
+the whole footer.
 """
 
 from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hoodie_ray.avro.codec import unsigned_varint
-from hoodie_ray.hfile._format import FormatError, decode_varint
 from hoodie_ray.index.bloom_filter import BLOOM_FILTER_FOOTER_KEY, LEGACY_BLOOM_FILTER_FOOTER_KEY
 
-__all__ = ["ReadAt", "drop_bloom_filters", "lean_footer", "local_lean_footer"]
+__all__ = [
+    "ReadAt",
+    "drop_bloom_filters",
+    "footer_charge",
+    "local_footer",
+    "read_footer",
+]
 
+#: The last four bytes of a Parquet file with a plain (unencrypted) footer.
 MAGIC = b"PAR1"
 #: Bytes read from a file's end at first: most footers without a bloom filter fit.
 TAIL_BYTES = 64 << 10
@@ -47,44 +53,21 @@ _PATTERNS = tuple(
 #: ``read_at(nbytes, offset)``: a file's bytes (fewer only at its end).
 ReadAt = Callable[[int, int], bytes]
 
-
-def _cut(footer: bytes, pattern: bytes) -> tuple[int, int] | None:
-    """``(start, end)``: the span of a value in ``footer`` (its varint length and bytes)
-    after the last occurrence of ``pattern`` (a key-value entry's bytes up to the value's
-    length); None where there is none or the length is not a varint."""
-    at = footer.rfind(pattern)
-    if at < 1:
-        return None
-    start = at + len(pattern)
-    try:
-        length, value_at = decode_varint(footer, start, len(footer))
-    except FormatError:
-        return None
-    return start, value_at + length
+#: What a parsed footer holds in memory beyond its Thrift bytes: measured ~6 KB a footer and
+#: ~0.9-1.5 KB a column chunk (pyarrow 26; 5 to 200 columns, 1 to 50 row groups).
+FOOTER_OVERHEAD_BYTES = 8 << 10
+COLUMN_CHUNK_BYTES = 1 << 10
 
 
-def drop_bloom_filters(footer: bytes) -> tuple[bytes, tuple[bytes, ...]]:
-    """``footer`` (a FileMetaData's Thrift compact bytes) with the values of Hudi's bloom
-    filter keys emptied, and the keys emptied; ``(footer, ())`` where none has the shape of
-    a key-value entry."""
-    emptied = []
-    for key, pattern in zip(_KEYS, _PATTERNS, strict=True):
-        span = _cut(footer, pattern)
-        if span is None:
-            continue
-        start, end = span
-        if end >= len(footer) or footer[end] != _STOP:
-            continue
-        footer = footer[:start] + b"\x00" + footer[end:]
-        emptied.append(key)
-    return footer, tuple(emptied)
+def footer_charge(md: pq.FileMetaData) -> int:
+    """The bytes a parsed footer is taken to hold in memory (the footer cache's size of it)."""
+    chunks = md.num_columns * max(md.num_row_groups, 1)
+    return md.serialized_size + FOOTER_OVERHEAD_BYTES + COLUMN_CHUNK_BYTES * chunks
 
 
 def _footer_bytes(read_at: ReadAt, size: int) -> bytes | None:
     """The Thrift bytes of a file's footer (``size``: the file's) in at most two reads, or
-    None where the file's end is not a plain Parquet footer (too short, encrypted, corrupt).
-    The whole footer is read: only the last occurrence of an entry's bytes is known to be the
-    entry (a column's statistics or names before it may hold the same bytes)."""
+    None where the file's end is not a plain Parquet footer (too short, encrypted, corrupt)."""
     tail = read_at(min(size, TAIL_BYTES), max(0, size - TAIL_BYTES))
     if len(tail) < 12 or tail[-4:] != MAGIC:
         return None
@@ -99,30 +82,63 @@ def _footer_bytes(read_at: ReadAt, size: int) -> bytes | None:
     return footer if len(footer) == n else None
 
 
-def lean_footer(read_at: ReadAt, size: int) -> pq.FileMetaData | None:
-    """A file's footer (``read_at``: its bytes, ``size``: its size) parsed without its bloom
-    filter's value (its key kept, empty), or None where that cannot be done safely
-    (pyarrow's whole parse of the file is then what the caller uses, and what raises for a
-    corrupt file)."""
-    raw = _footer_bytes(read_at, size)
-    if raw is None:
-        return None
-    lean, emptied = drop_bloom_filters(raw)
+def _parse(footer: bytes) -> pq.FileMetaData | None:
     try:
-        md = pq.read_metadata(pa.BufferReader(lean + struct.pack("<I", len(lean)) + MAGIC))
+        return pq.read_metadata(pa.BufferReader(footer + struct.pack("<I", len(footer)) + MAGIC))
     except (OSError, ValueError, pa.ArrowException):
         return None
-    kv = md.metadata or {}
-    # a cut anywhere but in the key-value entry would not parse back to the emptied key
-    if any(kv.get(k) != b"" for k in emptied):
+
+
+def drop_bloom_filters(footer: bytes, kv: Mapping[bytes, bytes]) -> tuple[bytes, list[bytes]]:
+    """``footer`` (Thrift bytes whose parse gave the key-value metadata ``kv``) with the
+    values of Hudi's bloom filter keys emptied, and the keys whose values were; a key whose
+    entry's bytes are not found exactly once is left as it is."""
+    emptied = []
+    for key, pattern in zip(_KEYS, _PATTERNS, strict=True):
+        value = kv.get(key)
+        if not value:
+            continue
+        entry = pattern + unsigned_varint(len(value)) + value + bytes([_STOP])
+        at = footer.find(entry)
+        if at < 0 or footer.find(entry, at + 1) >= 0:
+            continue
+        start = at + len(pattern)
+        footer = footer[:start] + b"\x00" + footer[at + len(entry) - 1 :]
+        emptied.append(key)
+    return footer, emptied
+
+
+def read_footer(read_at: ReadAt, size: int) -> pq.FileMetaData | None:
+    """A file's footer (``read_at``: its bytes, ``size``: its size) parsed without its bloom
+    filter's value where that is safe (its key kept, empty), else parsed whole; None where
+    the file's end is not a plain Parquet footer or does not parse (pyarrow's own open of the
+    file then raises what is wrong with it)."""
+    raw = _footer_bytes(read_at, size)
+    whole = None if raw is None else _parse(raw)
+    if raw is None or whole is None:
         return None
-    return md
+    kv = whole.metadata or {}
+    footer, emptied = drop_bloom_filters(raw, kv)
+    if not emptied:
+        return whole
+    lean = _parse(footer)
+    if lean is None:
+        return whole
+    expected = {k: (b"" if k in emptied else v) for k, v in kv.items()}
+    same = (
+        (lean.metadata or {}) == expected
+        and lean.num_rows == whole.num_rows
+        and lean.num_row_groups == whole.num_row_groups
+        and lean.num_columns == whole.num_columns
+        and lean.created_by == whole.created_by
+    )
+    return lean if same else whole
 
 
-def local_lean_footer(path: str, size: int) -> pq.FileMetaData | None:
-    """:func:`lean_footer` of a local file."""
+def local_footer(path: str, size: int) -> pq.FileMetaData | None:
+    """:func:`read_footer` of a local file."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        return lean_footer(lambda n, at: os.pread(fd, n, at), size)
+        return read_footer(lambda n, at: os.pread(fd, n, at), size)
     finally:
         os.close(fd)

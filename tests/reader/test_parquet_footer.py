@@ -1,10 +1,11 @@
-"""The reader's lean footers (``reader.parquet_footer``): a base file's footer parsed without its
-bloom filter reads the same rows and keeps every other key, for hoodie_ray's files and Java's;
-anything not of a key-value entry's exact shape is left to pyarrow's whole parse."""
+"""The reader's footers (``reader.parquet_footer``): a base file's footer kept without its bloom
+filter reads the same rows and keeps every other key, for hoodie_ray's files and Java's; where
+the cut is not certain to fall on the entry, the footer is kept whole."""
 
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,31 +20,45 @@ from hoodie_ray.index.bloom_filter import (
     footer_bloom_filter,
 )
 from hoodie_ray.reader.file_slice_reader import PARQUET_FOOTERS
-from hoodie_ray.reader.parquet_footer import local_lean_footer
+from hoodie_ray.reader.parquet_footer import footer_charge, local_footer
 from tests.conftest import SAMPLE_TABLE_PARAMS
 
 BLOOM = BLOOM_FILTER_FOOTER_KEY.encode()
+LEGACY = LEGACY_BLOOM_FILTER_FOOTER_KEY.encode()
 
 
 def _base_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*.parquet") if ".hoodie" not in p.parts)
 
 
+def _footer(path: Path) -> pq.FileMetaData:
+    md = local_footer(str(path), os.path.getsize(path))
+    assert md is not None, path
+    return md
+
+
 def _assert_lean(path: Path) -> pq.FileMetaData:
-    """``path``'s lean footer against pyarrow's whole one: the same rows and keys, the bloom
-    filter's value emptied."""
-    full = pq.read_metadata(path)
-    lean = local_lean_footer(str(path), os.path.getsize(path))
-    assert lean is not None, path
-    expected = dict(full.metadata or {})
-    for key in (BLOOM, LEGACY_BLOOM_FILTER_FOOTER_KEY.encode()):
-        if key in expected:
-            expected[key] = b""
+    """``path``'s kept footer against pyarrow's whole one: the same rows and keys, the bloom
+    filters' values emptied."""
+    whole = pq.read_metadata(path)
+    lean = _footer(path)
+    expected = dict(whole.metadata or {})
+    cut = [k for k in (BLOOM, LEGACY) if expected.get(k)]
+    assert cut, path
+    for key in cut:
+        expected[key] = b""
     assert dict(lean.metadata or {}) == expected
-    assert lean.num_rows == full.num_rows and lean.num_row_groups == full.num_row_groups
-    assert lean.schema.equals(full.schema)
+    assert lean.num_rows == whole.num_rows and lean.num_row_groups == whole.num_row_groups
+    assert lean.schema.equals(whole.schema)
+    assert lean.serialized_size < whole.serialized_size
     assert pq.ParquetFile(path, metadata=lean).read().equals(pq.read_table(path))
     return lean
+
+
+def _assert_whole(path: Path) -> None:
+    kept = _footer(path)
+    assert kept.metadata == pq.read_metadata(path).metadata
+    assert pq.ParquetFile(path, metadata=kept).read().equals(pq.read_table(path))
 
 
 def test_hoodie_ray_base_files_are_kept_without_their_bloom_filter(tmp_path: Path) -> None:
@@ -56,18 +71,19 @@ def test_hoodie_ray_base_files_are_kept_without_their_bloom_filter(tmp_path: Pat
         engine="local",
     )
     (base,) = _base_files(path)
-    full = pq.read_metadata(base)
-    assert footer_bloom_filter(full.metadata) is not None  # the bloom index's read is whole
+    whole = pq.read_metadata(base)
+    assert footer_bloom_filter(whole.metadata) is not None  # the bloom index's read is whole
     lean = _assert_lean(base)
-    assert lean.serialized_size < full.serialized_size // 20
+    assert lean.serialized_size < whole.serialized_size // 20
 
-    # the reader's cache keeps the lean footer, and the table reads the same
+    # the reader's cache keeps the lean footer, sized by what it holds in memory
     PARQUET_FOOTERS.clear()
     assert hr.read(str(path)).sort_by("key").select(["key", "ts"]).equals(rows)
     st = os.stat(base)
     kept = PARQUET_FOOTERS.get((str(base), st.st_size, st.st_mtime_ns, st.st_ino))
     assert kept is not None and kept.metadata.metadata[BLOOM] == b""
-    assert PARQUET_FOOTERS.nbytes == lean.serialized_size
+    assert PARQUET_FOOTERS.nbytes == footer_charge(kept.metadata)
+    assert footer_charge(lean) > lean.serialized_size + lean.num_columns * 512
     PARQUET_FOOTERS.clear()
 
 
@@ -75,50 +91,67 @@ def test_hoodie_ray_base_files_are_kept_without_their_bloom_filter(tmp_path: Pat
 def test_java_base_files_read_the_same_through_lean_footers(
     name: str, shared_sample: Callable[[str], Path]
 ) -> None:
-    files = _base_files(shared_sample(name))
-    for base in files:
-        _assert_lean(base)
+    for base in _base_files(shared_sample(name)):
+        # a table without meta fields writes no bloom filter: its footers are kept whole
+        if footer_bloom_filter(pq.read_metadata(base).metadata) is None:
+            _assert_whole(base)
+        else:
+            _assert_lean(base)
 
 
-def _file(tmp_path: Path, values: list[bytes], metadata: dict[bytes, bytes] | None) -> Path:
-    path = tmp_path / "f.parquet"
-    table = pa.table({"s": pa.array(values, pa.binary())})
-    pq.write_table(table.replace_schema_metadata(metadata), path)
+def _file(tmp_path: Path, metadata: dict[bytes, bytes], values: list[bytes] | None = None) -> Path:
+    path = tmp_path / f"f{len(list(tmp_path.iterdir()))}.parquet"
+    table = pa.table({"s": pa.array(values or [b"a"], pa.binary())})
+    # as Hudi's writers do: the entries in this order, no ARROW:schema
+    with pq.ParquetWriter(path, table.schema, store_schema=False) as w:
+        w.write_table(table)
+        w.add_key_value_metadata(metadata)
+    assert pq.read_metadata(path).metadata == metadata
     return path
 
 
-def test_a_key_value_entry_in_a_column_statistic_is_never_cut(tmp_path: Path) -> None:
-    """A string value with the bytes of the key-value entry, its statistics in the footer: the
-    cut is made on the real entry, or on none."""
-    entry = b"\x18\x1b" + BLOOM + b"\x18\x02ab"
-    values = [entry, b"\x00" + entry]
-    # no bloom filter in the footer: the statistic's bytes are left alone
-    path = _file(tmp_path, values, {b"other": b"x"})
-    lean = local_lean_footer(str(path), os.path.getsize(path))
-    assert lean is None or lean.metadata == pq.read_metadata(path).metadata
-    if lean is not None:
-        assert pq.ParquetFile(path, metadata=lean).read().equals(pq.read_table(path))
-    # with one: the real entry is cut
-    _assert_lean(_file(tmp_path, values, {BLOOM: b"f" * 5000, b"other": b"x"}))
+def test_the_legacy_key_is_cut_alone_and_beside_the_current_one(tmp_path: Path) -> None:
+    lean = _assert_lean(_file(tmp_path, {LEGACY: b"f" * 5000, b"other": b"x"}))
+    assert lean.metadata[LEGACY] == b""
+    lean = _assert_lean(_file(tmp_path, {BLOOM: b"f" * 5000, LEGACY: b"g" * 4000}))
+    assert (lean.metadata[BLOOM], lean.metadata[LEGACY]) == (b"", b"")
 
-    # the entry's bytes at the end of another key's value, where a cut would fit the shape:
-    # the parse disagrees, and pyarrow's whole parse is left to the reader
-    for metadata in ({b"zz": entry}, {BLOOM: b"f" * 5000, b"zz": entry}):
-        path = _file(tmp_path, [b"a"], metadata)
-        assert local_lean_footer(str(path), os.path.getsize(path)) is None
+
+def test_a_copy_of_the_entry_elsewhere_keeps_the_footer_whole(tmp_path: Path) -> None:
+    """The entry's bytes in a column's statistics or in another key's value: the cut could
+    fall on either, so none is made."""
+    value = b"f" * 300
+    entry = b"\x18\x1b" + BLOOM + b"\x18" + bytes([0xAC, 0x02]) + value + b"\x00"
+    # in a column's min / max statistics
+    _assert_whole(_file(tmp_path, {BLOOM: value}, [entry, b"\x00" + entry]))
+    # at the end of another key's value (before or after the entry)
+    _assert_whole(_file(tmp_path, {b"aa": entry, BLOOM: value}))
+    _assert_whole(_file(tmp_path, {BLOOM: value, b"zz": entry}))
+    # the entry's bytes without a bloom filter in the footer: nothing to cut
+    _assert_whole(_file(tmp_path, {b"zz": entry}, [entry]))
+    # an empty filter: nothing to cut either
+    _assert_whole(_file(tmp_path, {BLOOM: b""}))
 
 
 def test_files_without_a_plain_footer_are_left_to_pyarrow(tmp_path: Path) -> None:
     short = tmp_path / "short.parquet"
     short.write_bytes(b"PAR1")
-    assert local_lean_footer(str(short), 4) is None
-    good = _file(tmp_path, [b"a"], None)
+    assert local_footer(str(short), 4) is None
+    good = _file(tmp_path, {BLOOM: b"f" * 100})
     data = good.read_bytes()
+    (n,) = struct.unpack("<I", data[-8:-4])
     for name, body in {
         "no_magic": data[:-4] + b"PARE",
-        "too_long": data[:-8] + (len(data)).to_bytes(4, "little") + b"PAR1",
-        "garbled": data[: -8 - 40] + b"\xff" * 40 + data[-8:],
+        "too_long": data[:-8] + len(data).to_bytes(4, "little") + b"PAR1",
+        "garbled": data[: -8 - n] + b"\xff" * n + data[-8:],
     }.items():
         bad = tmp_path / f"{name}.parquet"
         bad.write_bytes(body)
-        assert local_lean_footer(str(bad), len(body)) is None, name
+        assert local_footer(str(bad), len(body)) is None, name
+
+
+def test_a_footer_longer_than_the_first_read_is_read_in_two(tmp_path: Path) -> None:
+    from hoodie_ray.reader.parquet_footer import TAIL_BYTES
+
+    for size in (TAIL_BYTES - 200, TAIL_BYTES - 20, TAIL_BYTES + 20, 3 * TAIL_BYTES):
+        _assert_lean(_file(tmp_path, {BLOOM: b"f" * size}))
