@@ -127,8 +127,9 @@ def reconcile(table: pa.Table | pa.RecordBatch, schema: pa.Schema) -> pa.Table:
     if isinstance(table, pa.RecordBatch):
         table = pa.Table.from_batches([table])
     if table.schema.equals(schema, check_metadata=False) and table.schema.names == schema.names:
-        # dropped unread: a Hudi base file's footer metadata holds its bloom filter (~430 KB
-        # at 60,000 entries), which reading ``.metadata`` would copy into Python each batch
+        # dropped unread: a Hudi base file's footer metadata can hold its bloom filter (~430 KB
+        # at 60,000 entries, where the reader kept the footer whole), which reading
+        # ``.metadata`` would copy into Python each batch
         return table.replace_schema_metadata(None)
     n = table.num_rows
     names = table.schema.names
