@@ -6,8 +6,8 @@ process (no Ray), ``--repeats`` times after one warm-up, in two modes alternated
 
 * ``lean``: the reader as it is, its footer cache keeping each footer without the bloom
   filter (``reader.parquet_footer.read_footer``).
-* ``whole``: the same reader keeping each footer whole, pyarrow's parse, bloom filter and all
-  (the reader before the lean footers: 64 MiB held ~150 of them).
+* ``whole``: the reader before the lean footers: each footer kept whole, pyarrow's parse,
+  bloom filter and all, sized by its Thrift bytes (64 MiB held ~150 of them).
 
 Figures per table and mode: the median CPU milliseconds of a read per base file and the footer
 cache's bytes after it; ``per_file_growth_<mode>`` is the widest table's CPU per file over the
@@ -33,7 +33,7 @@ from typing import Any
 import hoodie_ray as hr
 from benchmarks.common import machine_info, print_report, work_dir
 from benchmarks.lookup import OPTIONS, make_rows
-from hoodie_ray.reader import parquet_footer
+from hoodie_ray.reader import file_slice_reader, parquet_footer
 from hoodie_ray.reader.file_slice_reader import PARQUET_FOOTERS
 
 ROWS_PER_FILE = 2_000
@@ -52,13 +52,15 @@ def _cpu_s() -> float:
 def _footers(mode: str) -> Iterator[None]:
     """The reader's footer cache in ``mode``, emptied before and after."""
     PARQUET_FOOTERS.clear()
-    drop = parquet_footer.drop_bloom_filters
+    drop, charge = parquet_footer.drop_bloom_filters, file_slice_reader.footer_charge
     if mode == "whole":
         parquet_footer.drop_bloom_filters = lambda footer, kv: (footer, [])
+        file_slice_reader.footer_charge = lambda md: md.serialized_size
     try:
         yield
     finally:
         parquet_footer.drop_bloom_filters = drop
+        file_slice_reader.footer_charge = charge
         PARQUET_FOOTERS.clear()
 
 
