@@ -52,14 +52,14 @@ def _cpu_s() -> float:
 def _footers(mode: str) -> Iterator[None]:
     """The reader's footer cache in ``mode``, emptied before and after."""
     PARQUET_FOOTERS.clear()
-    drop, charge = parquet_footer.drop_bloom_filters, file_slice_reader.footer_charge
+    cuts, charge = parquet_footer._bloom_cuts, file_slice_reader.footer_charge
     if mode == "whole":
-        parquet_footer.drop_bloom_filters = lambda footer, kv: (footer, [])
+        parquet_footer._bloom_cuts = lambda footer: None
         file_slice_reader.footer_charge = lambda md: md.serialized_size
     try:
         yield
     finally:
-        parquet_footer.drop_bloom_filters = drop
+        parquet_footer._bloom_cuts = cuts
         file_slice_reader.footer_charge = charge
         PARQUET_FOOTERS.clear()
 

@@ -4,38 +4,35 @@ A Hudi base file's footer carries the bloom filter of its record keys in its key
 metadata (``org.apache.hudi.bloomfilter``, ~430 KB at Java's defaults), while the rest of a
 small file's footer is a few KB. Reading rows never needs the filter (the bloom index reads
 footers on its own, :func:`~hoodie_ray.index.bloom_filter.footer_bloom_filter`), so the
-reader keeps each footer parsed again without the filter's value: the footer cache
+reader keeps each footer parsed without the filter's value: the footer cache
 (``file_slice_reader.PARQUET_FOOTERS``) then holds thousands of small files' footers where
 it held ~150.
 
-The value is cut from the footer's Thrift compact bytes. pyarrow parses the whole footer
-first, which gives the value; the key-value entry's bytes are then known exactly (field
-header ``0x18``, the key's varint length and bytes, ``0x18``, the value's varint length and
-bytes, the struct's stop ``0x00``), and the cut is made only where those bytes occur exactly
-once, so it falls on the entry itself (a value holding a copy of them makes two). The lean
-footer is parsed and must equal the whole one but for the emptied value; anything else keeps
-the whole footer.
+The value is cut from the footer's Thrift compact bytes, where the entry is the field header
+``0x18`` (field 1, binary), the key's varint length and bytes, ``0x18`` (field 2), the
+value's varint length and bytes, and the struct's stop ``0x00``. The lean footer is kept
+only when (1) the entry's bytes up to its value occur once in the footer, (2) the lean
+bytes parse, (3) serialized again they are the same bytes, and (4) the parse holds the key
+with an empty value. By (3) the parse read every byte as the canonical encoding of what it
+holds, so by (4) it read the entry from the one place those bytes are, where the cut was
+made; the bytes around it read the same with the value in place: the whole footer is the
+lean one but for the value. Anything else is parsed whole.
 """
 
 from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hoodie_ray.avro.codec import unsigned_varint
+from hoodie_ray.hfile._format import FormatError, decode_varint
 from hoodie_ray.index.bloom_filter import BLOOM_FILTER_FOOTER_KEY, LEGACY_BLOOM_FILTER_FOOTER_KEY
 
-__all__ = [
-    "ReadAt",
-    "drop_bloom_filters",
-    "footer_charge",
-    "local_footer",
-    "read_footer",
-]
+__all__ = ["ReadAt", "footer_charge", "local_footer", "read_footer"]
 
 #: The last four bytes of a Parquet file with a plain (unencrypted) footer.
 MAGIC = b"PAR1"
@@ -83,56 +80,66 @@ def _footer_bytes(read_at: ReadAt, size: int) -> bytes | None:
 
 
 def _parse(footer: bytes) -> pq.FileMetaData | None:
+    """pyarrow's parse of a footer's Thrift bytes (over a made-up file: the parse that
+    checks what it reads), or None where they do not parse."""
     try:
         return pq.read_metadata(pa.BufferReader(footer + struct.pack("<I", len(footer)) + MAGIC))
     except (OSError, ValueError, pa.ArrowException):
         return None
 
 
-def drop_bloom_filters(footer: bytes, kv: Mapping[bytes, bytes]) -> tuple[bytes, list[bytes]]:
-    """``footer`` (Thrift bytes whose parse gave the key-value metadata ``kv``) with the
-    values of Hudi's bloom filter keys emptied, and the keys whose values were; a key whose
-    entry's bytes are not found exactly once is left as it is."""
-    emptied = []
+def _thrift_bytes(md: pq.FileMetaData) -> bytes:
+    """``md`` serialized again by pyarrow: its footer's Thrift bytes where they were written
+    canonically (as Java's and pyarrow's writers do)."""
+    out = pa.BufferOutputStream()
+    md.write_metadata_file(out)  # MAGIC, the footer, its length, MAGIC
+    return out.getvalue().to_pybytes()[len(MAGIC) : -8]
+
+
+def _bloom_cuts(footer: bytes) -> list[tuple[int, int, bytes]] | None:
+    """``(start, end, key)`` of the value of each bloom filter entry in ``footer`` (its
+    varint length and bytes), in the footer's order; None where an entry's leading bytes occur
+    more than once or its value does not end an entry."""
+    cuts = []
     for key, pattern in zip(_KEYS, _PATTERNS, strict=True):
-        value = kv.get(key)
-        if not value:
+        at = footer.find(pattern)
+        if at < 0:
             continue
-        entry = pattern + unsigned_varint(len(value)) + value + bytes([_STOP])
-        at = footer.find(entry)
-        if at < 0 or footer.find(entry, at + 1) >= 0:
-            continue
+        if footer.rfind(pattern) != at:
+            return None
         start = at + len(pattern)
-        footer = footer[:start] + b"\x00" + footer[at + len(entry) - 1 :]
-        emptied.append(key)
-    return footer, emptied
+        try:
+            length, value_at = decode_varint(footer, start, len(footer))
+        except FormatError:
+            return None
+        end = value_at + length
+        if end >= len(footer) or footer[end] != _STOP:
+            return None
+        cuts.append((start, end, key))
+    return sorted(cuts)
 
 
 def read_footer(read_at: ReadAt, size: int) -> pq.FileMetaData | None:
     """A file's footer (``read_at``: its bytes, ``size``: its size) parsed without its bloom
-    filter's value where that is safe (its key kept, empty), else parsed whole; None where
-    the file's end is not a plain Parquet footer or does not parse (pyarrow's own open of the
-    file then raises what is wrong with it)."""
+    filter's value where that is certain to be right (its key kept, empty), else parsed
+    whole; None where the file's end is not a plain Parquet footer or does not parse
+    (pyarrow's own open of the file then raises what is wrong with it)."""
     raw = _footer_bytes(read_at, size)
-    whole = None if raw is None else _parse(raw)
-    if raw is None or whole is None:
+    if raw is None:
         return None
-    kv = whole.metadata or {}
-    footer, emptied = drop_bloom_filters(raw, kv)
-    if not emptied:
-        return whole
-    lean = _parse(footer)
-    if lean is None:
-        return whole
-    expected = {k: (b"" if k in emptied else v) for k, v in kv.items()}
-    same = (
-        (lean.metadata or {}) == expected
-        and lean.num_rows == whole.num_rows
-        and lean.num_row_groups == whole.num_row_groups
-        and lean.num_columns == whole.num_columns
-        and lean.created_by == whole.created_by
-    )
-    return lean if same else whole
+    cuts = _bloom_cuts(raw)
+    if not cuts:
+        return _parse(raw)
+    parts, last = [], 0
+    for start, end, _ in cuts:
+        parts += [raw[last:start], b"\x00"]
+        last = end
+    lean = b"".join([*parts, raw[last:]])
+    md = _parse(lean)
+    kv = (md.metadata or {}) if md is not None else {}
+    if md is None or any(kv.get(k) != b"" for _, _, k in cuts) or _thrift_bytes(md) != lean:
+        return _parse(raw)
+    return md
 
 
 def local_footer(path: str, size: int) -> pq.FileMetaData | None:

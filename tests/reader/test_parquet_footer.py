@@ -1,6 +1,7 @@
 """The reader's footers (``reader.parquet_footer``): a base file's footer kept without its bloom
 filter reads the same rows and keeps every other key, for hoodie_ray's files and Java's; where
-the cut is not certain to fall on the entry, the footer is kept whole."""
+the cut is not certain to fall on the entry (a copy of it, bytes not written canonically), the
+footer is kept whole."""
 
 from __future__ import annotations
 
@@ -131,6 +132,20 @@ def test_a_copy_of_the_entry_elsewhere_keeps_the_footer_whole(tmp_path: Path) ->
     _assert_whole(_file(tmp_path, {b"zz": entry}, [entry]))
     # an empty filter: nothing to cut either
     _assert_whole(_file(tmp_path, {BLOOM: b""}))
+
+
+def test_a_footer_not_written_canonically_is_kept_whole(tmp_path: Path) -> None:
+    """Another entry's key length as a two-byte varint: pyarrow reads it, but the lean bytes
+    would not be what their parse serializes to, so the cut is not trusted."""
+    path = _file(tmp_path, {BLOOM: b"f" * 300, b"other": b"x"})
+    data = path.read_bytes()
+    (n,) = struct.unpack("<I", data[-8:-4])
+    footer = data[-8 - n : -8]
+    assert footer.count(b"\x18\x05other") == 1
+    footer = footer.replace(b"\x18\x05other", b"\x18\x85\x00other")
+    path.write_bytes(data[: -8 - n] + footer + struct.pack("<I", len(footer)) + b"PAR1")
+    assert pq.read_metadata(path).metadata[b"other"] == b"x"
+    _assert_whole(path)
 
 
 def test_files_without_a_plain_footer_are_left_to_pyarrow(tmp_path: Path) -> None:
