@@ -15,8 +15,10 @@ narrowest's (1.0: a file costs the same however many the table has).
 
 ``--s3 N``: a table of N base files written to a local S3 server (moto, in this process) and
 read ``--repeats`` times warm (the footers kept, by URI and size) and cold (the cache emptied
-before the read: what every read from an object store paid before footers were kept there):
-requests per base file by method, from the server's request log, and the median wall time.
+before the read, as a fresh process reads: a small file in one request): requests per base
+file by method, from the server's request log, and the median wall time. Before footers were
+kept for object stores, every read made the cold one's requests of then: a HEAD and three
+GETs a small file (the footer's end, its start, the columns).
 
 Usage: ``python -m benchmarks.scan_files [--files 150,600] [--repeats 5] [--s3 20] [--json]``.
 """

@@ -259,11 +259,14 @@ def test_hr_write_ray_engine_on_s3(
 
 
 def test_base_file_footers_are_kept_lean_on_s3(
-    s3_path: str, s3_endpoint: str, storage_options: dict[str, str]
+    s3_path: str,
+    s3_endpoint: str,
+    storage_options: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A base file read from an object store keeps its footer without the bloom filter, by
     URI and size: a second read parses no footer, and a file of another size under the same
-    name is read as it now is."""
+    name is read as it now is. A small file is read whole at first, a large one in ranges."""
     import pyarrow.fs as pafs
     import pyarrow.parquet as pq
 
@@ -286,6 +289,16 @@ def test_base_file_footers_are_kept_lean_on_s3(
     assert kept is not None and kept.metadata.metadata[BLOOM_FILTER_FOOTER_KEY.encode()] == b""
     assert hr.read(s3_path, storage_options=storage_options).equals(first)
     assert len(PARQUET_FOOTERS) == 1 and PARQUET_FOOTERS.get((uri, size)) is kept
+
+    # read in ranges (the footer's end, its start), as a file over the whole-read bound is
+    from hoodie_ray.reader import file_slice_reader
+
+    monkeypatch.setattr(file_slice_reader, "WHOLE_READ_MAX_BYTES", 0)
+    PARQUET_FOOTERS.clear()
+    assert hr.read(s3_path, storage_options=storage_options).equals(first)
+    ranged = PARQUET_FOOTERS.get((uri, size))
+    assert ranged is not None and ranged.metadata.metadata == kept.metadata.metadata
+    monkeypatch.undo()
 
     # rewritten by hand with fewer rows: another size, another footer
     with s3.open_input_file(obj) as f:
