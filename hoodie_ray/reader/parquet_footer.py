@@ -12,15 +12,20 @@ The value is cut from the footer's Thrift compact bytes, where the entry is the 
 ``0x18`` (field 1, binary), the key's varint length and bytes, ``0x18`` (field 2), the
 value's varint length and bytes, and the struct's stop ``0x00``. The lean footer is kept
 only when (1) the entry's bytes up to its value occur once in the footer, (2) the lean
-bytes parse, (3) serialized again they are the same bytes, and (4) the parse holds the key
-with an empty value. By (3) the parse read every byte as the canonical encoding of what it
-holds, so by (4) it read the entry from the one place those bytes are, where the cut was
-made; the bytes around it read the same with the value in place: the whole footer is the
-lean one but for the value. Anything else is parsed whole.
+bytes parse, (3) they hold the key with an empty value, and (4) from the cut to the footer's
+end they are exactly the canonical encoding of what the parse holds there: the entry's
+stop, the key-value entries after it, ``created_by``, the column orders and the struct's
+stop. Key-value metadata is the last part of a footer but those two fields as Java's,
+Spark's, Flink's and pyarrow's writers write it, so their footers pass. Values a user
+controls (statistics, names, record keys in ``hoodie_min_record_key``) sit before that
+tail: a copy of the entry in them fails (1), and a cut in them leaves the writer's own
+bytes after it, which fail (4). A footer with anything else at its end (encryption's
+fields 8 and 9, fields of newer formats) is parsed whole; so is one that fails any check.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import struct
 from collections.abc import Callable
@@ -41,6 +46,9 @@ TAIL_BYTES = 64 << 10
 #: Thrift compact field header of a ``KeyValue``'s key and value: delta 1, type binary (8).
 _BINARY_FIELD = 0x18
 _STOP = 0x00
+#: Thrift compact type codes of a list and a struct.
+_LIST = 0x09
+_STRUCT = 0x0C
 _KEYS = tuple(k.encode() for k in (BLOOM_FILTER_FOOTER_KEY, LEGACY_BLOOM_FILTER_FOOTER_KEY))
 _PATTERNS = tuple(
     bytes([_BINARY_FIELD]) + unsigned_varint(len(k)) + k + bytes([_BINARY_FIELD]) for k in _KEYS
@@ -88,12 +96,47 @@ def _parse(footer: bytes) -> pq.FileMetaData | None:
         return None
 
 
-def _thrift_bytes(md: pq.FileMetaData) -> bytes:
-    """``md`` serialized again by pyarrow: its footer's Thrift bytes where they were written
-    canonically (as Java's and pyarrow's writers do)."""
-    out = pa.BufferOutputStream()
-    md.write_metadata_file(out)  # MAGIC, the footer, its length, MAGIC
-    return out.getvalue().to_pybytes()[len(MAGIC) : -8]
+def _canonical_varint(buf: bytes, at: int) -> tuple[int, int]:
+    """The varint at ``at`` and the position after it; FormatError where it is not the
+    shortest encoding of its value."""
+    value, after = decode_varint(buf, at, len(buf))
+    if after - at != len(unsigned_varint(value)):
+        raise FormatError("a varint longer than its value needs")
+    return value, after
+
+
+def _canonical_tail(lean: bytes, at: int, md: pq.FileMetaData) -> bool:
+    """Whether ``lean`` from ``at`` (the first emptied value) to its end is what Java's,
+    Spark's, Flink's and pyarrow's writers put there, and what ``md`` (its parse) holds: the
+    emptied value and its entry's stop, key-value entries whose values ``md`` has, its
+    ``created_by`` (field 6), one column order a leaf column (field 7; older writers write
+    none), and the struct's stop as the last byte."""
+    kv = md.metadata or {}
+    try:
+        if lean[at : at + 2] != bytes([0, _STOP]):
+            return False
+        pos, created = at + 2, None
+        while pos < len(lean) and lean[pos] == _BINARY_FIELD:
+            n, pos = _canonical_varint(lean, pos + 1)
+            first, pos = lean[pos : pos + n], pos + n
+            if pos >= len(lean) or lean[pos] != _BINARY_FIELD:
+                created = first  # not a key-value entry's value: field 6
+                break
+            n, pos = _canonical_varint(lean, pos + 1)
+            value, pos = lean[pos : pos + n], pos + n
+            if pos >= len(lean) or lean[pos] != _STOP or kv.get(first) != value:
+                return False
+            pos += 1
+        if (created or b"") != (md.created_by or "").encode():
+            return False
+        n = md.num_columns
+        size = bytes([n << 4 | _STRUCT]) if n < 15 else bytes([0xF0 | _STRUCT]) + unsigned_varint(n)
+        orders = bytes([(0x10 if created else 0x20) | _LIST]) + size + b"\x1c\x00\x00" * n
+        if lean.startswith(orders, pos):
+            pos += len(orders)
+        return pos == len(lean) - 1 and lean[pos] == _STOP
+    except FormatError:
+        return False
 
 
 def _bloom_cuts(footer: bytes) -> list[tuple[int, int, bytes]] | None:
@@ -116,7 +159,10 @@ def _bloom_cuts(footer: bytes) -> list[tuple[int, int, bytes]] | None:
         if end >= len(footer) or footer[end] != _STOP:
             return None
         cuts.append((start, end, key))
-    return sorted(cuts)
+    cuts.sort()
+    if any(b[0] < a[1] for a, b in itertools.pairwise(cuts)):
+        return None  # one entry's value holds the other's bytes
+    return cuts
 
 
 def read_footer(read_at: ReadAt, size: int) -> pq.FileMetaData | None:
@@ -137,7 +183,9 @@ def read_footer(read_at: ReadAt, size: int) -> pq.FileMetaData | None:
     lean = b"".join([*parts, raw[last:]])
     md = _parse(lean)
     kv = (md.metadata or {}) if md is not None else {}
-    if md is None or any(kv.get(k) != b"" for _, _, k in cuts) or _thrift_bytes(md) != lean:
+    if md is None or any(kv.get(k) != b"" for _, _, k in cuts):
+        return _parse(raw)
+    if not _canonical_tail(lean, cuts[0][0], md):
         return _parse(raw)
     return md
 

@@ -148,6 +148,32 @@ def test_a_footer_not_written_canonically_is_kept_whole(tmp_path: Path) -> None:
     _assert_whole(path)
 
 
+def test_a_footer_declaring_encryption_is_kept_whole(tmp_path: Path) -> None:
+    """Field 8 (``encryption_algorithm``, as plaintext-footer encryption writes it) after the
+    column orders: not a footer's usual end, so parsed whole. Serializing such a parse again
+    crashes pyarrow 26, so the check runs in a child process."""
+    import subprocess
+    import sys
+
+    path = _file(tmp_path, {BLOOM: b"f" * 5000, b"other": b"x"})
+    data = path.read_bytes()
+    (n,) = struct.unpack("<I", data[-8:-4])
+    footer = data[-8 - n : -8]
+    assert footer.endswith(b"\x1c\x00\x00\x00")  # the last column order, the struct's stop
+    footer = footer[:-1] + b"\x1c\x1c\x00\x00\x00"  # AES_GCM_V1 {}, then the stop
+    path.write_bytes(data[: -8 - n] + footer + struct.pack("<I", len(footer)) + b"PAR1")
+    assert len(pq.read_metadata(path).metadata[BLOOM]) == 5000
+    code = (
+        "import os, sys, pyarrow.parquet as pq\n"
+        "from hoodie_ray.reader.parquet_footer import local_footer\n"
+        "p = sys.argv[1]\n"
+        "md = local_footer(p, os.path.getsize(p))\n"
+        "assert md is not None and md.metadata == pq.read_metadata(p).metadata\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+
+
 def test_files_without_a_plain_footer_are_left_to_pyarrow(tmp_path: Path) -> None:
     short = tmp_path / "short.parquet"
     short.write_bytes(b"PAR1")
