@@ -135,7 +135,7 @@ def _canonical_tail(lean: bytes, at: int, md: pq.FileMetaData) -> bool:
         if lean.startswith(orders, pos):
             pos += len(orders)
         return pos == len(lean) - 1 and lean[pos] == _STOP
-    except FormatError:
+    except (FormatError, UnicodeDecodeError):  # created_by: a string pyarrow decodes as UTF-8
         return False
 
 

@@ -148,6 +148,15 @@ def test_a_footer_not_written_canonically_is_kept_whole(tmp_path: Path) -> None:
     _assert_whole(path)
 
 
+def test_a_created_by_that_is_not_utf8_keeps_the_footer_whole(tmp_path: Path) -> None:
+    path = _file(tmp_path, {BLOOM: b"f" * 300})
+    data = path.read_bytes()
+    created = pq.read_metadata(path).created_by.encode()
+    assert data.count(created) == 1
+    path.write_bytes(data.replace(created, b"\xff" * len(created)))
+    _assert_whole(path)
+
+
 def test_a_footer_declaring_encryption_is_kept_whole(tmp_path: Path) -> None:
     """Field 8 (``encryption_algorithm``, as plaintext-footer encryption writes it) after the
     column orders: not a footer's usual end, so parsed whole. Serializing such a parse again
