@@ -734,6 +734,7 @@ class _SliceReader:
                 # one GET for the footer and the rows, not three (the footer's end, its
                 # start, the columns)
                 whole = read_at(size, 0)
+                f.close()
                 source = pa.BufferReader(whole)
 
                 def read_at(n: int, at: int, whole: bytes = whole) -> bytes:

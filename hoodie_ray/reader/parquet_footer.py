@@ -17,10 +17,12 @@ end they are exactly the canonical encoding of what the parse holds there: the e
 stop, the key-value entries after it, ``created_by``, the column orders and the struct's
 stop. Key-value metadata is the last part of a footer but those two fields as Java's,
 Spark's, Flink's and pyarrow's writers write it, so their footers pass. Values a user
-controls (statistics, names, record keys in ``hoodie_min_record_key``) sit before that
-tail: a copy of the entry in them fails (1), and a cut in them leaves the writer's own
-bytes after it, which fail (4). A footer with anything else at its end (encryption's
-fields 8 and 9, fields of newer formats) is parsed whole; so is one that fails any check.
+controls are statistics, column names and the record keys' min and max, which Hudi's
+writers put in the footer only beside the filter: beside it, a copy of the entry in any of
+them makes two and fails (1); in a file without the filter, statistics and names come
+before the key-value entries, and a cut in them leaves the writer's own bytes after it,
+which fail (4). A footer with anything else at its end (encryption's fields 8 and 9, fields
+of newer formats) is parsed whole; so is one that fails any check.
 """
 
 from __future__ import annotations
