@@ -2,23 +2,23 @@
 
 Tables of 2,000-row base files (``--files``, default 150 and 600: ``benchmarks.lookup``'s rows,
 one insert into a version 9 MOR table with the record index on), each read in full in one warm
-process (no Ray), ``--repeats`` times after one warm-up, in two modes alternated per round:
+process (no Ray), ``--repeats`` times after one warm-up, in two readers alternated per round:
 
 * ``lean``: the reader as it is, its footer cache keeping each footer without the bloom
-  filter (``reader.parquet_footer.read_footer``).
-* ``whole``: the reader before the lean footers: each footer kept whole, pyarrow's parse,
-  bloom filter and all, sized by its Thrift bytes (64 MiB held ~150 of them).
+  filter (``reader.parquet_footer.read_footer``), sized by what it holds in memory.
+* ``before``: the reader before the lean footers, as that code did it: pyarrow's own open
+  parses each footer whole, bloom filter and all, kept sized by its Thrift bytes (64 MiB held
+  ~150 of them), and an object store's footers never kept.
 
-Figures per table and mode: the median CPU milliseconds of a read per base file and the footer
-cache's bytes after it; ``per_file_growth_<mode>`` is the widest table's CPU per file over the
-narrowest's (1.0: a file costs the same however many the table has).
+Figures per table and reader: the median CPU milliseconds of a read per base file, warm (the
+footers kept by the read before) and cold (the cache emptied first, as a fresh process
+reads), and the footer cache's bytes after a warm read; ``per_file_growth_<reader>`` is the
+widest table's warm CPU per file over the narrowest's (1.0: a file costs the same however
+many the table has).
 
 ``--s3 N``: a table of N base files written to a local S3 server (moto, in this process) and
-read ``--repeats`` times warm (the footers kept, by URI and size) and cold (the cache emptied
-before the read, as a fresh process reads: a small file in one request): requests per base
-file by method, from the server's request log, and the median wall time. Before footers were
-kept for object stores, every read made the cold one's requests of then: a HEAD and three
-GETs a small file (the footer's end, its start, the columns).
+read ``--repeats`` times by each reader, warm and cold: requests per base file by method, from
+the server's request log, and the median wall time.
 
 Usage: ``python -m benchmarks.scan_files [--files 150,600] [--repeats 5] [--s3 20] [--json]``.
 """
@@ -35,14 +35,14 @@ from typing import Any
 import hoodie_ray as hr
 from benchmarks.common import machine_info, print_report, work_dir
 from benchmarks.lookup import OPTIONS, make_rows
-from hoodie_ray.reader import file_slice_reader, parquet_footer
+from hoodie_ray.reader import file_slice_reader
 from hoodie_ray.reader.file_slice_reader import PARQUET_FOOTERS
 
 ROWS_PER_FILE = 2_000
 #: A first commit sizes its files by Hudi's record size estimate
 #: (hoodie.copyonwrite.record.size.estimate, 1,024 bytes), not by the rows.
 FILE_BYTES = 1024 * ROWS_PER_FILE
-MODES = ("lean", "whole")
+READERS = ("lean", "before")
 
 
 def _cpu_s() -> float:
@@ -51,18 +51,34 @@ def _cpu_s() -> float:
 
 
 @contextmanager
-def _footers(mode: str) -> Iterator[None]:
-    """The reader's footer cache in ``mode``, emptied before and after."""
+def _reader(name: str) -> Iterator[None]:
+    """The reader ``name`` (see the module), its footer cache emptied before and after."""
     PARQUET_FOOTERS.clear()
-    cuts, charge = parquet_footer._bloom_cuts, file_slice_reader.footer_charge
-    if mode == "whole":
-        parquet_footer._bloom_cuts = lambda footer: None
+    saved = (
+        file_slice_reader.local_footer,
+        file_slice_reader.read_footer,
+        file_slice_reader.footer_charge,
+        file_slice_reader.WHOLE_READ_MAX_BYTES,
+        PARQUET_FOOTERS.get,
+    )
+    if name == "before":
+        file_slice_reader.local_footer = lambda path, size: None
+        file_slice_reader.read_footer = lambda read_at, size: None
         file_slice_reader.footer_charge = lambda md: md.serialized_size
+        file_slice_reader.WHOLE_READ_MAX_BYTES = -1
+        get = PARQUET_FOOTERS.get
+        # an object store's footers were never kept: their keys are (uri, size) pairs
+        PARQUET_FOOTERS.get = lambda key: None if len(key) == 2 else get(key)  # type: ignore[method-assign]
     try:
         yield
     finally:
-        parquet_footer._bloom_cuts = cuts
-        file_slice_reader.footer_charge = charge
+        (
+            file_slice_reader.local_footer,
+            file_slice_reader.read_footer,
+            file_slice_reader.footer_charge,
+            file_slice_reader.WHOLE_READ_MAX_BYTES,
+            PARQUET_FOOTERS.get,  # type: ignore[method-assign]
+        ) = saved
         PARQUET_FOOTERS.clear()
 
 
@@ -80,35 +96,40 @@ def run(widths: list[int], repeats: int) -> dict[str, Any]:
             opts = {**OPTIONS, "hoodie.parquet.max.file.size": str(FILE_BYTES)}
             hr.write(make_rows(n, 5_000), path, opts, engine="local")
             paths[files] = path
-        cpu: dict[tuple[int, str], list[float]] = {(f, m): [] for f in widths for m in MODES}
+        keys = [(f, r, t) for f in widths for r in READERS for t in ("warm", "cold")]
+        cpu: dict[tuple[int, str, str], list[float]] = {k: [] for k in keys}
         cached: dict[tuple[int, str], int] = {}
         for rnd in range(repeats + 1):
             for files in widths:
-                for mode in MODES if rnd % 2 == 0 else MODES[::-1]:
-                    with _footers(mode):
-                        hr.read(paths[files])  # the footers' first parse, every round
-                        c = _cpu_s()
-                        got = hr.read(paths[files])
-                        spent = _cpu_s() - c
-                        cached[(files, mode)] = PARQUET_FOOTERS.nbytes
-                    assert got.num_rows == files * ROWS_PER_FILE
-                    if rnd:
-                        cpu[(files, mode)].append(spent)
+                for name in READERS if rnd % 2 == 0 else READERS[::-1]:
+                    with _reader(name):
+                        for temp in ("cold", "warm"):
+                            if temp == "cold":
+                                PARQUET_FOOTERS.clear()
+                            c = _cpu_s()
+                            got = hr.read(paths[files])
+                            spent = _cpu_s() - c
+                            assert got.num_rows == files * ROWS_PER_FILE
+                            if rnd:
+                                cpu[(files, name, temp)].append(spent)
+                        cached[(files, name)] = PARQUET_FOOTERS.nbytes
         for files in widths:
             row: dict[str, Any] = {}
-            for mode in MODES:
-                row[f"cpu_ms_per_file_{mode}"] = round(
-                    statistics.median(cpu[(files, mode)]) * 1e3 / files, 3
+            for name in READERS:
+                for temp in ("warm", "cold"):
+                    row[f"cpu_ms_per_file_{temp}_{name}"] = round(
+                        statistics.median(cpu[(files, name, temp)]) * 1e3 / files, 3
+                    )
+                row[f"footer_cache_kb_{name}"] = round(cached[(files, name)] / 1024, 1)
+            for temp in ("warm", "cold"):
+                row[f"{temp}_before_vs_lean"] = round(
+                    row[f"cpu_ms_per_file_{temp}_before"] / row[f"cpu_ms_per_file_{temp}_lean"], 2
                 )
-                row[f"footer_cache_kb_{mode}"] = round(cached[(files, mode)] / 1024, 1)
-            row["whole_vs_lean"] = round(
-                row["cpu_ms_per_file_whole"] / row["cpu_ms_per_file_lean"], 2
-            )
             out["tables"][files] = row
         lo, hi = out["tables"][min(widths)], out["tables"][max(widths)]
-        for mode in MODES:
-            key = f"cpu_ms_per_file_{mode}"
-            out[f"per_file_growth_{mode}"] = round(hi[key] / lo[key], 2)
+        for name in READERS:
+            key = f"cpu_ms_per_file_warm_{name}"
+            out[f"per_file_growth_{name}"] = round(hi[key] / lo[key], 2)
     return out
 
 
@@ -159,25 +180,29 @@ def run_s3(files: int, repeats: int) -> dict[str, Any]:
             storage_options=options,
         )
         out: dict[str, Any] = {"files": files}
-        for mode in ("cold", "warm"):
-            PARQUET_FOOTERS.clear()
-            hr.read(path, storage_options=options)
-            walls, counts = [], Counter[str]()
-            for _ in range(repeats):
-                if mode == "cold":
-                    PARQUET_FOOTERS.clear()
-                requests.clear()
-                t = time.perf_counter()
-                got = hr.read(path, storage_options=options)
-                walls.append(time.perf_counter() - t)
-                counts += requests
-                assert got.num_rows == files * ROWS_PER_FILE
-            out[f"{mode}_wall_ms"] = round(statistics.median(walls) * 1e3, 1)
-            for method in ("HEAD", "GET"):
-                out[f"{mode}_{method.lower()}_per_file"] = round(
-                    counts[method] / repeats / files, 2
-                )
-        out["cold_vs_warm_wall"] = round(out["cold_wall_ms"] / out["warm_wall_ms"], 2)
+        for name in READERS:
+            with _reader(name):
+                hr.read(path, storage_options=options)
+                for temp in ("cold", "warm"):
+                    walls, counts = [], Counter[str]()
+                    for _ in range(repeats):
+                        if temp == "cold":
+                            PARQUET_FOOTERS.clear()
+                        requests.clear()
+                        t = time.perf_counter()
+                        got = hr.read(path, storage_options=options)
+                        walls.append(time.perf_counter() - t)
+                        counts += requests
+                        assert got.num_rows == files * ROWS_PER_FILE
+                    out[f"{temp}_wall_ms_{name}"] = round(statistics.median(walls) * 1e3, 1)
+                    for method in ("HEAD", "GET"):
+                        out[f"{temp}_{method.lower()}_per_file_{name}"] = round(
+                            counts[method] / repeats / files, 2
+                        )
+        for temp in ("warm", "cold"):
+            out[f"{temp}_wall_before_vs_lean"] = round(
+                out[f"{temp}_wall_ms_before"] / out[f"{temp}_wall_ms_lean"], 2
+            )
         PARQUET_FOOTERS.clear()
         return out
     finally:

@@ -287,12 +287,18 @@ def test_base_file_footers_are_kept_lean_on_s3(
     size = s3.get_file_info(obj).size
     kept = PARQUET_FOOTERS.get((uri, size))
     assert kept is not None and kept.metadata.metadata[BLOOM_FILTER_FOOTER_KEY.encode()] == b""
-    assert hr.read(s3_path, storage_options=storage_options).equals(first)
-    assert len(PARQUET_FOOTERS) == 1 and PARQUET_FOOTERS.get((uri, size)) is kept
-
-    # read in ranges (the footer's end, its start), as a file over the whole-read bound is
+    # read again through the kept footer: none is read or parsed
     from hoodie_ray.reader import file_slice_reader
 
+    def no_footer_read(read_at: object, size: int) -> None:
+        raise AssertionError("the kept footer was not used")
+
+    monkeypatch.setattr(file_slice_reader, "read_footer", no_footer_read)
+    assert hr.read(s3_path, storage_options=storage_options).equals(first)
+    assert len(PARQUET_FOOTERS) == 1 and PARQUET_FOOTERS.get((uri, size)) is kept
+    monkeypatch.undo()
+
+    # read in ranges (the footer's end, its start), as a file over the whole-read bound is
     monkeypatch.setattr(file_slice_reader, "WHOLE_READ_MAX_BYTES", 0)
     PARQUET_FOOTERS.clear()
     assert hr.read(s3_path, storage_options=storage_options).equals(first)

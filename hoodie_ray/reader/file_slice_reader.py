@@ -77,7 +77,7 @@ JOINT_DECODE_MAX_BYTES = 16 << 20
 #: (parquet_footer.read_footer: ~430 KB at Java's defaults, most of a small file's bytes), and
 #: sized by what it holds in memory (parquet_footer.footer_charge: ~25 KB for a 2,000-row,
 #: 15-column file, 450 KB kept whole). Kept whole, 150 such footers filled the cache, and a
-#: scan of 600 files parsed every footer on every read (1.69 against 1.26 ms of CPU a file).
+#: scan of 600 files parsed every footer on every read (benchmarks/scan_files.py).
 #: 64 MiB of footers; one over 8 MiB is never kept.
 PARQUET_FOOTERS = SizedLru(64 << 20, max_entry=8 << 20)
 
@@ -722,8 +722,9 @@ class _SliceReader:
             return self._parquet_file(path, key, footer)
         f = self.storage.open_input(rel)
         # An object store's file by its URI and size (the open's HEAD; pyarrow does not give
-        # its ETag or time): a Hudi base file is written once under its name, which carries
-        # the instant and the write token. Two GETs of its footer fewer a read.
+        # its ETag or time): a committed base file's name, which carries the instant and the
+        # write token, is never reused for other bytes, and a reader opens committed slices
+        # only. Two GETs of its footer fewer a read.
         size = _size(f)
         key = (self.storage.uri(rel), size)
         footer = PARQUET_FOOTERS.get(key)

@@ -62,7 +62,9 @@ def _assert_whole(path: Path) -> None:
     assert pq.ParquetFile(path, metadata=kept).read().equals(pq.read_table(path))
 
 
-def test_hoodie_ray_base_files_are_kept_without_their_bloom_filter(tmp_path: Path) -> None:
+def test_hoodie_ray_base_files_are_kept_without_their_bloom_filter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rows = pa.table({"key": [f"k{i:05d}" for i in range(3000)], "ts": list(range(3000))})
     path = tmp_path / "t"
     hr.write(
@@ -85,6 +87,14 @@ def test_hoodie_ray_base_files_are_kept_without_their_bloom_filter(tmp_path: Pat
     assert kept is not None and kept.metadata.metadata[BLOOM] == b""
     assert PARQUET_FOOTERS.nbytes == footer_charge(kept.metadata)
     assert footer_charge(lean) > lean.serialized_size + lean.num_columns * 512
+    # read again through it: no footer is read
+    from hoodie_ray.reader import file_slice_reader
+
+    def no_footer_read(path: str, size: int) -> None:
+        raise AssertionError("the kept footer was not used")
+
+    monkeypatch.setattr(file_slice_reader, "local_footer", no_footer_read)
+    assert hr.read(str(path)).sort_by("key").select(["key", "ts"]).equals(rows)
     PARQUET_FOOTERS.clear()
 
 
@@ -135,8 +145,8 @@ def test_a_copy_of_the_entry_elsewhere_keeps_the_footer_whole(tmp_path: Path) ->
 
 
 def test_a_footer_not_written_canonically_is_kept_whole(tmp_path: Path) -> None:
-    """Another entry's key length as a two-byte varint: pyarrow reads it, but the lean bytes
-    would not be what their parse serializes to, so the cut is not trusted."""
+    """Another entry's key length as a two-byte varint after the cut: pyarrow reads it, but it
+    is not the writers' canonical tail, so the cut is not trusted."""
     path = _file(tmp_path, {BLOOM: b"f" * 300, b"other": b"x"})
     data = path.read_bytes()
     (n,) = struct.unpack("<I", data[-8:-4])
