@@ -72,20 +72,23 @@ def footer_charge(md: pq.FileMetaData) -> int:
     return md.serialized_size + FOOTER_OVERHEAD_BYTES + COLUMN_CHUNK_BYTES * chunks
 
 
-def _footer_bytes(read_at: ReadAt, size: int) -> bytes | None:
-    """The Thrift bytes of a file's footer (``size``: the file's) in at most two reads, or
-    None where the file's end is not a plain Parquet footer (too short, encrypted, corrupt)."""
-    tail = read_at(min(size, TAIL_BYTES), max(0, size - TAIL_BYTES))
-    if len(tail) < 12 or tail[-4:] != MAGIC:
+def _footer_bytes(read_at: ReadAt, size: int, first: int = TAIL_BYTES) -> bytes | None:
+    """The Thrift bytes of a file's footer (``size``: the file's) in at most two reads, the
+    first of the file's last ``first`` bytes, or None where the file's end is not a plain
+    Parquet footer (too short, encrypted, corrupt)."""
+    tail = read_at(min(size, first), max(0, size - first))
+    if size < 12 or len(tail) < 8 or tail[-4:] != MAGIC:
         return None
     (n,) = struct.unpack("<I", tail[-8:-4])
     if n + 12 > size:
         return None
     if n + 8 <= len(tail):
         return tail[-8 - n : -8]
-    first = size - 8 - n
-    head = read_at(size - len(tail) - first, first)
-    footer = head + tail[:-8]
+    if len(tail) == 8:
+        footer = read_at(n, size - 8 - n)
+    else:
+        start = size - 8 - n
+        footer = read_at(size - len(tail) - start, start) + tail[:-8]
     return footer if len(footer) == n else None
 
 
@@ -167,12 +170,14 @@ def _bloom_cuts(footer: bytes) -> list[tuple[int, int, bytes]] | None:
     return cuts
 
 
-def read_footer(read_at: ReadAt, size: int) -> pq.FileMetaData | None:
+def read_footer(read_at: ReadAt, size: int, first: int = TAIL_BYTES) -> pq.FileMetaData | None:
     """A file's footer (``read_at``: its bytes, ``size``: its size) parsed without its bloom
     filter's value where that is certain to be right (its key kept, empty), else parsed
     whole; None where the file's end is not a plain Parquet footer or does not parse
-    (pyarrow's own open of the file then raises what is wrong with it)."""
-    raw = _footer_bytes(read_at, size)
+    (pyarrow's own open of the file then raises what is wrong with it). ``first``: the bytes
+    read from the file's end at first (where a read costs a request, enough for most footers
+    without a bloom filter; where it is a system call, the length and magic alone)."""
+    raw = _footer_bytes(read_at, size, first)
     if raw is None:
         return None
     cuts = _bloom_cuts(raw)
@@ -196,6 +201,6 @@ def local_footer(path: str, size: int) -> pq.FileMetaData | None:
     """:func:`read_footer` of a local file."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        return read_footer(lambda n, at: os.pread(fd, n, at), size)
+        return read_footer(lambda n, at: os.pread(fd, n, at), size, first=8)
     finally:
         os.close(fd)
