@@ -59,7 +59,7 @@ from hoodie_ray.storage import LocalStorage, Storage, join, open_storage
 if TYPE_CHECKING:
     from hoodie_ray.table import HoodieTable
 
-__all__ = ["ReadContext", "SliceSpec", "iter_file_slice", "read_file_slice"]
+__all__ = ["ReadContext", "SliceSpec", "finish_rows", "iter_file_slice", "read_file_slice"]
 
 DEFAULT_BATCH_ROWS = 131_072
 #: Upper bound of a base batch grown to the size of the log state.
@@ -264,6 +264,9 @@ class ReadContext:
     #: decides per read); off where slices are read in parallel already
     #: (:meth:`ReadPlan.read_all`)
     arrow_threads: bool = True
+    #: The row filters and the projection left to the caller (:func:`finish_rows`), which
+    #: applies them to the rows of several slices at once (:meth:`ReadPlan.read_all`)
+    defer_row_filters: bool = False
 
     @classmethod
     def of_table(
@@ -339,6 +342,16 @@ def read_file_slice(
     if not parts:
         return ctx.output_schema.empty_table()
     return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
+def finish_rows(ctx: ReadContext, table: pa.Table) -> pa.Table:
+    """``table`` (rows of ``ctx.read_schema``) filtered by ``ctx.filters`` and projected to
+    ``ctx.output_columns``: the last step of a slice's read."""
+    if ctx.filters and table.num_rows:
+        table = apply_filters(ctx.filters, table)
+    if list(ctx.output_columns) != table.schema.names:
+        table = table.select(list(ctx.output_columns))
+    return table
 
 
 def iter_file_slice(
@@ -542,13 +555,8 @@ class _SliceReader:
         return pa.Table.from_arrays(cols, schema=self.schema)
 
     def _finish(self, table: pa.Table) -> pa.Table:
-        """Row filters, projection."""
-        ctx = self.ctx
-        if ctx.filters and table.num_rows:
-            table = apply_filters(ctx.filters, table)
-        if list(ctx.output_columns) != table.schema.names:
-            table = table.select(list(ctx.output_columns))
-        return table
+        """Row filters, projection (unless the context defers them to its caller)."""
+        return table if self.ctx.defer_row_filters else finish_rows(self.ctx, table)
 
     # -- logs --------------------------------------------------------------------------------------
     def _admitted_blocks(self) -> list[ScannedBlock]:

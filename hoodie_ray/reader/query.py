@@ -39,6 +39,7 @@ from hoodie_ray.metadata.layout import COLUMN_STATS, RECORD_INDEX
 from hoodie_ray.reader.file_slice_reader import (
     ReadContext,
     SliceSpec,
+    finish_rows,
     iter_file_slice,
     merge_columns,
     read_file_slice,
@@ -109,29 +110,63 @@ class ReadPlan:
 
         Slices are read by up to ``max_workers`` threads (default: the process's shared
         reader pool, :mod:`hoodie_ray.threads`, as many threads as CPUs up to eight); pyarrow
-        releases the GIL while it decodes and merges, so they overlap.
+        releases the GIL while it decodes and merges, so they overlap. Each thread reads a
+        run of consecutive slices and filters their rows together, up to
+        :data:`FILTER_BATCH_ROWS` at a time.
         """
         storage = storage or self.context.storage()
         workers = max_workers or min(len(self.slices), os.cpu_count() or 1, MAX_READ_THREADS)
         parallel = workers > 1 and len(self.slices) > 1
         ctx = replace(self.context, arrow_threads=False) if parallel else self.context
+        deferred = replace(ctx, defer_row_filters=True) if ctx.filters else ctx
 
-        def one(s: SliceSpec) -> list[pa.Table]:
-            return [t for t in iter_file_slice(ctx, s, storage) if t.num_rows]
+        def one(run: Sequence[SliceSpec]) -> list[pa.Table]:
+            if deferred is ctx:
+                return [t for s in run for t in iter_file_slice(ctx, s, storage) if t.num_rows]
+            out: list[pa.Table] = []
+            held: list[pa.Table] = []
+            rows = 0
+            for s in run:
+                for t in iter_file_slice(deferred, s, storage):
+                    held.append(t)
+                    rows += t.num_rows
+                    if rows >= FILTER_BATCH_ROWS:
+                        out.append(finish_rows(ctx, pa.concat_tables(held)))
+                        held, rows = [], 0
+            if held:
+                out.append(finish_rows(ctx, pa.concat_tables(held)))
+            return [t for t in out if t.num_rows]
 
+        runs = _slice_runs(self.slices, workers * RUNS_PER_THREAD if parallel else 1)
         if not parallel:
-            results = [one(s) for s in self.slices]
+            results = [one(r) for r in runs]
         elif max_workers is None:
-            results = map_in_pool(one, self.slices)
+            results = map_in_pool(one, runs)
         else:
             from concurrent.futures import ThreadPoolExecutor
 
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hoodie-read") as ex:
-                results = list(ex.map(one, self.slices))
+                results = list(ex.map(one, runs))
         parts = [t for r in results for t in r]
         if not parts:
             return self.schema.empty_table()
         return pa.concat_tables(parts)
+
+
+#: A filtered read's rows are filtered a batch of slices at a time, up to this many rows:
+#: each Arrow call on a small slice's rows costs its fixed share (a lookup's 48 slices of
+#: 2,000 rows: 26-28 -> 20-21 ms read), and the held rows stay bounded.
+FILTER_BATCH_ROWS = 1 << 16
+#: Runs of consecutive slices a reading thread takes in turn (the pool balances them).
+RUNS_PER_THREAD = 4
+
+
+def _slice_runs(slices: Sequence[SliceSpec], n: int) -> list[Sequence[SliceSpec]]:
+    """``slices`` cut into at most ``n`` runs of consecutive slices, as even as they come."""
+    if not slices:
+        return []
+    size = -(-len(slices) // max(1, n))
+    return [slices[i : i + size] for i in range(0, len(slices), size)]
 
 
 def read_table(
