@@ -162,10 +162,10 @@ RUNS_PER_THREAD = 4
 
 
 def _slice_runs(slices: Sequence[SliceSpec], n: int) -> list[Sequence[SliceSpec]]:
-    """``slices`` cut into at most ``n`` runs of consecutive slices, as even as they come."""
-    if not slices:
-        return []
-    size = -(-len(slices) // max(1, n))
+    """``slices`` cut into runs of consecutive slices, at least ``n`` of them where there are
+    as many slices (rounding the run down: one run more rather than a thread's extra
+    slices)."""
+    size = max(1, len(slices) // max(1, n))
     return [slices[i : i + size] for i in range(0, len(slices), size)]
 
 
