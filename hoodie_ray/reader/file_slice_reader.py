@@ -240,6 +240,10 @@ class ReadContext:
             (``incremental_format="changelog"``).
         partial_update: the table's partial updates (a null field keeps the older value:
             :func:`hoodie_ray.merge.partial_merge`).
+        arrow_threads: whether Arrow's threads may decode a large base file's columns.
+        defer_row_filters: the row filters and the projection left to the caller
+            (:func:`finish_rows`; :meth:`ReadPlan.read_all` applies them to several slices'
+            rows at once).
     """
 
     base_uri: str
