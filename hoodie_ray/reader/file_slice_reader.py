@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
-import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -91,27 +90,6 @@ WHOLE_READ_MAX_BYTES = 2 << 20
 #: file took 0.92 ms of CPU (0.86 wall) with them, 0.51 without; 50,000 rows took 6.9
 #: against 6.1 (both wall and CPU); at 200,000 rows they halved the wall time.
 THREADED_DECODE_MIN_CELLS = 1 << 20
-
-
-def _size(f: Any) -> int:
-    """An open file's size: pyarrow's, or where a seek to its end lands."""
-    size = getattr(f, "size", None)
-    if callable(size):
-        return int(size())
-    return int(f.seek(0, os.SEEK_END))
-
-
-def _read_at(f: Any) -> ReadAt:
-    """``read_at(nbytes, offset)`` of an open file: pyarrow's own, or a seek and a read."""
-    read_at = getattr(f, "read_at", None)
-    if read_at is not None:
-        return lambda n, at: bytes(read_at(n, at))
-
-    def seek_read(n: int, at: int) -> bytes:
-        f.seek(at)
-        return bytes(f.read(n))
-
-    return seek_read
 
 
 class BaseFooter:
@@ -732,17 +710,17 @@ class _SliceReader:
             if footer is None:
                 footer = self._keep(key, local_footer(path, st.st_size))
             return self._parquet_file(path, key, footer)
-        f = self.storage.open_input(rel)
+        f: Any = self.storage.open_input(rel)  # ArrowStorage's: a pyarrow NativeFile
         # An object store's file by its URI and size (the open's HEAD; pyarrow does not give
         # its ETag or time): a committed base file's name, which carries the instant and the
         # write token, is never reused for other bytes, and a reader opens committed slices
         # only. Two GETs of its footer fewer a read.
-        size = _size(f)
+        size = f.size()
         key = (self.storage.uri(rel), size)
         footer = PARQUET_FOOTERS.get(key)
-        source: Any = f
+        source = f
         if footer is None:
-            read_at = _read_at(f)
+            read_at: ReadAt = f.read_at
             if size <= WHOLE_READ_MAX_BYTES:
                 # one GET for the footer and the rows, not three (the footer's end, its
                 # start, the columns)

@@ -189,10 +189,11 @@ def read_footer(read_at: ReadAt, size: int, first: int = TAIL_BYTES) -> pq.FileM
         last = end
     lean = b"".join([*parts, raw[last:]])
     md = _parse(lean)
-    kv = (md.metadata or {}) if md is not None else {}
-    if md is None or any(kv.get(k) != b"" for _, _, k in cuts):
-        return _parse(raw)
-    if not _canonical_tail(lean, cuts[0][0], md):
+    if (
+        md is None
+        or any((md.metadata or {}).get(k) != b"" for _, _, k in cuts)
+        or not _canonical_tail(lean, cuts[0][0], md)
+    ):
         return _parse(raw)
     return md
 
