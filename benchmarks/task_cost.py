@@ -1,6 +1,7 @@
 """Task cost: what a chained task's kernels cost per checkpoint as the topology widens, no Ray.
 
-    python -m benchmarks.task_cost [--tasks 1,8] [--rows N] [--blocks B] [--repeat R] [--json]
+    python -m benchmarks.task_cost [--tasks 1,8] [--rows N] [--blocks B] [--repeat R]
+        [--seed-tasks K] [--json]
 
 The ``scaling`` benchmark's commits (mor-q1 ``base --quick``: 200K keys, 6 commits of 100K
 rows, each commit in ``--blocks`` input blocks) written through ``--tasks`` chained
@@ -8,6 +9,12 @@ rows, each commit in ``--blocks`` input blocks) written through ``--tasks`` chai
 driver drives a topology of task slots (begin, route by shares, assign, finish, commit), with
 no Ray in between: every task is co-hosted with every other one. ``--rows N`` cuts each
 commit to its first N rows, where the kernels' fixed costs per task and checkpoint dominate.
+
+Each width writes its own table by default: the first commit's inserts make one file group a
+task, so a width's upserts write as many log blocks a checkpoint as it has tasks (Flink's
+layout), and the widths differ in their tables as much as in their topologies. ``--seed-tasks
+K`` has K tasks write the first commit for every width, so that every width meets the same
+table (K file groups, homed to no width's tasks: most rows cross tasks, by plain call here).
 
 One untimed width runs first (the process's imports, kernels and first pages), then
 ``--repeat`` rounds of every width in alternating order; each width keeps its best round.
@@ -129,8 +136,34 @@ def _blocks(commit: pa.Table, blocks: int) -> list[pa.Table]:
     return [commit.slice(i, step) for i in range(0, commit.num_rows, step)]
 
 
-def replay(workload: Workload, tasks: int, blocks: int, workdir: Path, timer: StageTimer) -> dict:
-    """The workload's commits through ``tasks`` chained tasks of one process."""
+def _slots(coord: Coordinator, setup: Any, tasks: int) -> list[AssignWriteTask]:
+    """``tasks`` chained tasks over the table as it is, every one co-hosted with the others."""
+    slices = coord.latest_slices()
+    profile = coord.profile(slices)
+    per_task = coord.slices_by_writer(slices, profile, tasks)
+    slots = [
+        AssignWriteTask(setup, coord.assigner_config(i, tasks), profile, per_task[i], tasks, 0)
+        for i in range(tasks)
+    ]
+    host = dict(enumerate(slots))
+    for t in slots:
+        t.set_peers(list(slots))
+        t.co_hosted = host
+    return slots
+
+
+def replay(
+    workload: Workload,
+    tasks: int,
+    blocks: int,
+    workdir: Path,
+    timer: StageTimer,
+    seed_tasks: int = 0,
+) -> dict:
+    """The workload's commits through ``tasks`` chained tasks of one process. ``seed_tasks``:
+    the first commit (the inserts) is written by that many tasks instead, then the others by
+    ``tasks`` new tasks over the table it left (their start, the key index's bootstrap
+    included, untimed): every width meets the same table."""
     options = hoodie_options(workload, "parquet", tasks, f"task_cost_{tasks}", 6, tasks)
     coord = Coordinator(str(workdir / f"t{tasks}"), resolve_options(options), None, lock_owner="b")
     setup = coord.open(workload.commits[0].schema)
@@ -140,29 +173,25 @@ def replay(workload: Workload, tasks: int, blocks: int, workdir: Path, timer: St
     timer.calls.clear()
     try:
         for ci, commit in enumerate(workload.commits):
+            if not slots:
+                slots = _slots(coord, setup, seed_tasks or tasks)
+            elif ci == 1 and seed_tasks:
+                slots = _slots(coord, setup, tasks)
+            width = len(slots)
             timer.on = ci > 0
             t0 = time.process_time()
             slices = coord.latest_slices()
             profile = coord.profile(slices)
             instant = coord.start_instant()
-            per_task = coord.slices_by_writer(slices, profile, tasks)
+            per_task = coord.slices_by_writer(slices, profile, width)
             frozen = coord.frozen_logs()
-            if not slots:
-                slots = [
-                    AssignWriteTask(
-                        setup, coord.assigner_config(i, tasks), profile, per_task[i], tasks, 0
-                    )
-                    for i in range(tasks)
-                ]
-                host = dict(enumerate(slots))
-                for t in slots:
-                    t.set_peers(list(slots))
-                    t.co_hosted = host
             for i, t in enumerate(slots):
-                t.begin(ci > 0, profile, instant, frozen, per_task[i])
+                t.begin(
+                    ci > 0 and not (ci == 1 and seed_tasks), profile, instant, frozen, per_task[i]
+                )
             # each block routed by one router (the driver's shares), every part to its task
             routed = [
-                client.route_pieces(setup, [(b, None)], tasks) for b in _blocks(commit, blocks)
+                client.route_pieces(setup, [(b, None)], width) for b in _blocks(commit, blocks)
             ]
             for i, t in enumerate(slots):
                 t.assign(*[parts[i] for parts in routed])
@@ -200,6 +229,13 @@ def main(argv: list[str] | None = None) -> int:
         help="rounds of every width, in alternating order after one warm-up; each width's best "
         "kept (default 2)",
     )
+    p.add_argument(
+        "--seed-tasks",
+        type=int,
+        default=0,
+        help="the first commit written by this many tasks for every width, so that every "
+        "width meets the same table (0: each width writes its own, one file group a task)",
+    )
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     workload = generate_workload("base", quick=True)
@@ -215,11 +251,13 @@ def main(argv: list[str] | None = None) -> int:
             # one untimed width first (imports, kernels, the allocator's first pages), then the
             # rounds in alternating width order, so that neither a cold process nor the
             # machine's drift falls on one width only
-            replay(workload, widths[0], args.blocks, workdir / "warm", timer)
+            replay(workload, widths[0], args.blocks, workdir / "warm", timer, args.seed_tasks)
             best: dict[int, dict] = {}
             for r in range(args.repeat):
                 for w in widths if r % 2 == 0 else list(reversed(widths)):
-                    run = replay(workload, w, args.blocks, workdir / f"r{r}w{w}", timer)
+                    run = replay(
+                        workload, w, args.blocks, workdir / f"r{r}w{w}", timer, args.seed_tasks
+                    )
                     if w not in best or run["cpu_s"] < best[w]["cpu_s"]:
                         best[w] = run
             runs = [best[w] for w in widths]
@@ -234,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
             "commits": len(workload.commits),
             "rows_per_commit": workload.commits[0].num_rows,
             "blocks": args.blocks,
+            "seed_tasks": args.seed_tasks,
         },
         "machine": machine_info(),
         "runs": runs,
