@@ -657,6 +657,14 @@ class ProcessUsage:
     exited: bool = False
     sys_start_s: float = 0.0
     sys_last_s: float = 0.0
+    faults_start: int = 0
+    faults_last: int = 0
+
+    @property
+    def minor_faults(self) -> int:
+        """Minor page faults inside the section (first touches of memory the process was
+        handed: what this VM charges most for, RESULTS twenty-sixth session; 0 off Linux)."""
+        return max(self.faults_last - self.faults_start, 0)
 
     @property
     def cpu_s(self) -> float:
@@ -709,6 +717,18 @@ class CpuUsage:
             if title_pattern is None or re.search(title_pattern, p.title, re.IGNORECASE)
         ]
         return max((p.peak_rss_mb for p in procs), default=None)
+
+
+def minor_faults(pid: int) -> int:
+    """The process's minor page faults so far (``/proc/<pid>/stat``; 0 where it cannot be
+    read)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return 0
+    # the fields after the command name, which may hold spaces: minflt is the 10th field
+    return int(stat.rsplit(b")", 1)[1].split()[7])
 
 
 def _is_jvm(cmdline: Sequence[str]) -> bool:
@@ -834,6 +854,7 @@ class CpuMeter:
                             t = child.cpu_times()
                             self._watched[ident][1].cpu_start_s = t.user + t.system
                             self._watched[ident][1].sys_start_s = t.system
+                            self._watched[ident][1].faults_start = minor_faults(child.pid)
                 except psutil.Error:
                     continue
             for proc, usage in self._watched.values():
@@ -846,6 +867,7 @@ class CpuMeter:
                         rss = proc.memory_info().rss
                     usage.cpu_last_s = t.user + t.system
                     usage.sys_last_s = t.system
+                    usage.faults_last = minor_faults(proc.pid) or usage.faults_last
                     if cmd and cmd[0].strip().startswith("ray::"):
                         title = cmd[0].strip()
                         if title != "ray::IDLE":
@@ -877,6 +899,7 @@ class CpuMeter:
             for _proc, usage in self._watched.values():
                 usage.cpu_last_s = max(usage.cpu_last_s, usage.cpu_start_s)
                 usage.sys_last_s = max(usage.sys_last_s, usage.sys_start_s)
+                usage.faults_last = max(usage.faults_last, usage.faults_start)
         self._sys0 = resource.getrusage(resource.RUSAGE_SELF).ru_stime
         self._cpu0 = self._driver_cpu()
         self._wall0 = time.perf_counter()

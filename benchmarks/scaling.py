@@ -45,7 +45,8 @@ For each path and writer count (assigners = writers unless ``--assigners``): wal
 speed-up over 1 writer, each role's CPU-s (driver, coordinator, assigners, writers, other Ray
 workers: Ray Data and RayDP tasks), ``system_cpu_share`` (the kernel's part of the section's
 CPU) and ``rows_per_user_cpu_s`` (rows per CPU-s less that part: this VM's fresh pages move the
-kernel's part between runs), ``driver_cpu_share`` (driver CPU-s / all CPU-s of the
+kernel's part between runs), ``minor_faults_k`` (each role's minor page faults, thousands:
+first touches of memory), ``driver_cpu_share`` (driver CPU-s / all CPU-s of the
 section), ``assigner_cpu_share`` (assigners' CPU-s / writers'; chained, from the tasks' own
 CPU accounting by operator, ``operator_cpu_s``), rows per CPU-s, commit latency p50/p95 and the correctness gate (hudi-rs reads the last-writer-wins dedup of the
 input). Peers fed the same commits (``--peers``, optional; a missing peer never fails the
@@ -157,6 +158,17 @@ class PathRun:
             out[role_of.get(p.pid, "other")] += p.cpu_s
         return out
 
+    def role_minor_faults(self) -> dict[str, int]:
+        """Minor page faults by role in the measured section (the Ray processes only)."""
+        out: dict[str, int] = {}
+        if self.usage is None:
+            return out
+        role_of = {pid: role.rstrip("-0123456789") for role, pid in self.pids.items()}
+        for p in self.usage.processes:
+            role = role_of.get(p.pid, "other")
+            out[role] = out.get(role, 0) + p.minor_faults
+        return out
+
     def assigner_cpu_share(self, cpu: dict[str, float]) -> float | None:
         """Assigning's CPU over writing's: the assigner and writer actors' CPU apart, or
         chained, the tasks' own accounting by operator (input preparation counted with the
@@ -210,6 +222,8 @@ class PathRun:
             rows_per_user_cpu_s=round(self.rows / u.user_cpu_s) if u.user_cpu_s else None,
             system_cpu_share=_r(u.system_cpu_s / total if total else None),
             cpu_s={k: round(v, 2) for k, v in cpu.items()},
+            # first touches of fresh memory by role, in thousands (this VM's dearest work)
+            minor_faults_k={k: round(v / 1000, 1) for k, v in self.role_minor_faults().items()},
             driver_cpu_share=_r(cpu["driver"] / total if total else None),
             assigner_cpu_share=_r(self.assigner_cpu_share(cpu)),
             commit_p50_s=_r(percentile(self.commit_s, 50)),
