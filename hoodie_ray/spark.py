@@ -388,6 +388,11 @@ def init_spark(
         executor_memory: per executor, ``"1g"``/``"512m"`` or bytes (Ray ``memory`` resource).
         configs: extra Spark configs. ``*.extraJavaOptions`` given here are kept and the
             ``--add-opens`` flags appended; :data:`DEFAULT_SPARK_CONFIGS` apply unless set.
+            A session that mostly hands DataFrames to hoodie_ray on few cores may give the
+            driver ``"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"``: its JIT
+            compiler's threads are most of its CPU per hand-off, which that halves (2 cores,
+            one executor: 0.15 -> 0.07-0.08 CPU-s a 100K-row DataFrame), at the cost of
+            slower driver-side work of the user's own Spark jobs.
             The driver JVM's log4j2 file is :data:`LOG4J2_PROPERTIES` (WARN and up, on stderr)
             unless ``spark.log4j.config.file.name`` (an absolute path; a ``log4j2.configurationFile``
             in ``spark.driver.extraJavaOptions`` is overridden by RayDP) or the
