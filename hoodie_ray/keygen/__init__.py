@@ -257,10 +257,15 @@ class KeyGenerator:
                 )
 
     # -- record keys ---------------------------------------------------------------------------
+    @property
+    def complex_key(self) -> bool:
+        """Whether keys are ``f1:v1,f2:v2`` (a null field ``__null__``), not the one field's
+        value."""
+        return self.keygen_type == "COMPLEX" or len(self.record_key_fields) > 1
+
     def record_keys(self, table: pa.Table) -> pa.Array:
         """The record key of every row; a null or empty key is a :class:`HoodieInputError`."""
-        complex_key = self.keygen_type == "COMPLEX" or len(self.record_key_fields) > 1
-        if not complex_key:
+        if not self.complex_key:
             name = self.record_key_fields[0]
             _field_type(table.schema, name)
             keys = stringify_column(table.column(name), name)

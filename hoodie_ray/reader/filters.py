@@ -55,9 +55,15 @@ class Filter:
             m = fn(column, v)
         return pc.fill_null(m, False) if m.null_count else m
 
+    @property
+    def matches_null(self) -> bool:
+        """Whether a null satisfies this (``IN`` a list holding a null: :meth:`mask`)."""
+        return self.op == "IN" and bool(self.value.null_count)
+
     def may_match(self, lo: Any, hi: Any) -> bool:
-        """Can any value in ``[lo, hi]`` (Python values, either may be None) satisfy this?"""
-        if lo is None or hi is None:
+        """Can any value in ``[lo, hi]`` (Python values, either may be None) satisfy this? A
+        filter that matches nulls may match anything: min and max say nothing of nulls."""
+        if lo is None or hi is None or self.matches_null:
             return True
         try:
             if self.op in ("=", "IN"):
@@ -206,12 +212,15 @@ def partition_may_match(
         raw = values.get(f.field)
         typ = schema.field(f.field).type
         if raw is None:
-            arr = pa.nulls(1, typ)
+            # Hudi's key generators write a null and an empty value alike to the default
+            # partition: its rows hold either
+            empty = pa.types.is_string(typ) or pa.types.is_large_string(typ)
+            arr = pa.array([None, ""], typ) if empty else pa.nulls(1, typ)
         else:
             try:
                 arr = pa.array([raw], pa.string()).cast(typ)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 continue  # e.g. a timestamp key generator's formatted path: cannot tell
-        if not f.mask(arr)[0].as_py():
+        if not pc.any(f.mask(arr)).as_py():
             return False
     return True

@@ -638,11 +638,15 @@ def record_key_lookup(
     if kg_type == "COMPLEX" and len(fields) == 1:
         # writers disagree on the key of one complex field ("f:v" or "v", HUDI-7001)
         return None, "a complex key generator over one record key field"
+    kg = KeyGenerator(
+        "COMPLEX" if kg_type == "COMPLEX" else "SIMPLE", tuple(fields), (), False, False
+    )
     values: dict[str, list[Any]] = {}
     for f in filters:
         if f.field in fields and f.field not in values and f.op in ("=", "IN"):
             vals = [f.value] if f.op == "=" else list(f.value)
-            values[f.field] = [v for v in vals if v.is_valid]
+            # a complex key writes a null field as "__null__"; a simple key is never null
+            values[f.field] = vals if kg.complex_key else [v for v in vals if v.is_valid]
     missing = [k for k in fields if k not in values]
     if missing:
         return None, f"no = / IN filter on record key field(s) {', '.join(missing)}"
@@ -657,9 +661,6 @@ def record_key_lookup(
 
     combos = list(itertools.product(*(values[k] for k in fields)))
     cols = {k: pa.array([c[i] for c in combos], schema.field(k).type) for i, k in enumerate(fields)}
-    kg = KeyGenerator(
-        "COMPLEX" if kg_type == "COMPLEX" else "SIMPLE", tuple(fields), (), False, False
-    )
     try:
         keys = kg.record_keys(pa.table(cols))
     except HoodieQueryError:
@@ -746,8 +747,12 @@ def _prune_by_secondary_index(
         return slices
     eq = [f for f in query.filters if f.op in ("=", "IN")]
     index_of = _secondary_index_of(tbl, {f.field for f in eq})
-    chosen = next((f for f in eq if f.field in index_of), None)
+    # a null is no value the index holds entries by: the rows an IN list's null matches are
+    # found by a scan
+    chosen = next((f for f in eq if f.field in index_of and not f.matches_null), None)
     if chosen is None:
+        if any(f.field in index_of for f in eq):
+            stats["secondary_index_skipped"] = "the values include a null"
         return slices
     part = index_of[chosen.field]
     if not latest:
@@ -761,7 +766,6 @@ def _prune_by_secondary_index(
     values = (
         chosen.value if chosen.op == "IN" else pa.array([chosen.value.as_py()], chosen.value.type)
     )
-    values = values.drop_null()  # a null never compares equal
     if len(values) > MAX_RECORD_INDEX_LOOKUP_KEYS:
         stats["secondary_index_skipped"] = f"{len(values)} values to look up"
         return slices

@@ -335,3 +335,82 @@ def test_filters_over_runs_of_slices(
         # slice by slice, as a Ray task reads them
         one_by_one = pa.concat_tables(read_file_slice(plan.context, s) for s in plan.slices)
         assert got.equals(one_by_one)
+
+
+# -- nulls and empty values against the pruning ---------------------------------------------------
+
+NULLS_OPTS = {
+    "hoodie.table.name": "t",
+    "hoodie.datasource.write.recordkey.field": "id",
+    "precombine.field": "ts",
+}
+
+
+def _ids(t: pa.Table) -> list[str]:
+    return sorted(t.column("id").to_pylist())
+
+
+def _expected_ids(full: pa.Table, flt: tuple) -> list[str]:
+    """The ids a filter keeps, evaluated on the whole table with no pruning."""
+    from hoodie_ray.reader.filters import apply_filters, parse_filters
+
+    return _ids(apply_filters(parse_filters([flt], full.schema), full))
+
+
+@pytest.mark.parametrize(
+    "flt",
+    [
+        ("p", "=", ""),
+        ("p", "IN", [""]),
+        ("p", "IN", [None]),
+        ("p", "IN", ["", "a"]),
+        ("p", "!=", "a"),
+        ("p", "<", "a"),
+        ("p", "NOT IN", ["a"]),
+        ("p", "=", "a"),
+    ],
+    ids=str,
+)
+def test_the_default_partition_holds_empty_values_and_nulls(tmp_path: Path, flt: tuple) -> None:
+    """Hudi's key generators write a null and an empty partition value alike to
+    ``__HIVE_DEFAULT_PARTITION__``: partition pruning keeps that partition for a filter either
+    value satisfies, so a filter gives the rows it gives unpruned."""
+    path = str(tmp_path / "t")
+    opts = {**NULLS_OPTS, "hoodie.datasource.write.partitionpath.field": "p"}
+    rows = pa.table({"id": ["k1", "k2", "k3"], "ts": [1, 2, 3], "p": ["", None, "a"]})
+    hr.write(rows, path, opts, engine="local")
+    full = hr.read(path)
+    want = _expected_ids(full, flt)
+    assert _ids(hr.read(path, filters=[flt])) == want
+    if flt in (("p", "=", ""), ("p", "IN", [None]), ("p", "!=", "a")):
+        assert want  # the case is not vacuous
+
+
+@pytest.mark.parametrize(
+    "flt",
+    [("s", "IN", [None]), ("v", "IN", [100, None]), ("s", "IN", ["x", None]), ("v", "IN", [3])],
+    ids=str,
+)
+def test_in_a_list_holding_a_null_is_never_pruned_by_min_and_max(tmp_path: Path, flt) -> None:
+    """``IN`` a list holding a null keeps the null rows (the row filter's rule); a row group's
+    or a file's min / max say nothing of its nulls, so neither prunes such a filter: the same
+    rows with the row groups' statistics and with the metadata table's column statistics."""
+    for name, extra in {
+        "stats": {},
+        "column_stats": {
+            "hoodie.write.table.version": "8",
+            "hoodie.metadata.index.column.stats.enable": "true",
+        },
+    }.items():
+        path = str(tmp_path / name)
+        rows = pa.table(
+            {
+                "id": ["a", "b", "c", "d"],
+                "ts": [1, 1, 1, 1],
+                "s": ["x", None, "y", None],
+                "v": [1, None, 3, None],
+            }
+        )
+        hr.write(rows, path, {**NULLS_OPTS, **extra}, engine="local")
+        full = hr.read(path)
+        assert _ids(hr.read(path, filters=[flt])) == _expected_ids(full, flt), name

@@ -253,3 +253,36 @@ def test_repeated_lookups_reuse_the_index_files_and_see_every_write(
         monkeypatch.undo()
         assert not opened.record_index_files()
         assert not [p for p in listed if "/.hoodie/metadata/record_index" in p]
+
+
+def test_a_complex_key_with_a_null_field_is_looked_up(tmp_path: Path) -> None:
+    """A complex key writes a null field as ``__null__``: ``IN`` a list holding a null on that
+    field looks that key up, with a full scan's rows."""
+    from hoodie_ray.reader import query
+    from hoodie_ray.reader.filters import parse_filters
+
+    path = str(tmp_path / "t")
+    opts = {
+        "hoodie.table.name": "t",
+        "hoodie.datasource.write.recordkey.field": "id,g",
+        "precombine.field": "ts",
+        "hoodie.write.table.version": "8",
+        **RI,
+    }
+    n = 40
+    rows = pa.table(
+        {
+            "id": [f"k{i % 20}" for i in range(n)],
+            "g": [None if i < 20 else "x" for i in range(n)],
+            "ts": [1] * n,
+        }
+    )
+    hr.write(rows, path, opts, engine="local")
+    flt = [("id", "IN", ["k3", "k4"]), ("g", "IN", [None])]
+    schema = hr.read(path).schema
+    keys = query.record_key_lookup(hr.HoodieTable.load(path), parse_filters(flt, schema), schema)
+    assert keys == (["id:k3,g:__null__", "id:k4,g:__null__"], "")
+    got = hr.read(path, filters=flt)
+    assert sorted(got["_hoodie_record_key"].to_pylist()) == ["id:k3,g:__null__", "id:k4,g:__null__"]
+    mixed = hr.read(path, filters=[("id", "=", "k3"), ("g", "IN", [None, "x"])])
+    assert sorted(mixed["_hoodie_record_key"].to_pylist()) == ["id:k3,g:__null__", "id:k3,g:x"]

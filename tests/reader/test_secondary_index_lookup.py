@@ -84,3 +84,42 @@ def test_time_travel_and_unindexed_columns_fall_back(java: Path) -> None:
     first = hr.HoodieTable.load(path).commits()[0].timestamp
     plan = plan_file_slices(path, filters=[("merchant_name", "=", "Grab")], as_of=first)
     assert "latest" in plan.stats["secondary_index_skipped"]
+
+
+def test_in_a_list_holding_a_null_is_not_looked_up_by_value(java: Path) -> None:
+    """A null is no value the index holds entries by, and ``IN`` a list holding one keeps the
+    null rows: such a filter is answered by a scan, with the rows a scan gives."""
+    path = str(java)
+    full = hr.read(path)
+    flt = ("merchant_name", "IN", ["Grab", None])
+    plan = plan_file_slices(path, filters=[flt])
+    assert plan.stats["secondary_index_skipped"] == "the values include a null"
+    want = full.filter(
+        pc.fill_null(pc.is_in(full["merchant_name"], pa.array(["Grab", None])), False)
+    )
+    assert _rows(hr.read(path, filters=[flt])) == _rows(want) and want.num_rows > 0
+
+
+def test_null_values_of_an_indexed_column_are_found(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    opts = {
+        "hoodie.table.name": "t",
+        "hoodie.datasource.write.recordkey.field": "id",
+        "precombine.field": "ts",
+        "hoodie.write.table.version": "8",
+        "hoodie.metadata.record.index.enable": "true",
+    }
+    n = 60
+    rows = pa.table(
+        {
+            "id": [f"k{i}" for i in range(n)],
+            "ts": [1] * n,
+            "m": [None if i % 11 == 0 else f"m{i % 7}" for i in range(n)],
+        }
+    )
+    hr.write(rows, path, opts, engine="local")
+    hr.create_index(path, "m_idx", "m", engine="local")
+    for values in ([None], [None, "m3"], ["m3"]):
+        got = hr.read(path, filters=[("m", "IN", values)])
+        want = rows.filter(pc.fill_null(pc.is_in(rows["m"], pa.array(values, pa.string())), False))
+        assert sorted(got["id"].to_pylist()) == sorted(want["id"].to_pylist()), values
