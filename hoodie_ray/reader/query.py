@@ -580,6 +580,9 @@ def _output_columns(schema: pa.Schema, columns: Sequence[str] | None) -> tuple[s
         return tuple(schema.names)
     if isinstance(columns, str):
         columns = [columns]
+    if not columns:
+        # rows with no columns would not even keep their count: the merge reads the keys
+        raise HoodieQueryError("columns is empty: name at least one column (None: all of them)")
     unknown = [c for c in columns if c not in schema.names]
     if unknown:
         raise HoodieQueryError(f"unknown column(s) {unknown}; columns: {', '.join(schema.names)}")

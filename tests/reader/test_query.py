@@ -55,6 +55,8 @@ def test_bad_query_arguments(trips: str) -> None:
         )
     with pytest.raises(HoodieQueryError, match="unknown column"):
         read_table(trips, columns=["fare", "nope"])
+    with pytest.raises(HoodieQueryError, match="columns is empty"):
+        read_table(trips, columns=[])
     with pytest.raises(HoodieQueryError, match="unknown column"):
         read_table(trips, filters=[("nope", "=", "1")])
     with pytest.raises(HoodieQueryError, match="operator"):
