@@ -213,9 +213,9 @@ def partition_may_match(
         typ = schema.field(f.field).type
         if raw is None:
             # Hudi's key generators write a null and an empty value alike to the default
-            # partition: its rows hold either
-            empty = pa.types.is_string(typ) or pa.types.is_large_string(typ)
-            arr = pa.array([None, ""], typ) if empty else pa.nulls(1, typ)
+            # partition, beside the value that is its name: its rows hold any of them
+            text = pa.types.is_string(typ) or pa.types.is_large_string(typ)
+            arr = pa.array([None, "", HIVE_DEFAULT_PARTITION], typ) if text else pa.nulls(1, typ)
         else:
             try:
                 arr = pa.array([raw], pa.string()).cast(typ)

@@ -24,7 +24,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -53,6 +53,9 @@ from hoodie_ray.table import HoodieTable
 from hoodie_ray.threads import MAX_READ_THREADS, map_in_pool
 from hoodie_ray.timeline.archive import LSMTimeline
 from hoodie_ray.timeline.instant import Action, format_instant_time
+
+if TYPE_CHECKING:
+    from hoodie_ray.metadata.secondary_index import IndexDefinition
 
 __all__ = [
     "QUERY_TYPES",
@@ -663,6 +666,11 @@ def record_key_lookup(
     import itertools
 
     combos = list(itertools.product(*(values[k] for k in fields)))
+    if kg.complex_key:
+        # keys of fields all null or empty are refused by the writer: none to look up
+        combos = [c for c in combos if any(v.is_valid and v.as_py() != "" for v in c)]
+        if not combos:
+            return [], ""
     cols = {k: pa.array([c[i] for c in combos], schema.field(k).type) for i, k in enumerate(fields)}
     try:
         keys = kg.record_keys(pa.table(cols))
@@ -715,9 +723,9 @@ def _prune_by_record_index(
     return [s for s in slices if (s.partition_path, s.file_id) in groups]
 
 
-def _secondary_index_of(tbl: HoodieTable, fields: set[str]) -> dict[str, str]:
-    """Filtered field -> the secondary index (MDT partition) over it, for the table's
-    completed secondary indexes with a one-field definition."""
+def _secondary_index_of(tbl: HoodieTable, fields: set[str]) -> dict[str, IndexDefinition]:
+    """Filtered field -> the secondary index over it (its definition; its name is its MDT
+    partition), for the table's completed secondary indexes with a one-field definition."""
     from hoodie_ray.metadata.layout import INDEX_DEFS_PROPERTY, SECONDARY_INDEX_PREFIX
     from hoodie_ray.metadata.secondary_index import index_definitions
 
@@ -725,12 +733,16 @@ def _secondary_index_of(tbl: HoodieTable, fields: set[str]) -> dict[str, str]:
     if not built:
         return {}
     rel = tbl.table_config.props.get(INDEX_DEFS_PROPERTY, "").strip()
-    out: dict[str, str] = {}
+    out: dict[str, IndexDefinition] = {}
     for name, d in index_definitions(tbl.storage, rel).items():
         one = d.source_fields[0] if len(d.source_fields) == 1 else None
         if name in built and d.is_secondary and one in fields:
-            out.setdefault(str(one), name)
+            out.setdefault(str(one), d)
     return out
+
+
+#: The secondary-index definition version whose keys for a null value are not confirmed.
+NULL_UNKNOWN_VERSION = "V1"
 
 
 def _prune_by_secondary_index(
@@ -750,14 +762,24 @@ def _prune_by_secondary_index(
         return slices
     eq = [f for f in query.filters if f.op in ("=", "IN")]
     index_of = _secondary_index_of(tbl, {f.field for f in eq})
-    # a null is no value the index holds entries by: the rows an IN list's null matches are
-    # found by a scan
-    chosen = next((f for f in eq if f.field in index_of and not f.matches_null), None)
+    # Version 2 indexes key a null value as the NUL character (the Java v9 sample); what
+    # version 1 did with nulls is not confirmed: an IN list holding a null is scanned there
+    chosen = next(
+        (
+            f
+            for f in eq
+            if f.field in index_of
+            and (not f.matches_null or index_of[f.field].version != NULL_UNKNOWN_VERSION)
+        ),
+        None,
+    )
     if chosen is None:
         if any(f.field in index_of for f in eq):
-            stats["secondary_index_skipped"] = "the values include a null"
+            stats["secondary_index_skipped"] = (
+                "the values include a null, which a version 1 index may not hold"
+            )
         return slices
-    part = index_of[chosen.field]
+    part = index_of[chosen.field].index_name
     if not latest:
         stats["secondary_index_skipped"] = (
             "not a snapshot of the latest commit (the index describes the latest one)"

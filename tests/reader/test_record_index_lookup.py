@@ -282,6 +282,12 @@ def test_a_complex_key_with_a_null_field_is_looked_up(tmp_path: Path) -> None:
     schema = hr.read(path).schema
     keys = query.record_key_lookup(hr.HoodieTable.load(path), parse_filters(flt, schema), schema)
     assert keys == (["id:k3,g:__null__", "id:k4,g:__null__"], "")
+    # a combination of fields all null makes no key the writer allows: the others are looked up
+    both_null = [("id", "IN", ["k3", None]), ("g", "IN", [None])]
+    keys = query.record_key_lookup(
+        hr.HoodieTable.load(path), parse_filters(both_null, schema), schema
+    )
+    assert keys == (["id:k3,g:__null__"], "")
     got = hr.read(path, filters=flt)
     assert sorted(got["_hoodie_record_key"].to_pylist()) == ["id:k3,g:__null__", "id:k4,g:__null__"]
     mixed = hr.read(path, filters=[("id", "=", "k3"), ("g", "IN", [None, "x"])])
