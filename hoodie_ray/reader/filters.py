@@ -86,6 +86,8 @@ class Filter:
 
 
 def _cast_value(raw: Any, typ: pa.DataType, where: str) -> pa.Scalar:
+    if pa.types.is_decimal(typ) and isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        raw = str(raw)  # as an int64 or double scalar, the cast would need 19+ digits
     try:
         if isinstance(raw, pa.Scalar):
             return raw.cast(typ)

@@ -429,3 +429,27 @@ def test_in_a_list_holding_a_null_is_never_pruned_by_min_and_max(tmp_path: Path,
         hr.write(rows, path, {**NULLS_OPTS, **extra}, engine="local")
         full = hr.read(path)
         assert _ids(hr.read(path, filters=[flt])) == _expected_ids(full, flt), name
+
+
+def test_number_filters_on_a_decimal_column(tmp_path: Path) -> None:
+    """A Python int or float compared with a decimal column is read as that number, not
+    cast through int64 / double (which needs more digits than the column has)."""
+    import decimal
+
+    path = str(tmp_path / "t")
+    d = pa.decimal128(10, 2)
+    rows = pa.table(
+        {
+            "id": ["a", "b", "c"],
+            "ts": [1, 1, 1],
+            "d": pa.array(
+                [decimal.Decimal("-1.25"), decimal.Decimal("0"), decimal.Decimal("1.5")], d
+            ),
+        }
+    )
+    hr.write(rows, path, NULLS_OPTS, engine="local")
+    assert _ids(hr.read(path, filters=[("d", "<", 0)])) == ["a"]
+    assert _ids(hr.read(path, filters=[("d", "=", 1.5)])) == ["c"]
+    assert _ids(hr.read(path, filters=[("d", "IN", [0, -1.25])])) == ["a", "b"]
+    with pytest.raises(HoodieQueryError, match="'d'"):
+        hr.read(path, filters=[("d", "=", 0.001)])
