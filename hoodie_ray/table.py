@@ -27,8 +27,9 @@ from hoodie_ray.metadata.layout import completed_partitions, has_metadata_table
 from hoodie_ray.metadata.reader import MetadataListing, MetadataTable
 from hoodie_ray.storage import Storage, join, open_storage
 from hoodie_ray.timeline.archive import ArchivedLogTimeline, ArchivedTimeline, LSMTimeline
-from hoodie_ray.timeline.instant import Instant
+from hoodie_ray.timeline.instant import Action, Instant, State
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata
+from hoodie_ray.timeline.plans import HoodieCleanMetadata
 from hoodie_ray.timeline.timeline import ActiveTimeline
 
 __all__ = ["HoodieTable", "resolve_table_schema"]
@@ -181,6 +182,27 @@ class HoodieTable:
     def commits(self) -> list[Instant]:
         """Completed commit/deltacommit/replacecommit instants, oldest requested first."""
         return self.active_timeline.completed_commits()
+
+    def earliest_retained_commit(self) -> str | None:
+        """The last completed clean's ``earliestCommitToRetain``: the oldest commit whose
+        file slices the cleaner kept (a read as of an older one may miss files: Java's
+        ``validateTimestampAsOf``); None without a clean or where the clean names none
+        (KEEP_LATEST_FILE_VERSIONS)."""
+        tl = self.active_timeline
+        cleans = tl.find([Action.CLEAN], [State.COMPLETED])
+        if not cleans:
+            return None
+        last = cleans[-1]
+        meta = HoodieCleanMetadata.from_bytes(tl.read_details(last), tl.file_name(last))
+        return meta.earliest_commit_to_retain or None
+
+    def savepointed_commits(self) -> set[str]:
+        """The instants of the completed savepoints (their files outlive every clean)."""
+        from hoodie_ray.timeline.instant import Action, State
+
+        return {
+            i.timestamp for i in self.active_timeline.find([Action.SAVEPOINT], [State.COMPLETED])
+        }
 
     def metadata(self, inst: Instant) -> HoodieCommitMetadata:
         """The decoded metadata of a completed commit-like instant (cached)."""

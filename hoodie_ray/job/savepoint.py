@@ -31,7 +31,6 @@ from hoodie_ray.storage import join
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant, State
 from hoodie_ray.timeline.plans import (
-    HoodieCleanMetadata,
     HoodieInstantInfo,
     HoodieRestoreMetadata,
     HoodieRestorePlan,
@@ -82,18 +81,6 @@ def _lock(table: HoodieTable, options: dict[str, Any] | None) -> Any:
     return open_lock(table.storage, resolve_options(options))
 
 
-def _latest_commit_retained(table: HoodieTable) -> str | None:
-    """The earliest commit the last clean retained (older ones may have lost their files);
-    without a clean, None (every completed commit is readable)."""
-    tl = table.active_timeline
-    cleans = tl.find([Action.CLEAN], [State.COMPLETED])
-    if not cleans:
-        return None
-    last = cleans[-1]
-    meta = HoodieCleanMetadata.from_bytes(tl.read_details(last), tl.file_name(last))
-    return meta.earliest_commit_to_retain or None
-
-
 def savepoint(
     path: str,
     instant: str | None = None,
@@ -128,7 +115,7 @@ def savepoint(
             raise HoodieTimelineError(
                 f"{path}: cannot savepoint {instant}: not a completed commit on the active timeline"
             )
-        retained = _latest_commit_retained(table)
+        retained = table.earliest_retained_commit()
         if retained is not None and instant < retained:
             raise HoodieTimelineError(
                 f"{path}: cannot savepoint {instant}: the last clean retained commits from "

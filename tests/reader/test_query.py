@@ -453,3 +453,58 @@ def test_number_filters_on_a_decimal_column(tmp_path: Path) -> None:
     assert _ids(hr.read(path, filters=[("d", "IN", [0, -1.25])])) == ["a", "b"]
     with pytest.raises(HoodieQueryError, match="'d'"):
         hr.read(path, filters=[("d", "=", 0.001)])
+
+
+# -- reads of instants the cleaner no longer keeps ------------------------------------------------
+
+
+@pytest.mark.parametrize("version", ["6", "8"])
+def test_reads_before_the_commits_a_clean_kept_are_refused(tmp_path: Path, version: str) -> None:
+    """A clean keeps the file slices of the commits from its ``earliestCommitToRetain`` on.
+    Time travel, an incremental read up to an older instant and a CDC range holding an older
+    commit are refused, even where a savepoint kept an older slice of the same file group
+    (read in place of the cleaned one, it gave stale rows); the savepointed instant and the
+    retained ones read right."""
+    path = str(tmp_path / "t")
+    opts = {
+        **NULLS_OPTS,
+        "hoodie.datasource.write.partitionpath.field": "city",
+        "compaction.schedule.enabled": "false",
+        "clean.async.enabled": "false",
+        "hoodie.write.table.version": version,
+    }
+
+    def write(ts: int) -> str:
+        rows = pa.table({"id": ["a"], "ts": [ts], "fare": [float(ts)], "city": ["sf"]})
+        return hr.write(rows, path, opts, engine="local").instant
+
+    i1 = write(1)
+    hr.savepoint(path)  # keeps the slice of base i1
+    i2 = write(2)
+    hr.compact(path, opts)
+    i3 = write(3)
+    i4 = write(4)
+    hr.compact(path, opts)
+    i5 = write(5)
+    hr.clean(path, {**opts, "clean.retain_commits": "1"})
+    retained = hr.HoodieTable.load(path).earliest_retained_commit()
+    assert retained is not None and i4 < retained <= i5
+
+    def fare(**kw: object) -> list:
+        return hr.read(path, columns=["fare"], **kw).column("fare").to_pylist()
+
+    assert fare(as_of=i1) == [1.0]  # savepointed
+    assert fare(as_of=i5) == [5.0]
+    for old in (i2, i3, i4):
+        with pytest.raises(HoodieQueryError, match="the last clean kept"):
+            fare(as_of=old)
+        with pytest.raises(HoodieQueryError, match="the last clean kept"):
+            fare(query_type="incremental", begin=i1, end=old)
+    for begin in (None, i2, i3):
+        with pytest.raises(HoodieQueryError, match="cleaned the older ones"):
+            hr.read(path, query_type="incremental", incremental_format="cdc", begin=begin, end=i5)
+    assert fare(query_type="incremental", begin=i4) == [5.0]
+    cdc = hr.read(path, query_type="incremental", incremental_format="cdc", begin=retained)
+    assert [(r["op"], r["after"]["fare"]) for r in cdc.to_pylist()] == (
+        [] if retained == i5 else [("u", 5.0)]
+    )
