@@ -64,6 +64,7 @@ class HoodieTable:
         self._archived: ArchivedTimeline | None = None
         self._mdt: MetadataTable | None = None
         self._metadata: dict[str, HoodieCommitMetadata] = {}
+        self._base_writes: tuple[tuple[str, ...], dict[tuple[str, str], list[str]]] | None = None
         self._schema: pa.Schema | None = None
         self._schema_at: tuple[str, ...] | None = None
 
@@ -198,11 +199,36 @@ class HoodieTable:
 
     def savepointed_commits(self) -> set[str]:
         """The instants of the completed savepoints (their files outlive every clean)."""
-        from hoodie_ray.timeline.instant import Action, State
+        found = self.active_timeline.find([Action.SAVEPOINT], [State.COMPLETED])
+        return {i.timestamp for i in found}
 
-        return {
-            i.timestamp for i in self.active_timeline.find([Action.SAVEPOINT], [State.COMPLETED])
-        }
+    def base_writes(self) -> dict[tuple[str, str], list[str]]:
+        """``(partition, file id)`` -> the instants of the active timeline's completed commits
+        that wrote a base file of the group, in order (their write stats): a read as of an
+        instant must find the slice of the latest of them by then, or its slice was cleaned."""
+        commits = tuple(i.timestamp for i in self.commits())
+        if self._base_writes is None or self._base_writes[0] != commits:
+            out: dict[tuple[str, str], list[str]] = {}
+            for inst in self.commits():
+                for part, stat in self.metadata(inst).iter_write_stats():
+                    if stat.file_id and stat.path and stat.path.endswith(".parquet"):
+                        out.setdefault((part, stat.file_id), []).append(inst.timestamp)
+            self._base_writes = (commits, out)
+        return self._base_writes[1]
+
+    def cleaned(self) -> bool:
+        """Whether a clean completed on the active timeline (files of older slices may be
+        gone)."""
+        return bool(self.active_timeline.find([Action.CLEAN], [State.COMPLETED]))
+
+    def stale_before(self) -> str | None:
+        """The instant before which a read as of an older instant may meet a savepoint's older
+        file slice in place of a cleaned one (stale records, no error): the last clean's
+        earliest retained commit, where a savepoint older than it exists; else None."""
+        retained = self.earliest_retained_commit()
+        if retained is None or not any(s < retained for s in self.savepointed_commits()):
+            return None
+        return retained
 
     def metadata(self, inst: Instant) -> HoodieCommitMetadata:
         """The decoded metadata of a completed commit-like instant (cached)."""

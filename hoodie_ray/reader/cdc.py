@@ -52,6 +52,7 @@ from hoodie_ray.file_group.view import FileGroup, FileSlice, FileSystemView
 from hoodie_ray.log_format import CDCDataBlock, DataBlock, read_log_file
 from hoodie_ray.meta import COMMIT_SEQNO, COMMIT_TIME, META_FIELDS_WITH_OPERATION, RECORD_KEY
 from hoodie_ray.reader.file_slice_reader import ReadContext, SliceSpec, read_file_slice
+from hoodie_ray.reader.retention import stale_slice
 from hoodie_ray.reader.schema import reconcile
 from hoodie_ray.storage import join
 from hoodie_ray.table import HoodieTable
@@ -227,6 +228,9 @@ class ChangeReader:
         self._ctx = ReadContext.of_table(tbl, table_schema, tuple(table_schema.names))
         self._storage = tbl.storage
         self._view: FileSystemView = tbl.view()
+        # where a savepoint older than the commits the last clean kept exists, a state may be
+        # read from its older slice in place of a cleaned one: each slice read is checked
+        self._check_stale = tbl.stale_before() is not None
         self._groups: dict[tuple[str, str], dict[str, FileGroup]] = {}
         self._states: OrderedDict[tuple[str, str], tuple[str, pa.Table]] = OrderedDict()
         self._state_bytes = 0
@@ -316,6 +320,13 @@ class ChangeReader:
                 after = None
             else:
                 after = self._state_at(key, c)
+                if after is None:  # the commit wrote the group: its slice was cleaned since
+                    raise HoodieQueryError(
+                        f"the changes of commit {c} in file group {key[1]} (partition "
+                        f"{key[0]!r}) need its file slice as of {c}, which was cleaned (or "
+                        "archived away); read a later range, or keep more commits "
+                        "(hoodie.cleaner.commits.retained)"
+                    )
                 self._keep(key, c, after)
             out.append(self._diff(c, before, after, (key, c) in self._partial_states))
         out = [t for t in out if t.num_rows]
@@ -414,6 +425,7 @@ class ChangeReader:
     def _state_at(self, key: tuple[str, str], at: str) -> pa.Table | None:
         """The merged records of file group ``key`` as of instant ``at`` (None: no slice)."""
         part, fid = key
+
         groups = self._groups.get((part, at))
         if groups is None:
             groups = {
@@ -427,10 +439,18 @@ class ChangeReader:
         s = fg.latest_slice(at) if fg is not None else None
         if s is None or s.is_empty:
             return None
+        spec = SliceSpec.of(s)
+        if self._check_stale:
+            stale = stale_slice(self.tbl, at, [spec])
+            if stale is not None:
+                raise HoodieQueryError(
+                    f"the changes around {at} are not kept: {stale}; read a later range, or "
+                    "keep more commits (hoodie.cleaner.commits.retained)"
+                )
         if self._has_partial_blocks(s, at):
             self._partial_states.add((key, at))
         ctx = dataclasses.replace(self._ctx, end_instant=at)
-        return read_file_slice(ctx, SliceSpec.of(s), self._storage)
+        return read_file_slice(ctx, spec, self._storage)
 
     def _has_partial_blocks(self, s: FileSlice, at: str) -> bool:
         """Does slice ``s`` (as of ``at``) hold an ``IS_PARTIAL`` data block? Headers only

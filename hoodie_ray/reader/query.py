@@ -36,6 +36,7 @@ from hoodie_ray.exceptions import (
 from hoodie_ray.file_group.naming import parse_base_file_name, parse_log_file_name
 from hoodie_ray.lru import SizedLru
 from hoodie_ray.metadata.layout import COLUMN_STATS, RECORD_INDEX
+from hoodie_ray.reader import retention
 from hoodie_ray.reader.file_slice_reader import (
     ReadContext,
     SliceSpec,
@@ -296,25 +297,6 @@ def cdc_range(tbl: HoodieTable, begin: Any, end: Any) -> tuple[str | None, str |
     if start is not None and stop is not None and start > stop:
         raise HoodieQueryError(f"begin {start} is after end {stop}")
     _check_not_archived(tbl, start)
-    retained = tbl.earliest_retained_commit()
-    if retained is not None:
-        # a change needs its file group's slices before and after its commit: the cleaner
-        # keeps them for the commits after the earliest it retained, and a savepoint's older
-        # slice read in their place would give stale images
-        older = [
-            c.timestamp
-            for c in tbl.commits()
-            if (start is None or c.timestamp > start)
-            and (stop is None or c.timestamp <= stop)
-            and c.timestamp <= retained
-        ]
-        if older:
-            raise HoodieQueryError(
-                f"the changes of commit {older[0]} are not all kept: the last clean kept the "
-                f"file slices of the commits from {retained} on, and cleaned the older ones; "
-                f"read a range that begins at {retained} or later, or keep more commits "
-                "(hoodie.cleaner.commits.retained)"
-            )
     return start, stop
 
 
@@ -422,36 +404,18 @@ def _plan_incremental(
     slicing = tbl.completion_time_slicing
     rng = InstantRange(start, stop, tbl.completion_map() if slicing else None)
     ctx = query.context(None if slicing else stop, rng)
-    if end is not None and stop is not None:
-        check_retained(tbl, stop, "an incremental read up to")
     slices = [] if stop is None else _incremental_slices(tbl, rng)
-    _check_files_kept(tbl, slices, rng)
+    retention.check_files_kept(tbl, slices, rng)
+    if end is not None and stop is not None and tbl.stale_before() is not None:
+        # a savepoint's older slice may stand where the one as of the end was cleaned
+        stale = retention.stale_slice(tbl, retention.requested_time(tbl, stop), slices)
+        if stale is not None:
+            raise HoodieQueryError(
+                f"an incremental read up to {stop} is not possible: {stale}; read a later "
+                "range, or keep more commits (hoodie.cleaner.commits.retained)"
+            )
     slices = _prune_partitions(tbl, slices, query.filters, query.schema)
     return ReadPlan(query.qt, ctx, slices, stop)
-
-
-def _check_files_kept(tbl: HoodieTable, slices: list[SliceSpec], rng: InstantRange) -> None:
-    """After a clean, the files an incremental read's slices name must still be listed: a
-    slice the range's write stats name may have been cleaned since (Java refuses such a
-    read: "Found deleted files in commit")."""
-    retained = tbl.earliest_retained_commit()
-    if retained is None or not slices:
-        return
-    parts = sorted({s.partition_path for s in slices})
-    listed: set[tuple[str, str]] = set()
-    for fg in tbl.view().all_file_groups(parts, include_replaced=True):
-        for fs in fg.slices.values():
-            if fs.base_file:
-                listed.add((fg.partition_path, fs.base_file))
-            listed.update((fg.partition_path, n) for n in fs.log_files)
-    for spec in slices:
-        for name in ([spec.base_file] if spec.base_file else []) + list(spec.log_files):
-            if (spec.partition_path, name) not in listed:
-                raise HoodieQueryError(
-                    f"an incremental read of ({rng.start}, {rng.end}] is not possible: file "
-                    f"{name} (partition {spec.partition_path!r}) was cleaned; the last clean "
-                    f"kept the file slices of the commits from {retained} on"
-                )
 
 
 def _plan_snapshot(query: _Query, as_of: str | _dt.datetime | None) -> ReadPlan:
@@ -965,59 +929,11 @@ def _view_slices(tbl: HoodieTable, query_instant: str, keep: bool = False) -> li
 
 def _snapshot_slices(tbl: HoodieTable, query_instant: str, check_cleaned: bool) -> list[SliceSpec]:
     if check_cleaned:
-        check_retained(tbl, query_instant, "time travel to")
+        retention.check_retained(tbl, query_instant, "time travel to")
     slices = _view_slices(tbl, query_instant, keep=not check_cleaned)
     if check_cleaned:
-        _check_not_cleaned(tbl, query_instant, slices)
+        retention.check_not_cleaned(tbl, query_instant, slices)
     return sorted(slices, key=lambda s: (s.partition_path, s.file_id))
-
-
-def check_retained(tbl: HoodieTable, instant: str, what: str) -> None:
-    """Refuse a read as of ``instant`` older than the commits the last clean retained (Java's
-    ``validateTimestampAsOf``): the slices it needs may be gone, or replaced by older ones a
-    savepoint kept. A savepointed instant stays readable. ``what`` begins the message."""
-    retained = tbl.earliest_retained_commit()
-    if retained is None or instant >= retained or instant in tbl.savepointed_commits():
-        return
-    raise HoodieQueryError(
-        f"{what} {instant} is not possible: the last clean kept the file slices of the commits "
-        f"from {retained} on (hoodie.cleaner.commits.retained; a savepoint keeps an instant "
-        "readable)"
-    )
-
-
-def _check_not_cleaned(tbl: HoodieTable, query_instant: str, slices: list[SliceSpec]) -> None:
-    """Time travel: every file group written at or before the query instant (and not replaced
-    by then) must still have its slice at that instant, the one of the latest base file
-    written by then; otherwise the cleaner removed it (and the view fell back to an older
-    slice a savepoint kept, or to none)."""
-    present = {(s.partition_path, s.file_id): s for s in slices}
-    written: dict[tuple[str, str], str] = {}
-    replaced: set[tuple[str, str]] = set()
-    for inst in tbl.commits():
-        if inst.timestamp > query_instant:
-            break
-        meta = tbl.metadata(inst)
-        for part, stat in meta.iter_write_stats():
-            if stat.file_id and stat.path and stat.path.endswith(".parquet"):
-                written[(part, stat.file_id)] = inst.timestamp
-        for part, ids in meta.replaced_file_ids().items():
-            replaced.update((part, i) for i in ids)
-    missing = sorted(
-        k
-        for k, at in written.items()
-        if k not in replaced
-        and (
-            k not in present or present[k].base_file is None or (present[k].base_instant or "") < at
-        )
-    )
-    if missing:
-        part, fid = missing[0]
-        raise HoodieQueryError(
-            f"time travel to {query_instant} is not possible: the file slices of "
-            f"{len(missing)} file group(s) as of that instant were cleaned "
-            f"(e.g. file group {fid} in partition {part!r}, written at {written[missing[0]]})"
-        )
 
 
 # -- incremental slices --------------------------------------------------------------------------
