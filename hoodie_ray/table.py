@@ -221,14 +221,11 @@ class HoodieTable:
         gone)."""
         return bool(self.active_timeline.find([Action.CLEAN], [State.COMPLETED]))
 
-    def stale_before(self) -> str | None:
-        """The instant before which a read as of an older instant may meet a savepoint's older
-        file slice in place of a cleaned one (stale records, no error): the last clean's
-        earliest retained commit, where a savepoint older than it exists; else None."""
-        retained = self.earliest_retained_commit()
-        if retained is None or not any(s < retained for s in self.savepointed_commits()):
-            return None
-        return retained
+    def savepoint_may_stand_in(self) -> bool:
+        """Whether a read as of an older instant may meet a savepoint's older file slice where
+        a cleaner removed the one it needs (stale records, no error): a clean completed and a
+        savepoint exists."""
+        return self.cleaned() and bool(self.savepointed_commits())
 
     def metadata(self, inst: Instant) -> HoodieCommitMetadata:
         """The decoded metadata of a completed commit-like instant (cached)."""

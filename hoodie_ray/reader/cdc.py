@@ -228,9 +228,9 @@ class ChangeReader:
         self._ctx = ReadContext.of_table(tbl, table_schema, tuple(table_schema.names))
         self._storage = tbl.storage
         self._view: FileSystemView = tbl.view()
-        # where a savepoint older than the commits the last clean kept exists, a state may be
-        # read from its older slice in place of a cleaned one: each slice read is checked
-        self._check_stale = tbl.stale_before() is not None
+        # a state may be read from a savepoint's older slice in place of a cleaned one: then
+        # each slice read is checked
+        self._check_stale = tbl.savepoint_may_stand_in()
         self._groups: dict[tuple[str, str], dict[str, FileGroup]] = {}
         self._states: OrderedDict[tuple[str, str], tuple[str, pa.Table]] = OrderedDict()
         self._state_bytes = 0

@@ -406,7 +406,7 @@ def _plan_incremental(
     ctx = query.context(None if slicing else stop, rng)
     slices = [] if stop is None else _incremental_slices(tbl, rng)
     retention.check_files_kept(tbl, slices, rng)
-    if end is not None and stop is not None and tbl.stale_before() is not None:
+    if end is not None and stop is not None and tbl.savepoint_may_stand_in():
         # a savepoint's older slice may stand where the one as of the end was cleaned
         stale = retention.stale_slice(tbl, retention.requested_time(tbl, stop), slices)
         if stale is not None:
