@@ -206,10 +206,12 @@ class HoodieTable:
         """``(partition, file id)`` -> the instants of the active timeline's completed commits
         that wrote a base file of the group, in order (their write stats): a read as of an
         instant must find the slice of the latest of them by then, or its slice was cleaned."""
-        commits = tuple(i.timestamp for i in self.commits())
+        done = self.commits()
+        # the commits grow at the end and leave from the start (archival) or the end (restore)
+        commits = (str(len(done)), done[0].timestamp, done[-1].timestamp) if done else ()
         if self._base_writes is None or self._base_writes[0] != commits:
             out: dict[tuple[str, str], list[str]] = {}
-            for inst in self.commits():
+            for inst in done:
                 for part, stat in self.metadata(inst).iter_write_stats():
                     if stat.file_id and stat.path and stat.path.endswith(".parquet"):
                         out.setdefault((part, stat.file_id), []).append(inst.timestamp)
