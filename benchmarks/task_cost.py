@@ -173,10 +173,10 @@ def replay(
     timer.calls.clear()
     try:
         for ci, commit in enumerate(workload.commits):
-            if not slots:
-                slots = _slots(coord, setup, seed_tasks or tasks)
-            elif ci == 1 and seed_tasks:
-                slots = _slots(coord, setup, tasks)
+            # new tasks at the first commit, and again after it where another width seeded it
+            fresh = ci == 0 or (ci == 1 and bool(seed_tasks))
+            if fresh:
+                slots = _slots(coord, setup, (seed_tasks or tasks) if ci == 0 else tasks)
             width = len(slots)
             timer.on = ci > 0
             t0 = time.process_time()
@@ -186,9 +186,7 @@ def replay(
             per_task = coord.slices_by_writer(slices, profile, width)
             frozen = coord.frozen_logs()
             for i, t in enumerate(slots):
-                t.begin(
-                    ci > 0 and not (ci == 1 and seed_tasks), profile, instant, frozen, per_task[i]
-                )
+                t.begin(not fresh, profile, instant, frozen, per_task[i])
             # each block routed by one router (the driver's shares), every part to its task
             routed = [
                 client.route_pieces(setup, [(b, None)], width) for b in _blocks(commit, blocks)

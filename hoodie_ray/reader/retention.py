@@ -10,7 +10,8 @@ incremental reads).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import bisect
+from collections.abc import Iterable, Sequence
 
 from hoodie_ray.exceptions import HoodieQueryError
 from hoodie_ray.reader.file_slice_reader import SliceSpec
@@ -49,13 +50,25 @@ def stale_slice(tbl: HoodieTable, at: str, slices: Iterable[SliceSpec]) -> str |
     one (a savepoint's) stands in its place; None when each is."""
     bases = tbl.base_writes()
     for s in slices:
-        written = [t for t in bases.get((s.partition_path, s.file_id), ()) if t <= at]
-        if written and (s.base_file is None or (s.base_instant or "") < written[-1]):
+        latest = _latest_base(bases.get((s.partition_path, s.file_id), ()), at)
+        if latest is not None and _older(s, latest):
             return (
                 f"the slice of file group {s.file_id} (partition {s.partition_path!r}) with "
-                f"the base file written at {written[-1]} was cleaned"
+                f"the base file written at {latest} was cleaned"
             )
     return None
+
+
+def _latest_base(times: Sequence[str], at: str) -> str | None:
+    """The latest of a group's base-file instants (ascending) at or before ``at``."""
+    i = bisect.bisect_right(times, at)
+    return times[i - 1] if i else None
+
+
+def _older(s: SliceSpec | None, base: str) -> bool:
+    """Whether ``s`` (None: no slice) is not the slice of the base file written at ``base``
+    or a later one."""
+    return s is None or s.base_file is None or (s.base_instant or "") < base
 
 
 def check_not_cleaned(tbl: HoodieTable, query_instant: str, slices: list[SliceSpec]) -> None:
@@ -72,12 +85,9 @@ def check_not_cleaned(tbl: HoodieTable, query_instant: str, slices: list[SliceSp
             replaced.update((part, i) for i in ids)
     missing: list[tuple[tuple[str, str], str]] = []
     for key, times in tbl.base_writes().items():
-        written = [t for t in times if t <= query_instant]
-        if not written or key in replaced:
-            continue
-        s = present.get(key)
-        if s is None or s.base_file is None or (s.base_instant or "") < written[-1]:
-            missing.append((key, written[-1]))
+        latest = _latest_base(times, query_instant)
+        if latest is not None and key not in replaced and _older(present.get(key), latest):
+            missing.append((key, latest))
     if missing:
         missing.sort()
         (part, fid), at = missing[0]

@@ -458,6 +458,17 @@ def test_number_filters_on_a_decimal_column(tmp_path: Path) -> None:
 # -- reads of instants the cleaner no longer keeps ------------------------------------------------
 
 
+def _cleaned_table_options(version: str) -> dict[str, str]:
+    """A table partitioned by ``city`` whose compactions and cleans run only when asked."""
+    return {
+        **NULLS_OPTS,
+        "hoodie.datasource.write.partitionpath.field": "city",
+        "compaction.schedule.enabled": "false",
+        "clean.async.enabled": "false",
+        "hoodie.write.table.version": version,
+    }
+
+
 @pytest.mark.parametrize("savepoint", [False, True], ids=["no-savepoint", "savepoint"])
 @pytest.mark.parametrize("version", ["6", "8"])
 def test_reads_after_a_clean_give_what_they_gave_before_or_are_refused(
@@ -469,13 +480,7 @@ def test_reads_after_a_clean_give_what_they_gave_before_or_are_refused(
     cleaned instant must not take for the cleaned one. Reads the clean left whole still
     read, savepoint or not: the retained commits, a partition no later commit rewrote."""
     path = str(tmp_path / "t")
-    opts = {
-        **NULLS_OPTS,
-        "hoodie.datasource.write.partitionpath.field": "city",
-        "compaction.schedule.enabled": "false",
-        "clean.async.enabled": "false",
-        "hoodie.write.table.version": version,
-    }
+    opts = _cleaned_table_options(version)
 
     def write(ts: int, city: str = "sf") -> str:
         rows = pa.table(
@@ -548,13 +553,7 @@ def test_reads_before_the_commits_a_clean_kept_are_refused(tmp_path: Path, versi
     where a savepoint kept an older slice of the same file group (read in place of the cleaned
     one, it gave stale rows); the savepointed instant and the retained ones read right."""
     path = str(tmp_path / "t")
-    opts = {
-        **NULLS_OPTS,
-        "hoodie.datasource.write.partitionpath.field": "city",
-        "compaction.schedule.enabled": "false",
-        "clean.async.enabled": "false",
-        "hoodie.write.table.version": version,
-    }
+    opts = _cleaned_table_options(version)
 
     def write(ts: int) -> str:
         rows = pa.table({"id": ["a"], "ts": [ts], "fare": [float(ts)], "city": ["sf"]})
