@@ -194,7 +194,8 @@ class CompactionService:
         """Carry post-plan logs over (v6), then write ``<instant>.commit`` atomically."""
         self.timeline.reload()
         inst = self.timeline.get(instant, Action.COMPACTION)
-        if inst is None:
+        if inst is None or inst.is_completed:
+            # another process ran it too (its heartbeat had expired): its commit stands
             raise HoodieCompactionError(f"compaction {instant} is not pending on {self.path}")
         plan = read_plan(self.timeline, inst)
         if not self.table.completion_time_slicing:

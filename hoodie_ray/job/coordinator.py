@@ -308,7 +308,8 @@ class Coordinator:
         self._compaction: CompactionService | None = None
         self._running: tuple[str, Any] | None = None  # background compaction: instant, handle
         self._started: dict[str, float] = {}
-        self._done: list[str] = []  # compactions committed by the current after_commit
+        self._done: list[str] = []  # compactions committed since the last after_commit's report
+        self._clustered_between: str | None = None  # a clustering commit_finished committed
         self._cleaned: str | None = None
         self.last_services = TableServices()  # what the last after_commit did
         self.inline_clustering = False  # the caller drops its key index after a clustering
@@ -967,15 +968,22 @@ class Coordinator:
         With ``hoodie.table.services.enabled=false`` every service stands down (the table's
         services run as their own job: ``hr.compact`` / ``hr.clean`` / ``hr.archive``).
         """
-        self._done, self._cleaned = [], None
+        # compactions and a clustering committed since the last barrier (commit_finished) are
+        # reported with this one's
+        self._cleaned = None
         if not self.wc.table_services_enabled:
+            self._done, self._clustered_between = [], None
             self.last_services = TableServices()
             return 0
         started = self._running[0] if self._running is not None else None
         # OCC: the table services run in one turn of the lock (a single writer holds it)
         with self._locked() if self.wc.occ else nullcontext():
             pending = self._compaction_step(runner, run_pending)
-            clustered = self._clustering_step() or self._async_clustering_step(runner)
+            clustered = (
+                self._clustering_step()
+                or self._async_clustering_step(runner)
+                or self._clustered_between
+            )
             self.clean()
             archived = self.archive()
         now = self._running[0] if self._running is not None else None
@@ -986,6 +994,7 @@ class Coordinator:
             archived=len(archived),
             clustered=clustered,
         )
+        self._done, self._clustered_between = [], None
         return pending
 
     def _clustering_step(self) -> str | None:
@@ -1083,7 +1092,16 @@ class Coordinator:
         if runner is None or not self.wc.compaction_async:
             self.run_compaction(instant)
             return 0
-        self._running = (instant, runner.submit(self.compaction_tasks(instant)))
+        # its heartbeat keeps another process's service from running it too, until it is
+        # committed or rolled back (the job may idle between checkpoints meanwhile: parked)
+        if self.heartbeats is not None:
+            self.heartbeats.start(instant)
+        try:
+            self._running = (instant, runner.submit(self.compaction_tasks(instant)))
+        except BaseException:
+            if self.heartbeats is not None:
+                self.heartbeats.stop(instant)
+            raise
         return 1
 
     def _finish_running(self, runner: CompactionRunner | None, wait: bool) -> bool | None:
@@ -1096,14 +1114,52 @@ class Coordinator:
         except Exception:
             # a compactor failed or died: undo, and retry on fresh workers
             self._running = None
-            self.rollback_compaction(instant)
+            try:
+                self.rollback_compaction(instant)
+            finally:
+                self._stop_beat(instant)
             runner.reset()
             return False
         if stats is None:
             return None
         self._running = None
-        self.commit_compaction(instant, stats)
+        try:
+            self.commit_compaction(instant, stats)
+        finally:
+            self._stop_beat(instant)
         return True
+
+    def _stop_beat(self, instant: str) -> None:
+        if self.heartbeats is not None:
+            self.heartbeats.stop(instant)
+
+    def background_handles(self) -> list[Any]:
+        """The runner's handles of the compaction and clustering running in the background."""
+        out = [self._running[1]] if self._running is not None else []
+        if self._clustering is not None:
+            out.append(self._clustering[2])
+        return out
+
+    def commit_finished(self, runner: CompactionRunner | None) -> list[str]:
+        """Between checkpoints: commit the background compaction and clustering that
+        finished, as Flink's compaction commit sink does once every operation reported, not
+        at the next checkpoint's barrier (a job parked between writes would keep them pending
+        meanwhile: a pending plan holds back cleans, archival and partition deletes). Nothing
+        while one of this job's instants is open: its barrier commits them. The instants
+        committed; :meth:`after_commit` reports them with the next checkpoint's services."""
+        if runner is None or self._started or not self.wc.table_services_enabled:
+            return []
+        committed = []
+        if self._running is not None:
+            instant = self._running[0]
+            if self._finish_running(runner, wait=False):
+                committed.append(instant)
+        if self._clustering is not None:
+            clustered = self._finish_clustering(runner, wait=False)
+            if clustered is not None:
+                self._clustered_between = clustered
+                committed.append(clustered)
+        return committed
 
     def finish_compaction(self, runner: CompactionRunner | None) -> None:
         """Wait for a running background compaction and clustering and commit them, and for

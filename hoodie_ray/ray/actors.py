@@ -194,6 +194,7 @@ class CoordinatorActor:
         self.table = ""
         self._job = lock_owner.rsplit(":", 1)[-1]  # under OCC part of the compactors' names
         self._pool: CompactorPool | None = None
+        self._watched: list[Any] = []  # background handles a thread waits on (commit_finished)
 
     def open(self, input_schema: pa.Schema | None) -> TableSetup:
         setup = self.core.open(input_schema)
@@ -258,9 +259,38 @@ class CoordinatorActor:
         except Exception as e:  # a table-service failure never fails the write; it is retried
             logging.getLogger("hoodie_ray").warning("table services failed: %s", e)
             return result
+        finally:
+            self._watch_background()
         metrics.gauge_pending_compactions(self.table, pending)
         metrics.gauge_pending_clusterings(self.table, self.core.pending_clusterings())
         return dataclasses.replace(result, services=self.core.last_services)
+
+    def _watch_background(self) -> None:
+        """Have a background compaction or clustering started at a barrier call
+        :meth:`commit_finished` once its tasks are done, so it commits then, not at the next
+        barrier (a parked topology may idle for minutes)."""
+        handles = self.core.background_handles()
+        self._watched = [w for w in self._watched if any(w is h for h in handles)]
+        if self._pool is None:
+            return
+        me = ray.get_runtime_context().current_actor
+        for handle in handles:
+            if not any(handle is w for w in self._watched):
+                self._watched.append(handle)
+                self._pool.when_done(handle, me.commit_finished.remote)
+
+    def commit_finished(self) -> None:
+        """Commit the background compaction and clustering that finished, between
+        checkpoints (:meth:`Coordinator.commit_finished`)."""
+        try:
+            changed = bool(self.core.commit_finished(self._pool))
+        except Exception as e:  # as at a barrier: retried by the next checkpoint's services
+            logging.getLogger("hoodie_ray").warning("table services failed: %s", e)
+            changed = True  # rolled back
+        self._watch_background()
+        if changed:
+            metrics.gauge_pending_compactions(self.table, len(self.core.pending_compactions()))
+            metrics.gauge_pending_clusterings(self.table, self.core.pending_clusterings())
 
     def commit_flight(self, instant: str, num_tasks: int, *results: Any) -> Any:
         """A pipelined checkpoint's commit (:meth:`commit`): ``results`` are the write

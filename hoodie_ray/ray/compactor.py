@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -15,6 +17,8 @@ from hoodie_ray.exceptions import HoodieError
 from hoodie_ray.ray import metrics
 from hoodie_ray.ray.runtime import NAMESPACE, actor_resources
 from hoodie_ray.timeline.metadata import HoodieWriteStat
+
+log = logging.getLogger("hoodie_ray")
 
 #: How long the coordinator's record-index build waits for one Ray task before it reads the
 #: rest of the slices itself (ray_task_map_when_free)
@@ -85,6 +89,19 @@ class CompactorPool:
         if len(ready) < len(refs):
             return None
         return list(ray.get(refs))
+
+    def when_done(self, refs: list[Any], callback: Callable[[], Any]) -> None:
+        """Call ``callback`` from a daemon thread once every task of ``refs`` (a handle of
+        :meth:`submit` or :meth:`submit_clustering`) finished or failed."""
+
+        def wait() -> None:
+            try:
+                ray.wait(refs, num_returns=len(refs), fetch_local=False)
+                callback()
+            except Exception as e:  # the job is closing (its actor or Ray went away)
+                log.debug("hoodie_ray: compaction watch ended: %s", e)
+
+        threading.Thread(target=wait, name="hoodie-compaction-watch", daemon=True).start()
 
     def reset(self) -> None:
         """After a failure: drop the actors; the next submit starts fresh ones."""

@@ -90,3 +90,79 @@ def test_a_long_running_coordinator_keeps_the_columns_another_writer_added(tmp_p
         assert evolved.context.data_schema.names[-2:] == ["d", "c"]
     finally:
         coord.close()
+
+
+class _HeldRunner:
+    """A compaction runner (the Ray compactor pool's protocol) that executes its tasks at
+    once in this process but reports them finished only once ``done`` is set: a compaction
+    running in the background for as long as a test needs."""
+
+    def __init__(self) -> None:
+        self.done = False
+
+    def submit(self, tasks):
+        from hoodie_ray.compaction.execute import execute_operation
+
+        return [execute_operation(t) for t in tasks]
+
+    def poll(self, handle, wait):
+        return list(handle) if self.done or wait else None
+
+    def reset(self) -> None:
+        pass
+
+    def submit_clustering(self, tasks):
+        raise AssertionError("no clustering here")
+
+
+def test_a_background_compaction_heartbeats_and_commits_between_checkpoints(tmp_path):
+    """OCC, compaction beside the writes: the plan the coordinator runs in the background
+    heartbeats, so another process's ``hr.compact`` leaves it alone; once it finished it is
+    committed between checkpoints (``commit_finished``, as a parked topology's is), not only
+    at the next barrier, and the next barrier reports it; hudi-rs then reads the model."""
+    import hoodie_ray as hr
+    from hoodie_ray.write.heartbeat import HeartbeatClient
+    from tests.write.model import TableModel, model_options
+
+    opts = model_options(
+        {
+            "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+            "compaction.async.enabled": "true",
+            "compaction.delta_commits": "1",
+        },
+        version="8",
+    )
+    model, wl = TableModel(), Workload(seed=6)
+    unplanned = {**opts, "compaction.schedule.enabled": "false"}
+    model.write(tmp_path, unplanned, "upsert", wl.rows_for(wl.keys[:40]))
+    model.write(tmp_path, unplanned, "upsert", wl.upserts(10))
+    coord = Coordinator(str(tmp_path), resolve_options(opts), None)
+    coord.open(None)
+    runner = _HeldRunner()
+    try:
+        assert coord.after_commit(runner) == 1  # scheduled and started in the background
+        (instant,) = coord.pending_compactions()
+        assert coord.last_services.compaction_started == instant
+        assert coord.commit_finished(runner) == []  # not finished yet
+        beats = HeartbeatClient(coord.storage, coord.wc.heartbeat_interval_ms, 2)
+        assert not beats.is_expired(instant)
+        # another process's service: the running plan is not its to run
+        other = hr.compact(str(tmp_path), opts)
+        assert other.instant != instant
+        assert instant in coord.pending_compactions()
+
+        # a checkpoint open: its barrier commits the compaction, not commit_finished
+        runner.done = True
+        open_instant = coord.start_instant()
+        assert coord.commit_finished(runner) == []
+        coord.rollback(open_instant)
+        assert coord.commit_finished(runner) == [instant]
+        assert instant not in coord.pending_compactions()
+        assert beats.is_expired(instant)  # its heartbeat stopped with it
+        model.assert_hudi_rs_reads(tmp_path)
+        coord.after_commit(runner)
+        assert coord.last_services.compacted == (instant,)
+        coord.after_commit(runner)
+        assert coord.last_services.compacted == ()
+    finally:
+        coord.close()

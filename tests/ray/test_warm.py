@@ -139,6 +139,46 @@ def _interrupted(*args: object) -> None:
     raise KeyboardInterrupt
 
 
+def test_a_parked_topology_commits_its_compaction_once_it_finished(
+    ray_session, tmp_path: Path
+) -> None:
+    """OCC: a compaction a write starts beside the writes is committed once its compactors
+    finish, while the topology sits parked, not at the next call (as Flink's compaction commit
+    sink does): its plan does not hold back another process's services meanwhile."""
+    import time
+
+    path = str(tmp_path / "t")
+    opts = {
+        **OPTIONS,
+        "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+        "compaction.async.enabled": "true",
+        "compaction.delta_commits": "2",
+    }
+    try:
+        hr.write(_rows(["a", "b"], 1), path, opts)
+        result = hr.write(_rows(["b", "c"], 2), path, opts)
+        started = result.services.compaction_started
+        assert started is not None and _parked() is not None
+        deadline = time.monotonic() + 120
+        table = hr.HoodieTable.load(path)
+        while started in {i.timestamp for i in table.active_timeline.pending_compactions()}:
+            assert time.monotonic() < deadline, "the parked topology never committed it"
+            time.sleep(0.05)
+            table = table.refresh()
+        assert started in {i.timestamp for i in table.commits()}
+        assert _parked() is not None  # no call came in between
+        got = hudi_rs_read(path)
+        assert sorted(zip(got["id"].to_pylist(), got["ts"].to_pylist(), strict=True)) == [
+            ("a", 1),
+            ("b", 2),
+            ("c", 2),
+        ]
+        # the next call reports it with its own services
+        assert hr.write(_rows(["d"], 3), path, opts).services.compacted == (started,)
+    finally:
+        stream.release_warm_writers()
+
+
 @pytest.mark.slow  # suite time: the CI suite keeps a lighter test of the same path
 def test_zero_idle_stops_after_each_call_and_a_failed_call_stops_it(
     ray_session, tmp_path: Path
