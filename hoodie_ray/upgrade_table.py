@@ -67,7 +67,7 @@ def upgrade(
     path: str,
     *,
     storage_options: dict[str, Any] | None = None,
-    to_version: int = 8,
+    to_version: int | str = 8,
     options: dict[str, Any] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> int:
@@ -88,10 +88,15 @@ def upgrade(
         hr.upgrade("/data/trips")                 # 6 -> 8
         hr.upgrade("/data/trips", to_version=9)   # 6 or 8 -> 9
     """
-    if to_version not in UPGRADE_TARGETS:
+    try:  # "8", as an option value or the CLI gives it, is 8
+        target = int(to_version)
+    except (TypeError, ValueError):
+        target = -1
+    if target not in UPGRADE_TARGETS:
         raise HoodieUnsupportedError(
-            f"upgrade to table version {to_version} is not supported (8 or 9)"
+            f"upgrade to table version {to_version!r} is not supported (8 or 9)"
         )
+    to_version = target
     table = HoodieTable.load(path, storage_options)
     storage = table.storage
     with open_lock(storage, resolve_options(options)):

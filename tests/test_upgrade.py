@@ -67,6 +67,10 @@ def test_upgrade_refuses_pending_instants_and_changes_nothing(tmp_path):
     assert snapshot_files(path) == before
     with pytest.raises(hr.HoodieUnsupportedError):
         hr.upgrade(str(path), to_version=10)
+    with pytest.raises(hr.HoodieUnsupportedError, match="'eight'"):
+        hr.upgrade(str(path), to_version="eight")
+    with pytest.raises(hr.HoodieTimelineError, match="pending"):  # "9" is 9
+        hr.upgrade(str(path), to_version="9")
 
 
 @pytest.mark.parametrize("version", ["7", "10"])

@@ -305,7 +305,7 @@ class CommitProtocol:
             part, _, name = rel.rpartition("/")
             other, rolled_back = (
                 logs.rollback_scan(self.storage, rel, instant)
-                if io_type == "APPEND" and not self.table_config.completion_time_slicing
+                if io_type == "APPEND" and self._may_share_log(name, instant)
                 else (False, False)
             )
             if other:
@@ -326,6 +326,16 @@ class CommitProtocol:
             pm = meta.partition_metadata.setdefault(part, HoodieRollbackPartitionMetadata(part))
             pm.rollback_log_files[self.storage.uri(rel)] = self.storage.size(rel)
         return meta, appended
+
+    def _may_share_log(self, name: str, instant: str) -> bool:
+        """Whether the log file ``name`` that ``instant`` appended to may hold other instants'
+        blocks: any on version 6, where a slice's writes share its logs; on version 8+ one a
+        table upgraded from 6 still has (named by another instant), as each write's own log
+        is named by its instant there."""
+        if not self.table_config.completion_time_slicing:
+            return True
+        log = parse_log_file_name(name)
+        return log is None or log.instant != instant
 
     def files_written(self, instant: str) -> dict[str, str]:
         """Every data file ``instant`` created or appended to (path -> IO type): its markers,

@@ -78,6 +78,33 @@ def test_restore_brings_back_the_savepoint(tmp_path, table_type, version):
     assert validate_metadata(str(path)) == []
 
 
+@pytest.mark.parametrize("to_version", ["8", "9"])
+def test_a_restore_past_an_upgrade_keeps_the_blocks_older_writes_left_in_version_6_logs(
+    tmp_path, to_version
+):
+    """A version-6 slice's writes share its log file. Upgraded to 8+, a restore to a savepoint
+    taken before the upgrade rolls back a write that appended to such a log: the log keeps
+    the savepoint's blocks (a rollback command block ends it), it is not deleted."""
+    path = tmp_path / "t"
+    opts = model_options({"compaction.schedule.enabled": "false"}, version="6")
+    model, wl = TableModel(), Workload(seed=40)
+    model.write(path, opts, "insert", wl.rows_for(wl.keys[:20]))
+    model.write(path, opts, "upsert", wl.upserts(8))
+    point = hr.savepoint(str(path))
+    saved = copy.deepcopy(model)
+    model.write(path, opts, "upsert", wl.upserts(8))
+    hr.upgrade(str(path), to_version=to_version)
+    res = hr.restore(str(path), point)
+    assert len(res.rolled_back) == 1
+    _reads(path, saved, "restored")
+    assert sorted(r["key"] for r in hr.read(str(path)).to_pylist()) == sorted(
+        r["key"] for r in saved.as_table().to_pylist()
+    )
+    model = saved
+    model.write(path, {**opts, "hoodie.write.table.version": to_version}, "upsert", wl.upserts(5))
+    _reads(path, model, "written after the restore")
+
+
 def test_a_restore_that_died_is_finished_by_running_it_again(tmp_path, monkeypatch):
     """A restore killed half way leaves its plan pending: writers refuse the table (naming the
     savepoint), and running the restore again finishes it."""
