@@ -198,8 +198,7 @@ class CompactionService:
             # another process ran it too (its heartbeat had expired): its commit stands
             raise HoodieCompactionError(f"compaction {instant} is not pending on {self.path}")
         plan = read_plan(self.timeline, inst)
-        if not self.table.completion_time_slicing:
-            self._carry_over_logs(instant, plan)
+        carried = {} if self.table.completion_time_slicing else self._carry_over_logs(instant, plan)
         by_part: dict[str, list[HoodieWriteStat]] = {}
         for st in stats:
             by_part.setdefault(st.partition_path or "", []).append(st)
@@ -212,7 +211,7 @@ class CompactionService:
         )
         content = self.table.commit_metadata_bytes(meta)
         mdt = metadata_writer(self.table)
-        mdt.update_commit(instant, meta)
+        mdt.update_commit(instant, meta, also_listed=carried)
         self.timeline.complete(Instant(instant, Action.COMPACTION, State.INFLIGHT), content)
         mdt.run_table_services()
         return meta
@@ -246,8 +245,13 @@ class CompactionService:
                     copies.append(info.name)
         return copies
 
-    def _carry_over_logs(self, instant: str, plan: HoodieCompactionPlan) -> None:
-        """Copy the log files written after the plan into the new slice (named by ``instant``)."""
+    def _carry_over_logs(
+        self, instant: str, plan: HoodieCompactionPlan
+    ) -> dict[str, dict[str, int]]:
+        """Copy the log files written after the plan into the new slice (named by
+        ``instant``); the copies (partition -> name -> size), for the metadata table's
+        ``files`` listing."""
+        copies: dict[str, dict[str, int]] = {}
         view = self.table.view()
         slices = {(s.partition_path, s.file_id): s for s in view.latest_file_slices()}
         # logs of writes still in flight (several writers) stay: a write whose logs end up in
@@ -270,6 +274,8 @@ class CompactionService:
                 dst = log_file_name(op.file_id, instant, version, lf.write_token or "0-0-0")
                 data = self.storage.read_bytes(join(part, name))
                 self.storage.write_bytes(join(part, dst), data)
+                copies.setdefault(part, {})[dst] = len(data)
+        return copies
 
     def rollback_inflight(self, instant: str) -> None:
         """Undo a failed execution: delete what it wrote (its base files, and on version 6 the

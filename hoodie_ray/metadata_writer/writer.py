@@ -731,8 +731,15 @@ class MetadataWriter:
             ch.put(FILES, key, record)
         return ch
 
-    def commit_changes(self, instant: str, meta: HoodieCommitMetadata) -> _Changes:
-        """The MDT records of a commit, delta commit, compaction or replace commit."""
+    def commit_changes(
+        self,
+        instant: str,
+        meta: HoodieCommitMetadata,
+        also_listed: Mapping[str, Mapping[str, int]] | None = None,
+    ) -> _Changes:
+        """The MDT records of a commit, delta commit, compaction or replace commit.
+        ``also_listed``: files the commit adds that no write stat names (partition -> name ->
+        size), listed in ``files`` only."""
         added: dict[str, dict[str, int]] = {}
         for part, stat in meta.iter_write_stats():
             path = stat.path or ""
@@ -749,6 +756,8 @@ class MetadataWriter:
         for part, stat in meta.iter_write_stats():
             for cdc_path, cdc_size in (stat.cdc_stats or {}).items():
                 listed.setdefault(part or "", {})[_file_name(cdc_path)] = int(cdc_size)
+        for part, sizes in (also_listed or {}).items():
+            listed.setdefault(part, {}).update(sizes)
         ch = self._files_changes(listed)
         # the views "after" this commit leave out what a replacecommit replaces
         self._completing = (
@@ -1139,10 +1148,16 @@ class MetadataWriter:
                 ch.deletes.setdefault(p, set()).update(gone)
 
     # -- the MDT delta commit -------------------------------------------------------------------
-    def update_commit(self, instant: str, meta: HoodieCommitMetadata) -> None:
-        """Write MDT delta commit ``instant`` for a data commit about to complete."""
+    def update_commit(
+        self,
+        instant: str,
+        meta: HoodieCommitMetadata,
+        also_listed: Mapping[str, Mapping[str, int]] | None = None,
+    ) -> None:
+        """Write MDT delta commit ``instant`` for a data commit about to complete
+        (``also_listed``: :meth:`commit_changes`)."""
         if self.enabled:
-            self._write_delta_commit(instant, self.commit_changes(instant, meta))
+            self._write_delta_commit(instant, self.commit_changes(instant, meta, also_listed))
 
     def update_clean(self, instant: str, meta: HoodieCleanMetadata) -> None:
         """Record a clean: every deleted file becomes a tombstone."""

@@ -343,3 +343,26 @@ def test_a_failed_compaction_undoes_only_its_own_files_on_version_6(
     monkeypatch.undo()
     assert compact(str(path)).instant == planned
     model.assert_hudi_rs_reads(path, "after the retried compaction")
+
+
+def test_logs_carried_into_the_new_slice_are_listed_in_the_metadata_table(tmp_path):
+    """Version 6 with a metadata table: the logs written after a plan are copied into the
+    slice the compaction starts; the ``files`` partition lists the copies (the validator
+    compares it with storage), and after the clean of the old slice every row still reads."""
+    from tests.write.model import V6_MDT
+
+    path = tmp_path / "t"
+    opts = model_options(V6_MDT, {"compaction.schedule.enabled": "false"}, version="6")
+    model, wl = TableModel(), Workload(seed=32)
+    model.write(path, opts, "upsert", wl.rows_for(wl.keys))
+    model.write(path, opts, "upsert", wl.upserts(20))
+    planned = CompactionService.open(str(path)).schedule(force=True)
+    model.write(path, opts, "upsert", wl.upserts(20))
+    assert compact(str(path), opts).instant == planned
+    assert hr.validate_metadata(str(path)) == []
+    assert list(path.glob(f"*/.*_{planned}.log.*")), "no log was carried over"
+    for _ in range(2):
+        model.write(path, opts, "upsert", wl.upserts(5))
+    hr.clean(str(path), {**opts, "clean.retain_commits": "1"})
+    assert hr.validate_metadata(str(path)) == []
+    model.assert_hudi_rs_reads(path, "after the clean")
