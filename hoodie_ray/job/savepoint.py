@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from hoodie_ray.config.options import resolve_options
+from hoodie_ray.config.options import WriteConfig, resolve_options
 from hoodie_ray.exceptions import HoodieTimelineError
 from hoodie_ray.metadata_writer.writer import metadata_writer
 from hoodie_ray.storage import join
@@ -38,7 +38,7 @@ from hoodie_ray.timeline.plans import (
     HoodieSavepointMetadata,
 )
 from hoodie_ray.write.commit import CommitProtocol
-from hoodie_ray.write.heartbeat import heartbeat_path
+from hoodie_ray.write.heartbeat import HeartbeatClient, heartbeat_path
 from hoodie_ray.write.lock_providers import open_lock
 from hoodie_ray.write.stream_writer import TEMP_DIR
 
@@ -235,6 +235,7 @@ def restore(
                 )
         else:
             plan = _plan(table, path, instant)
+            _check_no_live_writes(table, path, plan, resolve_options(options))
             rts = protocol.new_instant_time()
             rinst = Instant(rts, Action.RESTORE, State.REQUESTED)
             tl.create_requested(rinst, plan.to_bytes())
@@ -277,6 +278,28 @@ def _plan(table: HoodieTable, path: str, instant: str) -> HoodieRestorePlan:
     return HoodieRestorePlan(
         [HoodieInstantInfo(i.timestamp, i.action) for i in after], savepoint=instant
     )
+
+
+def _check_no_live_writes(
+    table: HoodieTable, path: str, plan: HoodieRestorePlan, wc: WriteConfig
+) -> None:
+    """Refuse a restore that would roll back an instant whose writer is still running (its
+    heartbeat beats: another writer under optimistic concurrency control, a compaction beside
+    the writes): that writer would then fail, its rows lost."""
+    done = {i.timestamp for i in table.active_timeline.completed()}
+    beats = HeartbeatClient(table.storage, wc.heartbeat_interval_ms, wc.heartbeat_tolerable_misses)
+    live = [
+        f"{i.commit_time} ({i.action})"
+        for i in plan.instants
+        if i.commit_time not in done and not beats.is_expired(i.commit_time)
+    ]
+    if live:
+        raise HoodieTimelineError(
+            f"{path}: cannot restore while writes after the savepoint are running: "
+            f"{', '.join(live)} (their heartbeats are live); stop their writers, or wait "
+            f"{wc.heartbeat_interval_ms * wc.heartbeat_tolerable_misses // 1000} s after they "
+            "died"
+        )
 
 
 def _roll_back(

@@ -136,6 +136,39 @@ def test_a_restore_that_died_is_finished_by_running_it_again(tmp_path, monkeypat
     assert validate_metadata(str(path)) == []
 
 
+def test_a_restore_waits_for_writes_whose_heartbeat_is_live(tmp_path):
+    """OCC: a restore that would roll back a write still running (its heartbeat beats) is
+    refused, naming it, the table unchanged; once that writer is gone (no heartbeat) the
+    restore rolls the write back with the rest."""
+    from hoodie_ray.config.options import resolve_options
+    from hoodie_ray.job.coordinator import Coordinator
+    from tests.write.test_commit_failures import snapshot_files
+
+    path = tmp_path / "t"
+    opts = model_options(
+        {"hoodie.write.concurrency.mode": "optimistic_concurrency_control"}, version="8"
+    )
+    model, wl = TableModel(), Workload(seed=44)
+    model.write(path, opts, "upsert", wl.rows_for(wl.keys[:20]))
+    point = hr.savepoint(str(path))
+    saved = copy.deepcopy(model)
+    model.write(path, opts, "upsert", wl.upserts(5))
+    writer = Coordinator(str(path), resolve_options(opts), None)  # a writer mid-checkpoint
+    writer.open(None)
+    running = writer.start_instant()
+    try:
+        before = snapshot_files(path)
+        with pytest.raises(hr.HoodieTimelineError, match=f"{running} \\(deltacommit\\)"):
+            hr.restore(str(path), point, options=opts)
+        assert snapshot_files(path) == before
+    finally:
+        writer.close()  # its heartbeat expires (close leaves the file: deleted here)
+    (path / ".hoodie" / ".heartbeat" / running).unlink()
+    res = hr.restore(str(path), point, options=opts)
+    assert (running, "deltacommit") in res.rolled_back
+    _reads(path, saved, "restored")
+
+
 def test_savepoint_refusals_and_delete(tmp_path):
     """A savepoint of an instant that is not a completed commit, a restore to a missing one or
     past a newer one are refused with the table unchanged; a deleted savepoint lets the
