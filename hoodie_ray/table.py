@@ -29,7 +29,7 @@ from hoodie_ray.storage import Storage, join, open_storage
 from hoodie_ray.timeline.archive import ArchivedLogTimeline, ArchivedTimeline, LSMTimeline
 from hoodie_ray.timeline.instant import Action, Instant, State
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata
-from hoodie_ray.timeline.plans import HoodieCleanMetadata
+from hoodie_ray.timeline.plans import HoodieCleanMetadata, read_avro_metadata
 from hoodie_ray.timeline.timeline import ActiveTimeline
 
 __all__ = ["HoodieTable", "resolve_table_schema"]
@@ -196,6 +196,23 @@ class HoodieTable:
         last = cleans[-1]
         meta = HoodieCleanMetadata.from_bytes(tl.read_details(last), tl.file_name(last))
         return meta.earliest_commit_to_retain or None
+
+    def pending_clusterings(self) -> list[Instant]:
+        """Pending clustering instants (on timeline layout 1 a replacecommit whose requested
+        plan says ``CLUSTER``; other pending replacecommits are overwrites)."""
+        tl = self.active_timeline
+        out = []
+        for inst in tl.pending():
+            if inst.action == Action.CLUSTERING:
+                out.append(inst)
+            elif inst.action == Action.REPLACE_COMMIT:
+                data = tl.read_details(Instant(inst.timestamp, inst.action, State.REQUESTED))
+                if (
+                    data
+                    and read_avro_metadata(data, str(inst))[1].get("operationType") == "CLUSTER"
+                ):
+                    out.append(inst)
+        return out
 
     def savepointed_commits(self) -> set[str]:
         """The instants of the completed savepoints (their files outlive every clean)."""

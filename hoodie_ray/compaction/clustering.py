@@ -55,7 +55,6 @@ from hoodie_ray.timeline.plans import (
     HoodieClusteringGroup,
     HoodieClusteringPlan,
     HoodieSliceInfo,
-    read_avro_metadata,
 )
 from hoodie_ray.write.base_file import constant_strings
 
@@ -66,20 +65,6 @@ def clustering_action(table: HoodieTable) -> str:
     """The pending action of a clustering: ``clustering`` on timeline layout 2, else
     ``replacecommit``."""
     return Action.CLUSTERING if table.layout_version >= 2 else Action.REPLACE_COMMIT
-
-
-def pending_clusterings(table: HoodieTable) -> list[Instant]:
-    """Pending clustering instants (a v6 replacecommit counts when its plan says CLUSTER)."""
-    tl = table.active_timeline
-    out = []
-    for inst in tl.pending():
-        if inst.action == Action.CLUSTERING:
-            out.append(inst)
-        elif inst.action == Action.REPLACE_COMMIT:
-            data = tl.read_details(Instant(inst.timestamp, inst.action, State.REQUESTED))
-            if data and read_avro_metadata(data, str(inst))[1].get("operationType") == "CLUSTER":
-                out.append(inst)
-    return out
 
 
 def read_clustering_plan(table: HoodieTable, inst: Instant) -> HoodieClusteringPlan:
@@ -99,7 +84,7 @@ def read_clustering_plan(table: HoodieTable, inst: Instant) -> HoodieClusteringP
 def clustering_file_groups(table: HoodieTable) -> dict[tuple[str, str], str]:
     """``(partition, file id)`` -> the pending clustering that rewrites it."""
     out: dict[tuple[str, str], str] = {}
-    for inst in pending_clusterings(table):
+    for inst in table.pending_clusterings():
         for g in read_clustering_plan(table, inst).file_groups():
             out[g] = inst.timestamp
     return out
@@ -345,7 +330,7 @@ def cluster_table(
 
     protocol = CommitProtocol(table)
     if not dry_run:
-        for inst in pending_clusterings(table):
+        for inst in table.pending_clusterings():
             protocol.rollback(inst.timestamp)
     if dry_run:
         return None, plan_clustering(table.refresh(), wc), []
@@ -452,7 +437,6 @@ __all__ = [
     "commit_clustering",
     "execute_group",
     "local_clustering_executor",
-    "pending_clusterings",
     "plan_clustering",
     "read_clustering_plan",
     "start_clustering",

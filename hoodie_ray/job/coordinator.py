@@ -31,7 +31,6 @@ from hoodie_ray.compaction.clustering import (
     commit_clustering,
     execute_group,
     local_clustering_executor,
-    pending_clusterings,
     start_clustering,
 )
 from hoodie_ray.compaction.execute import CompactionTask
@@ -920,7 +919,7 @@ class Coordinator:
     def pending_clusterings(self) -> int:
         """Clusterings scheduled on the table and not committed (any job's)."""
         assert self.table is not None
-        return len(pending_clusterings(self.table))
+        return len(self.table.pending_clusterings())
 
     def compaction_tasks(self, instant: str) -> list[Any]:
         return self.compaction_service().tasks(instant)
@@ -1026,7 +1025,7 @@ class Coordinator:
         table = self.table.refresh()
         # a single writer's: one pending now died with an earlier job (or this job's lost
         # coordinator), and its groups stay out of compaction until it is rolled back
-        for dead in pending_clusterings(table):
+        for dead in table.pending_clusterings():
             self.rollback(dead.timestamp)
         if not clustering_due(table, self.wc, self.wc.clustering_async_max_commits):
             return None

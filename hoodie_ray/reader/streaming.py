@@ -200,10 +200,12 @@ class HoodieStreamReader:
         out = [i for i in self._ordered() if self.position is None or self._pos(i) > self.position]
         if not self._by_completion:
             # a pending compaction or clustering plan yields no batch: nothing to wait for
+            # (a clustering's is a replacecommit on version 6: only an overwrite's counts)
+            rewrites = {i.timestamp for i in self.tbl.pending_clusterings()}
             pending = [
                 i.timestamp
                 for i in self.tbl.active_timeline.pending_commits()
-                if i.action not in _REWRITE_ACTIONS
+                if i.action not in _REWRITE_ACTIONS and i.timestamp not in rewrites
             ]
             if pending:
                 out = [i for i in out if i.timestamp < min(pending)]

@@ -177,3 +177,24 @@ def test_a_pending_compaction_plan_does_not_hold_a_version_6_stream_back(tmp_pat
     assert schedule_compaction(path, opts, force=True)
     written += [_commit(path, opts, 2), _commit(path, opts, 3)]
     assert [b.instant for b in hr.read_stream(path, start="earliest")] == written
+
+
+def test_a_pending_clustering_plan_does_not_hold_a_version_6_stream_back(tmp_path: Path) -> None:
+    """On version 6 a clustering's plan is a pending replacecommit: like a compaction plan it
+    yields no batch, so the commits after it are read while it waits (scheduled by one job,
+    run by another, it may wait for hours)."""
+    from hoodie_ray.compaction.clustering import start_clustering
+    from hoodie_ray.config.options import resolve_options
+
+    path = str(tmp_path / "t")
+    opts = _opts(
+        "6", **{"compaction.schedule.enabled": "false", "hoodie.parquet.small.file.limit": "0"}
+    )
+    written = [_commit(path, opts, 0), _commit(path, opts, 1)]
+    started = start_clustering(HoodieTable.load(path), resolve_options(opts))
+    assert started is not None
+    for c in (2, 3):  # new keys: new file groups, none the plan rewrites
+        rows = pa.table({"key": [f"n{c}-{i}" for i in range(5)], "ts": [c] * 5, "v": [c] * 5})
+        written.append(hr.HoodieWriteClient(path, opts).write(rows).instant)
+    assert [i.timestamp for i in HoodieTable.load(path).pending_clusterings()] == [started[0]]
+    assert [b.instant for b in hr.read_stream(path, start="earliest")] == written
