@@ -88,9 +88,12 @@ def upgrade(
         hr.upgrade("/data/trips")                 # 6 -> 8
         hr.upgrade("/data/trips", to_version=9)   # 6 or 8 -> 9
     """
-    try:  # "8", as an option value or the CLI gives it, is 8
+    # "8", as an option value or the CLI gives it, is 8
+    if isinstance(to_version, str) and to_version.strip().isdigit():
         target = int(to_version)
-    except (TypeError, ValueError):
+    elif isinstance(to_version, int) and not isinstance(to_version, bool):
+        target = to_version
+    else:
         target = -1
     if target not in UPGRADE_TARGETS:
         raise HoodieUnsupportedError(

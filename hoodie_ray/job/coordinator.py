@@ -931,7 +931,8 @@ class Coordinator:
         self._done.append(instant)
 
     def rollback_compaction(self, instant: str) -> None:
-        self.compaction_service().rollback_inflight(instant)
+        with self._locked():  # OCC: its own turn when not in the barrier's
+            self.compaction_service().rollback_inflight(instant)
 
     def run_compaction(self, instant: str) -> None:
         """Execute and commit a compaction in this process (inline compaction)."""
@@ -1148,6 +1149,14 @@ class Coordinator:
         committed; :meth:`after_commit` reports them with the next checkpoint's services."""
         if runner is None or self._started or not self.wc.table_services_enabled:
             return []
+        if self._running is None and self._clustering is None:
+            return []
+        # OCC: the lock first, one turn: a wait that times out leaves the finished work for
+        # the next barrier, not polled and dropped
+        with self._locked():
+            return self._commit_finished(runner)
+
+    def _commit_finished(self, runner: CompactionRunner) -> list[str]:
         committed = []
         if self._running is not None:
             instant = self._running[0]

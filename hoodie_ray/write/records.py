@@ -107,6 +107,8 @@ def _normalise_type(t: pa.DataType, name: str, keep_null: bool = False) -> pa.Da
         return pa.string()
     if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
         return pa.binary()
+    if pa.types.is_fixed_size_binary(t) and not pa.types.is_decimal(t):
+        return pa.binary()  # stored as Avro bytes: the table's type is binary
     if pa.types.is_dictionary(t):
         return _normalise_type(t.value_type, name, keep_null)
     if pa.types.is_timestamp(t):
@@ -120,6 +122,10 @@ def _normalise_type(t: pa.DataType, name: str, keep_null: bool = False) -> pa.Da
     if pa.types.is_large_list(t) or pa.types.is_list_view(t) or pa.types.is_list(t):
         return pa.list_(_normalise_field(t.value_field, name, keep_null))
     if pa.types.is_struct(t):
+        if t.num_fields == 0:
+            raise HoodieSchemaError(
+                f"field {name} is a struct with no fields, which Parquet cannot store"
+            )
         return pa.struct(
             [_normalise_field(t.field(i), name, keep_null) for i in range(t.num_fields)]
         )
@@ -140,9 +146,14 @@ def _normalise_type(t: pa.DataType, name: str, keep_null: bool = False) -> pa.Da
         or pa.types.is_interval(t)
     ):
         raise HoodieSchemaError(f"field {name} has type {t}, which Hudi (Avro) cannot store")
-    if pa.types.is_decimal256(t):
+    if pa.types.is_decimal(t):
         if t.precision > 38:
             raise HoodieSchemaError(f"field {name}: decimal precision {t.precision} > 38")
+        if not 0 <= t.scale <= t.precision:
+            raise HoodieSchemaError(
+                f"field {name}: decimal scale {t.scale} is not within 0..{t.precision} (the "
+                "precision), as Avro's decimal requires"
+            )
         return pa.decimal128(t.precision, t.scale)
     return t
 

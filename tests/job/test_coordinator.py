@@ -98,7 +98,7 @@ class _HeldRunner:
     running in the background for as long as a test needs."""
 
     def __init__(self) -> None:
-        self.done = False
+        self.done = self.fail = False
 
     def submit(self, tasks):
         from hoodie_ray.compaction.execute import execute_operation
@@ -106,6 +106,8 @@ class _HeldRunner:
         return [execute_operation(t) for t in tasks]
 
     def poll(self, handle, wait):
+        if self.fail:
+            raise RuntimeError("injected: a compactor died")
         return list(handle) if self.done or wait else None
 
     def reset(self) -> None:
@@ -164,5 +166,55 @@ def test_a_background_compaction_heartbeats_and_commits_between_checkpoints(tmp_
         assert coord.last_services.compacted == (instant,)
         coord.after_commit(runner)
         assert coord.last_services.compacted == ()
+    finally:
+        coord.close()
+
+
+def test_a_failed_background_compaction_is_rolled_back_in_a_lock_turn(tmp_path, monkeypatch):
+    """OCC: a compaction whose compactor failed, found between checkpoints, is rolled back
+    holding the table's lock (its files, the metadata table's delta commit), back to
+    requested for the next barrier to run again."""
+    from hoodie_ray.compaction.api import CompactionService
+    from tests.write.model import V8_MDT, TableModel, model_options
+
+    opts = model_options(
+        V8_MDT,
+        {
+            "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+            "compaction.async.enabled": "true",
+            "compaction.delta_commits": "1",
+        },
+        version="8",
+    )
+    model, wl = TableModel(), Workload(seed=7)
+    unplanned = {**opts, "compaction.schedule.enabled": "false"}
+    model.write(tmp_path, unplanned, "upsert", wl.rows_for(wl.keys[:40]))
+    model.write(tmp_path, unplanned, "upsert", wl.upserts(10))
+    coord = Coordinator(str(tmp_path), resolve_options(opts), None)
+    coord.open(None)
+    depths = []
+    real = CompactionService.rollback_inflight
+
+    def recorded(self, instant):
+        depths.append(coord._lock_depth)
+        return real(self, instant)
+
+    monkeypatch.setattr(CompactionService, "rollback_inflight", recorded)
+    runner = _HeldRunner()
+    try:
+        assert coord.after_commit(runner) == 1
+        (instant,) = coord.pending_compactions()
+        runner.fail = True
+        assert coord.commit_finished(runner) == []
+        assert len(depths) == 1 and depths[0] >= 1  # in a turn of the lock
+        table = HoodieTable.load(str(tmp_path))
+        assert [
+            (i.timestamp, i.state.value) for i in table.active_timeline.pending_compactions()
+        ] == [(instant, "REQUESTED")]
+        runner.fail, runner.done = False, True
+        coord.after_commit(runner)  # the next barrier runs it again
+        coord.after_commit(runner)
+        assert instant in {i.timestamp for i in HoodieTable.load(str(tmp_path)).commits()}
+        model.assert_hudi_rs_reads(tmp_path)
     finally:
         coord.close()
