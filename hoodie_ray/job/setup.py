@@ -35,6 +35,7 @@ from hoodie_ray.exceptions import (
 )
 from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.keygen import KeyGenerator, TimestampFormat, choose_key_generator
+from hoodie_ray.metadata.layout import METADATA_TABLE_PATH
 from hoodie_ray.storage import Storage
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.context import WriteContext
@@ -60,7 +61,7 @@ def table_exists(storage: Storage) -> bool:
 
 
 #: What a table's first write leaves in ``.hoodie`` before its first instant: the table's
-#: properties (and their backup) and hoodie_ray's writer lock.
+#: properties (and their backup), hoodie_ray's writer lock and the metadata table.
 _UNBORN_FILES = (PROPERTIES_FILE, PROPERTIES_FILE + ".backup", LOCK_PATH)
 
 
@@ -75,7 +76,8 @@ def remove_unborn_table(storage: Storage) -> bool:
     if any(entry.name != ".hoodie" for entry in storage.list_dir("")):
         return False
     for name in storage.walk_files(".hoodie"):
-        if name not in _UNBORN_FILES:
+        # the metadata table made with the table (its bootstrap of no files) goes with it
+        if name not in _UNBORN_FILES and not name.startswith(METADATA_TABLE_PATH + "/"):
             return False
     storage.delete_dir(".hoodie")
     return True

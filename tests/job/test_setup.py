@@ -67,3 +67,44 @@ def test_reading_a_file_is_a_path_error(tmp_path: Path) -> None:
         hr.HoodieTable.load(str(tmp_path / "file"))
     with pytest.raises(HoodieTableNotFoundError):
         hr.read(str(tmp_path / "missing"))
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pa.table({"id": ["a", None], "ts": [1, 2]}),
+        pa.table(
+            {
+                "id": ["a"],
+                "ts": [1],
+                "d": pa.array([1], pa.decimal128(5, 0)).cast(pa.decimal128(5, -2), safe=False),
+            }
+        ),
+    ],
+    ids=["null-key", "negative-scale"],
+)
+def test_a_refused_first_write_leaves_no_table_with_its_metadata_table(
+    tmp_path: Path, bad: pa.Table
+) -> None:
+    """With the metadata table on (made with the table), a refused first write leaves the
+    path as it was, so the next write makes the table its own way."""
+    d = tmp_path / "t"
+    opts = {**OPTIONS, "hoodie.write.table.version": "8", "hoodie.metadata.enable": "true"}
+    with pytest.raises(hr.HoodieError):
+        hr.write(bad, str(d), opts, engine="local")
+    assert not (d / ".hoodie").exists()
+    hr.write(ROWS, str(d), opts, engine="local")
+    assert hr.read(str(d)).num_rows == 2 and hr.validate_metadata(str(d)) == []
+
+
+def test_fixed_size_binary_is_written_again_as_the_first_write_took_it(tmp_path: Path) -> None:
+    from tests.conftest import hudi_rs_read
+
+    d = str(tmp_path / "t")
+    for ts in (1, 2):
+        rows = pa.table(
+            {"id": ["a", "b"], "ts": [ts, ts], "h": pa.array([b"abcd", None], pa.binary(4))}
+        )
+        hr.write(rows, d, OPTIONS, engine="local")
+    got = hudi_rs_read(d).sort_by("id")
+    assert got["h"].to_pylist() == [b"abcd", None] and got["ts"].to_pylist() == [2, 2]

@@ -102,6 +102,18 @@ def test_normalisation_and_inputs():
     )
 
 
+def test_types_avro_cannot_hold_are_refused_by_name_and_fixed_binary_is_binary():
+    """A decimal scale outside 0..precision and a struct with no fields are refused naming
+    the field (before any table is made); fixed-size binary is stored as Avro bytes, so its
+    table type is binary, the type every later batch of it is read as."""
+    with pytest.raises(HoodieSchemaError, match=r"field d: decimal scale -2 is not within 0\.\.5"):
+        normalise_schema(pa.schema([("d", pa.decimal128(5, -2))]))
+    with pytest.raises(HoodieSchemaError, match="field s.e is a struct with no fields"):
+        normalise_schema(pa.schema([("s", pa.struct([("e", pa.struct([]))]))]))
+    s = normalise_schema(pa.schema([("h", pa.binary(4)), ("d", pa.decimal64(10, 2))]))
+    assert s.field("h").type == pa.binary() and s.field("d").type == pa.decimal128(10, 2)
+
+
 def test_precombine_is_the_sequential_fold():
     import random
 
