@@ -54,6 +54,15 @@ def _cast_array(arr: pa.Array, target: pa.DataType, where: str) -> pa.Array:
         items = _cast_array(arr.items.slice(lo, hi - lo), target.item_type, f"{where}.value")
         return pa.MapArray.from_arrays(offsets, keys, items, type=target, mask=_mask(arr))
     try:
+        if pa.types.is_integer(arr.type) and pa.types.is_decimal(target):
+            # Arrow asks the target to hold every value of the integer type; Hudi asks each
+            # value to fit: through a decimal that holds them all, then checked per value
+            wide = (
+                pa.decimal128(38, target.scale)
+                if target.scale <= 18
+                else pa.decimal256(76, target.scale)
+            )
+            return arr.cast(wide).cast(target)
         return arr.cast(target, safe=False) if _unchecked_ok(arr.type, target) else arr.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         raise HoodieSchemaError(

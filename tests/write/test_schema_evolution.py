@@ -196,6 +196,33 @@ def test_reconcile_reads_older_files_into_the_evolved_schema():
         3.4e38,
     ]
 
+    # an integer read as a decimal: each value must fit the precision, not the whole type
+    ints = pa.table({"d": pa.array([7, None, -12], pa.int64())})
+    assert reconcile(ints, pa.schema([("d", pa.decimal128(10, 2))])).column("d").to_pylist() == [
+        Decimal("7.00"),
+        None,
+        Decimal("-12.00"),
+    ]
+    assert reconcile(ints, pa.schema([("d", pa.decimal128(38, 30))])).column("d")[0].as_py() == 7
+    with pytest.raises(HoodieSchemaError, match="column 'd'.*does not fit in precision 4"):
+        reconcile(pa.table({"d": [1000]}), pa.schema([("d", pa.decimal128(4, 2))]))
+
+
+def test_an_integer_batch_upserts_a_decimal_column(tmp_path):
+    """Plain Python ints (int64) into an amount-style decimal(10, 2) column: 7 is 7.00."""
+    path = str(tmp_path / "t")
+    opts = {"hoodie.table.name": "d", "hoodie.datasource.write.recordkey.field": "id"}
+    hr.write(
+        pa.table({"id": ["a"], "c": pa.array([Decimal("1.50")], pa.decimal128(10, 2))}),
+        path,
+        opts,
+        engine="local",
+    )
+    hr.write(pa.table({"id": ["a", "b"], "c": [7, None]}), path, opts, engine="local")
+    got = hudi_rs_read(path).sort_by("id")
+    assert got["c"].to_pylist() == [Decimal("7.00"), None]
+    assert got.schema.field("c").type == pa.decimal128(10, 2)
+
 
 # -- the model test --------------------------------------------------------------------------------
 
