@@ -117,12 +117,16 @@ _EMPTY = _Empty()
 
 
 def _unwrap(v: Any) -> Any:
-    """The Python value of a stats wrapper (``(name, {"value": x})`` or ``{"value": x}``)."""
+    """The Python value of a stats wrapper (``(name, {"value": x})`` or ``{"value": x}``); a
+    ``FloatWrapper``'s as ``numpy.float32`` (a filter on a column widened to double reads
+    it as its values read: :meth:`~hoodie_ray.reader.filters.Filter.may_match`)."""
+    single = False
     if isinstance(v, tuple) and len(v) == 2:
+        single = str(v[0]).endswith("FloatWrapper")
         v = v[1]
     if isinstance(v, dict):
-        return v.get("value")
-    return v
+        v = v.get("value")
+    return np.float32(v) if single and isinstance(v, float) else v
 
 
 @dataclass(frozen=True)

@@ -162,6 +162,9 @@ class BaseFooter:
                     out = (st.min, st.max)
                 except Exception:  # statistics of types pyarrow cannot convert
                     out = None
+                if out is not None and st.physical_type == "FLOAT":
+                    # as float32, for Filter.may_match (a column widened to double since)
+                    out = (np.float32(out[0]), np.float32(out[1]))
         self._bounds[key] = out  # one assignment: safe beside another reading thread
         return out
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -65,6 +66,8 @@ class Filter:
         filter that matches nulls may match anything: min and max say nothing of nulls."""
         if lo is None or hi is None or self.matches_null:
             return True
+        if isinstance(lo, np.float32) or isinstance(hi, np.float32):
+            lo, hi = self._float_bounds(lo), self._float_bounds(hi)
         try:
             if self.op in ("=", "IN"):
                 vals = [self.value.as_py()] if self.op == "=" else self.value.to_pylist()
@@ -83,6 +86,22 @@ class Filter:
         except TypeError:
             return True
         return True
+
+    def _float_bounds(self, v: Any) -> Any:
+        """A float32 statistic (a file written before its column was widened to double, or
+        a float column's) as the values it bounds read: through the float's shortest
+        decimal against a double column, as :func:`~hoodie_ray.reader.schema._float_to_double`
+        reads them (that conversion keeps the order, so bounds stay bounds); exact against a
+        float column."""
+        if not isinstance(v, np.float32):
+            return v
+        if self._value_type() == pa.float64():
+            return float(str(v))
+        return float(v)
+
+    def _value_type(self) -> pa.DataType:
+        v = self.value
+        return v.type if isinstance(v, (pa.Scalar, pa.Array)) else pa.null()
 
 
 def _cast_value(raw: Any, typ: pa.DataType, where: str) -> pa.Scalar:

@@ -431,6 +431,41 @@ def test_in_a_list_holding_a_null_is_never_pruned_by_min_and_max(tmp_path: Path,
         assert _ids(hr.read(path, filters=[flt])) == _expected_ids(full, flt), name
 
 
+@pytest.mark.parametrize(
+    "flt",
+    [("f", "=", 0.1), ("f", ">=", 0.7), ("f", "<=", 0.1), ("f", "IN", [0.1, 0.7])],
+    ids=str,
+)
+def test_float_statistics_prune_a_column_widened_to_double_as_its_values_read(
+    tmp_path: Path, flt
+) -> None:
+    """A float column widened to double reads its old values through their shortest decimal
+    (0.1f is 0.1); the old files' float statistics prune by the same reading (their raw
+    0.10000000149 ruled 0.1 out): row-group statistics of base files and log blocks' column
+    statistics in the metadata table, before and after the compaction."""
+    for name, extra in {
+        "stats": {},
+        "column_stats": {
+            "hoodie.write.table.version": "8",
+            "hoodie.metadata.index.column.stats.enable": "true",
+        },
+    }.items():
+        path = str(tmp_path / name)
+        opts = {**NULLS_OPTS, **extra, "compaction.delta_commits": "100"}
+        old = pa.table({"id": ["a", "b"], "ts": [1, 1], "f": pa.array([0.1, 0.7], pa.float32())})
+        hr.write(old, path, opts, engine="local")
+        upd = pa.table({"id": ["b"], "ts": [2], "f": pa.array([0.7], pa.float32())})
+        hr.write(upd, path, opts, engine="local")  # a float log block
+        new = pa.table({"id": ["c"], "ts": [3], "f": pa.array([0.3], pa.float64())})
+        hr.write(new, path, opts, engine="local")  # widens f
+        for when in ("before", "after"):
+            full = hr.read(path)
+            assert full.schema.field("f").type == pa.float64()
+            want = _expected_ids(full, flt)
+            assert want and _ids(hr.read(path, filters=[flt])) == want, (name, when)
+            hr.compact(path, opts)
+
+
 def test_number_filters_on_a_decimal_column(tmp_path: Path) -> None:
     """A Python int or float compared with a decimal column is read as that number, not
     cast through int64 / double (which needs more digits than the column has)."""
