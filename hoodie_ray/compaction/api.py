@@ -302,6 +302,57 @@ class CompactionService:
             self.storage.delete(self.timeline.instant_path(inflight))
         self.timeline.reload()
 
+    def unwind_logs(self, instant: str) -> dict[str, str]:
+        """Before the completed compaction ``instant`` is rolled back (a restore past it): the
+        data logs named by it that it did not write itself go back to the slice before it. A
+        copy it carried over (version 6: the logs written after its plan) is deleted, its
+        source being there still; a log a write that completed after it moved into its slice
+        (:func:`~hoodie_ray.write.commit.relocate_superseded_logs`) is moved back, named after
+        the older slice's logs, so that write's rows stay readable when it is kept. Returns
+        where each moved log went (a later rollback of its write finds it there)."""
+        self.timeline.reload()
+        inst = self.timeline.get(instant, Action.COMPACTION)
+        moved: dict[str, str] = {}
+        if inst is None or not inst.is_completed:
+            return moved
+        # each compacted group's slice before it (the stats' prevCommit: an upgraded table
+        # keeps no plans of completed compactions)
+        bases = {
+            (part, st.file_id): st.prev_commit
+            for part, st in self.table.metadata(inst).iter_write_stats()
+            if st.file_id and (st.prev_commit or "").isdigit()
+        }
+        for part in sorted({p for p, _ in bases}):
+            infos = self.storage.list_dir(part)
+            copies = set(self._carried_over(part, instant, infos))
+            names = [i.name for i in infos]
+            for info in infos:
+                lf = parse_log_file_name(info.name)
+                if lf is None or lf.is_cdc or lf.instant != instant:
+                    continue
+                src = join(part, info.name)
+                if info.name in copies:
+                    self.storage.delete(src)
+                    continue
+                base = bases.get((part, lf.file_id))
+                if base is None:
+                    continue  # a group the plan did not touch
+                token = lf.write_token or "0-0-0"
+                versions = [
+                    o.version
+                    for o in map(parse_log_file_name, names)
+                    if o is not None
+                    and not o.is_cdc
+                    and o.file_id == lf.file_id
+                    and o.instant == base
+                ]
+                dst = log_file_name(lf.file_id, base, max(versions, default=0) + 1, token)
+                self.storage.write_bytes(join(part, dst), self.storage.read_bytes(src))
+                self.storage.delete(src)
+                names.append(dst)
+                moved[src] = join(part, dst)
+        return moved
+
     def run(self, instant: str, executor: Executor = local_executor) -> HoodieCommitMetadata:
         """Execute and commit one compaction; roll it back to requested if anything fails.
 

@@ -24,8 +24,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from hoodie_ray.compaction.api import CompactionService
 from hoodie_ray.config.options import WriteConfig, resolve_options
 from hoodie_ray.exceptions import HoodieTimelineError
+from hoodie_ray.job.conflict import is_compaction
 from hoodie_ray.metadata_writer.writer import metadata_writer
 from hoodie_ray.storage import join
 from hoodie_ray.table import HoodieTable
@@ -241,8 +243,9 @@ def restore(
             tl.create_requested(rinst, plan.to_bytes())
             rinst = tl.transition_to_inflight(rinst)
         rollbacks: dict[str, HoodieRollbackMetadata] = {}
+        moved: dict[str, str] = {}  # logs a rolled-back compaction's slice gave back
         for info in plan.instants:
-            rollbacks[info.commit_time] = _roll_back(table, protocol, info)
+            rollbacks[info.commit_time] = _roll_back(table, protocol, info, moved)
         tl.reload()
         for inst in tl.find([Action.ROLLBACK]):
             if inst.timestamp > instant and inst.timestamp < rinst.timestamp:
@@ -303,15 +306,21 @@ def _check_no_live_writes(
 
 
 def _roll_back(
-    table: HoodieTable, protocol: CommitProtocol, info: HoodieInstantInfo
+    table: HoodieTable, protocol: CommitProtocol, info: HoodieInstantInfo, moved: dict[str, str]
 ) -> HoodieRollbackMetadata:
     """Undo one instant of a restore (completed or pending; gone already: what is left of it
-    by name), then delete its instant files."""
+    by name), then delete its instant files. ``moved``: logs an earlier step of the restore
+    moved back out of a rolled-back compaction's slice (grown here), where a write's own
+    rollback finds them."""
     tl = table.active_timeline.reload()
     ts = info.commit_time
     inst = tl.get(ts, info.action)
+    if inst is not None and inst.is_completed and is_compaction(inst, table.metadata(inst)):
+        # the logs of other writes it carried or that moved into its slice go back first
+        moved.update(CompactionService(table, resolve_options(None)).unwind_logs(ts))
     rb_ts = protocol.new_instant_time()
-    meta, _ = protocol.undo_files(ts, info.action, protocol.files_written(ts), rb_ts)
+    targets = {moved.get(p, p): io for p, io in protocol.files_written(ts).items()}
+    meta, _ = protocol.undo_files(ts, info.action, targets, rb_ts)
     if inst is not None:
         tl.delete_instant(inst)
     table.storage.delete_dir(join(TEMP_DIR, ts))

@@ -302,19 +302,28 @@ class CommitProtocol:
         for rel, io_type in sorted(targets.items()):
             if not self.storage.exists(rel):
                 continue
-            part, _, name = rel.rpartition("/")
-            other, rolled_back = (
-                logs.rollback_scan(self.storage, rel, instant)
-                if io_type == "APPEND" and self._may_share_log(name, instant)
-                else (False, False)
-            )
-            if other:
-                if not rolled_back:
-                    logs.append_rollback_block(self.storage, rel, self.table_config, rb_ts, instant)
-                appended.append(rel)
-            else:
-                self.storage.delete(rel)
-                per_part.setdefault(part, []).append(name)
+            name = rel.rpartition("/")[2]
+            shared = io_type == "APPEND" and self._may_share_log(name, instant)
+            # v6: a compaction that completed since may have carried this log's blocks into
+            # its slice; each copy is undone too (else its blocks read again, as committed,
+            # once archival passes ``instant``)
+            copies = logs.carried_copies(self.storage, rel) if shared else []
+            for path in [rel, *copies]:
+                if path != rel and not logs.holds_blocks_of(self.storage, path, instant):
+                    continue
+                other, rolled_back = (
+                    logs.rollback_scan(self.storage, path, instant) if shared else (False, False)
+                )
+                if other:
+                    if not rolled_back:
+                        logs.append_rollback_block(
+                            self.storage, path, self.table_config, rb_ts, instant
+                        )
+                    appended.append(path)
+                else:
+                    self.storage.delete(path)
+                    part, _, gone = path.rpartition("/")
+                    per_part.setdefault(part, []).append(gone)
         meta = HoodieRollbackMetadata(
             start_rollback_time=rb_ts,
             commits_rollback=[instant],

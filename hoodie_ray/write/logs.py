@@ -9,6 +9,7 @@ import pyarrow.compute as pc
 
 from hoodie_ray.avro.schema import schema_to_json
 from hoodie_ray.config.table_config import HoodieTableConfig
+from hoodie_ray.file_group.naming import parse_log_file_name
 from hoodie_ray.log_format import (
     AvroDataBlock,
     CommandBlock,
@@ -21,7 +22,7 @@ from hoodie_ray.log_format import (
     serialize_block_pieces,
 )
 from hoodie_ray.meta import META_PREFIX, PARTITION_PATH, RECORD_KEY
-from hoodie_ray.storage import Storage
+from hoodie_ray.storage import Storage, join
 from hoodie_ray.write.context import WriteContext
 
 
@@ -119,6 +120,44 @@ def rollback_scan(storage: Storage, rel_path: str, target: str) -> tuple[bool, b
         ):
             rolled_back = True
     return other, rolled_back
+
+
+def holds_blocks_of(storage: Storage, rel_path: str, target: str) -> bool:
+    """Does the log file hold a block written by ``target``?"""
+    return any(
+        not isinstance(b, CorruptBlock) and b.instant_time == target
+        for b in read_log_file(storage, rel_path)
+    )
+
+
+def carried_copies(storage: Storage, rel_path: str, data: bytes | None = None) -> list[str]:
+    """Version 6: the copies a compaction's commit made of log file ``rel_path`` when it
+    carried the logs written after its plan into its new slice: logs of the same file group
+    and write token named by a later base instant whose bytes start ``rel_path``'s (``data``:
+    its bytes, when read already)."""
+    part, _, name = rel_path.rpartition("/")
+    src = parse_log_file_name(name)
+    if src is None or src.is_cdc:
+        return []
+    out = []
+    for info in storage.list_dir(part):
+        lf = parse_log_file_name(info.name)
+        if (
+            lf is None
+            or lf.is_cdc
+            or lf.file_id != src.file_id
+            or (lf.write_token or "0-0-0") != (src.write_token or "0-0-0")
+            or lf.instant <= src.instant
+        ):
+            continue
+        if data is None:
+            data = storage.read_bytes(rel_path)
+        if info.size > len(data):
+            continue
+        copy = join(part, info.name) if part else info.name
+        if data[: info.size] == storage.read_bytes(copy):
+            out.append(copy)
+    return out
 
 
 def append_rollback_block(

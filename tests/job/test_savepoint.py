@@ -5,6 +5,7 @@ metadata table validates, and a restore that died is finished by running it agai
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 
@@ -200,3 +201,144 @@ def test_savepoint_refusals_and_delete(tmp_path):
     model.write(path, opts, "upsert", wl.rows_for(wl.keys[:30]))
     assert not old & {p.name for p in path.rglob("*.parquet")}, "cleaned once deleted"
     _reads(path, model, "after")
+
+
+# -- restores and version 6 compactions that carried logs into their slice -------------------
+
+
+def _v6_plan_then(path, model, wl, opts):
+    """A version 6 table (no compaction scheduled by its writers) and a compaction planned;
+    its instant."""
+    from hoodie_ray.compaction.api import CompactionService
+
+    model.write(path, opts, "upsert", wl.rows_for(wl.keys))
+    model.write(path, opts, "upsert", wl.upserts(20))
+    planned = CompactionService.open(str(path)).schedule(force=True)
+    assert planned is not None
+    return planned
+
+
+def test_a_restore_past_a_v6_compaction_deletes_the_logs_it_carried(tmp_path):
+    """The compaction copied the log written after its plan into its slice; a restore to a
+    savepoint before the plan rolls both back: the copy goes too (nothing named by the
+    compaction is left), and the table reads as the savepoint did."""
+    path = tmp_path / "t"
+    opts = model_options(V6_MDT, {"compaction.schedule.enabled": "false"}, version="6")
+    model, wl = TableModel(), Workload(seed=45)
+    model.write(path, opts, "upsert", wl.rows_for(wl.keys))
+    point = hr.savepoint(str(path))
+    saved = copy.deepcopy(model)
+    from hoodie_ray.compaction.api import CompactionService
+
+    model.write(path, opts, "upsert", wl.upserts(20))
+    planned = CompactionService.open(str(path)).schedule(force=True)
+    model.write(path, opts, "upsert", wl.upserts(20))  # after the plan: carried over
+    assert hr.compact(str(path), opts).instant == planned
+    assert list(path.glob(f"*/.*_{planned}.log.*"))
+    hr.restore(str(path), point)
+    assert not list(path.glob(f"*/*{planned}*")) and not list(path.glob(f"*/.*{planned}*"))
+    _reads(path, saved, "restored")
+    assert validate_metadata(str(path)) == []
+
+
+def test_a_rolled_back_write_stays_rolled_back_in_the_copy_a_compaction_carried(tmp_path):
+    """A write after a plan (D) is rolled back by a restore that keeps the compaction, which
+    had carried D's blocks into its slice: the copy gets D's rollback block too, so once the
+    savepoint is gone and archival passes D (blocks older than the active timeline read as
+    committed) D's rows still do not come back."""
+    path = tmp_path / "t"
+    opts = model_options(
+        {
+            "compaction.schedule.enabled": "false",
+            "hoodie.keep.min.commits": "2",
+            "hoodie.keep.max.commits": "3",
+            "clean.retain_commits": "1",
+        },
+        version="6",
+    )
+    model, wl = TableModel(), Workload(seed=46)
+    planned = _v6_plan_then(path, model, wl, opts)
+    model.write(path, opts, "upsert", wl.upserts(20))  # after the plan, kept
+    point = hr.savepoint(str(path))
+    saved = copy.deepcopy(model)
+    model.write(path, opts, "upsert", wl.upserts(20))  # D: after the plan, rolled back
+    assert hr.compact(str(path), opts).instant == planned
+    hr.restore(str(path), point)
+    _reads(path, saved, "restored")
+    hr.delete_savepoint(str(path), point)
+    model = saved
+    for _ in range(6):
+        model.write(path, opts, "upsert", wl.upserts(3))
+        hr.clean(str(path), opts)
+        hr.archive(str(path), opts)
+    first = min(i.timestamp for i in HoodieTable.load(str(path)).active_timeline.instants)
+    assert first > point, "archival did not pass the rolled-back write"
+    _reads(path, model, "after archival")
+    assert sorted(map(str, hr.read(str(path)).select(["key", "ts", "v"]).to_pylist())) == sorted(
+        map(str, model.as_table().select(["key", "ts", "v"]).to_pylist())
+    )
+
+
+@pytest.mark.parametrize(
+    ("upgrade", "keep_w"),
+    [(None, True), ("8", True), (None, False)],
+    ids=["v6-kept", "upgraded-kept", "v6-rolled-back"],
+)
+def test_a_restore_past_a_compaction_gives_back_the_log_a_write_moved_into_it(
+    tmp_path, monkeypatch, upgrade, keep_w
+):
+    """OCC on version 6: write W is in flight while another writer commits (then a
+    savepoint) and a compaction runs beside it; W commits after the compaction, moving its
+    log into the compaction's slice. A restore past the compaction moves that log back to the
+    slice before it: W, when older than the savepoint, keeps its rows (they were deleted with
+    the compaction's files, or left in a slice no reader lists); when W is rolled back too, its
+    rows go."""
+    from hoodie_ray.job.client import HoodieWriteClient
+    from hoodie_ray.job.coordinator import Coordinator
+    from tests.write.model import to_arrow
+
+    path = str(tmp_path / "t")
+    opts = model_options(
+        {
+            "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+            "compaction.schedule.enabled": "false",
+        },
+        version="6",
+    )
+
+    def row(key, p, ts, v):
+        return {"key": key, "p": p, "ts": ts, "v": v, "s": f"{key}@{ts}"}
+
+    def write(rows):
+        HoodieWriteClient(path, opts).write(to_arrow(rows, True))
+
+    write([row(f"{p}{i}", p, 1, i) for p in "ab" for i in range(4)])
+    write([row("a0", "a", 2, 100)])  # a log in a's group, for the compaction
+    before_w = None if keep_w else hr.savepoint(path)
+    real = Coordinator.commit
+    seen: dict[str, str] = {}
+
+    def commit(self, instant, stats, partitions=None):
+        if not seen:
+            seen["w"] = instant
+            write([row("b0", "b", 3, 300)])  # another writer, partition b
+            seen["point"] = hr.savepoint(path) if keep_w else ""
+            seen["compaction"] = hr.compact(path, opts).instant or ""
+        return real(self, instant, stats, partitions)
+
+    monkeypatch.setattr(Coordinator, "commit", commit)
+    write([row("a1", "a", 4, 400)])  # W
+    monkeypatch.setattr(Coordinator, "commit", real)
+    assert seen["w"] < seen["compaction"] and list(
+        Path(path).glob(f"a/.*_{seen['compaction']}.log.*")
+    )
+    if upgrade:
+        hr.upgrade(path, to_version=upgrade)
+    hr.restore(path, seen["point"] if keep_w else before_w)
+    got = {r["key"]: r["v"] for r in hudi_rs_snapshot(path).to_pylist()}
+    assert got == {
+        **{f"{p}{i}": i for p in "ab" for i in range(4)},
+        "a0": 100,
+        **({"b0": 300, "a1": 400} if keep_w else {}),
+    }
+    assert {r["key"]: r["v"] for r in hr.read(path).to_pylist()} == got
