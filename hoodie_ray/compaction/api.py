@@ -40,6 +40,7 @@ from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
 from hoodie_ray.timeline.plans import HoodieCleanMetadata, HoodieCompactionPlan
 from hoodie_ray.timeline.timeline import ActiveTimeline
 from hoodie_ray.write.commit import pending_write_files
+from hoodie_ray.write.logs import is_copy_of
 
 #: Runs a list of tasks and returns their write stats (raises if any failed).
 Executor = Callable[[list[CompactionTask]], list[HoodieWriteStat]]
@@ -217,9 +218,10 @@ class CompactionService:
         return meta
 
     def _carried_over(self, part: str, instant: str, infos: list[FileInfo]) -> list[str]:
-        """The logs named by ``instant`` in ``part`` that :meth:`_carry_over_logs` copied: each
-        the bytes of a log of the same file group and write token in an older slice, or the
-        start of them (a copy cut short by a crash)."""
+        """The logs named by ``instant`` in ``part`` that :meth:`_carry_over_logs` copied from
+        a log of the same file group and write token in an older slice
+        (:func:`~hoodie_ray.write.logs.is_copy_of`: appended to since, or cut short by a
+        crash)."""
         older: dict[tuple[str, str], list[FileInfo]] = {}
         named: list[tuple[FileInfo, LogFileName]] = []
         for info in infos:
@@ -232,15 +234,12 @@ class CompactionService:
                 older.setdefault((lf.file_id, lf.write_token or "0-0-0"), []).append(info)
         copies = []
         for info, lf in named:
-            sources = [
-                src.name
-                for src in older.get((lf.file_id, lf.write_token or "0-0-0"), [])
-                if src.size >= info.size
-            ]
+            sources = older.get((lf.file_id, lf.write_token or "0-0-0"), [])
             if sources:
                 data = self.storage.read_bytes(join(part, info.name))
                 if any(
-                    self.storage.read_bytes(join(part, src))[: len(data)] == data for src in sources
+                    is_copy_of(data, self.storage.read_bytes(join(part, src.name)))
+                    for src in sources
                 ):
                     copies.append(info.name)
         return copies

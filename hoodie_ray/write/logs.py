@@ -11,6 +11,7 @@ from hoodie_ray.avro.schema import schema_to_json
 from hoodie_ray.config.table_config import HoodieTableConfig
 from hoodie_ray.file_group.naming import parse_log_file_name
 from hoodie_ray.log_format import (
+    MAGIC,
     AvroDataBlock,
     CommandBlock,
     CorruptBlock,
@@ -130,11 +131,26 @@ def holds_blocks_of(storage: Storage, rel_path: str, target: str) -> bool:
     )
 
 
+def is_copy_of(copy: bytes, source: bytes) -> bool:
+    """Is ``copy`` a copy of the log ``source`` (a compaction carried it into its slice)?
+    Either the start of it (a copy cut short), or a log that begins with its first block: the
+    copy may have grown since (a later write appended to the new slice's latest log) as the
+    source may have (a rollback block). A block holds its writer's instant, so no other log
+    begins with the same bytes."""
+    if source.startswith(copy):
+        return True
+    head = len(MAGIC) + 8
+    if len(source) < head or source[: len(MAGIC)] != MAGIC:
+        return False
+    end = head + int.from_bytes(source[len(MAGIC) : head], "big", signed=True)
+    return head < end <= len(source) and copy.startswith(source[:end])
+
+
 def carried_copies(storage: Storage, rel_path: str, data: bytes | None = None) -> list[str]:
     """Version 6: the copies a compaction's commit made of log file ``rel_path`` when it
     carried the logs written after its plan into its new slice: logs of the same file group
-    and write token named by a later base instant whose bytes start ``rel_path``'s (``data``:
-    its bytes, when read already)."""
+    and write token named by a later base instant (:func:`is_copy_of`; ``data``: its bytes,
+    when read already)."""
     part, _, name = rel_path.rpartition("/")
     src = parse_log_file_name(name)
     if src is None or src.is_cdc:
@@ -152,10 +168,8 @@ def carried_copies(storage: Storage, rel_path: str, data: bytes | None = None) -
             continue
         if data is None:
             data = storage.read_bytes(rel_path)
-        if info.size > len(data):
-            continue
         copy = join(part, info.name) if part else info.name
-        if data[: info.size] == storage.read_bytes(copy):
+        if is_copy_of(storage.read_bytes(copy), data):
             out.append(copy)
     return out
 

@@ -241,11 +241,13 @@ def test_a_restore_past_a_v6_compaction_deletes_the_logs_it_carried(tmp_path):
     assert validate_metadata(str(path)) == []
 
 
-def test_a_rolled_back_write_stays_rolled_back_in_the_copy_a_compaction_carried(tmp_path):
+@pytest.mark.parametrize("appended", [False, True], ids=["copy", "copy-appended-to"])
+def test_a_rolled_back_write_stays_rolled_back_in_the_copy_a_compaction_carried(tmp_path, appended):
     """A write after a plan (D) is rolled back by a restore that keeps the compaction, which
-    had carried D's blocks into its slice: the copy gets D's rollback block too, so once the
-    savepoint is gone and archival passes D (blocks older than the active timeline read as
-    committed) D's rows still do not come back."""
+    had carried D's blocks into its slice: the copy gets D's rollback block too (also when a
+    later write appended to the copy, the new slice's latest log), so once the savepoint is
+    gone and archival passes D (blocks older than the active timeline read as committed) D's
+    rows still do not come back."""
     path = tmp_path / "t"
     opts = model_options(
         {
@@ -263,6 +265,8 @@ def test_a_rolled_back_write_stays_rolled_back_in_the_copy_a_compaction_carried(
     saved = copy.deepcopy(model)
     model.write(path, opts, "upsert", wl.upserts(20))  # D: after the plan, rolled back
     assert hr.compact(str(path), opts).instant == planned
+    if appended:
+        model.write(path, opts, "upsert", wl.upserts(20))  # appends to the copies
     hr.restore(str(path), point)
     _reads(path, saved, "restored")
     hr.delete_savepoint(str(path), point)
