@@ -18,6 +18,7 @@ both steps with one switch of ``hoodie.properties``.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -89,10 +90,12 @@ def upgrade(
         hr.upgrade("/data/trips", to_version=9)   # 6 or 8 -> 9
     """
     # "8", as an option value or the CLI gives it, is 8
-    if isinstance(to_version, str) and to_version.strip().isdigit():
+    if (
+        isinstance(to_version, str)
+        and to_version.strip().isascii()
+        and to_version.strip().isdigit()
+    ) or (isinstance(to_version, numbers.Integral) and not isinstance(to_version, bool)):
         target = int(to_version)
-    elif isinstance(to_version, int) and not isinstance(to_version, bool):
-        target = to_version
     else:
         target = -1
     if target not in UPGRADE_TARGETS:

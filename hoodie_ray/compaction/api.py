@@ -308,7 +308,7 @@ class CompactionService:
         source being there still; a log a write that completed after it moved into its slice
         (:func:`~hoodie_ray.write.commit.relocate_superseded_logs`) is moved back, named after
         the older slice's logs, so that write's rows stay readable when it is kept. Returns
-        where each moved log went (a later rollback of its write finds it there)."""
+        where each moved log went."""
         self.timeline.reload()
         inst = self.timeline.get(instant, Action.COMPACTION)
         moved: dict[str, str] = {}

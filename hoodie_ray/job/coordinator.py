@@ -276,7 +276,7 @@ class Coordinator:
         )
         # the provider hoodie.write.lock.provider names (hoodie_ray's own lock by default)
         self.lock = open_lock(self.storage, self.wc, owner=lock_owner, job=lock_job)
-        self._fresh = False  # open found no .hoodie (a table this job would create)
+        self._created = False  # this job created the table (no other writer had it)
         # Instant heartbeats under the lazy failed-writes policy (always under OCC): the next
         # writer rolls back only instants whose heartbeat expired
         self.heartbeats = (
@@ -329,8 +329,6 @@ class Coordinator:
         if not table_exists(self.storage):
             # before the lock: its file would leave .hoodie/ behind in a refused directory
             check_new_table_location(self.storage, self.wc)
-        # no .hoodie before this job's lock: what a refused first write leaves is removed
-        self._fresh = not self.storage.exists(".hoodie")
         if self.wc.occ:
             with self._locked():
                 try:
@@ -347,10 +345,11 @@ class Coordinator:
             raise
 
     def _discard_unborn(self) -> None:
-        """Remove the ``.hoodie`` of a table this job found absent and wrote no instant to
-        (:func:`~hoodie_ray.job.setup.remove_unborn_table`), under the lock: no other writer
-        of ours can be creating it meanwhile."""
-        if not self._fresh:
+        """Remove the ``.hoodie`` of a table this job created and wrote no instant to
+        (:func:`~hoodie_ray.job.setup.remove_unborn_table`), under the lock. Under OCC only in
+        the lock turn that created it: once that turn ended another writer may have opened
+        the table and be about to write its first instant."""
+        if not self._created or (self.wc.occ and self._lock_depth == 0):
             return
         try:
             with self._locked():  # single writer: still ours; OCC: one turn
@@ -456,6 +455,7 @@ class Coordinator:
             check_concurrency_mode(wc, None, self.path)
             check_changelog_mode(wc, None, self.path)
             check_partial_updates(wc, None, self.path)
+            self._created = True  # what it leaves if refused part way is removed
             create_table(self.storage, wc, input_schema)
         table = HoodieTable.from_storage(self.storage, self.storage_options, self.path)
         if self._reuse is not None and self._reuse.table_config.props == table.table_config.props:

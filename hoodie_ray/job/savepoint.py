@@ -27,6 +27,7 @@ from typing import Any
 from hoodie_ray.compaction.api import CompactionService
 from hoodie_ray.config.options import WriteConfig, resolve_options
 from hoodie_ray.exceptions import HoodieTimelineError
+from hoodie_ray.file_group.naming import parse_log_file_name
 from hoodie_ray.job.conflict import is_compaction
 from hoodie_ray.metadata_writer.writer import metadata_writer
 from hoodie_ray.storage import join
@@ -42,6 +43,7 @@ from hoodie_ray.timeline.plans import (
 from hoodie_ray.write.commit import CommitProtocol
 from hoodie_ray.write.heartbeat import HeartbeatClient, heartbeat_path
 from hoodie_ray.write.lock_providers import open_lock
+from hoodie_ray.write.logs import holds_blocks_of
 from hoodie_ray.write.stream_writer import TEMP_DIR
 
 #: What a restore rolls back after its savepoint (Hudi's write timeline).
@@ -243,9 +245,8 @@ def restore(
             tl.create_requested(rinst, plan.to_bytes())
             rinst = tl.transition_to_inflight(rinst)
         rollbacks: dict[str, HoodieRollbackMetadata] = {}
-        moved: dict[str, str] = {}  # logs a rolled-back compaction's slice gave back
         for info in plan.instants:
-            rollbacks[info.commit_time] = _roll_back(table, protocol, info, moved)
+            rollbacks[info.commit_time] = _roll_back(table, protocol, info)
         tl.reload()
         for inst in tl.find([Action.ROLLBACK]):
             if inst.timestamp > instant and inst.timestamp < rinst.timestamp:
@@ -283,6 +284,32 @@ def _plan(table: HoodieTable, path: str, instant: str) -> HoodieRestorePlan:
     )
 
 
+def _moved_back(table: HoodieTable, instant: str, targets: dict[str, str]) -> dict[str, str]:
+    """``targets`` with each log file that is gone replaced by the logs of its file group and
+    write token holding ``instant``'s blocks: a restore moved it back out of the slice of a
+    compaction it rolled back (:meth:`CompactionService.unwind_logs`), this run or one that
+    died before this write's turn came."""
+    out = dict(targets)
+    for rel, io in targets.items():
+        gone = parse_log_file_name(rel.rpartition("/")[2])
+        if gone is None or gone.is_cdc or table.storage.exists(rel):
+            continue
+        part = rel.rpartition("/")[0]
+        for f in table.storage.list_dir(part):
+            lf = parse_log_file_name(f.name)
+            path = join(part, f.name) if part else f.name
+            if (
+                lf is not None
+                and not lf.is_cdc
+                and lf.file_id == gone.file_id
+                and lf.write_token == gone.write_token
+                and path not in out
+                and holds_blocks_of(table.storage, path, instant)
+            ):
+                out[path] = io
+    return out
+
+
 def _check_no_live_writes(
     table: HoodieTable, path: str, plan: HoodieRestorePlan, wc: WriteConfig
 ) -> None:
@@ -306,20 +333,18 @@ def _check_no_live_writes(
 
 
 def _roll_back(
-    table: HoodieTable, protocol: CommitProtocol, info: HoodieInstantInfo, moved: dict[str, str]
+    table: HoodieTable, protocol: CommitProtocol, info: HoodieInstantInfo
 ) -> HoodieRollbackMetadata:
     """Undo one instant of a restore (completed or pending; gone already: what is left of it
-    by name), then delete its instant files. ``moved``: logs an earlier step of the restore
-    moved back out of a rolled-back compaction's slice (grown here), where a write's own
-    rollback finds them."""
+    by name), then delete its instant files."""
     tl = table.active_timeline.reload()
     ts = info.commit_time
     inst = tl.get(ts, info.action)
     if inst is not None and inst.is_completed and is_compaction(inst, table.metadata(inst)):
         # the logs of other writes it carried or that moved into its slice go back first
-        moved.update(CompactionService(table, resolve_options(None)).unwind_logs(ts))
+        CompactionService(table, resolve_options(None)).unwind_logs(ts)
     rb_ts = protocol.new_instant_time()
-    targets = {moved.get(p, p): io for p, io in protocol.files_written(ts).items()}
+    targets = _moved_back(table, ts, protocol.files_written(ts))
     meta, _ = protocol.undo_files(ts, info.action, targets, rb_ts)
     if inst is not None:
         tl.delete_instant(inst)

@@ -284,19 +284,20 @@ def test_a_rolled_back_write_stays_rolled_back_in_the_copy_a_compaction_carried(
 
 
 @pytest.mark.parametrize(
-    ("upgrade", "keep_w"),
-    [(None, True), ("8", True), (None, False)],
-    ids=["v6-kept", "upgraded-kept", "v6-rolled-back"],
+    ("upgrade", "keep_w", "dies"),
+    [(None, True, False), ("8", True, False), (None, False, False), (None, False, True)],
+    ids=["v6-kept", "upgraded-kept", "v6-rolled-back", "v6-rolled-back-restore-died"],
 )
 def test_a_restore_past_a_compaction_gives_back_the_log_a_write_moved_into_it(
-    tmp_path, monkeypatch, upgrade, keep_w
+    tmp_path, monkeypatch, upgrade, keep_w, dies
 ):
     """OCC on version 6: write W is in flight while another writer commits (then a
     savepoint) and a compaction runs beside it; W commits after the compaction, moving its
     log into the compaction's slice. A restore past the compaction moves that log back to the
     slice before it: W, when older than the savepoint, keeps its rows (they were deleted with
     the compaction's files, or left in a slice no reader lists); when W is rolled back too, its
-    rows go."""
+    rows go, for good (also when the restore died between the two and ran again: W's rollback
+    finds its log where it went), after the savepoint is deleted and archival passes W."""
     from hoodie_ray.job.client import HoodieWriteClient
     from hoodie_ray.job.coordinator import Coordinator
     from tests.write.model import to_arrow
@@ -306,6 +307,9 @@ def test_a_restore_past_a_compaction_gives_back_the_log_a_write_moved_into_it(
         {
             "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
             "compaction.schedule.enabled": "false",
+            "hoodie.keep.min.commits": "2",
+            "hoodie.keep.max.commits": "3",
+            "clean.retain_commits": "1",
         },
         version="6",
     )
@@ -338,11 +342,35 @@ def test_a_restore_past_a_compaction_gives_back_the_log_a_write_moved_into_it(
     )
     if upgrade:
         hr.upgrade(path, to_version=upgrade)
-    hr.restore(path, seen["point"] if keep_w else before_w)
-    got = {r["key"]: r["v"] for r in hudi_rs_snapshot(path).to_pylist()}
-    assert got == {
+    point = seen["point"] if keep_w else before_w
+    if dies:  # killed after the compaction's rollback, before W's
+        real_roll_back = savepoint_mod._roll_back
+
+        def killed(table, protocol, info):
+            if info.commit_time == seen["w"]:
+                raise OSError("killed")
+            return real_roll_back(table, protocol, info)
+
+        with monkeypatch.context() as m:
+            m.setattr(savepoint_mod, "_roll_back", killed)
+            with pytest.raises(OSError):
+                hr.restore(path, point)
+    hr.restore(path, point)
+    want = {
         **{f"{p}{i}": i for p in "ab" for i in range(4)},
         "a0": 100,
         **({"b0": 300, "a1": 400} if keep_w else {}),
     }
+    got = {r["key"]: r["v"] for r in hudi_rs_snapshot(path).to_pylist()}
+    assert got == want
     assert {r["key"]: r["v"] for r in hr.read(path).to_pylist()} == got
+    if not keep_w:
+        hr.delete_savepoint(path, point)
+        for i in range(5):
+            write([row("b1", "b", 10 + i, i)])
+            hr.clean(path, opts)
+            hr.archive(path, opts)
+        want["b1"] = 4
+        first = min(i.timestamp for i in HoodieTable.load(path).active_timeline.instants)
+        assert first > seen["w"], "archival did not pass W"
+        assert {r["key"]: r["v"] for r in hr.read(path).to_pylist()} == want

@@ -108,3 +108,36 @@ def test_fixed_size_binary_is_written_again_as_the_first_write_took_it(tmp_path:
         hr.write(rows, d, OPTIONS, engine="local")
     got = hudi_rs_read(d).sort_by("id")
     assert got["h"].to_pylist() == [b"abcd", None] and got["ts"].to_pylist() == [2, 2]
+
+
+def test_occ_writers_never_remove_a_table_another_writer_opened(tmp_path: Path) -> None:
+    """Optimistic concurrency control: a writer refused by a table another writer just
+    created (metadata table and all, no instant yet) leaves it; and a writer whose job fails
+    after the lock turn that created the table leaves it too, as another writer may have
+    opened it since. That writer commits."""
+    from hoodie_ray.config.options import resolve_options
+    from hoodie_ray.job.coordinator import Coordinator
+
+    d = str(tmp_path / "t")
+    opts = {
+        **OPTIONS,
+        "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+        "hoodie.write.table.version": "8",
+        "hoodie.metadata.enable": "true",
+    }
+    schema = pa.schema([("id", pa.string()), ("ts", pa.int64())])
+    creator = Coordinator(d, resolve_options(opts), None)
+    creator.open(schema)
+    other = Coordinator(
+        d, resolve_options({**opts, "hoodie.datasource.write.recordkey.field": "ts"}), None
+    )
+    with pytest.raises(hr.HoodieOptionError, match="record key"):
+        other.open(schema)
+    other.close(discard_unborn=True)
+    writer = Coordinator(d, resolve_options(opts), None)
+    writer.open(schema)
+    creator.close(discard_unborn=True)  # its job failed after the turn that created the table
+    instant = writer.start_instant()
+    writer.commit(instant, [])
+    writer.close()
+    assert [i.timestamp for i in hr.HoodieTable.load(d).commits()] == [instant]

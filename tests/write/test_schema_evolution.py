@@ -134,6 +134,17 @@ def test_a_non_null_column_is_never_dropped():
     assert evolve_schema(table, table.remove(1), policy) is table  # a nullable one is
 
 
+def test_binary_batches_fill_a_fixed_column_of_their_width():
+    """A table's Avro ``fixed(4)`` column (Flink's BINARY(4)) takes binary input (fixed-size
+    binary input is normalised to binary), each value checked for its width."""
+    table = pa.schema([("h", pa.binary(4))])
+    assert evolve_schema(table, pa.schema([("h", pa.binary())]), EVOLVE) == table
+    got = reconcile(pa.table({"h": pa.array([b"abcd", None])}), table)
+    assert got.column("h").type == pa.binary(4) and got.column("h").to_pylist() == [b"abcd", None]
+    with pytest.raises(HoodieSchemaError, match="column 'h'"):
+        reconcile(pa.table({"h": pa.array([b"abc"])}), table)
+
+
 def test_decimal_narrowing_is_refused():
     dec = pa.schema([("d", pa.decimal128(10, 4))])
     with pytest.raises(HoodieSchemaError, match=r"column d: .*decimal128\(12, 2\)"):
