@@ -28,7 +28,7 @@ from hoodie_ray.file_group.naming import (
     parse_log_file_name,
 )
 from hoodie_ray.metadata_writer.writer import metadata_writer
-from hoodie_ray.storage import Storage, check_relative, join
+from hoodie_ray.storage import FileInfo, Storage, check_relative, join
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant, State, new_instant_time
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata, HoodieWriteStat
@@ -299,6 +299,7 @@ class CommitProtocol:
 
         per_part: dict[str, list[str]] = {}
         appended: list[str] = []
+        listed: dict[str, list[FileInfo]] = {}  # partitions listed for carried copies
         for rel, io_type in sorted(targets.items()):
             if not self.storage.exists(rel):
                 continue
@@ -307,7 +308,7 @@ class CommitProtocol:
             # v6: a compaction that completed since may have carried this log's blocks into
             # its slice; each copy is undone too (else its blocks read again, as committed,
             # once archival passes ``instant``)
-            copies = logs.carried_copies(self.storage, rel) if shared else []
+            copies = logs.carried_copies(self.storage, rel, listed) if shared else []
             for path in [rel, *copies]:
                 if path != rel and not logs.holds_blocks_of(self.storage, path, instant):
                     continue

@@ -23,7 +23,7 @@ from hoodie_ray.log_format import (
     serialize_block_pieces,
 )
 from hoodie_ray.meta import META_PREFIX, PARTITION_PATH, RECORD_KEY
-from hoodie_ray.storage import Storage, join
+from hoodie_ray.storage import FileInfo, Storage, join
 from hoodie_ray.write.context import WriteContext
 
 
@@ -146,17 +146,24 @@ def is_copy_of(copy: bytes, source: bytes) -> bool:
     return head < end <= len(source) and copy.startswith(source[:end])
 
 
-def carried_copies(storage: Storage, rel_path: str, data: bytes | None = None) -> list[str]:
+def carried_copies(
+    storage: Storage, rel_path: str, listing: dict[str, list[FileInfo]] | None = None
+) -> list[str]:
     """Version 6: the copies a compaction's commit made of log file ``rel_path`` when it
     carried the logs written after its plan into its new slice: logs of the same file group
-    and write token named by a later base instant (:func:`is_copy_of`; ``data``: its bytes,
-    when read already)."""
+    and write token named by a later base instant (:func:`is_copy_of`). ``listing``: the
+    partitions' listings kept between calls (one listing a partition for a rollback's logs)."""
     part, _, name = rel_path.rpartition("/")
     src = parse_log_file_name(name)
     if src is None or src.is_cdc:
         return []
+    if listing is None:
+        listing = {}
+    if part not in listing:
+        listing[part] = storage.list_dir(part)
+    data: bytes | None = None
     out = []
-    for info in storage.list_dir(part):
+    for info in listing[part]:
         lf = parse_log_file_name(info.name)
         if (
             lf is None
@@ -166,9 +173,11 @@ def carried_copies(storage: Storage, rel_path: str, data: bytes | None = None) -
             or lf.instant <= src.instant
         ):
             continue
+        copy = join(part, info.name) if part else info.name
+        if not storage.exists(copy):
+            continue  # undone since the listing
         if data is None:
             data = storage.read_bytes(rel_path)
-        copy = join(part, info.name) if part else info.name
         if is_copy_of(storage.read_bytes(copy), data):
             out.append(copy)
     return out
