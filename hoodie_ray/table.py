@@ -62,6 +62,7 @@ class HoodieTable:
         self.storage_options = storage_options
         self._timeline = active_timeline
         self._archived: ArchivedTimeline | None = None
+        self._archived_completions: dict[str, str | None] = {}  # archived_completion_time
         self._mdt: MetadataTable | None = None
         self._metadata: dict[str, HoodieCommitMetadata] = {}
         self._base_writes: tuple[tuple[str, ...], dict[tuple[str, str], list[str]]] | None = None
@@ -330,13 +331,35 @@ class HoodieTable:
             mdt = self.metadata_table
             listing = MetadataListing(mdt.refresh() if refresh_metadata else mdt)
         return FileSystemView.for_table(
-            self.storage, self.table_config, self.active_timeline, listing
+            self.storage,
+            self.table_config,
+            self.active_timeline,
+            listing,
+            archived_completion=self.archived_completion_time,
         )
 
     def storage_view(self) -> FileSystemView:
         """A view listed from storage even when the table keeps a metadata table: for finding
         files no commit lists (what an interrupted run left behind)."""
-        return FileSystemView.for_table(self.storage, self.table_config, self.active_timeline)
+        return FileSystemView.for_table(
+            self.storage,
+            self.table_config,
+            self.active_timeline,
+            archived_completion=self.archived_completion_time,
+        )
+
+    def archived_completion_time(self, instant: str) -> str | None:
+        """The completion time of ``instant`` from the archived timeline (version 8+; None
+        when it is not there). Read from the history files whose range holds it, kept."""
+        if instant in self._archived_completions:
+            return self._archived_completions[instant]
+        arch = self.archived_timeline
+        found = None
+        if isinstance(arch, LSMTimeline):
+            rows = arch.instants(instant, instant)
+            found = next((r.completion_time for r in rows if r.completion_time), None)
+        self._archived_completions[instant] = found
+        return found
 
     def latest_file_slices(self, as_of: str | None = None) -> list[FileSlice]:
         """The latest file slice of every file group (``.partition_path``, ``.file_id``,

@@ -22,7 +22,7 @@ Names from Hudi: ``FileSlice``, ``HoodieFileGroup`` (here :class:`FileGroup`) an
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -142,6 +142,7 @@ class _Log:
     version: int
     token: str
     order_time: str  # name instant (v6) or completion time (v8+)
+    archived: bool = False  # v8+: its instant is archived (order_time is then its request time)
 
 
 @dataclass
@@ -182,9 +183,12 @@ class FileSystemView:
         base_file_extensions: Sequence[str] | None = None,
         merge_pending_compaction_logs: bool = True,
         listing: FileListing | None = None,
+        archived_completion: Callable[[str], str | None] | None = None,
     ) -> None:
         self.storage = storage
         self.timeline = timeline
+        # v8+: the completion time of an archived instant (the archived timeline keeps it)
+        self.archived_completion = archived_completion
         self.table_version = int(table_version)
         self.partition_fields = list(partition_fields)
         self.base_file_extensions = tuple(base_file_extensions or BASE_FILE_EXTENSIONS)
@@ -201,9 +205,11 @@ class FileSystemView:
         table_config: Any,
         timeline: ActiveTimeline,
         listing: FileListing | None = None,
+        archived_completion: Callable[[str], str | None] | None = None,
     ) -> FileSystemView:
         """A view from a ``HoodieTableConfig`` (uses ``table_version``, ``partition_fields`` and
-        ``base_file_format``)."""
+        ``base_file_format``); ``archived_completion``: the completion time of an archived
+        instant (table versions 8+)."""
         fmt = str(getattr(table_config, "base_file_format", "") or "").lower()
         exts = (f".{fmt}",) if fmt and f".{fmt}" in BASE_FILE_EXTENSIONS else None
         return cls(
@@ -213,6 +219,7 @@ class FileSystemView:
             list(table_config.partition_fields),
             base_file_extensions=exts,
             listing=listing,
+            archived_completion=archived_completion,
         )
 
     @property
@@ -315,12 +322,13 @@ class FileSystemView:
                 continue
             if as_of is not None and log.instant > as_of:
                 continue
+            archived = False
             if self.uses_completion_time:
                 completion = tl.completion_time(log.instant)
                 if completion is None:
                     if not tl.is_committed(log.instant):
                         continue
-                    completion = log.instant  # older than the active timeline
+                    completion, archived = log.instant, True  # older than the active timeline
                 order_time = completion
             else:
                 keep = tl.is_committed(log.instant) or (
@@ -330,7 +338,7 @@ class FileSystemView:
                     continue
                 order_time = log.instant
             groups.setdefault(log.file_id, _Group()).logs.append(
-                _Log(name, log.instant, log.version, log.write_token, order_time)
+                _Log(name, log.instant, log.version, log.write_token, order_time, archived)
             )
             sizes[name] = info.size
 
@@ -344,6 +352,14 @@ class FileSystemView:
     ) -> FileGroup:
         keys = sorted(g.bases)
         members: dict[str, list[_Log]] = {k: [] for k in keys}
+        if keys and self.archived_completion is not None:
+            for lg in g.logs:
+                if lg.archived and keys[-1] > lg.instant:
+                    # requested before a later base: the slice it joined depends on when it
+                    # completed (before or after that compaction's plan), which only the
+                    # archived timeline still tells (as Java's completion-time view reads it)
+                    lg.order_time = self.archived_completion(lg.instant) or lg.instant
+                    lg.archived = False
         for lg in sorted(g.logs, key=lambda x: (x.order_time, x.version, x.token, x.name)):
             # v6: largest base instant <= the instant in the name;
             # v8+: largest base instant <= the deltacommit's completion time.

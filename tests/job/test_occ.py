@@ -195,6 +195,43 @@ def test_compaction_on_its_file_group_after_its_start_is_no_conflict(
     assert hr.validate_metadata(path) == []
 
 
+def test_a_write_that_straddled_a_compaction_keeps_its_slice_once_archived(tmp_path):
+    """Version 8: a write requested before a compaction's plan and completed after it joins
+    the compaction's slice (by completion time). Once archival takes the write's instant its
+    completion time is read from the archived timeline (as Java's completion-time view does),
+    not taken to be its request time: its rows stay, and the next compaction takes its log.
+    (hudi-rs 0.5 reads the older slice then, until that compaction.)"""
+    opts = model_options(
+        OCC,
+        {
+            "hoodie.table.services.enabled": "false",
+            "clean.retain_commits": "1",
+            "hoodie.keep.min.commits": "2",
+            "hoodie.keep.max.commits": "3",
+        },
+        version="8",
+    )
+    path, opts, model = _seeded(tmp_path, opts)
+    model.write(path, opts, "upsert", [row("a1", "a", 2, 5)])  # a log for the compaction
+    done: list = []
+    rows = [row("a2", "a", 3, 7), row("a1", "a", 3, 8)]
+    with _during_commit(lambda: done.append(hr.compact(path, opts).instant)):
+        straddled = HoodieWriteClient(path, opts).write(to_arrow(rows, True)).instant
+    assert done[0] is not None and done[0] > straddled
+    model.upsert(rows)
+    for i in range(6):  # other partitions' commits, then a clean and an archival
+        more = [row(f"b{i % 2}", "b", 10 + i, i)]
+        model.write(path, opts, "upsert", more)
+    hr.clean(path, opts)
+    hr.archive(path, opts)
+    assert straddled not in {i.timestamp for i in _instants(path)}, "not archived"
+    got = hr.read(path).select(["key", "p", "ts", "v", "s"]).sort_by("key")
+    assert got.to_pylist() == model.as_table().to_pylist()
+    took = hr.compact(path, opts)
+    assert any(s.file_id and straddled in "".join(s.log_files) for s in took.slices)
+    model.assert_hudi_rs_reads(path)
+
+
 def test_recovery_rolls_back_only_expired_or_missing_heartbeats(tmp_path):
     path, opts, model = _seeded(tmp_path, model_options(OCC))
 
