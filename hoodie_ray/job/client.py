@@ -8,13 +8,14 @@ and what users call when they do not want Ray (``hr.write(..., engine="local")``
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from hoodie_ray.config.options import WriteConfig, resolve_options
-from hoodie_ray.exceptions import HoodieWriteConflictError
+from hoodie_ray.exceptions import HoodieIOError, HoodieWriteConflictError
 from hoodie_ray.file_group.view import FileSlice
 from hoodie_ray.job.coordinator import CommitResult, Coordinator
 from hoodie_ray.job.replace import (
@@ -26,6 +27,7 @@ from hoodie_ray.job.setup import TableSetup, fixed_schema_fields
 from hoodie_ray.meta import META_PREFIX
 from hoodie_ray.metadata.layout import RECORD_INDEX
 from hoodie_ray.reader.index_bootstrap import bootstrap_entries, bootstrap_entries_with_ordering
+from hoodie_ray.storage import join
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.bucket_assigner import (
     AssignerConfig,
@@ -47,6 +49,11 @@ from hoodie_ray.write.routing import split_rows
 from hoodie_ray.write.schema_evolution import EvolutionPolicy, evolve_schema
 from hoodie_ray.write.stream_writer import StreamWriteFunction
 
+log = logging.getLogger("hoodie_ray")
+
+#: Times a key-index bootstrap lists its file groups again when a file it listed went away
+BOOTSTRAP_RELISTS = 3
+
 
 def build_assigner(
     table: HoodieTable,
@@ -54,7 +61,43 @@ def build_assigner(
     profile: WriteProfile,
     slices: list[FileSlice],
 ) -> BucketAssigner:
-    """A bucket assigner with its key index loaded from the table (Flink index bootstrap)."""
+    """A bucket assigner with its key index loaded from the table (Flink index bootstrap).
+
+    The slices are listed before the index is read, outside the table's lock under optimistic
+    concurrency control: a file may go meanwhile (a write in flight rolled back, a clean after
+    a compaction, a version 6 log a write moved into a compaction's slice). The same file
+    groups are then listed again, up to :data:`BOOTSTRAP_RELISTS` times."""
+    for relist in range(BOOTSTRAP_RELISTS + 1):
+        try:
+            return _build_assigner(table, config, profile, slices)
+        except HoodieIOError:
+            gone = [f for f in _slice_files(slices) if not table.storage.exists(f)]
+            if not gone or relist == BOOTSTRAP_RELISTS:
+                raise
+            log.info(
+                "hoodie_ray: %s went away while the key index was read; listing again", gone[0]
+            )
+            table = table.refresh()
+            groups = {(s.partition_path, s.file_id) for s in slices}
+            fresh = table.view().latest_file_slices(partitions=sorted({p for p, _ in groups}))
+            slices = [s for s in fresh if (s.partition_path, s.file_id) in groups]
+    raise AssertionError("unreachable")
+
+
+def _slice_files(slices: list[FileSlice]) -> list[str]:
+    return [
+        join(s.partition_path, name)
+        for s in slices
+        for name in ([s.base_file] if s.base_file else []) + list(s.log_files)
+    ]
+
+
+def _build_assigner(
+    table: HoodieTable,
+    config: AssignerConfig,
+    profile: WriteProfile,
+    slices: list[FileSlice],
+) -> BucketAssigner:
     assigner = BucketAssigner(config, profile)
     assigner.forget_deleted_keys = (
         table.uses_metadata_table and RECORD_INDEX in table.metadata_partitions

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+import hoodie_ray as hr
 from hoodie_ray.exceptions import HoodieError
 from hoodie_ray.job.client import HoodieWriteClient
 from tests.write.model import OPTIONS, TableModel, Workload, model_options, to_arrow
@@ -172,3 +173,55 @@ def test_writes_clean_after_every_commit(tmp_path, version, automatic):
         assert slices == (min(i + 1, 2) if automatic else i + 1), f"slices after commit {i}"
     assert (cleans[2] is not None and cleans[3] is not None) == automatic
     assert cleans[:2] == [None, None]
+
+
+@pytest.mark.parametrize("gone", ["rolled-back-log", "cleaned-slice"])
+def test_a_key_index_read_while_its_files_go_lists_them_again(tmp_path, gone):
+    """The assigner lists the slices, then reads their keys (outside the lock under OCC):
+    a file listed may go meanwhile. A log of a write in flight that is rolled back, or a
+    whole slice a clean removes after a compaction: the same file groups are listed again,
+    and the index holds every live key."""
+    import shutil
+
+    from hoodie_ray.config.options import resolve_options
+    from hoodie_ray.job.client import build_assigner
+    from hoodie_ray.job.coordinator import Coordinator
+
+    path = tmp_path / "t"
+    opts = model_options(
+        {
+            "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+            "compaction.schedule.enabled": "false",
+            "clean.retain_commits": "1",
+        },
+        version="6",
+    )
+    model, wl = TableModel(), Workload(seed=9)
+    model.write(path, opts, "upsert", wl.rows_for(wl.keys[:40]))
+    model.write(path, opts, "upsert", wl.upserts(10))
+    coord = Coordinator(str(path), resolve_options(opts), None)
+    coord.open(None)
+    try:
+        slices = coord.latest_slices()
+        profile, config = coord.profile(slices), coord.assigner_config(0, 1)
+        table = coord.table
+        assert table is not None
+        if gone == "rolled-back-log":
+            # a write in flight appended a log, listed with the slice; then rolled back
+            s = next(s for s in slices if s.log_files)
+            src = path / s.partition_path / s.log_files[-1]
+            extra = src.with_name(src.name.replace(".log.1_", ".log.9_"))
+            shutil.copyfile(src, extra)
+            slices = table.refresh().view().latest_file_slices()
+            assert any(extra.name in x.log_files for x in slices)
+            extra.unlink()
+        else:
+            model.write(path, opts, "upsert", wl.upserts(10))
+            hr.compact(str(path), opts)
+            model.write(path, opts, "upsert", wl.upserts(10))
+            hr.clean(str(path), opts)
+            assert not all((path / s.partition_path / s.base_file).exists() for s in slices)
+        assigner = build_assigner(table, config, profile, slices)
+        assert len(assigner.index) == len(model.as_table())
+    finally:
+        coord.close()
