@@ -350,16 +350,14 @@ class HoodieTable:
 
     def archived_completion_time(self, instant: str) -> str | None:
         """The completion time of ``instant`` from the archived timeline (version 8+; None
-        when it is not there). Read from the history files whose range holds it, kept."""
-        if instant in self._archived_completions:
-            return self._archived_completions[instant]
-        arch = self.archived_timeline
-        found = None
-        if isinstance(arch, LSMTimeline):
-            rows = arch.instants(instant, instant)
-            found = next((r.completion_time for r in rows if r.completion_time), None)
-        self._archived_completions[instant] = found
-        return found
+        when it is not there). The time columns of the history files whose range holds it
+        are read once and kept (archived instants never change)."""
+        if instant not in self._archived_completions:
+            arch = self.archived_timeline
+            if isinstance(arch, LSMTimeline):
+                self._archived_completions.update(arch.completion_times_near(instant))
+            self._archived_completions.setdefault(instant, None)
+        return self._archived_completions[instant]
 
     def latest_file_slices(self, as_of: str | None = None) -> list[FileSlice]:
         """The latest file slice of every file group (``.partition_path``, ``.file_id``,

@@ -254,7 +254,8 @@ def commits_show(
     summary, title = _head(t, path)
     total = len(t.active_timeline.completed_commits())
     commits = info.commits_doc(t, limit or None, archived=archived)
-    total += sum(1 for c in commits if c["archived"]) if archived and not limit else 0
+    if archived:
+        total += info.archived_commit_count(t)
     doc = {"table": summary, "total_commits": total, "commits": commits}
     cols = list(_COMMIT_COLUMNS)
     if any(c["completion_time"] for c in commits):
@@ -1115,8 +1116,8 @@ def savepoint_show(path: str, storage_kv: tuple[str, ...], output: str) -> None:
     doc = {"table": table_doc(path, storage_kv), "savepoints": rows}
     cols = [
         Column("instant", "instant"),
-        Column("by", "savepointed_by"),
-        Column("at (epoch ms)", "savepointed_at"),
+        Column("savepointed_by", "by"),
+        Column("savepointed_at", "at (epoch ms)"),
         Column("files", "files"),
         Column("comments", "comments"),
     ]

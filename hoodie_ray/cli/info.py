@@ -85,6 +85,11 @@ def _commit_stats(meta: HoodieCommitMetadata) -> dict[str, Any]:
     }
 
 
+def archived_commit_count(t: HoodieTable) -> int:
+    """Commits, deltacommits and replacecommits on the archived timeline."""
+    return sum(1 for a in t.archived_timeline.instants() if a.action in Action.COMMIT_ACTIONS)
+
+
 def commits_doc(
     t: HoodieTable, limit: int | None = None, archived: bool = False
 ) -> list[dict[str, Any]]:

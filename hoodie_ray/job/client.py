@@ -71,16 +71,24 @@ def build_assigner(
         try:
             return _build_assigner(table, config, profile, slices)
         except HoodieIOError:
-            gone = [f for f in _slice_files(slices) if not table.storage.exists(f)]
-            if not gone or relist == BOOTSTRAP_RELISTS:
+            gone = next((f for f in _slice_files(slices) if not table.storage.exists(f)), None)
+            if gone is None or relist == BOOTSTRAP_RELISTS:
                 raise
-            log.info(
-                "hoodie_ray: %s went away while the key index was read; listing again", gone[0]
-            )
+            log.info("hoodie_ray: %s went away while the key index was read; listing again", gone)
             table = table.refresh()
             groups = {(s.partition_path, s.file_id) for s in slices}
             fresh = table.view().latest_file_slices(partitions=sorted({p for p, _ in groups}))
             slices = [s for s in fresh if (s.partition_path, s.file_id) in groups]
+            lost = groups - {(s.partition_path, s.file_id) for s in slices}
+            if lost:
+                # replaced meanwhile (an overwrite, a clustering): their keys live in groups
+                # this task was not given, so an index without them would insert them again
+                part, fid = sorted(lost)[0]
+                raise HoodieWriteConflictError(
+                    f"{table.base_uri}: file group {fid} of partition {part!r} was replaced "
+                    "while this write read its key index (another writer's replacecommit); "
+                    "write again: the next write starts from the table as it is now"
+                ) from None
     raise AssertionError("unreachable")
 
 

@@ -346,10 +346,10 @@ class Coordinator:
 
     def _discard_unborn(self) -> None:
         """Remove the ``.hoodie`` of a table this job created and wrote no instant to
-        (:func:`~hoodie_ray.job.setup.remove_unborn_table`), under the lock. Under OCC only in
-        the lock turn that created it: once that turn ended another writer may have opened
-        the table and be about to write its first instant."""
-        if not self._created or (self.wc.occ and self._lock_depth == 0):
+        (:func:`~hoodie_ray.job.setup.remove_unborn_table`), under the lock. Under OCC
+        another writer may have opened it since: its next instant finds the table gone and
+        refuses (:meth:`start_instant`)."""
+        if not self._created:
             return
         try:
             with self._locked():  # single writer: still ours; OCC: one turn
@@ -601,6 +601,12 @@ class Coordinator:
         reads must be read after this (the conflict check covers what completed since)."""
         assert self.protocol is not None
         with self._locked():
+            if self.wc.occ and not table_exists(self.storage):
+                # the writer that created it failed before its first instant and removed it
+                raise HoodieTableNotFoundError(
+                    f"{self.path}: the table was removed since this write opened it (the "
+                    "writer that created it failed before its first commit); write again"
+                )
             if self.wc.replaces:  # Java's requested file of an overwrite / partition delete
                 op = "DELETE_PARTITION" if self.wc.operation == "delete_partition" else None
                 instant = self.protocol.start(Action.REPLACE_COMMIT, requested_replace_bytes(op))

@@ -17,7 +17,7 @@ or with ``dry_run`` what it would do (then nothing is written).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,7 @@ from hoodie_ray.exceptions import (
     HoodieCompactionError,
     HoodieError,
     HoodieInputError,
+    HoodieOptionError,
     HoodieUnsupportedError,
 )
 from hoodie_ray.job.archival import archivable_instants, archive_table, nothing_to_archive_reason
@@ -211,6 +212,18 @@ class _ServiceLock:
             self.lock.release()
 
 
+@contextmanager
+def _one_turn(storage: Storage, wc: WriteConfig, dry_run: bool) -> Iterator[None]:
+    """One turn of the table's lock for a service (:class:`_ServiceLock`); none for a dry
+    run, which writes nothing (taking the lock writes its file, or takes over a dead
+    writer's)."""
+    if dry_run:
+        yield
+        return
+    with _ServiceLock(storage, wc) as turns, turns.turn():
+        yield
+
+
 def _heartbeats(storage: Storage, wc: WriteConfig) -> HeartbeatClient:
     return HeartbeatClient(storage, wc.heartbeat_interval_ms, wc.heartbeat_tolerable_misses)
 
@@ -283,7 +296,7 @@ def compact(
         executor = _reporting(executor, on_progress)
     if svc.wc.occ:
         return _compact_beside_writers(svc, executor, dry_run)
-    with _lock(svc):
+    with nullcontext() if dry_run else _lock(svc):
         pending = svc.pending()
         if pending:
             instant: str | None = pending[0]
@@ -329,7 +342,7 @@ def cluster(
     """
     table = HoodieTable.load(path, storage_options)
     wc = resolve_options(options)
-    with open_lock(table.storage, wc):
+    with nullcontext() if dry_run else open_lock(table.storage, wc):  # a dry run writes none
         if not dry_run:
             CommitProtocol(table).rollback_pending_writes()
         instant, plan, stats = cluster_table(table, wc, executor, dry_run, on_progress)
@@ -350,7 +363,7 @@ def _compact_beside_writers(
     hb = _heartbeats(svc.storage, svc.wc)
     instant: str | None = None
     try:
-        with turns.turn():
+        with nullcontext() if dry_run else turns.turn():  # a dry run writes no lock file
             free = [p for p in svc.pending() if hb.is_expired(p)]
             if free:
                 instant = free[0]
@@ -446,7 +459,7 @@ def clean(
     """
     svc = CompactionService.open(path, options, storage_options)
     retain = svc.wc.clean_retain_commits
-    with _ServiceLock(svc.storage, svc.wc) as turns, turns.turn():
+    with _one_turn(svc.storage, svc.wc, dry_run):
         if dry_run:
             earliest, files = files_to_clean(svc.table, retain)
             return CleanResult(None, earliest, files, dry_run=True)
@@ -495,7 +508,7 @@ def archive(
     """
     table = HoodieTable.load(path, storage_options)
     wc = resolve_options(options)
-    with _ServiceLock(table.storage, wc) as turns, turns.turn():
+    with _one_turn(table.storage, wc, dry_run):
         chosen = archivable_instants(table, wc) if dry_run else archive_table(table, wc)
         reason = "" if chosen else nothing_to_archive_reason(table, wc)
         return ArchiveResult(tuple((i.timestamp, i.action) for i in chosen), dry_run, reason)
@@ -544,7 +557,8 @@ def drop_metadata(
 ) -> list[str]:
     """Delete the metadata table of the table at ``path`` (or only its MDT ``partition``, an
     index such as ``column_stats``), under the table lock (``options`` may name its provider,
-    ``hoodie.write.lock.provider``); the MDT partitions left.
+    ``hoodie.write.lock.provider``); the MDT partitions left. A partition the metadata table
+    does not have is a :class:`~hoodie_ray.exceptions.HoodieOptionError`, nothing changed.
 
     Example::
 
@@ -555,6 +569,11 @@ def drop_metadata(
         w = metadata_writer(table)
         if partition is None or partition == FILES:
             w.drop()
+        elif not w.knows_partition(partition):
+            raise HoodieOptionError(
+                f"{path}: the metadata table has no partition {partition!r} (partitions: "
+                f"{', '.join(w.partitions) or 'none'}); nothing was dropped"
+            )
         else:
             w.drop_partition(partition)
         return w.partitions

@@ -363,6 +363,22 @@ class MetadataWriter:
         self._timeline = None
         self.table._mdt = None
 
+    def knows_partition(self, partition: str) -> bool:
+        """Is ``partition`` a partition of the metadata table: listed (complete or in flight),
+        a folder of it, or an index definition?"""
+        cfg = self.table.table_config
+        if partition in completed_partitions(cfg) or partition in inflight_partitions(cfg):
+            return True
+        folder = bool(partition) and "/" not in partition and not partition.startswith(".")
+        if folder and self.storage.exists(partition):
+            return True
+        rel = cfg.props.get(INDEX_DEFS_PROPERTY, "").strip()
+        if rel and self.table.storage.exists(rel):
+            doc = json.loads(self.table.storage.read_bytes(rel))
+            defs = doc.get("indexDefinitions") if isinstance(doc, dict) else None
+            return isinstance(defs, dict) and partition in defs
+        return False
+
     def drop_partition(self, partition: str) -> None:
         """Stop maintaining MDT partition ``partition`` (an index) and delete its files; the
         ``files`` partition stays."""
@@ -865,7 +881,12 @@ class MetadataWriter:
         from hoodie_ray.file_group.view import FileSystemView
 
         tl = self._timeline_after(instant)
-        view = FileSystemView.for_table(self.table.storage, self.table.table_config, tl)
+        view = FileSystemView.for_table(
+            self.table.storage,
+            self.table.table_config,
+            tl,
+            archived_completion=self.table.archived_completion_time,
+        )
         new = ch.upserts.get(COLUMN_STATS, {})
         mdt = self.reader()
         for part in sorted(parts):
@@ -1118,8 +1139,13 @@ class MetadataWriter:
         after_tl = self._timeline_after(instant)
         before_tl = self.table.active_timeline
         cfg = self.table.table_config
-        before_view = FileSystemView.for_table(self.table.storage, cfg, before_tl)
-        after_view = FileSystemView.for_table(self.table.storage, cfg, after_tl)
+        archived = self.table.archived_completion_time
+        before_view = FileSystemView.for_table(
+            self.table.storage, cfg, before_tl, archived_completion=archived
+        )
+        after_view = FileSystemView.for_table(
+            self.table.storage, cfg, after_tl, archived_completion=archived
+        )
         parts = sorted({p for p, _ in touched})
         before = [
             s

@@ -445,6 +445,35 @@ class LSMTimeline:
                 out.append((m.group(1), m.group(2)))
         return out
 
+    def completion_times_near(self, instant: str) -> dict[str, str]:
+        """Instant -> completion time of every instant in the history files whose range
+        holds ``instant`` (their two time columns only: what a file-system view needs of an
+        archived delta commit, as Java's completion-time view reads it)."""
+        out: dict[str, str] = {}
+        for n, _ in self.manifest():
+            m = _DATA_FILE_RE.match(n)
+            if not m or not m.group(1) <= instant <= m.group(2):
+                continue
+            rel = self._rel(n)
+            try:
+                pf = pq.ParquetFile(io.BytesIO(self.storage.read_bytes(rel)), pre_buffer=False)
+                cols = ["instantTime", "completionTime"]
+                if not set(cols) <= set(pf.schema_arrow.names):
+                    continue  # no completion times kept there
+                t = pf.read(columns=cols)
+            except (pa.ArrowInvalid, OSError) as e:
+                raise HoodieCorruptedDataError(
+                    f"archived timeline file {self.storage.uri(rel)} is not readable: {e}"
+                ) from None
+            for ts, ct in zip(
+                t.column("instantTime").to_pylist(),
+                t.column("completionTime").to_pylist(),
+                strict=True,
+            ):
+                if ts and ct:
+                    out.setdefault(ts, ct)
+        return out
+
     def instants(self, start: str | None = None, end: str | None = None) -> list[ArchivedInstant]:
         """The archived actions requested in ``[start, end]`` (open where None), oldest first;
         an instant time in several files counts once (``putIfAbsent``, as Java reads it)."""

@@ -696,6 +696,8 @@ def test_timeline_and_commits_show_archived(
     shown = [c["instant"] for c in doc["commits"]]
     deltas = [w for w in written if w in shown]
     assert deltas == written and doc["total_commits"] == len(shown)
+    limited = run_json(capsys, "commits", "show", path, "--archived", "-n", "3")
+    assert len(limited["commits"]) == 3 and limited["total_commits"] == len(shown)
     old = [c for c in doc["commits"] if c["archived"]]
     assert old and all(c["records_written"] >= 1 for c in old if c["action"] == "deltacommit")
     rc, out, err = run(capsys, "timeline", path, "--archived")
@@ -877,6 +879,11 @@ def test_metadata_create_index_and_drop_index(
     assert "secondary_index_currency_idx" in props["hoodie.table.metadata.partitions"]
     rc, _, err = run(capsys, "metadata", "create-index", root, "x_idx", "nope")
     assert rc != 0 and "nope" in err
+    before = Path(root, ".hoodie", "hoodie.properties").read_bytes()
+    for argv in (["drop-index", root, "no_such_idx"], ["drop", root, "--partition", "record_idx"]):
+        rc, _, err = run(capsys, "metadata", *argv)  # a typo drops nothing and says so
+        assert rc != 0 and "has no partition" in err and "Traceback" not in err
+    assert Path(root, ".hoodie", "hoodie.properties").read_bytes() == before
     doc = run_json(capsys, "metadata", "drop-index", root, "currency_idx")
     assert "secondary_index_currency_idx" not in doc["partitions"]
     # on a terminal the build shows its progress on stderr: file slices done of total
@@ -920,10 +927,12 @@ def test_savepoint_create_show_restore_delete(
     """savepoint create / show, a write after it, restore back to it, savepoint delete."""
     path = str(tmp_path / "t")
     first = hr.write(_rows(["a", "b"], ["sf", "la"], 1, 10.0), path, OPTIONS, engine="local")
-    doc = run_json(capsys, "savepoint", "create", path, "--comment", "before")
+    doc = run_json(capsys, "savepoint", "create", path, "--comment", "before", "--user", "alice")
     assert doc["instant"] == first.instant
     rc, out, _ = run(capsys, "savepoint", "show", path)
-    assert rc == 0 and first.instant in out and "before" in out
+    assert rc == 0 and first.instant in out and "before" in out and "alice" in out
+    at = run_json(capsys, "savepoint", "show", path)["savepoints"][0]["savepointed_at"]
+    assert str(at) in out
     hr.write(_rows(["a"], ["sf"], 2, 99.0), path, OPTIONS, engine="local")
     rc, out, _ = run(capsys, "restore", path, first.instant)
     assert rc == 0 and f"back to savepoint {first.instant}, 1 instant rolled back" in out

@@ -175,12 +175,13 @@ def test_writes_clean_after_every_commit(tmp_path, version, automatic):
     assert cleans[:2] == [None, None]
 
 
-@pytest.mark.parametrize("gone", ["rolled-back-log", "cleaned-slice"])
+@pytest.mark.parametrize("gone", ["rolled-back-log", "cleaned-slice", "replaced-group"])
 def test_a_key_index_read_while_its_files_go_lists_them_again(tmp_path, gone):
     """The assigner lists the slices, then reads their keys (outside the lock under OCC):
     a file listed may go meanwhile. A log of a write in flight that is rolled back, or a
     whole slice a clean removes after a compaction: the same file groups are listed again,
-    and the index holds every live key."""
+    and the index holds every live key. A group another writer replaced meanwhile is a
+    conflict (its keys now live in groups this task was not given)."""
     import shutil
 
     from hoodie_ray.config.options import resolve_options
@@ -206,7 +207,7 @@ def test_a_key_index_read_while_its_files_go_lists_them_again(tmp_path, gone):
         profile, config = coord.profile(slices), coord.assigner_config(0, 1)
         table = coord.table
         assert table is not None
-        if gone == "rolled-back-log":
+        if gone != "cleaned-slice":
             # a write in flight appended a log, listed with the slice; then rolled back
             s = next(s for s in slices if s.log_files)
             src = path / s.partition_path / s.log_files[-1]
@@ -214,7 +215,15 @@ def test_a_key_index_read_while_its_files_go_lists_them_again(tmp_path, gone):
             shutil.copyfile(src, extra)
             slices = table.refresh().view().latest_file_slices()
             assert any(extra.name in x.log_files for x in slices)
+            if gone == "replaced-group":  # and another writer overwrote that partition
+                rows = [r for r in wl.rows_for(wl.keys[:40]) if r["p"] == s.partition_path]
+                overwrite = {**opts, "write.operation": "insert_overwrite"}
+                HoodieWriteClient(str(path), overwrite).write(to_arrow(rows[:2], True))
             extra.unlink()
+            if gone == "replaced-group":
+                with pytest.raises(hr.HoodieWriteConflictError, match="was replaced"):
+                    build_assigner(table, config, profile, slices)
+                return
         else:
             model.write(path, opts, "upsert", wl.upserts(10))
             hr.compact(str(path), opts)

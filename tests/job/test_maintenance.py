@@ -15,7 +15,7 @@ from hoodie_ray.job.client import HoodieWriteClient
 from hoodie_ray.job.maintenance import schedule_compaction
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.commit import CommitProtocol
-from hoodie_ray.write.lock import WriterLock
+from hoodie_ray.write.lock import LOCK_PATH, WriterLock
 from tests.write.model import TableModel, Workload, hudi_rs_snapshot, model_options, to_arrow
 
 #: Writers run no table service of their own: only the calls under test do.
@@ -192,8 +192,12 @@ def test_services_take_the_writer_lock(tmp_path: Path) -> None:
     w = _Writes(path, "8")
     w.upsert(6)
     w.upsert(3)
-    with WriterLock(HoodieTable.load(str(path)).storage):
-        for call in (hr.clean, hr.archive, hr.compact):
+    storage = HoodieTable.load(str(path)).storage
+    with WriterLock(storage):
+        held = storage.read_bytes(LOCK_PATH)
+        for call in (hr.clean, hr.archive, hr.compact, hr.cluster):
             with pytest.raises(HoodieCommitConflictError):
-                call(str(path), dry_run=True)
+                call(str(path))
+            call(str(path), dry_run=True)  # reads only: takes no lock, writes no lock file
+            assert storage.read_bytes(LOCK_PATH) == held
     assert hr.compact(str(path), dry_run=True).slices

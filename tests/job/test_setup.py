@@ -112,9 +112,10 @@ def test_fixed_size_binary_is_written_again_as_the_first_write_took_it(tmp_path:
 
 def test_occ_writers_never_remove_a_table_another_writer_opened(tmp_path: Path) -> None:
     """Optimistic concurrency control: a writer refused by a table another writer just
-    created (metadata table and all, no instant yet) leaves it; and a writer whose job fails
-    after the lock turn that created the table leaves it too, as another writer may have
-    opened it since. That writer commits."""
+    created (metadata table and all, no instant yet) leaves it. A writer whose job fails
+    after creating the table removes it (its refused first write leaves no table): another
+    writer that opened it meanwhile is refused at its next instant, writing nothing, and
+    makes the table again when it writes again."""
     from hoodie_ray.config.options import resolve_options
     from hoodie_ray.job.coordinator import Coordinator
 
@@ -137,6 +138,13 @@ def test_occ_writers_never_remove_a_table_another_writer_opened(tmp_path: Path) 
     writer = Coordinator(d, resolve_options(opts), None)
     writer.open(schema)
     creator.close(discard_unborn=True)  # its job failed after the turn that created the table
+    assert not (Path(d) / ".hoodie" / "hoodie.properties").exists()
+    with pytest.raises(hr.HoodieTableNotFoundError, match="removed since this write opened it"):
+        writer.start_instant()
+    writer.close()
+    assert not (Path(d) / ".hoodie" / "hoodie.properties").exists()
+    writer = Coordinator(d, resolve_options(opts), None)
+    writer.open(schema)
     instant = writer.start_instant()
     writer.commit(instant, [])
     writer.close()
