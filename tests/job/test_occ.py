@@ -199,10 +199,14 @@ def test_a_write_that_straddled_a_compaction_keeps_its_slice_once_archived(tmp_p
     """Version 8: a write requested before a compaction's plan and completed after it joins
     the compaction's slice (by completion time). Once archival takes the write's instant its
     completion time is read from the archived timeline (as Java's completion-time view does),
-    not taken to be its request time: its rows stay, and the next compaction takes its log.
-    (hudi-rs 0.5 reads the older slice then, until that compaction.)"""
+    not taken to be its request time: its rows stay, the metadata table's partition
+    statistics count them, and the next compaction takes its log. (hudi-rs 0.5 reads the
+    older slice then, until that compaction.)"""
+    from tests.write.model import V8_MDT
+
     opts = model_options(
         OCC,
+        V8_MDT,
         {
             "hoodie.table.services.enabled": "false",
             "clean.retain_commits": "1",
@@ -225,6 +229,8 @@ def test_a_write_that_straddled_a_compaction_keeps_its_slice_once_archived(tmp_p
     hr.clean(path, opts)
     hr.archive(path, opts)
     assert straddled not in {i.timestamp for i in _instants(path)}, "not archived"
+    model.write(path, opts, "upsert", [row("a3", "a", 20, 3)])  # partition a's stats again
+    assert hr.validate_metadata(path) == []
     got = hr.read(path).select(["key", "p", "ts", "v", "s"]).sort_by("key")
     assert got.to_pylist() == model.as_table().to_pylist()
     took = hr.compact(path, opts)
