@@ -36,7 +36,7 @@ from hoodie_ray.compaction.clustering import (
 from hoodie_ray.compaction.execute import CompactionTask
 from hoodie_ray.compaction.plan import frozen_log_files
 from hoodie_ray.config.options import SWITCHABLE_OPERATIONS, WriteConfig, resolve_options
-from hoodie_ray.config.table_config import BUCKET_NUM_PROPERTY
+from hoodie_ray.config.table_config import BUCKET_NUM_PROPERTY, HoodieTableConfig
 from hoodie_ray.exceptions import (
     HoodieError,
     HoodieOptionError,
@@ -257,6 +257,20 @@ class CompactionRunner(Protocol):
         gives each task's stats."""
 
 
+def _identity(cfg: HoodieTableConfig) -> tuple[str | None, ...]:
+    """What makes a table this one and not another made at the same path: the properties
+    set once at its creation."""
+    keys = (
+        "hoodie.table.name",
+        "hoodie.table.type",
+        "hoodie.table.recordkey.fields",
+        "hoodie.table.partition.fields",
+        "hoodie.table.create.schema",
+        "hoodie.table.initial.version",
+    )
+    return tuple(cfg.props.get(k) for k in keys)
+
+
 class Coordinator:
     """Table setup, instants, commits and rollbacks of one write job."""
 
@@ -277,6 +291,8 @@ class Coordinator:
         # the provider hoodie.write.lock.provider names (hoodie_ray's own lock by default)
         self.lock = open_lock(self.storage, self.wc, owner=lock_owner, job=lock_job)
         self._created = False  # this job created the table (no other writer had it)
+        # the table's identity at open while it has no commit (see start_instant)
+        self._born_as: tuple[str | None, ...] | None = None
         # Instant heartbeats under the lazy failed-writes policy (always under OCC): the next
         # writer rolls back only instants whose heartbeat expired
         self.heartbeats = (
@@ -462,6 +478,9 @@ class Coordinator:
             table = self._reuse.refresh()
         self.table = table
         cfg = table.table_config
+        # a table with no commit yet may be removed by the writer that created it (its first
+        # write refused) and made again by another: this write must not go on into that one
+        self._born_as = None if table.commits() else _identity(cfg)
         check_options_match_table(cfg, wc)
         check_concurrency_mode(wc, cfg, self.path)
         check_changelog_mode(wc, cfg, self.path)
@@ -601,8 +620,9 @@ class Coordinator:
         reads must be read after this (the conflict check covers what completed since)."""
         assert self.protocol is not None
         with self._locked():
-            if self.wc.occ and not table_exists(self.storage):
-                # the writer that created it failed before its first instant and removed it
+            # the writer that created it failed before its first commit and removed it (and
+            # another may have made it again since, as another table)
+            if self._born_as is not None and self.wc.occ and self._born_as != self._identity_now():
                 raise HoodieTableNotFoundError(
                     f"{self.path}: the table was removed since this write opened it (the "
                     "writer that created it failed before its first commit); write again"
@@ -619,6 +639,11 @@ class Coordinator:
                 self._txn[instant] = TxnStart(instant, done)
         self._started[instant] = time.monotonic()
         return instant
+
+    def _identity_now(self) -> tuple[str | None, ...] | None:
+        if not table_exists(self.storage):
+            return None
+        return _identity(HoodieTableConfig.load(self.storage))
 
     def mark_loaded(self) -> None:
         """OCC: the job's assigners load their key index from the table as it is now (call
@@ -690,6 +715,7 @@ class Coordinator:
             if self.heartbeats is not None:
                 self.heartbeats.stop(instant)
         self._txn.pop(instant, None)
+        self._born_as = None  # a table with a commit is never removed as unborn
         if self._loaded is not None:
             self._loaded.add(instant)  # the job's key index took this commit's keys itself
         return CommitResult.from_stats(instant, stats)

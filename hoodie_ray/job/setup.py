@@ -70,7 +70,7 @@ def remove_unborn_table(storage: Storage) -> bool:
     opened an instant (a bad schema, a null key): the path is left as the user gave it, not
     holding a table with no commits. Anything else there (an instant, a data or metadata
     table file, another engine's auxiliary file) keeps it. The caller holds the table's lock
-    and found no ``.hoodie`` before taking it. True when it was removed."""
+    and created the table itself. True when it was removed."""
     if not storage.exists(".hoodie"):
         return False
     if any(entry.name != ".hoodie" for entry in storage.list_dir("")):

@@ -141,11 +141,15 @@ def test_occ_writers_never_remove_a_table_another_writer_opened(tmp_path: Path) 
     assert not (Path(d) / ".hoodie" / "hoodie.properties").exists()
     with pytest.raises(hr.HoodieTableNotFoundError, match="removed since this write opened it"):
         writer.start_instant()
+    # made again by a third writer, as another table (its own record key): still refused
+    third = Coordinator(
+        d, resolve_options({**opts, "hoodie.datasource.write.recordkey.field": "ts"}), None
+    )
+    third.open(schema)
+    with pytest.raises(hr.HoodieTableNotFoundError, match="removed since this write opened it"):
+        writer.start_instant()
     writer.close()
-    assert not (Path(d) / ".hoodie" / "hoodie.properties").exists()
-    writer = Coordinator(d, resolve_options(opts), None)
-    writer.open(schema)
-    instant = writer.start_instant()
-    writer.commit(instant, [])
-    writer.close()
+    instant = third.start_instant()
+    third.commit(instant, [])
+    third.close()
     assert [i.timestamp for i in hr.HoodieTable.load(d).commits()] == [instant]
