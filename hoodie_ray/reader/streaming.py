@@ -118,6 +118,8 @@ class HoodieStreamReader:
         self._by_completion = self.tbl.completion_time_slicing
         self._closed = False
         self.position: str | None = None  # the last commit returned (or skipped), exclusive
+        self._archived_newest: tuple[int, str | None] | None = None  # history version, time
+        self._from_earliest = start is not None and str(start).strip().lower() == "earliest"
         if after is not None:
             self.position = _timestamp(after, "after")
         elif start is None:
@@ -155,6 +157,14 @@ class HoodieStreamReader:
         self.tbl.refresh()
         if self.position is not None:
             self._check_active(self.position)  # archival may have run since the last poll
+        elif self._from_earliest and self.tbl.has_archived_instants():
+            # from the first commit: the archived ones would be skipped (even when the
+            # earliest active commit is a compaction, which yields no batch)
+            raise HoodieTimelineError(
+                f"a streaming read of {self.tbl.base_uri} from its earliest commit would skip "
+                "commits that were archived; start at or after the earliest active instant, "
+                "or read a snapshot first"
+            )
         cdc = ChangeReader(self.tbl, self.image_format) if self.format == "cdc" else None
         view = self.tbl.view()  # one listing a poll, for every commit it reads
         for inst in self._ready():
@@ -215,20 +225,35 @@ class HoodieStreamReader:
         """Commits after ``position`` must all be on the active timeline."""
         commits = self.tbl.commits()
         first = commits[0].timestamp if commits else None
-        if first is None or position >= first:
+        if first is None:
             return
         arch = self.tbl.archived_timeline
         if isinstance(arch, LSMTimeline):
-            newest = max((hi for _, hi in arch.file_ranges()), default=None)
+            # version 8+ positions are completion times: a write that straddled a compaction
+            # may have been archived (requested before the first active commit) yet completed
+            # after the position
+            newest = (
+                self._newest_archived_completion(arch)
+                if self._by_completion
+                else max((hi for _, hi in arch.file_ranges()), default=None)
+            )
             archived_after = newest is not None and newest > position
         else:
-            archived_after = bool(arch.file_names())
+            archived_after = position < first and bool(arch.file_names())
         if archived_after:
             raise HoodieTimelineError(
                 f"a streaming read of {self.tbl.base_uri} after {position} would skip commits "
                 f"that were archived (the earliest active instant is {first}); start at or "
                 "after it, or read a snapshot first"
             )
+
+    def _newest_archived_completion(self, arch: LSMTimeline) -> str | None:
+        """:meth:`LSMTimeline.newest_completion_time`, read again only when the history
+        changed (each poll checks it)."""
+        version = arch.latest_version()
+        if self._archived_newest is None or self._archived_newest[0] != version:
+            self._archived_newest = (version, arch.newest_completion_time())
+        return self._archived_newest[1]
 
     def _check_not_cleaned(self, inst: Instant, view: FileSystemView) -> None:
         """The file slices of commit ``inst`` are still there (else its rows are lost)."""

@@ -445,6 +445,17 @@ class LSMTimeline:
                 out.append((m.group(1), m.group(2)))
         return out
 
+    def newest_completion_time(self) -> str | None:
+        """The greatest completion time in the history file(s) holding the newest archived
+        instants (an instant archived last can have completed after instants left active:
+        a write that straddled a compaction)."""
+        ranges = self.file_ranges()
+        if not ranges:
+            return None
+        newest = max(hi for _, hi in ranges)
+        times = self.completion_times_near(newest)
+        return max(times.values(), default=None)
+
     def completion_times_near(self, instant: str) -> dict[str, str]:
         """Instant -> completion time of every instant in the history files whose range
         holds ``instant`` (their two time columns only: what a file-system view needs of an

@@ -198,3 +198,79 @@ def test_a_pending_clustering_plan_does_not_hold_a_version_6_stream_back(tmp_pat
         written.append(hr.HoodieWriteClient(path, opts).write(rows).instant)
     assert [i.timestamp for i in HoodieTable.load(path).pending_clusterings()] == [started[0]]
     assert [b.instant for b in hr.read_stream(path, start="earliest")] == written
+
+
+def test_a_stream_from_the_earliest_commit_refuses_when_commits_were_archived(
+    tmp_path: Path,
+) -> None:
+    """Archival took the first commits: a stream from the earliest commit is refused, also
+    when the earliest active commit is a compaction (which yields no batch, so the archived
+    commits' keys were skipped without a word)."""
+    path = str(tmp_path / "t")
+    opts = _opts(
+        "8",
+        **{
+            "clean.retain_commits": "2",
+            "hoodie.keep.min.commits": "3",
+            "hoodie.keep.max.commits": "4",
+        },
+    )
+    for c in range(40):
+        rows = pa.table({"key": [f"k{c}"], "ts": pa.array([c], pa.int64()), "v": [c]})
+        hr.HoodieWriteClient(path, opts).write(rows)
+        commits = HoodieTable.load(path).commits()
+        if commits[0].action == "commit" and HoodieTable.load(path).has_archived_instants():
+            break
+    else:
+        pytest.fail("no compaction ever headed the active timeline")
+    with pytest.raises(hr.HoodieTimelineError, match="from its earliest commit would skip"):
+        list(hr.read_stream(path, start="earliest"))
+
+
+def test_a_resumed_stream_refuses_a_write_that_completed_after_its_position_and_was_archived(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Version 8 positions are completion times. A write requested before a compaction and
+    completed after a consumer's position, then archived (its request time is older than the
+    active timeline's first instant), would be skipped by the resumed stream: it is refused."""
+    from hoodie_ray.job.coordinator import Coordinator
+
+    path = str(tmp_path / "t")
+    opts = {
+        **_opts("8"),
+        "hoodie.datasource.write.partitionpath.field": "p",
+        "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+        "hoodie.table.services.enabled": "false",
+        "hoodie.metadata.enable": "false",
+        "clean.retain_commits": "1",
+        "hoodie.keep.min.commits": "2",
+        "hoodie.keep.max.commits": "3",
+    }
+
+    def write(key: str, part: str, ts: int) -> str:
+        rows = pa.table({"key": [key], "p": [part], "ts": [ts], "v": [ts]})
+        instant = hr.HoodieWriteClient(path, opts).write(rows).instant
+        assert instant is not None
+        return instant
+
+    write("a0", "a", 1)
+    write("a1", "a", 2)
+    seen: dict[str, str] = {}
+    real = Coordinator.commit
+
+    def commit(self, instant, stats, partitions=None):  # type: ignore[no-untyped-def]
+        if not seen:  # the write is requested; a compaction, another write and a reader
+            seen["compaction"] = hr.compact(path, opts).instant or ""
+            write("b0", "b", 4)
+            seen["position"] = list(hr.read_stream(path, start="earliest"))[-1].position
+        return real(self, instant, stats, partitions)
+
+    monkeypatch.setattr(Coordinator, "commit", commit)
+    straddled = write("w", "a", 3)
+    monkeypatch.setattr(Coordinator, "commit", real)
+    for i in range(2):
+        write(f"c{i}", "c", 10 + i)
+    hr.archive(path, opts)
+    assert straddled not in {i.timestamp for i in HoodieTable.load(path).active_timeline.instants}
+    with pytest.raises(hr.HoodieTimelineError, match="would skip commits that were archived"):
+        list(hr.read_stream(path, after=seen["position"]))
