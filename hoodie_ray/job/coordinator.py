@@ -433,6 +433,9 @@ class Coordinator:
         ):
             if part in w.partitions and wc.is_set(attr) and not getattr(wc, attr):
                 w.drop_partition(part)
+        if PARTITION_STATS in w.partitions and COLUMN_STATS not in w.partitions:
+            # kept from the column statistics' changes: without them it would go stale
+            w.drop_partition(PARTITION_STATS)
         wants_partition_stats = wc.metadata_partition_stats_enable  # needs column stats
         if wants_partition_stats and table.table_version < 8:
             raise HoodieOptionError(

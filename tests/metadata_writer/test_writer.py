@@ -340,14 +340,16 @@ def test_column_and_partition_stats_are_built_kept_and_prune_reads(tmp_path: Pat
     got = hr.read(path, filters=[("v", ">", top)])
     assert got.num_rows == 0
     last = [wl._row("k001")]
-    off = {
-        **opts,
-        "hoodie.metadata.index.column.stats.enable": "false",
-        "hoodie.metadata.index.partition.stats.enable": "false",
-    }
-    model.write(path, off, "upsert", last)
+    # column statistics alone turned off: the partition statistics, kept from them, go too
+    # (left, they went stale: the validator found every record unexpected, then old ranges)
+    model.write(
+        path, {**opts, "hoodie.metadata.index.column.stats.enable": "false"}, "upsert", last
+    )
     assert not {"column_stats", "partition_stats"} & set(HoodieTable.load(path).metadata_partitions)
     _check(path, model, "statistics dropped")
+    model.write(path, stats, "upsert", [wl._row("k002")])
+    assert {"column_stats", "partition_stats"} <= set(HoodieTable.load(path).metadata_partitions)
+    _check(path, model, "statistics built again")
 
 
 def test_restart_with_event_time_moves_reads_only_the_groups_it_needs(
