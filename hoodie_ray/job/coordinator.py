@@ -82,7 +82,15 @@ from hoodie_ray.job.setup import (
     table_exists,
 )
 from hoodie_ray.meta import META_PREFIX, OPERATION
-from hoodie_ray.metadata.layout import BLOOM_FILTERS, COLUMN_STATS, PARTITION_STATS, RECORD_INDEX
+from hoodie_ray.metadata.layout import (
+    BLOOM_FILTERS,
+    COLUMN_STATS,
+    INDEX_DEFS_PROPERTY,
+    PARTITION_STATS,
+    RECORD_INDEX,
+    inflight_partitions,
+)
+from hoodie_ray.metadata.secondary_index import index_definitions
 from hoodie_ray.metadata_writer.writer import (
     MetadataWriteConfig,
     check_metadata_table_writable,
@@ -450,6 +458,24 @@ class Coordinator:
             w.drop_partition(COLUMN_STATS)  # rebuilt with the partition statistics
             w.initialize_column_stats(True)
         self._sync_bloom_filters(w, wc)
+        self._sync_secondary_indexes(w, table)
+
+    def _sync_secondary_indexes(self, w: Any, table: HoodieTable) -> None:
+        """Secondary indexes ``index.json`` defines that the metadata table lacks (it was
+        dropped, ``hoodie.metadata.enable=false``, and made again) are built again from the
+        files, as ``hr.create_index`` builds them; one that cannot be (its column gone) is left
+        to the user, with a warning."""
+        rel = table.table_config.props.get(INDEX_DEFS_PROPERTY, "").strip()
+        if not rel:
+            return
+        listed = set(w.partitions) | set(inflight_partitions(table.table_config))
+        for part, d in sorted(index_definitions(table.storage, rel).items()):
+            if not d.is_secondary or part in listed:
+                continue
+            try:
+                w.initialize_secondary_index(part, d.source_field)
+            except HoodieError as e:
+                log.warning("hoodie_ray: secondary index %s not built again: %s", part, e)
 
     @staticmethod
     def _sync_bloom_filters(w: Any, wc: WriteConfig) -> None:

@@ -149,6 +149,27 @@ def test_enable_false_drops_and_init_rebuilds(tmp_path: Path) -> None:
     model.assert_hudi_rs_reads(path)
 
 
+def test_a_metadata_table_made_again_builds_the_secondary_indexes_defined(
+    tmp_path: Path,
+) -> None:
+    """A write with the metadata table off drops it; the secondary index definitions stay in
+    ``index.json``. The next write with it on builds those indexes again from the files (it
+    left them out: lookups scanned, the definitions no longer matched the table)."""
+    path = str(tmp_path / "t")
+    opts = model_options(version="8")
+    model, wl = TableModel(), Workload(7)
+    model.write(path, opts, "upsert", wl.rows_for(wl.keys[:20]))
+    hr.create_index(path, "v_idx", "v")
+    model.write(path, {**opts, "hoodie.metadata.enable": "false"}, "upsert", wl.upserts(5))
+    assert "secondary_index_v_idx" not in HoodieTable.load(path).metadata_partitions
+    model.write(path, opts, "upsert", wl.upserts(5))
+    assert "secondary_index_v_idx" in HoodieTable.load(path).metadata_partitions
+    _check(path, model, "index built again")
+    v = next(r["v"] for r in model.rows.values() if r["v"] is not None)
+    want = sorted(k for k, r in model.rows.items() if r["v"] == v)
+    assert sorted(hr.read(path, filters=[("v", "=", v)]).column("key").to_pylist()) == want
+
+
 def test_validator_names_each_difference(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     opts = {**OPTIONS, "hoodie.write.table.version": "8"}
