@@ -342,6 +342,14 @@ def check_options_match_table(cfg: HoodieTableConfig, wc: WriteConfig) -> None:
         problems.append(f"{CDC_MODE_KEY}={wc.cdc_logging_mode} != table's {cfg.cdc_logging_mode}")
     if wc.is_set("table_name") and wc.table_name != cfg.name:
         problems.append(f"table name {wc.table_name} != table's {cfg.name}")
+    table_keygen = cfg.keygen_type
+    if table_keygen not in (None, "UNKNOWN") and (wc.keygen_class or wc.keygen_type):
+        given = KEYGEN_TYPE_BY_CLASS.get(wc.keygen_class) if wc.keygen_class else wc.keygen_type
+        if given is not None and given != table_keygen:
+            # as Java refuses: the table's key generator makes its keys and partition paths
+            problems.append(
+                f"key generator {wc.keygen_class or wc.keygen_type} != table's {table_keygen}"
+            )
     if problems:
         raise HoodieOptionError("options conflict with the existing table: " + "; ".join(problems))
 

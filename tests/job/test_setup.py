@@ -153,3 +153,32 @@ def test_occ_writers_never_remove_a_table_another_writer_opened(tmp_path: Path) 
     third.commit(instant, [])
     third.close()
     assert [i.timestamp for i in hr.HoodieTable.load(d).commits()] == [instant]
+
+
+@pytest.mark.parametrize(
+    "keygen",
+    [
+        {
+            "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
+        },
+        {"hoodie.datasource.write.keygenerator.type": "COMPLEX"},
+    ],
+    ids=["class", "type"],
+)
+def test_a_key_generator_other_than_the_tables_is_refused(tmp_path: Path, keygen: dict) -> None:
+    """As Java refuses it: the table's key generator makes its keys and partition paths (the
+    option was ignored before). The same generator by its Avro class name is the same."""
+    from tests.write.test_commit_failures import snapshot_files
+
+    d = str(tmp_path / "t")
+    opts = {**OPTIONS, "hoodie.datasource.write.partitionpath.field": "p"}
+    rows = pa.table({"id": ["a"], "ts": [1], "p": ["x"]})
+    hr.write(rows, d, opts, engine="local")
+    before = snapshot_files(tmp_path / "t")
+    with pytest.raises(hr.HoodieOptionError, match="key generator .* != table's SIMPLE"):
+        hr.write(rows, d, {**opts, **keygen}, engine="local")
+    assert snapshot_files(tmp_path / "t") == before
+    same = {
+        "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.SimpleAvroKeyGenerator"
+    }
+    hr.write(rows, d, {**opts, **same}, engine="local")
