@@ -338,13 +338,15 @@ class HoodieTable:
             archived_completion=self.archived_completion_time,
         )
 
-    def storage_view(self) -> FileSystemView:
+    def storage_view(self, timeline: ActiveTimeline | None = None) -> FileSystemView:
         """A view listed from storage even when the table keeps a metadata table: for finding
-        files no commit lists (what an interrupted run left behind)."""
+        files no commit lists (what an interrupted run left behind); ``timeline``: the one
+        to slice by (the active timeline by default; the metadata writer's as a commit will
+        leave it)."""
         return FileSystemView.for_table(
             self.storage,
             self.table_config,
-            self.active_timeline,
+            timeline if timeline is not None else self.active_timeline,
             archived_completion=self.archived_completion_time,
         )
 

@@ -373,11 +373,7 @@ class MetadataWriter:
         if folder and self.storage.exists(partition):
             return True
         rel = cfg.props.get(INDEX_DEFS_PROPERTY, "").strip()
-        if rel and self.table.storage.exists(rel):
-            doc = json.loads(self.table.storage.read_bytes(rel))
-            defs = doc.get("indexDefinitions") if isinstance(doc, dict) else None
-            return isinstance(defs, dict) and partition in defs
-        return False
+        return partition in index_definitions(self.table.storage, rel)
 
     def drop_partition(self, partition: str) -> None:
         """Stop maintaining MDT partition ``partition`` (an index) and delete its files; the
@@ -878,15 +874,9 @@ class MetadataWriter:
     ) -> None:
         """Partition statistics of the touched partitions, over the files of their latest file
         slices as they are once ``instant`` completes."""
-        from hoodie_ray.file_group.view import FileSystemView
 
         tl = self._timeline_after(instant)
-        view = FileSystemView.for_table(
-            self.table.storage,
-            self.table.table_config,
-            tl,
-            archived_completion=self.table.archived_completion_time,
-        )
+        view = self.table.storage_view(tl)
         new = ch.upserts.get(COLUMN_STATS, {})
         mdt = self.reader()
         for part in sorted(parts):
@@ -1120,7 +1110,6 @@ class MetadataWriter:
         gains the new one, a key that left the group (deleted, or moved) loses its entry. A
         key that moved to another group in the same action keeps it. Compactions change no
         value and write nothing. Compared column-wise (:func:`secondary_index_changes`)."""
-        from hoodie_ray.file_group.view import FileSystemView
 
         defs = self.secondary_indexes()
         if not defs or meta.compacted or meta.operation_type in ("COMPACT", "LOG_COMPACT"):
@@ -1138,14 +1127,8 @@ class MetadataWriter:
         # the timeline as it is gives each group's slice before it
         after_tl = self._timeline_after(instant)
         before_tl = self.table.active_timeline
-        cfg = self.table.table_config
-        archived = self.table.archived_completion_time
-        before_view = FileSystemView.for_table(
-            self.table.storage, cfg, before_tl, archived_completion=archived
-        )
-        after_view = FileSystemView.for_table(
-            self.table.storage, cfg, after_tl, archived_completion=archived
-        )
+        before_view = self.table.storage_view(before_tl)
+        after_view = self.table.storage_view(after_tl)
         parts = sorted({p for p, _ in touched})
         before = [
             s

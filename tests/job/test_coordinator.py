@@ -117,16 +117,14 @@ class _HeldRunner:
         raise AssertionError("no clustering here")
 
 
-def test_a_background_compaction_heartbeats_and_commits_between_checkpoints(tmp_path):
-    """OCC, compaction beside the writes: the plan the coordinator runs in the background
-    heartbeats, so another process's ``hr.compact`` leaves it alone; once it finished it is
-    committed between checkpoints (``commit_finished``, as a parked topology's is), not only
-    at the next barrier, and the next barrier reports it; hudi-rs then reads the model."""
-    import hoodie_ray as hr
-    from hoodie_ray.write.heartbeat import HeartbeatClient
+def _open_beside_compaction(tmp_path, seed: int, extra: dict | None = None) -> tuple:
+    """An OCC version 8 table with a log to compact (its writers plan none) and an open
+    coordinator that runs compactions beside the writes; the table's model, the options and
+    the coordinator."""
     from tests.write.model import TableModel, model_options
 
     opts = model_options(
+        extra or {},
         {
             "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
             "compaction.async.enabled": "true",
@@ -134,12 +132,24 @@ def test_a_background_compaction_heartbeats_and_commits_between_checkpoints(tmp_
         },
         version="8",
     )
-    model, wl = TableModel(), Workload(seed=6)
+    model, wl = TableModel(), Workload(seed=seed)
     unplanned = {**opts, "compaction.schedule.enabled": "false"}
     model.write(tmp_path, unplanned, "upsert", wl.rows_for(wl.keys[:40]))
     model.write(tmp_path, unplanned, "upsert", wl.upserts(10))
     coord = Coordinator(str(tmp_path), resolve_options(opts), None)
     coord.open(None)
+    return model, opts, coord
+
+
+def test_a_background_compaction_heartbeats_and_commits_between_checkpoints(tmp_path):
+    """OCC, compaction beside the writes: the plan the coordinator runs in the background
+    heartbeats, so another process's ``hr.compact`` leaves it alone; once it finished it is
+    committed between checkpoints (``commit_finished``, as a parked topology's is), not only
+    at the next barrier, and the next barrier reports it; hudi-rs then reads the model."""
+    import hoodie_ray as hr
+    from hoodie_ray.write.heartbeat import HeartbeatClient
+
+    model, opts, coord = _open_beside_compaction(tmp_path, seed=6)
     runner = _HeldRunner()
     try:
         assert coord.after_commit(runner) == 1  # scheduled and started in the background
@@ -175,23 +185,9 @@ def test_a_failed_background_compaction_is_rolled_back_in_a_lock_turn(tmp_path, 
     holding the table's lock (its files, the metadata table's delta commit), back to
     requested for the next barrier to run again."""
     from hoodie_ray.compaction.api import CompactionService
-    from tests.write.model import V8_MDT, TableModel, model_options
+    from tests.write.model import V8_MDT
 
-    opts = model_options(
-        V8_MDT,
-        {
-            "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
-            "compaction.async.enabled": "true",
-            "compaction.delta_commits": "1",
-        },
-        version="8",
-    )
-    model, wl = TableModel(), Workload(seed=7)
-    unplanned = {**opts, "compaction.schedule.enabled": "false"}
-    model.write(tmp_path, unplanned, "upsert", wl.rows_for(wl.keys[:40]))
-    model.write(tmp_path, unplanned, "upsert", wl.upserts(10))
-    coord = Coordinator(str(tmp_path), resolve_options(opts), None)
-    coord.open(None)
+    model, _, coord = _open_beside_compaction(tmp_path, seed=7, extra=V8_MDT)
     depths = []
     real = CompactionService.rollback_inflight
 

@@ -348,6 +348,17 @@ NULLS_OPTS = {
 }
 
 
+#: What prunes a filtered read: the files' own statistics (row groups), or the metadata
+#: table's column statistics too
+PRUNING_LAYOUTS: dict[str, dict[str, str]] = {
+    "stats": {},
+    "column_stats": {
+        "hoodie.write.table.version": "8",
+        "hoodie.metadata.index.column.stats.enable": "true",
+    },
+}
+
+
 def _ids(t: pa.Table) -> list[str]:
     return sorted(t.column("id").to_pylist())
 
@@ -410,13 +421,7 @@ def test_in_a_list_holding_a_null_is_never_pruned_by_min_and_max(tmp_path: Path,
     """``IN`` a list holding a null keeps the null rows (the row filter's rule); a row group's
     or a file's min / max say nothing of its nulls, so neither prunes such a filter: the same
     rows with the row groups' statistics and with the metadata table's column statistics."""
-    for name, extra in {
-        "stats": {},
-        "column_stats": {
-            "hoodie.write.table.version": "8",
-            "hoodie.metadata.index.column.stats.enable": "true",
-        },
-    }.items():
+    for name, extra in PRUNING_LAYOUTS.items():
         path = str(tmp_path / name)
         rows = pa.table(
             {
@@ -443,13 +448,7 @@ def test_float_statistics_prune_a_column_widened_to_double_as_its_values_read(
     (0.1f is 0.1); the old files' float statistics prune by the same reading (their raw
     0.10000000149 ruled 0.1 out): row-group statistics of base files and log blocks' column
     statistics in the metadata table, before and after the compaction."""
-    for name, extra in {
-        "stats": {},
-        "column_stats": {
-            "hoodie.write.table.version": "8",
-            "hoodie.metadata.index.column.stats.enable": "true",
-        },
-    }.items():
+    for name, extra in PRUNING_LAYOUTS.items():
         path = str(tmp_path / name)
         opts = {**NULLS_OPTS, **extra, "compaction.delta_commits": "100"}
         old = pa.table({"id": ["a", "b"], "ts": [1, 1], "f": pa.array([0.1, 0.7], pa.float32())})
