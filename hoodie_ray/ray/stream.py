@@ -320,11 +320,10 @@ class HoodieStreamWriter:
                 drain([], [call for calls in routed for call in calls])
                 raise unwrap(e) from None
             lost = True  # an assigner died: the items go the way of any write (replayed)
-        self._inputs.extend(items)
         if lost:
-            for item in items:
-                self._run(lambda item=item: self._send(item))
+            self._resend(items)
         else:
+            self._inputs.extend(items)
             self._run(lambda: self._send_routed(routed, rounds, generation))
 
     def _send_routed(
@@ -574,8 +573,15 @@ class HoodieStreamWriter:
         self._release_spark_frames()
         f.result = result
         self.results.append(result)
-        self._inputs, self._spark_frames = open_inputs, open_frames
-        for item in list(open_inputs):
+        self._inputs, self._spark_frames = [], open_frames
+        self._resend(open_inputs)
+
+    def _resend(self, items: list[Input]) -> None:
+        """Send ``items`` into the open checkpoint again, one by one, each kept in its input
+        just before it is sent: a recovery on the way replays those kept so far, the rest
+        follow once (sent all at once, they went twice: an insert's rows were written twice)."""
+        for item in items:
+            self._inputs.append(item)
             self._run(lambda item=item: self._send(item))
 
     def _release_spark_frames(self, frames: list[Any] | None = None) -> None:
@@ -961,20 +967,29 @@ class HoodieStreamWriter:
                 if replay:
                     replay = False
                     self._replay_after_conflict()
+                    if not is_checkpoint:
+                        return None  # the replay re-sent this batch too
                 return fn()
-            except Conflicted as c:
-                # the coordinator rolled the instant back in its conflict check's lock turn
+            except (Conflicted, HoodieWriteConflictError) as c:
+                if isinstance(c, Conflicted):
+                    # the coordinator rolled the instant back in its conflict check's lock turn
+                    error = c.error
+                else:
+                    # raised as the tasks started (their key index met a file group another
+                    # writer replaced meanwhile, build_assigner): the instant is still ours
+                    error = c
+                    self._abandon_instant()
                 self._instant = None
                 conflicts += 1
                 retries = self.wc.num_retries_on_conflict
                 if conflicts > retries:
                     self._fail_instant()
                     raise HoodieWriteConflictError(
-                        f"{c.error} (the checkpoint's input was written {conflicts} time(s): "
+                        f"{error} (the checkpoint's input was written {conflicts} time(s): "
                         f"hoodie.write.num.retries.on.conflict.failures={retries}; nothing of "
                         "it was committed)"
                     ) from None
-                log.warning("hoodie_ray: %s; replaying the checkpoint into a new instant", c.error)
+                log.warning("hoodie_ray: %s; replaying the checkpoint into a new instant", error)
                 replay = True
             except (RayActorError, RayTaskError, GetTimeoutError, TopologyLost) as e:
                 if not (is_actor_loss(e) or isinstance(e, TopologyLost)):
@@ -1040,6 +1055,7 @@ class HoodieStreamWriter:
             if self.wc.occ:
                 # the lazy policy kept it (its heartbeat has not expired yet): it is ours
                 ray.get(self._coord.rollback.remote(instant))
+        self._instant = None  # rolled back: not again if the tasks' start fails
         self._restart_workers()
         for item in list(self._inputs):
             self._send(item)
@@ -1068,6 +1084,14 @@ class HoodieStreamWriter:
         self._inflight, self._routed = [], []
         self._pending, self._pending_rows = [], 0
         self._peer_rows = 0
+
+    def _abandon_instant(self) -> None:
+        """Roll back the open instant before anything was written into it (best effort: one
+        left pending is rolled back by the next writer)."""
+        if self._instant is not None and self._coord is not None:
+            with contextlib.suppress(Exception):
+                ray.get(self._coord.rollback.remote(self._instant), timeout=120)
+        self._instant = None
 
     def _fail_instant(self) -> None:
         self._drop_pending()

@@ -184,6 +184,50 @@ def test_warm_topology_holds_no_lock_between_writes(ray_session, tmp_path):
     _no_pending(path)
 
 
+def test_a_key_index_that_met_a_replaced_group_is_read_again_and_the_input_sent_once(
+    ray_session, tmp_path, monkeypatch
+):
+    """The tasks' key index, reloaded at an instant's start after another writer's commit,
+    met a file group replaced while it read it (``build_assigner``'s
+    ``HoodieWriteConflictError``, injected here: its timing is another process's): the
+    instant is rolled back and the tasks start again, as for a conflicted commit (up to
+    ``hoodie.write.num.retries.on.conflict.failures``), and each block of the warm
+    ``hr.write`` goes into the new instant once (an insert into file groups of its own: a
+    second copy would be a second row)."""
+    from hoodie_ray.ray.topology import WriteTopology
+
+    retry = {"hoodie.write.num.retries.on.conflict.failures": "1"}
+    path, opts, model = _seeded(tmp_path, NO_SMALL_FILES, retry)
+    inserts = {**opts, "write.operation": "insert"}
+    try:
+        first = [row("c0", "c", 2, 10)]
+        hr.write(to_arrow(first, True), path, inserts)  # parked; its key index loaded
+        model.upsert(first)
+        backfill = [row("b1", "b", 3, 20)]
+        model.write(path, opts, "upsert", backfill)  # the next instant reloads the index
+        real, starts = WriteTopology.start_workers, []
+
+        def replaced_once(self, setup):
+            starts.append(setup)
+            if len(starts) == 1:
+                raise HoodieWriteConflictError("file group x of partition 'a' was replaced")
+            return real(self, setup)
+
+        monkeypatch.setattr(WriteTopology, "start_workers", replaced_once)
+        blocks = [[row(f"n{b}-{i}", "n", 4, i) for i in range(20)] for b in range(3)]
+        import ray
+
+        data = ray.data.from_arrow([to_arrow(rows, True) for rows in blocks])
+        assert hr.write(data, path, inserts).instant is not None
+        assert len(starts) == 2
+        model.upsert([r for rows in blocks for r in rows])
+        model.assert_hudi_rs_reads(path, "read again")
+    finally:
+        stream.release_warm_writers()
+    assert len(_instants(path, Action.ROLLBACK)) == 1  # the instant the failed start began
+    _no_pending(path)
+
+
 @pytest.mark.slow  # two topologies' start-ups; the replay itself is tested above
 def test_two_stream_writers_on_one_table_in_one_cluster(ray_session, tmp_path):
     """Two jobs' topologies side by side (their actors named by job): on a shared file group

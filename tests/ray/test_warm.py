@@ -260,3 +260,34 @@ def test_a_parked_topology_whose_ray_is_gone_releases_the_lock_it_owned(tmp_path
     parking.stop_parked(gone)
     assert not (tmp_path / LOCK_PATH).exists() and writer.closed
     WriterLock(storage).acquire().release()
+
+
+def test_a_task_lost_while_parked_costs_an_insert_no_duplicate(ray_session, tmp_path: Path) -> None:
+    """A parked topology lost a task host: the next ``hr.write`` finds it as it routes its
+    blocks, and its first block's instant start fails. The recovery replays the blocks kept so
+    far and the rest follow once: an insert (no precombine to hide a second copy) writes each
+    row once."""
+    import ray
+
+    path = str(tmp_path / "t")
+    # every insert opens a file group of its own: a second copy is a second row of a base file
+    opts = {
+        **OPTIONS,
+        "write.tasks": "2",
+        "write.operation": "insert",
+        "hoodie.parquet.small.file.limit": "1",
+    }
+    try:
+        hr.write(_rows(["a", "b"], 1), path, opts)
+        parked = _parked()
+        assert parked is not None
+        victim = parked.writer.actors["writer-1"]
+        ray.kill(victim, no_restart=True)
+        _until_dead(victim)
+        blocks = [_rows([f"k{b}-{i}" for i in range(50)], 2) for b in range(4)]
+        hr.write(ray.data.from_arrow(blocks), path, opts)
+    finally:
+        stream.release_warm_writers()
+    got = hudi_rs_read(path)["id"].to_pylist()
+    want = ["a", "b"] + [f"k{b}-{i}" for b in range(4) for i in range(50)]
+    assert sorted(got) == sorted(want)
