@@ -762,7 +762,12 @@ class HoodieStreamWriter:
             )
             self._begin_s = time.perf_counter() - t0
             return
-        instant = ray.get(instant_ref)
+        try:
+            instant = ray.get(instant_ref)
+        except BaseException:
+            # every return holds the error: fetched, not logged as "Unhandled error"s
+            drain([profile, frozen, others, *slices], timeout=5)
+            raise
         # Known before the actors hear of it: if one of them is lost now, recovery rolls the
         # instant back (else it stays pending, and a pending write blocks compaction).
         self._instant = instant

@@ -1,6 +1,6 @@
 """Bad input on the Ray engine, as a user's script meets it: our own error, raised as itself,
 and nothing else on stderr (no "Unhandled error" traceback from Ray about a reference no one
-fetched); a new table's refused first write leaves no ``.hoodie`` behind."""
+fetched, also where an instant's start fails: the table's lock busy); a new table's refused first write leaves no ``.hoodie`` behind."""
 
 from __future__ import annotations
 
@@ -29,7 +29,10 @@ _SCRIPT = textwrap.dedent(
     import hoodie_ray as hr
 
     ray.init(address=sys.argv[1], namespace="hoodie_ray", log_to_driver=True)
-    EXISTING = ("stream",)  # the others write into a new table
+    from hoodie_ray.storage import LocalStorage
+    from hoodie_ray.write.lock import WriterLock
+
+    EXISTING = ("stream", "locked")  # the others write into a new table
     root = sys.argv[2]
     opts = {
         "hoodie.table.name": "bad", "hoodie.datasource.write.recordkey.field": "key",
@@ -43,9 +46,23 @@ _SCRIPT = textwrap.dedent(
             w.write(data)
             w.checkpoint()
 
+    def locked(path):
+        # OCC: another process holds the table's lock past the wait as an instant starts
+        occ = {**opts, "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+               "hoodie.write.lock.wait_time_ms": "1000"}
+        with hr.HoodieStreamWriter(path, occ) as w:
+            w.write(good)
+            w.checkpoint()
+            held = WriterLock(LocalStorage(path), heartbeat_ms=60_000).acquire()
+            try:
+                w.write(good)
+            finally:
+                held.release()
+
     # hr.write (every block routed before an instant opens), the stream writer (blocks
     # routed and assigned as they come), and a schema the coordinator refuses as it opens
     cases = {
+        "locked": locked,  # first: Ray reports an unfetched error a while after it goes
         "dataset": lambda p: hr.write(ray.data.from_arrow([good, null_key]), p, opts),
         "stream": lambda p: stream(p, [good, null_key, good]),
         "schema": lambda p: hr.write(good.append_column("u", pa.array([1, 2], pa.uint64())), p, opts),
@@ -80,10 +97,11 @@ def test_bad_input_leaves_only_our_error(ray_session, tmp_path):
     )
     out = run.stdout.splitlines()
     assert run.returncode == 0, run.stderr[-3000:]
-    assert len(out) == 3, run.stdout
+    assert len(out) == 4, run.stdout
+    kinds = {"schema": "HoodieSchemaError", "locked": "HoodieCommitConflictError"}
     for line in out:
         assert "not refused" not in line, line
-        kind = "HoodieSchemaError" if line.startswith("schema") else "HoodieInputError"
+        kind = kinds.get(line.split()[0], "HoodieInputError")
         assert f": {kind}: " in line, line
     noise = [
         line
