@@ -57,7 +57,12 @@ def write(
         from hoodie_ray.ray.stream import write_warm
 
         # every input kind goes through the warm topology; the driver hands over references
-        return write_warm(data, path, options, storage_options=storage_options)
+        result = write_warm(data, path, options, storage_options=storage_options)
+        if result.instant is None and wc.operation == "insert_overwrite_table":
+            # no rows (a Dataset's or Spark DataFrame's emptiness shows only as it is read):
+            # the overwrite of every partition with nothing still truncates the table
+            return HoodieWriteClient(path, options, storage_options).write(None)
+        return result
     if is_spark_dataframe(data):
         from hoodie_ray.spark import spark_to_arrow
 

@@ -558,7 +558,12 @@ def spark_to_arrow(df: DataFrame) -> pa.Table:
         release_spark_df(df)
     tables = [t for t in tables if t is not None]
     if not tables:
-        return pa.schema(ds.schema().base_schema).empty_table()  # type: ignore[union-attr]
+        schema = ds.schema()
+        if schema is None:  # no partition at all (an empty RDD's): Spark's schema says it
+            from pyspark.sql.pandas.types import to_arrow_schema
+
+            return to_arrow_schema(df.schema).empty_table()
+        return pa.schema(schema.base_schema).empty_table()
     return pa.concat_tables(tables, promote_options="permissive")
 
 

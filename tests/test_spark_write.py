@@ -172,3 +172,39 @@ def test_a_refused_spark_row_is_the_hoodie_error_itself(spark_session, tmp_path)
     assert type(e.value).__module__ == "hoodie_ray.exceptions" and "Traceback" not in str(e.value)
     assert len(hr.HoodieTable.load(path).timeline) == instants  # no instant, not even a rollback
     assert hudi_rs_read(path).num_rows == 1
+
+
+def test_spark_edge_inputs(spark_session, tmp_path):
+    """What a Spark user's pipeline hands over besides rows: an empty DataFrame into an
+    ``insert_overwrite_table`` truncates the table (as empty Arrow does); one of no partitions
+    at all (an empty RDD's) converts on the local path; a join's repeated column name and a
+    DataFrame whose Spark job fails are our own errors, naming the column or the cause, with
+    the table unchanged."""
+    from hoodie_ray.spark import spark_to_arrow
+
+    path = str(tmp_path / "t")
+    options = {
+        "hoodie.table.name": "sparkedge",
+        "hoodie.datasource.write.recordkey.field": "key",
+        "precombine.field": "ts",
+    }
+    src = spark_session.range(20).selectExpr("concat('k', id) as key", "id as ts")
+    hr.write(src, path, options)
+    a = src.selectExpr("key", "ts", "ts as v")
+    b = src.selectExpr("key as k2", "ts as v")
+    joined = a.join(b, a.key == b.k2).drop("k2")
+    assert joined.columns.count("v") == 2
+    with pytest.raises(hr.HoodieSchemaError, match="field v appears twice"):
+        hr.write(joined, path, options)
+    failing = src.selectExpr("key", "if(ts = 7, raise_error('boom77'), ts) as ts")
+    with pytest.raises(hr.HoodieInputError, match="boom77") as e:
+        hr.write(failing, path, options)
+    assert "Traceback" not in str(e.value)
+    assert hudi_rs_read(path).num_rows == 20  # unchanged
+
+    no_parts = spark_session.createDataFrame(spark_session.sparkContext.emptyRDD(), src.schema)
+    assert spark_to_arrow(no_parts).schema.names == ["key", "ts"]
+    iot = {**options, "write.operation": "insert_overwrite_table"}
+    res = hr.write(src.filter("ts < 0"), path, iot)
+    assert res.instant is not None
+    assert hudi_rs_read(path).num_rows == 0 and hr.read(path).num_rows == 0

@@ -27,6 +27,7 @@ from ray.exceptions import RayTaskError
 from hoodie_ray.exceptions import HoodieError, HoodieInputError, HoodieUnsupportedError
 from hoodie_ray.ray.calls import unwrap
 from hoodie_ray.write.records import (
+    check_unique_names,
     dtypes_schema,
     is_pandas,
     is_ray_dataset,
@@ -70,11 +71,13 @@ def input_blocks(
         yield from dataset_items(data)
         return
     if is_pandas(data):
+        check_unique_names([str(c) for c in data.columns])
         schema = pandas_schema(data)
         if len(data):
             yield schema, Input(ray.put(data), None, len(data))
         return
     table = to_arrow(data)
+    check_unique_names(table.schema.names)  # before the put: Ray cannot carry such a table
     step = batch_rows or table.num_rows
     for off in range(0, table.num_rows, max(1, step)):
         part = table.slice(off, step) if step < table.num_rows else table
@@ -199,11 +202,20 @@ def convert_spark(df: DataFrame) -> SparkConversion:
     the writer as they are, with no Ray Dataset between (whose per-block metadata tasks would
     cost more than the fetches). Spark keeps the cache until the conversion is released."""
     _check_spark_dataframe(df)
+    check_unique_names(df.columns)  # a join's: the executors' Arrow could not be carried
     pyspark, _ = import_spark()
     sc = df.sparkSession.sparkContext
-    writer = _raydp_writer(sc)
-    level = sc._getJavaStorageLevel(pyspark.StorageLevel.MEMORY_AND_DISK)
-    info = writer.prepareRecoverableRDD(df._jdf, level)
+    try:
+        writer = _raydp_writer(sc)
+        level = sc._getJavaStorageLevel(pyspark.StorageLevel.MEMORY_AND_DISK)
+        info = writer.prepareRecoverableRDD(df._jdf, level)
+    except Exception as e:
+        if type(e).__name__ != "Py4JJavaError":
+            raise
+        # the DataFrame's Spark job failed (a raise_error, a bad cast), or its session is gone
+        raise HoodieInputError(
+            f"the Spark DataFrame could not be computed: {_java_message(e)}"
+        ) from None
     rdd_id, schema_json, agent = info.rddId(), info.schemaJson(), info.driverAgentUrl()
     fetcher = spark_fetcher(sc.getConf())
     parts = []
@@ -211,6 +223,20 @@ def convert_spark(df: DataFrame) -> SparkConversion:
         block, meta = fetcher.fetch.remote(f"raydp-executor-{loc}", rdd_id, i, schema_json, agent)
         parts.append((block, meta))
     return SparkConversion(df, rdd_id, tuple(parts))
+
+
+def _java_message(e: Exception) -> str:
+    """A Py4J error's Java exception as its first lines (the root cause's where it has one):
+    the stack traces stay in Spark's log."""
+    try:
+        java = e.java_exception  # type: ignore[attr-defined]
+        root = java
+        while root.getCause() is not None:
+            root = root.getCause()
+        text = str(root.toString())
+    except Exception:
+        text = str(e)
+    return text.strip().splitlines()[0][:500] if text.strip() else type(e).__name__
 
 
 def spark_items(conversion: SparkConversion) -> Iterator[tuple[pa.Schema, Input]]:

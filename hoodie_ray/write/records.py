@@ -162,17 +162,24 @@ def _normalise_field(f: pa.Field, parent: str, keep_null: bool = False) -> pa.Fi
     return pa.field(f.name, _normalise_type(f.type, f"{parent}.{f.name}", keep_null), nullable=True)
 
 
+def check_unique_names(names: list[str]) -> None:
+    """Refuse an input with a column name twice (a Spark join's, say), naming it: Hudi's
+    schema cannot hold it, and Ray cannot even carry such a table between processes."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise HoodieSchemaError(f"field {name} appears twice in the input schema")
+        seen.add(name)
+
+
 def normalise_schema(schema: pa.Schema, *, keep_null: bool = False) -> pa.Schema:
     """The schema Hudi stores for this input: every field nullable, Avro-representable types.
 
     ``keep_null``: all-null columns (type ``null``) keep that type (they take the table's type
     when written into an existing table) instead of becoming strings."""
+    check_unique_names(schema.names)
     fields = []
-    seen: set[str] = set()
     for f in schema:
-        if f.name in seen:
-            raise HoodieSchemaError(f"field {f.name} appears twice in the input schema")
-        seen.add(f.name)
         if f.name.startswith(META_PREFIX):
             # Meta columns of a table read back are recomputed, never trusted; the delete
             # flag is taken out before normalisation and is not stored.

@@ -175,6 +175,23 @@ def test_object_column_of_mixed_values_is_refused_by_name(ray_session, tmp_path)
     assert not (tmp_path / "t" / ".hoodie" / "hoodie.properties").exists()
 
 
+def test_empty_dataset_overwrites_and_repeated_names_on_the_ray_engine(ray_session, tmp_path):
+    """An empty Dataset into an ``insert_overwrite_table`` truncates the table, as empty Arrow
+    does (its emptiness shows only as it is read); an Arrow table with a column name twice is
+    the schema error naming it (Ray cannot carry such a table: it failed as a ``KeyError``)."""
+    ray = ray_session
+    path = str(tmp_path / "t")
+    rows = pa.table({"key": [f"k{i}" for i in range(6)], "p": ["a", "b"] * 3, "ts": [1] * 6})
+    opts = OPTIONS
+    hr.write(rows, path, opts)
+    twice = rows.append_column("ts", rows["ts"])
+    with pytest.raises(hr.HoodieSchemaError, match="field ts appears twice"):
+        hr.write(twice, path, opts)
+    iot = {**opts, "write.operation": "insert_overwrite_table"}
+    assert hr.write(ray.data.from_arrow(rows.slice(0, 0)), path, iot).instant is not None
+    assert hudi_rs_read(path).num_rows == 0
+
+
 def test_a_table_of_many_chunks_is_put_joined(ray_session: Any) -> None:
     """Small batches held together: put as one chunk a column (Ray serialises chunk by chunk);
     a table of few chunks, or one Arrow cannot join, is put as it is."""
