@@ -206,6 +206,9 @@ class HoodieStreamWriter:
         self._committed = False  # chained: the next begin keeps the last checkpoint's index
         self._flight: _Flight | None = None  # the pipelined checkpoint still committing
         self._stale_instants: list[Any] = []  # started instants recovery must roll back
+        # a step stopped part way (an interrupt, an unexpected error): the next one recovers
+        # first, as after a lost actor (the open instant committed, or rolled back and replayed)
+        self._interrupted = False
 
     # -- public API ----------------------------------------------------------------------------
     def __enter__(self) -> HoodieStreamWriter:
@@ -513,14 +516,17 @@ class HoodieStreamWriter:
     def _wait_flight(self) -> None:
         """Settle the pipelined checkpoint, if any: its result recorded, or its failure
         recovered (replayed, then the open input after it) or raised."""
-        f, self._flight = self._flight, None
+        f = self._flight
         if f is None:
             return
         try:
             result = ray.get(f.commit)
         except (RayActorError, RayTaskError, ObjectLostError, GetTimeoutError) as e:
+            self._flight = None
             self._flight_failed(f, e)
             return
+        # (an interrupt above keeps it in flight: the next wait or close settles it)
+        self._flight = None
         self._settled(f, result)
 
     def _settled(self, f: _Flight, result: CommitResult) -> None:
@@ -902,7 +908,7 @@ class HoodieStreamWriter:
         if self.chained and not self._peer_rows:
             # every row stayed in its task: the barrier and the flush are one call a task
             marks.append(marks[-1])
-            stats_lists = ray.get(fan_out(self._assigners, "finish"))
+            stats_lists = self._gather(fan_out(self._assigners, "finish"))
         elif self.chained:
             # rows crossed tasks: they go to their writers through the driver's calls
             barriers, finish = self._barrier_and_finish()
@@ -919,7 +925,7 @@ class HoodieStreamWriter:
             # the assigners' last rows to the writers, and every write they sent, done
             self._await_sent(ray.get([a.flush_writers.remote() for a in self._assigners]))
             marks.append(time.perf_counter())
-            stats_lists = ray.get([w.flush.remote() for w in self._writers])
+            stats_lists = self._gather([w.flush.remote() for w in self._writers])
         self._peer_rows = 0
         marks.append(time.perf_counter())
         stats = [s for ss in stats_lists for s in ss]
@@ -951,6 +957,16 @@ class HoodieStreamWriter:
         self._setup = TableSetup(self._setup.context, self._setup.keygen, True)  # type: ignore[union-attr]
         return result
 
+    @staticmethod
+    def _gather(calls: list[Any]) -> list[Any]:
+        """The results of a checkpoint's flush calls; where one failed, every other one is
+        fetched before the error is raised (an unfetched error is an "Unhandled error")."""
+        try:
+            return ray.get(calls)
+        except (RayActorError, RayTaskError, ObjectLostError):
+            drain(calls, timeout=30)
+            raise
+
     def _run(self, fn: Any, recover: bool = False, conflicts: int = 0) -> Any:
         """Run a step; on actor loss restart the topology, replay the open input, retry. Under
         OCC a checkpoint that lost a conflict is replayed into a new instant
@@ -960,6 +976,9 @@ class HoodieStreamWriter:
         losses = 0
         replay = conflicts > 0
         is_checkpoint = fn in (self._checkpoint_once, self._checkpoint_async)
+        if self._interrupted:
+            self._interrupted = False
+            recover = True
         while True:
             try:
                 if recover:
@@ -1011,6 +1030,11 @@ class HoodieStreamWriter:
                 recover = True
             except HoodieError:
                 self._fail_instant()
+                raise
+            except BaseException:
+                # stopped part way (Ctrl-C, say): where the instant is, is unknown (flushed?
+                # committed?); finishing it as it is would commit it again, without its files
+                self._interrupted = True
                 raise
 
     def _recover(self) -> CommitResult | None:

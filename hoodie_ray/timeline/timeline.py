@@ -409,6 +409,12 @@ class ActiveTimeline:
         self._written(infl)
         return infl
 
+    def completed_content(self, instant: Instant) -> bytes | None:
+        """The content of ``instant``'s completed file, or None while it is not completed (the
+        files :meth:`complete` checks, found the same way)."""
+        done = [i for i in self._files_of(instant) if i.is_completed]
+        return self.storage.read_bytes(self.instant_path(done[0])) if done else None
+
     def complete(
         self, instant: Instant, content: bytes, completion_time: str | None = None
     ) -> Instant:

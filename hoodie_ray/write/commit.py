@@ -141,6 +141,16 @@ class CommitProtocol:
         )
         inst = Instant(instant, action, State.INFLIGHT)
         content = self.table.commit_metadata_bytes(meta)
+        prior = self.timeline.completed_content(inst)
+        if prior is not None:
+            # committed already (a retry whose first try landed): the metadata table holds
+            # that commit, and must not take another's files under its instant
+            if prior == content:
+                return meta
+            raise HoodieCommitConflictError(
+                f"instant {instant} is already completed with other content; the metadata "
+                "table was left as that commit made it"
+            )
         mdt = metadata_writer(self.table)
         mdt.update_commit(instant, meta)  # the metadata table first (spec 5.1)
         try:

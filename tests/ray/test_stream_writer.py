@@ -447,3 +447,43 @@ def test_metadata_compaction_beside_the_stream_finishes_as_it_closes(ray_session
     assert [i for i in mdt.instants if i.state.value != "COMPLETED"] == []
     assert maintenance.validate_metadata(path) == []
     model.assert_hudi_rs_reads(path, "closed")
+
+
+def test_a_checkpoint_interrupted_after_its_flush_commits_once(ray_session, tmp_path, monkeypatch):
+    """Ctrl-C while the driver waits for the writers' flush (they flushed): the next call
+    recovers first (the instant is rolled back and its input replayed), so the rows commit
+    once, with their files. It committed the same instant again with no files, which hid
+    the flushed rows from readers listing through the metadata table."""
+    from hoodie_ray.ray import stream
+
+    path = tmp_path / "t"
+    first, second, third = upsert_commits(5, 3)
+    model = TableModel()
+    armed = [True]
+    real = stream.fan_out
+
+    def interrupted_finish(tasks, method, *args, **kwargs):
+        refs = real(tasks, method, *args, **kwargs)
+        if method == "finish" and len(model.rows) and armed:
+            armed.clear()
+            ray_session.get(refs)  # the writers flushed, then the interrupt
+            raise KeyboardInterrupt
+        return refs
+
+    monkeypatch.setattr(stream, "fan_out", interrupted_finish)
+    w = hr.HoodieStreamWriter(str(path), model_options(TOPOLOGY, version="8"))
+    try:
+        w.write(to_arrow(first, True))
+        assert w.checkpoint() is not None
+        model.upsert(first)
+        w.write(to_arrow(second, True))
+        with pytest.raises(KeyboardInterrupt):
+            w.checkpoint()
+        assert not armed
+        w.write(to_arrow(third, True))
+    finally:
+        w.close()  # second and third: one commit or two, each row once
+    model.upsert(second)
+    model.upsert(third)
+    model.assert_hudi_rs_reads(path, "after the interrupt")
+    assert hr.validate_metadata(str(path)) == []

@@ -205,3 +205,29 @@ def test_second_writer_gets_a_clear_error(tmp_path):
     finally:
         holder.release()
     assert snapshot_files(path) == before
+
+
+def test_a_completed_instant_committed_again_leaves_the_metadata_table(tmp_path):
+    """A commit of an instant that is completed already (a writer's retry after an interrupt)
+    is refused before the metadata table is touched, unless it is the same commit (then a
+    no-op): the metadata table's files listing of the instant stays the first commit's, or
+    readers listing through it lose the instant's rows."""
+    from hoodie_ray.exceptions import HoodieCommitConflictError
+    from hoodie_ray.table import HoodieTable
+    from hoodie_ray.write.commit import CommitProtocol
+
+    path = tmp_path / "t"
+    opts = model_options(version="8")
+    wl = Workload(seed=4)
+    done = HoodieWriteClient(str(path), opts).write(to_arrow(wl.rows_for(wl.keys[:30]), True))
+    assert done.instant is not None
+    before = hudi_rs_snapshot(path).to_pylist()
+    table = HoodieTable.load(str(path))
+    inst = table.active_timeline.reload().get(done.instant)
+    assert inst is not None
+    schema = table.metadata(inst).extra_metadata["schema"]
+    protocol = CommitProtocol(table)
+    with pytest.raises(HoodieCommitConflictError, match="already completed"):
+        protocol.commit(done.instant, [], schema_json=schema, operation_type="UPSERT")
+    assert hudi_rs_snapshot(path).to_pylist() == before
+    assert hr.validate_metadata(str(path)) == []
