@@ -137,6 +137,17 @@ class CheckpointHandle:
 CHECKPOINT_PHASES = ("begin", "input", "align", "flush", "commit")
 
 
+def _started(instant: Any) -> str | None:
+    """An instant the driver holds, or None where it is the reference of a start that never
+    ran (pipelined: its coordinator died first; a new coordinator rolls back any it began)."""
+    if not isinstance(instant, ray.ObjectRef):
+        return instant
+    try:
+        return str(ray.get(instant, timeout=30))
+    except Exception:
+        return None
+
+
 class HoodieStreamWriter:
     """Streaming writes: one delta commit per :meth:`checkpoint`, Flink's checkpoint model.
 
@@ -1039,8 +1050,10 @@ class HoodieStreamWriter:
 
     def _recover(self) -> CommitResult | None:
         """Restart every actor, roll back the open instant (unless it committed), replay input."""
-        instant = self._instant
-        # not fetched: a call to a lost actor's peer may wait for that actor's replacement
+        instant = _started(self._instant)
+        # only the calls done are fetched (their errors, else "Unhandled error"s): a call to a
+        # lost actor's peer may wait for that actor's replacement
+        drain(self._inflight, self._routed, timeout=0)
         self._inflight, self._routed = [], []
         self._pending, self._pending_rows = [], 0
         self._peer_rows = 0

@@ -83,6 +83,35 @@ def test_a_task_killed_while_one_checkpoint_commits_and_the_next_buffers(
     assert "pipelined checkpoint lost an actor" in caplog.text
 
 
+def test_a_coordinator_lost_before_it_began_the_instant_behind_a_checkpoint(ray_session, tmp_path):
+    """The input written behind a pipelined checkpoint goes into an instant begun by
+    reference; the coordinator dies before it ran that start. Recovery takes the reference
+    as no instant (it asked the new coordinator about the dead one's reference, failed four
+    times and dropped the input), and the input commits once."""
+    import ray
+
+    path = tmp_path / "t"
+    first, n, n1 = upsert_commits(13, 3)
+    model = TableModel()
+    with hr.HoodieStreamWriter(str(path), {**OPTIONS, **TOPOLOGY}) as w:
+        w.write(to_arrow(first, True))
+        assert w.checkpoint() is not None
+        model.upsert(first)
+        w.write(to_arrow(n, True))
+        handle = w.checkpoint(wait=False)  # n's commit is queued on the coordinator
+        coordinator = w.actors["coordinator"]
+        coordinator.__ray_call__.remote(lambda _: time.sleep(3))  # then this, then n+1's start
+        w.write(to_arrow(n1, True))  # n+1 begun by reference, behind the sleep
+        assert handle.result() is not None
+        model.upsert(n)
+        ray.kill(coordinator, no_restart=True)
+        assert w.checkpoint() is not None
+        model.upsert(n1)
+    model.assert_hudi_rs_reads(path, "after the coordinator was lost")
+    table = hr.HoodieTable.load(str(path))
+    assert not [i for i in table.active_timeline.reload().instants if not i.is_completed]
+
+
 # suite time: a refused row fails its checkpoint and leaves nothing in CI in
 # tests/ray/test_dataset_stream.py::test_a_refused_row_fails_its_checkpoint_and_the_stream_goes_on;
 # a pipelined checkpoint's failure with the one behind it: the kill test above
