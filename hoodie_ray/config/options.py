@@ -1271,6 +1271,13 @@ class WriteConfig:
         return self.operation in REPLACE_OPERATIONS
 
     @property
+    def keys_global(self) -> bool:
+        """A record key names one record in the whole table (the global index); with
+        ``index.global.enabled=false`` or the bucket index (a bucket per partition), one in
+        each partition."""
+        return self.index_global and self.index_type != "BUCKET"
+
+    @property
     def inserts_only(self) -> bool:
         """Rows are inserted as they come (no index lookup, no precombine): insert and the
         overwrites; bulk_insert also looks up nothing but folds a key's rows."""

@@ -362,7 +362,9 @@ class HoodieWriteClient:
                 or setup.context.table_config.partial_update
             )
             if wc.operation in ("upsert", "delete") and not unfolded:  # (the writers fold)
-                rows = precombine(rows, setup.context.ordering_field)
+                rows = precombine(
+                    rows, setup.context.ordering_field, by_partition=not wc.keys_global
+                )
             # OCC: the instant first, so that the conflict check covers every commit the
             # slices read below may have missed
             early = coord.start_instant() if wc.occ else None

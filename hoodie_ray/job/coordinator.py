@@ -412,11 +412,7 @@ class Coordinator:
             return
         has = RECORD_INDEX in w.partitions
         dropping = wc.is_set("metadata_record_index_enable") and not wc.metadata_record_index_enable
-        if (
-            (has or wc.metadata_record_index_enable)
-            and not dropping
-            and (not wc.index_global or wc.index_type == "BUCKET")
-        ):
+        if (has or wc.metadata_record_index_enable) and not dropping and not wc.keys_global:
             # one location per key: a non-global index may hold a key in two partitions, and
             # bucket writes do not tell new keys from updates
             raise HoodieUnsupportedError(

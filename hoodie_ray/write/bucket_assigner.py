@@ -45,7 +45,7 @@ from hoodie_ray.index import (
     unknown_ordering,
 )
 from hoodie_ray.meta import IS_DELETED, PARTITION_PATH, RECORD_KEY
-from hoodie_ray.write.records import precombine_plan
+from hoodie_ray.write.records import by_partition_and_key, precombine_plan
 
 FILE_ID = "_hoodie_file_id"
 IS_NEW = "_hoodie_is_new"  # a key the index did not hold: counted as an insert
@@ -270,7 +270,7 @@ class AssignerConfig:
             small_file_limit=wc.small_file_limit,
             max_file_size=wc.parquet_max_file_size,
             index_type=wc.index_type,
-            global_index=wc.index_global,
+            global_index=wc.keys_global,
             bucket_num=wc.bucket_num,
             append_mode=wc.inserts_only or wc.operation == "bulk_insert",
             ordering_field=ordering_field,
@@ -480,7 +480,7 @@ class BucketAssigner:
                 return self._assign_changes(batch, hashes)
             if self._routes_repeats(batch):
                 return self.assign(batch, key_hashes=hashes)
-            rows, unique = precombine_plan(batch, self.config.ordering_field, key_hashes=hashes)
+            rows, unique = self._fold_plan(batch, hashes)
             if rows is not None:  # a few repeated keys: a filter copies less than a take
                 keep = np.zeros(batch.num_rows, dtype=bool)
                 keep[rows] = True
@@ -489,6 +489,13 @@ class BucketAssigner:
                 return self.assign(batch, key_hashes=hashes)
         return self.assign(batch, key_hashes=hashes, unique_keys=hashes is not None)
 
+    def _fold_plan(self, batch: pa.Table, hashes: np.ndarray) -> tuple[np.ndarray | None, bool]:
+        """:func:`precombine_plan` of the batch by record key, or with a non-global index by
+        partition and record key (a key may live in several partitions there)."""
+        if self.config.global_index:
+            return precombine_plan(batch, self.config.ordering_field, key_hashes=hashes)
+        return precombine_plan(by_partition_and_key(batch), self.config.ordering_field)
+
     def _assign_changes(self, batch: pa.Table, hashes: np.ndarray) -> pa.Table:
         """Changelog mode and partial updates (the writer folds them, or keeps them all): every
         row goes on, in arrival order. The rows that stand for the
@@ -496,11 +503,14 @@ class BucketAssigner:
         every placement rule see what they see without changelog; each other row of a key
         follows the key's last such row (its file group, bucket type, new-key flag and
         partition), and is dropped with it (a delete of a key nobody has)."""
-        rows, unique = precombine_plan(batch, self.config.ordering_field, key_hashes=hashes)
+        rows, unique = self._fold_plan(batch, hashes)
         if rows is None:
             return self.assign(batch, key_hashes=hashes, unique_keys=True)
         n = batch.num_rows
-        gid, ngroups = group_keys(batch.column(RECORD_KEY), hashes=hashes)
+        if self.config.global_index:
+            gid, ngroups = group_keys(batch.column(RECORD_KEY), hashes=hashes)
+        else:
+            gid, ngroups = group_keys(by_partition_and_key(batch).column(RECORD_KEY))
         last = np.full(ngroups, -1, dtype=np.int64)  # each key's last folded row
         np.maximum.at(last, gid[rows], rows)
         folded = batch.take(pa.array(rows)).append_column(_ROW, pa.array(rows))

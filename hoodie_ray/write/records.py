@@ -415,7 +415,11 @@ def _fill_missing(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def precombine(
-    table: pa.Table, ordering_field: str | None, *, key_hashes: np.ndarray | None = None
+    table: pa.Table,
+    ordering_field: str | None,
+    *,
+    key_hashes: np.ndarray | None = None,
+    by_partition: bool = False,
 ) -> pa.Table:
     """Fold the rows of each record key in arrival order by the merge rule
     (:mod:`hoodie_ray.merge`), keeping what stands for the fold.
@@ -428,10 +432,27 @@ def precombine(
     Without an ordering field the last row wins. Vectorised, no per-row Python.
 
     ``key_hashes``: :func:`hoodie_ray.index.hash_keys` of the record keys, when the caller
-    has them (they are not computed twice).
+    has them (they are not computed twice). ``by_partition``: one row per record key in each
+    partition (a non-global index: :func:`by_partition_and_key`).
     """
-    rows = precombine_rows(table, ordering_field, key_hashes=key_hashes)
+    if by_partition:
+        rows = precombine_rows(by_partition_and_key(table), ordering_field)
+    else:
+        rows = precombine_rows(table, ordering_field, key_hashes=key_hashes)
     return table if rows is None else _keep_rows(table, rows)
+
+
+def by_partition_and_key(table: pa.Table) -> pa.Table:
+    """``table`` with its record key column made partition path + record key: what the
+    fold keys by under a non-global index (and the bucket index), where one record key may
+    live in several partitions, as Spark's dedup by ``HoodieKey`` and Flink's buffers by
+    bucket keep one row of a key in each partition."""
+    if PARTITION_PATH not in table.column_names:
+        return table
+    keys = pc.binary_join_element_wise(
+        table.column(PARTITION_PATH), table.column(RECORD_KEY), "\x00"
+    )
+    return table.set_column(table.schema.get_field_index(RECORD_KEY), RECORD_KEY, keys)
 
 
 def precombine_rows(
@@ -445,7 +466,9 @@ def precombine_plan(
     table: pa.Table, ordering_field: str | None, *, key_hashes: np.ndarray | None = None
 ) -> tuple[np.ndarray | None, bool]:
     """``(rows, unique)``: :func:`precombine_rows`, and whether they hold one row per key
-    (false when a default-ordered delete is kept before the version that followed it)."""
+    (false when a default-ordered delete is kept before the version that followed it). The
+    key is the record key column's value (:func:`by_partition_and_key` for a non-global
+    index)."""
     n = table.num_rows
     if n <= 1:
         return None, True

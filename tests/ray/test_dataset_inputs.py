@@ -192,6 +192,22 @@ def test_empty_dataset_overwrites_and_repeated_names_on_the_ray_engine(ray_sessi
     assert hudi_rs_read(path).num_rows == 0
 
 
+def test_a_key_in_two_partitions_of_one_dataset_without_the_global_index(ray_session, tmp_path):
+    """The tasks' fold (``BucketAssigner.assign_batch``) keeps a record key's row in each
+    partition where the index is not global, as the single-process fold does
+    (tests/write/test_partition_moves.py): one of them was dropped."""
+    path = str(tmp_path / "t")
+    opts = {**OPTIONS, "index.global.enabled": "false", "write.tasks": "1"}
+    rows = pa.table({"key": ["k1", "k1", "k2"], "p": ["a", "b", "a"], "ts": [1, 2, 1]})
+    hr.write(ray_session.data.from_arrow([rows]), path, opts)
+    got = hudi_rs_read(path)
+    assert sorted(zip(got["key"].to_pylist(), got["p"].to_pylist(), strict=True)) == [
+        ("k1", "a"),
+        ("k1", "b"),
+        ("k2", "a"),
+    ]
+
+
 def test_a_table_of_many_chunks_is_put_joined(ray_session: Any) -> None:
     """Small batches held together: put as one chunk a column (Ray serialises chunk by chunk);
     a table of few chunks, or one Arrow cannot join, is put as it is."""

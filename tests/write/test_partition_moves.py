@@ -141,3 +141,21 @@ def test_string_ordering_field(tmp_path):
     got = sorted((r["key"], r["p"]) for r in hr.read(path).to_pylist())
     assert got == [("j", "p1"), ("k", "p2")]
     assert sorted((r["key"], r["p"]) for r in hudi_rs_read(path).to_pylist()) == got
+
+
+@pytest.mark.parametrize(
+    "index", [{"index.global.enabled": "false"}, {"index.type": "BUCKET"}], ids=["local", "bucket"]
+)
+def test_a_key_in_two_partitions_of_one_batch_keeps_both_without_the_global_index(tmp_path, index):
+    """Without the global index (and with the bucket index: a bucket per partition) a record
+    key names one record in each partition: one batch holding a key in two partitions keeps
+    both rows, as two commits do (Spark's dedup by HoodieKey, Flink's buffers by bucket).
+    The fold by record key alone dropped one (the Ray tasks' fold,
+    ``BucketAssigner.assign_batch``: tests/ray/test_dataset_inputs.py)."""
+    path = str(tmp_path / "t")
+    opts = {**OPTIONS, **index}
+    write = _writer("client", path, opts)
+    write(rows(("k1", "a", 1, "x"), ("k1", "b", 2, "y"), ("k2", "a", 1, "z"), ("k2", "a", 3, "w")))
+    assert both(path) == [("k1", "a", 1, "x"), ("k1", "b", 2, "y"), ("k2", "a", 3, "w")]
+    write(rows(("k1", "a", 5, "x2"), ("k1", "b", 0, "old"), ("k1", "b", 6, "y2")))
+    assert both(path) == [("k1", "a", 5, "x2"), ("k1", "b", 6, "y2"), ("k2", "a", 3, "w")]
