@@ -154,6 +154,16 @@ def _arrow_schema(schema: Any, ref: Any, resolved: dict[Any, pa.Schema]) -> pa.S
     return resolved[schema]
 
 
+def block_schemas(items: list[Input]) -> list[pa.Schema]:
+    """The Arrow schema :func:`to_arrow` gives each block of ``items``, asked where the block
+    lies (a small task each: only the schema moves). Ray Data's own per-block schema is the
+    first block's wherever they differ."""
+    try:
+        return ray.get([_block_schema.remote(item.ref) for item in items])
+    except RayTaskError as e:
+        raise unwrap(e) from None
+
+
 @ray.remote(num_cpus=0)
 def _block_schema(block: Any) -> pa.Schema:
     """The Arrow schema :func:`to_arrow` gives a block (run beside it: only the schema moves)."""

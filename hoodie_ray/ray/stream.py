@@ -46,6 +46,7 @@ from ray.exceptions import GetTimeoutError, ObjectLostError, RayActorError, RayT
 from hoodie_ray.config.options import lookup, resolve_options, without_option
 from hoodie_ray.exceptions import (
     HoodieError,
+    HoodieSchemaError,
     HoodieWriteConflictError,
     HoodieWriteError,
 )
@@ -63,6 +64,7 @@ from hoodie_ray.ray.calls import (
 )
 from hoodie_ray.ray.inputs import (
     Input,
+    block_schemas,
     input_blocks,
     put_table,
     quiet_ray_data_console,
@@ -80,7 +82,7 @@ from hoodie_ray.ray.parking import (
 from hoodie_ray.ray.runtime import ensure_ray, refuse_inline_clustering
 from hoodie_ray.ray.topology import WriteTopology
 from hoodie_ray.write.lock import ProcessId, new_owner_id
-from hoodie_ray.write.records import to_arrow
+from hoodie_ray.write.records import is_ray_dataset, to_arrow
 from hoodie_ray.write.routing import cut_shares, round_rows
 
 log = logging.getLogger("hoodie_ray")
@@ -308,13 +310,46 @@ class HoodieStreamWriter:
         self._put_held()
         self._wait_flight()
         items: list[Input] = []
+        nulls = False
         for schema, item in input_blocks(data, self._spark_frames, batch_rows):
             self._accept_schema(schema, pending=len(items))
             items.append(item)
+            nulls = nulls or any(pa.types.is_null(f.type) for f in schema)
         if not items:
             return
+        probed = is_ray_dataset(data) and nulls
+        if probed:
+            # Ray Data gives every block the first one's schema where they differ: an all-null
+            # column of the first block would decide a new table's type (string), and later
+            # blocks' numbers would be stored as text
+            self._accept_block_schemas(items)
         if self._pending:
             self._run(self._send_round)  # earlier input goes first
+        try:
+            self._route_whole(items)
+        except HoodieSchemaError:
+            if probed or not is_ray_dataset(data):
+                raise
+            # a block whose schema is not the one Ray Data said (an int column of the first
+            # block, a float one of a later, say): the blocks' own schemas, then again
+            self._accept_block_schemas(items)
+            self._route_whole(items)
+
+    def _accept_block_schemas(self, items: list[Input]) -> None:
+        """Accept the schema the blocks of ``items`` have together, each block asked where
+        it lies (:func:`block_schemas`): unified as Arrow's permissive promotion does (a
+        null column takes the type of the blocks that have one, int64 and double widen to
+        double), or, where they cannot be unified, each block's in turn."""
+        schemas = block_schemas(items)
+        try:
+            unified = [pa.unify_schemas(schemas, promote_options="permissive")]
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            unified = schemas
+        for schema in unified:
+            self._accept_schema(schema)
+
+    def _route_whole(self, items: list[Input]) -> None:
+        """Route every block of ``items`` (before the instant opens), then send them into it."""
         rounds: list[list[Input]] = [[]]
         rows = 0
         for item in items:

@@ -208,6 +208,30 @@ def test_a_key_in_two_partitions_of_one_dataset_without_the_global_index(ray_ses
     ]
 
 
+def test_blocks_whose_schemas_ray_data_reports_as_the_first_ones(ray_session, tmp_path):
+    """Ray Data gives every block of a Dataset the first block's schema where they differ.
+    ``hr.write`` asks the blocks themselves where that matters: a pandas block with a NaN
+    (int64 in the first frame, float64 in the second) was refused as a type change, and a
+    first block whose column is all null made it a string column (the numbers of later
+    blocks stored as text); the same rows as one table write a double and an int64 column."""
+    ray = ray_session
+    keyed = {**OPTIONS, "hoodie.datasource.write.partitionpath.field": ""}
+    first = pd.DataFrame({"key": ["a", "b"], "ts": [1, 1], "qty": [1, 2]})
+    later = pd.DataFrame({"key": ["c", "d"], "ts": [1, 1], "qty": [3, np.nan]})
+    path = str(tmp_path / "nan")
+    hr.write(ray.data.from_pandas([first, later]), path, keyed)
+    got = hudi_rs_read(path).sort_by("key")
+    assert got.schema.field("qty").type == pa.float64()
+    assert got["qty"].to_pylist()[:3] == [1.0, 2.0, 3.0]
+
+    items = [{"key": f"k{i}", "ts": 1, "score": None if i < 3 else i} for i in range(6)]
+    path = str(tmp_path / "nulls")
+    hr.write(ray.data.from_items(items, override_num_blocks=2), path, keyed)
+    got = hudi_rs_read(path).sort_by("key")
+    assert got.schema.field("score").type == pa.int64()
+    assert got["score"].to_pylist() == [None, None, None, 3, 4, 5]
+
+
 def test_a_table_of_many_chunks_is_put_joined(ray_session: Any) -> None:
     """Small batches held together: put as one chunk a column (Ray serialises chunk by chunk);
     a table of few chunks, or one Arrow cannot join, is put as it is."""
