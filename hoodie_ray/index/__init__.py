@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from hoodie_ray.index.key_hash import FNV_OFFSET, FNV_PRIME, GOLDEN, finish_key_hash
 from hoodie_ray.jit import read_only
+from hoodie_ray.keygen import EMPTY_RECORDKEY_PLACEHOLDER, NULL_RECORDKEY_PLACEHOLDER
 
 
 @dataclass(frozen=True)
@@ -752,13 +753,49 @@ def java_string_hash(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 
 def bucket_ids(keys: pa.Array | pa.ChunkedArray, num_buckets: int) -> np.ndarray:
-    """Hudi's BucketIdentifier: ``(List(key).hashCode() & Integer.MAX_VALUE) % numBuckets``.
+    """Hudi's BucketIdentifier: ``(hashKeys.hashCode() & Integer.MAX_VALUE) % numBuckets``.
 
-    A one-element ``java.util.List`` hashes to ``31 + key.hashCode()``.
+    ``hashKeys`` is the list of the key's field values (``KeyGenUtils.extractRecordKeysByFields``
+    over every record key field): a complex key ``f1:v1,f2:v2`` gives ``[v1, v2]`` (its
+    ``__null__`` a null, ``__empty__`` an empty string: both hash 0), any other key itself.
+    A ``java.util.List`` hashes to ``31^n + sum(h_i * 31^(n-1-i))``, mod 2^32.
     """
-    h = java_string_hash(keys).astype(np.int64)
-    list_hash = (31 + h) & 0xFFFFFFFF
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    keys = keys.cast(pa.string())
+    list_hash = (31 + java_string_hash(keys).astype(np.int64)) & 0xFFFFFFFF
+    complex_key = pc.and_(pc.match_substring(keys, ","), pc.match_substring(keys, ":")).to_numpy(
+        zero_copy_only=False
+    )
+    if complex_key.any():
+        rows = np.flatnonzero(complex_key)
+        list_hash[rows] = _field_list_hash(keys.take(pa.array(rows)))
     return ((list_hash & 0x7FFFFFFF) % num_buckets).astype(np.int32)
+
+
+def _field_list_hash(keys: pa.Array) -> np.ndarray:
+    """``List.hashCode`` of each complex key's field values (see :func:`bucket_ids`), as
+    uint32 in an int64 array."""
+    parts = pc.split_pattern(keys, ",")
+    counts = pc.list_value_length(parts).to_numpy(zero_copy_only=False).astype(np.int64)
+    pairs = pc.split_pattern(pc.list_flatten(parts), ":", max_splits=1)
+    has_name = pc.equal(pc.list_value_length(pairs), 2)
+    values = pc.if_else(has_name, pc.list_element(pairs, 1), pc.list_element(pairs, 0))
+    placeholders = pa.array([NULL_RECORDKEY_PLACEHOLDER, EMPTY_RECORDKEY_PLACEHOLDER])
+    placeholder = pc.is_in(values, placeholders)
+    h = java_string_hash(values).astype(np.uint32).astype(np.uint64)
+    h[placeholder.to_numpy(zero_copy_only=False)] = 0
+    # the i-th of n values weighs 31^(n-1-i); the list adds 31^n
+    n = np.repeat(counts, counts)
+    i = np.arange(len(h)) - np.repeat(np.cumsum(counts) - counts, counts)
+    top = int(counts.max()) + 1
+    pw = np.ones(top, dtype=np.uint64)
+    for j in range(1, top):
+        pw[j] = (pw[j - 1] * np.uint64(31)) & np.uint64(0xFFFFFFFF)
+    terms = (h * pw[n - 1 - i]) & np.uint64(0xFFFFFFFF)
+    out = pw[counts].copy()
+    np.add.at(out, np.repeat(np.arange(len(counts)), counts), terms)
+    return (out & np.uint64(0xFFFFFFFF)).astype(np.int64)
 
 
 def bucket_file_id_prefix(bucket: int) -> str:
