@@ -334,7 +334,20 @@ OPTIONS: tuple[ConfigOption, ...] = (
         "UTC",
         _str,
         "TimestampBasedKeyGenerator: output timezone.",
-        ("hoodie.keygen.timebased.timezone",),
+    ),
+    ConfigOption(
+        "hoodie.keygen.timebased.input.timezone",
+        "timebased_input_timezone",
+        None,
+        _str,
+        "TimestampBasedKeyGenerator: timezone of DATE_STRING values without an offset (UTC).",
+    ),
+    ConfigOption(
+        "hoodie.keygen.timebased.timezone",
+        "timebased_timezone",
+        None,
+        _str,
+        "TimestampBasedKeyGenerator: input and output timezone (over the two above, as in Java).",
     ),
     ConfigOption(
         "hoodie.keygen.timebased.timestamp.scalar.time.unit",
@@ -1129,6 +1142,8 @@ class WriteConfig:
     timebased_output_format: str | None = _default("timebased_output_format")
     timebased_input_format: str | None = _default("timebased_input_format")
     timebased_output_timezone: str = _default("timebased_output_timezone")
+    timebased_input_timezone: str | None = _default("timebased_input_timezone")
+    timebased_timezone: str | None = _default("timebased_timezone")
     timebased_scalar_unit: str = _default("timebased_scalar_unit")
     write_tasks: int = _default("write_tasks")
     bucket_assign_tasks: int | None = _default("bucket_assign_tasks")

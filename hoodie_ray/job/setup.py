@@ -131,6 +131,11 @@ def keygen_for(table_config: HoodieTableConfig, wc: WriteConfig, schema: pa.Sche
     return _KeyLayout.of_table(table_config).key_generator(schema, kg_type, ts)
 
 
+#: Java's timestamp key generator properties for the zones (``timezone`` is both).
+TIMEBASED_TIMEZONE = "hoodie.keygen.timebased.timezone"
+TIMEBASED_INPUT_TIMEZONE = "hoodie.keygen.timebased.input.timezone"
+
+
 def _table_timestamp_format(table_config: HoodieTableConfig, wc: WriteConfig) -> TimestampFormat:
     """A timestamp key generator's settings: the table's properties, else the options."""
     props = table_config.props
@@ -145,10 +150,16 @@ def _table_timestamp_format(table_config: HoodieTableConfig, wc: WriteConfig) ->
         or wc.timebased_timestamp_type,
         input_format=props.get("hoodie.keygen.timebased.input.dateformat")
         or wc.timebased_input_format,
-        timezone=props.get("hoodie.keygen.timebased.output.timezone")
+        timezone=props.get(TIMEBASED_TIMEZONE)
+        or props.get("hoodie.keygen.timebased.output.timezone")
+        or wc.timebased_timezone
         or wc.timebased_output_timezone,
         scalar_unit=props.get("hoodie.keygen.timebased.timestamp.scalar.time.unit")
         or wc.timebased_scalar_unit,
+        input_timezone=props.get(TIMEBASED_TIMEZONE)
+        or props.get(TIMEBASED_INPUT_TIMEZONE)
+        or wc.timebased_timezone
+        or wc.timebased_input_timezone,
     )
 
 
@@ -170,8 +181,9 @@ def _timestamp_format(wc: WriteConfig, schema: pa.Schema) -> TimestampFormat | N
         output_format=fmt,
         timestamp_type=wc.timebased_timestamp_type,
         input_format=wc.timebased_input_format,
-        timezone=wc.timebased_output_timezone,
+        timezone=wc.timebased_timezone or wc.timebased_output_timezone,
         scalar_unit=wc.timebased_scalar_unit,
+        input_timezone=wc.timebased_timezone or wc.timebased_input_timezone,
     )
 
 
@@ -287,6 +299,8 @@ def _key_and_index_props(wc: WriteConfig, ts: TimestampFormat | None) -> dict[st
             extra["hoodie.keygen.timebased.timestamp.type"] = ts.timestamp_type
         if ts.input_format:
             extra["hoodie.keygen.timebased.input.dateformat"] = ts.input_format
+        if ts.input_timezone:
+            extra[TIMEBASED_INPUT_TIMEZONE] = ts.input_timezone
     if wc.index_type == "BUCKET":
         extra[BUCKET_NUM_PROPERTY] = str(wc.bucket_num)
     if wc.cdc_enabled:

@@ -112,9 +112,10 @@ class TimestampFormat:
 
     output_format: str
     timestamp_type: str | None = None  # None: from the Arrow type
-    input_format: str | None = None
-    timezone: str = "UTC"
+    input_format: str | None = None  # one or several Java patterns, comma-separated
+    timezone: str = "UTC"  # the output's
     scalar_unit: str = "DAYS"
+    input_timezone: str | None = None  # of DATE_STRING values without an offset (UTC)
 
 
 _JAVA_TOKENS = [
@@ -163,8 +164,31 @@ _SCALAR_UNIT_US = {
 }
 
 
-def _parse_java_dates(values: pa.Array, java_format: str, name: str) -> pa.Array:
-    """Parse strings with a Java date pattern into epoch micros, column-wise.
+def _parse_java_dates(
+    values: pa.Array, java_formats: str, name: str, timezone: str | None = None
+) -> pa.Array:
+    """Parse strings with Java date patterns into epoch micros, column-wise: each value by the
+    first of the comma-separated patterns it matches (Java's list of input formats). A value
+    without an offset is a wall-clock time in ``timezone`` (UTC by default), as Java's
+    ``hoodie.keygen.timebased.timezone`` / ``input.timezone`` read it."""
+    formats = [f.strip() for f in java_formats.split(",") if f.strip()]
+    out: pa.Array | None = None
+    for fmt in formats:
+        parsed = _parse_java_date(values, fmt, timezone)
+        out = parsed if out is None else pc.coalesce(out, parsed)
+    assert out is not None
+    missed = pc.and_(pc.is_valid(values), pc.is_null(out))
+    if pc.any(missed).as_py():
+        bad = values.filter(missed)[0].as_py()
+        raise HoodieInputError(
+            f"field {name}: value {bad!r} does not match the input date format "
+            f"{java_formats!r} (hoodie.keygen.timebased.input.dateformat)"
+        )
+    return out
+
+
+def _parse_java_date(values: pa.Array, java_format: str, timezone: str | None) -> pa.Array:
+    """Epoch micros of the values that match one Java date pattern (null where not).
 
     Arrow's ``strptime`` has no fractional seconds, so ``.SSS`` is cut out of the values and
     added back; ``Z``/``X`` (an offset, or a literal ``Z`` for UTC) parse as ``%z``.
@@ -187,10 +211,11 @@ def _parse_java_dates(values: pa.Array, java_format: str, name: str) -> pa.Array
     if has_zone:
         body = pc.replace_substring_regex(body, "Z$", "+0000")
         body = pc.replace_substring_regex(body, r"([+-][0-9]{2}):([0-9]{2})$", r"\1\2")
-    try:
-        parsed = pc.strptime(body, format=strf, unit="us", error_is_null=False)
-    except pa.ArrowInvalid as e:
-        raise HoodieInputError(f"field {name}: value does not match {java_format!r}: {e}") from None
+    parsed = pc.strptime(body, format=strf, unit="us", error_is_null=True)
+    if not has_zone and timezone and timezone.upper() not in ("UTC", "GMT"):
+        parsed = pc.assume_timezone(
+            parsed, timezone=timezone, ambiguous="earliest", nonexistent="earliest"
+        )
     micros = parsed.cast(pa.int64())
     return pc.add(micros, frac_us) if frac_us is not None else micros
 
@@ -217,7 +242,7 @@ def _format_timestamps(arr: pa.Array, name: str, ts: TimestampFormat) -> pa.Arra
             raise HoodieOptionError(
                 f"option hoodie.keygen.timebased.input.dateformat is required for string field {name}"
             )
-        micros = _parse_java_dates(arr.cast(pa.string()), ts.input_format, name)
+        micros = _parse_java_dates(arr.cast(pa.string()), ts.input_format, name, ts.input_timezone)
     else:
         raise HoodieSchemaError(f"field {name} of type {t} cannot be a timestamp partition field")
     stamps = micros.cast(pa.timestamp("us", tz=ts.timezone or "UTC"))

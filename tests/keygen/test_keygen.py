@@ -172,7 +172,55 @@ def test_timestamp_partitions():
         java_date_format_to_strftime("EEE")
 
 
+def test_date_strings_in_the_input_timezone_and_a_list_of_formats():
+    """DATE_STRING values without an offset are wall-clock times of the input timezone (Java's
+    ``hoodie.keygen.timebased.timezone`` is both zones; they were read as UTC, so Tokyo's
+    23:00 on Jan 1 went to Jan 2); values with one keep their instant; the input format may
+    be a comma-separated list, each value parsed by the first that matches."""
+    t = _t(id=[1, 2, 3], d=["2024-01-01 23:00:00", "2024-01-01T20:00:00Z", "2024/03/05"])
+    fmt = "yyyy-MM-dd HH:mm:ss,yyyy-MM-dd'T'HH:mm:ssZ,yyyy/MM/dd"
+    tokyo = TimestampFormat(
+        "yyyy-MM-dd", "DATE_STRING", fmt, timezone="Asia/Tokyo", input_timezone="Asia/Tokyo"
+    )
+    kg = choose_key_generator(t.schema, ["id"], ["d"], timestamp=tokyo)
+    assert kg.partition_paths(t).to_pylist() == ["2024-01-01", "2024-01-02", "2024-03-05"]
+    utc = TimestampFormat("yyyy-MM-dd", "DATE_STRING", fmt)
+    kg = choose_key_generator(t.schema, ["id"], ["d"], timestamp=utc)
+    assert kg.partition_paths(t).to_pylist() == ["2024-01-01", "2024-01-01", "2024-03-05"]
+    bad = _t(id=[1], d=["01.02.2024"])
+    kg = choose_key_generator(bad.schema, ["id"], ["d"], timestamp=utc)
+    with pytest.raises(HoodieInputError, match="field d: value '01.02.2024'"):
+        kg.partition_paths(bad)
+
+
 def test_nested_key_type_refused():
     t = _t(id=[[1]], p=["a"])
     with pytest.raises(HoodieSchemaError, match="field id"):
         choose_key_generator(t.schema, ["id"], ["p"])
+
+
+def test_the_timebased_timezone_option_is_both_zones_of_a_table(tmp_path):
+    """``hoodie.keygen.timebased.timezone`` sets the input and the output zone (it was the
+    output zone's alias only); a new table keeps the input zone in its properties, so the
+    next writer reads its values the same way."""
+    import hoodie_ray as hr
+    from hoodie_ray.table import HoodieTable
+
+    opts = {
+        "hoodie.table.name": "tz",
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.partitionpath.field": "d",
+        "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+        "hoodie.keygen.timebased.timestamp.type": "DATE_STRING",
+        "hoodie.keygen.timebased.input.dateformat": "yyyy-MM-dd HH:mm:ss",
+        "hoodie.keygen.timebased.output.dateformat": "yyyy-MM-dd",
+        "hoodie.keygen.timebased.timezone": "Asia/Tokyo",
+    }
+    path = str(tmp_path / "t")
+    hr.write(_t(id=["a"], d=["2024-01-01 23:00:00"]), path, opts, engine="local")
+    props = HoodieTable.load(path).table_config.props
+    assert props["hoodie.keygen.timebased.input.timezone"] == "Asia/Tokyo"
+    without = {k: v for k, v in opts.items() if "timezone" not in k}
+    hr.write(_t(id=["b"], d=["2024-01-01 23:30:00"]), path, without, engine="local")
+    parts = hr.read(path).column("_hoodie_partition_path").to_pylist()
+    assert parts == ["2024-01-01", "2024-01-01"]
