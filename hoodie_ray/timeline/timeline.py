@@ -319,6 +319,7 @@ class ActiveTimeline:
         from this timeline's own state (one writer per table: nobody else completes ours).
         """
         known = self._by_key.get((instant.timestamp, instant.comparable_action))
+        done = self._completed_file(instant, known)
         pending_action = (
             known.action
             if known is not None and not known.is_completed
@@ -331,6 +332,13 @@ class ActiveTimeline:
             cand = Instant(instant.timestamp, pending_action, state)
             if self.storage.exists(self.instant_path(cand)):
                 out.append(cand)
+        if done is not None:
+            out.append(done)
+        return out
+
+    def _completed_file(self, instant: Instant, known: Instant | None) -> Instant | None:
+        """``instant``'s completed file where it exists (see :meth:`_files_of`): one check by
+        name in layout 1, this timeline's own state in layout 2."""
         if known is not None and known.is_completed:
             done = known
         else:
@@ -338,8 +346,8 @@ class ActiveTimeline:
         if (
             self.layout_version == LAYOUT_VERSION_1 or done.completion_time
         ) and self.storage.exists(self.instant_path(done)):
-            out.append(done)
-        return out
+            return done
+        return None
 
     def _forget(self, names: Iterable[str]) -> None:
         """Instant files this timeline deleted: drop them and recompute their keys."""
@@ -412,8 +420,9 @@ class ActiveTimeline:
     def completed_content(self, instant: Instant) -> bytes | None:
         """The content of ``instant``'s completed file, or None while it is not completed (the
         files :meth:`complete` checks, found the same way)."""
-        done = [i for i in self._files_of(instant) if i.is_completed]
-        return self.storage.read_bytes(self.instant_path(done[0])) if done else None
+        known = self._by_key.get((instant.timestamp, instant.comparable_action))
+        done = self._completed_file(instant, known)
+        return self.storage.read_bytes(self.instant_path(done)) if done is not None else None
 
     def complete(
         self, instant: Instant, content: bytes, completion_time: str | None = None
