@@ -68,8 +68,12 @@ def write(
 
         data = spark_to_arrow(data)
     if is_ray_dataset(data):
-        batches = list(data.iter_batches(batch_format="pyarrow"))
-        data = pa.concat_tables(batches) if batches else pa.table({})
+        from hoodie_ray.ray.inputs import dataset_table
+
+        data = dataset_table(data)
+        # no rows: nothing to write, but an overwrite of the table truncates it
+        if data is None and wc.operation != "insert_overwrite_table":
+            return CommitResult(None)
     return HoodieWriteClient(path, options, storage_options).write(data)
 
 

@@ -127,6 +127,27 @@ def _bundle_items(ds: Any) -> Iterator[tuple[pa.Schema, Input]]:
                 yield _arrow_schema(schema, entry.ref, resolved), Input(entry.ref, rows, n)
 
 
+def dataset_table(ds: Any) -> pa.Table | None:
+    """A Ray Dataset as one Arrow table in this process (the single-process engine's input),
+    each block converted as :func:`to_arrow` converts input (a column of mixed values is a
+    ``HoodieInputError`` naming it), their schemas unified; None when it has no rows."""
+    tables = []
+    with quiet_ray_data_console():
+        for bundle in ds.iter_internal_ref_bundles():
+            for entry in bundle.blocks:
+                table = to_arrow(ray.get(entry.ref))
+                if table.num_rows:
+                    tables.append(table)
+    if not tables:
+        return None
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise HoodieInputError(
+            f"the Ray Dataset's blocks have schemas that do not unify: {e}"
+        ) from None
+
+
 def _arrow_schema(schema: Any, ref: Any, resolved: dict[Any, pa.Schema]) -> pa.Schema:
     """The Arrow schema of a Ray Data block of ``schema``: an Arrow block's own, or what
     :func:`to_arrow` makes of a pandas block (Ray Data's ``PandasBlockSchema``, from

@@ -232,6 +232,26 @@ def test_blocks_whose_schemas_ray_data_reports_as_the_first_ones(ray_session, tm
     assert got["score"].to_pylist() == [None, None, None, 3, 4, 5]
 
 
+def test_datasets_on_the_single_process_engine(ray_session, tmp_path):
+    """``engine="local"`` takes a Dataset's blocks as the Ray engine does: an empty one writes
+    nothing (it was "the batch lacks column key"), a pandas block of mixed values is the
+    input error naming the column (a raw ArrowConversionError), blocks of different schemas
+    are unified."""
+    ray = ray_session
+    path = str(tmp_path / "t")
+    empty = ray.data.from_pandas([_frame(0).iloc[:0]])
+    assert hr.write(empty, path, OPTIONS, engine="local").instant is None
+    mixed = _frame(0).astype({"v": object})
+    mixed.loc[3, "v"] = 7
+    with pytest.raises(hr.HoodieInputError, match="v"):
+        hr.write(ray.data.from_pandas([_frame(0), mixed]), path, OPTIONS, engine="local")
+    wider = _frame(1).assign(extra=np.arange(N, dtype=np.int64))
+    hr.write(ray.data.from_pandas([_frame(0), wider]), path, OPTIONS, engine="local")
+    got = hudi_rs_read(path).sort_by("key")
+    assert got.num_rows == hr.read(path).num_rows == 36
+    assert got["extra"].to_pylist()[:12] == [None] * 12
+
+
 def test_a_table_of_many_chunks_is_put_joined(ray_session: Any) -> None:
     """Small batches held together: put as one chunk a column (Ray serialises chunk by chunk);
     a table of few chunks, or one Arrow cannot join, is put as it is."""
