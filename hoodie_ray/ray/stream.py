@@ -261,6 +261,7 @@ class HoodieStreamWriter:
         """
         if self._closed:
             raise HoodieWriteError("write after close")
+        self._settle_interrupted()
         if isinstance(data, (pa.Table, pa.RecordBatch)) and data.num_rows < self._round_rows:
             self._hold(to_arrow(data))
             return
@@ -307,6 +308,7 @@ class HoodieStreamWriter:
         The prepared blocks wait in the object store meanwhile."""
         if self._closed:
             raise HoodieWriteError("write after close")
+        self._settle_interrupted()
         self._put_held()
         self._wait_flight()
         items: list[Input] = []
@@ -494,6 +496,7 @@ class HoodieStreamWriter:
         instant, then the input behind it). Pipelined where assigners and writers are chained
         (elsewhere it commits before it returns); under OCC the first write behind it waits
         for its commit (the next instant's start must know what other writers committed)."""
+        self._settle_interrupted()
         self._put_held()
         self._wait_flight()
         if not self._inputs:
@@ -1022,9 +1025,6 @@ class HoodieStreamWriter:
         losses = 0
         replay = conflicts > 0
         is_checkpoint = fn in (self._checkpoint_once, self._checkpoint_async)
-        if self._interrupted:
-            self._interrupted = False
-            recover = True
         while True:
             try:
                 if recover:
@@ -1082,6 +1082,19 @@ class HoodieStreamWriter:
                 # committed?); finishing it as it is would commit it again, without its files
                 self._interrupted = True
                 raise
+
+    def _settle_interrupted(self) -> None:
+        """After a step stopped part way (Ctrl-C): the open instant recovered before any new
+        input is kept, as after a lost actor: found committed (its result recorded) or rolled
+        back and its kept input replayed. Recovered later, a commit found complete dropped
+        the input kept since (its rows were never written)."""
+        if not self._interrupted:
+            return
+        self._interrupted = False
+        committed = self._run(lambda: None, recover=True)
+        if committed is not None:
+            self.results.append(committed)
+            self._release_spark_frames()
 
     def _recover(self) -> CommitResult | None:
         """Restart every actor, roll back the open instant (unless it committed), replay input."""

@@ -487,3 +487,48 @@ def test_a_checkpoint_interrupted_after_its_flush_commits_once(ray_session, tmp_
     model.upsert(third)
     model.assert_hudi_rs_reads(path, "after the interrupt")
     assert hr.validate_metadata(str(path)) == []
+
+
+def test_a_checkpoint_interrupted_after_its_commit_keeps_the_next_input(
+    ray_session, tmp_path, monkeypatch
+):
+    """Ctrl-C once the commit landed, while the driver fetches its result: the next write
+    finds the instant committed (its result recorded) before it keeps its own input. The
+    recovery ran inside that write's step and dropped its rows with the committed input."""
+    from hoodie_ray.job.coordinator import CommitResult
+    from hoodie_ray.ray import stream
+
+    path = tmp_path / "t"
+    first, second, third = upsert_commits(5, 3)
+    model = TableModel()
+    armed: list[bool] = []
+
+    class InterruptedGet:
+        def __getattr__(self, name):
+            return getattr(ray_session, name)
+
+        def get(self, refs, *args, **kwargs):
+            out = ray_session.get(refs, *args, **kwargs)
+            if armed and isinstance(out, CommitResult):
+                armed.clear()
+                raise KeyboardInterrupt  # the commit is on disk; its result never arrives
+            return out
+
+    monkeypatch.setattr(stream, "ray", InterruptedGet())
+    w = hr.HoodieStreamWriter(str(path), model_options(TOPOLOGY, version="8"))
+    try:
+        w.write(to_arrow(first, True))
+        assert w.checkpoint() is not None
+        w.write(to_arrow(second, True))
+        armed.append(True)
+        with pytest.raises(KeyboardInterrupt):
+            w.checkpoint()
+        assert not armed
+        w.write(to_arrow(third, True))
+        assert len(w.results) == 2  # the interrupted checkpoint's, found committed
+    finally:
+        w.close()
+    for commit in (first, second, third):
+        model.upsert(commit)
+    model.assert_hudi_rs_reads(path, "after the interrupt")
+    assert hr.validate_metadata(str(path)) == []
