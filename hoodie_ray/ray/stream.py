@@ -371,6 +371,7 @@ class HoodieStreamWriter:
                 drain([], [call for calls in routed for call in calls])
                 raise unwrap(e) from None
             lost = True  # an assigner died: the items go the way of any write (replayed)
+            drain([], [call for calls in routed for call in calls], timeout=0)
         if lost:
             self._resend(items)
         else:
@@ -1043,11 +1044,11 @@ class HoodieStreamWriter:
             except (Conflicted, HoodieWriteConflictError) as c:
                 if isinstance(c, Conflicted):
                     # the coordinator rolled the instant back in its conflict check's lock turn
-                    error = c.error
+                    error: BaseException = c.error
                 else:
                     # raised as the tasks started (their key index met a file group another
                     # writer replaced meanwhile, build_assigner): the instant is still ours
-                    error = c
+                    error = unwrap(c)  # raised in a task: Ray's error is also the class
                     self._abandon_instant()
                 self._instant = None
                 conflicts += 1
