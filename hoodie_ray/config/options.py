@@ -331,23 +331,27 @@ OPTIONS: tuple[ConfigOption, ...] = (
     ConfigOption(
         "hoodie.keygen.timebased.output.timezone",
         "timebased_output_timezone",
-        "UTC",
+        None,
         _str,
-        "TimestampBasedKeyGenerator: output timezone.",
+        "TimestampBasedKeyGenerator: output timezone (unset: as Java, a DATE_STRING value is "
+        "printed in the zone it was read in: the input timezone, else the offset it carries, "
+        "else UTC; other values in UTC; write.partition.format: UTC). Kept by a new table.",
     ),
     ConfigOption(
         "hoodie.keygen.timebased.input.timezone",
         "timebased_input_timezone",
         None,
         _str,
-        "TimestampBasedKeyGenerator: timezone of DATE_STRING values without an offset (UTC).",
+        "TimestampBasedKeyGenerator: timezone of DATE_STRING values without an offset (unset: "
+        "UTC). Kept by a new table.",
     ),
     ConfigOption(
         "hoodie.keygen.timebased.timezone",
         "timebased_timezone",
         None,
         _str,
-        "TimestampBasedKeyGenerator: input and output timezone (over the two above, as in Java).",
+        "TimestampBasedKeyGenerator: input and output timezone (over the two above, as in "
+        "Java). Kept by a new table; a later write may not change a table's zones.",
     ),
     ConfigOption(
         "hoodie.keygen.timebased.timestamp.scalar.time.unit",
@@ -1121,6 +1125,11 @@ def _default(attr: str) -> Any:
 _BY_ATTR: dict[str, ConfigOption] = {o.attr: o for o in OPTIONS}
 
 
+def option_key(attr: str) -> str:
+    """The canonical key of the option stored in ``attr`` (as Java and table properties name it)."""
+    return _BY_ATTR[attr].key
+
+
 @dataclass(frozen=True)
 class WriteConfig:
     """Every option resolved and typed. Build with :func:`resolve_options`."""
@@ -1141,7 +1150,7 @@ class WriteConfig:
     timebased_timestamp_type: str | None = _default("timebased_timestamp_type")
     timebased_output_format: str | None = _default("timebased_output_format")
     timebased_input_format: str | None = _default("timebased_input_format")
-    timebased_output_timezone: str = _default("timebased_output_timezone")
+    timebased_output_timezone: str | None = _default("timebased_output_timezone")
     timebased_input_timezone: str | None = _default("timebased_input_timezone")
     timebased_timezone: str | None = _default("timebased_timezone")
     timebased_scalar_unit: str = _default("timebased_scalar_unit")

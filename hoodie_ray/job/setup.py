@@ -7,13 +7,14 @@ The job layer's first step (Flink's ``StreamWriteOperatorCoordinator`` start and
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from hoodie_ray.avro.schema import arrow_to_avro_schema, avro_to_arrow_schema
-from hoodie_ray.config.options import WriteConfig, nbcc_refusal
+from hoodie_ray.config.options import WriteConfig, nbcc_refusal, option_key
 from hoodie_ray.config.table_config import (
     BUCKET_NUM_PROPERTY,
     CDC_ENABLED_KEY,
@@ -131,35 +132,72 @@ def keygen_for(table_config: HoodieTableConfig, wc: WriteConfig, schema: pa.Sche
     return _KeyLayout.of_table(table_config).key_generator(schema, kg_type, ts)
 
 
-#: Java's timestamp key generator properties for the zones (``timezone`` is both).
-TIMEBASED_TIMEZONE = "hoodie.keygen.timebased.timezone"
-TIMEBASED_INPUT_TIMEZONE = "hoodie.keygen.timebased.input.timezone"
+#: Java's timestamp key generator properties (``timezone`` is both zones, over the others).
+TIMEBASED_TIMEZONE = option_key("timebased_timezone")
+TIMEBASED_INPUT_TIMEZONE = option_key("timebased_input_timezone")
+TIMEBASED_OUTPUT_TIMEZONE = option_key("timebased_output_timezone")
+_TIMEBASED_ZONE_KEYS = (TIMEBASED_TIMEZONE, TIMEBASED_INPUT_TIMEZONE, TIMEBASED_OUTPUT_TIMEZONE)
+_TIMEBASED_OUTPUT_FORMAT = option_key("timebased_output_format")
+_TIMEBASED_PROPS = {
+    attr: option_key(attr)
+    for attr in ("timebased_timestamp_type", "timebased_input_format", "timebased_scalar_unit")
+}
+_UTC_NAMES = frozenset(("UTC", "GMT", "Z", "UCT", "ETC/UTC", "ETC/GMT", "ETC/UCT", "ZULU"))
+
+
+def timebased_zones(props: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """The (input, output) zones Java's ``HoodieDateTimeParser`` takes from these properties:
+    ``timezone``, where present, is both; else ``input.timezone`` and ``output.timezone``. An
+    empty or absent one is None: values without an offset are read in UTC (Java's JVM
+    default), and each value is printed in the zone it was read in (see TimestampFormat)."""
+
+    def zone(key: str) -> str | None:
+        value = props.get(TIMEBASED_TIMEZONE if TIMEBASED_TIMEZONE in props else key)
+        return (value or "").strip() or None
+
+    return zone(TIMEBASED_INPUT_TIMEZONE), zone(TIMEBASED_OUTPUT_TIMEZONE)
+
+
+def _given_zones(wc: WriteConfig) -> dict[str, str]:
+    """The zone properties this write's options set (an empty value sets none)."""
+    given = wc.as_options()
+    return {k: given[k] for k in _TIMEBASED_ZONE_KEYS if given.get(k, "").strip()}
+
+
+def _records_timebased_keygen(props: Mapping[str, str]) -> bool:
+    """A table made by hoodie_ray, or by Java since it keeps these properties, records its
+    timestamp key generator: a zone property it lacks was not set. An older Java table's
+    writers pass them with every write."""
+    return _TIMEBASED_OUTPUT_FORMAT in props
+
+
+def _same_zones(a: tuple[str | None, str | None], b: tuple[str | None, str | None]) -> bool:
+    def norm(zone: str | None) -> str | None:
+        return "UTC" if zone is not None and zone.upper() in _UTC_NAMES else zone
+
+    return [norm(z) for z in a] == [norm(z) for z in b]
 
 
 def _table_timestamp_format(table_config: HoodieTableConfig, wc: WriteConfig) -> TimestampFormat:
-    """A timestamp key generator's settings: the table's properties, else the options."""
+    """A timestamp key generator's settings: the table's properties, else the options (the
+    zones of a table that records its key generator are its own only, as every writer since
+    its first has partitioned by them: :func:`check_options_match_table` refuses others)."""
     props = table_config.props
-    fmt = props.get("hoodie.keygen.timebased.output.dateformat") or wc.timebased_output_format
+    fmt = props.get(_TIMEBASED_OUTPUT_FORMAT) or wc.timebased_output_format
     if not fmt:
-        raise HoodieOptionError(
-            "timestamp key generator without hoodie.keygen.timebased.output.dateformat"
-        )
+        raise HoodieOptionError(f"timestamp key generator without {_TIMEBASED_OUTPUT_FORMAT}")
+    if _records_timebased_keygen(props):
+        input_zone, output_zone = timebased_zones(props)
+    else:  # Java's writers: their options over the table's properties
+        input_zone, output_zone = timebased_zones({**props, **_given_zones(wc)})
+    keys = _TIMEBASED_PROPS
     return TimestampFormat(
         output_format=fmt,
-        timestamp_type=props.get("hoodie.keygen.timebased.timestamp.type")
-        or wc.timebased_timestamp_type,
-        input_format=props.get("hoodie.keygen.timebased.input.dateformat")
-        or wc.timebased_input_format,
-        timezone=props.get(TIMEBASED_TIMEZONE)
-        or props.get("hoodie.keygen.timebased.output.timezone")
-        or wc.timebased_timezone
-        or wc.timebased_output_timezone,
-        scalar_unit=props.get("hoodie.keygen.timebased.timestamp.scalar.time.unit")
-        or wc.timebased_scalar_unit,
-        input_timezone=props.get(TIMEBASED_TIMEZONE)
-        or props.get(TIMEBASED_INPUT_TIMEZONE)
-        or wc.timebased_timezone
-        or wc.timebased_input_timezone,
+        timestamp_type=props.get(keys["timebased_timestamp_type"]) or wc.timebased_timestamp_type,
+        input_format=props.get(keys["timebased_input_format"]) or wc.timebased_input_format,
+        timezone=output_zone,
+        scalar_unit=props.get(keys["timebased_scalar_unit"]) or wc.timebased_scalar_unit,
+        input_timezone=input_zone,
     )
 
 
@@ -177,14 +215,27 @@ def _timestamp_format(wc: WriteConfig, schema: pa.Schema) -> TimestampFormat | N
         t is not None and (pa.types.is_timestamp(t) or pa.types.is_date(t))
     ):
         return None
+    input_zone, output_zone = timebased_zones(_given_zones(wc))
+    if wc.timebased_output_format is None:
+        output_zone = output_zone or "UTC"  # Flink's output.timezone
     return TimestampFormat(
         output_format=fmt,
         timestamp_type=wc.timebased_timestamp_type,
         input_format=wc.timebased_input_format,
-        timezone=wc.timebased_timezone or wc.timebased_output_timezone,
+        timezone=output_zone,
         scalar_unit=wc.timebased_scalar_unit,
-        input_timezone=wc.timebased_timezone or wc.timebased_input_timezone,
+        input_timezone=input_zone,
     )
+
+
+def _timebased_zone_props(wc: WriteConfig, ts: TimestampFormat) -> dict[str, str]:
+    """The zone properties a new table keeps: those its options set, as Java keeps them
+    (``HoodieTableConfig.PERSISTED_CONFIG_LIST``), so that every later writer, Java's too,
+    reads the same zones; Flink's UTC output where ``write.partition.format`` set none."""
+    props = _given_zones(wc)
+    if ts.timezone is not None and timebased_zones(props)[1] is None:
+        props[TIMEBASED_OUTPUT_TIMEZONE] = ts.timezone
+    return props
 
 
 def check_new_table_location(storage: Storage, wc: WriteConfig) -> None:
@@ -291,16 +342,11 @@ def _key_and_index_props(wc: WriteConfig, ts: TimestampFormat | None) -> dict[st
     """A new table's timestamp key generator, bucket index and CDC properties."""
     extra = {}
     if ts is not None:
-        extra = {
-            "hoodie.keygen.timebased.output.dateformat": ts.output_format,
-            "hoodie.keygen.timebased.output.timezone": ts.timezone,
-        }
+        extra = {_TIMEBASED_OUTPUT_FORMAT: ts.output_format, **_timebased_zone_props(wc, ts)}
         if ts.timestamp_type:
-            extra["hoodie.keygen.timebased.timestamp.type"] = ts.timestamp_type
+            extra[_TIMEBASED_PROPS["timebased_timestamp_type"]] = ts.timestamp_type
         if ts.input_format:
-            extra["hoodie.keygen.timebased.input.dateformat"] = ts.input_format
-        if ts.input_timezone:
-            extra[TIMEBASED_INPUT_TIMEZONE] = ts.input_timezone
+            extra[_TIMEBASED_PROPS["timebased_input_format"]] = ts.input_format
     if wc.index_type == "BUCKET":
         extra[BUCKET_NUM_PROPERTY] = str(wc.bucket_num)
     if wc.cdc_enabled:
@@ -364,8 +410,33 @@ def check_options_match_table(cfg: HoodieTableConfig, wc: WriteConfig) -> None:
             problems.append(
                 f"key generator {wc.keygen_class or wc.keygen_type} != table's {table_keygen}"
             )
+    zones = _timebased_zones_problem(cfg, wc)
+    if zones:
+        problems.append(zones)
     if problems:
         raise HoodieOptionError("options conflict with the existing table: " + "; ".join(problems))
+
+
+def _timebased_zones_problem(cfg: HoodieTableConfig, wc: WriteConfig) -> str | None:
+    """Zone options that would change the zones a timestamp key generator table partitions
+    by (the same value would go to another partition than earlier writes put it in). Java
+    refuses a property that differs from the table's, and takes one the table lacks; here
+    what counts is the zones the options and the table's properties give together."""
+    given = _given_zones(wc)
+    props = cfg.props
+    if not given or cfg.keygen_type != "TIMESTAMP" or not _records_timebased_keygen(props):
+        return None
+    table_zones = timebased_zones(props)
+    zones = timebased_zones({**props, **given})
+    if _same_zones(zones, table_zones):
+        return None
+    shown = ", ".join(f"{k}={v}" for k, v in given.items())
+    kept = {k: props[k] for k in _TIMEBASED_ZONE_KEYS if k in props} or "none"
+    return (
+        f"{shown} makes the timestamp key generator's (input, output) zones {zones}, not "
+        f"the table's {table_zones} (its zone properties: {kept}; None: UTC in, each value "
+        "out in the zone it was read in); the same value would go to another partition"
+    )
 
 
 def check_changelog_mode(wc: WriteConfig, cfg: HoodieTableConfig | None, path: str) -> None:

@@ -113,9 +113,11 @@ class TimestampFormat:
     output_format: str
     timestamp_type: str | None = None  # None: from the Arrow type
     input_format: str | None = None  # one or several Java patterns, comma-separated
-    timezone: str = "UTC"  # the output's
+    # the output's; None as Java's null output zone: a DATE_STRING value prints in the zone
+    # it was read in (input_timezone, else its own offset, else UTC), any other value in UTC
+    timezone: str | None = None
     scalar_unit: str = "DAYS"
-    input_timezone: str | None = None  # of DATE_STRING values without an offset (UTC)
+    input_timezone: str | None = None  # of DATE_STRING values without an offset (None: UTC)
 
 
 _JAVA_TOKENS = [
@@ -166,17 +168,23 @@ _SCALAR_UNIT_US = {
 
 def _parse_java_dates(
     values: pa.Array, java_formats: str, name: str, timezone: str | None = None
-) -> pa.Array:
+) -> tuple[pa.Array, pa.Array]:
     """Parse strings with Java date patterns into epoch micros, column-wise: each value by the
     first of the comma-separated patterns it matches (Java's list of input formats). A value
     without an offset is a wall-clock time in ``timezone`` (UTC by default), as Java's
-    ``hoodie.keygen.timebased.timezone`` / ``input.timezone`` read it."""
+    ``hoodie.keygen.timebased.timezone`` / ``input.timezone`` read it.
+
+    Returns the micros and, beside them, the offset in micros each value carried (null where
+    it carried none): Java prints a value in that offset when no zone is configured."""
     formats = [f.strip() for f in java_formats.split(",") if f.strip()]
-    out: pa.Array | None = None
+    out = pa.nulls(len(values), pa.int64())
+    offsets = pa.nulls(len(values), pa.int64())
     for fmt in formats:
-        parsed = _parse_java_date(values, fmt, timezone)
-        out = parsed if out is None else pc.coalesce(out, parsed)
-    assert out is not None
+        parsed, offset = _parse_java_date(values, fmt, timezone)
+        taken = pc.and_(pc.is_null(out), pc.is_valid(parsed))
+        out = pc.coalesce(out, parsed)
+        if offset is not None:
+            offsets = pc.if_else(taken, offset, offsets)
     missed = pc.and_(pc.is_valid(values), pc.is_null(out))
     if pc.any(missed).as_py():
         bad = values.filter(missed)[0].as_py()
@@ -184,11 +192,14 @@ def _parse_java_dates(
             f"field {name}: value {bad!r} does not match the input date format "
             f"{java_formats!r} (hoodie.keygen.timebased.input.dateformat)"
         )
-    return out
+    return out, offsets
 
 
-def _parse_java_date(values: pa.Array, java_format: str, timezone: str | None) -> pa.Array:
-    """Epoch micros of the values that match one Java date pattern (null where not).
+def _parse_java_date(
+    values: pa.Array, java_format: str, timezone: str | None
+) -> tuple[pa.Array, pa.Array | None]:
+    """Epoch micros of the values that match one Java date pattern (null where not), and the
+    offsets in micros they carried where the pattern has one (else None).
 
     Arrow's ``strptime`` has no fractional seconds, so ``.SSS`` is cut out of the values and
     added back; ``Z``/``X`` (an offset, or a literal ``Z`` for UTC) parse as ``%z``.
@@ -217,12 +228,26 @@ def _parse_java_date(values: pa.Array, java_format: str, timezone: str | None) -
             parsed, timezone=timezone, ambiguous="earliest", nonexistent="earliest"
         )
     micros = parsed.cast(pa.int64())
-    return pc.add(micros, frac_us) if frac_us is not None else micros
+    if frac_us is not None:
+        micros = pc.add(micros, frac_us)
+    return micros, (_offset_micros(body, micros) if has_zone else None)
+
+
+def _offset_micros(body: pa.Array, micros: pa.Array) -> pa.Array:
+    """The ``+HHMM`` / ``-HHMM`` each parsed value ends with, in micros (null where unparsed)."""
+    parts = pc.extract_regex(body, r"(?P<sign>[+-])(?P<h>[0-9]{2})(?P<m>[0-9]{2})$")
+    hours = pc.cast(pc.struct_field(parts, "h"), pa.int64())
+    minutes = pc.cast(pc.struct_field(parts, "m"), pa.int64())
+    size = pc.multiply(pc.add(pc.multiply(hours, 60), minutes), 60 * 10**6)
+    negative = pc.equal(pc.struct_field(parts, "sign"), "-")
+    signed = pc.if_else(negative, pc.negate(size), size)
+    return pc.if_else(pc.is_valid(micros), signed, pa.scalar(None, pa.int64()))
 
 
 def _format_timestamps(arr: pa.Array, name: str, ts: TimestampFormat) -> pa.Array:
     t = arr.type
     kind = ts.timestamp_type
+    zone = ts.timezone  # None: UTC, Java's JVM default zone here
     if pa.types.is_timestamp(t):
         micros = arr.cast(pa.timestamp("us", tz=t.tz)).cast(pa.int64())
     elif pa.types.is_date(t):
@@ -242,10 +267,16 @@ def _format_timestamps(arr: pa.Array, name: str, ts: TimestampFormat) -> pa.Arra
             raise HoodieOptionError(
                 f"option hoodie.keygen.timebased.input.dateformat is required for string field {name}"
             )
-        micros = _parse_java_dates(arr.cast(pa.string()), ts.input_format, name, ts.input_timezone)
+        micros, offsets = _parse_java_dates(
+            arr.cast(pa.string()), ts.input_format, name, ts.input_timezone
+        )
+        # Java prints a string in the zone it was read in where no output zone is set
+        zone = ts.timezone or ts.input_timezone
+        if zone is None:  # the offset it carried, else UTC: its wall clock there
+            micros = pc.add(micros, pc.fill_null(offsets, 0))
     else:
         raise HoodieSchemaError(f"field {name} of type {t} cannot be a timestamp partition field")
-    stamps = micros.cast(pa.timestamp("us", tz=ts.timezone or "UTC"))
+    stamps = micros.cast(pa.timestamp("us", tz=zone or "UTC"))
     return pc.strftime(stamps, format=java_date_format_to_strftime(ts.output_format))
 
 

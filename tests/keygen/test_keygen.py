@@ -201,8 +201,8 @@ def test_nested_key_type_refused():
 
 def test_the_timebased_timezone_option_is_both_zones_of_a_table(tmp_path):
     """``hoodie.keygen.timebased.timezone`` sets the input and the output zone (it was the
-    output zone's alias only); a new table keeps the input zone in its properties, so the
-    next writer reads its values the same way."""
+    output zone's alias only); a new table keeps it in its properties, as Java keeps the zone
+    properties that were set, so the next writer reads its values the same way."""
     import hoodie_ray as hr
     from hoodie_ray.table import HoodieTable
 
@@ -219,8 +219,110 @@ def test_the_timebased_timezone_option_is_both_zones_of_a_table(tmp_path):
     path = str(tmp_path / "t")
     hr.write(_t(id=["a"], d=["2024-01-01 23:00:00"]), path, opts, engine="local")
     props = HoodieTable.load(path).table_config.props
-    assert props["hoodie.keygen.timebased.input.timezone"] == "Asia/Tokyo"
+    assert props["hoodie.keygen.timebased.timezone"] == "Asia/Tokyo"
     without = {k: v for k, v in opts.items() if "timezone" not in k}
     hr.write(_t(id=["b"], d=["2024-01-01 23:30:00"]), path, without, engine="local")
     parts = hr.read(path).column("_hoodie_partition_path").to_pylist()
     assert parts == ["2024-01-01", "2024-01-01"]
+
+
+def _tz_options(**zones):
+    return {
+        "hoodie.table.name": "tz",
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.partitionpath.field": "d",
+        "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+        "hoodie.keygen.timebased.timestamp.type": "DATE_STRING",
+        "hoodie.keygen.timebased.input.dateformat": "yyyy-MM-dd HH:mm:ss,yyyy-MM-dd'T'HH:mm:ssXXX",
+        "hoodie.keygen.timebased.output.dateformat": "yyyy-MM-dd",
+        "index.global.enabled": "false",
+        **{f"hoodie.keygen.timebased.{k.replace('_', '.')}": v for k, v in zones.items()},
+    }
+
+
+def test_without_an_output_zone_a_date_string_keeps_its_own_zone():
+    """Java's HoodieDateTimeParser has no output zone unless ``timezone`` or
+    ``output.timezone`` is set; TimestampBasedAvroKeyGenerator then prints a DATE_STRING value
+    in the zone it was parsed in: the input zone, else the offset it carries, else UTC (the JVM
+    default). Tokyo's 2024-01-02 05:00 is partition 2024-01-02, not UTC's 2024-01-01."""
+    t = _t(
+        id=[1, 2, 3],
+        d=["2024-01-02 05:00:00", "2024-01-02T05:00:00+09:00", "2024-01-01T20:00:00Z"],
+    )
+    fmt = "yyyy-MM-dd HH:mm:ss,yyyy-MM-dd'T'HH:mm:ssXXX"
+    tokyo_in = TimestampFormat("yyyy-MM-dd", "DATE_STRING", fmt, input_timezone="Asia/Tokyo")
+    kg = choose_key_generator(t.schema, ["id"], ["d"], timestamp=tokyo_in)
+    assert kg.partition_paths(t).to_pylist() == ["2024-01-02", "2024-01-02", "2024-01-02"]
+    no_zone = TimestampFormat("yyyy-MM-dd", "DATE_STRING", fmt)
+    kg = choose_key_generator(t.schema, ["id"], ["d"], timestamp=no_zone)
+    # the first in UTC, the second in its +09:00, the third in its Z
+    assert kg.partition_paths(t).to_pylist() == ["2024-01-02", "2024-01-02", "2024-01-01"]
+    utc_out = TimestampFormat("yyyy-MM-dd", "DATE_STRING", fmt, timezone="UTC")
+    kg = choose_key_generator(t.schema, ["id"], ["d"], timestamp=utc_out)
+    assert kg.partition_paths(t).to_pylist() == ["2024-01-02", "2024-01-01", "2024-01-01"]
+    # numbers have no zone of their own: with no output zone they print in UTC
+    ms = _t(id=[1], d=[1704146400000])  # 2024-01-01T22:00:00Z
+    tokyo_ms = TimestampFormat("yyyy-MM-dd", "EPOCHMILLISECONDS", input_timezone="Asia/Tokyo")
+    kg = choose_key_generator(ms.schema, ["id"], ["d"], timestamp=tokyo_ms)
+    assert kg.partition_paths(ms).to_pylist() == ["2024-01-01"]
+
+
+def test_a_table_with_only_the_input_zone_partitions_in_it(tmp_path):
+    """``hoodie.keygen.timebased.input.timezone`` alone: the table keeps that key only (no
+    output zone, as Java persists what was set), and its values print in the input zone."""
+    import hoodie_ray as hr
+    from hoodie_ray.table import HoodieTable
+
+    path = str(tmp_path / "t")
+    opts = _tz_options(input_timezone="Asia/Tokyo")
+    hr.write(_t(id=["a"], d=["2024-01-02 05:00:00"]), path, opts, engine="local")
+    props = HoodieTable.load(path).table_config.props
+    zones = {k: v for k, v in props.items() if k.startswith("hoodie.keygen.timebased.")}
+    assert {k: v for k, v in zones.items() if "timezone" in k} == {
+        "hoodie.keygen.timebased.input.timezone": "Asia/Tokyo"
+    }
+    assert hr.read(path).column("_hoodie_partition_path").to_pylist() == ["2024-01-02"]
+
+
+def test_a_later_writer_cannot_change_the_zones_of_a_table(tmp_path):
+    """A table made without any zone option partitions in UTC (its values carry no offset);
+    a later writer's ``timezone=Asia/Tokyo`` would put the same value in another partition
+    (it read the input as Tokyo but kept the table's output zone), so two rows for one key
+    under a non-global index: such an option is refused; one that leaves the zones as they
+    are (``input.timezone`` beside the table's ``timezone``, which Java reads over it) is not."""
+    import hoodie_ray as hr
+
+    path = str(tmp_path / "t")
+    hr.write(_t(id=["a"], d=["2024-01-02 05:00:00"]), path, _tz_options(), engine="local")
+    with pytest.raises(HoodieOptionError, match="hoodie.keygen.timebased.timezone=Asia/Tokyo"):
+        hr.write(
+            _t(id=["a"], d=["2024-01-02 05:00:00"]),
+            path,
+            _tz_options(timezone="Asia/Tokyo"),
+            engine="local",
+        )
+    hr.write(_t(id=["a"], d=["2024-01-02 05:00:00"]), path, _tz_options(), engine="local")
+    assert hr.read(path).column("_hoodie_partition_path").to_pylist() == ["2024-01-02"]
+
+    tokyo = str(tmp_path / "tokyo")
+    hr.write(
+        _t(id=["a"], d=["2024-01-01 20:00:00"]),
+        tokyo,
+        _tz_options(timezone="Asia/Tokyo"),
+        engine="local",
+    )
+    hr.write(
+        _t(id=["a"], d=["2024-01-01 20:00:00"]),
+        tokyo,
+        _tz_options(input_timezone="UTC"),
+        engine="local",
+    )
+    # were the second writer's input zone taken (UTC in, Tokyo out) it would be 2024-01-02
+    assert hr.read(tokyo).column("_hoodie_partition_path").to_pylist() == ["2024-01-01"]
+    with pytest.raises(HoodieOptionError, match="zone"):
+        hr.write(
+            _t(id=["a"], d=["2024-01-01 20:00:00"]),
+            tokyo,
+            _tz_options(output_timezone="UTC", timezone="UTC"),
+            engine="local",
+        )
