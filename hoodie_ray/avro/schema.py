@@ -664,7 +664,12 @@ def _type_json(
             )
         values = _element_json(t.item_field, field_name, namespace, depth, where + "{}", counter)
         return {"type": "map", "values": values}
-    raise HoodieSchemaError(f"field {where!r}: Arrow type {t} has no Avro mapping")
+    hint = ""
+    if isinstance(t, pa.ExtensionType):
+        # pandas periods and intervals, Ray's tensors: their storage type is what Avro can hold
+        hint = f" (an extension type: cast the column to its storage type {t.storage_type} or "
+        hint += "to a plain type first)"
+    raise HoodieSchemaError(f"field {where!r}: Arrow type {t} has no Avro mapping{hint}")
 
 
 def _primitive_json(t: pa.DataType) -> str | dict[str, str] | None:

@@ -62,9 +62,23 @@ def is_pandas(obj: Any) -> bool:
 def pandas_schema(df: Any) -> pa.Schema:
     """The Arrow schema :func:`to_arrow` gives a pandas DataFrame, without converting it."""
     try:
-        return pa.Schema.from_pandas(df, preserve_index=False)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+        return pa.Schema.from_pandas(_dense(df), preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError) as e:
         raise HoodieInputError(f"cannot convert the DataFrame to Arrow: {e}") from None
+
+
+def _dense(df: Any) -> Any:
+    """``df`` with its sparse columns made dense (Arrow has no sparse pandas conversion: a
+    raw TypeError): a sparse column holds the same values as a dense one."""
+    import pandas as pd
+
+    sparse = [c for c, t in df.dtypes.items() if isinstance(t, pd.SparseDtype)]
+    if not sparse:
+        return df
+    out = df.copy(deep=False)
+    for c in sparse:
+        out[c] = out[c].sparse.to_dense()
+    return out
 
 
 def dtypes_schema(names: Any, dtypes: Any) -> pa.Schema:
@@ -90,8 +104,13 @@ def to_arrow(data: Any) -> pa.Table:
 
         if isinstance(data, pd.DataFrame):
             try:
-                return pa.Table.from_pandas(data, preserve_index=False)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+                return pa.Table.from_pandas(_dense(data), preserve_index=False)
+            except (
+                pa.ArrowInvalid,
+                pa.ArrowTypeError,
+                pa.ArrowNotImplementedError,
+                TypeError,
+            ) as e:
                 # e.g. an object column holding both ints and strings
                 raise HoodieInputError(f"cannot convert the DataFrame to Arrow: {e}") from None
     except ImportError:  # pragma: no cover - pandas is a dependency

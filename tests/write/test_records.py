@@ -102,6 +102,22 @@ def test_normalisation_and_inputs():
     )
 
 
+def test_sparse_and_extension_pandas_columns():
+    """A sparse pandas column converts as its dense values (it was a raw TypeError); an
+    extension type Avro cannot hold (a pandas period) is refused naming the field and the
+    storage type to cast it to."""
+    import pandas as pd
+
+    from hoodie_ray.avro.schema import arrow_to_avro_schema
+
+    df = pd.DataFrame({"k": ["a", "b", "c"], 3: pd.arrays.SparseArray([0, 5, 0])})
+    t = to_arrow(df)
+    assert t.column("3").to_pylist() == [0, 5, 0] and t.column_names == ["k", "3"]
+    periods = pd.DataFrame({"p": pd.period_range("2024-01", periods=2, freq="M")})
+    with pytest.raises(HoodieSchemaError, match="field 'p'.*storage type int64"):
+        arrow_to_avro_schema(normalise_schema(to_arrow(periods).schema), "t")
+
+
 def test_types_avro_cannot_hold_are_refused_by_name_and_fixed_binary_is_binary():
     """A decimal scale outside 0..precision and a struct with no fields are refused naming
     the field (before any table is made); fixed-size binary is stored as Avro bytes, so its
