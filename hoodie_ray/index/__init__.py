@@ -13,6 +13,7 @@ probe per key in compiled code.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -752,43 +753,112 @@ def java_string_hash(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return result
 
 
-def bucket_ids(keys: pa.Array | pa.ChunkedArray, num_buckets: int) -> np.ndarray:
+def bucket_ids(
+    keys: pa.Array | pa.ChunkedArray,
+    num_buckets: int,
+    key_fields: Sequence[str] | None = None,
+) -> np.ndarray:
     """Hudi's BucketIdentifier: ``(hashKeys.hashCode() & Integer.MAX_VALUE) % numBuckets``.
 
-    ``hashKeys`` is the list of the key's field values (``KeyGenUtils.extractRecordKeysByFields``
-    over every record key field): a complex key ``f1:v1,f2:v2`` gives ``[v1, v2]`` (its
-    ``__null__`` a null, ``__empty__`` an empty string: both hash 0), any other key itself.
-    A ``java.util.List`` hashes to ``31^n + sum(h_i * 31^(n-1-i))``, mod 2^32.
+    ``hashKeys`` is ``KeyGenUtils.extractRecordKeysByFields(key, key_fields)`` (Hudi 1.x): a
+    key without both ``,`` and ``:`` is the one value; otherwise the key is read as
+    ``field:value`` pairs, and the values of the pairs whose field is one of ``key_fields``
+    (every pair where ``key_fields`` is empty or None) are the list, in key order, ``__null__``
+    as a null and ``__empty__`` as an empty string (both hash 0); no such pair: the key itself.
+    A value runs from its field's first ``:`` to the last ``,`` before the first ``:`` that
+    follows a ``,`` (so values may hold ``,`` and ``:``), else to the end of the key. A
+    ``java.util.List`` hashes to ``31^n + sum(h_i * 31^(n-1-i))``, mod 2^32.
+
+    Keys whose ``,``-separated pieces all hold a ``:`` (every key of the complex key
+    generator whose values hold no ``,``) are read column-wise; others one by one
+    (:func:`_hash_key_values`).
     """
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks()
     keys = keys.cast(pa.string())
+    fields = [f for f in key_fields or () if f]
     list_hash = (31 + java_string_hash(keys).astype(np.int64)) & 0xFFFFFFFF
-    complex_key = pc.and_(pc.match_substring(keys, ","), pc.match_substring(keys, ":")).to_numpy(
-        zero_copy_only=False
-    )
-    if complex_key.any():
-        rows = np.flatnonzero(complex_key)
-        list_hash[rows] = _field_list_hash(keys.take(pa.array(rows)))
+    complex_key = pc.and_(pc.match_substring(keys, ","), pc.match_substring(keys, ":"))
+    rows = np.flatnonzero(complex_key.fill_null(False).to_numpy(zero_copy_only=False))
+    if len(rows):
+        ckeys = keys.take(pa.array(rows))
+        parts = pc.split_pattern(ckeys, ",")
+        counts = pc.list_value_length(parts).to_numpy(zero_copy_only=False).astype(np.int64)
+        row_of = np.repeat(np.arange(len(rows)), counts)
+        pieces = pc.list_flatten(parts)
+        no_colon = pc.invert(pc.match_substring(pieces, ":")).to_numpy(zero_copy_only=False)
+        slow = np.bincount(row_of[no_colon], minlength=len(rows)) > 0
+        fast_piece = ~slow[row_of]
+        pairs = pc.split_pattern(pieces.filter(pa.array(fast_piece)), ":", max_splits=1)
+        values = pc.list_element(pairs, 1)
+        if fields:
+            keep = pc.is_in(pc.list_element(pairs, 0), value_set=pa.array(fields))
+            keep_np = keep.to_numpy(zero_copy_only=False)
+            values = values.filter(keep)
+        else:
+            keep_np = np.ones(len(values), dtype=bool)
+        kept = np.bincount(row_of[fast_piece][keep_np], minlength=len(rows))
+        hit = kept > 0  # no pair of a key field: the key itself, as hashed above
+        list_hash[rows[hit]] = _list_hashes(values, kept[hit])
+        if slow.any():
+            slow_rows = rows[slow]
+            list_hash[slow_rows] = _hash_key_values(keys.take(pa.array(slow_rows)), fields)
     return ((list_hash & 0x7FFFFFFF) % num_buckets).astype(np.int32)
 
 
-def _field_list_hash(keys: pa.Array) -> np.ndarray:
-    """``List.hashCode`` of each complex key's field values (see :func:`bucket_ids`), as
-    uint32 in an int64 array."""
-    parts = pc.split_pattern(keys, ",")
-    counts = pc.list_value_length(parts).to_numpy(zero_copy_only=False).astype(np.int64)
-    pairs = pc.split_pattern(pc.list_flatten(parts), ":", max_splits=1)
-    has_name = pc.equal(pc.list_value_length(pairs), 2)
-    values = pc.if_else(has_name, pc.list_element(pairs, 1), pc.list_element(pairs, 0))
-    placeholders = pa.array([NULL_RECORDKEY_PLACEHOLDER, EMPTY_RECORDKEY_PLACEHOLDER])
-    placeholder = pc.is_in(values, placeholders)
-    h = java_string_hash(values).astype(np.uint32).astype(np.uint64)
-    h[placeholder.to_numpy(zero_copy_only=False)] = 0
+def _hash_key_values(keys: pa.Array, fields: list[str]) -> np.ndarray:
+    """``List.hashCode`` of each key's ``extractRecordKeysByFields`` (see :func:`bucket_ids`),
+    read one key at a time: the keys whose values hold a ``,``, and keys of other shapes."""
+    flat: list[str | None] = []
+    counts = np.zeros(len(keys), dtype=np.int64)
+    for i, key in enumerate(keys.to_pylist()):
+        values = _key_values(key or "", fields)
+        counts[i] = len(values)
+        flat.extend(values)
+    out = (31 + java_string_hash(keys).astype(np.int64)) & 0xFFFFFFFF
+    hit = counts > 0
+    out[hit] = _list_hashes(pa.array(flat, pa.string()), counts[hit])
+    return out
+
+
+def _key_values(key: str, fields: list[str]) -> list[str | None]:
+    """The values of ``key``'s ``field:value`` pairs whose field is in ``fields`` (all where
+    empty), as ``KeyGenUtils.extractRecordKeysByFields`` reads them (see :func:`bucket_ids`).
+    Where Java's scan past a skipped field finds no further pair (the key's last field, not in
+    ``fields``, holding a second ``:``) Java never returns; here the scan ends."""
+    values: list[str | None] = []
+    pos, end = 0, len(key)
+    while pos < end:
+        colon = key.find(":", pos)
+        if colon < 0:  # not reached: a pair always follows the ',' a value ends at
+            break
+        comma = key.find(",", colon + 1)
+        next_colon = key.find(":", comma + 1) if comma >= 0 else -1
+        stop = key.rfind(",", 0, next_colon) if next_colon >= 0 else end
+        if not fields or key[pos:colon] in fields:
+            value = key[colon + 1 : stop]
+            if value == NULL_RECORDKEY_PLACEHOLDER:
+                values.append(None)
+            else:
+                values.append("" if value == EMPTY_RECORDKEY_PLACEHOLDER else value)
+        pos = stop + 1
+    return values
+
+
+def _list_hashes(values: pa.Array, counts: np.ndarray) -> np.ndarray:
+    """``List.hashCode`` of consecutive runs of ``values`` (``counts[i]`` values each, every
+    count > 0), as uint32 in an int64 array. A null, ``__null__`` and ``__empty__`` hash 0
+    (Java's null and empty string)."""
+    placeholder = pc.is_in(
+        values, value_set=pa.array([NULL_RECORDKEY_PLACEHOLDER, EMPTY_RECORDKEY_PLACEHOLDER])
+    )
+    zero = pc.or_kleene(placeholder, pc.is_null(values)).to_numpy(zero_copy_only=False)
+    h = java_string_hash(values.fill_null("")).astype(np.uint32).astype(np.uint64)
+    h[zero] = 0
     # the i-th of n values weighs 31^(n-1-i); the list adds 31^n
     n = np.repeat(counts, counts)
     i = np.arange(len(h)) - np.repeat(np.cumsum(counts) - counts, counts)
-    top = int(counts.max()) + 1
+    top = int(counts.max()) + 1 if len(counts) else 1
     pw = np.ones(top, dtype=np.uint64)
     for j in range(1, top):
         pw[j] = (pw[j - 1] * np.uint64(31)) & np.uint64(0xFFFFFFFF)

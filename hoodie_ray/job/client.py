@@ -254,7 +254,8 @@ def _route_table(setup: TableSetup, table: pa.Table, num_tasks: int) -> list[pa.
     out = prepared.table
     if num_tasks == 1:
         return [out]
-    return split_rows(out, record_tasks(out, num_tasks, wc), num_tasks)
+    tasks = record_tasks(out, num_tasks, wc, setup.keygen.record_key_fields)
+    return split_rows(out, tasks, num_tasks)
 
 
 class HoodieWriteClient:

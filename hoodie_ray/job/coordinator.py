@@ -624,14 +624,22 @@ class Coordinator:
 
     def assigner_config(self, task_id: int, num_tasks: int) -> AssignerConfig:
         cfg = self.table.table_config if self.table is not None else None
+        # the bucket index hashes the fields the keys are made of: the key generator's
+        if self.setup is not None:
+            key_fields = tuple(self.setup.keygen.record_key_fields)
+        elif cfg is not None and cfg.record_key_fields:
+            key_fields = tuple(cfg.record_key_fields)
+        else:
+            key_fields = tuple(self.wc.record_key_fields)
         if cfg is None:
-            return AssignerConfig.of(self.wc, task_id, num_tasks)
+            return AssignerConfig.of(self.wc, task_id, num_tasks, record_key_fields=key_fields)
         assert self.table is not None
         return AssignerConfig.of(
             self.wc,
             task_id,
             num_tasks,
             cfg.ordering_field,
+            record_key_fields=key_fields,
             merge_mode=cfg.merge_mode,
             partitioned=bool(cfg.partition_fields),
             record_index=self.wc.metadata_record_index_enable

@@ -182,10 +182,16 @@ def key_task(keys: pa.Array | pa.ChunkedArray, num_tasks: int) -> np.ndarray:
     return ((hash_keys(keys) >> np.uint64(32)) % np.uint64(num_tasks)).astype(np.int32)
 
 
-def record_tasks(batch: pa.Table, num_tasks: int, wc: WriteConfig) -> np.ndarray:
+def record_tasks(
+    batch: pa.Table,
+    num_tasks: int,
+    wc: WriteConfig,
+    key_fields: Sequence[str] | None = None,
+) -> np.ndarray:
     """The assigner task of each prepared record: :func:`key_task` of its key; with the bucket
     index, of its ``(partition, bucket)``, so that one task makes each bucket's file group
-    (Flink keys the bucket stream write by bucket likewise)."""
+    (Flink keys the bucket stream write by bucket likewise). ``key_fields``: the record key
+    fields the bucket hashes (the table's; None: the options')."""
     keys = batch.column(RECORD_KEY)
     if num_tasks == 1 or wc.index_type != "BUCKET":
         return key_task(keys, num_tasks)
@@ -193,7 +199,9 @@ def record_tasks(batch: pa.Table, num_tasks: int, wc: WriteConfig) -> np.ndarray
     penc = encode_strings(parts)
     ptask = _partition_tasks(penc.dictionary.to_pylist(), num_tasks)
     codes = penc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    return ((ptask[codes] + bucket_ids(keys, wc.bucket_num)) % num_tasks).astype(np.int32)
+    fields = wc.record_key_fields if key_fields is None else key_fields
+    buckets = bucket_ids(keys, wc.bucket_num, fields)
+    return ((ptask[codes] + buckets) % num_tasks).astype(np.int32)
 
 
 @dataclass
@@ -237,6 +245,7 @@ class AssignerConfig:
     fixed_bucket_ids: bool = False  # NBCC: one file id per bucket, whatever writer creates it
     overwrite: bool = False  # replace operations: every checkpoint writes new file groups only
     unfolded: bool = False  # changelog mode, partial updates: every row of a key goes on
+    record_key_fields: tuple[str, ...] = ()  # the bucket index hashes these fields' values
 
     @property
     def compares_moves(self) -> bool:
@@ -280,6 +289,7 @@ class AssignerConfig:
             fixed_bucket_ids=wc.nbcc,
             overwrite=wc.replaces,
             unfolded=wc.changelog_enabled,
+            record_key_fields=tuple(wc.record_key_fields),
         )
         values.update(overrides)
         return cls(**values)
@@ -927,7 +937,8 @@ class BucketAssigner:
         penc = encode_strings(parts)
         pcode = penc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         pdict = penc.dictionary.to_pylist()
-        b = bucket_ids(keys, self.config.bucket_num).astype(np.int64)
+        b = bucket_ids(keys, self.config.bucket_num, self.config.record_key_fields)
+        b = b.astype(np.int64)
         combo = pcode * self.config.bucket_num + b
         uniq, inv = np.unique(combo, return_inverse=True)
         fid_list: list[str] = []

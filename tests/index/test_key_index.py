@@ -56,6 +56,130 @@ def test_bucket_ids_hash_a_complex_keys_field_values_as_java_does():
     assert bucket_ids(pa.array(keys), 8).tolist() == want
 
 
+def _java_extract(key: str, fields: list[str]) -> list[str | None] | None:
+    """Hudi 1.x ``KeyGenUtils.extractRecordKeysByFields``, step for step as Java scans the key
+    (``indexOf`` / ``lastIndexOf``), to check :func:`bucket_ids` against; None where Java's
+    scan never ends."""
+    if "," not in key or ":" not in key:
+        return [key]
+    out: list[str | None] = []
+    pos, steps = 0, 0
+    match_all = not fields or fields == [""]
+    while pos < len(key):
+        sep1 = key.find(":", pos)
+        sep2 = key.find(":", sep1 + 1)
+        if match_all or key[pos:sep1] in fields:
+            if sep2 < 0:
+                value, pos = key[sep1 + 1 :], len(key)
+            else:
+                comma = key.rfind(",", 0, sep2 + 1)
+                while comma < sep1 and sep2 > 0:
+                    sep2 = key.find(":", sep2 + 1)
+                    comma = key.rfind(",", 0, sep2 + 1) if sep2 >= 0 else -1
+                if comma > 0:
+                    value, pos = key[sep1 + 1 : comma], comma + 1
+                else:
+                    value, pos = key[sep1 + 1 :], len(key)
+            out.append(None if value == "__null__" else "" if value == "__empty__" else value)
+        elif sep2 < 0:
+            pos = len(key)
+        else:
+            comma = key.rfind(",", 0, sep2 + 1)
+            while comma < sep1:
+                steps += 1
+                if steps > 4 * len(key):
+                    return None  # Java cycles through the key's ':' forever
+                sep2 = key.find(":", sep2 + 1)  # from -1: from the start again, as Java
+                comma = key.rfind(",", 0, sep2 + 1) if sep2 >= 0 else -1
+            pos = len(key) if comma < 0 else comma + 1
+    return out or [key]
+
+
+# (key, record key fields, what Java hashes: worked out by hand from its rules)
+_JAVA_CASES: list[tuple[str, list[str], list[str | None]]] = [
+    # a complex key's value with a comma: the value ends at the last ',' before the next ':'
+    ("name:Smith, John,n:1", ["name", "n"], ["Smith, John", "1"]),
+    ("a:x,y,b:v", ["a", "b"], ["x,y", "v"]),
+    ("id1:1,id2:2,2,id3:3", ["id2"], ["2,2"]),  # Java's own TestKeyGenUtils cases
+    ("id1:1,1,1,id2:,2,2,,id3:3", ["id2"], [",2,2,"]),
+    ("a:1,b:x,", ["a", "b"], ["1", "x,"]),  # no ':' after the last ',': to the end
+    # values with ':' (timestamps)
+    ("a:2014-10-22 13:50:42,b:v3", ["a", "b"], ["2014-10-22 13:50:42", "v3"]),
+    ("a:1,b:10:00", ["a", "b"], ["1", "10:00"]),
+    ("a:10:00:01,b:1", ["b"], ["1"]),
+    # a simple key holding ',' and ':': no pair of a key field, the whole key
+    ("host:80,backup", ["id"], ["host:80,backup"]),
+    ("10:00,11:00", ["slot"], ["10:00,11:00"]),
+    ("f:1,g", ["id"], ["f:1,g"]),
+    # fields not among the key fields are skipped
+    ("a:1,b:2,c:3", ["a", "c"], ["1", "3"]),
+    ("x:1,y:2", ["a"], ["x:1,y:2"]),
+    ("name:Doe, J,n:2", ["n"], ["2"]),
+    # placeholders: a null and an empty string; a key without both ',' and ':' is itself
+    ("a:__null__,b:__empty__", ["a", "b"], [None, ""]),
+    ("__null__", ["a"], ["__null__"]),
+    ("id:5", ["id"], ["id:5"]),
+    ("k:ü,l:日本", ["k", "l"], ["ü", "日本"]),
+]
+
+
+def test_java_extract_reference_matches_the_hand_worked_cases():
+    for key, fields, want in _JAVA_CASES:
+        assert _java_extract(key, fields) == want, key
+
+
+def test_bucket_ids_extract_values_as_java_does():
+    """Java's BucketIdentifier hashes ``extractRecordKeysByFields(key, keyFields)``: a value
+    runs to the last ',' before the next ':', only the key fields' pairs count, and a key
+    with no pair of a key field hashes whole. The values were split at every ',' and every
+    field kept (a bucket Java would not pick), and a piece without ':' (``host:80,backup``,
+    ``Smith, John``) raised ArrowInvalid."""
+    for n in (4, 16, 1000):
+        for key, fields, want in _JAVA_CASES:
+            got = bucket_ids(pa.array([key]), n, fields).tolist()
+            assert got == [_java_list_bucket(want, n)], key
+        # one batch by record key fields: fast and slow rows mixed keep their order
+        by_fields: dict[tuple[str, ...], list[int]] = {}
+        for i, (_, fields, _) in enumerate(_JAVA_CASES):
+            by_fields.setdefault(tuple(fields), []).append(i)
+        for fields_t, idx in by_fields.items():
+            keys = pa.array([_JAVA_CASES[i][0] for i in idx] * 3)
+            want_b = [_java_list_bucket(_JAVA_CASES[i][2], n) for i in idx] * 3
+            assert bucket_ids(keys, n, list(fields_t)).tolist() == want_b
+
+
+def test_bucket_ids_end_where_javas_scan_never_does():
+    """Past a field that is not a key field, Java looks for the ',' before a later ':'; where
+    there is none (the key's last field, skipped, holds a second ':') it cycles forever.
+    Here the scan ends there: the values before it count."""
+    assert _java_extract("a:1,t:10:00", ["a"]) is None
+    assert bucket_ids(pa.array(["a:1,t:10:00"]), 16, ["a"]).tolist() == [
+        _java_list_bucket(["1"], 16)
+    ]
+    assert bucket_ids(pa.array(["a:1,b:2,t:10:00,x"]), 16, ["a", "b"]).tolist() == [
+        _java_list_bucket(["1", "2"], 16)
+    ]
+
+
+def test_bucket_ids_match_java_on_random_keys():
+    """Keys made of ``,``, ``:``, field names and letters (in one batch: column-wise and
+    one-by-one rows mixed) bucket as the step-for-step reference of Java's scan."""
+    rng = np.random.default_rng(7)
+    alphabet = ["a", "b", "x", ",", ":", "é", "__null__", "__empty__", "a:", ",b:", ",x:"]
+    keys: list[str] = []
+    while len(keys) < 3000:
+        k = "".join(rng.choice(alphabet, int(rng.integers(1, 10))).tolist())
+        if "," not in k or ":" not in k or rng.random() < 0.3:
+            k = f"a:{k},b:{rng.integers(100)}" if rng.random() < 0.5 else k
+        keys.append(k)
+    keys += [f"a:{i},b:v{i}" for i in range(2000)]  # the common shape
+    for fields in ([], ["a"], ["a", "b"], ["b", "x"]):
+        want = [_java_extract(k, fields) for k in keys]
+        ok = [i for i, w in enumerate(want) if w is not None]
+        got = bucket_ids(pa.array([keys[i] for i in ok]), 97, fields).tolist()
+        assert got == [_java_list_bucket(want[i], 97) for i in ok]  # type: ignore[arg-type]
+
+
 def _run_against_dict(seed: int, rounds: int, key_space: int, batch: int):
     """Random puts (-1 removes) into a KeyIndex and a dict; every lookup agrees after each."""
     rng = np.random.default_rng(seed)

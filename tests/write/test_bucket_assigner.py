@@ -110,6 +110,25 @@ def test_bucket_index_is_stateless_and_stable():
     assert set(b.assign(_batch(["k1"], ["a"])).column(FILE_ID).to_pylist()) <= fids
 
 
+def test_bucket_index_hashes_the_record_key_fields_as_java_does():
+    """The assigner buckets by the values of its record key fields' pairs (Java's
+    ``extractRecordKeysByFields``): a simple key holding ',' and ':' hashes whole (it was
+    read as pairs ``host:80`` and ``backup``: ArrowInvalid)."""
+    from hoodie_ray.index import bucket_ids, java_string_hash
+    from hoodie_ray.meta import RECORD_KEY
+
+    wc = WriteConfig(record_key_field="id", index_type="BUCKET", bucket_num=64)
+    cfg = AssignerConfig.of(wc)
+    assert cfg.record_key_fields == ("id",)
+    keys = ["host:80,backup", "10:00,11:00", "k1"]
+    out = BucketAssigner(cfg, WriteProfile(100)).assign(_batch(keys, ["a"] * 3))
+    whole = (31 + java_string_hash(pa.array(keys)).astype(np.int64)) & 0x7FFFFFFF
+    rows = zip(out.column(RECORD_KEY).to_pylist(), out.column(FILE_ID).to_pylist(), strict=True)
+    got = {k: int(f[:8]) for k, f in rows}
+    assert got == dict(zip(keys, (whole % 64).tolist(), strict=True))
+    assert bucket_ids(pa.array(keys), 64, ["id"]).tolist() == (whole % 64).tolist()
+
+
 def test_bootstrap_filters_by_task():
     a = BucketAssigner(AssignerConfig.of(WriteConfig(), 0, 2), WriteProfile(100))
     keys = pa.array([f"k{i}" for i in range(50)])
