@@ -180,7 +180,7 @@ def _parse_java_dates(
     out = pa.nulls(len(values), pa.int64())
     offsets = pa.nulls(len(values), pa.int64())
     for fmt in formats:
-        parsed, offset = _parse_java_date(values, fmt, timezone)
+        parsed, offset = _parse_java_date(values, fmt, timezone, name)
         taken = pc.and_(pc.is_null(out), pc.is_valid(parsed))
         out = pc.coalesce(out, parsed)
         if offset is not None:
@@ -196,7 +196,7 @@ def _parse_java_dates(
 
 
 def _parse_java_date(
-    values: pa.Array, java_format: str, timezone: str | None
+    values: pa.Array, java_format: str, timezone: str | None, name: str = "?"
 ) -> tuple[pa.Array, pa.Array | None]:
     """Epoch micros of the values that match one Java date pattern (null where not), and the
     offsets in micros they carried where the pattern has one (else None).
@@ -224,9 +224,22 @@ def _parse_java_date(
         body = pc.replace_substring_regex(body, r"([+-][0-9]{2}):([0-9]{2})$", r"\1\2")
     parsed = pc.strptime(body, format=strf, unit="us", error_is_null=True)
     if not has_zone and timezone and timezone.upper() not in ("UTC", "GMT"):
+        local = parsed
         parsed = pc.assume_timezone(
-            parsed, timezone=timezone, ambiguous="earliest", nonexistent="earliest"
+            local, timezone=timezone, ambiguous="earliest", nonexistent="earliest"
         )
+        # A wall-clock time the zone skips (a DST gap) is no instant: Joda's parser throws
+        # (IllegalInstantException), so Java's write fails; the two readings differ there only
+        later = pc.assume_timezone(
+            local, timezone=timezone, ambiguous="earliest", nonexistent="latest"
+        )
+        gap = pc.not_equal(parsed, later)
+        if pc.any(gap).as_py():
+            bad = values.filter(gap)[0].as_py()
+            raise HoodieInputError(
+                f"field {name}: value {bad!r} is a time that does not exist in {timezone} "
+                "(a daylight-saving gap; hoodie.keygen.timebased.input.timezone)"
+            )
     micros = parsed.cast(pa.int64())
     if frac_us is not None:
         micros = pc.add(micros, frac_us)

@@ -193,6 +193,24 @@ def test_date_strings_in_the_input_timezone_and_a_list_of_formats():
         kg.partition_paths(bad)
 
 
+def test_a_wall_clock_time_the_input_zone_skips_is_refused():
+    """02:30 on the day New York's clocks jump from 02:00 to 03:00 is no instant: Joda's
+    parser throws, so Java's write fails; it was taken as 01:59:59.999999 silently. An
+    hour that happens twice (the fall back) is its earlier instant, as Joda reads it."""
+    fmt = "yyyy-MM-dd HH:mm:ss"
+    ny = TimestampFormat("yyyy-MM-dd-HH", "DATE_STRING", fmt, input_timezone="America/New_York")
+    gap = _t(id=[1, 2], d=["2024-03-10 01:30:00", "2024-03-10 02:30:00"])
+    kg = choose_key_generator(gap.schema, ["id"], ["d"], timestamp=ny)
+    with pytest.raises(HoodieInputError, match="field d: value '2024-03-10 02:30:00'.*New_York"):
+        kg.partition_paths(gap)
+    twice = _t(id=[1], d=["2024-11-03 01:30:00"])
+    utc_out = TimestampFormat(
+        "yyyy-MM-dd-HH", "DATE_STRING", fmt, timezone="UTC", input_timezone="America/New_York"
+    )
+    kg = choose_key_generator(twice.schema, ["id"], ["d"], timestamp=utc_out)
+    assert kg.partition_paths(twice).to_pylist() == ["2024-11-03-05"]  # EDT, UTC-4
+
+
 def test_nested_key_type_refused():
     t = _t(id=[[1]], p=["a"])
     with pytest.raises(HoodieSchemaError, match="field id"):
