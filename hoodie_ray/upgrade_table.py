@@ -66,9 +66,9 @@ _STRATEGY_KEYS = ("hoodie.record.merge.strategy.id", "hoodie.compaction.record.m
 
 def upgrade(
     path: str,
+    to_version: int | str = 8,
     *,
     storage_options: dict[str, Any] | None = None,
-    to_version: int | str = 8,
     options: dict[str, Any] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> int:

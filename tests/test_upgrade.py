@@ -111,7 +111,7 @@ def test_upgrade_to_version_9_then_write(tmp_path, from_version, table_type):
         model.write(path, opts, "upsert", rows)
     before_props = HoodieTableConfig.load(LocalStorage(str(path))).props
     model.assert_hudi_rs_reads(path)
-    assert hr.upgrade(str(path), to_version=9) == 9
+    assert hr.upgrade(str(path), 9) == 9  # as api.md calls it: hr.upgrade(path, to_version)
     props = dict(HoodieTableConfig.load(LocalStorage(str(path))).props)
     assert props["hoodie.table.version"] == "9"
     assert props["hoodie.timeline.layout.version"] == "2"

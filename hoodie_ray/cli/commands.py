@@ -821,8 +821,8 @@ def cluster(
         ]
     cols = [
         Column("group", "group"),
-        Column("partition", "partition"),
-        Column("file id", "file_id"),
+        Column("partition", "partition", lambda v: v or "(non-partitioned)"),
+        Column("file_id", "file id"),
     ]
     emit(output, doc, [View(lines=lines, columns=cols if rows else (), rows=rows)])
 

@@ -953,6 +953,9 @@ def test_cluster_dry_run_then_run(
         hr.write(_rows([f"k{i}"], ["sf"], i, 1.0), path, opts, engine="local")
     rc, out, _ = run(capsys, "cluster", path, "--dry-run")
     assert rc == 0 and "dry run: 3 file slices in 1 group would be rewritten" in out
+    # the file ids, under their header (the column's key and title were swapped: all "-")
+    file_ids = {s.file_id for s in hr.HoodieTable.load(path).latest_file_slices()}
+    assert "file id" in out and all(f in out for f in file_ids)
     # on a terminal the run shows its progress on stderr: groups done of total
     monkeypatch.setattr("hoodie_ray.cli.commands._isatty", lambda stream: True)
     monkeypatch.setattr("click._termui_impl.isatty", lambda stream: True)
@@ -987,3 +990,13 @@ def test_changes_prints_the_cdc_query(tmp_path: Path, capsys: pytest.CaptureFixt
     assert doc["changes"][0]["before"] == {"key": "a", "ts": 1, "v": "x"}
     rc, out, err = run(capsys, "changes", path, "-n", "1")
     assert rc == 0 and err == "" and "1 of 4 changes" in out and '{"key": "a"' in out
+
+
+def test_python_dash_m_hoodie_ray_is_the_cli() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "hoodie_ray", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and "Usage: hoodie-ray" in done.stdout, done.stderr
