@@ -42,18 +42,20 @@ from hoodie_ray.config.table_config import (
 )
 from hoodie_ray.exceptions import HoodieTimelineError, HoodieUnsupportedError
 from hoodie_ray.metadata.layout import (
+    INDEX_DEFS_PROPERTY,
     METADATA_TABLE_PATH,
     completed_partitions,
     has_metadata_table,
     inflight_partitions,
 )
 from hoodie_ray.metadata.reader import load_metadata_config
+from hoodie_ray.metadata.secondary_index import index_definitions
 from hoodie_ray.metadata_writer.writer import (
     MAINTAINED_PARTITIONS,
     MetadataWriteConfig,
     metadata_writer,
 )
-from hoodie_ray.storage import join
+from hoodie_ray.storage import Storage, join
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Action, Instant, State
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata
@@ -139,7 +141,7 @@ def _check_upgradable(table: HoodieTable, path: str, to_version: int) -> None:
             "finish or roll them back first"
         )
     if to_version == 9:
-        check_eight_to_nine(cfg, path)
+        check_eight_to_nine(cfg, path, table.storage)
 
 
 def _switch_version(
@@ -263,7 +265,7 @@ def _payload(props: Mapping[str, str]) -> str:
     ).strip()
 
 
-def check_eight_to_nine(cfg: HoodieTableConfig, path: str) -> None:
+def check_eight_to_nine(cfg: HoodieTableConfig, path: str, storage: Storage | None = None) -> None:
     """Refuse what hoodie_ray's version 9 upgrade does not carry over.
 
     Java's ``EightToNineUpgradeHandler`` also maps the payload classes of CDC and other partial
@@ -291,12 +293,20 @@ def check_eight_to_nine(cfg: HoodieTableConfig, path: str) -> None:
             f"cannot upgrade {path} to table version 9: hoodie.record.merge.mode={mode}"
         )
     listed = completed_partitions(cfg) + inflight_partitions(cfg)
-    foreign = [p for p in listed if p not in MAINTAINED_PARTITIONS]
-    if foreign or (cfg.props.get("hoodie.table.index.defs.path") or "").strip():
+    rel = (cfg.props.get(INDEX_DEFS_PROPERTY) or "").strip()
+    if storage is None:  # unread: any definitions file may define an index
+        defined = [rel] if rel else []
+    else:  # a file whose every index was dropped defines none
+        defined = sorted(index_definitions(storage, rel))
+    foreign = [p for p in listed if p not in MAINTAINED_PARTITIONS and p not in defined]
+    if foreign or defined:
+        how = [f"hoodie-ray metadata drop-index {path} {name}" for name in defined]
+        how += [f"hoodie-ray metadata drop {path} --partition {name}" for name in foreign]
         raise HoodieUnsupportedError(
-            f"cannot upgrade {path} to table version 9: its metadata table has indexes "
-            f"hoodie_ray does not maintain ({', '.join(foreign) or 'index definitions'}); "
-            f"drop them first (`hoodie-ray metadata drop {path} --partition NAME`)"
+            f"cannot upgrade {path} to table version 9: its metadata table has indexes whose "
+            "definitions the version 9 upgrade versions anew, which hoodie_ray does not do "
+            f"({', '.join(defined + foreign)}); drop them first ({'; '.join(how)}) and "
+            "create them again after the upgrade"
         )
     if cfg.keygen_type == "COMPLEX" and len(cfg.record_key_fields) == 1:
         raise HoodieUnsupportedError(

@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
     "upgrade_table": 14,
     "cli": 14,
     "": 15,  # hoodie_ray/__init__.py: the public surface
+    "__main__": 15,  # python -m hoodie_ray: the CLI
 }
 
 

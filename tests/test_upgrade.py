@@ -176,3 +176,22 @@ def test_cli_upgrade_to_version_9(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert (doc["from_version"], doc["to_version"]) == (8, 9)
     assert hudi_rs_snapshot(path).to_pylist() == before
+
+
+def test_a_dropped_secondary_index_does_not_block_the_upgrade_to_9(tmp_path):
+    """A live secondary index blocks the upgrade to 9, the message naming the command that
+    drops it; once dropped (its definitions file left empty) the upgrade goes on: an empty
+    ``index.json`` blocked it forever, naming a command that could not help."""
+    path = tmp_path / "t"
+    opts = model_options({}, version="8")
+    model, wl = TableModel(), Workload(seed=23)
+    model.write(path, opts, "upsert", wl.rows_for(wl.keys[:20]))
+    hr.create_index(str(path), "v_idx", "ts")
+    with pytest.raises(
+        hr.HoodieUnsupportedError, match=r"metadata drop-index \S+ secondary_index_v_idx"
+    ):
+        hr.upgrade(str(path), 9)
+    hr.drop_index(str(path), "v_idx")
+    assert hr.upgrade(str(path), 9) == 9
+    model.write(path, {**opts, "hoodie.write.table.version": "9"}, "upsert", wl.upserts(5))
+    model.assert_hudi_rs_reads(path, "upgraded after the index was dropped")
