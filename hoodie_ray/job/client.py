@@ -424,6 +424,13 @@ class HoodieWriteClient:
                 parts = coord.setup.keygen.partition_paths(normalise_table(table))
                 patterns = [str(p) for p in pc.unique(parts).to_pylist()]
             partitions = match_partitions(patterns, coord.view().list_partitions())
+            if not partitions:  # Java commits it too (nothing replaced); a typo should show
+                log.warning(
+                    "hoodie_ray: delete_partition of %s matches no partition of %s: the "
+                    "replacecommit replaces nothing",
+                    ", ".join(patterns),
+                    self.path,
+                )
             assert coord.table is not None
             check_no_pending_services(coord.table, partitions)
             result = self._replace_without_data(coord, partitions)

@@ -5,6 +5,7 @@ model says, on table versions 6 and 8, MOR and COW, the metadata table validatin
 from __future__ import annotations
 
 import copy
+import logging
 import random
 
 import pyarrow as pa
@@ -163,7 +164,7 @@ def test_delete_partition_from_input_rows_and_truncate(tmp_path):
     assert res.num_inserts == 5
 
 
-def test_delete_partition_needs_partitions(tmp_path):
+def test_delete_partition_needs_partitions(tmp_path, caplog):
     path = tmp_path / "t"
     opts = model_options(table_type="MERGE_ON_READ", version="8")
     wl = Workload(seed=6)
@@ -174,6 +175,12 @@ def test_delete_partition_needs_partitions(tmp_path):
             pa.table({"key": pa.array([], pa.string())})
         )
     assert len(HoodieTable.load(str(path)).timeline) == n
+    # patterns that match nothing: an empty replacecommit, as Java makes, and a warning
+    caplog.set_level(logging.WARNING, logger="hoodie_ray")
+    miss = {**opts, "write.operation": "delete_partition", "partitions.to.delete": "2023/*"}
+    res = HoodieWriteClient(str(path), miss).write(pa.table({"key": pa.array([], pa.string())}))
+    assert res.instant is not None and hudi_rs_snapshot(path).num_rows == 5
+    assert "2023/* matches no partition" in caplog.text
 
 
 def test_clean_deletes_replaced_groups_after_retention(tmp_path):
