@@ -35,7 +35,7 @@ from hoodie_ray.job.setup import TableSetup
 from hoodie_ray.ray import metrics
 from hoodie_ray.ray.calls import RoutedPartLost
 from hoodie_ray.ray.compactor import CompactorPool, ray_task_map_when_free
-from hoodie_ray.ray.runtime import set_actor_memory_pool
+from hoodie_ray.ray.runtime import job_table, set_actor_memory_pool
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.metadata import HoodieWriteStat
 from hoodie_ray.write.bucket_assigner import AssignerConfig, WriteProfile
@@ -306,7 +306,8 @@ class CoordinatorActor:
     def _runner(self) -> CompactorPool:
         if self._pool is None:
             # under OCC another job's topology may write this table: its compactors are its own
-            name = f"{self.table}/{self._job}" if self.core.wc.occ else self.table
+            table = job_table(self.table, self.core.path)
+            name = f"{table}/{self._job}" if self.core.wc.occ else table
             self._pool = CompactorPool(self.core.wc, name)
         return self._pool
 

@@ -68,7 +68,7 @@ class CompactorPool:
             self.actors.append(
                 CompactorActor.options(  # type: ignore[attr-defined]
                     name=name, namespace=NAMESPACE, max_restarts=0, **opts
-                ).remote(self.table.split("/")[0], i)
+                ).remote(self.table.split("/")[0].split("@")[0], i)
             )
 
     def submit(self, tasks: list[CompactionTask]) -> list[Any]:

@@ -17,7 +17,7 @@ from hoodie_ray.config.options import resolve_options
 from hoodie_ray.exceptions import HoodieWriteError
 from hoodie_ray.job.client import route_input
 from hoodie_ray.job.coordinator import CommitResult
-from hoodie_ray.ray.runtime import NAMESPACE, refuse_occ
+from hoodie_ray.ray.runtime import NAMESPACE, job_table, refuse_occ
 from hoodie_ray.ray.stream import HoodieStreamWriter
 from hoodie_ray.ray.topology import actor_name, assigner_role
 from hoodie_ray.table import HoodieTable
@@ -79,7 +79,7 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
             w.abort()
             raise
         self._writer = w
-        self.table = w._setup.table_config.name if w._setup else ""
+        self.table = job_table(w._setup.table_config.name, self.path) if w._setup else ""
 
     def write(self, blocks: Any, ctx: Any) -> list[Any]:
         """Route this write task's blocks to the assigners; their calls' results (chained: the
@@ -130,7 +130,7 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
             self._writer.abort()
 
     def _table_name(self) -> str:
-        return HoodieTable.load(self.path, self.storage_options).name
+        return job_table(HoodieTable.load(self.path, self.storage_options).name, self.path)
 
     def get_name(self) -> str:
         return "Hudi"

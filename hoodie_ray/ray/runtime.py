@@ -20,6 +20,7 @@ actors leave 0.9 of one.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import os
@@ -37,6 +38,18 @@ if TYPE_CHECKING:
 log = logging.getLogger("hoodie_ray")
 
 NAMESPACE = "hoodie_ray"
+
+
+def job_table(name: str, path: str) -> str:
+    """The table part of a job's actor names (``<name>@<tag>/<role>``): the table's name and
+    a short hash of its base path, so that two tables of one name (``trips`` in two
+    databases) are two jobs in one cluster, and one table reached by one path is one."""
+    base = path.rstrip("/")
+    if "://" not in base:
+        base = os.path.abspath(os.path.expanduser(base))
+    return f"{name}@{hashlib.sha1(base.encode()).hexdigest()[:6]}"
+
+
 """The Ray namespace of hoodie_ray's named actors (``<table>/writer-<i>`` ...)."""
 
 _OPENS_PACKAGES = (

@@ -29,7 +29,7 @@ from hoodie_ray.ray.actors import (
     WriterActor,
 )
 from hoodie_ray.ray.calls import TopologyLost, unwrap
-from hoodie_ray.ray.runtime import NAMESPACE, actor_resources
+from hoodie_ray.ray.runtime import NAMESPACE, actor_resources, job_table
 from hoodie_ray.storage import open_storage
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.lock import ProcessId
@@ -47,7 +47,7 @@ def assigner_role(wc: WriteConfig, task_id: int) -> str:
 def actor_name(wc: WriteConfig, owner: str, table: str, role: str) -> str:
     """A write job's actor: ``<table>/<role>``; with several writers (OCC, NBCC)
     ``<table>/<job>/<role>``, so their topologies on one table sit side by side in one cluster,
-    each with its own names."""
+    each with its own names. ``table``: :func:`~hoodie_ray.ray.runtime.job_table`'s."""
     if wc.occ:
         return f"{table}/{owner.rsplit(':', 1)[-1]}/{role}"
     return f"{table}/{role}"
@@ -89,16 +89,18 @@ class WriteTopology:
 
     # -- names ---------------------------------------------------------------------------------
     def _table_name(self) -> str:
-        """The table's name, read once (the coordinator's and every task's start name it)."""
+        """The table part of the actors' names (:func:`job_table`), read once (the
+        coordinator's and every task's start name it)."""
         if self._name is None:
             try:
-                self._name = HoodieTable.load(self.path, self.storage_options).name
+                name = HoodieTable.load(self.path, self.storage_options).name
             except HoodieError:
-                self._name = self.wc.table_name or "table"
+                name = self.wc.table_name or "table"
+            self._name = job_table(name, self.path)
         return self._name
 
     def _unique(self, table: str, role: str) -> str:
-        """Actor name ``<table>/<role>``.
+        """Actor name ``<table>@<path tag>/<role>``.
 
         Our actors are owned by this driver (not detached), so a live actor of that name that
         this writer did not create belongs to another live write job on the same table: that is

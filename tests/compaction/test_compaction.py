@@ -15,6 +15,7 @@ from hoodie_ray.api import compact
 from hoodie_ray.compaction.api import CompactionService
 from hoodie_ray.file_group.naming import parse_log_file_name
 from hoodie_ray.job.client import HoodieWriteClient
+from hoodie_ray.ray.runtime import job_table
 from hoodie_ray.storage import open_storage
 from hoodie_ray.timeline.instant import Action
 from tests.conftest import hudi_rs_read
@@ -260,6 +261,7 @@ def test_killed_compactor_is_rolled_back_and_retried(ray_session, tmp_path):
     opts = model_options(ASYNC_COMPACTION, {"write.tasks": "1", "compaction.delta_commits": "2"})
     model, wl = TableModel(), Workload(seed=31)
     killed = 0
+    compactor = f"{job_table('model', str(path))}/compactor-0"
     with hr.HoodieStreamWriter(str(path), opts) as w:
         for i in range(12):
             rows = wl.rows_for(wl.keys[:30]) if i == 0 else wl.upserts(10)
@@ -268,9 +270,7 @@ def test_killed_compactor_is_rolled_back_and_retried(ray_session, tmp_path):
             w.checkpoint()
             if killed < 2 and CompactionService.open(str(path)).pending():
                 try:
-                    ray.kill(
-                        ray.get_actor("model/compactor-0", namespace="hoodie_ray"), no_restart=True
-                    )
+                    ray.kill(ray.get_actor(compactor, namespace="hoodie_ray"), no_restart=True)
                     killed += 1
                 except ValueError:
                     pass  # already finished

@@ -124,6 +124,26 @@ def test_second_writer_on_a_held_table_fails_clearly(ray_session, tmp_path):
     record("second_writer_on_a_held_table", clear_errors=2, corrupted=0, lost=0)
 
 
+@pytest.mark.ray
+def test_two_tables_of_one_name_are_written_at_once(ray_session, tmp_path):
+    """``trips`` in two databases: two stream writers in one cluster, each its own actors
+    (their names carry a tag of the table's path; the second was refused as "another job"),
+    while a second writer of the same table, its path spelled with a trailing slash, is."""
+    opts = {**CRASH_OPTIONS, "write.tasks": "1", "write.bucket_assign.tasks": "1"}
+    east, west = tmp_path / "east" / "t", tmp_path / "west" / "t"
+    model = ModelCache(701, parts=1)
+    with hr.HoodieStreamWriter(str(east), opts) as a, hr.HoodieStreamWriter(str(west), opts) as b:
+        for w in (a, b):
+            w.write(batch_table(batch_writes(701, 0)[0]))
+            w.checkpoint()
+        again = hr.HoodieStreamWriter(str(east) + "/", opts)
+        with pytest.raises(hr.HoodieCommitConflictError, match="one writer per table"):
+            again.write(batch_table(batch_writes(701, 1)[0]))
+        again.abort()
+    for path in (east, west):
+        assert_snapshots(path, model.rows(1), "each table its own rows")
+
+
 def test_writer_that_lost_its_lock_cannot_commit(tmp_path):
     """Steps of HoodieWriteClient.write by hand, with a stall between flush and commit."""
     from hoodie_ray.job.client import build_assigner, prepare_input

@@ -22,6 +22,7 @@ import time
 import pytest
 
 import hoodie_ray as hr
+from hoodie_ray.ray.runtime import job_table
 from tests.fixtures_ray import checkpoint_with_kill
 from tests.reliability.common import (
     CRASH_OPTIONS,
@@ -133,7 +134,7 @@ def test_actor_faults_under_load_with_async_compaction(ray_session, tmp_path, fa
     missed = 0
     poller = Poller(path).start()
     t0 = time.monotonic()
-    table = FAULT_OPTIONS["hoodie.table.name"]
+    table = job_table(FAULT_OPTIONS["hoodie.table.name"], str(path))
     with hr.HoodieStreamWriter(str(path), FAULT_OPTIONS) as w:
         i = 0
         while len(injected) < faults:
