@@ -384,15 +384,24 @@ class AssignTask(_AccountedTask):
         self.co_hosted: dict[int, Any] = {}
         self._max_sent = wc.max_inflight_batches * len(writers)
         self._gauge_at = 0.0
+        self._index_counted = False
         self._gauge_index()
 
     def _gauge_index(self, every_s: float = 0.0) -> None:
         """The index-size gauge set to the index's key count (counting walks the index: after
-        a batch, at most once every ``every_s`` seconds)."""
+        a batch, at most once every ``every_s`` seconds; at a checkpoint's barrier where a
+        batch since was not counted, so an idle writer's gauge is not left behind)."""
         now = time.monotonic()
         if now - self._gauge_at >= every_s:
             self._gauge_at = now
+            self._index_counted = True
             metrics.gauge_index_size(self.table, self.task_id, len(self.core.index))
+
+    def _gauge_uncounted(self) -> None:
+        """At a checkpoint's barrier: the gauge set where a batch since its last count changed
+        the index (the count after a batch is at most once a second)."""
+        if not self._index_counted:
+            self._gauge_index()
 
     def set_setup(self, setup: TableSetup) -> None:
         """The table schema evolved: input routed from now on is prepared against it."""
@@ -437,6 +446,7 @@ class AssignTask(_AccountedTask):
     def _assign(self, batch: pa.Table) -> tuple[int, int]:
         tagged = self.core.assign_batch(batch)
         metrics.count_records(self.table, "assigner", batch.num_rows, tagged.num_rows, self.task_id)
+        self._index_counted = False
         self._gauge_index(every_s=1.0)
         parts = split_by_writer(
             tagged, len(self.writers), self.core.profile.writer_plan, self._bucket_index
@@ -459,6 +469,7 @@ class AssignTask(_AccountedTask):
         waits for (the checkpoint barrier: the writers flush next). A chained task must not
         wait for them itself: its peer may be waiting for this task's writer."""
         drop_kept_parts()
+        self._gauge_uncounted()
         self._send(self.outbox.drain())
         held, self._peer_held = self._peer_held, {}
         for j, tables in held.items():
@@ -476,6 +487,7 @@ class AssignTask(_AccountedTask):
         write statuses."""
         assert self._local is not None
         drop_kept_parts()
+        self._gauge_uncounted()
         self._send(self.outbox.drain())
         assert not self._peer_held, "finish() with rows held for a peer: barrier() first"
         rows = [t for part in peer_rows if part is not None for t in part.tables(self.task_id)]
@@ -603,6 +615,7 @@ class AssignWriteTask(AssignTask, WriteTask):
         num_tasks: int,
         attempt: int,
     ) -> None:
+        metrics.chain_tasks()
         WriteTask.__init__(self, setup.context, config.task_id, attempt)
         AssignTask.__init__(self, setup, config, profile, slices, [None] * num_tasks, local=self)
 

@@ -29,6 +29,7 @@ from hoodie_ray.ray.actors import (
     WriterActor,
 )
 from hoodie_ray.ray.calls import TopologyLost, unwrap
+from hoodie_ray.ray.metrics import CHAINED_ACTOR
 from hoodie_ray.ray.runtime import NAMESPACE, actor_resources, job_table
 from hoodie_ray.storage import open_storage
 from hoodie_ray.table import HoodieTable
@@ -41,7 +42,7 @@ log = logging.getLogger("hoodie_ray")
 def assigner_role(wc: WriteConfig, task_id: int) -> str:
     """The role part of assigner task ``task_id``'s actor name: ``assign-write-<i>`` when it
     is chained with writer task i (:attr:`WriteConfig.chained_tasks`), else ``assigner-<i>``."""
-    return f"assign-write-{task_id}" if wc.chained_tasks else f"assigner-{task_id}"
+    return f"{CHAINED_ACTOR}-{task_id}" if wc.chained_tasks else f"assigner-{task_id}"
 
 
 def actor_name(wc: WriteConfig, owner: str, table: str, role: str) -> str:

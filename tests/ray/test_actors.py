@@ -262,3 +262,37 @@ def test_fan_arguments_give_each_slot_the_shared_ones_then_its_own() -> None:
     ]
     assert fan_arguments(("s0",), 1, own=True) == [("s0",)]
     assert fan_arguments((), 2, own=False) == [(), ()]
+
+
+def test_a_chained_task_counts_its_index_at_the_barrier_and_names_its_actor(tmp_path, monkeypatch):
+    """The index-size gauge after a checkpoint is the index's key count, though the count
+    after a batch comes at most once a second (an idle writer showed the count before its
+    last batches, for good); a chained task's series name its actor, ``assign-write-<i>``
+    (they said ``assigner-<i>`` and ``writer-<i>``, which no actor is called). In one process,
+    no Ray: the task's calls as the driver makes them."""
+    from hoodie_ray.config.options import resolve_options
+    from hoodie_ray.job import client
+    from hoodie_ray.job.coordinator import Coordinator
+    from hoodie_ray.ray import actors, metrics
+
+    gauged: list[int] = []
+    monkeypatch.setattr(metrics, "_chained", set(), raising=False)
+    monkeypatch.setattr(metrics, "gauge_index_size", lambda table, task, n: gauged.append(n))
+    wl = Workload(seed=41)
+    rows = to_arrow(wl.rows_for(wl.keys[:50]), True)
+    coord = Coordinator(str(tmp_path / "t"), resolve_options(OPTIONS), None, lock_owner="x")
+    setup = coord.open(rows.schema)
+    try:
+        slices = coord.latest_slices()
+        profile = coord.profile(slices)
+        task = actors.AssignWriteTask(setup, coord.assigner_config(0, 1), profile, [], 1, 0)
+        instant = coord.start_instant()
+        task.begin(False, profile, instant, coord.frozen_logs(), [])
+        for part in (rows.slice(0, 20), rows.slice(20)):  # within a second: one count at most
+            task.assign(*client.route_pieces(setup, [(part, None)], 1))
+        coord.commit(instant, task.finish())
+    finally:
+        coord.close()
+    assert gauged[-1] == 50, gauged
+    assert metrics.tags("t", "writer", 0)["actor"] == "assign-write-0"
+    assert metrics.tags("t", "coordinator")["actor"] == "coordinator"
