@@ -615,7 +615,6 @@ class AssignWriteTask(AssignTask, WriteTask):
         num_tasks: int,
         attempt: int,
     ) -> None:
-        metrics.chain_tasks()
         WriteTask.__init__(self, setup.context, config.task_id, attempt)
         AssignTask.__init__(self, setup, config, profile, slices, [None] * num_tasks, local=self)
 

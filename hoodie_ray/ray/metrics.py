@@ -40,26 +40,15 @@ def _get(kind: str, name: str, doc: str, tag_keys: tuple[str, ...] = _TAGS, **kw
     return m
 
 
-#: Roles whose tasks run chained in this process (assigner i and writer i in one actor,
-#: ``assign-write-<i>``): their series' ``actor`` tag is that actor's (:func:`chain_tasks`).
-_chained: set[str] = set()
+#: The role part of a chained task's actor name (assigner i and writer i in one actor).
 CHAINED_ACTOR = "assign-write"
 
 
-def chain_tasks() -> None:
-    """This process runs chained assign-write tasks: their assigner and writer series carry
-    the chained actor's name in ``actor`` (``role`` still tells the operator)."""
-    _chained.update(("assigner", "writer"))
-
-
 def tags(table: str, role: str, task_id: int | None = None) -> dict[str, str]:
-    """The tags of a series: ``actor`` names the actor as the dashboard's Actors view shows
-    its role (``<role>-<task_id>``, ``assign-write-<task_id>`` for a chained task, or the role
-    for the one coordinator of a topology)."""
-    if task_id is None:
-        actor = role
-    else:
-        actor = f"{CHAINED_ACTOR if role in _chained else role}-{task_id}"
+    """The tags of a series: ``actor`` is ``<role>-<task_id>``, or the role for the one
+    coordinator of a topology. A chained task's assigner and writer series (``assigner-<i>``,
+    ``writer-<i>``) both come from its actor ``<table>/assign-write-<i>``."""
+    actor = role if task_id is None else f"{role}-{task_id}"
     return {"table": table, "role": role, "actor": actor}
 
 

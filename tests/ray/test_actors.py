@@ -264,19 +264,17 @@ def test_fan_arguments_give_each_slot_the_shared_ones_then_its_own() -> None:
     assert fan_arguments((), 2, own=False) == [(), ()]
 
 
-def test_a_chained_task_counts_its_index_at_the_barrier_and_names_its_actor(tmp_path, monkeypatch):
+def test_a_chained_task_counts_its_index_at_the_barrier(tmp_path, monkeypatch):
     """The index-size gauge after a checkpoint is the index's key count, though the count
     after a batch comes at most once a second (an idle writer showed the count before its
-    last batches, for good); a chained task's series name its actor, ``assign-write-<i>``
-    (they said ``assigner-<i>`` and ``writer-<i>``, which no actor is called). In one process,
-    no Ray: the task's calls as the driver makes them."""
+    last batches, for good). In one process, no Ray: the task's calls as the driver makes
+    them."""
     from hoodie_ray.config.options import resolve_options
     from hoodie_ray.job import client
     from hoodie_ray.job.coordinator import Coordinator
     from hoodie_ray.ray import actors, metrics
 
     gauged: list[int] = []
-    monkeypatch.setattr(metrics, "_chained", set(), raising=False)
     monkeypatch.setattr(metrics, "gauge_index_size", lambda table, task, n: gauged.append(n))
     wl = Workload(seed=41)
     rows = to_arrow(wl.rows_for(wl.keys[:50]), True)
@@ -294,5 +292,3 @@ def test_a_chained_task_counts_its_index_at_the_barrier_and_names_its_actor(tmp_
     finally:
         coord.close()
     assert gauged[-1] == 50, gauged
-    assert metrics.tags("t", "writer", 0)["actor"] == "assign-write-0"
-    assert metrics.tags("t", "coordinator")["actor"] == "coordinator"
