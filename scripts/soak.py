@@ -77,10 +77,13 @@ def rss_mb(pid: int) -> float | None:
 def actor_pids(writer: Any, table: str, compactors: int) -> dict[str, int]:
     import ray
 
+    from hoodie_ray.ray.runtime import job_table
+
     pids = dict(writer.actor_pids())
     for i in range(compactors):
         try:
-            a = ray.get_actor(f"{table}/compactor-{i}", namespace="hoodie_ray")
+            name = f"{job_table(table, writer.path)}/compactor-{i}"
+            a = ray.get_actor(name, namespace="hoodie_ray")
             pids[f"compactor-{i}"] = ray.get(a.pid.remote(), timeout=10)
         except Exception:
             pass  # created at the first compaction

@@ -172,10 +172,17 @@ def _records_timebased_keygen(props: Mapping[str, str]) -> bool:
 
 
 def _same_zones(a: tuple[str | None, str | None], b: tuple[str | None, str | None]) -> bool:
-    def norm(zone: str | None) -> str | None:
-        return "UTC" if zone is not None and zone.upper() in _UTC_NAMES else zone
+    """Whether two (input, output) zone pairs partition every value alike: an unset input
+    zone reads values without an offset as UTC, so with an output zone set it is UTC (unset
+    output zones differ: each value is printed in the zone it was read in)."""
 
-    return [norm(z) for z in a] == [norm(z) for z in b]
+    def norm(zones: tuple[str | None, str | None]) -> list[str | None]:
+        out = ["UTC" if z is not None and z.upper() in _UTC_NAMES else z for z in zones]
+        if out[1] is not None and out[0] is None:
+            out[0] = "UTC"
+        return out
+
+    return norm(a) == norm(b)
 
 
 def _table_timestamp_format(table_config: HoodieTableConfig, wc: WriteConfig) -> TimestampFormat:

@@ -222,6 +222,9 @@ class HoodieStreamWriter:
         # a step stopped part way (an interrupt, an unexpected error): the next one recovers
         # first, as after a lost actor (the open instant committed, or rolled back and replayed)
         self._interrupted = False
+        #: input accepted but not yet kept in the open checkpoint: what was written behind a
+        #: failed pipelined checkpoint while it is replayed (:meth:`_resend` sends it on)
+        self._behind: list[Input] = []
 
     # -- public API ----------------------------------------------------------------------------
     def __enter__(self) -> HoodieStreamWriter:
@@ -618,7 +621,9 @@ class HoodieStreamWriter:
         was lost, else it lost an OCC conflict and the coordinator rolled it back) after the
         instant begun behind it is rolled back, then the input written behind it replayed
         into a new open instant."""
-        open_inputs, open_frames = self._inputs, self._spark_frames
+        open_frames = self._spark_frames
+        # kept on the writer until sent again: a replay interrupted part way recovers them too
+        self._behind[:0] = self._inputs
         self._stale_instants = [self._instant] if self._instant is not None else []
         self._instant = f.instant if lost else None
         self._inputs, self._spark_frames = f.inputs, f.frames
@@ -630,14 +635,18 @@ class HoodieStreamWriter:
         f.result = result
         self.results.append(result)
         self._inputs, self._spark_frames = [], open_frames
-        self._resend(open_inputs)
+        self._resend([])
 
     def _resend(self, items: list[Input]) -> None:
-        """Send ``items`` into the open checkpoint again, one by one, each kept in its input
-        just before it is sent: a recovery on the way replays those kept so far, the rest
-        follow once (sent all at once, they went twice: an insert's rows were written twice)."""
-        for item in items:
+        """Send ``items``, after any input still waiting to be sent again (:attr:`_behind`),
+        into the open checkpoint, one by one, each kept in its input just before it is sent:
+        a recovery on the way replays those kept so far, the rest follow once (sent all at
+        once, they went twice: an insert's rows were written twice)."""
+        self._behind.extend(items)
+        while self._behind:
+            item = self._behind[0]
             self._inputs.append(item)
+            del self._behind[0]
             self._run(lambda item=item: self._send(item))
 
     def _release_spark_frames(self, frames: list[Any] | None = None) -> None:
@@ -1096,6 +1105,7 @@ class HoodieStreamWriter:
         if committed is not None:
             self.results.append(committed)
             self._release_spark_frames()
+        self._resend([])  # input a stopped replay had not sent again yet
 
     def _recover(self) -> CommitResult | None:
         """Restart every actor, roll back the open instant (unless it committed), replay input."""
@@ -1197,7 +1207,7 @@ class HoodieStreamWriter:
             except Exception:
                 pass  # left pending: rolled back by the next writer
         self._instant = None
-        self._inputs = []
+        self._inputs, self._behind = [], []
         self._held, self._held_rows = [], 0
         self._release_spark_frames()
 

@@ -344,3 +344,20 @@ def test_a_later_writer_cannot_change_the_zones_of_a_table(tmp_path):
             _tz_options(output_timezone="UTC", timezone="UTC"),
             engine="local",
         )
+
+
+def test_utc_options_on_a_table_that_keeps_only_a_utc_output_zone(tmp_path):
+    """A table earlier hoodie_ray versions made keeps ``output.timezone=UTC`` only; its unset
+    input zone reads values as UTC, so a later write naming UTC (as input, or as both zones)
+    partitions alike and is taken (it was refused as a change of zones); Tokyo is not."""
+    import hoodie_ray as hr
+
+    path = str(tmp_path / "t")
+    opts = _tz_options(output_timezone="UTC")
+    hr.write(_t(id=["a"], d=["2024-01-02 05:00:00"]), path, opts, engine="local")
+    for zones in ({"input_timezone": "UTC"}, {"timezone": "UTC"}, {"timezone": "GMT"}):
+        row = _t(id=["a"], d=["2024-01-02 06:00:00"])
+        hr.write(row, path, _tz_options(**zones), engine="local")
+    with pytest.raises(hr.HoodieOptionError, match="another partition"):
+        hr.write(row, path, _tz_options(input_timezone="Asia/Tokyo"), engine="local")
+    assert hr.read(path).column("_hoodie_partition_path").to_pylist() == ["2024-01-02"]

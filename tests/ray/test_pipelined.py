@@ -83,6 +83,49 @@ def test_a_task_killed_while_one_checkpoint_commits_and_the_next_buffers(
     assert "pipelined checkpoint lost an actor" in caplog.text
 
 
+def test_an_interrupted_replay_of_a_lost_checkpoint_keeps_the_input_behind_it(
+    ray_session, tmp_path, monkeypatch
+):
+    """Ctrl-C while a pipelined checkpoint that lost an actor is replayed: the input written
+    behind it (kept aside until sent again) is recovered with it by the next call; it was
+    dropped, though write() had accepted it."""
+    import ray
+
+    from hoodie_ray.ray import stream
+
+    path = tmp_path / "t"
+    first, n, n1, n2 = upsert_commits(10, 4)
+    model = TableModel()
+    real = stream.HoodieStreamWriter._checkpoint_once
+    armed: list[bool] = []
+
+    def interrupted_once(self):
+        if armed:
+            armed.clear()
+            raise KeyboardInterrupt  # as the failed checkpoint's replay begins
+        return real(self)
+
+    monkeypatch.setattr(stream.HoodieStreamWriter, "_checkpoint_once", interrupted_once)
+    with hr.HoodieStreamWriter(str(path), {**OPTIONS, **TOPOLOGY}) as w:
+        w.write(to_arrow(first, True))
+        assert w.checkpoint() is not None
+        w.write(to_arrow(n, True))
+        victim = w.actors["writer-0"]
+        # held busy (not waited for) so that the checkpoint cannot be done when it dies
+        victim.__ray_call__.remote(lambda _: time.sleep(2))
+        w.checkpoint(wait=False)
+        w.write(to_arrow(n1, True))  # accepted, behind the checkpoint in flight
+        ray.kill(victim, no_restart=True)
+        armed.append(True)
+        with pytest.raises(KeyboardInterrupt):
+            w.checkpoint()
+        assert not armed
+        w.write(to_arrow(n2, True))
+    for rows in (first, n, n1, n2):
+        model.upsert(rows)
+    model.assert_hudi_rs_reads(path, "after the interrupted replay")
+
+
 def test_a_coordinator_lost_before_it_began_the_instant_behind_a_checkpoint(ray_session, tmp_path):
     """The input written behind a pipelined checkpoint goes into an instant begun by
     reference; the coordinator dies before it ran that start. Recovery takes the reference
