@@ -59,6 +59,8 @@ class CompactorPool:
         if self.actors:
             return
         opts = actor_resources("compactor", self.wc, check=False)
+        job = self.table.split("/")[0]
+        table_name = job.rpartition("@")[0] or job  # the metrics' table: job_table's name part
         for i in range(self.wc.compaction_tasks):
             name = f"{self.table}/compactor-{i}"
             try:
@@ -68,7 +70,7 @@ class CompactorPool:
             self.actors.append(
                 CompactorActor.options(  # type: ignore[attr-defined]
                     name=name, namespace=NAMESPACE, max_restarts=0, **opts
-                ).remote(self.table.split("/")[0].split("@")[0], i)
+                ).remote(table_name, i)
             )
 
     def submit(self, tasks: list[CompactionTask]) -> list[Any]:

@@ -44,9 +44,12 @@ def job_table(name: str, path: str) -> str:
     """The table part of a job's actor names (``<name>@<tag>/<role>``): the table's name and
     a short hash of its base path, so that two tables of one name (``trips`` in two
     databases) are two jobs in one cluster, and one table reached by one path is one."""
-    base = path.rstrip("/")
-    if "://" not in base:
-        base = os.path.abspath(os.path.expanduser(base))
+    scheme, sep, rest = path.partition("://")
+    if not sep or scheme.lower() == "file":
+        # a local table: one tag however it is spelled (relative, ~, a link, file://)
+        base = os.path.realpath(os.path.expanduser(rest if sep else path))
+    else:
+        base = f"{scheme.lower()}://" + "/".join(p for p in rest.split("/") if p)
     return f"{name}@{hashlib.sha1(base.encode()).hexdigest()[:6]}"
 
 

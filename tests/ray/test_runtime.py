@@ -313,3 +313,26 @@ def test_actor_memory_pool_option_refuses_unknown_pools() -> None:
     assert resolve_options({"ray.arrow.memory_pool": "MIMALLOC"}).arrow_memory_pool == "mimalloc"
     with pytest.raises(HoodieOptionError, match="ray.arrow.memory_pool"):
         resolve_options({"ray.arrow.memory_pool": "tcmalloc"})
+
+
+def test_a_table_path_spelled_two_ways_is_one_job(tmp_path: Any, monkeypatch: Any) -> None:
+    """The actors' table tag (job_table) is one for every spelling of one table's path (so
+    a second writer of it is still "another job"), and two for two tables of one name."""
+    from hoodie_ray.ray.runtime import job_table
+
+    table = tmp_path / "db" / "trips"
+    table.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "db")
+    monkeypatch.chdir(tmp_path)
+    spellings = [
+        str(table),
+        f"{table}/",
+        "db/trips",
+        f"file://{table}",
+        str(tmp_path / "link/trips"),
+    ]
+    assert len({job_table("trips", p) for p in spellings}) == 1
+    assert job_table("trips", str(table)).startswith("trips@")
+    assert job_table("trips", str(tmp_path / "other" / "trips")) != job_table("trips", str(table))
+    s3 = {job_table("t", p) for p in ("s3://b/x/t", "S3://b/x/t/", "s3://b//x/t")}
+    assert len(s3) == 1 and job_table("t", "s3://b/y/t") not in s3
