@@ -117,11 +117,10 @@ def compact(
     if engine == "ray" and not dry_run:
         from hoodie_ray.config.options import resolve_options
         from hoodie_ray.ray.compactor import ray_executor
-        from hoodie_ray.ray.runtime import job_table
         from hoodie_ray.table import HoodieTable
 
         name = HoodieTable.load(path, storage_options).name
-        executor = ray_executor(resolve_options(options), job_table(name, path))
+        executor = ray_executor(resolve_options(options), name, path)
     return maintenance.compact(
         path,
         options,

@@ -624,13 +624,13 @@ class Coordinator:
 
     def assigner_config(self, task_id: int, num_tasks: int) -> AssignerConfig:
         cfg = self.table.table_config if self.table is not None else None
-        # the bucket index hashes the fields the keys are made of: the key generator's
-        if self.setup is not None:
-            key_fields = tuple(self.setup.keygen.record_key_fields)
-        elif cfg is not None and cfg.record_key_fields:
-            key_fields = tuple(cfg.record_key_fields)
-        else:
-            key_fields = tuple(self.wc.record_key_fields)
+        # the bucket index hashes the fields the keys are made of: the key generator's, else
+        # the table's, else the options'
+        key_fields = tuple(
+            (self.setup.keygen.record_key_fields if self.setup is not None else ())
+            or (cfg.record_key_fields if cfg is not None else ())
+            or self.wc.record_key_fields
+        )
         if cfg is None:
             return AssignerConfig.of(self.wc, task_id, num_tasks, record_key_fields=key_fields)
         assert self.table is not None
@@ -639,12 +639,12 @@ class Coordinator:
             task_id,
             num_tasks,
             cfg.ordering_field,
-            record_key_fields=key_fields,
             merge_mode=cfg.merge_mode,
             partitioned=bool(cfg.partition_fields),
             record_index=self.wc.metadata_record_index_enable
             or RECORD_INDEX in self.table.metadata_partitions,
             unfolded=self.wc.changelog_enabled or cfg.partial_update or self.wc.partial_updates,
+            record_key_fields=key_fields,
         )
 
     def start_instant(self) -> str:

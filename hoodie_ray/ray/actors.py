@@ -308,7 +308,7 @@ class CoordinatorActor:
             # under OCC another job's topology may write this table: its compactors are its own
             table = job_table(self.table, self.core.path)
             name = f"{table}/{self._job}" if self.core.wc.occ else table
-            self._pool = CompactorPool(self.core.wc, name)
+            self._pool = CompactorPool(self.core.wc, name, self.table)
         return self._pool
 
     def finish_compaction(self) -> None:
@@ -532,7 +532,7 @@ class AssignTask(_AccountedTask):
 
     def checkpoint_done(self) -> None:
         self.core.checkpoint_done()
-        self._gauge_index()
+        self._gauge_uncounted()  # the barrier counted it: the index is as it left it
 
     def index_stats(self) -> dict[str, int]:
         """Keys in this task's key index, the bytes they take (``KeyIndex.nbytes``) and the

@@ -15,7 +15,7 @@ from hoodie_ray.compaction.execute import CompactionTask, execute_operation
 from hoodie_ray.config.options import WriteConfig
 from hoodie_ray.exceptions import HoodieError
 from hoodie_ray.ray import metrics
-from hoodie_ray.ray.runtime import NAMESPACE, actor_resources
+from hoodie_ray.ray.runtime import NAMESPACE, actor_resources, job_table
 from hoodie_ray.timeline.metadata import HoodieWriteStat
 
 log = logging.getLogger("hoodie_ray")
@@ -48,19 +48,20 @@ class CompactorActor:
 
 
 class CompactorPool:
-    """``compaction.tasks`` compactor actors; operations are spread round robin."""
+    """``compaction.tasks`` compactor actors; operations are spread round robin. ``table``:
+    the prefix of their names (``<job_table>`` or ``<job_table>/<job>``), ``table_name``: the
+    table's name their metrics carry."""
 
-    def __init__(self, wc: WriteConfig, table: str) -> None:
+    def __init__(self, wc: WriteConfig, table: str, table_name: str) -> None:
         self.wc = wc
         self.table = table
+        self.table_name = table_name
         self.actors: list[Any] = []
 
     def _ensure(self) -> None:
         if self.actors:
             return
         opts = actor_resources("compactor", self.wc, check=False)
-        job = self.table.split("/")[0]
-        table_name = job.rpartition("@")[0] or job  # the metrics' table: job_table's name part
         for i in range(self.wc.compaction_tasks):
             name = f"{self.table}/compactor-{i}"
             try:
@@ -70,7 +71,7 @@ class CompactorPool:
             self.actors.append(
                 CompactorActor.options(  # type: ignore[attr-defined]
                     name=name, namespace=NAMESPACE, max_restarts=0, **opts
-                ).remote(table_name, i)
+                ).remote(self.table_name, i)
             )
 
     def submit(self, tasks: list[CompactionTask]) -> list[Any]:
@@ -118,14 +119,14 @@ class CompactorPool:
         self.actors = []
 
 
-def ray_executor(wc: WriteConfig, table: str) -> Any:
+def ray_executor(wc: WriteConfig, table: str, path: str) -> Any:
     """An executor for ``hr.compact(engine="ray")`` that runs on a compactor pool."""
 
     def run(tasks: list[CompactionTask]) -> list[HoodieWriteStat]:
         from hoodie_ray.ray.runtime import ensure_ray
 
         ensure_ray()
-        pool = CompactorPool(wc, table)
+        pool = CompactorPool(wc, job_table(table, path), table)
         try:
             return list(ray.get(pool.submit(tasks)))
         finally:

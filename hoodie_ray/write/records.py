@@ -59,11 +59,15 @@ def is_pandas(obj: Any) -> bool:
     return mod is not None and isinstance(obj, mod.DataFrame)
 
 
+#: What Arrow raises for a DataFrame it cannot convert (an object column of ints and strings)
+_PANDAS_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError)
+
+
 def pandas_schema(df: Any) -> pa.Schema:
     """The Arrow schema :func:`to_arrow` gives a pandas DataFrame, without converting it."""
     try:
         return pa.Schema.from_pandas(_dense(df), preserve_index=False)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError) as e:
+    except _PANDAS_ERRORS as e:
         raise HoodieInputError(f"cannot convert the DataFrame to Arrow: {e}") from None
 
 
@@ -105,13 +109,7 @@ def to_arrow(data: Any) -> pa.Table:
         if isinstance(data, pd.DataFrame):
             try:
                 return pa.Table.from_pandas(_dense(data), preserve_index=False)
-            except (
-                pa.ArrowInvalid,
-                pa.ArrowTypeError,
-                pa.ArrowNotImplementedError,
-                TypeError,
-            ) as e:
-                # e.g. an object column holding both ints and strings
+            except _PANDAS_ERRORS as e:
                 raise HoodieInputError(f"cannot convert the DataFrame to Arrow: {e}") from None
     except ImportError:  # pragma: no cover - pandas is a dependency
         pass
