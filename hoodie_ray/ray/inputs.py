@@ -123,8 +123,12 @@ def _bundle_items(ds: Any) -> Iterator[tuple[pa.Schema, Input]]:
         for entry, sl in zip(bundle.blocks, slices, strict=True):
             rows = None if sl is None else (sl.start_offset, sl.end_offset)
             n = entry.metadata.num_rows if sl is None else sl.num_rows
+            # a block's own schema where Ray Data kept it (from_pandas, from_items: the
+            # bundle's is the first block's, a later frame's NaN or extra column not in it)
+            own = getattr(entry.metadata, "schema", None)
+            own = schema if own is None else getattr(own, "base_schema", own)
             if n is None or n > 0:
-                yield _arrow_schema(schema, entry.ref, resolved), Input(entry.ref, rows, n)
+                yield _arrow_schema(own, entry.ref, resolved), Input(entry.ref, rows, n)
 
 
 def dataset_table(ds: Any) -> pa.Table | None:

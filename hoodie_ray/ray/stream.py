@@ -36,6 +36,7 @@ import contextlib
 import itertools
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, overload
 
@@ -269,8 +270,41 @@ class HoodieStreamWriter:
             self._hold(to_arrow(data))
             return
         self._put_held()  # earlier input goes first
-        for schema, item in input_blocks(data, self._spark_frames):
+        blocks = input_blocks(data, self._spark_frames)
+        if is_ray_dataset(data) and (self._setup is None or not self._setup.schema_fixed):
+            blocks = self._typed_nulls(blocks)
+        for schema, item in blocks:
             self._write_item(schema, item)
+
+    def _typed_nulls(
+        self, blocks: Iterator[tuple[pa.Schema, Input]]
+    ) -> Iterator[tuple[pa.Schema, Input]]:
+        """A new table's first Dataset blocks, their all-null columns typed by the blocks
+        after them: a block whose schema has a null column is held (its reference only) with
+        the ones after it until they give the column a type (or the Dataset ends), and all of
+        them go with the schema they unify to. The first block decides a new table's schema,
+        and a null column would be a string one, later blocks' numbers stored as text."""
+        for schema, item in blocks:
+            if not any(pa.types.is_null(f.type) for f in schema):
+                yield schema, item
+                continue
+            held = [item]
+            unified = schema
+            for later_schema, later in blocks:
+                try:
+                    both = pa.unify_schemas([unified, later_schema], promote_options="permissive")
+                except (pa.ArrowInvalid, pa.ArrowTypeError):
+                    # not one schema: the held go with theirs, this one with its own
+                    blocks = itertools.chain([(later_schema, later)], blocks)
+                    break
+                unified = both
+                held.append(later)
+                if not any(pa.types.is_null(f.type) for f in unified):
+                    break
+            for i in held:
+                yield unified, i
+            yield from blocks
+            return
 
     def _hold(self, table: pa.Table) -> None:
         """A small Arrow batch, kept in the driver with the ones before it until a batch's
@@ -1034,6 +1068,7 @@ class HoodieStreamWriter:
         pipelined checkpoint's): recover or replay first."""
         losses = 0
         replay = conflicts > 0
+        retyped = False
         is_checkpoint = fn in (self._checkpoint_once, self._checkpoint_async)
         while True:
             try:
@@ -1073,6 +1108,9 @@ class HoodieStreamWriter:
                 replay = True
             except (RayActorError, RayTaskError, GetTimeoutError, TopologyLost) as e:
                 if not (is_actor_loss(e) or isinstance(e, TopologyLost)):
+                    if not retyped and self._retyped(unwrap(e)):
+                        retyped = replay = True  # the open input again, in its own types
+                        continue
                     self._fail_instant()
                     raise unwrap(e) from None
                 losses += 1
@@ -1092,6 +1130,30 @@ class HoodieStreamWriter:
                 # committed?); finishing it as it is would commit it again, without its files
                 self._interrupted = True
                 raise
+
+    def _retyped(self, error: BaseException) -> bool:
+        """A task refused a block of the open checkpoint for its schema: where the blocks'
+        own schemas are not the one accepted for them (Ray Data gives a ``map_batches``
+        block the first block's schema: a later one's NaN makes its int column a double),
+        the open instant is rolled back and the schema they have together accepted, for the
+        caller to send them again. False where their schemas are what was accepted (the
+        refusal stands)."""
+        if not isinstance(error, HoodieSchemaError) or not self._inputs or self._accepted is None:
+            return False
+        try:
+            schemas = block_schemas(self._inputs)
+        except Exception:
+            return False
+        if all(s.equals(self._accepted[0]) for s in schemas):
+            return False
+        self._drop_pending()
+        self._abandon_instant()
+        try:
+            self._accept_block_schemas(self._inputs)
+        except HoodieError:
+            self._fail_instant()
+            raise
+        return True
 
     def _settle_interrupted(self) -> None:
         """After a step stopped part way (Ctrl-C): the open instant recovered before any new

@@ -232,6 +232,45 @@ def test_blocks_whose_schemas_ray_data_reports_as_the_first_ones(ray_session, tm
     assert got["score"].to_pylist() == [None, None, None, 3, 4, 5]
 
 
+def test_a_stream_writer_takes_each_dataset_block_in_its_own_schema(ray_session, tmp_path):
+    """``HoodieStreamWriter.write(ds)`` as ``hr.write`` does: a later pandas block's NaN
+    (a double column, int64 in the first frame) and extra column were refused as schema
+    changes (Ray Data's bundle gives the first frame's schema; each block's metadata keeps
+    its own); a new table's first block with an all-null column made it a string column (the
+    later blocks' numbers stored as text); a ``map_batches`` block whose schema Ray Data
+    reports as the first one's (an int column that is double in it) failed the checkpoint."""
+    ray = ray_session
+    keyed = {**OPTIONS, "hoodie.datasource.write.partitionpath.field": "", "write.tasks": "2"}
+    first = pd.DataFrame({"key": ["a", "b"], "ts": [1, 1], "qty": [1, 2]})
+    later = pd.DataFrame({"key": ["c", "d"], "ts": [1, 1], "qty": [3, np.nan]})
+    wider = pd.DataFrame({"key": ["e"], "ts": [1], "qty": [5], "extra": ["x"]})
+    path = str(tmp_path / "frames")
+    with hr.HoodieStreamWriter(path, keyed) as w:
+        w.write(ray.data.from_pandas([first, later]))
+        w.checkpoint()
+        w.write(ray.data.from_pandas([first, wider]))
+    got = hudi_rs_read(path).sort_by("key")
+    assert got.schema.field("qty").type == pa.float64()
+    assert got["qty"].to_pylist() == [1.0, 2.0, 3.0, None, 5.0]
+    assert got["extra"].to_pylist() == [None, None, None, None, "x"]
+
+    items = [{"key": f"k{i}", "ts": 1, "score": None if i < 3 else i} for i in range(6)]
+    parts = [
+        pa.table({"key": ["m0", "m1"], "ts": [2, 2], "score": [7, 8]}),
+        pa.table({"key": ["m2", "k0"], "ts": [2, 2], "score": [9.5, None]}),
+    ]
+    path = str(tmp_path / "nulls")
+    with hr.HoodieStreamWriter(path, keyed) as w:
+        w.write(ray.data.from_items(items, override_num_blocks=2))
+        w.checkpoint()
+        assert hudi_rs_read(path).schema.field("score").type == pa.int64()
+        w.write(ray.data.from_arrow(parts).map_batches(lambda b: b, batch_format="pyarrow"))
+    got = hudi_rs_read(path).sort_by("key")
+    assert got.schema.field("score").type == pa.float64()
+    assert got["key"].to_pylist() == [f"k{i}" for i in range(6)] + ["m0", "m1", "m2"]
+    assert got["score"].to_pylist() == [None, None, None, 3.0, 4.0, 5.0, 7.0, 8.0, 9.5]
+
+
 def test_datasets_on_the_single_process_engine(ray_session, tmp_path):
     """``engine="local"`` takes a Dataset's blocks as the Ray engine does: an empty one writes
     nothing (it was "the batch lacks column key"), a pandas block of mixed values is the
