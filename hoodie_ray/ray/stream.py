@@ -1137,8 +1137,13 @@ class HoodieStreamWriter:
         block the first block's schema: a later one's NaN makes its int column a double),
         the open instant is rolled back and the schema they have together accepted, for the
         caller to send them again. False where their schemas are what was accepted (the
-        refusal stands)."""
-        if not isinstance(error, HoodieSchemaError) or not self._inputs or self._accepted is None:
+        refusal stands, as it does behind a pipelined checkpoint still in flight)."""
+        if (
+            not isinstance(error, HoodieSchemaError)
+            or not self._inputs
+            or self._accepted is None
+            or self._flight is not None
+        ):
             return False
         try:
             schemas = block_schemas(self._inputs)
