@@ -259,4 +259,4 @@ def rollback(
 
     table = HoodieTable.load(path, storage_options)
     with open_lock(table.storage, resolve_options(options)):
-        return CommitProtocol(table).rollback(instant).rollback_instant
+        return CommitProtocol(table).rollback(instant, known_only=True).rollback_instant

@@ -253,10 +253,27 @@ class CommitProtocol:
             done.append(inst.timestamp)
         return done
 
-    def rollback(self, instant: str) -> RollbackResult:
-        """Undo a pending or failed write instant (never a completed one)."""
+    def rollback(self, instant: str, *, known_only: bool = False) -> RollbackResult:
+        """Undo a pending or failed write instant: never a completed one, nor one older than
+        the active timeline's first commit (archived, or never written: its files, named by
+        it, are committed data). ``known_only`` (a user's rollback, as Java's finds the
+        instant on the active timeline first): such an instant, or one neither on the active
+        timeline nor with markers, is refused; the writers' recovery (of instants they began)
+        cleans what such an instant left."""
         self.timeline.reload()
         matches = [i for i in self.timeline.instants if i.timestamp == instant]
+        if not matches and known_only:
+            if self.timeline.is_committed(instant):
+                raise HoodieTimelineError(
+                    f"instant {instant} is older than the first commit on the active timeline "
+                    f"of {self.storage.base_uri} ({self.timeline.earliest_active()}): archived "
+                    "or never written, and committed data is never rolled back"
+                )
+            if next(self.storage.walk_files(join(TEMP_DIR, instant)), None) is None:
+                raise HoodieTimelineError(
+                    f"instant {instant} is not on the active timeline of "
+                    f"{self.storage.base_uri} and left no markers: nothing to roll back"
+                )
         if not matches:
             # Files may exist without an instant (crash between marker and requested): clean them.
             return self._rollback_files(instant, Action.DELTA_COMMIT, None)

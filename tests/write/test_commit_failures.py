@@ -15,6 +15,7 @@ from hoodie_ray.timeline.timeline import ActiveTimeline
 from hoodie_ray.write import commit as commit_mod
 from hoodie_ray.write import stream_writer as sw
 from hoodie_ray.write.lock import WriterLock
+from tests.conftest import hudi_rs_read
 from tests.write.model import OPTIONS, Workload, hudi_rs_snapshot, model_options, to_arrow
 
 
@@ -231,3 +232,48 @@ def test_a_completed_instant_committed_again_leaves_the_metadata_table(tmp_path)
         protocol.commit(done.instant, [], schema_json=schema, operation_type="UPSERT")
     assert hudi_rs_snapshot(path).to_pylist() == before
     assert hr.validate_metadata(str(path)) == []
+
+
+@pytest.mark.parametrize("version", ["6", "8"])
+def test_a_rollback_of_an_instant_the_active_timeline_lacks_is_refused(tmp_path, version):
+    """``hr.rollback`` of an archived commit deleted its live base file (the files named by an
+    instant are rolled back where no timeline file is found: a crash before the requested
+    file); of an instant never written it committed an empty rollback. Refused, as Java
+    finds the instant on the active timeline first, the table unchanged: an instant older
+    than the timeline's first commit (archived, or never written) even with markers naming
+    its files, and an unknown one that left no markers."""
+    path = tmp_path / "t"
+    opts = {
+        **OPTIONS,
+        "hoodie.write.table.version": version,
+        "compaction.delta_commits": "1",
+        "clean.retain_commits": "1",
+        "hoodie.keep.min.commits": "2",
+        "hoodie.keep.max.commits": "3",
+    }
+    keys = [f"k{i}" for i in range(20)]
+    hr.write(
+        pa.table({"key": keys, "ts": [1] * 20, "p": ["a"] * 20}), str(path), opts, engine="local"
+    )
+    first = hr.HoodieTable.load(str(path)).active_timeline.completed_commits()[0].timestamp
+    for j in range(8):
+        hr.write(
+            pa.table({"key": [f"b{j}"], "ts": [2], "p": ["b"]}), str(path), opts, engine="local"
+        )
+    assert first not in {
+        i.timestamp for i in hr.HoodieTable.load(str(path)).active_timeline.instants
+    }
+    ghost = path / ".hoodie" / ".temp" / first / "a"
+    ghost.mkdir(parents=True)
+    for f in (path / "a").iterdir():
+        if first in f.name:
+            (ghost / f"{f.name}.marker.CREATE").write_bytes(b"")
+    before = snapshot_files(path)
+    want = hudi_rs_read(path).select(["key", "ts", "p"]).sort_by("key")
+    assert want.num_rows == 28
+    with pytest.raises(hr.HoodieTimelineError, match=f"{first} is older than the first commit"):
+        hr.rollback(str(path), first)
+    with pytest.raises(hr.HoodieTimelineError, match="left no markers: nothing to roll back"):
+        hr.rollback(str(path), "29990101000000000")
+    assert snapshot_files(path) == before
+    assert hudi_rs_read(path).select(["key", "ts", "p"]).sort_by("key").equals(want)
