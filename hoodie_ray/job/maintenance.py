@@ -39,6 +39,7 @@ from hoodie_ray.exceptions import (
     HoodieUnsupportedError,
 )
 from hoodie_ray.job.archival import archivable_instants, archive_table, nothing_to_archive_reason
+from hoodie_ray.job.savepoint import check_no_pending_restore
 from hoodie_ray.meta import RECORD_KEY
 from hoodie_ray.metadata.layout import FILES, RECORD_INDEX
 from hoodie_ray.metadata_writer.validate import (
@@ -224,6 +225,14 @@ def _one_turn(storage: Storage, wc: WriteConfig, dry_run: bool) -> Iterator[None
         yield
 
 
+def _not_restoring(table: HoodieTable) -> None:
+    """A table service refuses a table a restore did not finish (as writers do): run now, it
+    would bake the writes the restore is rolling back into new files (a compaction's base
+    file kept them once the restore finished), or drop what the restore still needs."""
+    table.active_timeline.reload()
+    check_no_pending_restore(table)
+
+
 def _heartbeats(storage: Storage, wc: WriteConfig) -> HeartbeatClient:
     return HeartbeatClient(storage, wc.heartbeat_interval_ms, wc.heartbeat_tolerable_misses)
 
@@ -297,6 +306,7 @@ def compact(
     if svc.wc.occ:
         return _compact_beside_writers(svc, executor, dry_run)
     with nullcontext() if dry_run else _lock(svc):
+        _not_restoring(svc.table)
         pending = svc.pending()
         if pending:
             instant: str | None = pending[0]
@@ -343,6 +353,7 @@ def cluster(
     table = HoodieTable.load(path, storage_options)
     wc = resolve_options(options)
     with nullcontext() if dry_run else open_lock(table.storage, wc):  # a dry run writes none
+        _not_restoring(table)
         if not dry_run:
             CommitProtocol(table).rollback_pending_writes()
         instant, plan, stats = cluster_table(table, wc, executor, dry_run, on_progress)
@@ -364,6 +375,7 @@ def _compact_beside_writers(
     instant: str | None = None
     try:
         with nullcontext() if dry_run else turns.turn():  # a dry run writes no lock file
+            _not_restoring(svc.table)
             free = [p for p in svc.pending() if hb.is_expired(p)]
             if free:
                 instant = free[0]
@@ -460,6 +472,7 @@ def clean(
     svc = CompactionService.open(path, options, storage_options)
     retain = svc.wc.clean_retain_commits
     with _one_turn(svc.storage, svc.wc, dry_run):
+        _not_restoring(svc.table)
         if dry_run:
             earliest, files = files_to_clean(svc.table, retain)
             return CleanResult(None, earliest, files, dry_run=True)
@@ -509,6 +522,7 @@ def archive(
     table = HoodieTable.load(path, storage_options)
     wc = resolve_options(options)
     with _one_turn(table.storage, wc, dry_run):
+        _not_restoring(table)
         chosen = archivable_instants(table, wc) if dry_run else archive_table(table, wc)
         reason = "" if chosen else nothing_to_archive_reason(table, wc)
         return ArchiveResult(tuple((i.timestamp, i.action) for i in chosen), dry_run, reason)
@@ -539,6 +553,7 @@ def init_metadata(
     check_metadata_table_writable(table.table_config, True, path)
     wc = resolve_options(options)
     with open_lock(table.storage, wc):
+        _not_restoring(table)
         CommitProtocol(table).rollback_pending_writes()
         w = metadata_writer(table, MetadataWriteConfig(enable=True))
         w.drop()
@@ -633,6 +648,7 @@ def create_index(
             name if name.startswith(SECONDARY_INDEX_PREFIX) else SECONDARY_INDEX_PREFIX + name
         )
     with open_lock(table.storage, resolve_options(options)):
+        _not_restoring(table)
         CommitProtocol(table).rollback_pending_writes()
         w = metadata_writer(table)
         if not w.enabled:

@@ -132,6 +132,22 @@ def test_a_restore_that_died_is_finished_by_running_it_again(tmp_path, monkeypat
             hr.restore(str(path), point)
     with pytest.raises(hr.HoodieTimelineError, match=f"restore to savepoint {point}"):
         model.write(path, opts, "upsert", wl.rows_for(wl.keys[:3]))
+    # the table services refuse it too: a compaction ran now baked the writes the restore
+    # rolls back into a new base file, which the finished restore kept
+    p = str(path)
+    services = {
+        "compact": lambda: hr.compact(p, opts),
+        "compact dry run": lambda: hr.compact(p, opts, dry_run=True),
+        "cluster": lambda: hr.cluster(p, opts),
+        "clean": lambda: hr.clean(p, opts),
+        "archive": lambda: hr.archive(p, opts),
+        "create_index": lambda: hr.create_index(p, "ts_idx", "ts"),
+        "init_metadata": lambda: hr.init_metadata(p),
+    }
+    for name, run in services.items():
+        with pytest.raises(hr.HoodieTimelineError, match=f"restore to savepoint {point}"):
+            run()
+            pytest.fail(f"{name} ran on a table a restore did not finish")
     hr.restore(str(path), point)
     _reads(path, saved, "finished")
     assert validate_metadata(str(path)) == []
