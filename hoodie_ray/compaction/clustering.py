@@ -333,7 +333,10 @@ def cluster_table(
         for inst in table.pending_clusterings():
             protocol.rollback(inst.timestamp)
     if dry_run:
-        return None, plan_clustering(table.refresh(), wc), []
+        plan = plan_clustering(table.refresh(), wc)
+        if plan is not None and plan.sort_columns:
+            _check_sort_columns(table, plan, wc)  # what the run would refuse
+        return None, plan, []
     started = start_clustering(table, wc)
     if started is None:
         return None, None, []

@@ -66,6 +66,15 @@ def check_layout_columns(schema: pa.Schema, columns: Sequence[str], strategy: st
                 f"clustering sort column {c!r} is not a column of the table"
             )
     if strategy == "linear" or len(columns) < 2:
+        # sorted as they are (one column is sorted linearly whatever the strategy)
+        for c in columns:
+            t = schema.field(c).type
+            try:
+                pc.sort_indices(pa.table({c: pa.array([], t)}), sort_keys=[(c, "ascending")])
+            except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid):
+                raise HoodieUnsupportedError(
+                    f"clustering sort column {c!r} of type {t} cannot be sorted"
+                ) from None
         return
     key = zorder_key if strategy == "z-order" else hilbert_long
     for c in columns:

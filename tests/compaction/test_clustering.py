@@ -122,6 +122,9 @@ def test_clustering_orders_rows_along_a_space_filling_curve(tmp_path, layout):
     bad = {**given, "hoodie.clustering.plan.strategy.sort.columns": "ts,nope"}
     with pytest.raises(hr.HoodieUnsupportedError, match="'nope' is not a column"):
         hr.cluster(str(path), {**opts, **bad})
+    # and so is it in a dry run, which said what a run would rewrite
+    with pytest.raises(hr.HoodieUnsupportedError, match="'nope' is not a column"):
+        hr.cluster(str(path), {**opts, **bad}, dry_run=True)
     assert sorted(p.name for p in (path / ".hoodie").iterdir()) == before
 
 

@@ -190,3 +190,16 @@ def test_columns_a_layout_cannot_order_are_refused_before_anything_runs():
         check_layout_columns(schema, ["a", "nope"], "z-order")
     with pytest.raises(HoodieUnsupportedError, match="spiral"):
         check_layout_columns(schema, ["a", "s"], "spiral")
+    # sorted linearly (one column, or the linear strategy): a type Arrow cannot sort is
+    # refused here too (it was a raw ArrowTypeError in the tasks, the clustering scheduled)
+    unsortable = {
+        "l": pa.list_(pa.int32()),
+        "mp": pa.map_(pa.string(), pa.int32()),
+    }
+    for name, t in unsortable.items():
+        wider = schema.append(pa.field(name, t))
+        for columns, strategy in [([name], "z-order"), (["a", name], "linear")]:
+            with pytest.raises(
+                HoodieUnsupportedError, match=f"'{name}' of type .* cannot be sorted"
+            ):
+                check_layout_columns(wider, columns, strategy)
