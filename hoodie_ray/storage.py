@@ -765,6 +765,16 @@ class ArrowStorage(Storage):
         return f"ArrowStorage({self.base_uri!r}, options={self._options_redacted!r})"
 
 
+def qualified_path(path: str) -> str:
+    """A plain local table path made absolute here (``file://`` and object-store URIs as they
+    are): a path handed to Ray workers must mean there what it means to the caller, and a
+    worker's working directory is its job's (a ``runtime_env`` working_dir), not the
+    driver's."""
+    if isinstance(path, str) and path and urlparse(path).scheme == "":
+        return os.path.abspath(path)
+    return path
+
+
 def open_storage(path: str, storage_options: Mapping[str, Any] | None = None) -> Storage:
     """Storage for a table path: local for plain paths and ``file://``, pyarrow.fs otherwise."""
     if not isinstance(path, str) or not path:

@@ -7,6 +7,7 @@ The job layer's first step (Flink's ``StreamWriteOperatorCoordinator`` start and
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -66,19 +67,29 @@ def table_exists(storage: Storage) -> bool:
 _UNBORN_FILES = (PROPERTIES_FILE, PROPERTIES_FILE + ".backup", LOCK_PATH)
 
 
+#: A completed rollback's timeline files (either layout): what rolling back a first write
+#: that wrote nothing leaves (an empty Dataset through the sink).
+_ROLLBACK_FILE = re.compile(r"(?:^|/)\d+(?:_\d+)?\.rollback(?:\.requested|\.inflight)?$")
+
+
 def remove_unborn_table(storage: Storage) -> bool:
     """Remove the ``.hoodie`` folder of a table whose first write was refused before it
-    opened an instant (a bad schema, a null key): the path is left as the user gave it, not
-    holding a table with no commits. Anything else there (an instant, a data or metadata
-    table file, another engine's auxiliary file) keeps it. The caller holds the table's lock
-    and created the table itself. True when it was removed."""
+    opened an instant (a bad schema, a null key), or was rolled back having written nothing:
+    the path is left as the user gave it, not holding a table with no commits. Anything else
+    there (another instant, a data or metadata table file, another engine's auxiliary file)
+    keeps it. The caller holds the table's lock and created the table itself. True when it
+    was removed."""
     if not storage.exists(".hoodie"):
         return False
     if any(entry.name != ".hoodie" for entry in storage.list_dir("")):
         return False
     for name in storage.walk_files(".hoodie"):
         # the metadata table made with the table (its bootstrap of no files) goes with it
-        if name not in _UNBORN_FILES and not name.startswith(METADATA_TABLE_PATH + "/"):
+        if (
+            name not in _UNBORN_FILES
+            and not name.startswith(METADATA_TABLE_PATH + "/")
+            and not _ROLLBACK_FILE.search(name)
+        ):
             return False
     storage.delete_dir(".hoodie")
     return True

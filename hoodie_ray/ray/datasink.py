@@ -17,9 +17,11 @@ from hoodie_ray.config.options import resolve_options
 from hoodie_ray.exceptions import HoodieWriteError
 from hoodie_ray.job.client import route_input
 from hoodie_ray.job.coordinator import CommitResult
+from hoodie_ray.ray.calls import unwrap
 from hoodie_ray.ray.runtime import NAMESPACE, job_table, refuse_occ
 from hoodie_ray.ray.stream import HoodieStreamWriter
 from hoodie_ray.ray.topology import actor_name, assigner_role
+from hoodie_ray.storage import qualified_path
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.write.lock import new_owner_id
 from hoodie_ray.write.records import to_arrow
@@ -44,7 +46,7 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
         # Ray passes on_write_start the schema from before any fused map_batches: for a new
         # table, pass the dataset's own schema (hr.write does: ds.schema().base_schema).
         self._schema = schema
-        self.path = path
+        self.path = qualified_path(path)
         # one task an actor: the write tasks find each task's actor by its name (a copy of
         # this object reaches them before on_write_start has started any: no handles to give)
         self.options = {**(options or {}), "taskmanager.numberOfTaskSlots": "1"}
@@ -116,6 +118,11 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
         w = self._writer
         if w is None:
             return
+        if write_result.num_rows == 0 and self.wc.operation != "insert_overwrite_table":
+            # no rows: no commit, as hr.write and checkpoint() make none (an overwrite of
+            # the table with nothing still truncates it); a table this write made is removed
+            w.abort()
+            return
         try:
             for results in write_result.write_returns:
                 w._note_assigned(list(results or []))  # rows held for a peer: take the barrier
@@ -126,8 +133,13 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
             w.close()
 
     def on_write_failed(self, error: Exception) -> None:
+        """Roll the instant back; a write task's HoodieError is raised as itself (Ray Data
+        raises what this raises in place of its ``RayTaskError``)."""
         if self._writer is not None:
             self._writer.abort()
+        inner = unwrap(error)
+        if inner is not error:
+            raise inner from None
 
     def _table_name(self) -> str:
         return job_table(HoodieTable.load(self.path, self.storage_options).name, self.path)

@@ -21,6 +21,7 @@ from hoodie_ray.reader.cdc import ChangeReader, GroupSteps
 from hoodie_ray.reader.file_slice_reader import ReadContext, SliceSpec, iter_file_slice
 from hoodie_ray.reader.query import ReadPlan, _incremental_format, cdc_range, plan_file_slices
 from hoodie_ray.reader.streaming import HoodieStreamReader
+from hoodie_ray.storage import qualified_path
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Instant
 
@@ -66,8 +67,8 @@ class HoodieDatasource(Datasource):
     def __init__(
         self, path: str, storage_options: dict[str, Any] | None = None, **query: Any
     ) -> None:
-        self.path = path
-        self.plan: ReadPlan = plan_file_slices(path, storage_options=storage_options, **query)
+        self.path = qualified_path(path)
+        self.plan: ReadPlan = plan_file_slices(self.path, storage_options=storage_options, **query)
 
     def estimate_inmemory_data_size(self) -> int | None:
         return sum(_slice_bytes(s) for s in self.plan.slices) * 3
@@ -117,7 +118,8 @@ class HoodieCdcDatasource(Datasource):
         schema: pa.Schema,
         image_format: str = "struct",
     ) -> None:
-        self.path, self.storage_options, self.image_format = path, storage_options, image_format
+        self.path, self.storage_options = qualified_path(path), storage_options
+        self.image_format = image_format
         self.units, self.schema = units, schema
 
     @classmethod
@@ -186,7 +188,7 @@ def read_ray(
 
     ensure_ray()
     if _incremental_format(incremental_format) == "cdc":
-        if query_type != "incremental" or as_of is not None or columns or filters:
+        if query_type != "incremental" or as_of is not None or columns is not None or filters:
             raise HoodieQueryError(
                 'incremental_format="cdc" is an incremental query of whole change rows: '
                 "no as_of, columns or filters"
@@ -202,7 +204,7 @@ def read_ray(
         as_of=as_of,
         begin=begin,
         end=end,
-        columns=list(columns) if columns else None,
+        columns=list(columns) if columns is not None else None,
         filters=filters,
         changelog=_incremental_format(incremental_format) == "changelog",
     )

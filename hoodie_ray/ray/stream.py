@@ -82,6 +82,7 @@ from hoodie_ray.ray.parking import (
 )
 from hoodie_ray.ray.runtime import ensure_ray, refuse_inline_clustering
 from hoodie_ray.ray.topology import WriteTopology
+from hoodie_ray.storage import qualified_path
 from hoodie_ray.write.lock import ProcessId, new_owner_id
 from hoodie_ray.write.records import is_ray_dataset, to_arrow
 from hoodie_ray.write.routing import cut_shares, round_rows
@@ -172,7 +173,7 @@ class HoodieStreamWriter:
         storage_options: dict[str, Any] | None = None,
         ray_address: str | None = None,
     ) -> None:
-        self.path = path
+        self.path = qualified_path(path)
         self.options = dict(options or {})
         self.wc = resolve_options(self.options)
         refuse_inline_clustering(self.wc)
@@ -186,7 +187,7 @@ class HoodieStreamWriter:
         self._setup: TableSetup | None = None
         # the actors: coordinator and write tasks (their names, starts, stops)
         self._topo = WriteTopology(
-            path, self.options, storage_options, self.wc, new_owner_id(), self._job
+            self.path, self.options, storage_options, self.wc, new_owner_id(), self._job
         )
         self._instant: str | None = None
         self._inputs: list[Input] = []  # the open checkpoint's input (object refs)

@@ -45,7 +45,8 @@ def test_datasink_bad_input_commits_nothing(ray_session, tmp_path):
     bad = ray.data.from_arrow(
         pa.table({"key": ["b"], "p": ["a"], "ts": ["x"], "v": [1], "s": ["s"]})
     )
-    with pytest.raises(Exception):  # noqa: B017 - Ray wraps the HoodieSchemaError of the write task
+    # the write task's error, as itself (it was Ray's RayTaskError(HoodieSchemaError))
+    with pytest.raises(hr.HoodieSchemaError, match="ts"):
         bad.write_datasink(hr.HoodieDatasink(path, OPTIONS))
     assert hudi_rs_snapshot(path).to_pylist() == before
     assert all(
@@ -53,3 +54,44 @@ def test_datasink_bad_input_commits_nothing(ray_session, tmp_path):
         for x in hr.HoodieTable.load(path).timeline
         if x.action == "deltacommit"
     )
+
+
+def test_an_empty_dataset_commits_nothing(ray_session, tmp_path):
+    """An empty Dataset through the sink made a commit of nothing (a new table created for
+    it): as ``hr.write`` and ``checkpoint()``, no commit and no table."""
+    import ray
+
+    path = tmp_path / "t"
+    empty = ray.data.from_arrow(
+        pa.table({"key": ["a"], "p": ["a"], "ts": [1], "v": [1], "s": ["s"]})
+    )
+    empty = empty.filter(lambda r: False)
+    empty.write_datasink(hr.HoodieDatasink(str(path), OPTIONS))
+    assert not (path / ".hoodie").exists()
+    hr.write(to_arrow([Workload(1)._row("a")], False), str(path), OPTIONS, engine="local")
+    empty.write_datasink(hr.HoodieDatasink(str(path), OPTIONS))
+    timeline = hr.HoodieTable.load(str(path)).timeline
+    assert [x.action for x in timeline if x.is_completed and x.action != "rollback"] == [
+        "deltacommit"
+    ]
+    assert hudi_rs_snapshot(path).num_rows == 1
+
+
+def test_a_relative_path_means_the_drivers_directory(ray_session, tmp_path, monkeypatch):
+    """A relative table path was resolved in each Ray worker's working directory (a job's
+    ``runtime_env`` working_dir, not the driver's): ``hr.write`` of a Dataset and the sink
+    wrote the table there, reported success, and ``read_ray`` failed on files it could not
+    find. Here the driver moves to another directory after Ray started; the tables are
+    where the driver's relative path says, and ``read_ray(columns=[])`` is refused as
+    ``hr.read`` refuses it (it read every column)."""
+    import ray
+
+    monkeypatch.chdir(tmp_path)
+    rows = to_arrow([Workload(1)._row(k) for k in ("a", "b")], False)
+    hr.write(ray.data.from_arrow(rows), "by_write", OPTIONS)
+    ray.data.from_arrow(rows).write_datasink(hr.HoodieDatasink("by_sink", OPTIONS))
+    for name in ("by_write", "by_sink"):
+        assert hudi_rs_snapshot(tmp_path / name).num_rows == 2, name
+        assert hr.read_ray(name).count() == 2
+    with pytest.raises(hr.HoodieQueryError, match="columns"):
+        hr.read_ray("by_write", columns=[])
