@@ -44,6 +44,7 @@ from hoodie_ray.exceptions import (
     HoodieTableNotFoundError,
     HoodieUnsupportedError,
     HoodieWriteConflictError,
+    HoodieWriteError,
 )
 from hoodie_ray.file_group.view import FileSlice, FileSystemView
 from hoodie_ray.job.archival import archive_table
@@ -331,6 +332,8 @@ class Coordinator:
         self._compaction: CompactionService | None = None
         self._running: tuple[str, Any] | None = None  # background compaction: instant, handle
         self._started: dict[str, float] = {}
+        # the Ray Data write tasks (ds.write_datasink) that sent rows into the open instant
+        self._input_tasks: set[int] = set()
         self._done: list[str] = []  # compactions committed since the last after_commit's report
         self._clustered_between: str | None = None  # a clustering commit_finished committed
         self._cleaned: str | None = None
@@ -671,7 +674,25 @@ class Coordinator:
                 done = frozenset(i.timestamp for i in self.protocol.timeline.completed())
                 self._txn[instant] = TxnStart(instant, done)
         self._started[instant] = time.monotonic()
+        self._input_tasks = set()
         return instant
+
+    def claim_input_task(self, task: int) -> None:
+        """A Ray Data write task (``ds.write_datasink``) is about to send its rows into the
+        open instant. Refused where that task did before: Ray ran it again after its worker
+        died, and the rows its first attempt sent may be in the instant already (Hudi
+        commits a task's rows once; with inserts they were written twice).
+
+        Raises:
+            HoodieWriteError: naming the task; the write fails and is rolled back.
+        """
+        if task in self._input_tasks:
+            raise HoodieWriteError(
+                f"{self.path}: write task {task} of the Dataset ran again (Ray retried it after "
+                "its worker died) and rows of its first attempt may be in the instant already: "
+                "the write is rolled back; write the Dataset again"
+            )
+        self._input_tasks.add(task)
 
     def _identity_now(self) -> tuple[str | None, ...] | None:
         if not table_exists(self.storage):

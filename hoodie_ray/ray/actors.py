@@ -204,6 +204,9 @@ class CoordinatorActor:
     def setup(self) -> TableSetup | None:
         return self.core.setup
 
+    def claim_input_task(self, task: int) -> None:
+        self.core.claim_input_task(task)
+
     def refix_schema(self, data_schema: pa.Schema) -> TableSetup:
         return self.core.refix_schema(data_schema)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import ray
 from ray.data import Datasink
+from ray.exceptions import RayTaskError
 
 from hoodie_ray.config.options import resolve_options
 from hoodie_ray.exceptions import HoodieWriteError
@@ -93,6 +94,10 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
         setup = ray.get(coord.setup.remote())
         if setup is None:
             raise HoodieWriteError(f"the write topology of {self.path} is not open")
+        try:  # a retried task is refused: its first attempt's rows may be in the instant
+            ray.get(coord.claim_input_task.remote(ctx.task_idx))
+        except RayTaskError as e:
+            raise unwrap(e) from None
         na = self.wc.assign_tasks
         assigners = [
             ray.get_actor(

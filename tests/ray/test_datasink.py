@@ -95,3 +95,24 @@ def test_a_relative_path_means_the_drivers_directory(ray_session, tmp_path, monk
         assert hr.read_ray(name).count() == 2
     with pytest.raises(hr.HoodieQueryError, match="columns"):
         hr.read_ray("by_write", columns=[])
+
+
+def test_a_retried_write_task_fails_the_write_instead_of_writing_twice(ray_session, tmp_path):
+    """Ray runs a write task again when its worker dies, and the rows its first attempt sent
+    stayed in the open instant: with inserts they were committed twice. The second attempt
+    of a task is refused (HoodieWriteError naming it); the write rolls back, nothing is
+    committed."""
+    from ray.data._internal.execution.interfaces import TaskContext
+
+    path = str(tmp_path / "t")
+    hr.write(to_arrow([Workload(1)._row("a")], False), path, OPTIONS, engine="local")
+    before = hudi_rs_snapshot(path).to_pylist()
+    rows = to_arrow([Workload(2)._row(k) for k in ("b", "c")], False)
+    sink = hr.HoodieDatasink(path, {**OPTIONS, "write.operation": "insert"})
+    sink.on_write_start(rows.schema)
+    ctx = TaskContext(task_idx=3, op_name="Write")
+    sink.write([rows], ctx)  # the first attempt, whose worker then died
+    with pytest.raises(hr.HoodieWriteError, match="write task 3 of the Dataset ran again"):
+        sink.write([rows], ctx)
+    sink.on_write_failed(RuntimeError("the write failed"))  # what Ray Data calls then
+    assert hudi_rs_snapshot(path).to_pylist() == before
