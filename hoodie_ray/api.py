@@ -253,10 +253,12 @@ def rollback(
     """Roll back a pending or failed write instant under the table lock (``options`` may name
     its provider, ``hoodie.write.lock.provider``); returns the rollback instant."""
     from hoodie_ray.config.options import resolve_options
+    from hoodie_ray.job.savepoint import check_no_pending_restore
     from hoodie_ray.table import HoodieTable
     from hoodie_ray.write.commit import CommitProtocol
     from hoodie_ray.write.lock_providers import open_lock
 
     table = HoodieTable.load(path, storage_options)
     with open_lock(table.storage, resolve_options(options)):
+        check_no_pending_restore(table)  # the restore rolls back what it must itself
         return CommitProtocol(table).rollback(instant, known_only=True).rollback_instant

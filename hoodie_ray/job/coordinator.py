@@ -679,18 +679,21 @@ class Coordinator:
 
     def claim_input_task(self, task: int) -> None:
         """A Ray Data write task (``ds.write_datasink``) is about to send its rows into the
-        open instant. Refused where that task did before: Ray ran it again after its worker
-        died, and the rows its first attempt sent may be in the instant already (Hudi
-        commits a task's rows once; with inserts they were written twice).
+        open instant. Where that task did before (Ray ran it again after its worker died),
+        the rows its first attempt sent may be in the instant already: an upsert or a delete
+        folds them with the second attempt's by key (as before), but an insert would write
+        them twice (no fold before an insert, as Hudi's ``hoodie.combine.before.insert``
+        default), so there the write is refused.
 
         Raises:
             HoodieWriteError: naming the task; the write fails and is rolled back.
         """
-        if task in self._input_tasks:
+        if task in self._input_tasks and self.wc.operation not in ("upsert", "delete"):
             raise HoodieWriteError(
                 f"{self.path}: write task {task} of the Dataset ran again (Ray retried it after "
-                "its worker died) and rows of its first attempt may be in the instant already: "
-                "the write is rolled back; write the Dataset again"
+                f"its worker died) and rows of its first attempt may be in the instant already "
+                f"({self.wc.operation} folds no duplicates): the write is rolled back; write "
+                "the Dataset again"
             )
         self._input_tasks.add(task)
 

@@ -425,6 +425,7 @@ def drop_compaction(
     """
     svc = CompactionService.open(path, options, storage_options)
     with _lock(svc):
+        _not_restoring(svc.table)
         return svc.drop(instant)
 
 
@@ -581,6 +582,7 @@ def drop_metadata(
     """
     table = HoodieTable.load(path, storage_options)
     with open_lock(table.storage, resolve_options(options)):
+        _not_restoring(table)
         w = metadata_writer(table)
         if partition is None or partition == FILES:
             w.drop()

@@ -282,7 +282,8 @@ class HoodieStreamWriter:
     ) -> Iterator[tuple[pa.Schema, Input]]:
         """A new table's first Dataset blocks, their all-null columns typed by the blocks
         after them: a block whose schema has a null column is held (its reference only) with
-        the ones after it until they give the column a type (or the Dataset ends), and all of
+        the ones after it until they give the column a type, the Dataset ends or a round's
+        rows are held (a column null that long is decided as such: a string one), and all of
         them go with the schema they unify to. The first block decides a new table's schema,
         and a null column would be a string one, later blocks' numbers stored as text."""
         for schema, item in blocks:
@@ -290,8 +291,12 @@ class HoodieStreamWriter:
                 yield schema, item
                 continue
             held = [item]
+            held_rows = item.num_rows or 0
             unified = schema
             for later_schema, later in blocks:
+                if held_rows >= self._round_rows:
+                    blocks = itertools.chain([(later_schema, later)], blocks)
+                    break  # bounded: the Dataset streams on
                 try:
                     both = pa.unify_schemas([unified, later_schema], promote_options="permissive")
                 except (pa.ArrowInvalid, pa.ArrowTypeError):
@@ -300,6 +305,7 @@ class HoodieStreamWriter:
                     break
                 unified = both
                 held.append(later)
+                held_rows += later.num_rows or 0
                 if not any(pa.types.is_null(f.type) for f in unified):
                     break
             for i in held:
@@ -1153,6 +1159,8 @@ class HoodieStreamWriter:
         if all(s.equals(self._accepted[0]) for s in schemas):
             return False
         self._drop_pending()
+        with contextlib.suppress(Exception):  # no writer flushes into the rolled back instant
+            ray.get([w.abort.remote() for w in self._writers], timeout=60)
         self._abandon_instant()
         try:
             self._accept_block_schemas(self._inputs)

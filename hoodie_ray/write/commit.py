@@ -282,6 +282,13 @@ class CommitProtocol:
             raise HoodieTimelineError(
                 f"instant {instant} is completed; rolling back completed commits is not supported"
             )
+        if known_only and inst.action in _NOT_ROLLED_BACK:
+            # a restore half way through is finished by running it again, a clean finishes
+            # (its deletes are of files no one reads): rolled back, they were forgotten
+            raise HoodieTimelineError(
+                f"instant {instant} is a pending {inst.action}, not a write: it is finished, "
+                "never rolled back (a restore by running hr.restore again)"
+            )
         return self._rollback_files(instant, inst.action, inst)
 
     def _rollback_files(self, instant: str, action: str, inst: Instant | None) -> RollbackResult:
@@ -422,6 +429,12 @@ class CommitProtocol:
                 ):
                     out.setdefault(join(part, info.name), "CREATE")
         return out
+
+
+#: Pending instants a user's rollback refuses: not writes (their own runs finish them).
+_NOT_ROLLED_BACK = frozenset(
+    {Action.RESTORE, Action.ROLLBACK, Action.CLEAN, Action.SAVEPOINT, Action.INDEXING}
+)
 
 
 def _named_by(name: str, instant: str) -> bool:

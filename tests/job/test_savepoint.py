@@ -143,7 +143,14 @@ def test_a_restore_that_died_is_finished_by_running_it_again(tmp_path, monkeypat
         "archive": lambda: hr.archive(p, opts),
         "create_index": lambda: hr.create_index(p, "ts_idx", "ts"),
         "init_metadata": lambda: hr.init_metadata(p),
+        # a rollback too, of the restore itself (it was forgotten, half done) or of a write
+        "rollback of the restore": lambda: hr.rollback(p, pending_restore_instant()),
     }
+
+    def pending_restore_instant() -> str:
+        table = HoodieTable.load(p)
+        return next(i.timestamp for i in table.active_timeline.pending() if i.action == "restore")
+
     for name, run in services.items():
         with pytest.raises(hr.HoodieTimelineError, match=f"restore to savepoint {point}"):
             run()

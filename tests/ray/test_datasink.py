@@ -116,3 +116,18 @@ def test_a_retried_write_task_fails_the_write_instead_of_writing_twice(ray_sessi
         sink.write([rows], ctx)
     sink.on_write_failed(RuntimeError("the write failed"))  # what Ray Data calls then
     assert hudi_rs_snapshot(path).to_pylist() == before
+
+
+def test_a_retried_upsert_task_is_folded_by_key(ray_session, tmp_path):
+    """An upsert folds a retried task's rows with its first attempt's by key, as before:
+    the second attempt is not refused there."""
+    from ray.data._internal.execution.interfaces import TaskContext
+
+    path = str(tmp_path / "t")
+    rows = to_arrow([Workload(2)._row(k) for k in ("b", "c")], False)
+    sink = hr.HoodieDatasink(path, OPTIONS)
+    sink.on_write_start(rows.schema)
+    ctx = TaskContext(task_idx=0, op_name="Write")
+    sink.write([rows], ctx)
+    sink.write([rows], ctx)
+    sink.on_write_failed(RuntimeError("stopped here"))
