@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
 import ray
 from ray.data import Datasink
 from ray.exceptions import RayTaskError
 
 from hoodie_ray.config.options import resolve_options
-from hoodie_ray.exceptions import HoodieWriteError
+from hoodie_ray.exceptions import HoodieSchemaError, HoodieTableNotFoundError, HoodieWriteError
 from hoodie_ray.job.client import route_input
 from hoodie_ray.job.coordinator import CommitResult
 from hoodie_ray.ray.calls import unwrap
@@ -73,10 +74,26 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
     def on_write_start(self, schema: Any = None) -> None:
         w = HoodieStreamWriter(self.path, self.options, storage_options=self.storage_options)
         w.owner = self._owner
-        schema = self._schema if self._schema is not None else schema
+        # Ray Data gives the schema of the input before the maps fused into the write (a
+        # read_parquet's is its file listing's, a map's None): trusted where it has the
+        # record key, else the table's own is written (a new table then needs ``schema=``)
+        given = self._schema is not None
+        schema = self._schema if given else schema
         try:
-            w._start(schema)
-            w._evolve_to(schema)  # a dataset with new columns evolves the table schema, up front
+            try:
+                w._start(schema)
+            except (HoodieSchemaError, HoodieTableNotFoundError) as e:
+                if given:
+                    raise
+                raise HoodieSchemaError(
+                    f"{e} (Ray Data gave the sink the schema of its input before the maps "
+                    f"fused into the write: {_names(schema)}): pass schema=ds.schema() to "
+                    "HoodieDatasink, or write with hr.write(ds)"
+                ) from None
+            assert w._setup is not None
+            keys = w._setup.table_config.record_key_fields
+            if given or (isinstance(schema, pa.Schema) and all(k in schema.names for k in keys)):
+                w._evolve_to(schema)  # new columns evolve the table schema, up front
             w._begin_instant()
         except BaseException:
             w.abort()
@@ -151,3 +168,8 @@ class HoodieDatasink(Datasink):  # type: ignore[type-arg]
 
     def get_name(self) -> str:
         return "Hudi"
+
+
+def _names(schema: Any) -> str:
+    names = getattr(schema, "names", None)
+    return "no schema" if names is None else "columns " + ", ".join(map(str, names))

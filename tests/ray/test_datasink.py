@@ -131,3 +131,28 @@ def test_a_retried_upsert_task_is_folded_by_key(ray_session, tmp_path):
     sink.write([rows], ctx)
     sink.write([rows], ctx)
     sink.on_write_failed(RuntimeError("stopped here"))
+
+
+def test_a_read_parquet_dataset_through_the_sink(ray_session, tmp_path):
+    """Ray Data gives ``on_write_start`` the schema of the input before the maps fused into
+    the write (``read_parquet``'s is its file listing's: ``__path``...): into an existing
+    table the blocks are written in the table's schema (it was "the batch lacks column
+    key"); a new table is refused with what to do (``schema=``), and with it written."""
+    import pyarrow.parquet as pq
+    import ray
+
+    files = tmp_path / "in"
+    files.mkdir()
+    for i in range(2):
+        rows = to_arrow([Workload(3)._row(f"k{i}{j}") for j in range(5)], False)
+        pq.write_table(rows, files / f"part-{i}.parquet")
+    path = str(tmp_path / "t")
+    hr.write(to_arrow([Workload(1)._row("a")], False), path, OPTIONS, engine="local")
+    ray.data.read_parquet(str(files)).write_datasink(hr.HoodieDatasink(path, OPTIONS))
+    assert hudi_rs_snapshot(path).num_rows == 11
+    new = str(tmp_path / "new")
+    with pytest.raises(hr.HoodieSchemaError, match="pass schema=ds.schema"):
+        ray.data.read_parquet(str(files)).write_datasink(hr.HoodieDatasink(new, OPTIONS))
+    ds = ray.data.read_parquet(str(files))
+    ds.write_datasink(hr.HoodieDatasink(new, OPTIONS, schema=ds.schema().base_schema))
+    assert hudi_rs_snapshot(new).num_rows == 10
