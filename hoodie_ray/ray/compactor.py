@@ -128,7 +128,7 @@ def ray_executor(wc: WriteConfig, table: str, path: str) -> Any:
         ensure_ray()
         pool = CompactorPool(wc, job_table(table, path), table)
         try:
-            return list(ray.get(pool.submit(tasks)))
+            return [_get_as_itself(ref) for ref in pool.submit(tasks)]
         finally:
             pool.shutdown()
 

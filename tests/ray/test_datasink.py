@@ -95,6 +95,10 @@ def test_a_relative_path_means_the_drivers_directory(ray_session, tmp_path, monk
         assert hr.read_ray(name).count() == 2
     with pytest.raises(hr.HoodieQueryError, match="columns"):
         hr.read_ray("by_write", columns=[])
+    # compaction on Ray: its tasks opened the table's files in their own directory
+    hr.write(rows, "by_write", OPTIONS, engine="local")  # the same keys again: a log file
+    assert hr.compact("by_write", OPTIONS, engine="ray").instant is not None
+    assert hudi_rs_snapshot(tmp_path / "by_write").num_rows == 2
 
 
 def test_a_retried_write_task_fails_the_write_instead_of_writing_twice(ray_session, tmp_path):
