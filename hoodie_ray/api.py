@@ -117,10 +117,8 @@ def compact(
     if engine == "ray" and not dry_run:
         from hoodie_ray.config.options import resolve_options
         from hoodie_ray.ray.compactor import ray_executor
-        from hoodie_ray.storage import qualified_path
         from hoodie_ray.table import HoodieTable
 
-        path = qualified_path(path)  # the tasks open it where they run
         name = HoodieTable.load(path, storage_options).name
         executor = ray_executor(resolve_options(options), name, path)
     return maintenance.compact(
@@ -161,9 +159,7 @@ def cluster(
     executor = None
     if engine == "ray" and not dry_run:
         from hoodie_ray.ray.compactor import ray_clustering_executor
-        from hoodie_ray.storage import qualified_path
 
-        path = qualified_path(path)  # the tasks open it where they run
         executor = ray_clustering_executor
     return maintenance.cluster(
         path,
@@ -198,9 +194,8 @@ def read_stream(
         raise HoodieOptionError(f"engine must be 'ray' or 'local', got {engine!r}")
     if engine == "ray":
         from hoodie_ray.ray.datasource import RayStreamReader
-        from hoodie_ray.storage import qualified_path
 
-        return RayStreamReader(qualified_path(path), start, after, **kwargs)
+        return RayStreamReader(path, start, after, **kwargs)
     return HoodieStreamReader(path, start, after, **kwargs)
 
 
@@ -234,9 +229,7 @@ def create_index(
     map_chunks = None
     if engine == "ray":
         from hoodie_ray.ray.compactor import ray_task_map
-        from hoodie_ray.storage import qualified_path
 
-        path = qualified_path(path)  # the tasks open it where they run
         map_chunks = ray_task_map
     return maintenance.create_index(
         path,

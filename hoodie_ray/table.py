@@ -25,7 +25,7 @@ from hoodie_ray.file_group.view import FileSlice, FileSystemView
 from hoodie_ray.meta import META_FIELDS
 from hoodie_ray.metadata.layout import completed_partitions, has_metadata_table
 from hoodie_ray.metadata.reader import MetadataListing, MetadataTable
-from hoodie_ray.storage import Storage, join, open_storage
+from hoodie_ray.storage import Storage, join, open_storage, qualified_path
 from hoodie_ray.timeline.archive import ArchivedLogTimeline, ArchivedTimeline, LSMTimeline
 from hoodie_ray.timeline.instant import Action, Instant, State
 from hoodie_ray.timeline.metadata import HoodieCommitMetadata
@@ -79,7 +79,10 @@ class HoodieTable:
         """
         if not isinstance(path, str) or not path:
             raise HoodieTableNotFoundError(f"not a Hudi table path: {path!r}")
-        return cls.from_storage(open_storage(path, storage_options), storage_options, path)
+        # a relative path made absolute: tasks elsewhere re-open the table from base_uri
+        return cls.from_storage(
+            open_storage(path, storage_options), storage_options, qualified_path(path)
+        )
 
     @classmethod
     def from_storage(

@@ -21,7 +21,6 @@ from hoodie_ray.reader.cdc import ChangeReader, GroupSteps
 from hoodie_ray.reader.file_slice_reader import ReadContext, SliceSpec, iter_file_slice
 from hoodie_ray.reader.query import ReadPlan, _incremental_format, cdc_range, plan_file_slices
 from hoodie_ray.reader.streaming import HoodieStreamReader
-from hoodie_ray.storage import qualified_path
 from hoodie_ray.table import HoodieTable
 from hoodie_ray.timeline.instant import Instant
 
@@ -67,8 +66,8 @@ class HoodieDatasource(Datasource):
     def __init__(
         self, path: str, storage_options: dict[str, Any] | None = None, **query: Any
     ) -> None:
-        self.path = qualified_path(path)
-        self.plan: ReadPlan = plan_file_slices(self.path, storage_options=storage_options, **query)
+        self.path = path
+        self.plan: ReadPlan = plan_file_slices(path, storage_options=storage_options, **query)
 
     def estimate_inmemory_data_size(self) -> int | None:
         return sum(_slice_bytes(s) for s in self.plan.slices) * 3
@@ -118,8 +117,7 @@ class HoodieCdcDatasource(Datasource):
         schema: pa.Schema,
         image_format: str = "struct",
     ) -> None:
-        self.path, self.storage_options = qualified_path(path), storage_options
-        self.image_format = image_format
+        self.path, self.storage_options, self.image_format = path, storage_options, image_format
         self.units, self.schema = units, schema
 
     @classmethod
@@ -136,7 +134,7 @@ class HoodieCdcDatasource(Datasource):
         start, stop = cdc_range(tbl, begin, end)
         reader = ChangeReader(tbl, image_format)
         units = reader.plan(reader.commits_in(start, stop))
-        return cls(path, storage_options, units, reader.schema, image_format)
+        return cls(tbl.base_uri, storage_options, units, reader.schema, image_format)
 
     def estimate_inmemory_data_size(self) -> int | None:
         return None
